@@ -1,0 +1,71 @@
+package v1
+
+// RayClusterConditionType is a condition type of a RayCluster.
+type RayClusterConditionType string
+
+const (
+	// RayClusterProvisioned turns true once every pod was ready at the same time, and stays.
+	RayClusterProvisioned RayClusterConditionType = "RayClusterProvisioned"
+	// HeadPodReady says whether the head pod is ready.
+	HeadPodReady RayClusterConditionType = "HeadPodReady"
+	// RayClusterReplicaFailure is present only while creating or deleting a pod fails.
+	RayClusterReplicaFailure RayClusterConditionType = "ReplicaFailure"
+	// RayClusterSuspending is true while pods are being deleted for spec.suspend.
+	RayClusterSuspending RayClusterConditionType = "RayClusterSuspending"
+	// RayClusterSuspended is true once every pod was deleted for spec.suspend.
+	RayClusterSuspended RayClusterConditionType = "RayClusterSuspended"
+)
+
+// RayCluster condition reasons.
+const (
+	AllPodRunningAndReadyFirstTime = "AllPodRunningAndReadyFirstTime"
+	RayClusterPodsProvisioning     = "RayClusterPodsProvisioning"
+	HeadPodNotFound                = "HeadPodNotFound"
+	HeadPodRunningAndReady         = "HeadPodRunningAndReady"
+	// UnknownReason is used when no better reason is known.
+	UnknownReason = "Unknown"
+
+	// ReplicaFailure reasons.
+	FailedDeleteAllPods   = "FailedDeleteAllPods"
+	FailedDeleteHeadPod   = "FailedDeleteHeadPod"
+	FailedCreateHeadPod   = "FailedCreateHeadPod"
+	FailedDeleteWorkerPod = "FailedDeleteWorkerPod"
+	FailedCreateWorkerPod = "FailedCreateWorkerPod"
+	// MultipleHeadPods: more than one head pod exists; raygate never picks one to delete.
+	MultipleHeadPods = "MultipleHeadPods"
+
+	// ValidationFailed: the spec breaks a rule the admission webhook enforces (it was stored
+	// while the webhook was off or bypassed). Nothing is created or deleted for it.
+	ValidationFailed = "ValidationFailed"
+)
+
+// RayServiceConditionType is a condition type of a RayService.
+type RayServiceConditionType string
+
+const (
+	// RayServiceReady: requests can be served (at least one serve endpoint).
+	RayServiceReady RayServiceConditionType = "Ready"
+	// UpgradeInProgress: a pending cluster exists next to the active one.
+	UpgradeInProgress RayServiceConditionType = "UpgradeInProgress"
+	// RollbackInProgress: the spec went back to the active cluster's during an upgrade and
+	// traffic and capacity are moving back to it.
+	RollbackInProgress RayServiceConditionType = "RollbackInProgress"
+)
+
+// RayService condition reasons.
+const (
+	RayServiceInitializing         = "Initializing"
+	RayServiceInitializingTimeout  = "InitializingTimeout"
+	ZeroServeEndpoints             = "ZeroServeEndpoints"
+	NonZeroServeEndpoints          = "NonZeroServeEndpoints"
+	BothActivePendingClustersExist = "BothActivePendingClustersExist"
+	NoPendingCluster               = "NoPendingCluster"
+	NoActiveCluster                = "NoActiveCluster"
+	// PendingApplicationsUnhealthy: the pending cluster's applications are not all RUNNING,
+	// so no traffic moves to it.
+	PendingApplicationsUnhealthy = "PendingApplicationsUnhealthy"
+	// RollingBack: traffic and capacity are moving back to the active cluster.
+	RollingBack = "RollingBack"
+	// NoRollback: the spec does not ask to go back.
+	NoRollback = "NoRollback"
+)

@@ -1,0 +1,121 @@
+// Package app builds and runs the raygate manager from command-line options. cmd/raygate
+// only parses flags and calls Run; tests and the local mode call Run in-process.
+package app
+
+import (
+	"crypto/tls"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+)
+
+// Options are the manager's settings, one per flag.
+type Options struct {
+	MetricsAddr          string
+	SecureMetrics        bool
+	ProbeAddr            string
+	LeaderElect          bool
+	LeaderElectionID     string
+	LeaderElectionNS     string
+	WatchNamespaces      []string
+	EnableWebhooks       bool
+	WebhookHost          string
+	WebhookPort          int
+	WebhookCertDir       string
+	TLSMinVersion        string
+	EnableHTTP2          bool
+	LogLevel             string
+	LogFormat            string
+	ReconcileConcurrency int
+	SyncPeriod           time.Duration
+}
+
+// DefaultOptions are the defaults of every flag.
+func DefaultOptions() Options {
+	return Options{
+		MetricsAddr:          ":8443",
+		SecureMetrics:        true,
+		ProbeAddr:            ":8081",
+		LeaderElectionID:     "raygate.ray.io",
+		EnableWebhooks:       true,
+		WebhookPort:          9443,
+		WebhookCertDir:       "/tmp/k8s-webhook-server/serving-certs",
+		TLSMinVersion:        "1.2",
+		LogLevel:             "info",
+		LogFormat:            "json",
+		ReconcileConcurrency: 4,
+		SyncPeriod:           10 * time.Hour,
+	}
+}
+
+// BindFlags registers every option, and --feature-gates, on fs.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address of the metrics endpoint; \"0\" turns it off.")
+	fs.BoolVar(&o.SecureMetrics, "metrics-secure", o.SecureMetrics, "Serve metrics over HTTPS with Kubernetes authentication and authorization.")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address of /healthz and /readyz.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so only one replica reconciles; every replica serves webhooks.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
+	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "Namespace of the leader election Lease (default: the pod's namespace).")
+	fs.StringSliceVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces to watch and cache; empty means all namespaces.")
+	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", o.EnableWebhooks, "Serve the admission webhooks.")
+	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "Address the webhook server listens on (default: all).")
+	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port of the webhook server.")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory with tls.crt and tls.key for the webhook server; reloaded when they change.")
+	fs.StringVar(&o.TLSMinVersion, "tls-min-version", o.TLSMinVersion, "Minimum TLS version of the webhook and metrics servers: 1.2 or 1.3.")
+	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Allow HTTP/2 on the webhook and metrics servers (off: HTTP/2 rapid-reset and stream-cancellation attacks).")
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: debug, info, warn or error.")
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: json or console.")
+	fs.IntVar(&o.ReconcileConcurrency, "reconcile-concurrency", o.ReconcileConcurrency, "Concurrent reconciles per controller.")
+	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "Period of a full resync of cached objects.")
+	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
+}
+
+// Validate checks option values that flags cannot type-check.
+func (o *Options) Validate() error {
+	var errs []string
+	if _, err := o.tlsVersion(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	switch o.LogFormat {
+	case "json", "console":
+	default:
+		errs = append(errs, fmt.Sprintf("--log-format must be json or console, not %q", o.LogFormat))
+	}
+	if _, err := parseLevel(o.LogLevel); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if o.ReconcileConcurrency < 1 {
+		errs = append(errs, "--reconcile-concurrency must be at least 1")
+	}
+	if o.WebhookPort < 1 || o.WebhookPort > 65535 {
+		errs = append(errs, fmt.Sprintf("--webhook-port must be 1-65535, not %d", o.WebhookPort))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid options: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func (o *Options) tlsVersion() (uint16, error) {
+	switch o.TLSMinVersion {
+	case "1.2":
+		return tls.VersionTLS12, nil
+	case "1.3":
+		return tls.VersionTLS13, nil
+	default:
+		return 0, fmt.Errorf("--tls-min-version must be 1.2 or 1.3, not %q", o.TLSMinVersion)
+	}
+}
+
+// tlsOptions applies the TLS policy to the webhook and metrics servers.
+func (o *Options) tlsOptions() []func(*tls.Config) {
+	minVersion, _ := o.tlsVersion()
+	opts := []func(*tls.Config){func(c *tls.Config) { c.MinVersion = minVersion }}
+	if !o.EnableHTTP2 {
+		opts = append(opts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	return opts
+}

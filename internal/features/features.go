@@ -1,0 +1,59 @@
+// Package features defines raygate's feature gates. They are registered on
+// k8s.io/apiserver's DefaultMutableFeatureGate, so `--feature-gates=Name=true` on the
+// manager sets them, and the webhooks and controllers read the same state.
+package features
+
+import (
+	"k8s.io/apimachinery/pkg/util/runtime"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
+)
+
+const (
+	// RayClusterStatusConditions computes the RayCluster conditions (HeadPodReady,
+	// RayClusterProvisioned, RayClusterSuspending, RayClusterSuspended, ReplicaFailure)
+	// and drives suspend through them.
+	RayClusterStatusConditions featuregate.Feature = "RayClusterStatusConditions"
+
+	// RayServiceIncrementalUpgrade allows upgradeStrategy.type
+	// NewClusterWithIncrementalUpgrade: capacity and traffic move to the new cluster in
+	// steps through a Gateway API HTTPRoute.
+	RayServiceIncrementalUpgrade featuregate.Feature = "RayServiceIncrementalUpgrade"
+
+	// RayMultiHostIndexing labels multi-host worker pods with replica and host indices and
+	// manages each multi-host replica as one unit.
+	RayMultiHostIndexing featuregate.Feature = "RayMultiHostIndexing"
+)
+
+// Specs are the defaults and maturity of every gate.
+var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
+	RayClusterStatusConditions:   {Default: true, PreRelease: featuregate.Beta},
+	RayServiceIncrementalUpgrade: {Default: false, PreRelease: featuregate.Alpha},
+	RayMultiHostIndexing:         {Default: false, PreRelease: featuregate.Alpha},
+}
+
+func init() {
+	runtime.Must(utilfeature.DefaultMutableFeatureGate.Add(Specs))
+}
+
+// Enabled reports whether a gate is on in the process-wide gate.
+func Enabled(f featuregate.Feature) bool {
+	return utilfeature.DefaultFeatureGate.Enabled(f)
+}
+
+// Gates is a read-only view of gate state. Pure validation and defaulting code takes one
+// as input instead of reading the global, so tests can pass any combination.
+type Gates interface {
+	Enabled(featuregate.Feature) bool
+}
+
+// Default returns the process-wide gate state.
+func Default() Gates { return utilfeature.DefaultFeatureGate }
+
+// EnableFlag returns the command-line flag that turns a gate on, for error messages.
+func EnableFlag(f featuregate.Feature) string {
+	return "--feature-gates=" + string(f) + "=true"
+}
+
+// Feature converts a gate name to its type (for flags and tests).
+func Feature(name string) featuregate.Feature { return featuregate.Feature(name) }
