@@ -1,0 +1,69 @@
+package app
+
+import (
+	"crypto/tls"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func TestOptionsValidate(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "defaults", args: nil},
+		{name: "tls 1.3", args: []string{"--tls-min-version=1.3"}},
+		{name: "tls 1.1 refused", args: []string{"--tls-min-version=1.1"}, wantErr: "--tls-min-version must be 1.2 or 1.3"},
+		{name: "bad log format", args: []string{"--log-format=xml"}, wantErr: "--log-format must be json or console"},
+		{name: "bad log level", args: []string{"--log-level=loud"}, wantErr: "--log-level must be"},
+		{name: "zero concurrency", args: []string{"--reconcile-concurrency=0"}, wantErr: "--reconcile-concurrency must be at least 1"},
+		{name: "bad port", args: []string{"--webhook-port=70000"}, wantErr: "--webhook-port must be 1-65535"},
+		{name: "all errors at once", args: []string{"--log-format=xml", "--tls-min-version=1.0"}, wantErr: "--tls-min-version must be 1.2 or 1.3, not \"1.0\"; --log-format"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultOptions()
+			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+			o.BindFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error = %v, want containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestTLSOptions(t *testing.T) {
+	o := DefaultOptions()
+	c := &tls.Config{}
+	for _, f := range o.tlsOptions() {
+		f(c)
+	}
+	if c.MinVersion != tls.VersionTLS12 {
+		t.Errorf("MinVersion = %x, want TLS 1.2", c.MinVersion)
+	}
+	if len(c.NextProtos) != 1 || c.NextProtos[0] != "http/1.1" {
+		t.Errorf("NextProtos = %v, want only http/1.1 (HTTP/2 off by default)", c.NextProtos)
+	}
+	o.EnableHTTP2 = true
+	o.TLSMinVersion = "1.3"
+	c = &tls.Config{}
+	for _, f := range o.tlsOptions() {
+		f(c)
+	}
+	if c.MinVersion != tls.VersionTLS13 || len(c.NextProtos) != 0 {
+		t.Errorf("with --enable-http2 --tls-min-version=1.3: %x %v", c.MinVersion, c.NextProtos)
+	}
+}

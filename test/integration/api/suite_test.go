@@ -1,0 +1,26 @@
+// Package api checks the CRDs as users meet them: the real kubectl applying KubeRay-style
+// manifests with strict field validation, kubectl explain, and the printer columns.
+package api
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/raygate/raygate/internal/controlplane"
+)
+
+var env *controlplane.Env
+
+func TestAPI(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "ray.io/v1 CRDs")
+}
+
+var _ = BeforeSuite(func() {
+	var err error
+	env, err = controlplane.Start(controlplane.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Stop)
+})
