@@ -89,10 +89,13 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	return mgr, nil
 }
 
-// setup registers controllers and webhooks.
+// setup registers the webhooks and controllers, each from its own setup_*.go file.
 func setup(mgr ctrl.Manager, o Options) error {
-	_ = mgr
-	_ = o
+	for _, f := range []func(ctrl.Manager, Options) error{setupWebhooks, setupRayClusterController, setupRayServiceController} {
+		if err := f(mgr, o); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

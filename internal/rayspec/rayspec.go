@@ -1,0 +1,95 @@
+// Package rayspec holds the pure functions about a RayCluster spec that admission and both
+// controllers must agree on: the spec hash that decides upgrades, desired worker counts, and
+// the names of every object derived from a RayCluster or RayService.
+package rayspec
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"k8s.io/utils/ptr"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+)
+
+// HashWithoutReplicas hashes a cluster spec without the fields that change while a cluster
+// runs (replicas, minReplicas, maxReplicas, workersToDelete) and without upgradeStrategy, so
+// only a change to what the pods run gives a different hash. Callers pass the *defaulted*
+// spec: a default added by a newer raygate must not look like a user change.
+func HashWithoutReplicas(spec rayv1.RayClusterSpec) (string, error) {
+	s := spec.DeepCopy()
+	for i := range s.WorkerGroupSpecs {
+		s.WorkerGroupSpecs[i].Replicas = nil
+		s.WorkerGroupSpecs[i].MinReplicas = nil
+		s.WorkerGroupSpecs[i].MaxReplicas = nil
+		s.WorkerGroupSpecs[i].ScaleStrategy.WorkersToDelete = nil
+	}
+	s.UpgradeStrategy = nil
+	return hashJSON(s)
+}
+
+// HashWithWorkerGroups hashes the spec as HashWithoutReplicas does but keeping only the
+// first n worker groups. A RayService compares it with the hash recorded on its cluster to
+// tell "worker groups were only appended" (update in place) from a real change.
+func HashWithWorkerGroups(spec rayv1.RayClusterSpec, n int) (string, error) {
+	s := spec.DeepCopy()
+	if n < len(s.WorkerGroupSpecs) {
+		s.WorkerGroupSpecs = s.WorkerGroupSpecs[:n]
+	}
+	return HashWithoutReplicas(*s)
+}
+
+func hashJSON(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("hashing spec: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return strings.ToLower(base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:20])), nil
+}
+
+// WorkerGroupDesiredReplicas is the number of worker *replicas* a group should have:
+// replicas clamped to [minReplicas, maxReplicas], 0 while the group is suspended.
+func WorkerGroupDesiredReplicas(g rayv1.WorkerGroupSpec) int32 {
+	if ptr.Deref(g.Suspend, false) {
+		return 0
+	}
+	minR := ptr.Deref(g.MinReplicas, 0)
+	maxR := ptr.Deref(g.MaxReplicas, math.MaxInt32)
+	r := ptr.Deref(g.Replicas, minR)
+	switch {
+	case r < minR:
+		r = minR
+	case r > maxR:
+		r = maxR
+	}
+	return r
+}
+
+// NumOfHosts is a group's pods per replica (at least 1).
+func NumOfHosts(g rayv1.WorkerGroupSpec) int32 {
+	return max(g.NumOfHosts, 1)
+}
+
+// WorkerGroupDesiredPods is the number of worker *pods* a group should have:
+// desired replicas × numOfHosts, saturating instead of overflowing.
+func WorkerGroupDesiredPods(g rayv1.WorkerGroupSpec) int32 {
+	return mulSat(WorkerGroupDesiredReplicas(g), NumOfHosts(g))
+}
+
+func mulSat(a, b int32) int32 {
+	p := int64(a) * int64(b)
+	if p > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int32(p)
+}
+
+// AutoscalingEnabled reports whether the Ray autoscaler runs in the head pod.
+func AutoscalingEnabled(spec *rayv1.RayClusterSpec) bool {
+	return ptr.Deref(spec.EnableInTreeAutoscaling, false)
+}
