@@ -74,7 +74,10 @@ func RayCluster(name, namespace string) *RayClusterWrapper {
 func (w *RayClusterWrapper) Obj() *rayv1.RayCluster { return w.RayCluster.DeepCopy() }
 
 // Spec replaces the whole spec.
-func (w *RayClusterWrapper) Spec(s rayv1.RayClusterSpec) *RayClusterWrapper { w.RayCluster.Spec = s; return w }
+func (w *RayClusterWrapper) Spec(s rayv1.RayClusterSpec) *RayClusterWrapper {
+	w.RayCluster.Spec = s
+	return w
+}
 
 // WorkerGroups replaces the worker groups.
 func (w *RayClusterWrapper) WorkerGroups(groups ...rayv1.WorkerGroupSpec) *RayClusterWrapper {
@@ -159,7 +162,10 @@ func (w *RayServiceWrapper) Incremental(maxSurge, step, interval int32, gatewayC
 }
 
 // ServeConfig sets serveConfigV2.
-func (w *RayServiceWrapper) ServeConfig(yaml string) *RayServiceWrapper { w.Spec.ServeConfigV2 = yaml; return w }
+func (w *RayServiceWrapper) ServeConfig(yaml string) *RayServiceWrapper {
+	w.Spec.ServeConfigV2 = yaml
+	return w
+}
 
 // ClusterSpec replaces rayClusterConfig.
 func (w *RayServiceWrapper) ClusterSpec(s rayv1.RayClusterSpec) *RayServiceWrapper {
