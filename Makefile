@@ -21,9 +21,11 @@ generate: ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 
 .PHONY: manifests
-manifests: ## Generate CRDs (trimmed to fit etcd's object size limit).
+manifests: ## Generate CRDs (trimmed to fit etcd's object size limit), RBAC and webhook configuration.
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	$(GO) run ./hack/crdtrim config/crd/bases/*.yaml
+	$(CONTROLLER_GEN) rbac:roleName=raygate-manager-role paths=./controllers/... paths=./internal/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:artifacts:config=config/webhook
 
 .PHONY: verify
 verify: ## Fail if regenerating changes any generated file.

@@ -1,0 +1,3 @@
+// Package webhooks holds the admission handlers for RayCluster and RayService: thin
+// adapters over internal/defaulting and internal/validation.
+package webhooks
