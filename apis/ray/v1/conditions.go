@@ -64,8 +64,24 @@ const (
 	// PendingApplicationsUnhealthy: the pending cluster's applications are not all RUNNING,
 	// so no traffic moves to it.
 	PendingApplicationsUnhealthy = "PendingApplicationsUnhealthy"
-	// RollingBack: traffic and capacity are moving back to the active cluster.
+	// DesiredClusterSpecChanged is KubeRay's reason for RollbackInProgress=True: the spec went
+	// back to the active cluster's during an incremental upgrade. Use it for that condition so
+	// tools written for KubeRay recognise the rollback.
+	DesiredClusterSpecChanged = "DesiredClusterSpecChanged"
+	// RollingBack: traffic and capacity are moving back to the active cluster. raygate-only;
+	// prefer DesiredClusterSpecChanged as the RollbackInProgress reason.
 	RollingBack = "RollingBack"
 	// NoRollback: the spec does not ask to go back.
 	NoRollback = "NoRollback"
+)
+
+// EventReason is the reason of an event KubeRay emits about a RayCluster; raygate keeps the
+// same values so event-based alerts written for KubeRay keep matching.
+type EventReason string
+
+const (
+	// RayConfigError: the cluster's configuration cannot be turned into pods.
+	RayConfigError EventReason = "RayConfigError"
+	// PodReconciliationError: creating or deleting the cluster's pods failed.
+	PodReconciliationError EventReason = "PodReconciliationError"
 )

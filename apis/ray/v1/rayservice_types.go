@@ -102,6 +102,11 @@ type RayServiceSpec struct {
 	// ExcludeHeadPodFromServeSvc keeps the head pod out of the serve Service.
 	// +optional
 	ExcludeHeadPodFromServeSvc bool `json:"excludeHeadPodFromServeSvc,omitempty"`
+	// Suspend, when true, removes the service's RayClusters and Services while keeping the
+	// object, e.g. while a queueing system such as Kueue holds the workload.
+	// Not supported by raygate yet: the admission webhook rejects true rather than ignore it.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
 }
 
 // RayServiceStatuses is the observed state of a RayService.
