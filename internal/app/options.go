@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+
+	"github.com/raygate/raygate/internal/dashboard"
 )
 
 // Options are the manager's settings, one per flag.
@@ -31,6 +33,14 @@ type Options struct {
 	LogFormat            string
 	ReconcileConcurrency int
 	SyncPeriod           time.Duration
+	// DashboardURLTemplate, when set, locates each RayCluster's Ray dashboard by filling
+	// {namespace} and {name} (e.g. an operator outside the cluster reaching dashboards
+	// through a proxy). Empty: the head Service's in-cluster DNS name.
+	DashboardURLTemplate string
+
+	// DashboardResolver (not a flag) locates Ray dashboards; tests and the local mode inject
+	// simulators here. Nil: built from DashboardURLTemplate, or the in-cluster resolver.
+	DashboardResolver dashboard.Resolver
 }
 
 // DefaultOptions are the defaults of every flag.
@@ -70,6 +80,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: json or console.")
 	fs.IntVar(&o.ReconcileConcurrency, "reconcile-concurrency", o.ReconcileConcurrency, "Concurrent reconciles per controller.")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "Period of a full resync of cached objects.")
+	fs.StringVar(&o.DashboardURLTemplate, "dashboard-url-template", o.DashboardURLTemplate, "URL of a RayCluster's Ray dashboard with {namespace} and {name} placeholders; empty means http://<cluster>-head-svc.<namespace>.svc.$CLUSTER_DOMAIN:8265.")
 	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
 }
 
@@ -92,6 +103,11 @@ func (o *Options) Validate() error {
 	}
 	if o.WebhookPort < 1 || o.WebhookPort > 65535 {
 		errs = append(errs, fmt.Sprintf("--webhook-port must be 1-65535, not %d", o.WebhookPort))
+	}
+	if o.DashboardURLTemplate != "" {
+		if err := dashboard.ValidateTemplate(o.DashboardURLTemplate); err != nil {
+			errs = append(errs, err.Error())
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid options: %s", strings.Join(errs, "; "))

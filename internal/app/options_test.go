@@ -21,6 +21,8 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "bad log level", args: []string{"--log-level=loud"}, wantErr: "--log-level must be"},
 		{name: "zero concurrency", args: []string{"--reconcile-concurrency=0"}, wantErr: "--reconcile-concurrency must be at least 1"},
 		{name: "bad port", args: []string{"--webhook-port=70000"}, wantErr: "--webhook-port must be 1-65535"},
+		{name: "dashboard template", args: []string{"--dashboard-url-template=http://127.0.0.1:9000/{namespace}/{name}"}},
+		{name: "bad dashboard template", args: []string{"--dashboard-url-template=http://127.0.0.1:9000/"}, wantErr: "--dashboard-url-template must contain {name}"},
 		{name: "all errors at once", args: []string{"--log-format=xml", "--tls-min-version=1.0"}, wantErr: "--tls-min-version must be 1.2 or 1.3, not \"1.0\"; --log-format"},
 	}
 	for _, tc := range cases {

@@ -1,0 +1,229 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// A GET /api/serve/applications/ answer as Ray 2.x returns it (trimmed of proxies and
+// replica details, which raygate ignores).
+const serveDetailsJSON = `{
+  "controller_info": {"node_id": "n1", "node_ip": "10.0.0.1", "actor_id": "a", "actor_name": "SERVE_CONTROLLER_ACTOR", "worker_id": "w", "log_file_path": "/serve/controller.log"},
+  "proxy_location": "EveryNode",
+  "http_options": {"host": "0.0.0.0", "port": 8000, "root_path": "", "request_timeout_s": null, "keep_alive_timeout_s": 5},
+  "grpc_options": {"port": 9000, "grpc_servicer_functions": []},
+  "proxies": {},
+  "deploy_mode": "MULTI_APP",
+  "applications": {
+    "fruit": {
+      "name": "fruit", "route_prefix": "/fruit", "docs_path": null, "status": "RUNNING", "message": "",
+      "last_deployed_time_s": 1694042836.19, "source": "declarative", "external_scaler_enabled": false,
+      "deployed_app_config": {"name": "fruit", "route_prefix": "/fruit", "import_path": "fruit.deployment_graph"},
+      "deployments": {
+        "MangoStand": {"name": "MangoStand", "status": "HEALTHY", "status_trigger": "CONFIG_UPDATE_COMPLETED", "message": "", "deployment_config": {}, "target_num_replicas": 2, "required_resources": {"CPU": 1}, "replicas": []}
+      }
+    },
+    "math": {
+      "name": "math", "route_prefix": "/calc", "docs_path": null, "status": "DEPLOY_FAILED",
+      "message": "Deploying app 'math' failed: ModuleNotFoundError: No module named 'conditional_dag'",
+      "last_deployed_time_s": 1694042836.19, "source": "declarative", "deployments": {}
+    }
+  },
+  "target_capacity": 40.0
+}`
+
+func TestGetServeDetails(t *testing.T) {
+	var gotQuery string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || r.URL.Path != ApplicationsPath {
+			t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
+		}
+		gotQuery = r.URL.RawQuery
+		_, _ = io.WriteString(w, serveDetailsJSON)
+	}))
+	defer srv.Close()
+
+	d, err := New(srv.URL+"/", nil).GetServeDetails(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotQuery != "api_type=declarative" {
+		t.Errorf("query = %q, want api_type=declarative", gotQuery)
+	}
+	if len(d.Applications) != 2 {
+		t.Fatalf("applications = %d, want 2", len(d.Applications))
+	}
+	fruit := d.Applications["fruit"]
+	if fruit.Status != "RUNNING" || fruit.Deployments["MangoStand"].Status != "HEALTHY" || *fruit.RoutePrefix != "/fruit" {
+		t.Errorf("fruit = %+v", fruit)
+	}
+	if m := d.Applications["math"]; m.Status != "DEPLOY_FAILED" || !strings.Contains(m.Message, "ModuleNotFoundError") {
+		t.Errorf("math = %+v", m)
+	}
+	if d.TargetCapacity == nil || *d.TargetCapacity != 40 {
+		t.Errorf("target_capacity = %v, want 40", d.TargetCapacity)
+	}
+}
+
+func TestGetServeDetailsEmptyInstance(t *testing.T) {
+	// Serve not started yet: Ray returns the empty schema with applications {}.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"deploy_mode":"MULTI_APP","applications":{},"target_capacity":null}`)
+	}))
+	defer srv.Close()
+	d, err := New(srv.URL, nil).GetServeDetails(context.Background())
+	if err != nil || d.Applications == nil || len(d.Applications) != 0 || d.TargetCapacity != nil {
+		t.Fatalf("details = %+v, err = %v", d, err)
+	}
+}
+
+func TestDeployApplications(t *testing.T) {
+	var body, ctype string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPut || r.URL.Path != ApplicationsPath {
+			t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
+		}
+		b, _ := io.ReadAll(r.Body)
+		body, ctype = string(b), r.Header.Get("Content-Type")
+	}))
+	defer srv.Close()
+	cfg := `{"applications":[{"name":"a","import_path":"m.app"}],"target_capacity":20}`
+	if err := New(srv.URL, nil).DeployApplications(context.Background(), []byte(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	if body != cfg || ctype != "application/json" {
+		t.Errorf("body %q content-type %q", body, ctype)
+	}
+}
+
+func TestErrorsNameStatusAndBody(t *testing.T) {
+	long := strings.Repeat("x", 2000)
+	cases := []struct {
+		name       string
+		status     int
+		body       string
+		wantIn     []string
+		badRequest bool
+	}{
+		{name: "validation error", status: 400, body: "ValidationError(model='ServeDeploySchema', errors=[...])", wantIn: []string{"PUT", "HTTP 400", "ValidationError(model='ServeDeploySchema'"}, badRequest: true},
+		{name: "gcs down", status: 503, body: "The GCS may be down", wantIn: []string{"HTTP 503", "GCS may be down"}},
+		{name: "long body is cut", status: 500, body: long, wantIn: []string{"HTTP 500", strings.Repeat("x", maxErrorBody) + "…"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				http.Error(w, tc.body, tc.status)
+			}))
+			defer srv.Close()
+			err := New(srv.URL, nil).DeployApplications(context.Background(), []byte(`{}`))
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			for _, s := range tc.wantIn {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not contain %q", err, s)
+				}
+			}
+			if strings.Contains(err.Error(), strings.Repeat("x", maxErrorBody+1)) {
+				t.Error("error text not truncated")
+			}
+			if IsBadRequest(err) != tc.badRequest {
+				t.Errorf("IsBadRequest = %v, want %v", IsBadRequest(err), tc.badRequest)
+			}
+		})
+	}
+}
+
+func TestBadJSONIsAnError(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "<html>proxy</html>") }))
+	defer srv.Close()
+	_, err := New(srv.URL, nil).GetServeDetails(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "decoding Serve details") || !strings.Contains(err.Error(), "<html>proxy") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestTimeoutAndCancellation(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+
+	c := New(srv.URL, nil)
+	c.Timeout = 100 * time.Millisecond
+	start := time.Now()
+	_, err := c.GetServeDetails(context.Background())
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want a deadline error", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("timeout took %v", d)
+	}
+
+	c.Timeout = time.Minute
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	err = c.DeployApplications(ctx, []byte(`{}`))
+	if err == nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	_, err := New(url, nil).GetServeDetails(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "Ray dashboard unreachable") || !strings.Contains(err.Error(), url) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestResolvers(t *testing.T) {
+	c := types.NamespacedName{Namespace: "team-a", Name: "svc-x7k2p"}
+	t.Setenv("CLUSTER_DOMAIN", "")
+	got, _ := ServiceResolver{}.DashboardURL(context.Background(), c)
+	if want := "http://svc-x7k2p-head-svc.team-a.svc.cluster.local:8265"; got != want {
+		t.Errorf("ServiceResolver = %q, want %q", got, want)
+	}
+	t.Setenv("CLUSTER_DOMAIN", "corp.example")
+	got, _ = ServiceResolver{}.DashboardURL(context.Background(), c)
+	if want := "http://svc-x7k2p-head-svc.team-a.svc.corp.example:8265"; got != want {
+		t.Errorf("ServiceResolver with CLUSTER_DOMAIN = %q, want %q", got, want)
+	}
+	got, _ = ServiceResolver{ClusterDomain: "k.local", Port: 9999}.DashboardURL(context.Background(), c)
+	if want := "http://svc-x7k2p-head-svc.team-a.svc.k.local:9999"; got != want {
+		t.Errorf("ServiceResolver explicit = %q, want %q", got, want)
+	}
+	got, _ = TemplateResolver("http://127.0.0.1:9000/{namespace}/{name}").DashboardURL(context.Background(), c)
+	if want := "http://127.0.0.1:9000/team-a/svc-x7k2p"; got != want {
+		t.Errorf("TemplateResolver = %q, want %q", got, want)
+	}
+}
+
+func TestValidateTemplate(t *testing.T) {
+	for tmpl, ok := range map[string]bool{
+		"http://127.0.0.1:9000/{namespace}/{name}":    true,
+		"https://{name}-head-svc.{namespace}.svc:8265": true,
+		"http://127.0.0.1:9000/":                       false,
+		"ftp://x/{name}":                               false,
+		"{name}":                                       false,
+	} {
+		if err := ValidateTemplate(tmpl); (err == nil) != ok {
+			t.Errorf("ValidateTemplate(%q) = %v, want ok=%v", tmpl, err, ok)
+		}
+	}
+}
