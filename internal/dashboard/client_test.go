@@ -216,7 +216,7 @@ func TestResolvers(t *testing.T) {
 
 func TestValidateTemplate(t *testing.T) {
 	for tmpl, ok := range map[string]bool{
-		"http://127.0.0.1:9000/{namespace}/{name}":    true,
+		"http://127.0.0.1:9000/{namespace}/{name}":     true,
 		"https://{name}-head-svc.{namespace}.svc:8265": true,
 		"http://127.0.0.1:9000/":                       false,
 		"ftp://x/{name}":                               false,
