@@ -324,7 +324,9 @@ type HeadInfo struct {
 type RayNodeType string
 
 const (
-	HeadNode   RayNodeType = "head"
+	// HeadNode is the head pod (GCS, dashboard, autoscaler).
+	HeadNode RayNodeType = "head"
+	// WorkerNode is a pod of a worker group.
 	WorkerNode RayNodeType = "worker"
 	// RedisCleanupNode is the pod of a Redis cleanup Job (GCS fault tolerance).
 	RedisCleanupNode RayNodeType = "redis-cleanup"
@@ -361,5 +363,6 @@ type RayCluster struct {
 type RayClusterList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []RayCluster `json:"items"`
+	// Items are the RayClusters.
+	Items []RayCluster `json:"items"`
 }

@@ -212,5 +212,6 @@ type RayService struct {
 type RayServiceList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []RayService `json:"items"`
+	// Items are the RayServices.
+	Items []RayService `json:"items"`
 }
