@@ -59,14 +59,16 @@ cluster() {
 }
 
 tool() {
-	local name=$1 pkg mod v dir
+	local name=$1 pkg mod v dir verflag=""
 	case "$name" in
 	controller-gen) pkg=sigs.k8s.io/controller-tools/cmd/controller-gen mod=sigs.k8s.io/controller-tools ;;
+	# helm has its own module (hack/tools/helm): its k8s.io pins differ from this one's.
+	helm) pkg=helm.sh/helm/v4/cmd/helm mod=helm.sh/helm/v4 tools_mod="$here/tools/helm" verflag=helm.sh/helm/v4/internal/version.version ;;
 	*) echo "unknown tool: $name" >&2; exit 2 ;;
 	esac
 	v=$(modver "$mod")
 	dir="$cache_root/$name-$v"
-	build "$dir" "$name" "$pkg"
+	build "$dir" "$name" "$pkg" "${verflag:+-X $verflag=$v}"
 	echo "$dir/$name"
 }
 
