@@ -72,9 +72,20 @@ tool() {
 	echo "$dir/$name"
 }
 
+# kwok has its own module (hack/tools/kwok): its k8s.io pins differ from the main tools module's.
+# tools_mod is rebound locally so modver and build (dynamic scope) use that module.
+kwok() {
+	local tools_mod="$here/tools/kwok" v dir
+	v=$(modver sigs.k8s.io/kwok)
+	dir="$cache_root/kwok-$v"
+	build "$dir" kwok sigs.k8s.io/kwok/cmd/kwok
+	echo "$dir/kwok"
+}
+
 case "${1:-}" in
 envtest) envtest ;;
 cluster) cluster ;;
+kwok) kwok ;;
 "") echo "usage: $0 envtest|cluster|<tool>" >&2; exit 2 ;;
 *) tool "$1" ;;
 esac

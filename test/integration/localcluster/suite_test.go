@@ -1,0 +1,51 @@
+// Package localcluster checks the cluster without containers as its users meet it:
+// Deployments get Running, Ready pods with IPs, garbage collection works, Services get
+// EndpointSlices, and Stop leaves no process behind.
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/raygate/raygate/internal/localcluster"
+)
+
+var cluster *localcluster.Cluster
+
+func TestLocalCluster(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "local cluster (kube-controller-manager, kube-scheduler, kwok)")
+}
+
+var failed bool
+
+var _ = AfterEach(func() {
+	if CurrentSpecReport().Failed() {
+		failed = true
+	}
+})
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	var err error
+	cluster, err = localcluster.Start(ctx, localcluster.Options{Nodes: 2})
+	Expect(err).NotTo(HaveOccurred())
+	pids := cluster.PIDs()
+	DeferCleanup(func() {
+		if failed {
+			cluster.KeepLogs = true
+			fmt.Fprintf(GinkgoWriter, "component logs kept in %s\n", cluster.LogDir)
+		}
+		Expect(cluster.Stop()).To(Succeed())
+		for name, pid := range pids {
+			// Each component leads its own process group; nothing in it may survive.
+			Expect(errors.Is(syscall.Kill(-pid, 0), syscall.ESRCH)).To(BeTrue(), "%s (process group %d) still running after Stop", name, pid)
+		}
+	})
+}, NodeTimeout(3*time.Minute))
