@@ -1,0 +1,344 @@
+package validation
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/test/builders"
+)
+
+func TestRayCluster(t *testing.T) {
+	v2 := func(rc *rayv1.RayCluster) {
+		rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
+		rc.Spec.AutoscalerOptions = &rayv1.AutoscalerOptions{Version: ptr.To(rayv1.AutoscalerVersionV2)}
+	}
+	worker := func(rc *rayv1.RayCluster) *rayv1.WorkerGroupSpec { return &rc.Spec.WorkerGroupSpecs[0] }
+	cases := map[string]struct {
+		mutate   func(*rayv1.RayCluster)
+		want     field.ErrorList
+		warnings []string
+	}{
+		"valid": {},
+		"valid with autoscaler v2 and idle timeout": {mutate: func(rc *rayv1.RayCluster) {
+			v2(rc)
+			worker(rc).IdleTimeoutSeconds = ptr.To[int32](30)
+			rc.Spec.HeadGroupSpec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+		}},
+
+		// Names.
+		"name not DNS-1035": {
+			mutate: func(rc *rayv1.RayCluster) { rc.Name = "1cluster" },
+			want:   field.ErrorList{field.Invalid(p("metadata.name"), nil, "")},
+		},
+		"name with a dot": {
+			mutate: func(rc *rayv1.RayCluster) { rc.Name = "my.cluster" },
+			want:   field.ErrorList{field.Invalid(p("metadata.name"), nil, "")},
+		},
+		"longest name that fits": {mutate: func(rc *rayv1.RayCluster) { rc.Name = strings.Repeat("c", 53) }},
+		"name one over": {
+			mutate: func(rc *rayv1.RayCluster) { rc.Name = strings.Repeat("c", 54) },
+			want:   field.ErrorList{field.Invalid(p("metadata.name"), nil, "")},
+		},
+		"generateName prefix too long": {
+			mutate: func(rc *rayv1.RayCluster) { rc.Name, rc.GenerateName = "", strings.Repeat("c", 49) },
+			want:   field.ErrorList{field.Invalid(p("metadata.generateName"), nil, "")},
+		},
+		"generateName that fits": {mutate: func(rc *rayv1.RayCluster) { rc.Name, rc.GenerateName = "", strings.Repeat("c", 48) }},
+
+		// Pod templates.
+		"head without containers": {
+			mutate: func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.Template.Spec.Containers = nil },
+			want:   field.ErrorList{field.Required(p("spec.headGroupSpec.template.spec.containers"), "")},
+		},
+		"head Ray container without image": {
+			mutate: func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Image = "" },
+			want:   field.ErrorList{field.Required(p("spec.headGroupSpec.template.spec.containers[0].image"), "")},
+		},
+		"sidecar without image is not the Ray container's business": {mutate: func(rc *rayv1.RayCluster) {
+			worker(rc).Template.Spec.Containers = append(worker(rc).Template.Spec.Containers, corev1.Container{Name: "sidecar"})
+		}},
+		"worker without containers": {
+			mutate: func(rc *rayv1.RayCluster) { worker(rc).Template.Spec.Containers = nil },
+			want:   field.ErrorList{field.Required(p("spec.workerGroupSpecs[0].template.spec.containers"), "")},
+		},
+		"worker group without name": {
+			mutate: func(rc *rayv1.RayCluster) { worker(rc).GroupName = "" },
+			want:   field.ErrorList{field.Required(p("spec.workerGroupSpecs[0].groupName"), "")},
+		},
+		"worker group name not DNS-1123": {
+			mutate: func(rc *rayv1.RayCluster) { worker(rc).GroupName = "GPU_workers" },
+			want:   field.ErrorList{field.Invalid(p("spec.workerGroupSpecs[0].groupName"), nil, "")},
+		},
+		"duplicate worker group names": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.WorkerGroupSpecs = append(rc.Spec.WorkerGroupSpecs, builders.WorkerGroup("gpu", 1), builders.WorkerGroup("workers", 1))
+			},
+			want: field.ErrorList{field.Duplicate(p("spec.workerGroupSpecs[2].groupName"), nil)},
+		},
+		"negative minReplicas": {
+			mutate: func(rc *rayv1.RayCluster) { worker(rc).MinReplicas = ptr.To[int32](-1) },
+			want:   field.ErrorList{field.Invalid(p("spec.workerGroupSpecs[0].minReplicas"), nil, "")},
+		},
+		"maxReplicas below minReplicas": {
+			mutate: func(rc *rayv1.RayCluster) {
+				worker(rc).MinReplicas, worker(rc).MaxReplicas = ptr.To[int32](5), ptr.To[int32](2)
+			},
+			want: field.ErrorList{field.Invalid(p("spec.workerGroupSpecs[0].maxReplicas"), nil, "")},
+		},
+		"min equals max": {mutate: func(rc *rayv1.RayCluster) {
+			worker(rc).MinReplicas, worker(rc).MaxReplicas, worker(rc).Replicas = ptr.To[int32](3), ptr.To[int32](3), ptr.To[int32](3)
+		}},
+		"negative numOfHosts": {
+			mutate: func(rc *rayv1.RayCluster) { worker(rc).NumOfHosts = -2 },
+			want:   field.ErrorList{field.Invalid(p("spec.workerGroupSpecs[0].numOfHosts"), nil, "")},
+		},
+		"negative replicas": {
+			mutate: func(rc *rayv1.RayCluster) { worker(rc).Replicas = ptr.To[int32](-1) },
+			want:   field.ErrorList{field.Invalid(p("spec.workerGroupSpecs[0].replicas"), nil, "")},
+		},
+		"replicas above max is clamped": {
+			mutate:   func(rc *rayv1.RayCluster) { worker(rc).Replicas = ptr.To[int32](15) },
+			warnings: []string{"spec.workerGroupSpecs[0].replicas: 15 is outside [minReplicas 0, maxReplicas 10] and will be clamped to 10"},
+		},
+		"replicas below min is clamped": {
+			mutate: func(rc *rayv1.RayCluster) {
+				worker(rc).MinReplicas, worker(rc).Replicas = ptr.To[int32](3), ptr.To[int32](1)
+			},
+			warnings: []string{"spec.workerGroupSpecs[0].replicas: 1 is outside [minReplicas 3, maxReplicas 10] and will be clamped to 3"},
+		},
+		"replicas 0 is the stored default and means minReplicas": {
+			mutate: func(rc *rayv1.RayCluster) {
+				worker(rc).MinReplicas, worker(rc).Replicas = ptr.To[int32](3), ptr.To[int32](0)
+			},
+		},
+		"Ray resources in rayStartParams and resources": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.HeadGroupSpec.RayStartParams = map[string]string{"num-cpus": "0"}
+				rc.Spec.HeadGroupSpec.Resources = map[string]string{"CPU": "0"}
+				worker(rc).RayStartParams = map[string]string{"num-gpus": "1", "memory": "100"}
+				worker(rc).Resources = map[string]string{"GPU": "1"}
+			},
+			want: field.ErrorList{
+				field.Forbidden(p("spec.headGroupSpec.resources"), ""),
+				field.Forbidden(p("spec.workerGroupSpecs[0].resources"), ""),
+			},
+		},
+		"Ray resources in one place each": {mutate: func(rc *rayv1.RayCluster) {
+			rc.Spec.HeadGroupSpec.RayStartParams = map[string]string{"num-cpus": "0", "dashboard-host": "0.0.0.0"}
+			worker(rc).Resources = map[string]string{"GPU": "1"}
+		}},
+		"labels in rayStartParams": {
+			mutate: func(rc *rayv1.RayCluster) { worker(rc).RayStartParams = map[string]string{"labels": "a=b"} },
+			want:   field.ErrorList{field.Forbidden(p("spec.workerGroupSpecs[0].rayStartParams[labels]"), "")},
+		},
+		"invalid Ray node labels": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.HeadGroupSpec.Labels = map[string]string{"bad key": "v", "zone": "not valid!"}
+			},
+			want: field.ErrorList{
+				field.Invalid(p("spec.headGroupSpec.labels"), nil, ""),
+				field.Invalid(p("spec.headGroupSpec.labels[zone]"), nil, ""),
+			},
+		},
+
+		// Autoscaler.
+		"autoscaler v2 with head restartPolicy Always": {
+			mutate: func(rc *rayv1.RayCluster) {
+				v2(rc)
+				rc.Spec.HeadGroupSpec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+				worker(rc).Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+			},
+			want: field.ErrorList{
+				field.Invalid(p("spec.headGroupSpec.template.spec.restartPolicy"), nil, ""),
+				field.Invalid(p("spec.workerGroupSpecs[0].template.spec.restartPolicy"), nil, ""),
+			},
+		},
+		"autoscaler v2 chosen by rayVersion": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
+				rc.Spec.HeadGroupSpec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+			},
+			want: field.ErrorList{field.Invalid(p("spec.headGroupSpec.template.spec.restartPolicy"), nil, "")},
+		},
+		"autoscaler v1 may restart pods": {mutate: func(rc *rayv1.RayCluster) {
+			rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
+			rc.Spec.AutoscalerOptions = &rayv1.AutoscalerOptions{Version: ptr.To(rayv1.AutoscalerVersionV1)}
+			rc.Spec.HeadGroupSpec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+		}},
+		"restartPolicy is free without the autoscaler": {mutate: func(rc *rayv1.RayCluster) {
+			rc.Spec.HeadGroupSpec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+		}},
+		"idleTimeoutSeconds without autoscaler v2": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.RayVersion = "2.40.0"
+				rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
+				worker(rc).IdleTimeoutSeconds = ptr.To[int32](60)
+			},
+			want: field.ErrorList{field.Forbidden(p("spec.workerGroupSpecs[0].idleTimeoutSeconds"), "")},
+		},
+		"negative idleTimeoutSeconds": {
+			mutate: func(rc *rayv1.RayCluster) { v2(rc); worker(rc).IdleTimeoutSeconds = ptr.To[int32](-1) },
+			want:   field.ErrorList{field.Invalid(p("spec.workerGroupSpecs[0].idleTimeoutSeconds"), nil, "")},
+		},
+		"suspended worker group with the autoscaler": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
+				worker(rc).Suspend = ptr.To(true)
+			},
+			want: field.ErrorList{field.Forbidden(p("spec.workerGroupSpecs[0].suspend"), "")},
+		},
+		"suspended worker group without the autoscaler": {mutate: func(rc *rayv1.RayCluster) { worker(rc).Suspend = ptr.To(true) }},
+		"autoscaler v2 env var without the autoscaler": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: AutoscalerV2EnvVar, Value: "true"}}
+			},
+			want: field.ErrorList{field.Invalid(p("spec.headGroupSpec.template.spec.containers[0].env[1].value"), nil, "")},
+		},
+		"autoscaler version given twice": {
+			mutate: func(rc *rayv1.RayCluster) {
+				v2(rc)
+				rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: AutoscalerV2EnvVar, Value: "1"}}
+			},
+			want: field.ErrorList{field.Forbidden(p("spec.headGroupSpec.template.spec.containers[0].env[0]"), "")},
+		},
+
+		// Upgrade strategy.
+		"Recreate": {mutate: func(rc *rayv1.RayCluster) {
+			rc.Spec.UpgradeStrategy = &rayv1.RayClusterUpgradeStrategy{Type: ptr.To(rayv1.RayClusterRecreate)}
+		}},
+		"unknown upgrade type": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.UpgradeStrategy = &rayv1.RayClusterUpgradeStrategy{Type: ptr.To(rayv1.RayClusterUpgradeType("Rolling"))}
+			},
+			want: field.ErrorList{field.NotSupported[string](p("spec.upgradeStrategy.type"), nil, nil)},
+		},
+		"upgrade strategy on a cluster owned by a RayService": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "ray.io/v1", Kind: "RayService", Name: "svc", UID: "u"}}
+				rc.Spec.UpgradeStrategy = &rayv1.RayClusterUpgradeStrategy{Type: ptr.To(rayv1.RayClusterUpgradeNone)}
+			},
+			want: field.ErrorList{field.Forbidden(p("spec.upgradeStrategy.type"), "")},
+		},
+		"upgrade strategy on a cluster labelled as a RayService's": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Labels = map[string]string{rayv1.OriginatedFromCRDLabelKey: "RayService"}
+				rc.Spec.UpgradeStrategy = &rayv1.RayClusterUpgradeStrategy{Type: ptr.To(rayv1.RayClusterRecreate)}
+			},
+			want: field.ErrorList{field.Forbidden(p("spec.upgradeStrategy.type"), "")},
+		},
+		"owner of another group is not a RayService": {mutate: func(rc *rayv1.RayCluster) {
+			rc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "RayService", Name: "x", UID: "u"}}
+			rc.Spec.UpgradeStrategy = &rayv1.RayClusterUpgradeStrategy{Type: ptr.To(rayv1.RayClusterRecreate)}
+		}},
+
+		// Fields raygate does not implement yet.
+		"unsupported KubeRay fields": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken}
+				rc.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{RedisAddress: "redis:6379"}
+				rc.Spec.HistoryServerOptions = &rayv1.HistoryServerOptions{}
+				rc.Spec.NetworkPolicy = &rayv1.NetworkPolicyConfig{}
+				rc.Spec.TLSOptions = &rayv1.TLSOptions{}
+				rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
+				rc.Spec.HeadGroupSpec.IngressOptions = &rayv1.IngressOptions{}
+			},
+			want: field.ErrorList{
+				field.Forbidden(p("spec.authOptions"), ""),
+				field.Forbidden(p("spec.gcsFaultToleranceOptions"), ""),
+				field.Forbidden(p("spec.historyServerOptions"), ""),
+				field.Forbidden(p("spec.networkPolicy"), ""),
+				field.Forbidden(p("spec.tlsOptions"), ""),
+				field.Forbidden(p("spec.headGroupSpec.enableIngress"), ""),
+				field.Forbidden(p("spec.headGroupSpec.ingressOptions"), ""),
+			},
+		},
+		"enableIngress false is harmless": {mutate: func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(false) }},
+		"GCS fault tolerance by annotation": {
+			mutate: func(rc *rayv1.RayCluster) { rc.Annotations = map[string]string{rayv1.FTEnabledKey: "true"} },
+			want:   field.ErrorList{field.Forbidden(p("metadata.annotations[ray.io/ft-enabled]"), "")},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			errs, warnings := RayCluster(cluster(tc.mutate), gateOff)
+			diffErrors(t, tc.want, errs)
+			diffWarnings(t, tc.warnings, warnings)
+		})
+	}
+}
+
+func TestClusterNameErrorSaysWhichDerivedNameAndTheLimit(t *testing.T) {
+	errs, _ := RayCluster(cluster(func(rc *rayv1.RayCluster) { rc.Name = strings.Repeat("c", 60) }), gateOff)
+	if len(errs) != 1 {
+		t.Fatalf("want one error (no second, conflicting 63-character limit), got %v", errs)
+	}
+	want := `metadata.name: Invalid value: "` + strings.Repeat("c", 60) + `": must be no more than 53 characters: the derived name "` +
+		strings.Repeat("c", 60) + `-serve-svc" would be 70 characters, over the Kubernetes limit of 63`
+	if errs[0].Error() != want {
+		t.Errorf("got  %s\nwant %s", errs[0].Error(), want)
+	}
+}
+
+func TestUnsupportedFieldWording(t *testing.T) {
+	errs, _ := RayCluster(cluster(func(rc *rayv1.RayCluster) { rc.Spec.AuthOptions = &rayv1.AuthOptions{} }), gateOff)
+	want := "spec.authOptions: Forbidden: not supported by raygate yet; remove it (raygate would otherwise ignore it)"
+	if len(errs) != 1 || errs[0].Error() != want {
+		t.Errorf("got %v, want %q", errs, want)
+	}
+}
+
+func TestAutoscalerV2(t *testing.T) {
+	env := func(v string) []corev1.EnvVar { return []corev1.EnvVar{{Name: AutoscalerV2EnvVar, Value: v}} }
+	cases := []struct {
+		name        string
+		autoscaling bool
+		version     *rayv1.AutoscalerVersion
+		rayVersion  string
+		env         []corev1.EnvVar
+		want        bool
+	}{
+		{name: "autoscaling off", version: ptr.To(rayv1.AutoscalerVersionV2), rayVersion: "2.52.0"},
+		{name: "explicit v2", autoscaling: true, version: ptr.To(rayv1.AutoscalerVersionV2), rayVersion: "2.9.0", want: true},
+		{name: "explicit v1 beats rayVersion", autoscaling: true, version: ptr.To(rayv1.AutoscalerVersionV1), rayVersion: "2.52.0"},
+		{name: "rayVersion 2.47.0", autoscaling: true, rayVersion: "2.47.0", want: true},
+		{name: "rayVersion 2.46.1", autoscaling: true, rayVersion: "2.46.1"},
+		{name: "rayVersion unset", autoscaling: true},
+		{name: "rayVersion unparsable", autoscaling: true, rayVersion: "nightly"},
+		{name: "env var on", autoscaling: true, rayVersion: "2.40.0", env: env("1"), want: true},
+		{name: "env var off beats rayVersion", autoscaling: true, rayVersion: "2.52.0", env: env("0")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := builders.ClusterSpec()
+			spec.EnableInTreeAutoscaling = ptr.To(tc.autoscaling)
+			spec.RayVersion = tc.rayVersion
+			spec.HeadGroupSpec.Template.Spec.Containers[0].Env = tc.env
+			if tc.version != nil {
+				spec.AutoscalerOptions = &rayv1.AutoscalerOptions{Version: tc.version}
+			}
+			if got := AutoscalerV2(&spec); got != tc.want {
+				t.Errorf("AutoscalerV2 = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if AutoscalerV2(nil) {
+		t.Error("nil spec")
+	}
+}
+
+func TestRayClusterToleratesEmptyObjects(t *testing.T) {
+	// Not defaulted, no containers, nil everything: errors, never a panic.
+	errs, _ := RayCluster(&rayv1.RayCluster{Spec: rayv1.RayClusterSpec{WorkerGroupSpecs: []rayv1.WorkerGroupSpec{{}}}}, gateOff)
+	if len(errs) == 0 {
+		t.Fatal("an empty cluster must be rejected")
+	}
+	if errs, _ := RayCluster(nil, gateOff); errs != nil {
+		t.Fatal("nil object")
+	}
+}

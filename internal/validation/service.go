@@ -1,0 +1,208 @@
+package validation
+
+import (
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/defaulting"
+	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/rayspec"
+)
+
+var (
+	specPath              = field.NewPath("spec")
+	upgradeStrategyPath   = specPath.Child("upgradeStrategy")
+	upgradeTypePath       = upgradeStrategyPath.Child("type")
+	upgradeOptionsPath    = upgradeStrategyPath.Child("clusterUpgradeOptions")
+	gatewayClassNamePath  = upgradeOptionsPath.Child("gatewayClassName")
+	rayClusterConfigPath  = specPath.Child("rayClusterConfig")
+	supportedServiceTypes = []string{string(rayv1.NewCluster), string(rayv1.NewClusterWithIncrementalUpgrade), string(rayv1.None)}
+)
+
+// GateHint says how to turn a feature gate on, for error messages.
+func GateHint(gate string) string {
+	return fmt.Sprintf("enable it with %s on the manager, or the Helm value featureGates.%s=true",
+		features.EnableFlag(features.Feature(gate)), gate)
+}
+
+// validateRayService holds every rule for a RayService; old is nil on create and is used
+// only to let unchanged gated fields through (ratcheting).
+func validateRayService(old, svc *rayv1.RayService, gates features.Gates) (field.ErrorList, []string) {
+	errs := validateName(&svc.ObjectMeta, rayspec.ServiceDerivedNames)
+	errs = append(errs, unsupportedAnnotations(&svc.ObjectMeta)...)
+	spec := &svc.Spec
+	if spec.Suspend {
+		errs = append(errs, field.Forbidden(specPath.Child("suspend"), NotSupportedYet))
+	}
+	var warnings []string
+	for _, d := range []struct {
+		set  bool
+		path *field.Path
+	}{
+		{spec.ServiceUnhealthySecondThreshold != nil, specPath.Child("serviceUnhealthySecondThreshold")},
+		{spec.DeploymentUnhealthySecondThreshold != nil, specPath.Child("deploymentUnhealthySecondThreshold")},
+	} {
+		if d.set {
+			warnings = append(warnings, fmt.Sprintf(WarnDeprecatedIgnored, d.path))
+		}
+	}
+	if v := spec.RayClusterDeletionDelaySeconds; v != nil && *v < 0 {
+		errs = append(errs, field.Invalid(specPath.Child("rayClusterDeletionDelaySeconds"), *v, "must be greater than or equal to 0"))
+	}
+
+	e, w := validateUpgradeStrategy(old, svc, gates)
+	errs, warnings = append(errs, e...), append(warnings, w...)
+
+	clusterErrs, clusterWarnings := validateClusterSpec(&spec.RayClusterSpec, rayClusterConfigPath)
+	errs, warnings = append(errs, clusterErrs...), append(warnings, clusterWarnings...)
+	if spec.RayClusterSpec.UpgradeStrategy != nil {
+		errs = append(errs, field.Forbidden(rayClusterConfigPath.Child("upgradeStrategy"),
+			"a RayService's clusters are upgraded by the RayService; set spec.upgradeStrategy instead"))
+	}
+	if hs := spec.RayClusterSpec.HeadGroupSpec.HeadService; hs != nil && hs.Name != "" {
+		errs = append(errs, field.Forbidden(rayClusterConfigPath.Child("headGroupSpec", "headService", "metadata", "name"),
+			"a RayService's clusters each get their own head Service name; leave it unset"))
+	}
+	errs = append(errs, validateServeConfig(spec.ServeConfigV2, specPath.Child("serveConfigV2"))...)
+	return errs, warnings
+}
+
+// effectiveStrategy is the upgrade strategy after defaulting, so comparisons between a
+// stored object and an update do not depend on which defaults each was written with.
+func effectiveStrategy(spec *rayv1.RayServiceSpec) *rayv1.RayServiceUpgradeStrategy {
+	s := rayv1.RayServiceSpec{UpgradeStrategy: spec.UpgradeStrategy.DeepCopy()}
+	defaulting.RayServiceUpgradeStrategy(&s)
+	return s.UpgradeStrategy
+}
+
+func validateUpgradeStrategy(old, svc *rayv1.RayService, gates features.Gates) (field.ErrorList, []string) {
+	strategy := effectiveStrategy(&svc.Spec)
+	t := *strategy.Type
+	opts := strategy.ClusterUpgradeOptions
+	switch t {
+	case rayv1.NewCluster, rayv1.None:
+		if opts != nil {
+			return nil, []string{fmt.Sprintf(WarnIgnoredUpgradeOptions, upgradeOptionsPath, t)}
+		}
+		return nil, nil
+	case rayv1.NewClusterWithIncrementalUpgrade:
+	default:
+		return field.ErrorList{field.NotSupported(upgradeTypePath, t, supportedServiceTypes)}, nil
+	}
+
+	var errs field.ErrorList
+	gate := string(features.RayServiceIncrementalUpgrade)
+	// Ratcheting: a gate turned off after the object was stored must not block updates that
+	// leave the gated strategy as it was (e.g. an image change, or removing a finalizer).
+	unchanged := old != nil && apiequality.Semantic.DeepEqual(effectiveStrategy(&old.Spec), strategy)
+	if !gates.Enabled(features.RayServiceIncrementalUpgrade) && !unchanged {
+		errs = append(errs, field.Forbidden(upgradeTypePath, fmt.Sprintf(
+			"%s needs the %s feature gate, which is disabled; %s", t, gate, GateHint(gate))))
+	}
+	switch autoscaling := svc.Spec.RayClusterSpec.EnableInTreeAutoscaling; {
+	case autoscaling == nil:
+		errs = append(errs, field.Required(rayClusterConfigPath.Child("enableInTreeAutoscaling"),
+			"must be true with NewClusterWithIncrementalUpgrade: the Ray autoscaler sizes both clusters during the upgrade"))
+	case !*autoscaling:
+		errs = append(errs, field.Invalid(rayClusterConfigPath.Child("enableInTreeAutoscaling"), false,
+			"must be true with NewClusterWithIncrementalUpgrade: the Ray autoscaler sizes both clusters during the upgrade"))
+	}
+	if opts == nil {
+		return append(errs, field.Required(upgradeOptionsPath,
+			"required with NewClusterWithIncrementalUpgrade: stepSizePercent, intervalSeconds and gatewayClassName")), nil
+	}
+	e, warnings := validateClusterUpgradeOptions(opts)
+	return append(errs, e...), warnings
+}
+
+func validateClusterUpgradeOptions(o *rayv1.ClusterUpgradeOptions) (field.ErrorList, []string) {
+	var errs field.ErrorList
+	var warnings []string
+	surgePath := upgradeOptionsPath.Child("maxSurgePercent")
+	surge := ptr.Deref(o.MaxSurgePercent, defaulting.MaxSurgePercent)
+	surgeOK := surge >= 1 && surge <= 100
+	switch {
+	case !surgeOK:
+		errs = append(errs, field.Invalid(surgePath, surge, "must be between 1 and 100"))
+	case surge == 100:
+		warnings = append(warnings, fmt.Sprintf(WarnFullSurge, surgePath))
+	}
+
+	stepPath := upgradeOptionsPath.Child("stepSizePercent")
+	switch {
+	case o.StepSizePercent == nil:
+		errs = append(errs, field.Required(stepPath, "the percentage of traffic moved to the new cluster at each step"))
+	case *o.StepSizePercent < 1 || (surgeOK && *o.StepSizePercent > surge):
+		upper := fmt.Sprintf("maxSurgePercent (%d)", surge)
+		if !surgeOK {
+			upper = "maxSurgePercent"
+		}
+		errs = append(errs, field.Invalid(stepPath, *o.StepSizePercent, fmt.Sprintf(
+			"must be between 1 and %s: 0 would never move traffic, and a step larger than the surge outruns the new cluster's capacity", upper)))
+	}
+
+	intervalPath := upgradeOptionsPath.Child("intervalSeconds")
+	switch {
+	case o.IntervalSeconds == nil:
+		errs = append(errs, field.Required(intervalPath, "the seconds between traffic steps"))
+	case *o.IntervalSeconds < 1:
+		errs = append(errs, field.Invalid(intervalPath, *o.IntervalSeconds, "must be at least 1"))
+	case *o.IntervalSeconds < 10:
+		warnings = append(warnings, fmt.Sprintf(WarnShortInterval, intervalPath, *o.IntervalSeconds))
+	}
+
+	if o.GatewayClassName == "" {
+		errs = append(errs, field.Required(gatewayClassNamePath, "the GatewayClass of the Gateway that splits traffic during the upgrade"))
+	}
+	for _, msg := range utilvalidation.IsDNS1123Subdomain(o.GatewayClassName) {
+		if o.GatewayClassName != "" {
+			errs = append(errs, field.Invalid(gatewayClassNamePath, o.GatewayClassName, msg))
+		}
+	}
+	return errs, warnings
+}
+
+// UpgradeInProgress reports whether a RayService is in the middle of an upgrade: a pending
+// cluster is recorded, or the UpgradeInProgress condition is true.
+func UpgradeInProgress(svc *rayv1.RayService) bool {
+	return svc.Status.PendingServiceStatus.RayClusterName != "" ||
+		meta.IsStatusConditionTrue(svc.Status.Conditions, string(rayv1.UpgradeInProgress))
+}
+
+// validateNoStrategyChangeDuringUpgrade rejects switching strategy or Gateway while a
+// pending cluster exists: the running upgrade would be left half-way under rules it did not
+// start with (e.g. traffic split by an HTTPRoute that the new strategy no longer manages).
+func validateNoStrategyChangeDuringUpgrade(old, svc *rayv1.RayService) field.ErrorList {
+	if !UpgradeInProgress(old) {
+		return nil
+	}
+	upgrade := "an upgrade is in progress"
+	if pending := old.Status.PendingServiceStatus.RayClusterName; pending != "" {
+		upgrade = fmt.Sprintf("an upgrade to RayCluster %q is in progress", pending)
+	}
+	why := fmt.Sprintf("cannot change while %s; wait until it finishes (condition UpgradeInProgress becomes False), "+
+		"or roll back by reverting spec.rayClusterConfig to the active cluster's spec, then change this", upgrade)
+	oldS, newS := effectiveStrategy(&old.Spec), effectiveStrategy(&svc.Spec)
+	var errs field.ErrorList
+	if *oldS.Type != *newS.Type {
+		errs = append(errs, field.Forbidden(upgradeTypePath, why))
+	}
+	// A type change already explains itself; a GatewayClass matters only to incremental upgrades.
+	if *oldS.Type == *newS.Type && gatewayClass(oldS) != gatewayClass(newS) {
+		errs = append(errs, field.Forbidden(gatewayClassNamePath, why))
+	}
+	return errs
+}
+
+func gatewayClass(s *rayv1.RayServiceUpgradeStrategy) string {
+	if s.ClusterUpgradeOptions == nil {
+		return ""
+	}
+	return s.ClusterUpgradeOptions.GatewayClassName
+}

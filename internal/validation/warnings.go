@@ -1,0 +1,29 @@
+package validation
+
+// Warnings for specs that are legal but risky. The webhooks return them as admission
+// warnings, so kubectl prints each one as "Warning: <text>". Each is a format string whose
+// first argument is the field path it is about.
+const (
+	// WarnDeprecatedIgnored: a deprecated field that raygate ignores.
+	WarnDeprecatedIgnored = "%s is deprecated and ignored; remove it"
+
+	// WarnReplicasClamped: replicas outside [minReplicas, maxReplicas]; the controller uses
+	// the nearest bound. (0 is the stored default and means minReplicas, so it never warns.)
+	WarnReplicasClamped = "%s: %d is outside [minReplicas %d, maxReplicas %d] and will be clamped to %d"
+
+	// WarnFullSurge: maxSurgePercent 100 lets the new cluster reach full size while the old
+	// one still serves.
+	WarnFullSurge = "%s is 100: the new cluster may scale to 100%% while the old one still runs, so an upgrade can need 200%% of the cluster's capacity; lower it to upgrade in smaller steps"
+
+	// WarnShortInterval: traffic steps closer together than the autoscaler can add pods.
+	WarnShortInterval = "%s is %d: with less than 10 seconds between traffic steps the Ray autoscaler may lag behind, so traffic can reach the new cluster before its pods are ready"
+
+	// WarnIgnoredUpgradeOptions: clusterUpgradeOptions set for a strategy that does not use them.
+	WarnIgnoredUpgradeOptions = "%s is ignored with upgradeStrategy.type %s; it is used only with NewClusterWithIncrementalUpgrade"
+
+	// WarnGatewayClassNotFound: the GatewayClass named for incremental upgrades does not exist.
+	WarnGatewayClassNotFound = "%s: GatewayClass %q does not exist yet; an incremental upgrade cannot route traffic until it is created"
+
+	// WarnGatewayAPINotInstalled: the Gateway API CRDs are missing from the cluster.
+	WarnGatewayAPINotInstalled = "%s: the Gateway API CRDs (gateway.networking.k8s.io) are not installed in this cluster; incremental upgrades need them and a Gateway controller"
+)
