@@ -52,6 +52,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionNamespace:       o.LeaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cache.Options{SyncPeriod: &o.SyncPeriod},
+		PprofBindAddress:              o.PprofAddr,
 	}
 	if len(o.WatchNamespaces) > 0 {
 		mgrOpts.Cache.DefaultNamespaces = map[string]cache.Config{}

@@ -33,6 +33,9 @@ type Options struct {
 	LogFormat            string
 	ReconcileConcurrency int
 	SyncPeriod           time.Duration
+	// PprofAddr serves net/http/pprof (profiling for benchmarks and debugging); empty or
+	// "0": off.
+	PprofAddr string
 	// DashboardURLTemplate, when set, locates each RayCluster's Ray dashboard by filling
 	// {namespace} and {name} (e.g. an operator outside the cluster reaching dashboards
 	// through a proxy). Empty: the head Service's in-cluster DNS name.
@@ -80,6 +83,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: json or console.")
 	fs.IntVar(&o.ReconcileConcurrency, "reconcile-concurrency", o.ReconcileConcurrency, "Concurrent reconciles per controller.")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "Period of a full resync of cached objects.")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address of the pprof endpoint (/debug/pprof/); empty or \"0\" turns it off. Do not expose it beyond localhost.")
 	fs.StringVar(&o.DashboardURLTemplate, "dashboard-url-template", o.DashboardURLTemplate, "URL of a RayCluster's Ray dashboard with {namespace} and {name} placeholders; empty means http://<cluster>-head-svc.<namespace>.svc.$CLUSTER_DOMAIN:8265.")
 	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
 }
