@@ -1,9 +1,19 @@
 package app
 
-import ctrl "sigs.k8s.io/controller-runtime"
+import (
+	"context"
 
-// setupRayClusterController registers the raycluster part of raygate with the manager.
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/raygate/raygate/controllers/raycluster"
+)
+
+// setupRayClusterController registers the RayCluster controller and its metrics.
 func setupRayClusterController(mgr ctrl.Manager, o Options) error {
-	_, _ = mgr, o
-	return nil
+	r := raycluster.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("raycluster-controller"))
+	if err := r.Metrics.Register(metrics.Registry); err != nil {
+		return err
+	}
+	return r.SetupWithManager(context.Background(), mgr, o.ReconcileConcurrency)
 }

@@ -1,0 +1,64 @@
+package raycluster
+
+// Ports Ray listens on, and the names the head Service and the containers give them.
+const (
+	DefaultGCSPort            = 6379
+	DefaultDashboardPort      = 8265
+	DefaultClientPort         = 10001
+	DefaultServePort          = 8000
+	DefaultMetricsPort        = 8080
+	DefaultDashboardAgentPort = 52365
+
+	GCSPortName       = "gcs-server"
+	DashboardPortName = "dashboard"
+	ClientPortName    = "client"
+	ServePortName     = "serve"
+	MetricsPortName   = "metrics"
+)
+
+// Names of the volumes and containers raygate adds.
+const (
+	SharedMemoryVolumeName = "shared-mem"
+	SharedMemoryMountPath  = "/dev/shm"
+	RayLogsVolumeName      = "ray-logs"
+	RayLogsMountPath       = "/tmp/ray"
+	AutoscalerContainer    = "autoscaler"
+	WaitGCSInitContainer   = "wait-gcs-ready"
+)
+
+// Environment variables raygate sets on Ray containers. The names are Ray's and KubeRay's, so
+// images and scripts written for KubeRay keep working.
+const (
+	EnvGeneratedStartCmd      = "KUBERAY_GEN_RAY_START_CMD"
+	EnvGeneratedAutoscalerCmd = "KUBERAY_GEN_AUTOSCALER_START_CMD"
+	EnvClusterName            = "RAY_CLUSTER_NAME"
+	EnvClusterNamespace       = "RAY_CLUSTER_NAMESPACE"
+	EnvCloudInstanceID        = "RAY_CLOUD_INSTANCE_ID"
+	EnvNodeTypeName           = "RAY_NODE_TYPE_NAME"
+	EnvFQRayIP                = "FQ_RAY_IP"
+	EnvRayIP                  = "RAY_IP"
+	EnvRayPort                = "RAY_PORT"
+	EnvRayAddress             = "RAY_ADDRESS"
+	EnvUsageStatsInUse        = "RAY_USAGE_STATS_KUBERAY_IN_USE"
+	EnvUsageStatsExtraTags    = "RAY_USAGE_STATS_EXTRA_TAGS"
+	EnvDashboardDiskUsage     = "RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE"
+	EnvAutoscalerV2           = "RAY_enable_autoscaler_v2"
+	EnvTaskWaitForDeathInfo   = "RAY_timeout_ms_task_wait_for_death_info"
+	EnvGCSRequestTimeout      = "RAY_gcs_server_request_timeout_seconds"
+	EnvServeKVTimeout         = "RAY_SERVE_KV_TIMEOUT_S"
+	EnvUlimitOpenFiles        = "RAY_START_ULIMIT_OPEN_FILES"
+
+	// EnvEnableRandomPodDelete, set to "true" on the operator, lets it remove arbitrary workers
+	// on scale-down even when the Ray autoscaler is on (by default the autoscaler picks them).
+	EnvEnableRandomPodDelete = "ENABLE_RANDOM_POD_DELETE"
+)
+
+// ClusterDomain is the DNS suffix of in-cluster Service names.
+const ClusterDomain = "cluster.local"
+
+// RayServiceKind is the ray.io/originated-from-crd value of clusters a RayService created.
+const RayServiceKind = "RayService"
+
+// KubeRayManagerName is spec.managedBy meaning "this operator"; any other value hands the
+// cluster to another controller.
+const KubeRayManagerName = "ray.io/kuberay-operator"

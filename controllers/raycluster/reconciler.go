@@ -1,0 +1,271 @@
+package raycluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/defaulting"
+	"github.com/raygate/raygate/internal/expectations"
+	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/rayspec"
+	"github.com/raygate/raygate/internal/validation"
+)
+
+// Least privilege: raygate never reads Secrets; it creates the autoscaler's Role only with
+// permissions it holds itself (so it needs neither "escalate" nor "bind").
+// +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=ray.io,resources=rayclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=ray.io,resources=rayclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch;delete;deletecollection
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// PodClusterIndex indexes cached pods by their ray.io/cluster label, so a reconcile lists
+// only its own cluster's pods.
+const PodClusterIndex = "raygate.ray.io/cluster"
+
+// Reconciler reconciles RayClusters.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	client.Client
+	Recorder     events.EventRecorder
+	Gates        features.Gates
+	Expectations *expectations.Scale
+	Metrics      *Metrics
+	// RandomPodDelete is the operator's ENABLE_RANDOM_POD_DELETE setting.
+	RandomPodDelete string
+	// Now is the clock (time.Now in production).
+	Now func() time.Time
+}
+
+// NewReconciler returns a reconciler with production settings.
+func NewReconciler(c client.Client, rec events.EventRecorder) *Reconciler {
+	return &Reconciler{
+		Client:          c,
+		Recorder:        rec,
+		Gates:           features.Default(),
+		Expectations:    expectations.New(expectations.DefaultTimeout),
+		Metrics:         NewMetrics(),
+		RandomPodDelete: os.Getenv(EnvEnableRandomPodDelete),
+		Now:             time.Now,
+	}
+}
+
+// SetupWithManager registers the controller: RayClusters (spec, label and annotation
+// changes; its own status writes do not trigger it) and the objects it owns.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, PodClusterIndex, func(o client.Object) []string {
+		if c := o.GetLabels()[rayv1.ClusterLabelKey]; c != "" {
+			return []string{c}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("raycluster").
+		For(&rayv1.RayCluster{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: concurrency,
+			// Tests run several managers in one process, one after another.
+			SkipNameValidation: ptr.To(true),
+		}).
+		Complete(r)
+}
+
+// pass is the state of one reconcile.
+type pass struct {
+	log     logr.Logger
+	object  *rayv1.RayCluster // as read from the cache; the object written back
+	cluster *rayv1.RayCluster // defaulted copy everything is computed from
+	hash    string
+	pods    []corev1.Pod
+	headSvc *corev1.Service
+	// clearWorkersToDelete lists groups whose workersToDelete were handled.
+	clearWorkersToDelete []string
+}
+
+// Reconcile reads the cluster, checks it, applies pods, services and autoscaler RBAC, and
+// writes the status once, only when it changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	rc := &rayv1.RayCluster{}
+	if err := r.Get(ctx, req.NamespacedName, rc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Expectations.Forget(req.Namespace, req.Name)
+			r.Metrics.Forget(req.Namespace, req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !rc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // the garbage collector removes what the cluster owns
+	}
+	if managedByOther(rc) {
+		log.V(1).Info("skipping a cluster managed by another controller", "managedBy", ptr.Deref(rc.Spec.ManagedBy, ""))
+		return ctrl.Result{}, nil
+	}
+
+	p := &pass{log: log, object: rc, cluster: rc.DeepCopy()}
+	defaulting.RayCluster(p.cluster)
+	if errs, _ := validation.RayCluster(p.cluster, r.Gates); len(errs) > 0 {
+		return ctrl.Result{}, r.rejectInvalid(ctx, p, errs)
+	}
+	var err error
+	if p.hash, err = rayspec.HashWithoutReplicas(p.cluster.Spec); err != nil {
+		return ctrl.Result{}, err
+	}
+	if p.pods, err = r.listPods(ctx, rc); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	reconcileErr := r.runPhases(ctx, p)
+	return r.writeStatus(ctx, p, reconcileErr)
+}
+
+func (r *Reconciler) runPhases(ctx context.Context, p *pass) error {
+	for _, phase := range []func(context.Context, *pass) error{
+		r.reconcileAutoscalerRBAC,
+		r.reconcileHeadService,
+		r.reconcilePods,
+		r.clearHandledWorkersToDelete,
+	} {
+		if err := phase(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) listPods(ctx context.Context, rc *rayv1.RayCluster) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	if err := r.List(ctx, &list, client.InNamespace(rc.Namespace), client.MatchingFields{PodClusterIndex: rc.Name}); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	return list.Items, nil
+}
+
+// writeStatus computes the status and writes it when it changed. The reconcile error is
+// returned so controller-runtime retries with backoff.
+func (r *Reconciler) writeStatus(ctx context.Context, p *pass, reconcileErr error) (ctrl.Result, error) {
+	pods, err := r.listPods(ctx, p.object)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	now := r.Now()
+	st := computeStatus(statusInput{
+		Cluster: p.cluster, Pods: pods, HeadService: p.headSvc, ReconcileErr: reconcileErr,
+		Conditions: r.Gates.Enabled(features.RayClusterStatusConditions), Now: now,
+	})
+	old := p.object.Status
+	result := ctrl.Result{}
+	if statusChanged(old, st) {
+		p.object.Status = st
+		if err := r.Status().Update(ctx, p.object); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				p.log.V(1).Info("status write lost a race; retrying", "error", err.Error())
+				return ctrl.Result{Requeue: true}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
+		}
+		// Status writes do not trigger this controller; the next suspend step needs a pass.
+		if suspendStatus(old.Conditions) != suspendStatus(st.Conditions) {
+			result.Requeue = true
+		}
+	}
+	provisionedAfter := -1.0
+	if !meta.IsStatusConditionTrue(old.Conditions, string(rayv1.RayClusterProvisioned)) &&
+		meta.IsStatusConditionTrue(st.Conditions, string(rayv1.RayClusterProvisioned)) {
+		provisionedAfter = now.Sub(p.object.CreationTimestamp.Time).Seconds()
+	}
+	p.object.Status = st
+	r.Metrics.Observe(p.object, provisionedAfter)
+	if reconcileErr != nil {
+		return result, reconcileErr
+	}
+	return result, nil
+}
+
+// rejectInvalid handles a spec that breaks admission rules (stored while the webhook was off
+// or bypassed): nothing is created or deleted; the status reason and one Warning event say why.
+func (r *Reconciler) rejectInvalid(ctx context.Context, p *pass, errs field.ErrorList) error {
+	msg := rayv1.ValidationFailed + ": " + errs.ToAggregate().Error()
+	st := p.object.Status.DeepCopy()
+	st.Reason = msg
+	st.ObservedGeneration = p.object.Generation
+	if !statusChanged(p.object.Status, *st) {
+		return nil
+	}
+	now := r.Now()
+	st.LastUpdateTime = ptr.To(metav1Time(now))
+	p.object.Status = *st
+	if err := r.Status().Update(ctx, p.object); err != nil {
+		if apierrors.IsConflict(err) {
+			return err // retried with backoff
+		}
+		return fmt.Errorf("writing status: %w", err)
+	}
+	r.warn(p, EventValidationFailed, actionValidate, "The spec is invalid; no pods are created or deleted until it is fixed: %s", errs.ToAggregate().Error())
+	return nil
+}
+
+// clearHandledWorkersToDelete removes the handled workersToDelete from the spec. The update
+// carries the resourceVersion read, so a concurrent autoscaler write is never overwritten.
+func (r *Reconciler) clearHandledWorkersToDelete(ctx context.Context, p *pass) error {
+	if len(p.clearWorkersToDelete) == 0 {
+		return nil
+	}
+	obj := p.object.DeepCopy()
+	for i := range obj.Spec.WorkerGroupSpecs {
+		if contains(p.clearWorkersToDelete, obj.Spec.WorkerGroupSpecs[i].GroupName) {
+			obj.Spec.WorkerGroupSpecs[i].ScaleStrategy.WorkersToDelete = nil
+		}
+	}
+	if err := r.Update(ctx, obj); err != nil {
+		r.warn(p, EventFailedClearWorkersToDel, actionUpdate, "Failed to clear workersToDelete: %v", err)
+		return fmt.Errorf("clearing workersToDelete: %w", err)
+	}
+	// Keep the status write on the new resourceVersion.
+	status := p.object.Status
+	*p.object = *obj
+	p.object.Status = status
+	return nil
+}
+
+func (r *Reconciler) normal(p *pass, reason, action, format string, args ...any) {
+	r.Recorder.Eventf(p.object, nil, corev1.EventTypeNormal, reason, action, format, args...)
+}
+
+func (r *Reconciler) warn(p *pass, reason, action, format string, args ...any) {
+	r.Recorder.Eventf(p.object, nil, corev1.EventTypeWarning, reason, action, format, args...)
+}
+
+func key(o client.Object) types.NamespacedName {
+	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+}

@@ -1,0 +1,190 @@
+package framework
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// Writes counts write requests by "verb kind" (e.g. "create Pod", "update RayCluster/status")
+// or, when counted at the HTTP level, "verb resource" (e.g. "create pods",
+// "update rayclusters/status", "create events"). Safe for concurrent use.
+type Writes struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (w *Writes) add(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.counts == nil {
+		w.counts = map[string]int{}
+	}
+	w.counts[key]++
+}
+
+// Snapshot returns a copy of the counts.
+func (w *Writes) Snapshot() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.counts)
+}
+
+// Total is the number of writes counted.
+func (w *Writes) Total() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, c := range w.counts {
+		n += c
+	}
+	return n
+}
+
+// Reset sets every count to zero.
+func (w *Writes) Reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.counts = nil
+}
+
+// CountingClient wraps a client.Client and counts its writes by verb and kind.
+type CountingClient struct {
+	client.Client
+	Writes *Writes
+}
+
+// NewCountingClient wraps c.
+func NewCountingClient(c client.Client) *CountingClient {
+	return &CountingClient{Client: c, Writes: &Writes{}}
+}
+
+func (c *CountingClient) kind(obj runtime.Object) string {
+	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+	if err != nil {
+		return "Unknown"
+	}
+	return gvk.Kind
+}
+
+func (c *CountingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	c.Writes.add("create " + c.kind(obj))
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+func (c *CountingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	c.Writes.add("update " + c.kind(obj))
+	return c.Client.Update(ctx, obj, opts...)
+}
+
+func (c *CountingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	c.Writes.add("patch " + c.kind(obj))
+	return c.Client.Patch(ctx, obj, patch, opts...)
+}
+
+func (c *CountingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	c.Writes.add("apply")
+	return c.Client.Apply(ctx, obj, opts...)
+}
+
+func (c *CountingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	c.Writes.add("delete " + c.kind(obj))
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+func (c *CountingClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
+	c.Writes.add("deletecollection " + c.kind(obj))
+	return c.Client.DeleteAllOf(ctx, obj, opts...)
+}
+
+func (c *CountingClient) Status() client.SubResourceWriter { return c.SubResource("status") }
+
+func (c *CountingClient) SubResource(sub string) client.SubResourceClient {
+	return &countingSubResource{SubResourceClient: c.Client.SubResource(sub), c: c, sub: sub}
+}
+
+type countingSubResource struct {
+	client.SubResourceClient
+	c   *CountingClient
+	sub string
+}
+
+func (s *countingSubResource) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
+	s.c.Writes.add("create " + s.c.kind(obj) + "/" + s.sub)
+	return s.SubResourceClient.Create(ctx, obj, sub, opts...)
+}
+
+func (s *countingSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	s.c.Writes.add("update " + s.c.kind(obj) + "/" + s.sub)
+	return s.SubResourceClient.Update(ctx, obj, opts...)
+}
+
+func (s *countingSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	s.c.Writes.add("patch " + s.c.kind(obj) + "/" + s.sub)
+	return s.SubResourceClient.Patch(ctx, obj, patch, opts...)
+}
+
+func (s *countingSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	s.c.Writes.add("apply /" + s.sub)
+	return s.SubResourceClient.Apply(ctx, obj, opts...)
+}
+
+// countingTransport counts every write request that goes through it, whoever sends it
+// (controllers, event recorders, caches): the strictest "zero writes" measure.
+type countingTransport struct {
+	next   http.RoundTripper
+	writes *Writes
+}
+
+func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if verb := writeVerb(req); verb != "" {
+		t.writes.add(verb + " " + resourceOf(req.URL.Path))
+	}
+	return t.next.RoundTrip(req)
+}
+
+func writeVerb(req *http.Request) string {
+	switch req.Method {
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "update"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	}
+	return ""
+}
+
+// resourceOf extracts "resource" or "resource/subresource" from an API path such as
+// /api/v1/namespaces/ns/pods/name/status or /apis/ray.io/v1/namespaces/ns/rayclusters.
+func resourceOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) > 0 && parts[0] == "api":
+		parts = parts[min(2, len(parts)):]
+	case len(parts) > 0 && parts[0] == "apis":
+		parts = parts[min(3, len(parts)):]
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" {
+		if len(parts) == 2 {
+			return "namespaces"
+		}
+		parts = parts[2:]
+	}
+	switch len(parts) {
+	case 0:
+		return path
+	case 1, 2:
+		return parts[0]
+	default:
+		return parts[0] + "/" + parts[2]
+	}
+}

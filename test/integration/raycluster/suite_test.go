@@ -1,0 +1,178 @@
+// Package raycluster tests the RayCluster controller against a real API server, with the
+// fake kubelet making pods Running and Ready. Webhooks are not installed here, so invalid
+// objects reach the controller.
+package raycluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/controlplane"
+	"github.com/raygate/raygate/test/framework"
+)
+
+var (
+	env     *controlplane.Env
+	k8s     client.Client
+	kubelet *framework.Kubelet
+	mgr     *framework.Manager
+)
+
+func TestRayCluster(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(20 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	RunSpecs(t, "RayCluster controller")
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	var err error
+	env, err = controlplane.Start(controlplane.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Stop)
+	k8s = env.Client
+	kubelet, err = framework.StartKubelet(env.Config, framework.KubeletOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(kubelet.Stop)
+	mgr, err = framework.StartManager(env, framework.ManagerOptions())
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(mgr.Stop)
+})
+
+// newNamespace gives each test its own namespace.
+func newNamespace(ctx context.Context) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rc-"}}
+	Expect(k8s.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+func getCluster(ctx context.Context, ns, name string) *rayv1.RayCluster {
+	rc := &rayv1.RayCluster{}
+	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, rc)).To(Succeed())
+	return rc
+}
+
+// clusterStatus polls a cluster's status.
+func clusterStatus(ctx context.Context, ns, name string) func() rayv1.RayClusterStatus {
+	return func() rayv1.RayClusterStatus { return getCluster(ctx, ns, name).Status }
+}
+
+// pods lists a cluster's pods, terminating ones excluded.
+func pods(ctx context.Context, ns, cluster string, extra ...client.ListOption) []corev1.Pod {
+	var list corev1.PodList
+	opts := append([]client.ListOption{client.InNamespace(ns), client.MatchingLabels{rayv1.ClusterLabelKey: cluster}}, extra...)
+	Expect(k8s.List(ctx, &list, opts...)).To(Succeed())
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp.IsZero() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func workerPods(ctx context.Context, ns, cluster, group string) []corev1.Pod {
+	return pods(ctx, ns, cluster, client.MatchingLabels{rayv1.NodeGroupLabelKey: group, rayv1.NodeTypeLabelKey: "worker"})
+}
+
+func headPods(ctx context.Context, ns, cluster string) []corev1.Pod {
+	return pods(ctx, ns, cluster, client.MatchingLabels{rayv1.NodeTypeLabelKey: "head"})
+}
+
+func names(ps []corev1.Pod) []string {
+	out := make([]string, len(ps))
+	for i := range ps {
+		out[i] = ps[i].Name
+	}
+	return out
+}
+
+// events returns "type reason: note" of the events about a cluster.
+func events(ctx context.Context, ns, cluster string) []string {
+	var list eventsv1.EventList
+	Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.Kind == rayv1.RayClusterKind && e.Regarding.Name == cluster {
+			out = append(out, e.Type+" "+e.Reason+": "+e.Note)
+		}
+	}
+	return out
+}
+
+func condition(st rayv1.RayClusterStatus, t rayv1.RayClusterConditionType) *metav1.Condition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == string(t) {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// haveCondition matches a status with the condition at the given status and reason.
+func haveCondition(t rayv1.RayClusterConditionType, s metav1.ConditionStatus, reason string) OmegaMatcher {
+	return WithTransform(func(st rayv1.RayClusterStatus) string {
+		c := condition(st, t)
+		if c == nil {
+			return "absent"
+		}
+		return string(c.Status) + "/" + c.Reason
+	}, Equal(string(s)+"/"+reason))
+}
+
+func stateIs(s rayv1.ClusterState) OmegaMatcher {
+	return WithTransform(func(st rayv1.RayClusterStatus) rayv1.ClusterState { return st.State }, Equal(s))
+}
+
+// waitReady waits until the cluster is ready and provisioned.
+func waitReady(ctx context.Context, ns, name string) {
+	GinkgoHelper()
+	Eventually(clusterStatus(ctx, ns, name)).Should(And(stateIs(rayv1.Ready),
+		haveCondition(rayv1.RayClusterProvisioned, metav1.ConditionTrue, rayv1.AllPodRunningAndReadyFirstTime)))
+}
+
+// expectQuiet waits until the manager goes a full second without writing, then resets the
+// write counts.
+func expectQuiet(ctx context.Context) {
+	GinkgoHelper()
+	Eventually(func() map[string]int {
+		mgr.Writes.Reset()
+		time.Sleep(time.Second)
+		return mgr.Writes.Snapshot()
+	}, 30*time.Second).Should(BeEmpty())
+	mgr.Writes.Reset()
+}
+
+// reconcileCount is controller-runtime's reconcile counter of the RayCluster controller.
+func reconcileCount() float64 {
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "raycluster" {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
