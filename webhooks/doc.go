@@ -1,3 +1,23 @@
 // Package webhooks holds the admission handlers for RayCluster and RayService: thin
 // adapters over internal/defaulting and internal/validation.
+//
+// The mutating webhooks apply the defaults and patch only what defaulting changed. The
+// validating webhooks reject with one 422 Invalid status listing every problem by field
+// path, and pass warnings through as admission warnings (kubectl prints "Warning: ...").
+// Neither ever blocks or changes an object that is being deleted.
 package webhooks
+
+// The webhook configuration is generated from these markers into config/webhook.
+//
+// +kubebuilder:webhook:path=/mutate-ray-io-v1-raycluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayclusters,verbs=create;update,versions=v1,name=mraycluster.ray.io,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent
+// +kubebuilder:webhook:path=/mutate-ray-io-v1-rayservice,mutating=true,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayservices,verbs=create;update,versions=v1,name=mrayservice.ray.io,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent
+// +kubebuilder:webhook:path=/validate-ray-io-v1-raycluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayclusters,verbs=create;update,versions=v1,name=vraycluster.ray.io,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent
+// +kubebuilder:webhook:path=/validate-ray-io-v1-rayservice,mutating=false,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayservices,verbs=create;update,versions=v1,name=vrayservice.ray.io,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent
+
+// Paths the webhook server serves; they match the markers above.
+const (
+	MutateRayClusterPath   = "/mutate-ray-io-v1-raycluster"
+	MutateRayServicePath   = "/mutate-ray-io-v1-rayservice"
+	ValidateRayClusterPath = "/validate-ray-io-v1-raycluster"
+	ValidateRayServicePath = "/validate-ray-io-v1-rayservice"
+)

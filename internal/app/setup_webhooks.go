@@ -1,9 +1,25 @@
 package app
 
-import ctrl "sigs.k8s.io/controller-runtime"
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
 
-// setupWebhooks registers the webhooks part of raygate with the manager.
+	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/webhooks"
+)
+
+// The RayService validating webhook looks up the GatewayClass an incremental upgrade names,
+// to warn when it does not exist.
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gatewayclasses,verbs=get
+
+// setupWebhooks registers the mutating and validating webhooks of RayCluster and RayService.
 func setupWebhooks(mgr ctrl.Manager, o Options) error {
-	_, _ = mgr, o
+	if !o.EnableWebhooks {
+		return nil
+	}
+	webhooks.Register(mgr.GetWebhookServer(), webhooks.Options{
+		Scheme: mgr.GetScheme(),
+		Reader: mgr.GetAPIReader(),
+		Gates:  features.Default(),
+	})
 	return nil
 }

@@ -1,0 +1,110 @@
+// Package fuzzer builds random RayClusters and RayServices for the fuzz tests of defaulting
+// and validation. Values are drawn mostly from the ones the rules care about (boundaries,
+// strategy names, autoscaler versions, serve configs), so a short fuzzing run reaches every
+// rule instead of producing only unparsable noise.
+package fuzzer
+
+import (
+	"math"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/randfill"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+)
+
+var (
+	strs = []string{
+		"", "a", "svc", "ray-head", "workers", "Bad_Name", "1abc", "a.b", strings.Repeat("n", 48), strings.Repeat("n", 70),
+		"NewCluster", "NewClusterWithIncrementalUpgrade", "None", "Recreate", "RayService", "ray.io/v1",
+		"v1", "v2", "true", "1", "0", "2.52.0", "2.46.0", "num-cpus", "num-gpus", "memory", "resources", "labels",
+		"RAY_enable_autoscaler_v2", "/", "/fruit", "fruit", "istio", "rayproject/ray:2.52.0",
+	}
+	ints = []int32{math.MinInt32, -1, 0, 1, 2, 5, 9, 10, 40, 99, 100, 101, math.MaxInt32}
+
+	serveConfigs = []string{
+		"", "applications:\n  - name: a\n    import_path: m:app\n    route_prefix: /a\n",
+		"applications:\n  - {name: a, import_path: m:app}\n  - {name: a, route_prefix: x}\n",
+		"applications: 3\n", "- a\n", "applications:\n  - 1\n  - null\n", "applications:\n  - name: a\n   bad: [\n",
+		"applications:\n  - {name: [1], import_path: {a: b}, route_prefix: null}\n",
+	}
+)
+
+func pick[T any](c randfill.Continue, from []T) T { return from[c.Intn(len(from))] }
+
+// New returns a filler driven by the fuzzer's bytes.
+func New(data []byte) *randfill.Filler {
+	return randfill.NewFromGoFuzz(data).NilChance(0.3).NumElements(0, 3).MaxDepth(12).Funcs(
+		func(s *string, c randfill.Continue) {
+			if c.Intn(4) == 0 {
+				*s = c.String(12)
+				return
+			}
+			*s = pick(c, strs)
+		},
+		func(i *int32, c randfill.Continue) { *i = pick(c, ints) },
+		func(q *resource.Quantity, c randfill.Continue) {
+			*q = resource.MustParse(pick(c, []string{"0", "500m", "1", "2Gi"}))
+		},
+		func(t *metav1.Time, c randfill.Continue) {
+			*t = metav1.NewTime(time.Unix(c.Int63n(1<<32), 0).UTC())
+		},
+		func(t *rayv1.RayServiceUpgradeType, c randfill.Continue) {
+			*t = pick(c, []rayv1.RayServiceUpgradeType{rayv1.NewCluster, rayv1.NewClusterWithIncrementalUpgrade, rayv1.None, "Other", ""})
+		},
+		func(t *rayv1.RayClusterUpgradeType, c randfill.Continue) {
+			*t = pick(c, []rayv1.RayClusterUpgradeType{rayv1.RayClusterRecreate, rayv1.RayClusterUpgradeNone, "Other"})
+		},
+		func(v *rayv1.AutoscalerVersion, c randfill.Continue) {
+			*v = pick(c, []rayv1.AutoscalerVersion{rayv1.AutoscalerVersionV1, rayv1.AutoscalerVersionV2, "v3"})
+		},
+		func(m *metav1.ObjectMeta, c randfill.Continue) {
+			*m = metav1.ObjectMeta{Name: pick(c, strs), Namespace: "ns", Generation: 1}
+			if m.Name == "" {
+				m.GenerateName = pick(c, strs)
+			}
+			if c.Bool() {
+				c.Fill(&m.Labels)
+				c.Fill(&m.Annotations)
+			}
+			if c.Intn(4) == 0 {
+				m.OwnerReferences = []metav1.OwnerReference{{APIVersion: pick(c, strs), Kind: pick(c, strs), Name: "owner", UID: types.UID("u")}}
+			}
+			if c.Intn(8) == 0 {
+				m.DeletionTimestamp = &metav1.Time{}
+			}
+		},
+		// Pod templates are huge; only the parts the rules read are filled.
+		func(t *corev1.PodTemplateSpec, c randfill.Continue) {
+			*t = corev1.PodTemplateSpec{}
+			for range c.Intn(3) {
+				ct := corev1.Container{Name: pick(c, strs), Image: pick(c, strs)}
+				if c.Bool() {
+					ct.Env = []corev1.EnvVar{{Name: pick(c, strs), Value: pick(c, strs)}}
+				}
+				t.Spec.Containers = append(t.Spec.Containers, ct)
+			}
+			t.Spec.RestartPolicy = pick(c, []corev1.RestartPolicy{"", corev1.RestartPolicyNever, corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure})
+		},
+		func(s *corev1.Service, c randfill.Continue) { *s = corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: pick(c, strs)}} },
+		func(s *rayv1.RayClusterStatus, c randfill.Continue) { *s = rayv1.RayClusterStatus{} },
+		func(s *rayv1.RayServiceStatuses, c randfill.Continue) {
+			*s = rayv1.RayServiceStatuses{}
+			if c.Bool() {
+				s.PendingServiceStatus.RayClusterName = pick(c, strs)
+			}
+			if c.Bool() {
+				s.Conditions = []metav1.Condition{{Type: string(rayv1.UpgradeInProgress), Status: pick(c, []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse})}}
+			}
+		},
+		func(s *rayv1.RayServiceSpec, c randfill.Continue) {
+			c.FillNoCustom(s)
+			s.ServeConfigV2 = pick(c, serveConfigs)
+		},
+	)
+}

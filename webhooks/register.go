@@ -1,0 +1,56 @@
+package webhooks
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/defaulting"
+	"github.com/raygate/raygate/internal/features"
+)
+
+// DefaultLookupTimeout bounds the GatewayClass lookup, well inside the API server's
+// 5-second webhook timeout.
+const DefaultLookupTimeout = 2 * time.Second
+
+// Options are what the handlers need from the manager.
+type Options struct {
+	// Scheme decodes admission requests; it must know ray.io/v1 and gateway.networking.k8s.io/v1.
+	Scheme *runtime.Scheme
+	// Reader looks up GatewayClasses for warnings: the manager's API reader (direct reads, no
+	// cache or watch). Nil skips the lookup.
+	Reader client.Reader
+	// Gates is read on every request; nil means features.Default() (the --feature-gates state).
+	Gates features.Gates
+	// LookupTimeout bounds the GatewayClass lookup; zero means DefaultLookupTimeout.
+	LookupTimeout time.Duration
+}
+
+// Handlers are the four admission handlers, by path.
+func Handlers(o Options) map[string]admission.Handler {
+	if o.Gates == nil {
+		o.Gates = features.Default()
+	}
+	if o.LookupTimeout == 0 {
+		o.LookupTimeout = DefaultLookupTimeout
+	}
+	decoder := admission.NewDecoder(o.Scheme)
+	return map[string]admission.Handler{
+		MutateRayClusterPath:   &mutator[*rayv1.RayCluster]{decoder: decoder, newObj: func() *rayv1.RayCluster { return &rayv1.RayCluster{} }, apply: defaulting.RayCluster},
+		MutateRayServicePath:   &mutator[*rayv1.RayService]{decoder: decoder, newObj: func() *rayv1.RayService { return &rayv1.RayService{} }, apply: defaulting.RayService},
+		ValidateRayClusterPath: &rayClusterValidator{decoder: decoder, gates: o.Gates},
+		ValidateRayServicePath: &rayServiceValidator{decoder: decoder, gates: o.Gates,
+			gatewayClasses: gatewayClassLookup{reader: o.Reader, timeout: o.LookupTimeout}},
+	}
+}
+
+// Register adds the four webhooks to the manager's webhook server.
+func Register(srv webhook.Server, o Options) {
+	for path, h := range Handlers(o) {
+		srv.Register(path, &webhook.Admission{Handler: h})
+	}
+}

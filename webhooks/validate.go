@@ -1,0 +1,100 @@
+package webhooks
+
+import (
+	"context"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/validation"
+)
+
+type rayClusterValidator struct {
+	decoder admission.Decoder
+	gates   features.Gates
+}
+
+func (v *rayClusterValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	obj, old := &rayv1.RayCluster{}, &rayv1.RayCluster{}
+	if resp, ok := decode(v.decoder, req, obj, old); !ok {
+		return resp
+	}
+	var errs field.ErrorList
+	var warnings []string
+	if req.Operation == admissionv1.Update {
+		errs, warnings = validation.RayClusterUpdate(old, obj, v.gates)
+	} else {
+		errs, warnings = validation.RayCluster(obj, v.gates)
+	}
+	return respond(ctx, rayv1.RayClusterKind, &obj.ObjectMeta, errs, warnings)
+}
+
+type rayServiceValidator struct {
+	decoder        admission.Decoder
+	gates          features.Gates
+	gatewayClasses gatewayClassLookup
+}
+
+func (v *rayServiceValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	obj, old := &rayv1.RayService{}, &rayv1.RayService{}
+	if resp, ok := decode(v.decoder, req, obj, old); !ok {
+		return resp
+	}
+	var errs field.ErrorList
+	var warnings []string
+	if req.Operation == admissionv1.Update {
+		errs, warnings = validation.RayServiceUpdate(old, obj, v.gates)
+	} else {
+		errs, warnings = validation.RayService(obj, v.gates)
+	}
+	if name, ok := validation.GatewayClassToCheck(obj); ok {
+		warnings = append(warnings, validation.GatewayClassWarnings(name, v.gatewayClasses.state(ctx, name))...)
+	}
+	return respond(ctx, rayv1.RayServiceKind, &obj.ObjectMeta, errs, warnings)
+}
+
+// decode fills obj (and old on update). It returns ok=false with the response to send when
+// there is nothing to validate (other operations) or the request cannot be decoded.
+func decode(d admission.Decoder, req admission.Request, obj, old runtime.Object) (admission.Response, bool) {
+	switch req.Operation {
+	case admissionv1.Create:
+	case admissionv1.Update:
+		if err := d.DecodeRaw(req.OldObject, old); err != nil {
+			return admission.Errored(http.StatusBadRequest, err), false
+		}
+	default:
+		return admission.Allowed(""), false
+	}
+	if err := d.DecodeRaw(req.Object, obj); err != nil {
+		return admission.Errored(http.StatusBadRequest, err), false
+	}
+	return admission.Response{}, true
+}
+
+// respond turns validation results into an admission response: allowed with warnings, or
+// denied with one 422 Invalid status that lists every error with its field path (kubectl
+// prints them all), warnings included.
+func respond(ctx context.Context, kind string, obj *metav1.ObjectMeta, errs field.ErrorList, warnings []string) admission.Response {
+	if len(errs) == 0 {
+		return admission.Allowed("").WithWarnings(warnings...)
+	}
+	name := obj.Name
+	if name == "" {
+		name = obj.GenerateName
+	}
+	logf.FromContext(ctx).V(1).Info("rejected", "kind", kind, "namespace", obj.Namespace, "name", name, "errors", len(errs))
+	status := apierrors.NewInvalid(rayv1.Kind(kind), name, errs).Status()
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
+		Allowed:  false,
+		Result:   &status,
+		Warnings: warnings,
+	}}
+}
