@@ -1,0 +1,163 @@
+package raycluster
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/test/builders"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// golden compares obj, as YAML, with testdata/<name>.yaml (rewritten with -update).
+func golden(t *testing.T, name string, obj any) {
+	t.Helper()
+	got, err := yaml.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", name+".yaml")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./controllers/raycluster -run %s -update to create it)", err, t.Name())
+	}
+	if d := cmp.Diff(string(want), string(got)); d != "" {
+		t.Errorf("%s differs from the golden file (-want +got); run with -update if intended:\n%s", path, d)
+	}
+}
+
+func cluster(mutate ...func(*rayv1.RayCluster)) *rayv1.RayCluster {
+	rc := builders.RayCluster("demo", "team-a").Obj()
+	rc.UID = types.UID("8a3c1e4e-0000-4000-8000-000000000001")
+	for _, m := range mutate {
+		m(rc)
+	}
+	return rc
+}
+
+func TestPodGoldens(t *testing.T) {
+	gpu := func(rc *rayv1.RayCluster) {
+		g := &rc.Spec.WorkerGroupSpecs[0]
+		g.Resources = map[string]string{"CPU": "2", "accelerator_type:A100": "1"}
+		g.Labels = map[string]string{"zone": "us-east-1a", "tier": "gpu"}
+		c := &g.Template.Spec.Containers[0]
+		c.Resources.Limits["nvidia.com/gpu"] = resource.MustParse("1")
+		c.Resources.Limits["google.com/tpu"] = resource.MustParse("4")
+	}
+	cases := []struct {
+		name string
+		pod  func() *corev1.Pod
+	}{
+		{"head-basic", func() *corev1.Pod { return BuildHeadPod(cluster(), "hash1") }},
+		{"worker-basic", func() *corev1.Pod {
+			rc := cluster()
+			return BuildWorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+		}},
+		{"head-autoscaler-v2", func() *corev1.Pod {
+			rc := cluster(func(rc *rayv1.RayCluster) {
+				rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
+				rc.Spec.AutoscalerOptions = &rayv1.AutoscalerOptions{
+					Version:         ptr.To(rayv1.AutoscalerVersionV2),
+					Image:           ptr.To("rayproject/ray:2.52.0-autoscaler"),
+					ImagePullPolicy: ptr.To(corev1.PullAlways),
+					Resources: &corev1.ResourceRequirements{Limits: corev1.ResourceList{
+						corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}},
+					Env: []corev1.EnvVar{{Name: "AUTOSCALER_LOG_LEVEL", Value: "debug"}},
+				}
+			})
+			return BuildHeadPod(rc, "hash1")
+		}},
+		{"worker-autoscaler-v2", func() *corev1.Pod {
+			rc := cluster(func(rc *rayv1.RayCluster) {
+				rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
+				rc.Spec.AutoscalerOptions = &rayv1.AutoscalerOptions{Version: ptr.To(rayv1.AutoscalerVersionV2)}
+			})
+			return BuildWorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+		}},
+		{"head-overwrite-cmd", func() *corev1.Pod {
+			rc := cluster(func(rc *rayv1.RayCluster) {
+				rc.Annotations = map[string]string{rayv1.OverwriteContainerCmdKey: "true"}
+				c := &rc.Spec.HeadGroupSpec.Template.Spec.Containers[0]
+				c.Command = []string{"/bin/bash", "-c"}
+				c.Args = []string{"echo hello && $KUBERAY_GEN_RAY_START_CMD"}
+			})
+			return BuildHeadPod(rc, "hash1")
+		}},
+		{"head-user-command-prefix", func() *corev1.Pod {
+			rc := cluster(func(rc *rayv1.RayCluster) {
+				c := &rc.Spec.HeadGroupSpec.Template.Spec.Containers[0]
+				c.Command = []string{"pip install emoji"}
+				rc.Spec.HeadGroupSpec.RayStartParams = map[string]string{"num-cpus": "0", "dashboard-port": "9000", "log-color": "true"}
+			})
+			return BuildHeadPod(rc, "hash1")
+		}},
+		{"worker-resources-labels-accelerators", func() *corev1.Pod {
+			rc := cluster(gpu)
+			return BuildWorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+		}},
+		{"worker-multihost-indexed", func() *corev1.Pod {
+			rc := cluster(func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].NumOfHosts = 4 })
+			return BuildWorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], &ReplicaIndex{Index: 2, Name: "workers-abcde", Host: 3, MultiHost: true})
+		}},
+		{"worker-rayservice", func() *corev1.Pod {
+			rc := cluster(func(rc *rayv1.RayCluster) {
+				rc.Labels = map[string]string{rayv1.OriginatedFromCRDLabelKey: RayServiceKind, rayv1.OriginatedFromCRNameLabelKey: "svc"}
+			})
+			return BuildWorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+		}},
+		{"head-ray-2.53-http-probes", func() *corev1.Pod {
+			rc := cluster(func(rc *rayv1.RayCluster) {
+				rc.Spec.RayVersion = "2.53.0"
+				rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "shm", MountPath: "/dev/shm"}}
+			})
+			return BuildHeadPod(rc, "hash1")
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { golden(t, tc.name, tc.pod()) })
+	}
+}
+
+func TestBuildDoesNotModifyTheSpec(t *testing.T) {
+	rc := cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
+		rc.Spec.WorkerGroupSpecs[0].Resources = map[string]string{"GPU": "1"}
+	})
+	before := rc.DeepCopy()
+	BuildHeadPod(rc, "h")
+	BuildWorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+	BuildHeadService(rc)
+	if d := cmp.Diff(before, rc); d != "" {
+		t.Fatalf("building pods changed the cluster:\n%s", d)
+	}
+}
+
+func TestUserLabelsCannotHijackSelectors(t *testing.T) {
+	rc := cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.WorkerGroupSpecs[0].Template.Labels = map[string]string{
+			rayv1.ClusterLabelKey: "other", rayv1.NodeTypeLabelKey: "head", rayv1.NodeGroupLabelKey: "x", "team": "ml"}
+	})
+	pod := BuildWorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+	want := map[string]string{rayv1.ClusterLabelKey: "demo", rayv1.NodeTypeLabelKey: "worker", rayv1.NodeGroupLabelKey: "workers", "team": "ml"}
+	for k, v := range want {
+		if pod.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, pod.Labels[k], v)
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package raycluster
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+)
+
+func TestHeadServiceGoldens(t *testing.T) {
+	golden(t, "service-default", BuildHeadService(cluster()))
+	golden(t, "service-overrides", BuildHeadService(cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.HeadServiceAnnotations = map[string]string{"team": "ml", "shared": "from-headServiceAnnotations"}
+		rc.Spec.HeadGroupSpec.ServiceType = corev1.ServiceTypeNodePort
+		rc.Spec.HeadGroupSpec.HeadService = &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "custom-head", Namespace: "elsewhere", Labels: map[string]string{"custom": "yes", rayv1.ClusterLabelKey: "hijack"},
+				Annotations: map[string]string{"shared": "from-headService"}},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "other"}, SessionAffinity: corev1.ServiceAffinityClientIP,
+				Ports: []corev1.ServicePort{{Name: "dashboard", Port: 80}}},
+		}
+	})))
+}
+
+// apiDefaults fills what the API server adds to a created Service.
+func apiDefaults(s *corev1.Service) *corev1.Service {
+	out := s.DeepCopy()
+	out.ResourceVersion, out.UID = "7", "uid"
+	if out.Spec.ClusterIP == "" {
+		out.Spec.ClusterIP = "10.96.0.12"
+		out.Spec.ClusterIPs = []string{"10.96.0.12"}
+	}
+	out.Spec.SessionAffinity = corev1.ServiceAffinityNone
+	policy := corev1.IPFamilyPolicySingleStack
+	out.Spec.IPFamilyPolicy = &policy
+	out.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
+	out.Spec.InternalTrafficPolicy = ptrTo(corev1.ServiceInternalTrafficPolicyCluster)
+	for i := range out.Spec.Ports {
+		if out.Spec.Type == corev1.ServiceTypeNodePort && out.Spec.Ports[i].NodePort == 0 {
+			out.Spec.Ports[i].NodePort = int32(30000 + i)
+		}
+	}
+	return out
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func TestMergeHeadService(t *testing.T) {
+	rc := cluster()
+	desired := BuildHeadService(rc)
+	existing := apiDefaults(desired)
+	if u, re := mergeHeadService(existing, desired); u != nil || re {
+		t.Fatalf("a Service as created (plus API defaults) must not be updated; got update=%v recreate=%v", u != nil, re)
+	}
+
+	np := cluster(func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.ServiceType = corev1.ServiceTypeNodePort })
+	npDesired := BuildHeadService(np)
+	npExisting := apiDefaults(npDesired)
+	if u, _ := mergeHeadService(npExisting, npDesired); u != nil {
+		t.Fatal("allocated node ports must be kept, not fought")
+	}
+
+	changed := cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.HeadServiceAnnotations = map[string]string{"new": "yes"}
+		rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "extra", ContainerPort: 9999}}
+	})
+	u, re := mergeHeadService(existing, BuildHeadService(changed))
+	if u == nil || re {
+		t.Fatalf("a new port and annotation must update the Service in place")
+	}
+	if u.Annotations["new"] != "yes" || u.Spec.ClusterIP != existing.Spec.ClusterIP || u.ResourceVersion != "7" {
+		t.Errorf("update lost existing fields or the change: %+v", u)
+	}
+	found := false
+	for _, p := range u.Spec.Ports {
+		found = found || (p.Name == "extra" && p.Port == 9999)
+	}
+	if !found {
+		t.Errorf("port extra missing: %+v", u.Spec.Ports)
+	}
+
+	withIP := cluster(func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.HeadService = &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.99"}} })
+	if _, re := mergeHeadService(existing, BuildHeadService(withIP)); !re {
+		t.Error("switching from headless to a cluster IP needs the Service recreated")
+	}
+}
