@@ -71,7 +71,11 @@ func TestShouldDeletePod(t *testing.T) {
 		{"ray exited, restartPolicy Always: the kubelet restarts it", mkPod("p", restart(corev1.RestartPolicyAlways), rayExited(1)), false},
 		{"ray exited, restartPolicy OnFailure", mkPod("p", restart(corev1.RestartPolicyOnFailure), rayExited(0)), false},
 		{"sidecar exited, restartPolicy Never", mkPod("p", restart(corev1.RestartPolicyNever), sidecarExited()), false},
-		{"no container statuses yet", func() corev1.Pod { p := mkPod("p", restart(corev1.RestartPolicyNever)); p.Status.ContainerStatuses = nil; return p }(), false},
+		{"no container statuses yet", func() corev1.Pod {
+			p := mkPod("p", restart(corev1.RestartPolicyNever))
+			p.Status.ContainerStatuses = nil
+			return p
+		}(), false},
 		{"no containers (bad input) does not panic", corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}}, false},
 	}
 	for _, tc := range cases {

@@ -80,7 +80,9 @@ func TestMergeHeadService(t *testing.T) {
 		t.Errorf("port extra missing: %+v", u.Spec.Ports)
 	}
 
-	withIP := cluster(func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.HeadService = &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.99"}} })
+	withIP := cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.HeadGroupSpec.HeadService = &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.99"}}
+	})
 	if _, re := mergeHeadService(existing, BuildHeadService(withIP)); !re {
 		t.Error("switching from headless to a cluster IP needs the Service recreated")
 	}
