@@ -1,0 +1,217 @@
+package install
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/raygate/raygate/internal/app"
+	"github.com/raygate/raygate/internal/features"
+)
+
+var _ = Describe("the Helm chart", func() {
+	DescribeTable("passes helm lint --strict",
+		func(valuesFile string) {
+			args := []string{"lint", "--strict", chartDir, "--namespace", releaseNS}
+			if valuesFile != "" {
+				args = append(args, "-f", filepath.Join(chartDir, "ci", valuesFile))
+			}
+			out, err := runHelm(args...)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(out).To(ContainSubstring("1 chart(s) linted, 0 chart(s) failed"))
+		},
+		Entry("with default values", ""),
+		Entry("in namespace-scoped mode", "namespaced-values.yaml"),
+		Entry("without cert-manager", "byo-cert-values.yaml"),
+	)
+
+	Context("with default values", func() {
+		var objs objects
+		BeforeEach(func() { objs = render() })
+
+		It("runs 2 leader-elected replicas that are ready only once the webhook serves TLS", func() {
+			d := objs.deployment()
+			Expect(d.Spec.Replicas).To(Equal(ptr.To[int32](2)))
+			c := d.Spec.Template.Spec.Containers[0]
+			Expect(c.Args).To(ContainElements("--leader-elect", "--enable-webhooks=true"))
+			Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
+			Expect(c.ReadinessProbe.HTTPGet.Port.StrVal).To(Equal("health"))
+			Expect(c.Ports).To(ContainElement(corev1.ContainerPort{Name: "webhook-server", ContainerPort: 9443, Protocol: corev1.ProtocolTCP}))
+			Expect(d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue()).To(Equal(0))
+
+			svc := typed[corev1.Service](objs.get("Service", "raygate-webhook-service"))
+			Expect(svc.Spec.Ports).To(HaveLen(1))
+			Expect(svc.Spec.Ports[0].Port).To(BeEquivalentTo(443))
+			Expect(svc.Spec.Ports[0].TargetPort.StrVal).To(Equal("webhook-server"))
+			Expect(svc.Spec.Selector).To(Equal(d.Spec.Selector.MatchLabels))
+		})
+
+		It("passes the manager only flags it has, with valid values", func() {
+			expectManagerAccepts(objs)
+		})
+
+		It("spreads replicas over nodes and zones and keeps one through disruptions", func() {
+			d := objs.deployment()
+			var keys []string
+			for _, c := range d.Spec.Template.Spec.TopologySpreadConstraints {
+				keys = append(keys, c.TopologyKey)
+				Expect(c.LabelSelector.MatchLabels).To(Equal(d.Spec.Selector.MatchLabels))
+			}
+			Expect(keys).To(ConsistOf("kubernetes.io/hostname", "topology.kubernetes.io/zone"))
+
+			pdbs := objs.ofKind("PodDisruptionBudget")
+			Expect(pdbs).To(HaveLen(1))
+			Expect(pdbs[0].Object["spec"]).To(HaveKeyWithValue("minAvailable", BeEquivalentTo(1)))
+			Expect(render("--set", "replicas=1").ofKind("PodDisruptionBudget")).To(BeEmpty(), "a PDB of minAvailable 1 over one replica blocks drains")
+		})
+
+		It("runs the operator under a restricted security context with the certificate read-only", func() {
+			expectRestrictedPod(objs.deployment().Spec.Template.Spec)
+		})
+
+		It("issues the webhook certificate from a CA chain whose CA the webhooks trust", func() {
+			expectCAChain(objs, "raygate-webhook-cert")
+		})
+
+		It("grants no wildcards and no Secrets in any ClusterRole", func() {
+			expectLeastPrivilege(objs)
+		})
+
+		It("serves metrics over HTTPS with authentication and authorization", func() {
+			c := objs.deployment().Spec.Template.Spec.Containers[0]
+			Expect(c.Args).To(ContainElements("--metrics-bind-address=:8443", "--metrics-secure=true"))
+			Expect(objs.get("Service", "raygate-metrics")).NotTo(BeNil())
+			Expect(objs.get("ClusterRole", "raygate-system-raygate-metrics-auth")).NotTo(BeNil())
+			Expect(objs.ofKind("ServiceMonitor")).To(BeEmpty())
+
+			sm := render("--set", "metrics.serviceMonitor.enabled=true").ofKind("ServiceMonitor")
+			Expect(sm).To(HaveLen(1))
+			Expect(sm[0].Object["spec"]).To(HaveKeyWithValue("endpoints", ContainElement(HaveKeyWithValue("scheme", "https"))))
+		})
+	})
+
+	It("renders feature gates sorted into one --feature-gates flag", func() {
+		d := render("--set", "featureGates.RayServiceIncrementalUpgrade=true", "--set", "featureGates.RayMultiHostIndexing=false",
+			"--set", "featureGates.RayClusterStatusConditions=true").deployment()
+		Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement(
+			"--feature-gates=RayClusterStatusConditions=true,RayMultiHostIndexing=false,RayServiceIncrementalUpgrade=true"))
+		Expect(render().deployment().Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--feature-gates")))
+	})
+
+	It("offers exactly the manager's feature gates in values.schema.json", func() {
+		b, err := os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
+		Expect(err).NotTo(HaveOccurred())
+		var schema struct {
+			Properties struct {
+				FeatureGates struct {
+					Properties map[string]any `json:"properties"`
+				} `json:"featureGates"`
+			} `json:"properties"`
+		}
+		Expect(json.Unmarshal(b, &schema)).To(Succeed())
+		var inSchema, inManager []string
+		for name := range schema.Properties.FeatureGates.Properties {
+			inSchema = append(inSchema, name)
+		}
+		for f := range features.Specs {
+			inManager = append(inManager, string(f))
+		}
+		sort.Strings(inSchema)
+		sort.Strings(inManager)
+		Expect(inSchema).To(Equal(inManager), "update featureGates in charts/raygate/values.schema.json")
+	})
+
+	DescribeTable("rejects bad values with a message naming the field",
+		func(set, want string) {
+			_, err := runHelm("template", release, chartDir, "--namespace", releaseNS, "--set", set)
+			Expect(err).To(HaveOccurred())
+			Expect(err.Error()).To(ContainSubstring(want))
+		},
+		Entry("a string for replicas", "replicas=abc", "at '/replicas': got string, want integer"),
+		Entry("an unknown key", "replica=2", "additional properties 'replica' not allowed"),
+		Entry("an unknown feature gate", "featureGates.RayTypo=true", "additional properties 'RayTypo' not allowed"),
+		Entry("a webhook timeout over 30s", "webhook.timeoutSeconds=31", "at '/webhook/timeoutSeconds'"),
+		Entry("an unknown failure policy", "webhook.failurePolicy=Maybe", "at '/webhook/failurePolicy'"),
+		Entry("an invalid namespace", "watchNamespaces={Team_A}", "at '/watchNamespaces/0'"),
+		Entry("no CA bundle without cert-manager", "webhook.certManager.enabled=false", "webhook.caBundle is required"),
+	)
+
+	It("mounts the user's certificate and trusts the user's CA without cert-manager", func() {
+		objs := render("-f", filepath.Join(chartDir, "ci", "byo-cert-values.yaml"))
+		for _, kind := range []string{"Certificate", "Issuer"} {
+			Expect(objs.ofKind(kind)).To(BeEmpty())
+		}
+		vol := objs.deployment().Spec.Template.Spec.Volumes[0]
+		Expect(vol.Secret.SecretName).To(Equal("raygate-webhook-tls"))
+		for _, u := range append(objs.ofKind("MutatingWebhookConfiguration"), objs.ofKind("ValidatingWebhookConfiguration")...) {
+			Expect(u.GetAnnotations()).NotTo(HaveKey("cert-manager.io/inject-ca-from"))
+		}
+		expectManagerAccepts(objs)
+	})
+
+	It("runs without webhooks when they are turned off", func() {
+		objs := render("--set", "webhook.enabled=false")
+		for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Certificate", "Issuer"} {
+			Expect(objs.ofKind(kind)).To(BeEmpty(), kind)
+		}
+		Expect(objs.get("Service", "raygate-webhook-service")).To(BeNil())
+		spec := objs.deployment().Spec.Template.Spec
+		Expect(spec.Containers[0].Args).To(ContainElement("--enable-webhooks=false"))
+		Expect(spec.Volumes).To(BeEmpty())
+		expectManagerAccepts(objs)
+	})
+})
+
+// expectManagerAccepts parses the rendered container args with the manager's own flag set,
+// so a flag the manager does not have, or a value it rejects, fails here and not in a
+// user's CrashLoopBackOff.
+func expectManagerAccepts(objs objects) {
+	GinkgoHelper()
+	c := objs.deployment().Spec.Template.Spec.Containers[0]
+	Expect(c.Command).To(BeEmpty(), "the image's entrypoint is the manager")
+	opts := app.DefaultOptions()
+	fs := pflag.NewFlagSet("raygate", pflag.ContinueOnError)
+	opts.BindFlags(fs)
+	Expect(fs.Parse(c.Args)).To(Succeed())
+	Expect(opts.Validate()).To(Succeed())
+	Expect(fs.Args()).To(BeEmpty(), "positional arguments")
+	if slices.Contains(c.Args, "--enable-webhooks=true") {
+		Expect(c.VolumeMounts).To(ContainElement(HaveField("MountPath", opts.WebhookCertDir)))
+		Expect(c.Ports).To(ContainElement(HaveField("ContainerPort", int32(opts.WebhookPort))))
+	}
+	probePort := strings.TrimPrefix(opts.ProbeAddr, ":")
+	Expect(c.Ports).To(ContainElement(And(HaveField("Name", "health"), HaveField("ContainerPort", WithTransform(func(p int32) string { return strconv.Itoa(int(p)) }, Equal(probePort))))))
+}
+
+func expectRestrictedPod(spec corev1.PodSpec) {
+	GinkgoHelper()
+	Expect(spec.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)))
+	Expect(spec.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+	Expect(spec.HostNetwork || spec.HostPID || spec.HostIPC).To(BeFalse())
+	for _, c := range spec.Containers {
+		sc := c.SecurityContext
+		Expect(sc).NotTo(BeNil())
+		Expect(sc.AllowPrivilegeEscalation).To(Equal(ptr.To(false)))
+		Expect(sc.ReadOnlyRootFilesystem).To(Equal(ptr.To(true)))
+		Expect(sc.RunAsNonRoot).To(Equal(ptr.To(true)))
+		Expect(sc.Capabilities.Drop).To(Equal([]corev1.Capability{"ALL"}))
+		Expect(sc.Capabilities.Add).To(BeEmpty())
+		Expect(sc.Privileged).To(BeNil())
+		for _, m := range c.VolumeMounts {
+			Expect(m.ReadOnly).To(BeTrue(), "volume %s is mounted writable", m.Name)
+		}
+	}
+	for _, v := range spec.Volumes {
+		Expect(v.HostPath).To(BeNil())
+	}
+}

@@ -1,0 +1,228 @@
+package install
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/raygate/raygate/internal/controlplane"
+)
+
+const (
+	release   = "raygate"
+	releaseNS = "raygate-system"
+)
+
+var (
+	repoRoot = controlplane.RepoRoot()
+	chartDir = filepath.Join(repoRoot, "charts", "raygate")
+)
+
+// helmPath builds (first run only) and returns the helm CLI, as `make chart-test` does.
+func helmPath() (string, error) {
+	out, err := exec.Command(filepath.Join(repoRoot, "hack", "tools.sh"), "helm").Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/tools.sh helm: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// certManagerCRDDir is deploy/crds of the cert-manager module pinned in hack/tools/helm,
+// downloaded into the module cache (no network beyond the Go module proxy).
+func certManagerCRDDir() (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", "github.com/cert-manager/cert-manager")
+	cmd.Dir = filepath.Join(repoRoot, "hack", "tools", "helm")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("downloading the cert-manager module: %w", err)
+	}
+	var m struct{ Dir string }
+	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
+		return "", fmt.Errorf("no module directory in %q", out)
+	}
+	return filepath.Join(m.Dir, "deploy", "crds"), nil
+}
+
+// runHelm runs helm and returns stdout; stderr is folded into the error.
+func runHelm(args ...string) (string, error) {
+	var out, errb bytes.Buffer
+	cmd := exec.Command(helm, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), nil
+}
+
+// template renders a chart directory as release "raygate" in "raygate-system".
+func template(dir string, args ...string) string {
+	out, err := runHelm(append([]string{"template", release, dir, "--namespace", releaseNS}, args...)...)
+	Expect(err).NotTo(HaveOccurred())
+	return out
+}
+
+// render renders the real chart and parses every object.
+func render(args ...string) objects { return parse(template(chartDir, args...)) }
+
+// objects are parsed manifests with lookups by kind and name.
+type objects []*unstructured.Unstructured
+
+func parse(manifests string) objects {
+	var objs objects
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifests), 4096)
+	for {
+		var m map[string]any
+		err := dec.Decode(&m)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		Expect(err).NotTo(HaveOccurred())
+		if len(m) > 0 {
+			objs = append(objs, &unstructured.Unstructured{Object: m})
+		}
+	}
+}
+
+func (o objects) ofKind(kind string) objects {
+	var out objects
+	for _, u := range o {
+		if u.GetKind() == kind {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func (o objects) get(kind, name string) *unstructured.Unstructured {
+	for _, u := range o.ofKind(kind) {
+		if u.GetName() == name {
+			return u
+		}
+	}
+	return nil
+}
+
+func (o objects) names(kind string) []string {
+	var names []string
+	for _, u := range o.ofKind(kind) {
+		names = append(names, u.GetNamespace()+"/"+u.GetName())
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (o objects) yaml() string {
+	var b strings.Builder
+	for _, u := range o {
+		j, err := json.Marshal(u.Object)
+		Expect(err).NotTo(HaveOccurred())
+		b.WriteString("---\n")
+		b.Write(j)
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// typed converts an unstructured object into a typed one.
+func typed[T any](u *unstructured.Unstructured) *T {
+	Expect(u).NotTo(BeNil())
+	var t T
+	Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &t)).To(Succeed())
+	return &t
+}
+
+func (o objects) deployment() *appsv1.Deployment {
+	ds := o.ofKind("Deployment")
+	Expect(ds).To(HaveLen(1))
+	return typed[appsv1.Deployment](ds[0])
+}
+
+func (o objects) mutating() []admissionv1.MutatingWebhook {
+	var hooks []admissionv1.MutatingWebhook
+	for _, u := range o.ofKind("MutatingWebhookConfiguration") {
+		hooks = append(hooks, typed[admissionv1.MutatingWebhookConfiguration](u).Webhooks...)
+	}
+	return hooks
+}
+
+func (o objects) validating() []admissionv1.ValidatingWebhook {
+	var hooks []admissionv1.ValidatingWebhook
+	for _, u := range o.ofKind("ValidatingWebhookConfiguration") {
+		hooks = append(hooks, typed[admissionv1.ValidatingWebhookConfiguration](u).Webhooks...)
+	}
+	return hooks
+}
+
+// rules returns the rules of every object of a kind (ClusterRole or Role).
+func (o objects) rules(kind string) map[string][]rbacv1.PolicyRule {
+	out := map[string][]rbacv1.PolicyRule{}
+	for _, u := range o.ofKind(kind) {
+		out[u.GetNamespace()+"/"+u.GetName()] = typed[rbacv1.ClusterRole](u).Rules
+	}
+	return out
+}
+
+// generated is what `make manifests` generated from the other packages' markers.
+type generated struct {
+	clusterRules []rbacv1.PolicyRule // the generated ClusterRole
+	ownRules     []rbacv1.PolicyRule // generated Roles (markers with namespace=)
+	mutating     []admissionv1.MutatingWebhook
+	validating   []admissionv1.ValidatingWebhook
+}
+
+func readGenerated(rolePath, webhooksPath string) generated {
+	var g generated
+	for _, u := range parse(readFileOrEmpty(rolePath)) {
+		switch u.GetKind() {
+		case "ClusterRole":
+			g.clusterRules = append(g.clusterRules, typed[rbacv1.ClusterRole](u).Rules...)
+		case "Role":
+			g.ownRules = append(g.ownRules, typed[rbacv1.Role](u).Rules...)
+		}
+	}
+	objs := parse(readFileOrEmpty(webhooksPath))
+	g.mutating, g.validating = objs.mutating(), objs.validating()
+	return g
+}
+
+func readFileOrEmpty(path string) string {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	Expect(err).NotTo(HaveOccurred())
+	return string(b)
+}
+
+// chartWithGenerated copies the chart into a temporary directory with other generated
+// files, so the chart's handling of markers that have not landed yet is tested too.
+func chartWithGenerated(tmp, role, webhooks string) string {
+	dir := filepath.Join(tmp, "raygate")
+	Expect(os.CopyFS(dir, os.DirFS(chartDir))).To(Succeed())
+	for name, src := range map[string]string{"role.yaml": role, "webhooks.yaml": webhooks} {
+		b, err := os.ReadFile(src)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(filepath.Join(dir, "generated", name), b, 0o644)).To(Succeed())
+	}
+	return dir
+}
+
+func testdataPath(name string) string {
+	return filepath.Join(repoRoot, "test", "integration", "install", "testdata", name)
+}

@@ -1,0 +1,67 @@
+// Package install tests how platform admins install raygate: the Helm chart (lint,
+// template in each mode, the objects it renders), the kustomize config, and both applied to
+// a real API server with the cert-manager and Gateway API CRDs installed (server-side
+// dry-run, RBAC as the operator's ServiceAccount sees it, Pod Security admission).
+package install
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/raygate/raygate/internal/controlplane"
+)
+
+var (
+	env  *controlplane.Env
+	helm string
+)
+
+func TestInstall(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "install: Helm chart and kustomize config")
+}
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	var err error
+	helm, err = helmPath()
+	Expect(err).NotTo(HaveOccurred())
+
+	env, err = controlplane.Start(controlplane.Options{GatewayAPI: true})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Stop)
+
+	dir, err := certManagerCRDDir()
+	Expect(err).NotTo(HaveOccurred())
+	crds, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(crds).NotTo(BeEmpty())
+
+	// The operator's namespace enforces the restricted Pod Security Standard, as
+	// docs/install.md recommends; the tenants' namespaces are plain.
+	_, stderr, err := env.Kubectl(ctx, `
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: raygate-system
+  labels:
+    pod-security.kubernetes.io/enforce: restricted
+    pod-security.kubernetes.io/enforce-version: latest
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-b}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: tenant-ops}
+`, "apply", "-f", "-")
+	Expect(err).NotTo(HaveOccurred(), stderr)
+}, NodeTimeout(5*60e9))
