@@ -9,7 +9,6 @@ import (
 
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -37,7 +36,9 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 	}
 	original := obj.DeepCopyObject()
 	m.apply(obj)
-	if equality.Semantic.DeepEqual(original, obj) {
+	// reflect, not equality.Semantic: the latter calls a nil map equal to an empty one, and
+	// rayStartParams: {} (a default) must be patched in when a client-side apply drops it.
+	if reflect.DeepEqual(original, obj) {
 		return admission.Allowed("")
 	}
 	patches, err := defaultingPatch(req.Object.Raw, original, obj)

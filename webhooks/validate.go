@@ -90,7 +90,8 @@ func respond(ctx context.Context, kind string, obj *metav1.ObjectMeta, errs fiel
 	if name == "" {
 		name = obj.GenerateName
 	}
-	logf.FromContext(ctx).V(1).Info("rejected", "kind", kind, "namespace", obj.Namespace, "name", name, "errors", len(errs))
+	// The request logger already names the object and the user.
+	logf.FromContext(ctx).V(1).Info("rejected", "errors", len(errs))
 	status := apierrors.NewInvalid(rayv1.Kind(kind), name, errs).Status()
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
 		Allowed:  false,

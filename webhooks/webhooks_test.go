@@ -138,6 +138,21 @@ func TestMutatorLeavesStoredAndDeletingObjectsAlone(t *testing.T) {
 	}
 }
 
+// kubectl's client-side apply resends a whole list without the defaults of its items; the
+// patch must put them back, or the stored spec (and its generation) would change.
+func TestMutatorRestoresDefaultsAnUpdateDropped(t *testing.T) {
+	stored := builders.RayService("svc", "ns").Obj()
+	defaulting.RayService(stored)
+	sent := stored.DeepCopy()
+	sent.Spec.RayClusterSpec.WorkerGroupSpecs[0].RayStartParams = nil
+	body := strings.Replace(string(raw(t, sent)), `"rayStartParams":null,`, "", 1)
+
+	resp := handlers(nil)[webhooks.MutateRayServicePath].Handle(context.Background(), request(admissionv1.Update, []byte(body), raw(t, stored)))
+	if !resp.Allowed || len(resp.Patches) != 1 || resp.Patches[0].Path != "/spec/rayClusterConfig/workerGroupSpecs/0/rayStartParams" {
+		t.Fatalf("want one patch restoring rayStartParams, got allowed=%v %v", resp.Allowed, resp.Patches)
+	}
+}
+
 func TestValidatorRejectsWithEveryCause(t *testing.T) {
 	svc := builders.RayService("svc", "ns").Incremental(40, 0, 30, "istio").Obj()
 	svc.Spec.RayClusterSpec.AuthOptions = &rayv1.AuthOptions{}
