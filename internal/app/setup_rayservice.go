@@ -1,9 +1,31 @@
 package app
 
-import ctrl "sigs.k8s.io/controller-runtime"
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
 
-// setupRayServiceController registers the rayservice part of raygate with the manager.
+	"github.com/raygate/raygate/controllers/rayservice"
+	"github.com/raygate/raygate/internal/dashboard"
+	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/version"
+)
+
+// setupRayServiceController registers the RayService controller with the manager.
 func setupRayServiceController(mgr ctrl.Manager, o Options) error {
-	_, _ = mgr, o
-	return nil
+	return rayservice.New(mgr, rayservice.Config{
+		Resolver: dashboardResolver(o),
+		Gates:    features.Default(),
+		Version:  version.Version,
+	}).SetupWithManager(mgr, o.ReconcileConcurrency)
+}
+
+// dashboardResolver is Options.DashboardResolver, else --dashboard-url-template, else the
+// head Service's in-cluster DNS name.
+func dashboardResolver(o Options) dashboard.Resolver {
+	switch {
+	case o.DashboardResolver != nil:
+		return o.DashboardResolver
+	case o.DashboardURLTemplate != "":
+		return dashboard.TemplateResolver(o.DashboardURLTemplate)
+	}
+	return dashboard.ServiceResolver{}
 }

@@ -1,0 +1,54 @@
+package rayservice
+
+import "time"
+
+const (
+	// ServeConfigKey holds, on a RayService's RayCluster, the serve config (JSON, without
+	// target_capacity) its dashboard last accepted. During an incremental upgrade the active
+	// cluster's target capacity is changed by resubmitting exactly this config, so an operator
+	// restart can never push the new config to the active cluster by accident.
+	ServeConfigKey = "raygate.ray.io/serve-config"
+
+	// rayServiceKind is the value of ray.io/originated-from-crd on our RayClusters.
+	rayServiceKind = "RayService"
+
+	// defaultDeletionDelay is rayClusterDeletionDelaySeconds' default.
+	defaultDeletionDelay = 60 * time.Second
+
+	// defaultServePort is Ray Serve's HTTP port when the head container names none "serve".
+	defaultServePort = 8000
+	// servePortName is the container and Service port name of Ray Serve's HTTP proxy.
+	servePortName = "serve"
+
+	// gatewayListenerName and gatewayListenerPort are the Gateway's one HTTP listener.
+	gatewayListenerName = "http"
+	gatewayListenerPort = 80
+)
+
+// raygate-only condition reasons (KubeRay's are in apis/ray/v1).
+const (
+	// ReasonGatewayAPIUnavailable: the incremental strategy needs the Gateway API CRDs.
+	ReasonGatewayAPIUnavailable = "GatewayAPIUnavailable"
+	// ReasonApplicationsNotReady: the first cluster's Serve applications are not RUNNING yet.
+	ReasonApplicationsNotReady = "ApplicationsNotReady"
+)
+
+// Event reasons.
+const (
+	EventCreatedCluster        = "CreatedRayCluster"
+	EventUpdatedCluster        = "UpdatedRayCluster"
+	EventDeletedCluster        = "DeletedRayCluster"
+	EventFailedCluster         = "FailedToReconcileRayCluster"
+	EventSubmittedServeConfig  = "SubmittedServeConfig"
+	EventFailedServeConfig     = "FailedToSubmitServeConfig"
+	EventTargetCapacity        = "UpdatedTargetCapacity"
+	EventTrafficShifted        = "ShiftedTraffic"
+	EventPromoted              = "PromotedPendingCluster"
+	EventRollback              = "RollingBack"
+	EventUpgradeStarted        = "UpgradeStarted"
+	EventValidationFailed      = "ValidationFailed"
+	EventGatewayAPIUnavailable = "GatewayAPIUnavailable"
+	EventPendingUnhealthy      = "PendingApplicationsUnhealthy"
+	EventFailedService         = "FailedToReconcileService"
+	EventFailedGateway         = "FailedToReconcileGateway"
+)

@@ -1,0 +1,293 @@
+package rayservice
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/dashboard"
+	"github.com/raygate/raygate/internal/features"
+)
+
+// +kubebuilder:rbac:groups=ray.io,resources=rayservices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ray.io,resources=rayservices/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=ray.io,resources=rayservices/finalizers,verbs=update
+// +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=ray.io,resources=rayclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways;httproutes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Config is what the RayService controller needs besides the manager.
+type Config struct {
+	// Resolver locates each RayCluster's Ray dashboard.
+	Resolver dashboard.Resolver
+	// Gates is the feature gate state (features.Default() in production).
+	Gates features.Gates
+	// Version is this raygate's version, stamped on the clusters it creates.
+	Version string
+	// DashboardTimeout bounds each dashboard request (0: dashboard.DefaultTimeout).
+	DashboardTimeout time.Duration
+	// DeployingPoll is how soon applications that are DEPLOYING are looked at again: the
+	// dashboard cannot be watched, so this is the one place raygate polls (default 2 s).
+	DeployingPoll time.Duration
+	// AppStatusResync re-reads application statuses of a converged RayService so its status
+	// notices an application turning unhealthy (default 60 s; negative: never). It reads the
+	// dashboard only; an unchanged status makes no API write.
+	AppStatusResync time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Reconciler reconciles RayServices.
+type Reconciler struct {
+	Config
+	client    client.Client
+	apiReader client.Reader
+	recorder  events.EventRecorder
+	http      *http.Client
+	// gatewayAPI: the Gateway API CRDs were installed when raygate started.
+	gatewayAPI bool
+	// written remembers, per RayService, the resourceVersion of raygate's last status write,
+	// so a reconcile that finds an older object in the cache reads it from the API instead of
+	// acting on a status it already replaced. A cache of the API, not state: losing it on
+	// restart costs nothing.
+	written sync.Map
+	// newName generates cluster names (tests make it deterministic).
+	newName func(service string) string
+}
+
+// New builds the reconciler for a manager.
+func New(mgr ctrl.Manager, cfg Config) *Reconciler {
+	if cfg.Gates == nil {
+		cfg.Gates = features.Default()
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = dashboard.ServiceResolver{}
+	}
+	if cfg.DeployingPoll <= 0 {
+		cfg.DeployingPoll = 2 * time.Second
+	}
+	if cfg.AppStatusResync == 0 {
+		cfg.AppStatusResync = 60 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Reconciler{
+		Config:     cfg,
+		client:     mgr.GetClient(),
+		apiReader:  mgr.GetAPIReader(),
+		recorder:   mgr.GetEventRecorder("raygate-rayservice"),
+		http:       &http.Client{Transport: http.DefaultTransport},
+		gatewayAPI: gatewayAPIInstalled(mgr.GetRESTMapper()),
+		newName:    func(s string) string { return s + "-" + utilrand.String(5) },
+	}
+}
+
+// gatewayAPIInstalled asks the RESTMapper whether the Gateway and HTTPRoute kinds exist, so
+// raygate starts (and serves the other strategies) on clusters without the Gateway API.
+func gatewayAPIInstalled(m meta.RESTMapper) bool {
+	for _, kind := range []string{"Gateway", "HTTPRoute"} {
+		if _, err := m.RESTMapping(schema.GroupKind{Group: gwv1.GroupName, Kind: kind}, gwv1.GroupVersion.Version); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// GatewayAPI reports whether the controller manages Gateways and HTTPRoutes.
+func (r *Reconciler) GatewayAPI() bool { return r.gatewayAPI }
+
+// SetupWithManager registers the controller and its watches.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("rayservice").
+		For(&rayv1.RayService{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Owns(&rayv1.RayCluster{}).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(byOriginLabel)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podToService), builder.WithPredicates(podChange)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)})
+	if r.gatewayAPI {
+		b = b.Owns(&gwv1.Gateway{}).Owns(&gwv1.HTTPRoute{})
+	} else {
+		mgr.GetLogger().Info("Gateway API CRDs not installed: the NewClusterWithIncrementalUpgrade strategy cannot upgrade until they are and raygate restarts")
+	}
+	return b.Complete(r)
+}
+
+// byOriginLabel maps an object raygate created for a RayService (label
+// ray.io/originated-from-cr-name) to that RayService.
+func byOriginLabel(_ context.Context, o client.Object) []reconcile.Request {
+	l := o.GetLabels()
+	if l[rayv1.OriginatedFromCRDLabelKey] != rayServiceKind || l[rayv1.OriginatedFromCRNameLabelKey] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[rayv1.OriginatedFromCRNameLabelKey]}}}
+}
+
+// podToService maps a Ray pod to the RayService owning its cluster.
+func (r *Reconciler) podToService(ctx context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[rayv1.ClusterLabelKey]
+	if name == "" {
+		return nil
+	}
+	var rc rayv1.RayCluster
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: o.GetNamespace(), Name: name}, &rc); err != nil {
+		return nil
+	}
+	return byOriginLabel(ctx, &rc)
+}
+
+// podChange passes pod events that can change what raygate sees: creation, deletion,
+// readiness, labels.
+var podChange = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Pod)
+		n, ok2 := e.ObjectNew.(*corev1.Pod)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return podReady(o) != podReady(n) || !mapsEqual(o.Labels, n.Labels) || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
+	},
+}
+
+// Reconcile runs the phases of one pass over a RayService and writes its status once.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	svc, err := r.get(ctx, req.NamespacedName)
+	if apierrors.IsNotFound(err) {
+		r.written.Delete(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if svc.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil // owner references delete what raygate created
+	}
+	p := newPass(svc, r.Now())
+	runErr := r.run(ctx, p)
+	return r.finish(ctx, p, runErr)
+}
+
+// get reads the RayService from the cache, or from the API when the cache has not yet seen
+// raygate's last status write.
+func (r *Reconciler) get(ctx context.Context, key types.NamespacedName) (*rayv1.RayService, error) {
+	svc := &rayv1.RayService{}
+	if err := r.client.Get(ctx, key, svc); err != nil {
+		return nil, err
+	}
+	if rv, ok := r.written.Load(key); ok && rv.(string) != svc.ResourceVersion {
+		if err := r.apiReader.Get(ctx, key, svc); err != nil {
+			return nil, err
+		}
+		r.written.Store(key, svc.ResourceVersion)
+	}
+	return svc, nil
+}
+
+// run is the list of phases; each reads what the previous ones found.
+func (r *Reconciler) run(ctx context.Context, p *pass) error {
+	if !r.admit(ctx, p) {
+		return nil
+	}
+	for _, phase := range []func(context.Context, *pass) error{
+		r.observeClusters,
+		r.reconcileClusters,
+		r.observePods,
+		r.reconcileServe,
+		r.reconcileGateway,
+		r.reconcileServices,
+		r.advance,
+		r.cleanUp,
+	} {
+		if err := phase(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish computes the status, writes it when it changed, and says when to come back.
+func (r *Reconciler) finish(ctx context.Context, p *pass, runErr error) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	r.computeStatus(p)
+	if statusChanged(p.old, &p.svc.Status) {
+		p.svc.Status.LastUpdateTime = &metav1.Time{Time: p.now}
+		if err := r.client.Status().Update(ctx, p.svc); err != nil {
+			if apierrors.IsConflict(err) {
+				log.V(1).Info("status write conflicted; retrying with a fresh object")
+				return ctrl.Result{RequeueAfter: stepRequeue}, nil
+			}
+			return ctrl.Result{}, errors.Join(runErr, err)
+		}
+		r.written.Store(client.ObjectKeyFromObject(p.svc), p.svc.ResourceVersion)
+	}
+	for _, emit := range p.afterWrite {
+		emit()
+	}
+	if runErr != nil {
+		return ctrl.Result{}, runErr
+	}
+	return ctrl.Result{RequeueAfter: p.requeueAfter(r.AppStatusResync)}, nil
+}
+
+// stepRequeue is how soon a pass that recorded a decision in the status comes back to carry
+// it out (apply weights, capacity, promotion).
+const stepRequeue = 20 * time.Millisecond
+
+func (r *Reconciler) normal(p *pass, related *rayv1.RayCluster, reason, action, note string, args ...any) {
+	r.event(p, related, corev1.EventTypeNormal, reason, action, note, args...)
+}
+
+func (r *Reconciler) warn(p *pass, related *rayv1.RayCluster, reason, action, note string, args ...any) {
+	r.event(p, related, corev1.EventTypeWarning, reason, action, note, args...)
+}
+
+func (r *Reconciler) event(p *pass, related *rayv1.RayCluster, typ, reason, action, note string, args ...any) {
+	if related != nil {
+		r.recorder.Eventf(p.svc, related, typ, reason, action, note, args...)
+		return
+	}
+	r.recorder.Eventf(p.svc, nil, typ, reason, action, note, args...)
+}
+
+func logFor(ctx context.Context, p *pass) logr.Logger {
+	return ctrl.LoggerFrom(ctx).WithValues("rayservice", client.ObjectKeyFromObject(p.svc))
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,153 @@
+package rayservice
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+)
+
+// reconcileGateway keeps, for the incremental strategy, each cluster's serve Service, the
+// Gateway and the HTTPRoute whose weights are the status' traffic split, and finds out
+// whether the previous step took effect: the Gateway and the route accepted and programmed
+// at their current generation, and both clusters running the recorded target capacities.
+func (r *Reconciler) reconcileGateway(ctx context.Context, p *pass) error {
+	if !p.incremental() || !r.gatewayAPI {
+		return nil
+	}
+	for _, rc := range []*rayv1.RayCluster{p.active, p.pending} {
+		if rc != nil {
+			if err := r.applyService(ctx, p, clusterServeService(p.svc, rc)); err != nil {
+				return err
+			}
+		}
+	}
+	className := ""
+	if o := p.spec.UpgradeStrategy; o != nil && o.ClusterUpgradeOptions != nil {
+		className = o.ClusterUpgradeOptions.GatewayClassName
+	}
+	var err error
+	if p.gw, err = r.applyGateway(ctx, p, gateway(p.svc, className)); err != nil {
+		return err
+	}
+	if p.active == nil {
+		p.routeNote = "the HTTPRoute is created once a cluster serves"
+		return nil
+	}
+	split := splitOf(&p.svc.Status)
+	backends := []backend{{Cluster: p.active.Name, Port: servePort(&p.active.Spec), Weight: split.ActiveTraffic()}}
+	if p.pending != nil {
+		backends = append(backends, backend{Cluster: p.pending.Name, Port: servePort(&p.pending.Spec), Weight: split.PendingTraffic})
+	}
+	if p.route, err = r.applyRoute(ctx, p, httpRoute(p.svc, backends)); err != nil {
+		return err
+	}
+	gwOK, gwNote := gatewayReady(p.gw)
+	rtOK, rtNote := routeReady(p.route, p.gw.Name)
+	capOK, capNote := capacitiesApplied(p)
+	p.routeSettled = gwOK && rtOK && capOK
+	p.routeNote = firstNonEmpty(gwNote, rtNote, capNote)
+	return nil
+}
+
+// capacitiesApplied: each cluster's dashboard accepted the target capacity in the status.
+func capacitiesApplied(p *pass) (bool, string) {
+	for _, c := range []struct {
+		rc *rayv1.RayCluster
+		tc *int32
+	}{{p.active, p.svc.Status.ActiveServiceStatus.TargetCapacity}, {p.pending, p.svc.Status.PendingServiceStatus.TargetCapacity}} {
+		if c.rc == nil || c.tc == nil || p.serve.empty() {
+			continue
+		}
+		if got := submittedOn(c.rc).TargetCapacity; !equalPtr(got, c.tc) {
+			return false, fmt.Sprintf("waiting for RayCluster %s to accept target_capacity %d%% (it runs %s)", c.rc.Name, *c.tc, percent(got))
+		}
+	}
+	return true, ""
+}
+
+func (r *Reconciler) applyGateway(ctx context.Context, p *pass, want *gwv1.Gateway) (*gwv1.Gateway, error) {
+	cur := &gwv1.Gateway{}
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(want), cur)
+	if apierrors.IsNotFound(err) {
+		if err := r.client.Create(ctx, want); err != nil {
+			r.warn(p, nil, EventFailedGateway, "CreateGateway", "creating Gateway %s: %v", want.Name, err)
+			return nil, fmt.Errorf("creating Gateway %s: %w", want.Name, err)
+		}
+		return want, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !ownedBySameController(cur, want) {
+		r.warn(p, nil, EventFailedGateway, "UpdateGateway", "Gateway %s exists and is not managed by this RayService", want.Name)
+		return nil, fmt.Errorf("gateway %s is not controlled by %s", want.Name, p.svc.Name)
+	}
+	if equality.Semantic.DeepDerivative(want.Spec, cur.Spec) && len(want.Spec.Listeners) == len(cur.Spec.Listeners) {
+		return cur, nil
+	}
+	cur.Spec = want.Spec
+	cur.Labels = merge(cur.Labels, want.Labels)
+	if err := r.client.Update(ctx, cur); err != nil {
+		r.warn(p, nil, EventFailedGateway, "UpdateGateway", "updating Gateway %s: %v", want.Name, err)
+		return nil, fmt.Errorf("updating Gateway %s: %w", want.Name, err)
+	}
+	return cur, nil
+}
+
+func (r *Reconciler) applyRoute(ctx context.Context, p *pass, want *gwv1.HTTPRoute) (*gwv1.HTTPRoute, error) {
+	cur := &gwv1.HTTPRoute{}
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(want), cur)
+	if apierrors.IsNotFound(err) {
+		if err := r.client.Create(ctx, want); err != nil {
+			r.warn(p, nil, EventFailedGateway, "CreateHTTPRoute", "creating HTTPRoute %s: %v", want.Name, err)
+			return nil, fmt.Errorf("creating HTTPRoute %s: %w", want.Name, err)
+		}
+		return want, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !ownedBySameController(cur, want) {
+		r.warn(p, nil, EventFailedGateway, "UpdateHTTPRoute", "HTTPRoute %s exists and is not managed by this RayService", want.Name)
+		return nil, fmt.Errorf("httproute %s is not controlled by %s", want.Name, p.svc.Name)
+	}
+	if routeSpecMatches(want, cur) {
+		return cur, nil
+	}
+	cur.Spec = want.Spec
+	cur.Labels = merge(cur.Labels, want.Labels)
+	if err := r.client.Update(ctx, cur); err != nil {
+		return nil, fmt.Errorf("updating HTTPRoute %s: %w", want.Name, err)
+	}
+	return cur, nil
+}
+
+// routeSpecMatches: every field raygate sets has its value (the API server's defaults
+// aside), and no backend, rule or parent is missing or extra — DeepDerivative alone lets a
+// shorter list match, which would keep a removed backend.
+func routeSpecMatches(want, cur *gwv1.HTTPRoute) bool {
+	if !equality.Semantic.DeepDerivative(want.Spec, cur.Spec) || len(want.Spec.ParentRefs) != len(cur.Spec.ParentRefs) || len(want.Spec.Rules) != len(cur.Spec.Rules) {
+		return false
+	}
+	for i := range want.Spec.Rules {
+		if len(want.Spec.Rules[i].BackendRefs) != len(cur.Spec.Rules[i].BackendRefs) || len(want.Spec.Rules[i].Matches) != len(cur.Spec.Rules[i].Matches) {
+			return false
+		}
+	}
+	return true
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,172 @@
+package rayservice
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+)
+
+// conditionInputs are the facts the three conditions are computed from.
+type conditionInputs struct {
+	// ValidationError, when set, is why the spec was rejected; nothing else is computed.
+	ValidationError string
+	ActiveName      string
+	PendingName     string
+	Endpoints       int32
+	// FirstClusterMessage says what the first cluster waits for (no active cluster yet).
+	FirstClusterMessage string
+	// UpgradeMessage says where the upgrade is (phase, capacities, traffic, what it waits for).
+	UpgradeMessage string
+	// PendingUnhealthy lists the pending cluster's applications that failed ("name (STATUS:
+	// message)"): no traffic moves to it.
+	PendingUnhealthy []string
+	// Blocked, when set, is why a wanted upgrade cannot start (e.g. no Gateway API).
+	Blocked string
+	// RollingBack is set while traffic and capacity move back to the active cluster.
+	RollingBack     bool
+	RollbackMessage string
+}
+
+// setConditions computes Ready, UpgradeInProgress and RollbackInProgress. meta's helper
+// keeps lastTransitionTime unless the status flips, so unchanged inputs change nothing.
+func setConditions(st *rayv1.RayServiceStatuses, generation int64, in conditionInputs, now metav1.Time) {
+	set := func(t rayv1.RayServiceConditionType, ok bool, reason, msg string) {
+		status := metav1.ConditionFalse
+		if ok {
+			status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: string(t), Status: status, Reason: reason, Message: msg,
+			ObservedGeneration: generation, LastTransitionTime: now,
+		})
+	}
+	if in.ValidationError != "" {
+		set(rayv1.RayServiceReady, false, rayv1.ValidationFailed, in.ValidationError)
+		st.ServiceStatus = rayv1.NotRunning
+		return
+	}
+
+	switch {
+	case in.Endpoints > 0:
+		set(rayv1.RayServiceReady, true, rayv1.NonZeroServeEndpoints, fmt.Sprintf("%d serve endpoint(s) ready", in.Endpoints))
+	case in.ActiveName == "":
+		set(rayv1.RayServiceReady, false, rayv1.RayServiceInitializing, orDefault(in.FirstClusterMessage, "preparing the first RayCluster"))
+	default:
+		set(rayv1.RayServiceReady, false, rayv1.ZeroServeEndpoints, "no ready pod behind the serve Service")
+	}
+	st.ServiceStatus = rayv1.NotRunning
+	if meta.IsStatusConditionTrue(st.Conditions, string(rayv1.RayServiceReady)) {
+		st.ServiceStatus = rayv1.Running
+	}
+
+	switch {
+	case in.ActiveName != "" && in.PendingName != "" && len(in.PendingUnhealthy) > 0 && !in.RollingBack:
+		set(rayv1.UpgradeInProgress, true, rayv1.PendingApplicationsUnhealthy,
+			fmt.Sprintf("no traffic moves to pending cluster %s: Serve applications not RUNNING: %s", in.PendingName, strings.Join(in.PendingUnhealthy, "; ")))
+	case in.ActiveName != "" && in.PendingName != "":
+		set(rayv1.UpgradeInProgress, true, rayv1.BothActivePendingClustersExist, orDefault(in.UpgradeMessage, "active cluster "+in.ActiveName+", pending cluster "+in.PendingName))
+	case in.Blocked != "":
+		set(rayv1.UpgradeInProgress, false, ReasonGatewayAPIUnavailable, in.Blocked)
+	case in.ActiveName != "":
+		set(rayv1.UpgradeInProgress, false, rayv1.NoPendingCluster, "active cluster "+in.ActiveName+" serves; no pending cluster")
+	default:
+		set(rayv1.UpgradeInProgress, false, rayv1.NoActiveCluster, "no active cluster yet")
+	}
+
+	if in.RollingBack {
+		set(rayv1.RollbackInProgress, true, rayv1.DesiredClusterSpecChanged, in.RollbackMessage)
+	} else {
+		set(rayv1.RollbackInProgress, false, rayv1.NoRollback, "the spec does not ask to go back to the active cluster")
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// unhealthyApps lists applications that are neither RUNNING nor on their way there
+// (DEPLOYING, NOT_STARTED), sorted, as "name (STATUS: message)".
+func unhealthyApps(apps map[string]rayv1.AppStatus) []string {
+	var out []string
+	for name, a := range apps {
+		switch a.Status {
+		case rayv1.ApplicationStatusRunning, rayv1.ApplicationStatusDeploying, rayv1.ApplicationStatusNotStarted, "":
+			continue
+		}
+		s := name + " (" + a.Status
+		if a.Message != "" {
+			s += ": " + a.Message
+		}
+		out = append(out, s+")")
+	}
+	sort.Strings(out)
+	return out
+}
+
+// appsRunning reports whether every wanted application is present and RUNNING.
+func appsRunning(apps map[string]rayv1.AppStatus, wanted []string) bool {
+	for _, name := range wanted {
+		if apps[name].Status != rayv1.ApplicationStatusRunning {
+			return false
+		}
+	}
+	return true
+}
+
+// statusChanged compares two statuses ignoring lastUpdateTime, so the time alone never
+// causes a write.
+func statusChanged(old, cur *rayv1.RayServiceStatuses) bool {
+	a, b := old.DeepCopy(), cur.DeepCopy()
+	a.LastUpdateTime, b.LastUpdateTime = nil, nil
+	return !equality.Semantic.DeepEqual(a, b)
+}
+
+// computeStatus fills the status from what the pass found and decided.
+func (r *Reconciler) computeStatus(p *pass) {
+	st := &p.svc.Status
+	st.ObservedGeneration = p.svc.Generation
+	now := metav1.Time{Time: p.now}
+	if p.invalid != "" {
+		setConditions(st, p.svc.Generation, conditionInputs{ValidationError: p.invalid}, now)
+		return
+	}
+	for _, c := range []struct {
+		rc *rayv1.RayCluster
+		st *rayv1.RayServiceStatus
+	}{{p.active, &st.ActiveServiceStatus}, {p.pending, &st.PendingServiceStatus}} {
+		if c.rc == nil {
+			continue
+		}
+		c.st.RayClusterStatus = *c.rc.Status.DeepCopy()
+		if apps, ok := p.apps[c.rc.Name]; ok {
+			c.st.Applications = apps
+		}
+	}
+	st.NumServeEndpoints = 0
+	if p.servingCluster != "" {
+		st.NumServeEndpoints = serveEndpoints(p)
+	}
+	in := conditionInputs{
+		Endpoints: st.NumServeEndpoints, FirstClusterMessage: p.firstNote, UpgradeMessage: p.upgradeNote,
+		PendingUnhealthy: p.unhealthy, Blocked: p.blocked, RollingBack: p.rollingBack, RollbackMessage: p.plan.Reason,
+	}
+	if p.active != nil {
+		in.ActiveName = p.active.Name
+	}
+	if p.pending != nil {
+		in.PendingName = p.pending.Name
+	}
+	if in.RollingBack {
+		in.RollbackMessage = p.plan.Reason + "; " + p.upgradeNote
+	}
+	setConditions(st, p.svc.Generation, in, now)
+}

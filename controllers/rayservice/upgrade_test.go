@@ -1,0 +1,219 @@
+package rayservice
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/defaulting"
+	"github.com/raygate/raygate/test/builders"
+)
+
+func mustGoal(t *testing.T, spec rayv1.RayClusterSpec) goal {
+	t.Helper()
+	svc := &rayv1.RayService{Spec: rayv1.RayServiceSpec{RayClusterSpec: spec}}
+	defaulting.RayService(svc)
+	g, err := newGoal(svc.Spec.RayClusterSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func stampFor(t *testing.T, spec rayv1.RayClusterSpec, version string) *stamp {
+	t.Helper()
+	g := mustGoal(t, spec)
+	return &stamp{Hash: g.Hash, NumWorkerGroups: len(g.Spec.WorkerGroupSpecs), Version: version}
+}
+
+func withImage(image string) rayv1.RayClusterSpec {
+	s := builders.ClusterSpec()
+	s.HeadGroupSpec.Template.Spec.Containers[0].Image = image
+	for i := range s.WorkerGroupSpecs {
+		s.WorkerGroupSpecs[i].Template.Spec.Containers[0].Image = image
+	}
+	return s
+}
+
+func TestHashEquality(t *testing.T) {
+	base := builders.ClusterSpec()
+	g := mustGoal(t, base)
+	same := map[string]func(*rayv1.RayClusterSpec){
+		"replicas": func(s *rayv1.RayClusterSpec) { s.WorkerGroupSpecs[0].Replicas = ptr.To[int32](7) },
+		"min and max replicas": func(s *rayv1.RayClusterSpec) {
+			s.WorkerGroupSpecs[0].MinReplicas, s.WorkerGroupSpecs[0].MaxReplicas = ptr.To[int32](1), ptr.To[int32](9)
+		},
+		"workersToDelete":         func(s *rayv1.RayClusterSpec) { s.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete = []string{"p"} },
+		"a default made explicit": func(s *rayv1.RayClusterSpec) { s.WorkerGroupSpecs[0].NumOfHosts = 1 },
+		"rayStartParams nil vs {}": func(s *rayv1.RayClusterSpec) {
+			s.HeadGroupSpec.RayStartParams = nil
+			s.WorkerGroupSpecs[0].RayStartParams = nil
+		},
+	}
+	for name, mutate := range same {
+		s := *base.DeepCopy()
+		mutate(&s)
+		if got := mustGoal(t, s); got.Hash != g.Hash {
+			t.Errorf("%s changed the spec hash", name)
+		}
+	}
+	differ := map[string]func(*rayv1.RayClusterSpec){
+		"image": func(s *rayv1.RayClusterSpec) {
+			s.HeadGroupSpec.Template.Spec.Containers[0].Image = "rayproject/ray:2.53.0"
+		},
+		"env": func(s *rayv1.RayClusterSpec) {
+			s.WorkerGroupSpecs[0].Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "1"}}
+		},
+		"added group": func(s *rayv1.RayClusterSpec) {
+			s.WorkerGroupSpecs = append(s.WorkerGroupSpecs, builders.WorkerGroup("gpu", 1))
+		},
+		"rayVersion": func(s *rayv1.RayClusterSpec) { s.RayVersion = "2.53.0" },
+	}
+	for name, mutate := range differ {
+		s := *base.DeepCopy()
+		mutate(&s)
+		if got := mustGoal(t, s); got.Hash == g.Hash {
+			t.Errorf("%s did not change the spec hash", name)
+		}
+	}
+}
+
+func TestMatchGoal(t *testing.T) {
+	base := builders.ClusterSpec()
+	appended := builders.ClusterSpec()
+	appended.WorkerGroupSpecs = append(appended.WorkerGroupSpecs, builders.WorkerGroup("gpu", 2))
+	appendedAndChanged := *appended.DeepCopy()
+	appendedAndChanged.WorkerGroupSpecs[0].Template.Spec.Containers[0].Image = "rayproject/ray:2.53.0"
+	removed := builders.ClusterSpec()
+	removed.WorkerGroupSpecs = nil
+
+	cases := []struct {
+		name    string
+		cluster *stamp
+		goal    rayv1.RayClusterSpec
+		want    match
+	}{
+		{"same", stampFor(t, base, "v1"), base, matchSame},
+		{"image changed", stampFor(t, base, "v1"), withImage("rayproject/ray:2.53.0"), matchChanged},
+		{"a group appended", stampFor(t, base, "v1"), appended, matchAppendedGroups},
+		{"a group appended and an old one changed", stampFor(t, base, "v1"), appendedAndChanged, matchChanged},
+		{"a group removed", stampFor(t, base, "v1"), removed, matchChanged},
+		{"stamped by another raygate version", stampFor(t, base, "v0"), withImage("x"), matchOtherVersion},
+		{"never stamped with a version", stampFor(t, base, ""), withImage("x"), matchOtherVersion},
+		{"same hash, other version", stampFor(t, base, "v0"), base, matchSame},
+	}
+	for _, tc := range cases {
+		if got := matchGoal(*tc.cluster, mustGoal(t, tc.goal), "v1"); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestDecideClusters(t *testing.T) {
+	v1 := builders.ClusterSpec()
+	v2 := withImage("rayproject/ray:2.53.0")
+	v3 := withImage("rayproject/ray:2.54.0")
+	v1plus := builders.ClusterSpec()
+	v1plus.WorkerGroupSpecs = append(v1plus.WorkerGroupSpecs, builders.WorkerGroup("gpu", 1))
+	s := func(spec rayv1.RayClusterSpec) *stamp { return stampFor(t, spec, "v1") }
+	old := stampFor(t, v1, "v0")
+
+	nc, inc, none := rayv1.NewCluster, rayv1.NewClusterWithIncrementalUpgrade, rayv1.None
+	cases := []struct {
+		name            string
+		strategy        rayv1.RayServiceUpgradeType
+		active, pending *stamp
+		goal            rayv1.RayClusterSpec
+		noGatewayAPI    bool
+		want            action
+	}{
+		{"first cluster", nc, nil, nil, v1, false, actCreatePending},
+		{"first cluster, incremental", inc, nil, nil, v1, false, actCreatePending},
+		{"first cluster, incremental without Gateway API", inc, nil, nil, v1, true, actCreatePending},
+		{"converged", nc, s(v1), nil, v1, false, actNone},
+		{"spec changed: NewCluster", nc, s(v1), nil, v2, false, actCreatePending},
+		{"spec changed: incremental", inc, s(v1), nil, v2, false, actCreatePending},
+		{"spec changed: incremental without Gateway API", inc, s(v1), nil, v2, true, actBlockedNoGwAPI},
+		{"spec changed: None", none, s(v1), nil, v2, false, actUpdateActive},
+		{"only a worker group appended", nc, s(v1), nil, v1plus, false, actAppendActive},
+		{"only a worker group appended, incremental", inc, s(v1), nil, v1plus, false, actAppendActive},
+		{"active stamped by another version", nc, old, nil, v2, false, actRestampActive},
+		{"upgrade in flight", nc, s(v1), s(v2), v2, false, actNone},
+		{"worker group appended to the pending spec", nc, s(v1), s(v2), withGroup(v2), false, actAppendPending},
+		{"pending stamped by another version", nc, s(v1), stampFor(t, v2, "v0"), v3, false, actRestampPending},
+		{"NewCluster: back to the active spec", nc, s(v1), s(v2), v1, false, actDropPending},
+		{"NewCluster: a third spec", nc, s(v1), s(v2), v3, false, actReplacePending},
+		{"incremental: back to the active spec", inc, s(v1), s(v2), v1, false, actRollback},
+		{"incremental: a third spec", inc, s(v1), s(v2), v3, false, actRollback},
+		{"first cluster not serving yet, spec changed", nc, nil, s(v1), v2, false, actReplacePending},
+		{"first cluster not serving yet, spec changed, incremental", inc, nil, s(v1), v2, false, actReplacePending},
+		{"None with a pending first cluster", none, nil, s(v1), v2, false, actUpdatePending},
+	}
+	for _, tc := range cases {
+		got := decideClusters(clusterInputs{Strategy: tc.strategy, Active: tc.active, Pending: tc.pending, Goal: mustGoal(t, tc.goal), Version: "v1", GatewayAPI: !tc.noGatewayAPI})
+		if got.Action != tc.want {
+			t.Errorf("%s: %s (%s), want %s", tc.name, got.Action, got.Reason, tc.want)
+		}
+		if got.Reason == "" {
+			t.Errorf("%s: no reason", tc.name)
+		}
+	}
+}
+
+func withGroup(s rayv1.RayClusterSpec) rayv1.RayClusterSpec {
+	out := *s.DeepCopy()
+	out.WorkerGroupSpecs = append(out.WorkerGroupSpecs, builders.WorkerGroup("gpu", 1))
+	return out
+}
+
+func TestPendingClusterSpec(t *testing.T) {
+	spec := builders.ClusterSpec()
+	spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](5)
+	spec.WorkerGroupSpecs[0].MinReplicas = ptr.To[int32](1)
+	spec.UpgradeStrategy = &rayv1.RayClusterUpgradeStrategy{Type: ptr.To(rayv1.RayClusterRecreate)}
+	g := mustGoal(t, spec)
+
+	blueGreen := pendingClusterSpec(g, false)
+	if ptr.Deref(blueGreen.WorkerGroupSpecs[0].Replicas, -1) != 5 || blueGreen.UpgradeStrategy != nil {
+		t.Errorf("NewCluster pending: replicas %v, upgradeStrategy %v; want 5 and none", blueGreen.WorkerGroupSpecs[0].Replicas, blueGreen.UpgradeStrategy)
+	}
+	inc := pendingClusterSpec(g, true)
+	if inc.WorkerGroupSpecs[0].Replicas != nil || ptr.Deref(inc.WorkerGroupSpecs[0].MinReplicas, -1) != 1 {
+		t.Errorf("incremental pending: replicas %v (want unset: starts at minReplicas 1)", inc.WorkerGroupSpecs[0].Replicas)
+	}
+	if g.Spec.WorkerGroupSpecs[0].Replicas == nil {
+		t.Error("pendingClusterSpec modified the goal")
+	}
+}
+
+func TestInPlaceSpec(t *testing.T) {
+	current := builders.ClusterSpec()
+	current.EnableInTreeAutoscaling = ptr.To(true)
+	current.WorkerGroupSpecs[0].Replicas = ptr.To[int32](4) // set by the autoscaler
+	current.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete = []string{"w-1"}
+
+	goalSpec := withImage("rayproject/ray:2.53.0")
+	goalSpec.EnableInTreeAutoscaling = ptr.To(true)
+	goalSpec.WorkerGroupSpecs = append(goalSpec.WorkerGroupSpecs, builders.WorkerGroup("gpu", 2))
+	got := inPlaceSpec(current, mustGoal(t, goalSpec), false)
+	if got.HeadGroupSpec.Template.Spec.Containers[0].Image != "rayproject/ray:2.53.0" {
+		t.Error("in-place update did not take the new image")
+	}
+	if ptr.Deref(got.WorkerGroupSpecs[0].Replicas, -1) != 4 || len(got.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete) != 1 {
+		t.Error("in-place update with the autoscaler on overwrote the autoscaler's replicas")
+	}
+	if len(got.WorkerGroupSpecs) != 2 || ptr.Deref(got.WorkerGroupSpecs[1].Replicas, -1) != 2 {
+		t.Error("new group missing or without its replicas")
+	}
+
+	appendOnly := builders.ClusterSpec()
+	appendOnly.WorkerGroupSpecs = append(appendOnly.WorkerGroupSpecs, builders.WorkerGroup("gpu", 3))
+	cur := builders.ClusterSpec()
+	cur.WorkerGroupSpecs[0].Replicas = ptr.To[int32](9)
+	got = inPlaceSpec(cur, mustGoal(t, appendOnly), true)
+	if len(got.WorkerGroupSpecs) != 2 || ptr.Deref(got.WorkerGroupSpecs[0].Replicas, -1) != 9 || got.WorkerGroupSpecs[1].GroupName != "gpu" {
+		t.Errorf("append-only update: %+v", got.WorkerGroupSpecs)
+	}
+}
