@@ -14,6 +14,9 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/component-base/featuregate"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -175,4 +178,28 @@ func reconcileCount() float64 {
 		}
 	}
 	return total
+}
+
+// updateCluster changes a cluster's spec or metadata, retrying on conflicts.
+func updateCluster(ctx context.Context, ns, name string, change func(*rayv1.RayCluster)) {
+	GinkgoHelper()
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rc := getCluster(ctx, ns, name)
+		change(rc)
+		return k8s.Update(ctx, rc)
+	})).To(Succeed())
+}
+
+// podCount polls the number of active pods of a worker group.
+func podCount(ctx context.Context, ns, cluster, group string) func() int {
+	return func() int { return len(workerPods(ctx, ns, cluster, group)) }
+}
+
+// setGate sets a feature gate of the running manager for the current spec.
+func setGate(f featuregate.Feature, on bool) {
+	was := utilfeature.DefaultFeatureGate.Enabled(f)
+	Expect(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(f): on})).To(Succeed())
+	DeferCleanup(func() {
+		Expect(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(f): was})).To(Succeed())
+	})
 }

@@ -1,0 +1,53 @@
+package raycluster
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/raygate/raygate/test/builders"
+)
+
+// series returns the label sets ("k=v,..." sorted by name) of a metric for one cluster.
+func series(metric, ns, cluster string) []map[string]string {
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	var out []map[string]string
+	for _, f := range families {
+		if f.GetName() != metric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["namespace"] == ns && l["name"] == cluster {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
+}
+
+var _ = Describe("metrics", func() {
+	It("exports KubeRay's cluster metrics and drops them when the cluster is deleted", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		rc := builders.RayCluster("m", ns).Obj()
+		Expect(k8s.Create(ctx, rc)).To(Succeed())
+		waitReady(ctx, ns, "m")
+		uid := string(getCluster(ctx, ns, "m").UID)
+		Eventually(func() []map[string]string { return series("kuberay_cluster_info", ns, "m") }).Should(ConsistOf(
+			map[string]string{"name": "m", "namespace": ns, "uid": uid, "owner_kind": "None"}))
+		Eventually(func() []map[string]string { return series("kuberay_cluster_condition_provisioned", ns, "m") }).Should(ConsistOf(
+			map[string]string{"name": "m", "namespace": ns, "uid": uid, "condition": "true"}))
+		Expect(series("kuberay_cluster_provisioned_duration_seconds", ns, "m")).To(HaveLen(1))
+
+		Expect(k8s.Delete(ctx, getCluster(ctx, ns, "m"))).To(Succeed())
+		for _, name := range []string{"kuberay_cluster_info", "kuberay_cluster_condition_provisioned", "kuberay_cluster_provisioned_duration_seconds"} {
+			Eventually(func() []map[string]string { return series(name, ns, "m") }).Should(BeEmpty(), name)
+		}
+	})
+})
