@@ -46,6 +46,10 @@ import (
 // only its own cluster's pods.
 const PodClusterIndex = "raygate.ray.io/cluster"
 
+// requeueSoon is when a pass runs again after a lost status race or a suspend step; by then
+// the cache has normally caught up with the write.
+const requeueSoon = 100 * time.Millisecond
+
 // Reconciler reconciles RayClusters.
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
@@ -203,13 +207,13 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, reconcileErr erro
 		if err := r.Status().Update(ctx, p.object); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				p.log.V(1).Info("status write lost a race; retrying", "error", err.Error())
-				return ctrl.Result{Requeue: true}, nil
+				return ctrl.Result{RequeueAfter: requeueSoon}, nil
 			}
 			return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 		}
 		// Status writes do not trigger this controller; the next suspend step needs a pass.
 		if suspendStatus(old.Conditions) != suspendStatus(st.Conditions) {
-			result.Requeue = true
+			result.RequeueAfter = requeueSoon
 		}
 	}
 	provisionedAfter := -1.0

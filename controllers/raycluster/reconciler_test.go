@@ -1,0 +1,129 @@
+package raycluster_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/controllers/raycluster"
+	"github.com/raygate/raygate/internal/app"
+	"github.com/raygate/raygate/internal/expectations"
+	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/framework"
+)
+
+// staleCache reads pods from a frozen copy of the cache and everything else live, like an
+// informer that has not seen the last pod events yet. Writes go to the live store.
+type staleCache struct {
+	client.Client
+	frozen client.Reader
+}
+
+func isPod(o any) bool {
+	switch o.(type) {
+	case *corev1.Pod, *corev1.PodList:
+		return true
+	}
+	return false
+}
+
+func (s *staleCache) Get(ctx context.Context, k client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+	if isPod(o) {
+		return s.frozen.Get(ctx, k, o, opts...)
+	}
+	return s.Client.Get(ctx, k, o, opts...)
+}
+
+func (s *staleCache) List(ctx context.Context, l client.ObjectList, opts ...client.ListOption) error {
+	if isPod(l) {
+		return s.frozen.List(ctx, l, opts...)
+	}
+	return s.Client.List(ctx, l, opts...)
+}
+
+func podIndex(o client.Object) []string { return []string{o.GetLabels()[rayv1.ClusterLabelKey]} }
+
+func newStore(objs ...client.Object) client.Client {
+	return fake.NewClientBuilder().WithScheme(app.NewScheme()).WithStatusSubresource(&rayv1.RayCluster{}).
+		WithIndex(&corev1.Pod{}, raycluster.PodClusterIndex, podIndex).WithObjects(objs...).Build()
+}
+
+// A reconcile that runs before the cache shows the pods it created or deleted must not
+// create or delete them again.
+func TestStaleCacheNeverDuplicatesCreatesOrDeletes(t *testing.T) {
+	ctx := context.Background()
+	rc := builders.RayCluster("demo", "ns").WorkerGroups(builders.WorkerGroup("workers", 2)).Obj()
+	live := framework.NewCountingClient(newStore(rc))
+	frozen := newStore()
+	r := &raycluster.Reconciler{
+		Client: &staleCache{Client: live, frozen: frozen}, Recorder: events.NewFakeRecorder(100), Gates: features.Static{},
+		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now,
+	}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
+	reconcile := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	reconcile()
+	if n := live.Writes.Snapshot()["create Pod"]; n != 3 {
+		t.Fatalf("first pass created %d pods, want 3 (head + 2 workers)", n)
+	}
+	live.Writes.Reset()
+	reconcile() // the cache still shows no pods
+	if n := live.Writes.Snapshot()["create Pod"]; n != 0 {
+		t.Fatalf("a pass on a stale cache created %d more pods", n)
+	}
+
+	// The cache catches up.
+	var all corev1.PodList
+	if err := live.List(ctx, &all); err != nil {
+		t.Fatal(err)
+	}
+	frozen = newStore(podsAsObjects(all.Items)...)
+	r.Client = &staleCache{Client: live, frozen: frozen}
+	live.Writes.Reset()
+	reconcile()
+	if n := live.Writes.Snapshot()["create Pod"]; n != 0 {
+		t.Fatalf("created %d pods although all exist", n)
+	}
+
+	// Scale down by one; the cache keeps showing the deleted pod.
+	cur := &rayv1.RayCluster{}
+	if err := live.Get(ctx, req.NamespacedName, cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](1)
+	if err := live.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	live.Writes.Reset()
+	reconcile()
+	reconcile()
+	reconcile()
+	if n := live.Writes.Snapshot()["delete Pod"]; n != 1 {
+		t.Fatalf("deleted %d pods for a scale-down by one on a stale cache, want exactly 1", n)
+	}
+}
+
+func podsAsObjects(pods []corev1.Pod) []client.Object {
+	out := make([]client.Object, len(pods))
+	for i := range pods {
+		p := pods[i]
+		p.ResourceVersion = ""
+		out[i] = &p
+	}
+	return out
+}
