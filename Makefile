@@ -65,6 +65,11 @@ chart-test: ## Lint the Helm chart in each mode and run the install tests (templ
 		$(HELM) lint --strict charts/raygate $${v:+-f $$v}; done
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -count=1 ./test/integration/install/...
 
+##@ Benchmarks
+.PHONY: bench
+bench: ## Measure raygate on a cluster without containers (about 20 min); rewrites docs/benchmarks.md. BENCH_ARGS passes flags.
+	KUBEBUILDER_ASSETS="$$($(TOOLS) cluster)" $(GO) run ./test/bench $(BENCH_ARGS)
+
 ##@ Run
 .PHONY: run
 run: ## Start raygate on an embedded local control plane.

@@ -78,7 +78,7 @@ type Cluster struct {
 	// KeepLogs keeps LogDir after Stop; set it when a test failed.
 	KeepLogs bool
 
-	procs []*process
+	procs []*Process
 }
 
 // Start brings up the control plane, the components and the Nodes, and returns once the
@@ -176,7 +176,7 @@ func (c *Cluster) start(ctx context.Context, o Options, bins Binaries) error {
 		{"kube-scheduler", bins.KubeScheduler, schedulerArgs(env.Kubeconfig, schedConfig, schedPort, filepath.Join(c.LogDir, "kube-scheduler-certs"))},
 		{"kwok", bins.Kwok, kwokArgs(env.Kubeconfig, stages)},
 	} {
-		p, err := startProcess(c.LogDir, comp.name, comp.bin, comp.args...)
+		p, err := startProcess(c.LogDir, comp.name, nil, comp.bin, comp.args...)
 		if err != nil {
 			return err
 		}
@@ -207,7 +207,7 @@ func (c *Cluster) start(ctx context.Context, o Options, bins Binaries) error {
 func (c *Cluster) Stop() error {
 	var errs []error
 	for i := len(c.procs) - 1; i >= 0; i-- {
-		errs = append(errs, c.procs[i].stop(10*time.Second))
+		errs = append(errs, c.procs[i].Stop(10*time.Second))
 	}
 	c.procs = nil
 	if c.Env != nil {
@@ -239,11 +239,12 @@ func (c *Cluster) AddUser(name string, groups ...string) (kubeconfig string, cfg
 	return kubeconfig, rest.CopyConfig(u.Config()), nil
 }
 
-// Healthy reports the first component that has exited, with the end of its log.
+// Healthy reports the first program that has exited without being stopped, with the end
+// of its log.
 func (c *Cluster) Healthy() error {
 	for _, p := range c.procs {
-		if done, err := p.exited(); done {
-			return fmt.Errorf("%s exited (%v); last log lines:\n%s", p.name, err, p.logTail(2000))
+		if done, err := p.Exited(); done && !p.stopped.Load() {
+			return fmt.Errorf("%s exited (%v); last log lines:\n%s", p.name, err, p.LogTail(2000))
 		}
 	}
 	return nil
@@ -320,7 +321,20 @@ func freePort() (int, error) {
 func (c *Cluster) PIDs() map[string]int {
 	m := make(map[string]int, len(c.procs))
 	for _, p := range c.procs {
-		m[p.name] = p.cmd.Process.Pid
+		m[p.name] = p.PID()
 	}
 	return m
+}
+
+// Run starts another program next to the cluster (e.g. the operator under test), logging
+// to <LogDir>/<name>.log, in its own process group and killed with the cluster: Stop stops
+// the programs in reverse order of start, so one started with Run stops before the
+// components it depends on. env entries ("K=V") extend the environment.
+func (c *Cluster) Run(name string, env []string, bin string, args ...string) (*Process, error) {
+	p, err := startProcess(c.LogDir, name, env, bin, args...)
+	if err != nil {
+		return nil, err
+	}
+	c.procs = append(c.procs, p)
+	return p, nil
 }

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+const auditSample = `{"kind":"Event","level":"Metadata","auditID":"a1","stage":"ResponseComplete","verb":"create","user":{"username":"raygate-operator"},"objectRef":{"resource":"pods","namespace":"ns"},"responseStatus":{"code":201},"requestReceivedTimestamp":"2026-01-01T00:00:01.000000Z"}
+{"kind":"Event","level":"Metadata","auditID":"a2","stage":"ResponseStarted","verb":"watch","user":{"username":"raygate-operator"},"objectRef":{"resource":"pods"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-01-01T00:00:00.500000Z"}
+{"kind":"Event","level":"Metadata","auditID":"a3","stage":"ResponseComplete","verb":"update","user":{"username":"raygate-operator"},"objectRef":{"resource":"rayclusters","subresource":"status"},"responseStatus":{"code":409},"requestReceivedTimestamp":"2026-01-01T00:00:02.000000Z"}
+{"kind":"Event","level":"Metadata","auditID":"a4","stage":"ResponseComplete","verb":"create","user":{"username":"system:kube-scheduler"},"objectRef":{"resource":"pods","subresource":"binding"},"responseStatus":{"code":201},"requestReceivedTimestamp":"2026-01-01T00:00:02.500000Z"}
+
+{"kind":"Event","level":"Metadata","auditID":"a5","stage":"ResponseComplete","verb":"patch","user":{"username":"raygate-operator"},"objectRef":{"resource":"events"},"responseStatus":{"code":422},"requestReceivedTimestamp":"2026-01-01T00:00:03.000000Z"}
+{"kind":"Event","level":"Metadata","auditID":"a2","stage":"ResponseComplete","verb":"watch","user":{"username":"raygate-operator"},"objectRef":{"resource":"pods"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-01-01T00:00:00.500000Z"}
+{"kind":"Event","level":"Metadata","auditID":"a6","stage":"ResponseComplete","verb":"get","user":{"username":"raygate-operator"},"requestReceivedTimestamp":"2026-01-01T00:00:04.000000Z"}
+`
+
+func ts(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func TestParseAudit(t *testing.T) {
+	reqs, err := parseAudit(strings.NewReader(auditSample), operatorUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []request{
+		{Verb: "watch", Resource: "pods", Code: 200, Time: ts("2026-01-01T00:00:00.5Z")}, // one entry for two stages
+		{Verb: "create", Resource: "pods", Code: 201, Time: ts("2026-01-01T00:00:01Z")},
+		{Verb: "update", Resource: "rayclusters/status", Code: 409, Time: ts("2026-01-01T00:00:02Z")},
+		{Verb: "patch", Resource: "events", Code: 422, Time: ts("2026-01-01T00:00:03Z")},
+		{Verb: "get", Resource: "", Code: 0, Time: ts("2026-01-01T00:00:04Z")}, // non-resource request
+	}
+	if !reflect.DeepEqual(reqs, want) {
+		t.Errorf("parseAudit =\n%+v\nwant\n%+v", reqs, want)
+	}
+
+	c := count(reqs)
+	wantCounts := requestCounts{
+		Total:        5,
+		ByVerb:       map[string]int{"watch": 1, "create": 1, "update": 1, "patch": 1, "get": 1},
+		Writes:       3,
+		WritesByKind: map[string]int{"create pods": 1, "update rayclusters/status": 1, "patch events": 1},
+		Conflicts:    1,
+		Errors:       1,
+	}
+	if !reflect.DeepEqual(c, wantCounts) {
+		t.Errorf("count =\n%+v\nwant\n%+v", c, wantCounts)
+	}
+
+	w := window(reqs, ts("2026-01-01T00:00:01Z"), ts("2026-01-01T00:00:03Z"))
+	if len(w) != 2 || w[0].Verb != "create" || w[1].Verb != "update" {
+		t.Errorf("window [1s, 3s) = %+v, want the create and the update", w)
+	}
+}
+
+func TestParseAuditBadLine(t *testing.T) {
+	_, err := parseAudit(strings.NewReader("{\"auditID\":\"x\"}\nnot json\n"), operatorUser)
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("want an error naming line 2, got %v", err)
+	}
+}
+
+func TestIsWrite(t *testing.T) {
+	for verb, want := range map[string]bool{
+		"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true,
+		"get": false, "list": false, "watch": false, "": false,
+	} {
+		if isWrite(verb) != want {
+			t.Errorf("isWrite(%q) = %v", verb, !want)
+		}
+	}
+}
+
+func TestParseUsage(t *testing.T) {
+	status := "Name:\traygate\nVmPeak:\t  900000 kB\nVmHWM:\t   51200 kB\nVmRSS:\t   40000 kB\n"
+	// The command name may contain spaces and parentheses; fields are counted from the last ')'.
+	stat := "4242 (ray gate (x)) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 130 0 0 20 0 12 0 100 0 0"
+	u, err := parseUsage(status, stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.PeakRSSMB != 50 || u.CPUSeconds != 3.8 {
+		t.Errorf("usage = %+v, want 50 MB and 3.8 s", u)
+	}
+	if _, err := parseUsage("VmRSS: 1 kB\n", stat); err == nil {
+		t.Error("want an error without VmHWM")
+	}
+	if _, err := parseUsage(status, "4242 (raygate) S 1"); err == nil {
+		t.Error("want an error for a short stat line")
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var d []time.Duration
+	for i := 1; i <= 100; i++ {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	for p, want := range map[float64]time.Duration{50: 50 * time.Millisecond, 99: 99 * time.Millisecond, 100: 100 * time.Millisecond, 1: time.Millisecond} {
+		if got := percentile(d, p); got != want {
+			t.Errorf("p%v = %v, want %v", p, got, want)
+		}
+	}
+	if percentile(nil, 99) != 0 {
+		t.Error("empty input")
+	}
+	if got := percentile([]time.Duration{7}, 99); got != 7 {
+		t.Errorf("single value: %v", got)
+	}
+
+	l := summarise([]time.Duration{3 * time.Millisecond, time.Millisecond, 2 * time.Millisecond}, 1, 2*time.Second)
+	if l.Requests != 4 || l.Errors != 1 || l.P50Ms != 2 || l.P99Ms != 3 || l.MeanMs != 2 || l.PerSecond != 2 {
+		t.Errorf("summarise = %+v", l)
+	}
+}
+
+func TestParseGoBench(t *testing.T) {
+	out := `goos: linux
+goarch: amd64
+pkg: github.com/raygate/raygate/webhooks
+BenchmarkValidateRayService-2   	   12000	     95000 ns/op	       410000 p99-ns	   52000 B/op	     640 allocs/op
+BenchmarkMutateRayCluster     	    9000	    120000 ns/op	   61000 B/op	     700 allocs/op
+Benchmark broken line
+PASS
+ok  	github.com/raygate/raygate/webhooks	3.2s
+`
+	got := parseGoBench(out)
+	want := []goBenchmark{
+		{Name: "BenchmarkValidateRayService", Iterations: 12000, Metrics: map[string]float64{"ns/op": 95000, "p99-ns": 410000, "B/op": 52000, "allocs/op": 640}},
+		{Name: "BenchmarkMutateRayCluster", Iterations: 9000, Metrics: map[string]float64{"ns/op": 120000, "B/op": 61000, "allocs/op": 700}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("parseGoBench =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestNodesFor(t *testing.T) {
+	q := func(cpu, mem string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+	}
+	tests := []struct {
+		name string
+		req  corev1.ResourceList
+		pods int
+		want int
+	}{
+		{"tiny", q("4", "5Gi"), 4, 2},
+		{"memory bound: 5000Gi over 1Ti nodes", q("4000", "5000Gi"), 4000, 7},
+		{"cpu bound", q("3000", "1Gi"), 10, 4},
+		{"capped", q("1000000", "1Gi"), 10, 128},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := nodesFor(tt.req, tt.pods); got != tt.want {
+				t.Errorf("nodesFor = %d, want %d", got, tt.want)
+			}
+		})
+	}
+	// The scale scenario's own requests: 1000 clusters need room for 4000 CPUs and 5000 GiB.
+	if got := nodesFor(scale(1000), 4000); got < 6 {
+		t.Errorf("1000 clusters on %d nodes: not enough room", got)
+	}
+}
+
+func TestMinWritesPerCluster(t *testing.T) {
+	// 4 pods + 1 head Service + 2 status writes + 4 events (one per pod created).
+	if got := minWritesPerCluster(); got != 11 {
+		t.Errorf("minWritesPerCluster = %d, want 11", got)
+	}
+}
+
+func TestRecommendConcurrency(t *testing.T) {
+	run := func(c int, s float64, err string) scaleRun { return scaleRun{Concurrency: c, Seconds: s, Error: err} }
+	tests := []struct {
+		name string
+		runs []scaleRun
+		want int
+		ok   bool
+	}{
+		{"smallest within 10% of the best", []scaleRun{run(16, 40, ""), run(1, 120, ""), run(4, 43, "")}, 4, true},
+		{"more is faster", []scaleRun{run(1, 100, ""), run(4, 60, ""), run(16, 30, "")}, 16, true},
+		{"failed runs ignored", []scaleRun{run(1, 10, "boom"), run(4, 50, ""), run(16, 49, "")}, 4, true},
+		{"one run is no comparison", []scaleRun{run(4, 50, "")}, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := recommendConcurrency(tt.runs)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("recommendConcurrency = %d, %v; want %d, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+func TestVerdicts(t *testing.T) {
+	r := &results{
+		Scale: []scaleResult{{
+			Clusters: 1000, Pods: 4000, MinWritesPerCluster: 11, Ratio: 1.4, WritesRatio: 1.1,
+			Raygate:   scaleRun{Seconds: 140, WritesPerObj: 12.1, QuietSeconds: 60, Quiet: &requestCounts{Writes: 2}, Usage: &processUsage{PeakRSSMB: 90}},
+			Reference: scaleRun{Seconds: 100},
+		}, {
+			Clusters: 100, Raygate: scaleRun{Error: "the RayCluster controller created no pod"},
+		}},
+		Upgrade:   &upgradeResult{TheoreticalSeconds: 40, WallSeconds: 41, Overhead: 0.025},
+		Admission: &admissionResult{Error: "webhooks not on main yet"},
+	}
+	got := map[string]string{}
+	for _, v := range verdicts(r) {
+		got[v.What] = v.Status
+	}
+	want := map[string]string{
+		"Time to ready vs ReplicaSets, 1000 RayClusters":  "**missed**",
+		"Writes per RayCluster, 1000 RayClusters":         "met",
+		"Writes in a 60 s quiet window, 1000 RayClusters": "**missed**",
+		"Operator peak RSS at 4000 pods":                  "met",
+		"Time to ready vs ReplicaSets, 100 RayClusters":   "not run",
+		"Incremental upgrade pacing":                      "met",
+		"Admission p99 added by the webhooks":             "not run",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("verdicts =\n%v\nwant\n%v", got, want)
+	}
+}
+
+func TestRenderReportSaysWhatDidNotRun(t *testing.T) {
+	r := &results{
+		Machine:   machine{Cores: 2, MemoryGB: 23.5, Commit: "abc1234"},
+		Scale:     []scaleResult{{Clusters: 100, Raygate: scaleRun{Error: "the RayCluster controller created no pod (is it on main yet?)"}}},
+		Admission: &admissionResult{Error: "webhooks not on main yet", GoBenchErr: "no benchmarks in ./webhooks/ yet"},
+	}
+	md := renderReport(r, "Some analysis.", "benchmarks")
+	for _, want := range []string{
+		"| 2 | 23.5 GB |", "commit `abc1234`", "## Analysis\n\nSome analysis.",
+		"raygate: **not measured** — the RayCluster controller created no pod",
+		"## 2. Upgrade pacing: incremental upgrade\n\nNot run.",
+		"Through the API server: **not measured** — webhooks not on main yet",
+		"Not measured — no benchmarks in ./webhooks/ yet",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestParallel(t *testing.T) {
+	var n atomic.Int64
+	if err := parallel(context.Background(), 100, 7, func(context.Context, int) error { n.Add(1); return nil }); err != nil || n.Load() != 100 {
+		t.Errorf("ran %d of 100, err %v", n.Load(), err)
+	}
+	boom := errors.New("boom")
+	err := parallel(context.Background(), 100, 4, func(_ context.Context, i int) error {
+		if i == 10 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) {
+		t.Errorf("want the first error, got %v", err)
+	}
+}
+
+func TestCumulative(t *testing.T) {
+	pts := cumulative([]float64{1.5, 2, 2})
+	if len(pts) != 4 || pts[0].X != 0 || pts[0].Y != 0 || pts[3].X != 2 || pts[3].Y != 3 {
+		t.Errorf("cumulative = %v", pts)
+	}
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/raygate/raygate/internal/app"
+	"github.com/raygate/raygate/internal/localcluster"
+)
+
+// clusterOptions is the cluster every scenario runs on: kwok's fast pod stages (a pod is
+// Ready with an IP as soon as it is scheduled, so the figures measure controllers, not
+// kwok's random delays), kube-scheduler and kube-controller-manager with client limits
+// high enough not to be the bottleneck, and the operator's requests in the audit log.
+func clusterOptions(nodes int, logDir string) localcluster.Options {
+	return localcluster.Options{
+		Nodes:                nodes,
+		NodeCapacity:         nodeCapacity(),
+		PodStages:            localcluster.FastStages,
+		SchedulerQPS:         1000,
+		SchedulerBurst:       2000,
+		ControllerManagerQPS: 1000,
+		AuditPolicy:          auditPolicy,
+		LogDir:               logDir,
+		StartTimeout:         3 * time.Minute,
+	}
+}
+
+func nodeCapacity() corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("1k"),
+		corev1.ResourceMemory: resource.MustParse("1Ti"),
+		corev1.ResourcePods:   resource.MustParse("10k"),
+	}
+}
+
+// nodesFor is how many nodes of nodeCapacity hold pods with the given total requests, with
+// 25% headroom so the scheduler never has to look hard for room.
+func nodesFor(requests corev1.ResourceList, pods int) int {
+	need := 1.0
+	capacity := nodeCapacity()
+	for name, q := range requests {
+		c, ok := capacity[name]
+		if !ok || c.IsZero() {
+			continue
+		}
+		need = max(need, q.AsApproximateFloat64()/c.AsApproximateFloat64())
+	}
+	need = max(need, float64(pods)/capacity.Pods().AsApproximateFloat64())
+	n := int(need*1.25) + 1
+	return min(n, localcluster.MaxNodes)
+}
+
+// benchClient is an admin client without client-side rate limiting: the benchmark's own
+// requests must not be what is slow.
+func benchClient(cfg *rest.Config) (client.Client, *rest.Config, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = -1, 0
+	cl, err := client.New(cfg, client.Options{Scheme: app.NewScheme()})
+	return cl, cfg, err
+}
+
+func createNamespaces(ctx context.Context, cl client.Client, n int) ([]string, error) {
+	names := make([]string, n)
+	for i := range n {
+		names[i] = fmt.Sprintf("bench-%d", i)
+		if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}
+
+// parallel runs f(0..n-1) on workers goroutines and returns the first error.
+func parallel(ctx context.Context, n, workers int, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var next atomic.Int64
+	var once sync.Once
+	var first error
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := f(ctx, i); err != nil {
+					once.Do(func() { first = err; cancel() })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// readyTracker records, through an informer of the admin user (not audited), when each
+// object of a kind is first seen ready.
+type readyTracker struct {
+	isReady func(client.Object) bool
+
+	mu    sync.Mutex
+	seen  map[string]bool
+	ready map[string]time.Time
+	last  time.Time // last time the ready count grew
+}
+
+func trackReady(ctx context.Context, cfg *rest.Config, obj client.Object, isReady func(client.Object) bool) (*readyTracker, error) {
+	ca, err := cache.New(cfg, cache.Options{Scheme: app.NewScheme()})
+	if err != nil {
+		return nil, err
+	}
+	inf, err := ca.GetInformer(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	t := &readyTracker{isReady: isReady, seen: map[string]bool{}, ready: map[string]time.Time{}, last: time.Now()}
+	observe := func(o any) {
+		obj, ok := o.(client.Object)
+		if !ok {
+			return
+		}
+		now := time.Now()
+		key := obj.GetNamespace() + "/" + obj.GetName()
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.seen[key] = true
+		if _, done := t.ready[key]; !done && t.isReady(obj) {
+			t.ready[key] = now
+			t.last = now
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    observe,
+		UpdateFunc: func(_, o any) { observe(o) },
+	}); err != nil {
+		return nil, err
+	}
+	go func() { _ = ca.Start(ctx) }()
+	if !ca.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("tracker cache did not sync")
+	}
+	return t, nil
+}
+
+func (t *readyTracker) counts() (seen, ready int, lastProgress time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.seen), len(t.ready), t.last
+}
+
+// timeline is the ready times relative to start, sorted.
+func (t *readyTracker) timeline(start time.Time) []float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]float64, 0, len(t.ready))
+	for _, at := range t.ready {
+		out = append(out, at.Sub(start).Seconds())
+	}
+	sort.Float64s(out)
+	return out
+}
+
+// waitReady waits until n objects are ready. It gives up after timeout, or after stall
+// without progress, calling diagnose for the error message.
+func (t *readyTracker) waitReady(ctx context.Context, c *localcluster.Cluster, n int, timeout, stall time.Duration, diagnose func() string) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		_, ready, last := t.counts()
+		if ready >= n {
+			return last, nil
+		}
+		if err := c.Healthy(); err != nil {
+			return time.Time{}, err
+		}
+		if time.Now().After(deadline) || time.Since(last) > stall {
+			return time.Time{}, fmt.Errorf("%d of %d ready after %s (no progress for %s): %s",
+				ready, n, time.Since(deadline.Add(-timeout)).Round(time.Second), time.Since(last).Round(time.Second), diagnose())
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

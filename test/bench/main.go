@@ -1,0 +1,202 @@
+// Command bench measures raygate on a cluster without containers (internal/localcluster):
+// the operator runs as its own process, as its own user, and the API server's audit log
+// counts that user's requests, so the figures cover the operator alone. `make bench` runs
+// every scenario and rewrites docs/benchmarks.md; see that file for what is measured.
+//
+//	go run ./test/bench -scenarios scale -sizes 100
+//	go run ./test/bench -report-only   # re-render docs/benchmarks.md from the saved results
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/raygate/raygate/internal/controlplane"
+	"github.com/raygate/raygate/internal/localcluster"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type flags struct {
+	scenarios   []string
+	sizes       []int
+	concurrency int
+	sweep       []int
+	quiet       time.Duration
+	admissionN  int
+	docs        string
+	reportOnly  bool
+	keepLogs    bool
+	profile     bool
+}
+
+func parseFlags() (flags, error) {
+	var f flags
+	scenarios := flag.String("scenarios", "scale,upgrade,admission", "comma-separated scenarios: scale, upgrade, admission")
+	sizes := flag.String("sizes", "100,1000", "numbers of RayClusters for the scale scenario")
+	flag.IntVar(&f.concurrency, "concurrency", 4, "raygate's --reconcile-concurrency in the main scale runs (its default)")
+	sweep := flag.String("sweep", "1,16", "other --reconcile-concurrency values, measured at the largest size (empty: none)")
+	flag.DurationVar(&f.quiet, "quiet", 60*time.Second, "quiet window after convergence in which writes are counted")
+	flag.IntVar(&f.admissionN, "admission-requests", 2000, "server-side dry-run creates per webhook setting")
+	flag.StringVar(&f.docs, "docs", filepath.Join(controlplane.RepoRoot(), "docs", "benchmarks.md"), "report to rewrite")
+	flag.BoolVar(&f.reportOnly, "report-only", false, "only re-render the report from the saved results")
+	flag.BoolVar(&f.keepLogs, "keep-logs", false, "keep every run's component logs and audit log")
+	flag.BoolVar(&f.profile, "profile", true, "profile the operator (CPU, heap) in the largest scale run")
+	flag.Parse()
+	f.scenarios = splitList(*scenarios)
+	var err error
+	if f.sizes, err = ints(*sizes); err != nil {
+		return f, fmt.Errorf("-sizes: %w", err)
+	}
+	if f.sweep, err = ints(*sweep); err != nil {
+		return f, fmt.Errorf("-sweep: %w", err)
+	}
+	for _, s := range f.scenarios {
+		switch s {
+		case "scale", "upgrade", "admission":
+		default:
+			return f, fmt.Errorf("unknown scenario %q", s)
+		}
+	}
+	return f, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, p := range splitList(s) {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func run() error {
+	f, err := parseFlags()
+	if err != nil {
+		return err
+	}
+	assetsDir := filepath.Join(filepath.Dir(f.docs), "benchmarks")
+	resultsPath := filepath.Join(assetsDir, "results.json")
+	if f.reportOnly {
+		res, err := loadResults(resultsPath)
+		if err != nil {
+			return err
+		}
+		return writeReport(f.docs, assetsDir, res)
+	}
+	// Quiet controller-runtime's own logging (the trackers use its cache).
+	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel)))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	outDir, err := os.MkdirTemp("", "raygate-bench-")
+	if err != nil {
+		return err
+	}
+	b := &bench{outDir: outDir, keepLogs: f.keepLogs, started: time.Now()}
+	b.logf("output (logs, profiles) in %s", outDir)
+	if _, err := localcluster.FindBinaries(); err != nil {
+		return err
+	}
+	if b.operatorBin, err = buildOperator(outDir); err != nil {
+		return err
+	}
+
+	res := &results{Machine: describeMachine(), Started: b.started, Command: "go run ./test/bench " + strings.Join(os.Args[1:], " ")}
+	enc := json.NewEncoder(os.Stdout)
+	for _, s := range f.scenarios {
+		switch s {
+		case "scale":
+			for i, n := range f.sizes {
+				cfg := scaleConfig{Clusters: n, Concurrency: f.concurrency, Quiet: f.quiet}
+				if i == len(f.sizes)-1 {
+					cfg.Sweep, cfg.Profile = f.sweep, f.profile
+				}
+				r := runScale(ctx, b, cfg)
+				res.Scale = append(res.Scale, r)
+				_ = enc.Encode(r.line())
+			}
+		case "upgrade":
+			r := runUpgrade(ctx, b)
+			res.Upgrade = &r
+			_ = enc.Encode(r)
+		case "admission":
+			r := runAdmission(ctx, b, f.admissionN)
+			res.Admission = &r
+			_ = enc.Encode(r.line())
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	res.DurationSeconds = time.Since(b.started).Seconds()
+	if err := saveResults(resultsPath, res); err != nil {
+		return err
+	}
+	b.logf("done in %s; writing %s", time.Since(b.started).Round(time.Second), f.docs)
+	return writeReport(f.docs, assetsDir, res)
+}
+
+// bench holds what every scenario shares.
+type bench struct {
+	operatorBin string
+	outDir      string
+	keepLogs    bool
+	started     time.Time
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(b.started).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// startCluster starts a fresh cluster for one run, logging to <outDir>/<name>.
+func (b *bench) startCluster(ctx context.Context, nodes int, name string, mod ...func(*localcluster.Options)) (*localcluster.Cluster, error) {
+	o := clusterOptions(nodes, filepath.Join(b.outDir, name))
+	o.KeepLogs = b.keepLogs
+	for _, m := range mod {
+		m(&o)
+	}
+	return localcluster.Start(ctx, o)
+}
+
+// stopCluster stops a run's cluster, keeping its logs (and saying where) if the run failed.
+func (b *bench) stopCluster(c *localcluster.Cluster, runErr *string) {
+	if *runErr != "" {
+		c.KeepLogs = true
+		*runErr += " (logs in " + c.LogDir + ")"
+	}
+	if err := c.Stop(); err != nil {
+		b.logf("stopping the cluster: %v", err)
+	}
+}

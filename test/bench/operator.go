@@ -1,0 +1,304 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/raygate/raygate/internal/controlplane"
+	"github.com/raygate/raygate/internal/localcluster"
+)
+
+// buildOperator builds cmd/raygate into dir, as a user would run it.
+func buildOperator(dir string) (string, error) {
+	bin := filepath.Join(dir, "raygate")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/raygate")
+	cmd.Dir = controlplane.RepoRoot()
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/raygate: %w", err)
+	}
+	return bin, nil
+}
+
+// operatorOptions are the flags of one operator run.
+type operatorOptions struct {
+	Concurrency int
+	Webhooks    bool
+	ExtraArgs   []string
+}
+
+// operator is raygate running as its own process, as its own user.
+type operator struct {
+	proc        *localcluster.Process
+	metricsAddr string
+	pprofAddr   string
+	// RBAC says how the user is authorised: the generated ClusterRole, or system:masters
+	// when config/rbac/role.yaml does not exist yet.
+	RBAC string
+}
+
+// startOperator provisions the operator's user (RBAC from config/rbac/role.yaml), starts
+// the binary and waits for /readyz.
+func startOperator(ctx context.Context, c *localcluster.Cluster, bin string, o operatorOptions) (*operator, error) {
+	rbac, groups, err := operatorRBAC(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig, _, err := c.AddUser(operatorUser, groups...)
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([]string, 3)
+	for i := range addrs {
+		if addrs[i], err = freeAddr(); err != nil {
+			return nil, err
+		}
+	}
+	probe := addrs[0]
+	op := &operator{metricsAddr: addrs[1], pprofAddr: addrs[2], RBAC: rbac}
+	args := []string{
+		"--leader-elect=false",
+		"--metrics-bind-address=" + op.metricsAddr,
+		"--metrics-secure=false",
+		"--health-probe-bind-address=" + probe,
+		"--pprof-bind-address=" + op.pprofAddr,
+		"--enable-webhooks=" + strconv.FormatBool(o.Webhooks),
+		"--reconcile-concurrency=" + strconv.Itoa(o.Concurrency),
+		"--log-format=json",
+	}
+	args = append(args, o.ExtraArgs...)
+	op.proc, err = c.Run("raygate", []string{"KUBECONFIG=" + kubeconfig}, bin, args...)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if err := c.Healthy(); err != nil {
+			return nil, err
+		}
+		resp, err := http.Get("http://" + probe + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return op, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("operator not ready after 60s; log %s:\n%s", op.proc.LogPath(), op.proc.LogTail(3000))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// operatorRBAC applies the generated ClusterRole(s) and binds them to the operator's user,
+// so the benchmark also proves the generated RBAC suffices. Without a generated role the
+// user gets system:masters and the result says so.
+func operatorRBAC(ctx context.Context, c *localcluster.Cluster) (string, []string, error) {
+	path := filepath.Join(controlplane.RepoRoot(), "config", "rbac", "role.yaml")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "system:masters (config/rbac/role.yaml not generated yet)", []string{"system:masters"}, nil
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	var names []string
+	for {
+		var role rbacv1.ClusterRole
+		if err := dec.Decode(&role); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return "", nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if role.Kind != "ClusterRole" {
+			continue
+		}
+		role.ResourceVersion = ""
+		if err := c.Client.Create(ctx, &role); err != nil {
+			return "", nil, err
+		}
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "bench-" + role.Name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: operatorUser}},
+		}
+		if err := c.Client.Create(ctx, binding); err != nil {
+			return "", nil, err
+		}
+		names = append(names, role.Name)
+	}
+	if len(names) == 0 {
+		return "system:masters (no ClusterRole in config/rbac/role.yaml)", []string{"system:masters"}, nil
+	}
+	return "ClusterRole " + strings.Join(names, ", ") + " (config/rbac/role.yaml)", nil, nil
+}
+
+// processUsage is what the kernel accounted to the operator process.
+type processUsage struct {
+	PeakRSSMB  float64 `json:"peakRSSMB"`  // VmHWM
+	CPUSeconds float64 `json:"cpuSeconds"` // utime + stime
+}
+
+// clockTicks is USER_HZ, the unit of utime/stime in /proc/<pid>/stat; 100 on every Linux
+// architecture Go supports.
+const clockTicks = 100
+
+func (o *operator) usage() (processUsage, error) {
+	pid := o.proc.PID()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return processUsage{}, err
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return processUsage{}, err
+	}
+	return parseUsage(string(status), string(stat))
+}
+
+// parseUsage reads VmHWM from /proc/<pid>/status and utime+stime from /proc/<pid>/stat.
+func parseUsage(status, stat string) (processUsage, error) {
+	var u processUsage
+	found := false
+	for _, line := range strings.Split(status, "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(rest) // "123456 kB"
+			if len(f) != 2 || f[1] != "kB" {
+				return u, fmt.Errorf("unexpected VmHWM line %q", line)
+			}
+			kb, err := strconv.ParseFloat(f[0], 64)
+			if err != nil {
+				return u, err
+			}
+			u.PeakRSSMB = kb / 1024
+			found = true
+		}
+	}
+	if !found {
+		return u, errors.New("no VmHWM in /proc/<pid>/status")
+	}
+	// The command name (field 2) is in parentheses and may hold spaces; count from the
+	// last ')'. utime and stime are fields 14 and 15.
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return u, errors.New("malformed /proc/<pid>/stat")
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 13 {
+		return u, errors.New("short /proc/<pid>/stat")
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return u, err
+	}
+	u.CPUSeconds = (utime + stime) / clockTicks
+	return u, nil
+}
+
+// reconciles scrapes controller-runtime's reconcile counters from the operator's metrics
+// endpoint: controller → result → count.
+func (o *operator) reconciles() (map[string]map[string]float64, error) {
+	resp, err := http.Get("http://" + o.metricsAddr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]float64{}
+	if mf, ok := families["controller_runtime_reconcile_total"]; ok {
+		for _, m := range mf.GetMetric() {
+			var ctrl, result string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "controller":
+					ctrl = l.GetValue()
+				case "result":
+					result = l.GetValue()
+				}
+			}
+			if out[ctrl] == nil {
+				out[ctrl] = map[string]float64{}
+			}
+			out[ctrl][result] += m.GetCounter().GetValue()
+		}
+	}
+	return out, nil
+}
+
+// cpuProfile saves a CPU profile of the operator covering the next d.
+func (o *operator) cpuProfile(ctx context.Context, d time.Duration, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
+	defer cancel()
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", o.pprofAddr, int(d.Seconds()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pprof: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
+}
+
+// heapProfile saves the operator's heap profile (in-use and allocated) now.
+func (o *operator) heapProfile(path string) error {
+	resp, err := http.Get("http://" + o.pprofAddr + "/debug/pprof/heap")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}

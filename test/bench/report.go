@@ -1,0 +1,175 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot/vg"
+
+	"github.com/raygate/raygate/internal/controlplane"
+)
+
+// Targets from the benchmark issue.
+const (
+	targetTimeRatio   = 1.3
+	targetWritesRatio = 1.2
+	targetQuietWrites = 0
+	targetRSSMB       = 100.0
+	targetRSSPods     = 4000
+	targetPacing      = 0.05 // upgrade wall time within 5% of the theoretical minimum
+	targetAddedP99Ms  = 10.0
+)
+
+// verdict is one row of the targets table.
+type verdict struct {
+	What, Target, Measured, Status string
+}
+
+func status(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**missed**"
+}
+
+// verdicts compares the results with the targets; a scenario that did not run says why.
+func verdicts(r *results) []verdict {
+	var v []verdict
+	for _, s := range r.Scale {
+		n := fmt.Sprintf("%d RayClusters", s.Clusters)
+		switch {
+		case s.Raygate.Error != "" || s.Reference.Error != "":
+			v = append(v, verdict{"Time to ready vs ReplicaSets, " + n, fmt.Sprintf("≤ %.1f×", targetTimeRatio), "not measured: " + firstLine(s.Raygate.Error+s.Reference.Error), "not run"})
+			continue
+		default:
+			v = append(v, verdict{"Time to ready vs ReplicaSets, " + n, fmt.Sprintf("≤ %.1f×", targetTimeRatio),
+				fmt.Sprintf("%.2f× (%.1f s vs %.1f s)", s.Ratio, s.Raygate.Seconds, s.Reference.Seconds), status(s.Ratio <= targetTimeRatio)})
+		}
+		v = append(v, verdict{"Writes per RayCluster, " + n, fmt.Sprintf("≤ %.1f× the minimum (%d)", targetWritesRatio, s.MinWritesPerCluster),
+			fmt.Sprintf("%.2f× (%.1f)", s.WritesRatio, s.Raygate.WritesPerObj), status(s.WritesRatio <= targetWritesRatio)})
+		if s.Raygate.Quiet != nil {
+			v = append(v, verdict{fmt.Sprintf("Writes in a %.0f s quiet window, %s", s.Raygate.QuietSeconds, n), "0",
+				fmt.Sprintf("%d", s.Raygate.Quiet.Writes), status(s.Raygate.Quiet.Writes <= targetQuietWrites)})
+		}
+		if s.Raygate.Usage != nil && s.Pods >= targetRSSPods {
+			v = append(v, verdict{fmt.Sprintf("Operator peak RSS at %d pods", s.Pods), fmt.Sprintf("≤ %.0f MB", targetRSSMB),
+				fmt.Sprintf("%.1f MB", s.Raygate.Usage.PeakRSSMB), status(s.Raygate.Usage.PeakRSSMB <= targetRSSMB)})
+		}
+	}
+	if u := r.Upgrade; u != nil {
+		if u.Error != "" {
+			v = append(v, verdict{"Incremental upgrade pacing", "within 5% of steps × interval", "not measured: " + firstLine(u.Error), "not run"})
+		} else {
+			v = append(v, verdict{"Incremental upgrade pacing", fmt.Sprintf("within 5%% of steps × interval (%.0f s)", u.TheoreticalSeconds),
+				fmt.Sprintf("%.1f s (%+.1f%%)", u.WallSeconds, 100*u.Overhead), status(u.Overhead <= targetPacing)})
+		}
+	}
+	if a := r.Admission; a != nil {
+		if a.Error != "" {
+			v = append(v, verdict{"Admission p99 added by the webhooks", "< 10 ms", "not measured: " + firstLine(a.Error), "not run"})
+		} else {
+			v = append(v, verdict{"Admission p99 added by the webhooks", "< 10 ms",
+				fmt.Sprintf("%.1f ms (p99 %.1f ms on, %.1f ms off)", a.AddedP99Ms, a.On.P99Ms, a.Off.P99Ms), status(a.AddedP99Ms < targetAddedP99Ms)})
+		}
+	}
+	return v
+}
+
+// recommendConcurrency picks, among the runs at one size, the smallest reconcile
+// concurrency whose time is within 10% of the fastest: more workers past that only cost
+// CPU and conflicts.
+func recommendConcurrency(runs []scaleRun) (int, bool) {
+	var ok []scaleRun
+	for _, r := range runs {
+		if r.Error == "" && r.Seconds > 0 {
+			ok = append(ok, r)
+		}
+	}
+	if len(ok) < 2 {
+		return 0, false
+	}
+	best := ok[0].Seconds
+	for _, r := range ok {
+		best = min(best, r.Seconds)
+	}
+	sort.Slice(ok, func(i, j int) bool { return ok[i].Concurrency < ok[j].Concurrency })
+	for _, r := range ok {
+		if r.Seconds <= best*1.1 {
+			return r.Concurrency, true
+		}
+	}
+	return 0, false
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 160 {
+		s = s[:160] + "…"
+	}
+	return s
+}
+
+// sortedCounts renders a map as "key: n" rows, largest first.
+type kv struct {
+	Key   string
+	Value int
+}
+
+func sortedCounts(m map[string]int) []kv {
+	out := make([]kv, 0, len(m))
+	for k, v := range m {
+		out = append(out, kv{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Value != out[j].Value {
+			return out[i].Value > out[j].Value
+		}
+		return out[i].Key < out[j].Key
+	})
+	return out
+}
+
+func plotName(n int) string { return fmt.Sprintf("ready-%d.png", n) }
+
+// writeReport renders docs/benchmarks.md and its plots from the results.
+func writeReport(docsPath, assetsDir string, r *results) error {
+	if err := os.MkdirAll(assetsDir, 0o755); err != nil {
+		return err
+	}
+	for _, s := range r.Scale {
+		if len(s.Raygate.Timeline) == 0 && len(s.Reference.Timeline) == 0 {
+			continue
+		}
+		err := plotReady(filepath.Join(assetsDir, plotName(s.Clusters)),
+			fmt.Sprintf("%d RayClusters (%d pods): ready over time", s.Clusters, s.Pods),
+			[]series{
+				{Name: fmt.Sprintf("raygate (RayClusters, concurrency %d)", s.Raygate.Concurrency), Timeline: s.Raygate.Timeline, Color: color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}},
+				{Name: "kube-controller-manager (ReplicaSets of 4 pods)", Timeline: s.Reference.Timeline, Color: color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, Dashes: []vg.Length{vg.Points(6), vg.Points(3)}},
+			})
+		if err != nil {
+			return err
+		}
+	}
+	analysis, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "test", "bench", "analysis.md"))
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	rel, err := filepath.Rel(filepath.Dir(docsPath), assetsDir)
+	if err != nil {
+		return err
+	}
+	md := renderReport(r, strings.TrimSpace(string(analysis)), filepath.ToSlash(rel))
+	return os.WriteFile(docsPath, []byte(md), 0o644)
+}
+
+func sortRuns(runs []scaleRun) []scaleRun {
+	out := append([]scaleRun(nil), runs...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Concurrency < out[j].Concurrency })
+	return out
+}
+
+func sortStrings(s []string) { sort.Strings(s) }

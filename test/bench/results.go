@@ -1,0 +1,101 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/raygate/raygate/internal/controlplane"
+)
+
+// results is everything one `make bench` measured; saved as docs/benchmarks/results.json so
+// the report can be re-rendered (-report-only) without re-running.
+type results struct {
+	Machine         machine          `json:"machine"`
+	Started         time.Time        `json:"started"`
+	DurationSeconds float64          `json:"durationSeconds"`
+	Command         string           `json:"command"`
+	Scale           []scaleResult    `json:"scale,omitempty"`
+	Upgrade         *upgradeResult   `json:"upgrade,omitempty"`
+	Admission       *admissionResult `json:"admission,omitempty"`
+}
+
+// machine is where the figures were taken.
+type machine struct {
+	Cores    int     `json:"cores"`
+	MemoryGB float64 `json:"memoryGB"`
+	CPU      string  `json:"cpu"`
+	Kernel   string  `json:"kernel"`
+	Go       string  `json:"go"`
+	Commit   string  `json:"commit"`
+	// LoadAverage is the 1-minute load when the run started: the machine is shared, so a
+	// high value explains noisy figures.
+	LoadAverage float64 `json:"loadAverage"`
+}
+
+func describeMachine() machine {
+	m := machine{Cores: runtime.NumCPU(), Go: runtime.Version()}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				if f := strings.Fields(rest); len(f) > 0 {
+					kb, _ := strconv.ParseFloat(f[0], 64)
+					m.MemoryGB = kb / 1024 / 1024
+				}
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			m.LoadAverage, _ = strconv.ParseFloat(f[0], 64)
+		}
+	}
+	cmd := exec.Command("git", "rev-parse", "--short", "HEAD")
+	cmd.Dir = controlplane.RepoRoot()
+	if out, err := cmd.Output(); err == nil {
+		m.Commit = strings.TrimSpace(string(out))
+	}
+	return m
+}
+
+func saveResults(path string, r *results) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func loadResults(path string) (*results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r results
+	return &r, json.Unmarshal(b, &r)
+}
+
+// line is the scenario's JSON line: the result without the per-object timelines.
+func (r scaleResult) line() scaleResult {
+	r.Raygate.Timeline, r.Reference.Timeline = nil, nil
+	return r
+}

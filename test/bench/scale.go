@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/test/builders"
+)
+
+const (
+	scaleNamespaces = 10
+	workersPer      = 3 // each RayCluster: 1 head + 3 workers
+	podsPerCluster  = 1 + workersPer
+	createWorkers   = 20 // parallel creates by the benchmark's client
+)
+
+// minWritesPerCluster is the least a controller can write to bring one RayCluster up: each
+// pod and the head Service created once, the status written twice (first observed, then
+// ready), and one event per scaling action (each pod created).
+func minWritesPerCluster() int {
+	return podsPerCluster + 1 + 2 + podsPerCluster
+}
+
+// scaleRun is one system bringing up the objects.
+type scaleRun struct {
+	System      string `json:"system"` // "raygate" or "replicaset"
+	Concurrency int    `json:"concurrency,omitempty"`
+	// Seconds from the first create to the last object ready.
+	Seconds float64 `json:"seconds,omitempty"`
+	// Requests are the operator's requests from its start to convergence; Quiet those in
+	// the quiet window after it.
+	Requests     *requestCounts                `json:"requests,omitempty"`
+	QuietSeconds float64                       `json:"quietSeconds,omitempty"`
+	Quiet        *requestCounts                `json:"quiet,omitempty"`
+	Usage        *processUsage                 `json:"usage,omitempty"`
+	Reconciles   map[string]map[string]float64 `json:"reconciles,omitempty"`
+	RBAC         string                        `json:"rbac,omitempty"`
+	Error        string                        `json:"error,omitempty"`
+	Timeline     []float64                     `json:"timeline,omitempty"` // seconds at which each object became ready
+	ProfileDir   string                        `json:"profileDir,omitempty"`
+	WritesPerObj float64                       `json:"writesPerCluster,omitempty"`
+}
+
+// scaleResult is the "scale" scenario at one size.
+type scaleResult struct {
+	Scenario   string     `json:"scenario"`
+	Clusters   int        `json:"clusters"`
+	Namespaces int        `json:"namespaces"`
+	Pods       int        `json:"pods"`
+	Nodes      int        `json:"nodes"`
+	Raygate    scaleRun   `json:"raygate"`
+	Reference  scaleRun   `json:"reference"`
+	Sweep      []scaleRun `json:"sweep,omitempty"`
+	// Ratio is raygate's time over the ReplicaSet reference's (target ≤ 1.3).
+	Ratio float64 `json:"timeRatio,omitempty"`
+	// MinWritesPerCluster and WritesRatio compare raygate's writes with the minimum
+	// (target ≤ 1.2).
+	MinWritesPerCluster int     `json:"minWritesPerCluster"`
+	WritesRatio         float64 `json:"writesRatio,omitempty"`
+}
+
+type scaleConfig struct {
+	Clusters    int
+	Concurrency int
+	Sweep       []int
+	Quiet       time.Duration
+	Profile     bool
+}
+
+// clusterRequests are the pod requests of one RayCluster (builders' head and workers).
+func clusterRequests() corev1.ResourceList {
+	spec := benchClusterSpec()
+	total := corev1.ResourceList{}
+	add := func(t corev1.PodTemplateSpec, n int) {
+		for _, c := range t.Spec.Containers {
+			for name, q := range c.Resources.Requests {
+				sum := total[name]
+				for range n {
+					sum.Add(q)
+				}
+				total[name] = sum
+			}
+		}
+	}
+	add(spec.HeadGroupSpec.Template, 1)
+	for _, g := range spec.WorkerGroupSpecs {
+		add(g.Template, int(*g.Replicas))
+	}
+	return total
+}
+
+func benchClusterSpec() rayv1.RayClusterSpec {
+	spec := builders.ClusterSpec()
+	spec.WorkerGroupSpecs = []rayv1.WorkerGroupSpec{builders.WorkerGroup("workers", workersPer)}
+	return spec
+}
+
+func scale(n int) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, q := range clusterRequests() {
+		v := q.DeepCopy()
+		v.Mul(int64(n))
+		out[name] = v
+	}
+	return out
+}
+
+func runScale(ctx context.Context, b *bench, cfg scaleConfig) scaleResult {
+	res := scaleResult{
+		Scenario:            fmt.Sprintf("scale-%d", cfg.Clusters),
+		Clusters:            cfg.Clusters,
+		Namespaces:          scaleNamespaces,
+		Pods:                cfg.Clusters * podsPerCluster,
+		Nodes:               nodesFor(scale(cfg.Clusters), cfg.Clusters*podsPerCluster),
+		MinWritesPerCluster: minWritesPerCluster(),
+	}
+	b.logf("scale %d: raygate (reconcile concurrency %d)", cfg.Clusters, cfg.Concurrency)
+	res.Raygate = b.scaleRaygate(ctx, res.Nodes, cfg.Clusters, cfg.Concurrency, cfg.Quiet, cfg.Profile)
+	b.logf("scale %d: ReplicaSet reference", cfg.Clusters)
+	res.Reference = b.scaleReference(ctx, res.Nodes, cfg.Clusters)
+	for _, c := range cfg.Sweep {
+		b.logf("scale %d: raygate (reconcile concurrency %d)", cfg.Clusters, c)
+		run := b.scaleRaygate(ctx, res.Nodes, cfg.Clusters, c, 0, false)
+		run.Timeline = nil
+		res.Sweep = append(res.Sweep, run)
+	}
+	if res.Raygate.Error == "" && res.Reference.Error == "" && res.Reference.Seconds > 0 {
+		res.Ratio = res.Raygate.Seconds / res.Reference.Seconds
+	}
+	if res.Raygate.WritesPerObj > 0 {
+		res.WritesRatio = res.Raygate.WritesPerObj / float64(res.MinWritesPerCluster)
+	}
+	return res
+}
+
+func (b *bench) scaleRaygate(ctx context.Context, nodes, n, concurrency int, quiet time.Duration, profile bool) (run scaleRun) {
+	run = scaleRun{System: "raygate", Concurrency: concurrency}
+	c, err := b.startCluster(ctx, nodes, fmt.Sprintf("scale-%d-raygate-c%d", n, concurrency))
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	defer b.stopCluster(c, &run.Error)
+	cl, cfg, err := benchClient(c.Config)
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	nss, err := createNamespaces(ctx, cl, scaleNamespaces)
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	opStart := time.Now()
+	op, err := startOperator(ctx, c, b.operatorBin, operatorOptions{Concurrency: concurrency})
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	run.RBAC = op.RBAC
+	// The tracker's informer must end before the cluster stops (deferred calls run last
+	// first), or the API server waits for its watch.
+	trackCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tracker, err := trackReady(trackCtx, cfg, &rayv1.RayCluster{}, func(o client.Object) bool {
+		return o.(*rayv1.RayCluster).Status.State == rayv1.Ready
+	})
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	if profile {
+		run.ProfileDir = filepath.Join(b.outDir, fmt.Sprintf("profile-scale-%d", n))
+		_ = os.MkdirAll(run.ProfileDir, 0o755)
+		go func() {
+			if err := op.cpuProfile(ctx, 30*time.Second, filepath.Join(run.ProfileDir, "cpu.pprof")); err != nil {
+				b.logf("cpu profile: %v", err)
+			}
+		}()
+	}
+
+	start := time.Now()
+	err = parallel(ctx, n, createWorkers, func(ctx context.Context, i int) error {
+		rc := builders.RayCluster(fmt.Sprintf("rc-%04d", i), nss[i%len(nss)]).Spec(benchClusterSpec()).Obj()
+		return cl.Create(ctx, rc)
+	})
+	if err != nil {
+		run.Error = "creating RayClusters: " + err.Error()
+		return run
+	}
+	converged, err := tracker.waitReady(ctx, c, n, waitTimeout(n), 90*time.Second, func() string {
+		return b.diagnoseRayClusters(ctx, cl, op)
+	})
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	run.Seconds = converged.Sub(start).Seconds()
+	run.Timeline = tracker.timeline(start)
+	if profile {
+		if err := op.heapProfile(filepath.Join(run.ProfileDir, "heap.pprof")); err != nil {
+			b.logf("heap profile: %v", err)
+		}
+	}
+	if quiet > 0 {
+		b.logf("converged in %.1fs; quiet window of %s", run.Seconds, quiet)
+		select {
+		case <-ctx.Done():
+			run.Error = ctx.Err().Error()
+			return run
+		case <-time.After(quiet):
+		}
+		run.QuietSeconds = quiet.Seconds()
+	}
+	if u, err := op.usage(); err == nil {
+		run.Usage = &u
+	} else {
+		b.logf("usage: %v", err)
+	}
+	if r, err := op.reconciles(); err == nil {
+		run.Reconciles = r
+	}
+	reqs, err := readAudit(c.AuditLogPath)
+	if err != nil {
+		run.Error = "reading the audit log: " + err.Error()
+		return run
+	}
+	conv := count(window(reqs, opStart, converged))
+	run.Requests = &conv
+	if quiet > 0 {
+		q := count(window(reqs, converged, converged.Add(quiet)))
+		run.Quiet = &q
+	}
+	run.WritesPerObj = float64(conv.Writes) / float64(n)
+	return run
+}
+
+// diagnoseRayClusters says why RayClusters are not ready: no pods at all usually means the
+// controller is not there yet.
+func (b *bench) diagnoseRayClusters(ctx context.Context, cl client.Client, op *operator) string {
+	var pods corev1.PodList
+	if err := cl.List(ctx, &pods, client.HasLabels{rayv1.ClusterLabelKey}); err != nil {
+		return err.Error()
+	}
+	ready := 0
+	for _, p := range pods.Items {
+		if isPodReady(&p) {
+			ready++
+		}
+	}
+	msg := fmt.Sprintf("%d Ray pods exist, %d ready", len(pods.Items), ready)
+	if len(pods.Items) == 0 {
+		msg += " — the RayCluster controller created no pod (is it on main yet?)"
+	}
+	return msg + "; operator log: " + op.proc.LogPath() + "\n" + op.proc.LogTail(1500)
+}
+
+func isPodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// waitTimeout allows a minute plus 600 ms per object: far above what either system needs.
+func waitTimeout(n int) time.Duration { return time.Minute + time.Duration(n)*600*time.Millisecond }
+
+// scaleReference runs the same pods as n ReplicaSets of 4 pods, reconciled by
+// kube-controller-manager's ReplicaSet controller.
+func (b *bench) scaleReference(ctx context.Context, nodes, n int) (run scaleRun) {
+	run = scaleRun{System: "replicaset"}
+	c, err := b.startCluster(ctx, nodes, fmt.Sprintf("scale-%d-replicaset", n))
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	defer b.stopCluster(c, &run.Error)
+	cl, cfg, err := benchClient(c.Config)
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	nss, err := createNamespaces(ctx, cl, scaleNamespaces)
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	trackCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tracker, err := trackReady(trackCtx, cfg, &appsv1.ReplicaSet{}, func(o client.Object) bool {
+		rs := o.(*appsv1.ReplicaSet)
+		return rs.Status.ReadyReplicas == *rs.Spec.Replicas
+	})
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	start := time.Now()
+	err = parallel(ctx, n, createWorkers, func(ctx context.Context, i int) error {
+		return cl.Create(ctx, referenceReplicaSet(fmt.Sprintf("rs-%04d", i), nss[i%len(nss)]))
+	})
+	if err != nil {
+		run.Error = "creating ReplicaSets: " + err.Error()
+		return run
+	}
+	converged, err := tracker.waitReady(ctx, c, n, waitTimeout(n), 90*time.Second, func() string { return "" })
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	run.Seconds = converged.Sub(start).Seconds()
+	run.Timeline = tracker.timeline(start)
+	return run
+}
+
+// referenceReplicaSet has 4 pods with the Ray worker's container (image and requests).
+func referenceReplicaSet(name, ns string) *appsv1.ReplicaSet {
+	labels := map[string]string{"app": name}
+	tmpl := benchClusterSpec().WorkerGroupSpecs[0].Template
+	tmpl.Labels = labels
+	return &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To[int32](podsPerCluster),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: tmpl,
+		},
+	}
+}
