@@ -151,7 +151,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	p := &pass{log: log, object: rc, cluster: rc.DeepCopy()}
 	defaulting.RayCluster(p.cluster)
-	if errs, _ := validation.RayCluster(p.cluster, r.Gates); len(errs) > 0 {
+	errs, _ := validation.RayCluster(p.cluster, r.Gates)
+	if len(errs) == 0 {
+		errs = buildable(&p.cluster.Spec)
+	}
+	if len(errs) > 0 {
 		return ctrl.Result{}, r.rejectInvalid(ctx, p, errs)
 	}
 	var err error
@@ -227,6 +231,22 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, reconcileErr erro
 		return result, reconcileErr
 	}
 	return result, nil
+}
+
+// buildable checks what pod building relies on, so a gap in validation can never make the
+// controller panic.
+func buildable(spec *rayv1.RayClusterSpec) field.ErrorList {
+	var errs field.ErrorList
+	p := field.NewPath("spec")
+	if len(spec.HeadGroupSpec.Template.Spec.Containers) == 0 {
+		errs = append(errs, field.Required(p.Child("headGroupSpec", "template", "spec", "containers"), "the Ray container is required"))
+	}
+	for i := range spec.WorkerGroupSpecs {
+		if len(spec.WorkerGroupSpecs[i].Template.Spec.Containers) == 0 {
+			errs = append(errs, field.Required(p.Child("workerGroupSpecs").Index(i).Child("template", "spec", "containers"), "the Ray container is required"))
+		}
+	}
+	return errs
 }
 
 // rejectInvalid handles a spec that breaks admission rules (stored while the webhook was off

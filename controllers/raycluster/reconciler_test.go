@@ -2,6 +2,7 @@ package raycluster_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,4 +127,29 @@ func podsAsObjects(pods []corev1.Pod) []client.Object {
 		out[i] = &p
 	}
 	return out
+}
+
+// Bad input never panics: a cluster without containers (which admission rejects) is
+// reported, not built.
+func TestClusterWithoutContainersIsRejectedNotBuilt(t *testing.T) {
+	ctx := context.Background()
+	rc := builders.RayCluster("empty", "ns").Obj()
+	rc.Spec.HeadGroupSpec.Template.Spec.Containers = nil
+	rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers = nil
+	store := framework.NewCountingClient(newStore(rc))
+	r := &raycluster.Reconciler{Client: store, Recorder: events.NewFakeRecorder(10), Gates: features.Static{},
+		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now}
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "empty"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := &rayv1.RayCluster{}
+	if err := store.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "empty"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got.Status.Reason, rayv1.ValidationFailed+": ") || !strings.Contains(got.Status.Reason, "containers") {
+		t.Errorf("status.reason = %q, want a ValidationFailed reason naming the containers", got.Status.Reason)
+	}
+	if w := store.Writes.Snapshot(); w["create Pod"] != 0 || w["create Service"] != 0 {
+		t.Errorf("writes = %v: nothing may be created for an invalid cluster", w)
+	}
 }
