@@ -6,8 +6,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/test/builders"
@@ -19,21 +22,23 @@ var _ = Describe("suspend", func() {
 		Expect(k8s.Create(ctx, builders.RayCluster("sus", ns).Obj())).To(Succeed())
 		waitReady(ctx, ns, "sus")
 
-		// Record every suspend condition the status goes through.
-		seen := map[string]bool{}
-		record := func() rayv1.RayClusterStatus {
-			st := getCluster(ctx, ns, "sus").Status
-			if c := condition(st, rayv1.RayClusterSuspending); c != nil && c.Status == metav1.ConditionTrue {
-				seen["suspending"] = true
-			}
-			return st
-		}
+		// A finalizer holds the head pod while it terminates, so the Suspending step lasts.
+		head := headPods(ctx, ns, "sus")[0]
+		Expect(k8s.Patch(ctx, &head, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["test.raygate.ray.io/hold"]}}`)))).To(Succeed())
+
 		updateCluster(ctx, ns, "sus", func(rc *rayv1.RayCluster) { rc.Spec.Suspend = ptr.To(true) })
-		Eventually(record).Should(And(stateIs(rayv1.Suspended),
+		suspending := And(
+			haveCondition(rayv1.RayClusterSuspending, metav1.ConditionTrue, string(rayv1.RayClusterSuspending)),
+			haveCondition(rayv1.RayClusterSuspended, metav1.ConditionFalse, string(rayv1.RayClusterSuspended)))
+		Eventually(clusterStatus(ctx, ns, "sus")).Should(suspending)
+		Eventually(func() []corev1.Pod { return pods(ctx, ns, "sus") }).Should(BeEmpty(), "every pod is terminating")
+		Consistently(clusterStatus(ctx, ns, "sus"), time.Second).Should(suspending, "Suspended only once no pod is left")
+
+		Expect(k8s.Patch(ctx, &head, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
+		Eventually(clusterStatus(ctx, ns, "sus")).Should(And(stateIs(rayv1.Suspended),
 			haveCondition(rayv1.RayClusterSuspended, metav1.ConditionTrue, string(rayv1.RayClusterSuspended)),
 			haveCondition(rayv1.RayClusterSuspending, metav1.ConditionFalse, string(rayv1.RayClusterSuspending)),
 			haveCondition(rayv1.RayClusterProvisioned, metav1.ConditionFalse, rayv1.RayClusterPodsProvisioning)))
-		Expect(pods(ctx, ns, "sus")).To(BeEmpty())
 		Expect(events(ctx, ns, "sus")).To(ContainElement(ContainSubstring("Normal DeletedAllPods")))
 		Consistently(func() int { return len(pods(ctx, ns, "sus")) }, time.Second).Should(BeZero(), "a suspended cluster gets no pods")
 
@@ -41,7 +46,6 @@ var _ = Describe("suspend", func() {
 		waitReady(ctx, ns, "sus")
 		Expect(getCluster(ctx, ns, "sus").Status).To(haveCondition(rayv1.RayClusterSuspended, metav1.ConditionFalse, string(rayv1.RayClusterSuspended)))
 		Expect(pods(ctx, ns, "sus")).To(HaveLen(2))
-		_ = seen // Suspending may be too short-lived to observe by polling; the final conditions prove the path.
 	})
 
 	It("suspends a single worker group", func(ctx context.Context) {
