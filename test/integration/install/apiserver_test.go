@@ -43,6 +43,15 @@ var _ = Describe("the install on an API server", func() {
 			"--set", "priorityClassName=system-cluster-critical", "--set", "commonLabels.team=ml", "--set", "commonAnnotations.owner=platform"),
 	)
 
+	It("passes `helm template charts/raygate | kubectl apply --dry-run=server -f -` as written", func(ctx context.Context) {
+		manifests := template(chartDir)
+		out, stderr, err := env.Kubectl(ctx, manifests, "apply", "--dry-run=server", "-f", "-")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Expect(strings.Count(out, "(server dry run)")).To(Equal(len(parse(manifests))), out)
+		Expect(out).To(ContainSubstring("deployment.apps/raygate created (server dry run)"))
+		Expect(out).To(ContainSubstring("certificate.cert-manager.io/raygate-webhook-cert created (server dry run)"))
+	})
+
 	It("accepts the chart's webhooks and certificates for the full team contract (server-side dry-run)", func(ctx context.Context) {
 		dir := chartWithGenerated(GinkgoT().TempDir(), testdataPath("generated-role.yaml"), testdataPath("generated-webhooks.yaml"))
 		for _, args := range [][]string{nil, {"--set", "watchNamespaces={team-a,team-b}"}} {
