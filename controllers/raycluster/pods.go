@@ -132,8 +132,13 @@ func (r *Reconciler) reconcileHead(ctx context.Context, p *pass, heads []corev1.
 		if !del {
 			return false, nil
 		}
-		if err := r.deletePod(ctx, p, &heads[0], expectations.HeadGroup, why); err != nil {
+		ok, err := r.deletePod(ctx, p, &heads[0], expectations.HeadGroup)
+		if err != nil {
+			r.warn(p, EventFailedDeleteHeadPod, actionDelete, "Failed to delete head pod %s: %v", heads[0].Name, err)
 			return true, failure(rayv1.FailedDeleteHeadPod, "deleting head pod %s: %w", heads[0].Name, err)
+		}
+		if ok {
+			r.normal(p, EventDeletedHeadPod, actionDelete, "Deleted head pod %s: %s", heads[0].Name, why)
 		}
 		return true, nil
 	case 0:
@@ -162,43 +167,57 @@ func (r *Reconciler) reconcileHead(ctx context.Context, p *pass, heads []corev1.
 	}
 }
 
-// deletePod deletes one pod and records the expectation and the event; a pod already gone
-// is not an error.
-func (r *Reconciler) deletePod(ctx context.Context, p *pass, pod *corev1.Pod, group, why string) error {
-	reason, failed := EventDeletedWorkerPod, EventFailedDeleteWorkerPod
-	if group == expectations.HeadGroup {
-		reason, failed = EventDeletedHeadPod, EventFailedDeleteHeadPod
-	}
-	err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+// deletePod deletes one pod and records the expectation; a pod already gone is not an error
+// (deleted is then false). The caller reports the deletion.
+func (r *Reconciler) deletePod(ctx context.Context, p *pass, pod *corev1.Pod, group string) (deleted bool, err error) {
+	err = r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-		return nil // gone already, or replaced by a pod of the same name
+		return false, nil // gone already, or replaced by a pod of the same name
 	case err != nil:
-		r.warn(p, failed, actionDelete, "Failed to delete pod %s: %v", pod.Name, err)
-		return err
+		return false, err
 	}
 	r.Expectations.Expect(pod.Namespace, p.cluster.Name, group, pod.Name, expectations.Delete)
-	r.normal(p, reason, actionDelete, "Deleted pod %s: %s", pod.Name, why)
-	return nil
+	return true, nil
 }
 
-// createWorker creates one worker pod of a group.
-func (r *Reconciler) createWorker(ctx context.Context, p *pass, g *rayv1.WorkerGroupSpec, idx *ReplicaIndex) error {
-	pod := BuildWorkerPod(p.cluster, g, idx)
-	if err := r.Create(ctx, pod); err != nil {
-		r.warn(p, EventFailedCreateWorkerPod, actionCreate, "Failed to create worker pod of group %s: %v", g.GroupName, err)
-		return failure(rayv1.FailedCreateWorkerPod, "creating a worker pod of group %s: %w", g.GroupName, err)
+// createWorkers creates worker pods of a group, one per entry of idx (entries are nil unless
+// RayMultiHostIndexing is on), and reports them in one event.
+func (r *Reconciler) createWorkers(ctx context.Context, p *pass, g *rayv1.WorkerGroupSpec, idx []*ReplicaIndex) error {
+	var created []string
+	defer func() {
+		if len(created) > 0 {
+			r.normal(p, EventCreatedWorkerPod, actionCreate, "Created %d worker pods of group %s: %s", len(created), g.GroupName, strings.Join(created, ", "))
+		}
+	}()
+	for _, i := range idx {
+		pod := BuildWorkerPod(p.cluster, g, i)
+		if err := r.Create(ctx, pod); err != nil {
+			r.warn(p, EventFailedCreateWorkerPod, actionCreate, "Failed to create a worker pod of group %s: %v", g.GroupName, err)
+			return failure(rayv1.FailedCreateWorkerPod, "creating a worker pod of group %s: %w", g.GroupName, err)
+		}
+		r.Expectations.Expect(pod.Namespace, p.cluster.Name, g.GroupName, pod.Name, expectations.Create)
+		created = append(created, pod.Name)
 	}
-	r.Expectations.Expect(pod.Namespace, p.cluster.Name, g.GroupName, pod.Name, expectations.Create)
-	r.normal(p, EventCreatedWorkerPod, actionCreate, "Created worker pod %s of group %s", pod.Name, g.GroupName)
 	return nil
 }
 
-// deleteWorkers deletes worker pods of a group.
+// deleteWorkers deletes worker pods of a group and reports them in one event.
 func (r *Reconciler) deleteWorkers(ctx context.Context, p *pass, g *rayv1.WorkerGroupSpec, pods []corev1.Pod, why string) error {
+	var deleted []string
+	defer func() {
+		if len(deleted) > 0 {
+			r.normal(p, EventDeletedWorkerPod, actionDelete, "Deleted %d worker pods of group %s (%s): %s", len(deleted), g.GroupName, why, strings.Join(deleted, ", "))
+		}
+	}()
 	for i := range pods {
-		if err := r.deletePod(ctx, p, &pods[i], g.GroupName, why); err != nil {
+		ok, err := r.deletePod(ctx, p, &pods[i], g.GroupName)
+		if err != nil {
+			r.warn(p, EventFailedDeleteWorkerPod, actionDelete, "Failed to delete worker pod %s: %v", pods[i].Name, err)
 			return failure(rayv1.FailedDeleteWorkerPod, "deleting worker pod %s: %w", pods[i].Name, err)
+		}
+		if ok {
+			deleted = append(deleted, pods[i].Name)
 		}
 	}
 	return nil
@@ -226,16 +245,15 @@ func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, p *pass, i int) (
 	}
 
 	var unhealthy []corev1.Pod
+	var whys []string
 	for _, pod := range pods {
 		if del, why := shouldDeletePod(&pod); del {
-			if err := r.deleteWorkers(ctx, p, g, []corev1.Pod{pod}, why); err != nil {
-				return true, err
-			}
-			unhealthy = append(unhealthy, pod)
+			unhealthy, whys = append(unhealthy, pod), append(whys, why)
 		}
 	}
 	if len(unhealthy) > 0 {
-		return true, nil // replacements are created once the deletions are visible
+		// Replacements are created once the deletions are visible in the cache.
+		return true, r.deleteWorkers(ctx, p, g, unhealthy, strings.Join(whys, "; "))
 	}
 
 	removed := map[string]bool{}
@@ -262,22 +280,18 @@ func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, p *pass, i int) (
 	diff := int(rayspec.WorkerGroupDesiredPods(*g)) - len(running)
 	switch {
 	case diff > 0:
-		var idx []int
+		idx := make([]*ReplicaIndex, diff)
 		if indexing {
 			used := map[int]bool{}
 			for i := range running {
 				used[replicaIndex(&running[i])] = true
 			}
-			idx = freeIndices(used, diff)
+			for n, free := range freeIndices(used, diff) {
+				idx[n] = &ReplicaIndex{Index: free}
+			}
 		}
-		for n := 0; n < diff; n++ {
-			var ri *ReplicaIndex
-			if indexing {
-				ri = &ReplicaIndex{Index: idx[n]}
-			}
-			if err := r.createWorker(ctx, p, g, ri); err != nil {
-				return true, err
-			}
+		if err := r.createWorkers(ctx, p, g, idx); err != nil {
+			return true, err
 		}
 	case diff < 0:
 		if !randomDeleteAllowed(rayspec.AutoscalingEnabled(&rc.Spec), r.RandomPodDelete) {
@@ -364,13 +378,15 @@ func (r *Reconciler) reconcileMultiHostGroup(ctx context.Context, p *pass, i int
 		for _, rep := range kept {
 			used[rep.Index] = true
 		}
+		var idx []*ReplicaIndex
 		for _, index := range freeIndices(used, diff) {
 			name := g.GroupName + "-" + utilrand.String(5)
 			for host := 0; host < hosts; host++ {
-				if err := r.createWorker(ctx, p, g, &ReplicaIndex{Index: index, Name: name, Host: host, MultiHost: true}); err != nil {
-					return true, err
-				}
+				idx = append(idx, &ReplicaIndex{Index: index, Name: name, Host: host, MultiHost: true})
 			}
+		}
+		if err := r.createWorkers(ctx, p, g, idx); err != nil {
+			return true, err
 		}
 	case diff < 0:
 		if !randomDeleteAllowed(rayspec.AutoscalingEnabled(&rc.Spec), r.RandomPodDelete) {
