@@ -49,20 +49,30 @@ type goBenchmark struct {
 	Metrics    map[string]float64 `json:"metrics"` // unit → value: ns/op, B/op, allocs/op, custom
 }
 
-// admissionResult is the "admission" scenario.
-type admissionResult struct {
-	Scenario    string  `json:"scenario"`
+// admissionLatency compares webhooks on and off at one client concurrency.
+type admissionLatency struct {
 	Requests    int     `json:"requestsPerSetting"`
 	Concurrency int     `json:"concurrency"`
 	On          latency `json:"webhooksOn"`
 	Off         latency `json:"webhooksOff"`
-	// AddedP50Ms and AddedP99Ms are on minus off (target: p99 < 10 ms).
-	AddedP50Ms float64       `json:"addedP50Ms"`
-	AddedP99Ms float64       `json:"addedP99Ms"`
-	GoBench    []goBenchmark `json:"goBenchmarks,omitempty"`
-	GoBenchCmd string        `json:"goBenchCommand"`
-	Error      string        `json:"error,omitempty"`
-	GoBenchErr string        `json:"goBenchError,omitempty"`
+	// AddedP50Ms and AddedP99Ms are on minus off.
+	AddedP50Ms float64 `json:"addedP50Ms"`
+	AddedP99Ms float64 `json:"addedP99Ms"`
+}
+
+// admissionResult is the "admission" scenario.
+type admissionResult struct {
+	Scenario string `json:"scenario"`
+	// Concurrent is the target measurement (concurrency 20; target: p99 added < 10 ms);
+	// Sequential the same with one client, where nothing queues.
+	Concurrent admissionLatency `json:"concurrent"`
+	Sequential admissionLatency `json:"sequential"`
+	// Handlers is the webhook server's own latency per webhook path.
+	Handlers   map[string]handlerLatency `json:"handlers,omitempty"`
+	GoBench    []goBenchmark             `json:"goBenchmarks,omitempty"`
+	GoBenchCmd string                    `json:"goBenchCommand"`
+	Error      string                    `json:"error,omitempty"`
+	GoBenchErr string                    `json:"goBenchError,omitempty"`
 }
 
 func (r admissionResult) line() admissionResult { return r }
@@ -94,65 +104,78 @@ func summarise(durations []time.Duration, errors int, wall time.Duration) latenc
 	return l
 }
 
+const sequentialRequests = 200
+
 func runAdmission(ctx context.Context, b *bench, n int) (res admissionResult) {
-	res = admissionResult{Scenario: "admission", Requests: n, Concurrency: admissionConcurrency,
-		GoBenchCmd: "go test -run '^$' -bench . -benchmem ./webhooks/"}
-	b.logf("admission: %d server-side dry-run creates per setting at concurrency %d", n, admissionConcurrency)
-	res.On, res.Off, res.Error = b.admissionThroughAPIServer(ctx, n)
-	if res.Error == "" {
-		res.AddedP50Ms = res.On.P50Ms - res.Off.P50Ms
-		res.AddedP99Ms = res.On.P99Ms - res.Off.P99Ms
-	}
+	res = admissionResult{Scenario: "admission", GoBenchCmd: "go test -run '^$' -bench . -benchmem ./webhooks/"}
+	b.logf("admission: %d server-side dry-run creates per setting at concurrency %d, then %d one at a time", n, admissionConcurrency, sequentialRequests)
+	res.Error = b.admissionThroughAPIServer(ctx, n, &res)
 	b.logf("admission: Go benchmarks of the handlers")
 	res.GoBench, res.GoBenchErr = runGoBench(ctx)
 	return res
 }
 
-func (b *bench) admissionThroughAPIServer(ctx context.Context, n int) (on, off latency, runErr string) {
+func (b *bench) admissionThroughAPIServer(ctx context.Context, n int, res *admissionResult) (runErr string) {
 	if _, err := os.Stat(filepath.Join(controlplane.RepoRoot(), "config", "webhook", "manifests.yaml")); err != nil {
-		return on, off, "no generated webhook configuration (config/webhook/manifests.yaml): webhooks not on main yet"
+		return "no generated webhook configuration (config/webhook/manifests.yaml): webhooks not on main yet"
 	}
 	c, err := b.startCluster(ctx, 1, "admission", func(o *localcluster.Options) {
 		o.Webhooks, o.GatewayAPI = true, true
 	})
 	if err != nil {
-		return on, off, err.Error()
+		return err.Error()
 	}
 	defer b.stopCluster(c, &runErr)
 	cl, _, err := benchClient(c.Config)
 	if err != nil {
-		return on, off, err.Error()
+		return err.Error()
 	}
 	host, port, certDir := c.WebhookServing()
-	if _, err := startOperator(ctx, c, b.operatorBin, operatorOptions{Concurrency: 4, Webhooks: true, ExtraArgs: []string{
+	op, err := startOperator(ctx, c, b.operatorBin, operatorOptions{Concurrency: 4, Webhooks: true, ExtraArgs: []string{
 		"--webhook-host=" + host, "--webhook-port=" + strconv.Itoa(port), "--webhook-cert-dir=" + certDir,
-	}}); err != nil {
-		return on, off, err.Error()
+	}})
+	if err != nil {
+		return err.Error()
 	}
 	if _, err := createNamespaces(ctx, cl, 1); err != nil {
-		return on, off, err.Error()
+		return err.Error()
 	}
 	toggle, err := newWebhookToggle(ctx, cl)
 	if err != nil {
-		return on, off, err.Error()
+		return err.Error()
 	}
+	if res.Concurrent, err = compareWebhooks(ctx, cl, toggle, n, admissionConcurrency, admissionRounds, "c"); err != nil {
+		return err.Error()
+	}
+	if res.Sequential, err = compareWebhooks(ctx, cl, toggle, sequentialRequests, 1, 2, "s"); err != nil {
+		return err.Error()
+	}
+	if res.Handlers, err = op.webhookLatency(); err != nil {
+		b.logf("webhook metrics: %v", err)
+	}
+	return ""
+}
 
+// compareWebhooks sends n dry-run creates with webhooks off and n with them on, alternating
+// in rounds so background load hits both alike.
+func compareWebhooks(ctx context.Context, cl client.Client, toggle *webhookToggle, n, concurrency, rounds int, prefix string) (admissionLatency, error) {
+	res := admissionLatency{Requests: n, Concurrency: concurrency}
 	var onD, offD []time.Duration
 	var onErr, offErr int
 	var onWall, offWall time.Duration
-	per := max(1, n/admissionRounds)
-	for round := 0; round < admissionRounds; round++ {
+	per := max(1, n/rounds)
+	for round := 0; round < rounds; round++ {
 		for _, enabled := range []bool{false, true} {
 			if err := toggle.set(ctx, enabled); err != nil {
-				return on, off, err.Error()
+				return res, err
 			}
 			count := per
-			if round == admissionRounds-1 {
-				count = n - per*(admissionRounds-1)
+			if round == rounds-1 {
+				count = n - per*(rounds-1)
 			}
-			d, errs, wall, err := dryRunCreates(ctx, cl, count, fmt.Sprintf("r%d", round))
+			d, errs, wall, err := dryRunCreates(ctx, cl, count, concurrency, fmt.Sprintf("%s%d%s", prefix, round, onOff(enabled)))
 			if err != nil {
-				return on, off, err.Error()
+				return res, err
 			}
 			if enabled {
 				onD, onErr, onWall = append(onD, d...), onErr+errs, onWall+wall
@@ -161,7 +184,10 @@ func (b *bench) admissionThroughAPIServer(ctx context.Context, n int) (on, off l
 			}
 		}
 	}
-	return summarise(onD, onErr, onWall), summarise(offD, offErr, offWall), ""
+	res.On, res.Off = summarise(onD, onErr, onWall), summarise(offD, offErr, offWall)
+	res.AddedP50Ms = res.On.P50Ms - res.Off.P50Ms
+	res.AddedP99Ms = res.On.P99Ms - res.Off.P99Ms
+	return res, nil
 }
 
 // benchRayService is a realistic RayService: NewCluster upgrades, a serve config with one
@@ -170,15 +196,15 @@ func benchRayService(name string) *rayv1.RayService {
 	return builders.RayService(name, "bench-0").Obj()
 }
 
-// dryRunCreates sends count server-side dry-run creates from admissionConcurrency clients
-// and returns each successful request's latency.
-func dryRunCreates(ctx context.Context, cl client.Client, count int, prefix string) ([]time.Duration, int, time.Duration, error) {
+// dryRunCreates sends count server-side dry-run creates from concurrency clients and
+// returns each successful request's latency.
+func dryRunCreates(ctx context.Context, cl client.Client, count, concurrency int, prefix string) ([]time.Duration, int, time.Duration, error) {
 	var mu sync.Mutex
 	durations := make([]time.Duration, 0, count)
 	errs := 0
 	var firstErr error
 	start := time.Now()
-	_ = parallel(ctx, count, admissionConcurrency, func(ctx context.Context, i int) error {
+	_ = parallel(ctx, count, concurrency, func(ctx context.Context, i int) error {
 		svc := benchRayService(fmt.Sprintf("svc-%s-%d", prefix, i))
 		t := time.Now()
 		err := cl.Create(ctx, svc, client.DryRunAll)

@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -227,7 +230,7 @@ func TestVerdicts(t *testing.T) {
 		"Operator peak RSS at 4000 pods":                  "met",
 		"Time to ready vs ReplicaSets, 100 RayClusters":   "not run",
 		"Incremental upgrade pacing":                      "met",
-		"Admission p99 added by the webhooks":             "not run",
+		"Admission p99 added by the webhooks, 20 clients": "not run",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("verdicts =\n%v\nwant\n%v", got, want)
@@ -275,5 +278,45 @@ func TestCumulative(t *testing.T) {
 	pts := cumulative([]float64{1.5, 2, 2})
 	if len(pts) != 4 || pts[0].X != 0 || pts[0].Y != 0 || pts[3].X != 2 || pts[3].Y != 3 {
 		t.Errorf("cumulative = %v", pts)
+	}
+}
+
+func TestWebhookLatencyFrom(t *testing.T) {
+	text := `# TYPE controller_runtime_webhook_latency_seconds histogram
+controller_runtime_webhook_latency_seconds_bucket{webhook="/validate-ray-io-v1-rayservice",le="0.0001"} 0
+controller_runtime_webhook_latency_seconds_bucket{webhook="/validate-ray-io-v1-rayservice",le="0.001"} 90
+controller_runtime_webhook_latency_seconds_bucket{webhook="/validate-ray-io-v1-rayservice",le="0.01"} 100
+controller_runtime_webhook_latency_seconds_bucket{webhook="/validate-ray-io-v1-rayservice",le="+Inf"} 100
+controller_runtime_webhook_latency_seconds_sum{webhook="/validate-ray-io-v1-rayservice"} 0.05
+controller_runtime_webhook_latency_seconds_count{webhook="/validate-ray-io-v1-rayservice"} 100
+controller_runtime_webhook_latency_seconds_bucket{webhook="/mutate-ray-io-v1-raycluster",le="+Inf"} 0
+controller_runtime_webhook_latency_seconds_sum{webhook="/mutate-ray-io-v1-raycluster"} 0
+controller_runtime_webhook_latency_seconds_count{webhook="/mutate-ray-io-v1-raycluster"} 0
+`
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := webhookLatencyFrom(families)
+	want := map[string]handlerLatency{"/validate-ray-io-v1-rayservice": {Count: 100, MeanMs: 0.5, P99AtMostMs: 10}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("webhookLatencyFrom = %+v, want %+v (unused webhooks left out)", got, want)
+	}
+}
+
+func TestAnalyseShifts(t *testing.T) {
+	obs := []trafficShift{{0.1, 0}, {3.0, 0}, {5.0, 5}, {5.2, 5}, {7.1, 10}, {9.0, 15}, {9.5, 15}}
+	shifts, gaps := analyseShifts(obs, 2*time.Second)
+	want := []trafficShift{{5.0, 5}, {7.1, 10}, {9.0, 15}}
+	if !reflect.DeepEqual(shifts, want) {
+		t.Errorf("shifts = %v, want %v (repeats and the initial 0 are not shifts)", shifts, want)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	if gaps.Count != 2 || !near(gaps.MinS, 1.9) || !near(gaps.MaxS, 2.1) || !near(gaps.MeanS, 2) || !near(gaps.Excess, 0) {
+		t.Errorf("gaps = %+v", gaps)
+	}
+	if _, g := analyseShifts(nil, time.Second); g.Count != 0 || g.MinS != 0 {
+		t.Errorf("no shifts: %+v", g)
 	}
 }

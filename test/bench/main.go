@@ -53,7 +53,7 @@ func parseFlags() (flags, error) {
 	scenarios := flag.String("scenarios", "scale,upgrade,admission", "comma-separated scenarios: scale, upgrade, admission")
 	sizes := flag.String("sizes", "100,1000", "numbers of RayClusters for the scale scenario")
 	flag.IntVar(&f.concurrency, "concurrency", 4, "raygate's --reconcile-concurrency in the main scale runs (its default)")
-	sweep := flag.String("sweep", "1,16", "other --reconcile-concurrency values, measured at the largest size (empty: none)")
+	sweep := flag.String("sweep", "8,16", "other --reconcile-concurrency values, measured at the largest size (empty: none)")
 	flag.DurationVar(&f.quiet, "quiet", 60*time.Second, "quiet window after convergence in which writes are counted")
 	flag.IntVar(&f.admissionN, "admission-requests", 2000, "server-side dry-run creates per webhook setting")
 	flag.StringVar(&f.docs, "docs", filepath.Join(controlplane.RepoRoot(), "docs", "benchmarks.md"), "report to rewrite")

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -218,16 +219,20 @@ func parseUsage(status, stat string) (processUsage, error) {
 	return u, nil
 }
 
-// reconciles scrapes controller-runtime's reconcile counters from the operator's metrics
-// endpoint: controller → result → count.
-func (o *operator) reconciles() (map[string]map[string]float64, error) {
+func (o *operator) metrics() (map[string]*dto.MetricFamily, error) {
 	resp, err := http.Get("http://" + o.metricsAddr + "/metrics")
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(resp.Body)
+	return p.TextToMetricFamilies(resp.Body)
+}
+
+// reconciles scrapes controller-runtime's reconcile counters from the operator's metrics
+// endpoint: controller → result → count.
+func (o *operator) reconciles() (map[string]map[string]float64, error) {
+	families, err := o.metrics()
 	if err != nil {
 		return nil, err
 	}
@@ -301,4 +306,51 @@ func freeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+// handlerLatency is the webhook server's own view of one webhook: controller-runtime's
+// controller_runtime_webhook_latency_seconds histogram (decade buckets, so the p99 is an
+// upper bound), from the request arriving to the response written — no network, no API server.
+type handlerLatency struct {
+	Count  float64 `json:"count"`
+	MeanMs float64 `json:"meanMs"`
+	// P99AtMostMs is the smallest bucket bound at or above the 99th percentile.
+	P99AtMostMs float64 `json:"p99AtMostMs"`
+}
+
+func (o *operator) webhookLatency() (map[string]handlerLatency, error) {
+	families, err := o.metrics()
+	if err != nil {
+		return nil, err
+	}
+	return webhookLatencyFrom(families), nil
+}
+
+func webhookLatencyFrom(families map[string]*dto.MetricFamily) map[string]handlerLatency {
+	out := map[string]handlerLatency{}
+	mf, ok := families["controller_runtime_webhook_latency_seconds"]
+	if !ok {
+		return out
+	}
+	for _, m := range mf.GetMetric() {
+		var path string
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "webhook" {
+				path = l.GetValue()
+			}
+		}
+		h := m.GetHistogram()
+		if h.GetSampleCount() == 0 {
+			continue
+		}
+		l := handlerLatency{Count: float64(h.GetSampleCount()), MeanMs: 1000 * h.GetSampleSum() / float64(h.GetSampleCount())}
+		for _, b := range h.GetBucket() { // cumulative, ascending
+			if float64(b.GetCumulativeCount()) >= 0.99*float64(h.GetSampleCount()) {
+				l.P99AtMostMs = 1000 * b.GetUpperBound()
+				break
+			}
+		}
+		out[path] = l
+	}
+	return out
 }

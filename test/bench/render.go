@@ -184,21 +184,35 @@ func renderAdmission(m *md, a *admissionResult) {
 		m.p("Not run.")
 		return
 	}
-	m.p("%d server-side dry-run creates (`kubectl apply --dry-run=server` does the same) of a realistic\n"+
+	m.p("Server-side dry-run creates (what `kubectl apply --dry-run=server` sends) of a realistic\n"+
 		"RayService (`test/builders` defaults: NewCluster strategy, a serve config with one application,\n"+
-		"head and worker group with resources) per setting, from %d concurrent clients, through the API\n"+
-		"server. Webhooks on and off alternate in %d rounds, so background load hits both alike; each\n"+
-		"switch is confirmed by a probe that only the webhook rejects. Latency is measured by the client.",
-		a.Requests, a.Concurrency, admissionRounds)
+		"a head and a worker group with resources) through the API server, which calls the mutating and\n"+
+		"the validating webhook over TLS. Webhooks on and off alternate in rounds, so background load\n"+
+		"hits both alike; each switch is confirmed by a probe that only the webhook rejects. Latency is\n"+
+		"measured by the client. The target is on %d concurrent clients; the same with one client shows\n"+
+		"the cost without queueing on the machine's cores.", admissionConcurrency)
 	if a.Error != "" {
 		m.p("Through the API server: **not measured** — %s", a.Error)
 	} else {
 		lat := func(name string, l latency) []string {
 			return []string{name, fmt.Sprint(l.Requests), f2(l.P50Ms), f2(l.P90Ms), f2(l.P99Ms), f2(l.MeanMs), f1(l.PerSecond), fmt.Sprint(l.Errors)}
 		}
-		m.table([]string{"webhooks", "requests", "p50 ms", "p90 ms", "p99 ms", "mean ms", "requests/s", "errors"},
-			[][]string{lat("off", a.Off), lat("on", a.On),
-				{"added by the webhooks", "", f2(a.AddedP50Ms), f2(a.On.P90Ms - a.Off.P90Ms), f2(a.AddedP99Ms), f2(a.On.MeanMs - a.Off.MeanMs), "", ""}})
+		for _, c := range []admissionLatency{a.Concurrent, a.Sequential} {
+			m.p("%d client(s), %d requests per setting:", c.Concurrency, c.Requests)
+			m.table([]string{"webhooks", "requests", "p50 ms", "p90 ms", "p99 ms", "mean ms", "requests/s", "errors"},
+				[][]string{lat("off", c.Off), lat("on", c.On),
+					{"**added by the webhooks**", "", f2(c.AddedP50Ms), f2(c.On.P90Ms - c.Off.P90Ms), f2(c.AddedP99Ms), f2(c.On.MeanMs - c.Off.MeanMs), "", ""}})
+		}
+		if len(a.Handlers) > 0 {
+			m.p("Inside the operator (controller-runtime's `controller_runtime_webhook_latency_seconds`, all\n" +
+				"requests above; decade buckets, so the p99 is an upper bound):")
+			var rows [][]string
+			for _, path := range sortedKeys(a.Handlers) {
+				h := a.Handlers[path]
+				rows = append(rows, []string{"`" + path + "`", fmt.Sprintf("%.0f", h.Count), f2(h.MeanMs), "≤ " + fmt.Sprint(h.P99AtMostMs)})
+			}
+			m.table([]string{"webhook", "requests", "mean ms", "p99 ms"}, rows)
+		}
 	}
 	m.p("Handler benchmarks (`%s`): each decodes an AdmissionReview, defaults or validates, and encodes the response.", a.GoBenchCmd)
 	if a.GoBenchErr != "" {
