@@ -7,6 +7,7 @@ package install
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -64,4 +65,4 @@ kind: Namespace
 metadata: {name: tenant-ops}
 `, "apply", "-f", "-")
 	Expect(err).NotTo(HaveOccurred(), stderr)
-}, NodeTimeout(5*60e9))
+}, NodeTimeout(15*time.Minute)) // a first run builds helm from source (about 3 minutes)
