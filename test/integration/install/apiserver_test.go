@@ -52,6 +52,29 @@ var _ = Describe("the install on an API server", func() {
 		Expect(out).To(ContainSubstring("certificate.cert-manager.io/raygate-webhook-cert created (server dry run)"))
 	})
 
+	It("installs and uninstalls with helm, keeping the CRDs", func(ctx context.Context) {
+		// Namespace-scoped to team-a so its webhooks (which have no pods behind them here)
+		// stay out of the other specs' way.
+		kc := "--kubeconfig=" + env.Kubeconfig
+		out, err := runHelm("install", "tenant", chartDir, kc, "--namespace", "tenant-ops", "--set", "watchNamespaces={team-a}")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("STATUS: deployed"))
+		Expect(out).To(ContainSubstring("watching only: team-a"))
+		stdout, stderr, err := env.Kubectl(ctx, "", "get", "deployment,certificate,issuer,role,rolebinding", "-A", "-l", "app.kubernetes.io/instance=tenant", "-o", "name")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Expect(strings.Fields(stdout)).To(ContainElements(
+			"deployment.apps/tenant-raygate", "certificate.cert-manager.io/tenant-raygate-webhook-cert",
+			"issuer.cert-manager.io/tenant-raygate-ca", "role.rbac.authorization.k8s.io/tenant-raygate-leader-election"))
+
+		out, err = runHelm("uninstall", "tenant", kc, "--namespace", "tenant-ops", "--wait")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring(`release "tenant" uninstalled`))
+		stdout, _, _ = env.Kubectl(ctx, "", "get", "all,role,rolebinding,clusterrole,mutatingwebhookconfiguration,validatingwebhookconfiguration", "-A", "-l", "app.kubernetes.io/instance=tenant", "-o", "name")
+		Expect(strings.TrimSpace(stdout)).To(BeEmpty())
+		_, stderr, err = env.Kubectl(ctx, "", "get", "crd", "rayclusters.ray.io", "rayservices.ray.io")
+		Expect(err).NotTo(HaveOccurred(), "helm uninstall leaves the CRDs (and so the users' objects): %s", stderr)
+	})
+
 	It("accepts the chart's webhooks and certificates for the full team contract (server-side dry-run)", func(ctx context.Context) {
 		dir := chartWithGenerated(GinkgoT().TempDir(), testdataPath("generated-role.yaml"), testdataPath("generated-webhooks.yaml"))
 		for _, args := range [][]string{nil, {"--set", "watchNamespaces={team-a,team-b}"}} {
