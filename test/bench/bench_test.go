@@ -178,9 +178,9 @@ func TestNodesFor(t *testing.T) {
 }
 
 func TestMinWritesPerCluster(t *testing.T) {
-	// 4 pods + 1 head Service + 2 status writes + 4 events (one per pod created).
-	if got := minWritesPerCluster(); got != 11 {
-		t.Errorf("minWritesPerCluster = %d, want 11", got)
+	// 4 pods + 1 head Service + 2 status writes + 2 events (head group up, workers scaled up).
+	if got := minWritesPerCluster(); got != 9 {
+		t.Errorf("minWritesPerCluster = %d, want 9", got)
 	}
 }
 

@@ -76,8 +76,9 @@ func renderScale(m *md, r *results, assets string) {
 		"one has `status.state: ready` is measured. The reference creates the same pods as N ReplicaSets\n"+
 		"of %d pods (the worker's container), reconciled by kube-controller-manager, on a fresh cluster\n"+
 		"of the same shape. The minimum writes per RayCluster are %d: %d pods and the head Service\n"+
-		"created once, two status writes, and one event per scaling action (each pod created).",
-		workersPer, scaleNamespaces, podsPerCluster, minWritesPerCluster(), podsPerCluster)
+		"created once, two status writes, and one event per scaling action (the head group brought up,\n"+
+		"the worker group scaled from 0 to %d).",
+		workersPer, scaleNamespaces, podsPerCluster, minWritesPerCluster(), podsPerCluster, workersPer)
 	for _, s := range r.Scale {
 		fmt.Fprintf(m, "### %d RayClusters (%d pods, %d namespaces, %d kwok nodes)\n\n", s.Clusters, s.Pods, s.Namespaces, s.Nodes)
 		if s.Raygate.Error != "" {

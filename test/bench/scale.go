@@ -26,9 +26,11 @@ const (
 
 // minWritesPerCluster is the least a controller can write to bring one RayCluster up: each
 // pod and the head Service created once, the status written twice (first observed, then
-// ready), and one event per scaling action (each pod created).
+// ready), and one event per scaling action — bringing up the head group, and scaling the
+// worker group from 0 to its replicas.
 func minWritesPerCluster() int {
-	return podsPerCluster + 1 + 2 + podsPerCluster
+	const groups = 2 // head group + one worker group
+	return podsPerCluster + 1 + 2 + groups
 }
 
 // scaleRun is one system bringing up the objects.
