@@ -6,12 +6,17 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 )
 
 // mutator applies a defaulting function and patches what it changed.
@@ -49,19 +54,93 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 	return admission.Patched("", patches...)
 }
 
-// defaultingPatch returns the JSON patch from the request's raw object to the defaulted one,
-// without the differences a decode/encode round trip alone causes (e.g. "1000m" printed as
-// "1"): those are not defaults, and patching them would rewrite what the user wrote.
+// defaultingPatch returns the JSON patch that takes the request's raw object to the
+// defaulted one. It diffs the decoded object against the defaulted one, so differences a
+// decode/encode round trip alone causes (e.g. "1000m" printed as "1") are not in it: they
+// are not defaults, and patching them would rewrite what the user wrote. The operations
+// are then fitted to the raw object: a key the user left out is added, not replaced.
 func defaultingPatch(raw []byte, original, defaulted any) ([]jsonpatch.Operation, error) {
+	originalJSON, err := json.Marshal(withoutTemplates(original))
+	if err != nil {
+		return nil, err
+	}
+	defaultedJSON, err := json.Marshal(withoutTemplates(defaulted))
+	if err != nil {
+		return nil, err
+	}
+	patches, err := jsonpatch.CreatePatch(originalJSON, defaultedJSON)
+	if err != nil || len(patches) == 0 {
+		return patches, err
+	}
+	doc := rawDoc{objects: map[string]map[string]json.RawMessage{}}
+	for i := range patches {
+		exists, parentOK := doc.has(raw, patches[i].Path)
+		if !parentOK || patches[i].Operation == "remove" {
+			// Defaulting only adds and replaces, under objects the request has; anything
+			// else takes the slower way that assumes nothing.
+			return diffFromRaw(raw, original, defaulted)
+		}
+		if !exists && patches[i].Operation == "replace" {
+			patches[i].Operation = "add"
+		}
+	}
+	return patches, nil
+}
+
+// rawDoc answers "does this JSON pointer exist in the raw object" by decoding only the
+// objects along the way, one level at a time, without building the whole document.
+type rawDoc struct {
+	objects map[string]map[string]json.RawMessage
+}
+
+// has reports whether the pointer's key exists, and whether its parent is an object.
+func (d rawDoc) has(raw []byte, pointer string) (exists, parentOK bool) {
+	tokens := strings.Split(pointer, "/")[1:]
+	cur, prefix := json.RawMessage(raw), ""
+	for i, t := range tokens {
+		t = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+		last := i == len(tokens)-1
+		switch {
+		case len(cur) > 0 && cur[0] == '{':
+			obj, ok := d.objects[prefix]
+			if !ok {
+				if json.Unmarshal(cur, &obj) != nil {
+					return false, false
+				}
+				d.objects[prefix] = obj
+			}
+			next, found := obj[t]
+			if last {
+				return found, true
+			}
+			cur = next
+		case len(cur) > 0 && cur[0] == '[' && !last:
+			var arr []json.RawMessage
+			n, err := strconv.Atoi(t)
+			if json.Unmarshal(cur, &arr) != nil || err != nil || n < 0 || n >= len(arr) {
+				return false, false
+			}
+			cur = arr[n]
+		default:
+			return false, false
+		}
+		prefix += "/" + t
+	}
+	return false, false
+}
+
+// diffFromRaw diffs the raw object against the defaulted one and drops what the round trip
+// alone changes.
+func diffFromRaw(raw []byte, original, defaulted any) ([]jsonpatch.Operation, error) {
 	defaultedJSON, err := json.Marshal(defaulted)
 	if err != nil {
 		return nil, err
 	}
-	patches, err := jsonpatch.CreatePatch(raw, defaultedJSON)
-	if err != nil || len(patches) == 0 {
-		return patches, err
-	}
 	originalJSON, err := json.Marshal(original)
+	if err != nil {
+		return nil, err
+	}
+	patches, err := jsonpatch.CreatePatch(raw, defaultedJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -74,4 +153,31 @@ func defaultingPatch(raw []byte, original, defaulted any) ([]jsonpatch.Operation
 			return p.Operation == q.Operation && p.Path == q.Path && reflect.DeepEqual(p.Value, q.Value)
 		})
 	}), nil
+}
+
+// withoutTemplates returns a shallow copy of a RayCluster or RayService without its pod
+// templates, which are most of its bytes and which defaulting never touches
+// (FuzzMutateRayService checks the patch against full defaulting).
+func withoutTemplates(obj any) any {
+	switch o := obj.(type) {
+	case *rayv1.RayCluster:
+		c := *o
+		c.Spec = specWithoutTemplates(o.Spec)
+		return &c
+	case *rayv1.RayService:
+		s := *o
+		s.Spec.RayClusterSpec = specWithoutTemplates(o.Spec.RayClusterSpec)
+		return &s
+	}
+	return obj
+}
+
+func specWithoutTemplates(spec rayv1.RayClusterSpec) rayv1.RayClusterSpec {
+	spec.HeadGroupSpec.Template = corev1.PodTemplateSpec{}
+	groups := slices.Clone(spec.WorkerGroupSpecs)
+	for i := range groups {
+		groups[i].Template = corev1.PodTemplateSpec{}
+	}
+	spec.WorkerGroupSpecs = groups
+	return spec
 }

@@ -3,7 +3,6 @@ package webhooks
 import (
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -19,8 +18,6 @@ const DefaultLookupTimeout = 2 * time.Second
 
 // Options are what the handlers need from the manager.
 type Options struct {
-	// Scheme decodes admission requests; it must know ray.io/v1 and gateway.networking.k8s.io/v1.
-	Scheme *runtime.Scheme
 	// Reader looks up GatewayClasses for warnings: the manager's API reader (direct reads, no
 	// cache or watch). Nil skips the lookup.
 	Reader client.Reader
@@ -38,7 +35,7 @@ func Handlers(o Options) map[string]admission.Handler {
 	if o.LookupTimeout == 0 {
 		o.LookupTimeout = DefaultLookupTimeout
 	}
-	decoder := admission.NewDecoder(o.Scheme)
+	decoder := typedDecoder{}
 	return map[string]admission.Handler{
 		MutateRayClusterPath:   &mutator[*rayv1.RayCluster]{decoder: decoder, newObj: func() *rayv1.RayCluster { return &rayv1.RayCluster{} }, apply: defaulting.RayCluster},
 		MutateRayServicePath:   &mutator[*rayv1.RayService]{decoder: decoder, newObj: func() *rayv1.RayService { return &rayv1.RayService{} }, apply: defaulting.RayService},

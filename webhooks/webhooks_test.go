@@ -43,7 +43,7 @@ func scheme() *runtime.Scheme {
 var gateOn = features.Static{features.RayServiceIncrementalUpgrade: true}
 
 func handlers(reader client.Reader) map[string]admission.Handler {
-	return webhooks.Handlers(webhooks.Options{Scheme: scheme(), Reader: reader, Gates: gateOn})
+	return webhooks.Handlers(webhooks.Options{Reader: reader, Gates: gateOn})
 }
 
 func raw(t testing.TB, obj any) []byte {
@@ -259,7 +259,7 @@ func TestGatewayClassWarnings(t *testing.T) {
 func TestRatchetingThroughTheHandler(t *testing.T) {
 	old := builders.RayService("svc", "ns").Incremental(40, 10, 30, "istio").Obj()
 	defaulting.RayService(old)
-	h := webhooks.Handlers(webhooks.Options{Scheme: scheme(), Gates: features.Static{features.RayServiceIncrementalUpgrade: false}})[webhooks.ValidateRayServicePath]
+	h := webhooks.Handlers(webhooks.Options{Gates: features.Static{features.RayServiceIncrementalUpgrade: false}})[webhooks.ValidateRayServicePath]
 
 	relabelled := old.DeepCopy()
 	relabelled.Labels = map[string]string{"team": "ml"}

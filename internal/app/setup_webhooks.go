@@ -17,7 +17,6 @@ func setupWebhooks(mgr ctrl.Manager, o Options) error {
 		return nil
 	}
 	webhooks.Register(mgr.GetWebhookServer(), webhooks.Options{
-		Scheme: mgr.GetScheme(),
 		Reader: mgr.GetAPIReader(),
 		Gates:  features.Default(),
 	})

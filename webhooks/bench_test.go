@@ -1,0 +1,196 @@
+package webhooks_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/defaulting"
+	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/webhooks"
+)
+
+// The benchmarks time what the API server waits for: an AdmissionReview is decoded, the
+// object defaulted or validated, and the response encoded, through the same http.Handler
+// the webhook server mounts. Besides ns/op and allocs/op they report the p50 and p99 of the
+// per-request latency.
+
+// productionService is a RayService as a team would run it: an incremental upgrade, a head
+// and three worker groups with probes, env, volumes and resources, two Serve applications.
+func productionService() *rayv1.RayService {
+	svc := builders.RayService("llm-serving", "ml-prod").Incremental(20, 5, 30, "istio").
+		ServeConfig(`proxy_location: EveryNode
+http_options:
+  host: 0.0.0.0
+  port: 8000
+applications:
+  - name: chat
+    route_prefix: /chat
+    import_path: serving.chat:app
+    runtime_env:
+      pip: [vllm==0.6.0]
+    deployments:
+      - name: ChatModel
+        num_replicas: 4
+        ray_actor_options: {num_gpus: 1}
+  - name: embed
+    route_prefix: /embed
+    import_path: serving.embed:app
+    deployments:
+      - name: Embedder
+        autoscaling_config: {min_replicas: 1, max_replicas: 8}
+`).Obj()
+	svc.Labels = map[string]string{"app.kubernetes.io/name": "llm-serving", "team": "ml-platform"}
+	spec := &svc.Spec.RayClusterSpec
+	spec.AutoscalerOptions = &rayv1.AutoscalerOptions{Version: ptr.To(rayv1.AutoscalerVersionV2), IdleTimeoutSeconds: ptr.To[int32](60)}
+	spec.HeadGroupSpec.RayStartParams = map[string]string{"num-cpus": "0", "dashboard-host": "0.0.0.0"}
+	spec.HeadGroupSpec.Template.Spec = podSpec("ray-head", "4", "16Gi", "")
+	spec.WorkerGroupSpecs = nil
+	for _, g := range []struct{ name, cpu, mem, gpu string }{{"cpu", "8", "32Gi", ""}, {"a10g", "8", "48Gi", "1"}, {"h100", "16", "128Gi", "8"}} {
+		wg := builders.WorkerGroup(g.name, 2)
+		wg.MinReplicas, wg.MaxReplicas = ptr.To[int32](1), ptr.To[int32](20)
+		wg.Template.Spec = podSpec("ray-worker", g.cpu, g.mem, g.gpu)
+		spec.WorkerGroupSpecs = append(spec.WorkerGroupSpecs, wg)
+	}
+	return svc
+}
+
+func podSpec(name, cpu, mem, gpu string) corev1.PodSpec {
+	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+	if gpu != "" {
+		rl["nvidia.com/gpu"] = resource.MustParse(gpu)
+	}
+	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/-/healthz", Port: intstr.FromInt32(8000)}}, PeriodSeconds: 5}
+	return corev1.PodSpec{
+		ServiceAccountName: "ray",
+		Containers: []corev1.Container{{
+			Name: name, Image: builders.DefaultImage,
+			Ports: []corev1.ContainerPort{{Name: "gcs", ContainerPort: 6379}, {Name: "dashboard", ContainerPort: 8265}, {Name: "serve", ContainerPort: 8000}},
+			Env: []corev1.EnvVar{{Name: "HF_HOME", Value: "/models"}, {Name: "HF_TOKEN", ValueFrom: &corev1.EnvVarSource{
+				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "hf"}, Key: "token"}}}},
+			Resources:      corev1.ResourceRequirements{Requests: rl, Limits: rl.DeepCopy()},
+			VolumeMounts:   []corev1.VolumeMount{{Name: "models", MountPath: "/models"}, {Name: "shm", MountPath: "/dev/shm"}},
+			ReadinessProbe: probe, LivenessProbe: probe,
+		}},
+		Volumes: []corev1.Volume{
+			{Name: "models", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "models"}}},
+			{Name: "shm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+		},
+		Tolerations:  []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+		NodeSelector: map[string]string{"node.kubernetes.io/instance-type": "g5.2xlarge"},
+	}
+}
+
+func review(b *testing.B, op admissionv1.Operation, obj, old runtime.Object) []byte {
+	b.Helper()
+	req := &admissionv1.AdmissionRequest{
+		UID: "bench", Operation: op, Namespace: "ml-prod", Name: "llm-serving",
+		Kind:     metav1.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: obj.GetObjectKind().GroupVersionKind().Kind},
+		Resource: metav1.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: "rayservices"},
+	}
+	req.Object.Raw = raw(b, obj)
+	if old != nil {
+		req.OldObject.Raw = raw(b, old)
+	}
+	return raw(b, &admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: req})
+}
+
+// serve runs one AdmissionReview through the handler b.N times and reports latency
+// percentiles; check inspects the first response.
+func serve(b *testing.B, path string, body []byte, check func(*admissionv1.AdmissionResponse)) {
+	istio := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "istio"}}
+	h := &webhook.Admission{Handler: handlers(fake.NewClientBuilder().WithScheme(scheme()).WithObjects(istio).Build())[path]}
+
+	post := func() *http.Request {
+		r := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		return r
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, post())
+	var first admissionv1.AdmissionReview
+	if err := json.Unmarshal(rec.Body.Bytes(), &first); err != nil || first.Response == nil {
+		b.Fatalf("bad response %q: %v", rec.Body.String(), err)
+	}
+	check(first.Response)
+
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		h.ServeHTTP(httptest.NewRecorder(), post())
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)*50/100].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+}
+
+func allowed(wantPatch bool) func(*admissionv1.AdmissionResponse) {
+	return func(r *admissionv1.AdmissionResponse) {
+		if !r.Allowed || (len(r.Patch) > 0) != wantPatch {
+			panic(fmt.Sprintf("allowed=%v patch=%s result=%v", r.Allowed, r.Patch, r.Result))
+		}
+	}
+}
+
+func BenchmarkMutateRayServiceCreate(b *testing.B) {
+	svc := productionService()
+	svc.Spec.UpgradeStrategy.ClusterUpgradeOptions.MaxSurgePercent = nil
+	for i := range svc.Spec.RayClusterSpec.WorkerGroupSpecs {
+		svc.Spec.RayClusterSpec.WorkerGroupSpecs[i].RayStartParams = nil
+	}
+	serve(b, webhooks.MutateRayServicePath, review(b, admissionv1.Create, svc, nil), allowed(true))
+}
+
+func BenchmarkMutateRayServiceUpdateNoChange(b *testing.B) {
+	svc := productionService()
+	defaulting.RayService(svc)
+	serve(b, webhooks.MutateRayServicePath, review(b, admissionv1.Update, svc, svc), allowed(false))
+}
+
+func BenchmarkValidateRayServiceCreate(b *testing.B) {
+	svc := productionService()
+	defaulting.RayService(svc)
+	serve(b, webhooks.ValidateRayServicePath, review(b, admissionv1.Create, svc, nil), allowed(false))
+}
+
+func BenchmarkValidateRayServiceUpdate(b *testing.B) {
+	old := productionService()
+	defaulting.RayService(old)
+	svc := old.DeepCopy()
+	svc.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image = "rayproject/ray:2.53.0"
+	serve(b, webhooks.ValidateRayServicePath, review(b, admissionv1.Update, svc, old), allowed(false))
+}
+
+func BenchmarkValidateRayServiceReject(b *testing.B) {
+	svc := productionService()
+	defaulting.RayService(svc)
+	svc.Spec.RayClusterSpec.AuthOptions = &rayv1.AuthOptions{}
+	svc.Spec.UpgradeStrategy.ClusterUpgradeOptions.StepSizePercent = ptr.To[int32](0)
+	serve(b, webhooks.ValidateRayServicePath, review(b, admissionv1.Create, svc, nil), func(r *admissionv1.AdmissionResponse) {
+		if r.Allowed || r.Result.Code != http.StatusUnprocessableEntity {
+			panic(fmt.Sprintf("want 422, got %v", r.Result))
+		}
+	})
+}
