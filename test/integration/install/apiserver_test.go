@@ -222,6 +222,7 @@ var _ = Describe("the install on an API server", func() {
 			d := objs.deployment()
 			Expect(d.GetNamespace()).To(Equal("raygate-system"))
 			expectRestrictedPod(d.Spec.Template.Spec)
+			expectManagerAccepts(objs)
 			serving := objs.get("Certificate", "raygate-serving-cert")
 			Expect(nested[[]any](serving, "spec", "dnsNames")).To(ConsistOf(
 				"raygate-webhook-service.raygate-system.svc", "raygate-webhook-service.raygate-system.svc.cluster.local"))
