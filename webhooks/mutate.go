@@ -72,7 +72,7 @@ func defaultingPatch(raw []byte, original, defaulted any) ([]jsonpatch.Operation
 	if err != nil || len(patches) == 0 {
 		return patches, err
 	}
-	doc := rawDoc{objects: map[string]map[string]json.RawMessage{}}
+	doc := rawDoc{objects: map[string]map[string]json.RawMessage{}, arrays: map[string][]json.RawMessage{}}
 	for i := range patches {
 		exists, parentOK := doc.has(raw, patches[i].Path)
 		if !parentOK || patches[i].Operation == "remove" {
@@ -91,6 +91,7 @@ func defaultingPatch(raw []byte, original, defaulted any) ([]jsonpatch.Operation
 // objects along the way, one level at a time, without building the whole document.
 type rawDoc struct {
 	objects map[string]map[string]json.RawMessage
+	arrays  map[string][]json.RawMessage
 }
 
 // has reports whether the pointer's key exists, and whether its parent is an object.
@@ -115,9 +116,15 @@ func (d rawDoc) has(raw []byte, pointer string) (exists, parentOK bool) {
 			}
 			cur = next
 		case len(cur) > 0 && cur[0] == '[' && !last:
-			var arr []json.RawMessage
+			arr, ok := d.arrays[prefix]
+			if !ok {
+				if json.Unmarshal(cur, &arr) != nil {
+					return false, false
+				}
+				d.arrays[prefix] = arr
+			}
 			n, err := strconv.Atoi(t)
-			if json.Unmarshal(cur, &arr) != nil || err != nil || n < 0 || n >= len(arr) {
+			if err != nil || n < 0 || n >= len(arr) {
 				return false, false
 			}
 			cur = arr[n]

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	jsonpatchapply "github.com/evanphx/json-patch/v5"
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -22,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -31,6 +34,11 @@ import (
 	"github.com/raygate/raygate/test/builders"
 	"github.com/raygate/raygate/webhooks"
 )
+
+func TestMain(m *testing.M) {
+	logf.SetLogger(logr.Discard())
+	os.Exit(m.Run())
+}
 
 func scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
