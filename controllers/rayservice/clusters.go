@@ -239,8 +239,12 @@ func (r *Reconciler) retire(ctx context.Context, p *pass, rc *rayv1.RayCluster) 
 	if rc.Annotations[rayv1.DeleteAfterKey] != "" {
 		return nil
 	}
-	at := p.now.Add(time.Duration(deletionDelaySeconds(&p.spec)) * time.Second).UTC().Format(time.RFC3339)
-	return r.patchAnnotations(ctx, rc, map[string]string{rayv1.DeleteAfterKey: at})
+	// Rounded up to the second the annotation can hold, so the delay is never cut short.
+	at := p.now.Add(time.Duration(deletionDelaySeconds(&p.spec)) * time.Second)
+	if t := at.Truncate(time.Second); !t.Equal(at) {
+		at = t.Add(time.Second)
+	}
+	return r.patchAnnotations(ctx, rc, map[string]string{rayv1.DeleteAfterKey: at.UTC().Format(time.RFC3339)})
 }
 
 func (r *Reconciler) deleteCluster(ctx context.Context, p *pass, rc *rayv1.RayCluster, why string) error {

@@ -52,7 +52,7 @@ type Config struct {
 	// DashboardTimeout bounds each dashboard request (0: dashboard.DefaultTimeout).
 	DashboardTimeout time.Duration
 	// DeployingPoll is how soon applications that are DEPLOYING are looked at again: the
-	// dashboard cannot be watched, so this is the one place raygate polls (default 2 s).
+	// dashboard cannot be watched, so this is the one place raygate polls (default 1 s).
 	DeployingPoll time.Duration
 	// AppStatusResync re-reads application statuses of a converged RayService so its status
 	// notices an application turning unhealthy (default 60 s; negative: never). It reads the
@@ -89,7 +89,7 @@ func New(mgr ctrl.Manager, cfg Config) *Reconciler {
 		cfg.Resolver = dashboard.ServiceResolver{}
 	}
 	if cfg.DeployingPoll <= 0 {
-		cfg.DeployingPoll = 2 * time.Second
+		cfg.DeployingPoll = time.Second
 	}
 	if cfg.AppStatusResync == 0 {
 		cfg.AppStatusResync = 60 * time.Second

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -44,8 +45,17 @@ func (r *Reconciler) reconcileGateway(ctx context.Context, p *pass) error {
 	if p.pending != nil {
 		backends = append(backends, backend{Cluster: p.pending.Name, Port: servePort(&p.pending.Spec), Weight: split.PendingTraffic})
 	}
-	if p.route, err = r.applyRoute(ctx, p, httpRoute(p.svc, backends)); err != nil {
+	changed := false
+	if p.route, changed, err = r.applyRoute(ctx, p, httpRoute(p.svc, backends)); err != nil {
 		return err
+	}
+	if changed && p.pending != nil {
+		// The interval runs from when traffic really moved: a step recorded before an
+		// operator restart and applied after it is not followed at once by the next one.
+		if t := stampTime(p.now); split.LastMigrated == nil || t.After(*split.LastMigrated) {
+			mt := metav1.NewTime(t)
+			p.svc.Status.PendingServiceStatus.LastTrafficMigratedTime, p.svc.Status.ActiveServiceStatus.LastTrafficMigratedTime = &mt, mt.DeepCopy()
+		}
 	}
 	gwOK, gwNote := gatewayReady(p.gw)
 	rtOK, rtNote := routeReady(p.route, p.gw.Name)
@@ -100,32 +110,33 @@ func (r *Reconciler) applyGateway(ctx context.Context, p *pass, want *gwv1.Gatew
 	return cur, nil
 }
 
-func (r *Reconciler) applyRoute(ctx context.Context, p *pass, want *gwv1.HTTPRoute) (*gwv1.HTTPRoute, error) {
+// applyRoute creates or updates the HTTPRoute; changed reports a write.
+func (r *Reconciler) applyRoute(ctx context.Context, p *pass, want *gwv1.HTTPRoute) (*gwv1.HTTPRoute, bool, error) {
 	cur := &gwv1.HTTPRoute{}
 	err := r.client.Get(ctx, client.ObjectKeyFromObject(want), cur)
 	if apierrors.IsNotFound(err) {
 		if err := r.client.Create(ctx, want); err != nil {
 			r.warn(p, nil, EventFailedGateway, "CreateHTTPRoute", "creating HTTPRoute %s: %v", want.Name, err)
-			return nil, fmt.Errorf("creating HTTPRoute %s: %w", want.Name, err)
+			return nil, false, fmt.Errorf("creating HTTPRoute %s: %w", want.Name, err)
 		}
-		return want, nil
+		return want, true, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !ownedBySameController(cur, want) {
 		r.warn(p, nil, EventFailedGateway, "UpdateHTTPRoute", "HTTPRoute %s exists and is not managed by this RayService", want.Name)
-		return nil, fmt.Errorf("httproute %s is not controlled by %s", want.Name, p.svc.Name)
+		return nil, false, fmt.Errorf("httproute %s is not controlled by %s", want.Name, p.svc.Name)
 	}
 	if routeSpecMatches(want, cur) {
-		return cur, nil
+		return cur, false, nil
 	}
 	cur.Spec = want.Spec
 	cur.Labels = merge(cur.Labels, want.Labels)
 	if err := r.client.Update(ctx, cur); err != nil {
-		return nil, fmt.Errorf("updating HTTPRoute %s: %w", want.Name, err)
+		return nil, false, fmt.Errorf("updating HTTPRoute %s: %w", want.Name, err)
 	}
-	return cur, nil
+	return cur, true, nil
 }
 
 // routeSpecMatches: every field raygate sets has its value (the API server's defaults

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -116,8 +117,13 @@ func (r *Reconciler) serveCluster(ctx context.Context, p *pass, rc *rayv1.RayClu
 		if wantTC != nil {
 			ann[rayv1.ServeConfigTargetCapacityKey] = strconv.Itoa(int(*wantTC))
 		}
-		if err := r.patchAnnotations(ctx, rc, ann); err != nil {
-			return err // resubmitting the same config next time is harmless
+		// Record what the dashboard accepted even if the operator is shutting down: the
+		// record is what keeps the next operator from resubmitting. (Only a hard crash in
+		// this short window resubmits the same config, which Ray treats as a no-op.)
+		commitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := r.patchAnnotations(commitCtx, rc, ann); err != nil {
+			return err
 		}
 		redeployed = prev.Hash != want.hash || len(details.Applications) == 0
 		if redeployed {

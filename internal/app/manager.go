@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -53,6 +54,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cache.Options{SyncPeriod: &o.SyncPeriod},
 		PprofBindAddress:              o.PprofAddr,
+		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 	}
 	if len(o.WatchNamespaces) > 0 {
 		mgrOpts.Cache.DefaultNamespaces = map[string]cache.Config{}

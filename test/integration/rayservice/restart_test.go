@@ -1,0 +1,107 @@
+package rayservice
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/test/builders"
+)
+
+var _ = Describe("Operator restarts", func() {
+	const name = "restart"
+
+	It("resumes a NewCluster upgrade at each phase without resubmitting, forgetting or hurrying anything", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		watchInvariants(ctx, ns)
+		Expect(k8s.Create(ctx, builders.RayService(name, ns).DeletionDelay(4).Obj())).To(Succeed())
+		blue := waitServing(ctx, ns, name)
+		restartManager(0)
+		Consistently(func() int { return len(simulatorOf(ns, blue).Submissions()) }, time.Second).Should(Equal(1), "a restart resubmits nothing")
+
+		By("restarting while the pending cluster is prepared")
+		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
+		Eventually(pendingName(ctx, ns, name)).ShouldNot(BeEmpty())
+		green := pendingName(ctx, ns, name)()
+		restartManager(500 * time.Millisecond)
+		Eventually(activeName(ctx, ns, name)).Should(Equal(green))
+		Expect(pendingName(ctx, ns, name)()).To(BeEmpty())
+		Expect(clusterNames(ctx, ns)()).To(ConsistOf(blue, green), "no second pending cluster was created")
+		Expect(simulatorOf(ns, green).Submissions()).To(HaveLen(1))
+
+		By("restarting during the deletion delay: the recorded time is kept")
+		deleteAfter := getCluster(ctx, ns, blue).Annotations[rayv1.DeleteAfterKey]
+		Expect(deleteAfter).NotTo(BeEmpty())
+		restartManager(0)
+		Expect(getCluster(ctx, ns, blue).Annotations[rayv1.DeleteAfterKey]).To(Equal(deleteAfter))
+		Eventually(clusterNames(ctx, ns)).Should(ConsistOf(green))
+	})
+
+	It("resubmits the serve config when the head restarts and the dashboard lost the applications", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		watchInvariants(ctx, ns)
+		Expect(k8s.Create(ctx, builders.RayService(name, ns).Obj())).To(Succeed())
+		blue := waitServing(ctx, ns, name)
+		Expect(simulatorOf(ns, blue).Submissions()).To(HaveLen(1))
+
+		simulatorOf(ns, blue).Restart()
+		var pods corev1.PodList
+		Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{rayv1.ClusterLabelKey: blue, rayv1.NodeTypeLabelKey: "head"})).To(Succeed())
+		Expect(pods.Items).To(HaveLen(1))
+		Expect(kubelet.DeletePod(ctx, ns, pods.Items[0].Name)).To(Succeed())
+
+		Eventually(func() int { return len(simulatorOf(ns, blue).Submissions()) }).Should(Equal(2))
+		Eventually(simulatorOf(ns, blue).AllRunning).Should(BeTrue())
+		Eventually(condition(ctx, ns, name, rayv1.RayServiceReady)).Should(Equal("True/NonZeroServeEndpoints"))
+		Expect(activeName(ctx, ns, name)()).To(Equal(blue))
+		Expect(events(ctx, ns, name)()).To(ContainSubstring("the dashboard reports no Serve applications"))
+	})
+})
+
+var _ = Describe("None strategy", func() {
+	const name = "inplace"
+
+	It("updates the active cluster in place and resubmits a changed serve config to it", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		watchInvariants(ctx, ns)
+		Expect(k8s.Create(ctx, builders.RayService(name, ns).Strategy(rayv1.None).Obj())).To(Succeed())
+		blue := waitServing(ctx, ns, name)
+
+		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
+		Eventually(func() string {
+			return getCluster(ctx, ns, blue).Spec.HeadGroupSpec.Template.Spec.Containers[0].Image
+		}).Should(Equal("rayproject/ray:2.53.0"))
+		Consistently(clusterNames(ctx, ns), time.Second).Should(ConsistOf(blue))
+		Expect(pendingName(ctx, ns, name)()).To(BeEmpty())
+
+		update(ctx, ns, name, func(s *rayv1.RayService) {
+			s.Spec.ServeConfigV2 = builders.DefaultServeConfig + "  - name: veggie\n    route_prefix: /veggie\n    import_path: veggie.deployment_graph\n"
+		})
+		Eventually(func() []string { return simulatorOf(ns, blue).Submissions()[len(simulatorOf(ns, blue).Submissions())-1].Applications }).
+			Should(ConsistOf("fruit", "veggie"))
+		Eventually(func() map[string]rayv1.AppStatus { return getService(ctx, ns, name).Status.ActiveServiceStatus.Applications }).
+			Should(HaveKeyWithValue("veggie", HaveField("Status", rayv1.ApplicationStatusRunning)))
+		Expect(activeName(ctx, ns, name)()).To(Equal(blue))
+	})
+})
+
+var _ = Describe("Invalid specs", func() {
+	It("creates nothing for a spec the webhook would reject, and says why", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		bad := builders.RayService("bad", ns).ServeConfig("applications: [unclosed").Obj()
+		Expect(k8s.Create(ctx, bad)).To(Succeed())
+		Eventually(condition(ctx, ns, "bad", rayv1.RayServiceReady)).Should(Equal("False/ValidationFailed"))
+		Expect(conditionMessage(ctx, ns, "bad", rayv1.RayServiceReady)).To(ContainSubstring("spec.serveConfigV2"))
+		Eventually(events(ctx, ns, "bad")).Should(ContainSubstring("Warning ValidationFailed"))
+		Consistently(clusterNames(ctx, ns), time.Second).Should(BeEmpty())
+
+		By("fixing the spec")
+		update(ctx, ns, "bad", func(s *rayv1.RayService) { s.Spec.ServeConfigV2 = builders.DefaultServeConfig })
+		waitServing(ctx, ns, "bad")
+	})
+})

@@ -1,0 +1,241 @@
+// Package rayservice tests the RayService controller against a real API server with the
+// Gateway API CRDs, the RayCluster controller, the fake kubelet, simulated Ray dashboards
+// and a stand-in gateway controller. Every upgrade runs under the invariant checker, which
+// fails the test on any breach observed at any step. Webhooks are not installed, so invalid
+// objects reach the controller.
+package rayservice
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/controllers/rayservice/invariants"
+	"github.com/raygate/raygate/internal/controlplane"
+	"github.com/raygate/raygate/internal/dashboard/simulator"
+	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/test/framework"
+)
+
+const (
+	gatewayClass = "fake-gw"
+	// brokenImport is an import path whose applications the simulators report UNHEALTHY.
+	brokenImport = "broken.deployment_graph"
+	deployDelay  = 300 * time.Millisecond
+)
+
+var (
+	env        *controlplane.Env
+	k8s        client.Client
+	kubelet    *framework.Kubelet
+	gw         *framework.Gateway
+	dashboards *framework.Dashboards
+	mgr        *framework.Manager
+)
+
+func TestRayService(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	RunSpecs(t, "RayService controller")
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// The suite runs the incremental strategy; the gate is process-wide, like --feature-gates.
+	Expect(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(features.RayServiceIncrementalUpgrade): true})).To(Succeed())
+	var err error
+	env, err = controlplane.Start(controlplane.Options{GatewayAPI: true})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Stop)
+	k8s = env.Client
+	kubelet, err = framework.StartKubelet(env.Config, framework.KubeletOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(kubelet.Stop)
+	gw, err = framework.StartGateway(env.Config, framework.GatewayOptions{ClassName: gatewayClass, Delay: 50 * time.Millisecond})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(gw.Stop)
+	dashboards = framework.StartDashboardsWith(simulator.Options{
+		DeployDelay: deployDelay,
+		Outcome: func(_ types.NamespacedName, app simulator.App) (string, string) {
+			if app.ImportPath == brokenImport {
+				return rayv1.ApplicationStatusUnhealthy, "The deployment failed to start 3 times in a row: ModuleNotFoundError: No module named 'broken'"
+			}
+			return "", ""
+		},
+	})
+	DeferCleanup(dashboards.Close)
+	startManager()
+	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
+})
+
+func startManager() {
+	var err error
+	opts := dashboards.Wire(framework.ManagerOptions())
+	opts.SkipControllerNameValidation = true // the suite restarts the operator in-process
+	mgr, err = framework.StartManager(env, opts)
+	Expect(err).NotTo(HaveOccurred())
+}
+
+// restartManager stops the operator and starts a new one with empty memory.
+func restartManager(pause time.Duration) {
+	By("restarting the operator")
+	Expect(mgr.Stop()).To(Succeed())
+	time.Sleep(pause)
+	startManager()
+}
+
+func newNamespace(ctx context.Context) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rs-"}}
+	Expect(k8s.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+// watchInvariants checks every invariant for the rest of the test and fails it on any
+// violation.
+func watchInvariants(ctx context.Context, ns string) *invariants.Checker {
+	c, err := invariants.Start(ctx, env.Config, invariants.Options{Namespace: ns, Dashboards: dashboards.Registry})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		c.Stop()
+		for _, e := range c.Events() {
+			GinkgoWriter.Printf("%s %s\n", e.At.Format("15:04:05.000"), e.What)
+		}
+		Expect(c.Err()).NotTo(HaveOccurred())
+	})
+	return c
+}
+
+func getService(ctx context.Context, ns, name string) *rayv1.RayService {
+	svc := &rayv1.RayService{}
+	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, svc)).To(Succeed())
+	return svc
+}
+
+func status(ctx context.Context, ns, name string) func() rayv1.RayServiceStatuses {
+	return func() rayv1.RayServiceStatuses { return getService(ctx, ns, name).Status }
+}
+
+func activeName(ctx context.Context, ns, name string) func() string {
+	return func() string { return getService(ctx, ns, name).Status.ActiveServiceStatus.RayClusterName }
+}
+
+func pendingName(ctx context.Context, ns, name string) func() string {
+	return func() string { return getService(ctx, ns, name).Status.PendingServiceStatus.RayClusterName }
+}
+
+// condition is "Status/Reason" of a RayService condition.
+func condition(ctx context.Context, ns, name string, t rayv1.RayServiceConditionType) func() string {
+	return func() string {
+		c := meta.FindStatusCondition(getService(ctx, ns, name).Status.Conditions, string(t))
+		if c == nil {
+			return ""
+		}
+		return string(c.Status) + "/" + c.Reason
+	}
+}
+
+func conditionMessage(ctx context.Context, ns, name string, t rayv1.RayServiceConditionType) string {
+	c := meta.FindStatusCondition(getService(ctx, ns, name).Status.Conditions, string(t))
+	if c == nil {
+		return ""
+	}
+	return c.Message
+}
+
+// waitServing waits until the RayService is Ready on an active cluster and returns its name.
+func waitServing(ctx context.Context, ns, name string) string {
+	Eventually(condition(ctx, ns, name, rayv1.RayServiceReady)).Should(Equal("True/NonZeroServeEndpoints"))
+	Eventually(pendingName(ctx, ns, name)).Should(BeEmpty())
+	active := activeName(ctx, ns, name)()
+	Expect(active).To(HavePrefix(name + "-"))
+	return active
+}
+
+// update changes a RayService's spec, retrying on conflicts.
+func update(ctx context.Context, ns, name string, change func(*rayv1.RayService)) {
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		svc := getService(ctx, ns, name)
+		change(svc)
+		return k8s.Update(ctx, svc)
+	})).To(Succeed())
+}
+
+func setImage(svc *rayv1.RayService, image string) {
+	s := &svc.Spec.RayClusterSpec
+	s.HeadGroupSpec.Template.Spec.Containers[0].Image = image
+	for i := range s.WorkerGroupSpecs {
+		s.WorkerGroupSpecs[i].Template.Spec.Containers[0].Image = image
+	}
+}
+
+func clusterNames(ctx context.Context, ns string) func() []string {
+	return func() []string {
+		var list rayv1.RayClusterList
+		Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		var out []string
+		for _, c := range list.Items {
+			if c.DeletionTimestamp == nil {
+				out = append(out, c.Name)
+			}
+		}
+		return out
+	}
+}
+
+func getCluster(ctx context.Context, ns, name string) *rayv1.RayCluster {
+	rc := &rayv1.RayCluster{}
+	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, rc)).To(Succeed())
+	return rc
+}
+
+func simulatorOf(ns, cluster string) *simulator.Server {
+	return dashboards.Server(types.NamespacedName{Namespace: ns, Name: cluster})
+}
+
+func selectorOf(ctx context.Context, ns, svcName string) func() string {
+	return func() string {
+		s := &corev1.Service{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: svcName}, s); err != nil {
+			return ""
+		}
+		return s.Spec.Selector[rayv1.ClusterLabelKey]
+	}
+}
+
+func route(ctx context.Context, ns, svc string) *gwv1.HTTPRoute {
+	rt := &gwv1.HTTPRoute{}
+	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: svc + "-httproute"}, rt)).To(Succeed())
+	return rt
+}
+
+// events lists the notes of the events about an object, oldest first.
+func events(ctx context.Context, ns, name string) func() string {
+	return func() string {
+		var list eventsv1.EventList
+		Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		var notes []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == name {
+				notes = append(notes, e.Type+" "+e.Reason+": "+e.Note)
+			}
+		}
+		return strings.Join(notes, "\n")
+	}
+}
