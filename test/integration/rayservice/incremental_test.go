@@ -196,7 +196,7 @@ var _ = Describe("NewClusterWithIncrementalUpgrade", func() {
 				peak = i
 			}
 		}
-		Expect(steps[peak:]).To(HaveLen(int(steps[peak]/25) + 1), "back down in steps of 25: %v", steps)
+		Expect(steps[peak:]).To(HaveLen(int(steps[peak]/25)+1), "back down in steps of 25: %v", steps)
 		Expect(sort.SliceIsSorted(steps[peak:], func(i, j int) bool { return steps[peak+i] > steps[peak+j] })).To(BeTrue(), "%v", steps)
 		st := getService(ctx, ns, name).Status
 		Expect(st.ActiveServiceStatus.TargetCapacity).To(HaveValue(Equal(int32(100))))

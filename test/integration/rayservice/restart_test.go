@@ -82,9 +82,13 @@ var _ = Describe("None strategy", func() {
 		update(ctx, ns, name, func(s *rayv1.RayService) {
 			s.Spec.ServeConfigV2 = builders.DefaultServeConfig + "  - name: veggie\n    route_prefix: /veggie\n    import_path: veggie.deployment_graph\n"
 		})
-		Eventually(func() []string { return simulatorOf(ns, blue).Submissions()[len(simulatorOf(ns, blue).Submissions())-1].Applications }).
+		Eventually(func() []string {
+			return simulatorOf(ns, blue).Submissions()[len(simulatorOf(ns, blue).Submissions())-1].Applications
+		}).
 			Should(ConsistOf("fruit", "veggie"))
-		Eventually(func() map[string]rayv1.AppStatus { return getService(ctx, ns, name).Status.ActiveServiceStatus.Applications }).
+		Eventually(func() map[string]rayv1.AppStatus {
+			return getService(ctx, ns, name).Status.ActiveServiceStatus.Applications
+		}).
 			Should(HaveKeyWithValue("veggie", HaveField("Status", rayv1.ApplicationStatusRunning)))
 		Expect(activeName(ctx, ns, name)()).To(Equal(blue))
 	})
