@@ -166,7 +166,7 @@ var _ = Describe("NewClusterWithIncrementalUpgrade", func() {
 		}).ShouldNot(Succeed())
 	})
 
-	It("rolls back step by step when the spec goes back, and waits while the route is not programmed", func(ctx context.Context) {
+	It("rolls back step by step when the spec goes back, waits while the route is not programmed, and survives a restart", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		checker := watchInvariants(ctx, ns)
 		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(50, 25, 1, gatewayClass).DeletionDelay(1).Obj())).To(Succeed())
@@ -183,6 +183,8 @@ var _ = Describe("NewClusterWithIncrementalUpgrade", func() {
 		Consistently(func() int { return len(checker.RouteWeights()) }, 2*time.Second).Should(BeNumerically("<=", frozen+1))
 		Expect(conditionMessage(ctx, ns, name, rayv1.RollbackInProgress)).To(ContainSubstring("waiting for the last step to take effect"))
 		gw.Pause(false)
+		Eventually(pendingTraffic(ctx, ns, name)).Should(BeNumerically("<", 50))
+		restartManager(0)
 
 		By("moving traffic and capacity back, then removing the pending cluster")
 		Eventually(pendingName(ctx, ns, name)).Should(BeEmpty())

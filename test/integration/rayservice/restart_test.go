@@ -66,11 +66,14 @@ var _ = Describe("Operator restarts", func() {
 var _ = Describe("None strategy", func() {
 	const name = "inplace"
 
-	It("updates the active cluster in place and resubmits a changed serve config to it", func(ctx context.Context) {
+	It("updates the active cluster in place, resubmits a changed serve config to it, and keeps an excluded head out of the serve Service", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		watchInvariants(ctx, ns)
-		Expect(k8s.Create(ctx, builders.RayService(name, ns).Strategy(rayv1.None).Obj())).To(Succeed())
+		svc := builders.RayService(name, ns).Strategy(rayv1.None).Obj()
+		svc.Spec.ExcludeHeadPodFromServeSvc = true
+		Expect(k8s.Create(ctx, svc)).To(Succeed())
 		blue := waitServing(ctx, ns, name)
+		Expect(getService(ctx, ns, name).Status.NumServeEndpoints).To(BeNumerically("==", 1), "the worker only: the head is excluded")
 
 		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
 		Eventually(func() string {
