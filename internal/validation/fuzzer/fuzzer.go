@@ -91,7 +91,9 @@ func New(data []byte) *randfill.Filler {
 			}
 			t.Spec.RestartPolicy = pick(c, []corev1.RestartPolicy{"", corev1.RestartPolicyNever, corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure})
 		},
-		func(s *corev1.Service, c randfill.Continue) { *s = corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: pick(c, strs)}} },
+		func(s *corev1.Service, c randfill.Continue) {
+			*s = corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: pick(c, strs)}}
+		},
 		func(s *rayv1.RayClusterStatus, c randfill.Continue) { *s = rayv1.RayClusterStatus{} },
 		func(s *rayv1.RayServiceStatuses, c randfill.Continue) {
 			*s = rayv1.RayServiceStatuses{}
