@@ -71,9 +71,20 @@ bench: ## Measure raygate on a cluster without containers (about 20 min); rewrit
 	KUBEBUILDER_ASSETS="$$($(TOOLS) cluster)" $(GO) run ./test/bench $(BENCH_ARGS)
 
 ##@ Run
+# The local mode also runs kube-controller-manager and kube-scheduler (built into the same
+# directory as the envtest binaries) and kwok (built by hack/tools.sh kwok on first use).
+CLUSTER_ASSETS = $(shell $(TOOLS) cluster)
+
+# Built, then run (not `go run`, which exits 1 on Ctrl-C even after a clean shutdown).
 .PHONY: run
-run: ## Start raygate on an embedded local control plane.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./hack/local
+run: ## Start raygate on a local cluster (simulated pods, Ray dashboards and Gateway) and bring up a sample RayService; Ctrl-C stops it.
+	$(GO) build -o bin/raygate-local ./hack/local
+	KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" bin/raygate-local $(ARGS)
+
+.PHONY: demo
+demo: ## Scripted incremental upgrade with a live traffic table and invariant checks (attaches to a running make run, else starts its own).
+	$(GO) build -o bin/raygate-demo ./hack/demo
+	KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" bin/raygate-demo $(ARGS)
 
 .PHONY: help
 help:

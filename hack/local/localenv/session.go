@@ -1,0 +1,89 @@
+package localenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/raygate/raygate/internal/app"
+	"github.com/raygate/raygate/internal/controlplane"
+)
+
+// Session is what a user of the environment needs: a kubeconfig, the kubectl built for the
+// control plane, and a client. Start returns one inside Env; Attach opens one on an
+// environment another process runs.
+type Session struct {
+	// Dir is the state directory (kubeconfig, operator log).
+	Dir string
+	// Kubeconfig is the admin kubeconfig, at a stable path in Dir.
+	Kubeconfig string
+	// KubectlPath is the kubectl built from the same Kubernetes version as the API server.
+	KubectlPath string
+	// Config and Client reach the API server as admin.
+	Config *rest.Config
+	Client client.WithWatch
+}
+
+// OperatorLog is the raygate manager's log file.
+func (s *Session) OperatorLog() string { return filepath.Join(s.Dir, operatorLog) }
+
+// Attach opens a session on the environment running in dir (make run in another terminal).
+func Attach(dir string) (*Session, error) {
+	if !Running(dir) {
+		return nil, fmt.Errorf("no local environment is running in %s (start one with make run)", dir)
+	}
+	kubeconfig := KubeconfigPath(dir)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", kubeconfig, err)
+	}
+	assets, err := controlplane.AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	return newSession(dir, kubeconfig, filepath.Join(assets, "kubectl"), cfg)
+}
+
+func newSession(dir, kubeconfig, kubectl string, cfg *rest.Config) (*Session, error) {
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: app.NewScheme()})
+	if err != nil {
+		return nil, err
+	}
+	return &Session{Dir: dir, Kubeconfig: kubeconfig, KubectlPath: kubectl, Config: cfg, Client: c}, nil
+}
+
+// Kubectl runs the real kubectl against the environment; stdin may be empty.
+func (s *Session) Kubectl(ctx context.Context, stdin string, args ...string) (stdout, stderr string, err error) {
+	cmd := exec.CommandContext(ctx, s.KubectlPath, append([]string{"--kubeconfig", s.Kubeconfig}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	err = cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// writeKubeconfig writes an admin kubeconfig for cfg to path (mode 0600: it holds the
+// admin's client key), with a context named raygate-local.
+func writeKubeconfig(cfg *rest.Config, path string) error {
+	const name = "raygate-local"
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name+"-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name + "-admin", Namespace: "default"}
+	kc.CurrentContext = name
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o600)
+}

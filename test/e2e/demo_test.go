@@ -1,0 +1,222 @@
+// Package e2e runs raygate's local mode as a newcomer does: `make run` (hack/local) until
+// the sample RayService is Ready, the samples through the real admission webhooks, `make
+// demo` (hack/demo) attached to it through an incremental upgrade with every invariant
+// checked, and Ctrl-C, after which nothing it started may still run.
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestLocalModeAndDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a whole local cluster")
+	}
+	bin := build(t, "./hack/local", "./hack/demo")
+	state := t.TempDir()
+	// Every process started below inherits this variable, so leftovers can be found by it
+	// whoever their parent is by then.
+	marker := "RAYGATE_E2E_RUN=" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	t.Cleanup(func() { killMarked(marker) })
+	env := append(os.Environ(), marker)
+
+	// make run
+	local := exec.Command(filepath.Join(bin, "local"), "--dir", state)
+	local.Dir, local.Env = repoRoot(), env
+	pipe, err := local.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var localErr strings.Builder
+	local.Stderr = &localErr
+	if err := local.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- local.Wait() }()
+	out := newOutput(pipe)
+	dump := func() {
+		t.Logf("make run stdout:\n%s\nstderr:\n%s\nraygate.log (end):\n%s", out, localErr.String(), tail(filepath.Join(state, "raygate.log"), 4000))
+	}
+	if !out.waitFor("Ctrl-C stops everything.", 4*time.Minute) {
+		dump()
+		t.Fatal("make run did not reach the sample RayService Ready")
+	}
+	kubeconfig, kubectlBin := checkNextSteps(t, out.String(), state)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	checkSamples(ctx, t, kubectlBin, kubeconfig)
+
+	// make demo, in another terminal: attaches to make run.
+	demo := exec.CommandContext(ctx, filepath.Join(bin, "demo"), "--dir", state, "--interval", "1", "--deletion-delay", "2", "--timeout", "3m")
+	demo.Dir, demo.Env = repoRoot(), env
+	demoOut, err := demo.CombinedOutput()
+	if err != nil {
+		dump()
+		t.Fatalf("make demo failed (%v):\n%s", err, demoOut)
+	}
+	checkDemo(t, string(demoOut))
+	if strings.Contains(localErr.String(), "INVARIANT VIOLATED") {
+		t.Errorf("make run reported violations:\n%s", localErr.String())
+	}
+
+	// Ctrl-C stops everything.
+	if err := local.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			dump()
+			t.Fatalf("make run exited with %v after Ctrl-C", err)
+		}
+	case <-time.After(90 * time.Second):
+		dump()
+		t.Fatal("make run did not stop within 90s of Ctrl-C")
+	}
+	if !strings.Contains(out.String(), "stopped.") {
+		t.Errorf("make run did not say it stopped:\n%s", out)
+	}
+	var left []string
+	for range 25 { // processes may take a moment to be reaped
+		if left = marked(marker); len(left) == 0 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Errorf("still running after Ctrl-C:\n%s", strings.Join(left, "\n"))
+	}
+	if _, err := os.Stat(kubeconfig); !os.IsNotExist(err) {
+		t.Errorf("the kubeconfig of a stopped environment is still there (%v)", err)
+	}
+}
+
+// checkNextSteps asserts what make run prints once the sample is Ready, and returns the
+// kubeconfig and kubectl it tells the user to use.
+func checkNextSteps(t *testing.T, out, state string) (kubeconfig, kubectl string) {
+	t.Helper()
+	kubeconfig = filepath.Join(state, "kubeconfig")
+	for _, want := range []string{
+		"$ kubectl apply -f " + filepath.Join(repoRoot(), "config", "samples", "ray_v1_rayservice_incremental.yaml"),
+		"rayservice.ray.io/rayservice-incremental created",
+		"RayService Ready: rayservice-incremental serves from RayCluster rayservice-incremental-",
+		"export KUBECONFIG=" + kubeconfig,
+		"kubectl get rayservice rayservice-incremental -o wide -w",
+		`kubectl patch rayservice rayservice-incremental --type=json -p '[{"op":"replace","path":"/spec/rayClusterConfig/headGroupSpec/template/spec/containers/0/image","value":"rayproject/ray:2.52.1"}`,
+		"kubectl get httproute rayservice-incremental-httproute -o jsonpath=",
+		"kubectl apply -f " + filepath.Join(repoRoot(), "config", "samples", "rayservice_invalid.yaml"),
+		"make demo",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("make run output lacks %q", want)
+		}
+	}
+	m := regexp.MustCompile(`alias kubectl=(\S+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("make run does not print the kubectl to use:\n%s", out)
+	}
+	if _, err := os.Stat(kubeconfig); err != nil {
+		t.Fatalf("the printed kubeconfig: %v", err)
+	}
+	return kubeconfig, m[1]
+}
+
+// checkSamples: every valid sample passes the webhooks, the invalid one is rejected with
+// every mistake it was written with, and nothing of it is stored.
+func checkSamples(ctx context.Context, t *testing.T, kubectlBin, kubeconfig string) {
+	t.Helper()
+	samples := filepath.Join(repoRoot(), "config", "samples")
+	for _, f := range []string{"ray_v1_raycluster.yaml", "ray_v1_rayservice.yaml", "ray_v1_rayservice_none.yaml", "ray_v1_rayservice_incremental.yaml"} {
+		stdout, stderr, err := kubectl(ctx, kubectlBin, kubeconfig, "apply", "--dry-run=server", "--validate=strict", "-f", filepath.Join(samples, f))
+		if err != nil || !strings.Contains(stdout, "(server dry run)") {
+			t.Errorf("sample %s is not accepted (%v):\n%s%s", f, err, stdout, stderr)
+		}
+		if strings.Contains(stderr, "Warning:") {
+			t.Errorf("sample %s draws warnings:\n%s", f, stderr)
+		}
+	}
+	stdout, stderr, err := kubectl(ctx, kubectlBin, kubeconfig, "apply", "--dry-run=server", "-k", samples)
+	if err != nil || strings.Count(stdout, "(server dry run)") != 3 {
+		t.Errorf("kubectl apply -k config/samples (%v):\n%s%s", err, stdout, stderr)
+	}
+
+	_, stderr, err = kubectl(ctx, kubectlBin, kubeconfig, "apply", "-f", filepath.Join(samples, "rayservice_invalid.yaml"))
+	if err == nil {
+		t.Fatal("the invalid sample was accepted")
+	}
+	wantErrors := []string{
+		`spec.upgradeStrategy.clusterUpgradeOptions.stepSizePercent: Invalid value: 0`,
+		`spec.rayClusterConfig.enableInTreeAutoscaling: Required value`,
+		`spec.serveConfigV2.applications[1].route_prefix: Duplicate value: "/fruit"`,
+		`spec.serveConfigV2.applications[1].import_path: Required value`,
+		`spec.rayClusterConfig.workerGroupSpecs[0].maxReplicas: Invalid value: 1`,
+	}
+	if !strings.HasPrefix(stderr, `The RayService "rayservice-invalid" is invalid:`) {
+		t.Errorf("the rejection does not start as kubectl prints an invalid object:\n%s", stderr)
+	}
+	var listed []string
+	for _, line := range strings.Split(stderr, "\n") {
+		if rest, ok := strings.CutPrefix(line, "* "); ok {
+			listed = append(listed, rest)
+		}
+	}
+	for _, want := range wantErrors {
+		if !slices.ContainsFunc(listed, func(l string) bool { return strings.HasPrefix(l, want) }) {
+			t.Errorf("the rejection does not list %q:\n%s", want, stderr)
+		}
+	}
+	if len(listed) != len(wantErrors) {
+		t.Errorf("the rejection lists %d problems, the sample has %d:\n%s", len(listed), len(wantErrors), stderr)
+	}
+	if _, stderr, err := kubectl(ctx, kubectlBin, kubeconfig, "get", "rayservice", "rayservice-invalid"); err == nil || !strings.Contains(stderr, "NotFound") {
+		t.Errorf("the rejected RayService exists (%v): %s", err, stderr)
+	}
+}
+
+// checkDemo: the demo attached, showed the rejection, moved traffic in increasing steps to
+// 100%, deleted the old cluster and found every invariant held.
+func checkDemo(t *testing.T, out string) {
+	t.Helper()
+	for _, want := range []string{
+		"attached to the environment of make run",
+		`The RayService "rayservice-invalid" is invalid:`,
+		"HTTPROUTE WEIGHTS",
+		"every invariant held",
+		"raygate demo passed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("make demo output lacks %q:\n%s", want, out)
+		}
+	}
+	m := regexp.MustCompile(`promoted: it serves all traffic \(traffic moved in (\d+) steps: ([^)]*)\)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("make demo does not report the promotion:\n%s", out)
+	}
+	var steps []int
+	for _, s := range strings.Split(m[2], " → ") {
+		p, err := strconv.Atoi(strings.TrimSuffix(s, "%"))
+		if err != nil {
+			t.Fatalf("traffic steps %q: %v", m[2], err)
+		}
+		steps = append(steps, p)
+	}
+	// The sample moves 20% per step: 20, 40, 60, 80, 100.
+	if !slices.Equal(steps, []int{20, 40, 60, 80, 100}) {
+		t.Errorf("traffic steps %v, want 20 40 60 80 100 (stepSizePercent 20)", steps)
+	}
+	if !regexp.MustCompile(`RayCluster rayservice-incremental-\w+ deleted`).MatchString(out) {
+		t.Errorf("make demo does not report the old cluster deleted:\n%s", out)
+	}
+}
