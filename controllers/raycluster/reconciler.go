@@ -100,11 +100,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: concurrency,
-			// Tests run several managers in one process, one after another.
-			SkipNameValidation: ptr.To(true),
-		}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
 

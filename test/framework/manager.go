@@ -28,9 +28,10 @@ type Manager struct {
 }
 
 // ManagerOptions are app.DefaultOptions for tests: no metrics or probe listeners, no leader
-// election, webhooks off.
+// election, webhooks off, and managers may be started more than once in the process.
 func ManagerOptions() app.Options {
 	o := app.DefaultOptions()
+	o.SkipControllerNameValidation = true
 	o.MetricsAddr = "0"
 	o.ProbeAddr = "0"
 	o.LeaderElect = false

@@ -53,7 +53,7 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(kubelet.Stop)
 	mgr, err = framework.StartManager(env, framework.ManagerOptions())
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(mgr.Stop)
+	DeferCleanup(func() error { return mgr.Stop() }) // mgr may be replaced by a spec
 })
 
 // newNamespace gives each test its own namespace.
