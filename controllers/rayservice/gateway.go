@@ -11,6 +11,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/rayspec"
 )
 
 // reconcileGateway keeps, for the incremental strategy, each cluster's serve Service, the
@@ -18,8 +19,11 @@ import (
 // whether the previous step took effect: the Gateway and the route accepted and programmed
 // at their current generation, and both clusters running the recorded target capacities.
 func (r *Reconciler) reconcileGateway(ctx context.Context, p *pass) error {
-	if !p.incremental() || !r.gatewayAPI {
+	if !r.gatewayAPI {
 		return nil
+	}
+	if !p.incremental() {
+		return r.followActive(ctx, p)
 	}
 	for _, rc := range []*rayv1.RayCluster{p.active, p.pending} {
 		if rc != nil {
@@ -161,4 +165,25 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// followActive keeps the HTTPRoute of a RayService that left the incremental strategy on
+// its active cluster, so clients still sending traffic through the Gateway are not cut off
+// when the next upgrade deletes the cluster the route pointed at. Nothing is created.
+func (r *Reconciler) followActive(ctx context.Context, p *pass) error {
+	if p.active == nil {
+		return nil
+	}
+	cur := &gwv1.HTTPRoute{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: p.svc.Namespace, Name: rayspec.HTTPRouteName(p.svc.Name)}, cur); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(cur, p.svc) {
+		return nil
+	}
+	if err := r.applyService(ctx, p, clusterServeService(p.svc, p.active)); err != nil {
+		return err
+	}
+	_, _, err := r.applyRoute(ctx, p, httpRoute(p.svc, []backend{{Cluster: p.active.Name, Port: servePort(&p.active.Spec), Weight: 100}}))
+	return err
 }
