@@ -320,3 +320,16 @@ func TestAnalyseShifts(t *testing.T) {
 		t.Errorf("no shifts: %+v", g)
 	}
 }
+
+func TestForbiddenIn(t *testing.T) {
+	log := []byte(`{"level":"info","msg":"starting"}
+{"level":"error","msg":"Failed to watch","error":"failed to list *v1.RayService: rayservices.ray.io is forbidden: User \"raygate-operator\" cannot list resource \"rayservices\" in API group \"ray.io\" at the cluster scope"}
+`)
+	err := forbiddenIn(log)
+	if err == nil || !strings.Contains(err.Error(), `cannot list resource "rayservices"`) || !strings.Contains(err.Error(), "config/rbac/role.yaml") {
+		t.Errorf("forbiddenIn = %v", err)
+	}
+	if err := forbiddenIn([]byte(`{"msg":"fine"}` + "\n")); err != nil {
+		t.Errorf("no authorisation error: %v", err)
+	}
+}

@@ -178,9 +178,9 @@ func (t *readyTracker) timeline(start time.Time) []float64 {
 	return out
 }
 
-// waitReady waits until n objects are ready. It gives up after timeout, or after stall
-// without progress, calling diagnose for the error message.
-func (t *readyTracker) waitReady(ctx context.Context, c *localcluster.Cluster, n int, timeout, stall time.Duration, diagnose func() string) (time.Time, error) {
+// waitReady waits until n objects are ready. It gives up when check fails, after timeout,
+// or after stall without progress, calling diagnose for the error message.
+func (t *readyTracker) waitReady(ctx context.Context, c *localcluster.Cluster, n int, timeout, stall time.Duration, check func() error, diagnose func() string) (time.Time, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		_, ready, last := t.counts()
@@ -188,6 +188,9 @@ func (t *readyTracker) waitReady(ctx context.Context, c *localcluster.Cluster, n
 			return last, nil
 		}
 		if err := c.Healthy(); err != nil {
+			return time.Time{}, err
+		}
+		if err := check(); err != nil {
 			return time.Time{}, err
 		}
 		if time.Now().After(deadline) || time.Since(last) > stall {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -353,4 +354,32 @@ func webhookLatencyFrom(families map[string]*dto.MetricFamily) map[string]handle
 		out[path] = l
 	}
 	return out
+}
+
+// forbidden returns the first authorisation error in the operator's log: the generated
+// RBAC lacks a rule, and the operator will wait forever for a cache that cannot sync.
+func (o *operator) forbidden() error {
+	b, err := os.ReadFile(o.proc.LogPath())
+	if err != nil {
+		return nil
+	}
+	return forbiddenIn(b)
+}
+
+func forbiddenIn(log []byte) error {
+	i := bytes.Index(log, []byte(`is forbidden: User \"`+operatorUser+`\"`))
+	if i < 0 {
+		return nil
+	}
+	start := bytes.LastIndexByte(log[:i], '\n') + 1
+	end := bytes.IndexByte(log[i:], '\n')
+	if end < 0 {
+		end = len(log) - i
+	}
+	line := string(log[start : i+end])
+	var entry struct{ Error string }
+	if json.Unmarshal([]byte(line), &entry) == nil && entry.Error != "" {
+		line = entry.Error
+	}
+	return fmt.Errorf("the generated RBAC (config/rbac/role.yaml) does not allow what the operator does: %s", line)
 }

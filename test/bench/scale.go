@@ -200,7 +200,7 @@ func (b *bench) scaleRaygate(ctx context.Context, nodes, n, concurrency int, qui
 		run.Error = "creating RayClusters: " + err.Error()
 		return run
 	}
-	converged, err := tracker.waitReady(ctx, c, n, waitTimeout(n), 90*time.Second, func() string {
+	converged, err := tracker.waitReady(ctx, c, n, waitTimeout(n), 90*time.Second, op.forbidden, func() string {
 		return b.diagnoseRayClusters(ctx, cl, op)
 	})
 	if err != nil {
@@ -317,7 +317,7 @@ func (b *bench) scaleReference(ctx context.Context, nodes, n int) (run scaleRun)
 		run.Error = "creating ReplicaSets: " + err.Error()
 		return run
 	}
-	converged, err := tracker.waitReady(ctx, c, n, waitTimeout(n), 90*time.Second, func() string { return "" })
+	converged, err := tracker.waitReady(ctx, c, n, waitTimeout(n), 90*time.Second, func() error { return nil }, func() string { return "" })
 	if err != nil {
 		run.Error = err.Error()
 		return run

@@ -164,10 +164,11 @@ func (b *bench) upgrade(ctx context.Context, res *upgradeResult) (runErr error) 
 	}
 	defer gw.Stop()
 
-	if _, err := startOperator(ctx, c, b.operatorBin, operatorOptions{Concurrency: 4, ExtraArgs: []string{
+	op, err := startOperator(ctx, c, b.operatorBin, operatorOptions{Concurrency: 4, ExtraArgs: []string{
 		"--feature-gates=RayServiceIncrementalUpgrade=true",
 		"--dashboard-url-template=http://" + l.Addr().String() + "/{namespace}/{name}",
-	}}); err != nil {
+	}})
+	if err != nil {
 		return err
 	}
 	rec, err := recordUpgrade(runCtx, cfg, ns)
@@ -179,7 +180,7 @@ func (b *bench) upgrade(ctx context.Context, res *upgradeResult) (runErr error) 
 	if err := cl.Create(ctx, svc); err != nil {
 		return err
 	}
-	first, err := rec.waitActive(ctx, c, "", 3*time.Minute)
+	first, err := rec.waitActive(ctx, c, op, "", 3*time.Minute)
 	if err != nil {
 		return fmt.Errorf("the RayService never became ready: %w", err)
 	}
@@ -196,7 +197,7 @@ func (b *bench) upgrade(ctx context.Context, res *upgradeResult) (runErr error) 
 	if err := cl.Update(ctx, svc); err != nil {
 		return err
 	}
-	second, err := rec.waitActive(ctx, c, first, time.Duration(res.TheoreticalSeconds)*time.Second*4+2*time.Minute)
+	second, err := rec.waitActive(ctx, c, op, first, time.Duration(res.TheoreticalSeconds)*time.Second*4+2*time.Minute)
 	if err != nil {
 		return fmt.Errorf("the upgrade did not complete: %w", err)
 	}
@@ -294,7 +295,7 @@ func recordUpgrade(ctx context.Context, cfg *rest.Config, ns string) (*upgradeRe
 }
 
 // waitActive waits until a cluster other than not is active and ready, and returns it.
-func (r *upgradeRecorder) waitActive(ctx context.Context, c *localcluster.Cluster, not string, timeout time.Duration) (string, error) {
+func (r *upgradeRecorder) waitActive(ctx context.Context, c *localcluster.Cluster, op *operator, not string, timeout time.Duration) (string, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		r.mu.Lock()
@@ -308,8 +309,11 @@ func (r *upgradeRecorder) waitActive(ctx context.Context, c *localcluster.Cluste
 		if err := c.Healthy(); err != nil {
 			return "", err
 		}
+		if err := op.forbidden(); err != nil {
+			return "", err
+		}
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("no newly active cluster after %s", timeout)
+			return "", fmt.Errorf("no newly active cluster after %s; operator log %s:\n%s", timeout, op.proc.LogPath(), op.proc.LogTail(1500))
 		}
 		select {
 		case <-ctx.Done():
