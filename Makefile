@@ -76,15 +76,16 @@ bench: ## Measure raygate on a cluster without containers (about 20 min); rewrit
 CLUSTER_ASSETS = $(shell $(TOOLS) cluster)
 
 # Built, then run (not `go run`, which exits 1 on Ctrl-C even after a clean shutdown).
+# ARGS passes flags, e.g. make run ARGS="--nodes 5" or make demo ARGS="--interval 1".
 .PHONY: run
 run: ## Start raygate on a local cluster (simulated pods, Ray dashboards and Gateway) and bring up a sample RayService; Ctrl-C stops it.
-	$(GO) build -o bin/raygate-local ./hack/local
-	KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" bin/raygate-local $(ARGS)
+	@$(GO) build -o bin/raygate-local ./hack/local
+	@KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" bin/raygate-local $(ARGS)
 
 .PHONY: demo
 demo: ## Scripted incremental upgrade with a live traffic table and invariant checks (attaches to a running make run, else starts its own).
-	$(GO) build -o bin/raygate-demo ./hack/demo
-	KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" bin/raygate-demo $(ARGS)
+	@$(GO) build -o bin/raygate-demo ./hack/demo
+	@KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" bin/raygate-demo $(ARGS)
 
 .PHONY: help
 help:

@@ -45,12 +45,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.maxSurge, "max-surge", 0, "set clusterUpgradeOptions.maxSurgePercent (0: keep the sample's)")
 	fs.IntVar(&o.deletionDelay, "deletion-delay", -1, "set rayClusterDeletionDelaySeconds (-1: keep the sample's)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	interrupted, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, o.timeout)
+	ctx, cancelTimeout := context.WithTimeout(interrupted, o.timeout)
 	defer cancelTimeout()
 
 	start := time.Now()
@@ -62,7 +65,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			err = errors.Join(err, fmt.Errorf("stopping the local environment: %w", serr))
 		}
 	}
-	if err != nil {
+	switch {
+	case err != nil && interrupted.Err() != nil:
+		fmt.Fprintln(stderr, "\nraygate demo: interrupted")
+		return 130
+	case err != nil:
 		fmt.Fprintf(stderr, "\nraygate demo FAILED after %s: %v\n", time.Since(start).Round(time.Second), err)
 		return 1
 	}

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,6 +36,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.LogLevel, "log-level", "info", "raygate's log level (debug, info, warn, error)")
 	sample := fs.String("sample", localenv.SamplePath(localenv.IncrementalSample), "RayService manifest to apply once raygate runs; empty: none")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	o.Progress = stdout

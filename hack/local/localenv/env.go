@@ -104,7 +104,8 @@ type Env struct {
 	gateway  *framework.Gateway
 	recorder *recorder
 	cancel   context.CancelFunc
-	mgrDone  chan error
+	mgrDone  chan struct{} // closed when the manager returned, with mgrErr
+	mgrErr   error
 	lock     *lock
 	closeLog func()
 }
@@ -183,8 +184,11 @@ func (e *Env) startManager(ctx context.Context) error {
 		return err
 	}
 	mctx, cancel := context.WithCancel(context.Background())
-	e.cancel, e.mgrDone = cancel, make(chan error, 1)
-	go func() { e.mgrDone <- mgr.Start(mctx) }()
+	e.cancel, e.mgrDone = cancel, make(chan struct{})
+	go func() {
+		e.mgrErr = mgr.Start(mctx)
+		close(e.mgrDone)
+	}()
 	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
 	defer wcancel()
 	if !mgr.GetCache().WaitForCacheSync(wctx) {
@@ -224,8 +228,8 @@ func (e *Env) Stop() error {
 	if e.cancel != nil {
 		e.cancel()
 		select {
-		case err := <-e.mgrDone:
-			errs = append(errs, err)
+		case <-e.mgrDone:
+			errs = append(errs, e.mgrErr)
 		case <-time.After(30 * time.Second):
 			errs = append(errs, errors.New("the raygate manager did not stop within 30s"))
 		}
@@ -245,8 +249,15 @@ func (e *Env) Stop() error {
 	return errors.Join(errs...)
 }
 
-// Healthy reports a component that exited on its own.
-func (e *Env) Healthy() error { return e.Cluster.Healthy() }
+// Healthy reports a component, or the raygate manager, that stopped on its own.
+func (e *Env) Healthy() error {
+	select {
+	case <-e.mgrDone:
+		return fmt.Errorf("the raygate manager stopped: %v (log: %s)", e.mgrErr, e.OperatorLog())
+	default:
+	}
+	return e.Cluster.Healthy()
+}
 
 // operatorLogger sends the manager's logs (and client-go's klog output) to a file, so the
 // terminal shows what a newcomer needs and the details stay one `tail -f` away.
