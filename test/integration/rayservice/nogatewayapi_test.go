@@ -29,9 +29,7 @@ var _ = Describe("Without the Gateway API CRDs", Ordered, func() {
 		kl, err := framework.StartKubelet(plain.Config, framework.KubeletOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(kl.Stop)
-		opts := dashboards.Wire(framework.ManagerOptions())
-		opts.SkipControllerNameValidation = true
-		m, err := framework.StartManager(plain, opts)
+		m, err := framework.StartManager(plain, dashboards.Wire(framework.ManagerOptions()))
 		Expect(err).NotTo(HaveOccurred(), "the manager starts without the Gateway API")
 		DeferCleanup(m.Stop)
 	})

@@ -87,9 +87,7 @@ var _ = BeforeSuite(func() {
 
 func startManager() {
 	var err error
-	opts := dashboards.Wire(framework.ManagerOptions())
-	opts.SkipControllerNameValidation = true // the suite restarts the operator in-process
-	mgr, err = framework.StartManager(env, opts)
+	mgr, err = framework.StartManager(env, dashboards.Wire(framework.ManagerOptions()))
 	Expect(err).NotTo(HaveOccurred())
 }
 
@@ -112,7 +110,20 @@ func newNamespace(ctx context.Context) string {
 func watchInvariants(ctx context.Context, ns string) *invariants.Checker {
 	c, err := invariants.Start(ctx, env.Config, invariants.Options{Namespace: ns, Dashboards: dashboards.Registry})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() {
+	DeferCleanup(func(ctx context.Context) {
+		// Leave nothing pending: clusters waiting for their deletion time are deleted (and
+		// checked) before the test ends, so later tests see a quiet operator.
+		Eventually(func() []string {
+			var list rayv1.RayClusterList
+			Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+			var waiting []string
+			for _, rc := range list.Items {
+				if rc.Annotations[rayv1.DeleteAfterKey] != "" {
+					waiting = append(waiting, rc.Name)
+				}
+			}
+			return waiting
+		}).Should(BeEmpty())
 		c.Stop()
 		for _, e := range c.Events() {
 			GinkgoWriter.Printf("%s %s\n", e.At.Format("15:04:05.000"), e.What)
