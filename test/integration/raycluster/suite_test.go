@@ -36,7 +36,7 @@ var (
 
 func TestRayCluster(t *testing.T) {
 	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(20 * time.Second)
+	SetDefaultEventuallyTimeout(30 * time.Second) // generous: two cores are shared with other suites
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	RunSpecs(t, "RayCluster controller")
 }
