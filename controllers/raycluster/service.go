@@ -128,7 +128,10 @@ func mergeHeadService(existing, desired *corev1.Service) (updated *corev1.Servic
 		}
 		maps.Copy(u.Annotations, desired.Annotations)
 	}
-	u.OwnerReferences = desired.OwnerReferences
+	if metav1.GetControllerOf(u) == nil {
+		// Adopt a Service that has no controller, keeping its other owners.
+		u.OwnerReferences = append(u.OwnerReferences, desired.OwnerReferences...)
+	}
 	u.Spec.Selector = desired.Spec.Selector
 	u.Spec.Type = desired.Spec.Type
 	u.Spec.PublishNotReadyAddresses = desired.Spec.PublishNotReadyAddresses

@@ -87,3 +87,14 @@ func TestMergeHeadService(t *testing.T) {
 		t.Error("switching from headless to a cluster IP needs the Service recreated")
 	}
 }
+
+func TestMergeHeadServiceAdoptsWithoutDroppingOwners(t *testing.T) {
+	desired := BuildHeadService(cluster())
+	existing := apiDefaults(desired)
+	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keep", UID: "cm"}
+	existing.OwnerReferences = []metav1.OwnerReference{other}
+	u, _ := mergeHeadService(existing, desired)
+	if u == nil || len(u.OwnerReferences) != 2 || u.OwnerReferences[0] != other || metav1.GetControllerOf(u) == nil {
+		t.Fatalf("an orphan Service must be adopted and keep its other owners: %+v", u)
+	}
+}
