@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -46,6 +47,20 @@ var _ = Describe("suspend", func() {
 		waitReady(ctx, ns, "sus")
 		Expect(getCluster(ctx, ns, "sus").Status).To(haveCondition(rayv1.RayClusterSuspended, metav1.ConditionFalse, string(rayv1.RayClusterSuspended)))
 		Expect(pods(ctx, ns, "sus")).To(HaveLen(2))
+	})
+
+	It("follows spec.suspend directly when RayClusterStatusConditions is off", func(ctx context.Context) {
+		setGate(features.RayClusterStatusConditions, false)
+		ns := newNamespace(ctx)
+		Expect(k8s.Create(ctx, builders.RayCluster("nogate", ns).Obj())).To(Succeed())
+		Eventually(clusterStatus(ctx, ns, "nogate")).Should(stateIs(rayv1.Ready))
+		Expect(getCluster(ctx, ns, "nogate").Status.Conditions).To(BeEmpty())
+		updateCluster(ctx, ns, "nogate", func(rc *rayv1.RayCluster) { rc.Spec.Suspend = ptr.To(true) })
+		Eventually(clusterStatus(ctx, ns, "nogate")).Should(stateIs(rayv1.Suspended))
+		Expect(pods(ctx, ns, "nogate")).To(BeEmpty())
+		Expect(getCluster(ctx, ns, "nogate").Status.Conditions).To(BeEmpty())
+		updateCluster(ctx, ns, "nogate", func(rc *rayv1.RayCluster) { rc.Spec.Suspend = ptr.To(false) })
+		Eventually(func() int { return len(pods(ctx, ns, "nogate")) }).Should(Equal(2))
 	})
 
 	It("suspends a single worker group", func(ctx context.Context) {
