@@ -3,6 +3,7 @@ package rayservice
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,17 +50,15 @@ func (r *Reconciler) reconcileGateway(ctx context.Context, p *pass) error {
 	if p.pending != nil {
 		backends = append(backends, backend{Cluster: p.pending.Name, Port: servePort(&p.pending.Spec), Weight: split.PendingTraffic})
 	}
-	changed := false
-	if p.route, changed, err = r.applyRoute(ctx, p, httpRoute(p.svc, backends)); err != nil {
+	var before map[string]int32
+	if p.route, before, err = r.applyRoute(ctx, p, httpRoute(p.svc, backends)); err != nil {
 		return err
 	}
-	if changed && p.pending != nil {
+	if p.pending != nil && before != nil && before[p.pending.Name] != split.PendingTraffic && movedLate(split, p.now) {
 		// The interval runs from when traffic really moved: a step recorded before an
 		// operator restart and applied after it is not followed at once by the next one.
-		if t := stampTime(p.now); split.LastMigrated == nil || t.After(*split.LastMigrated) {
-			mt := metav1.NewTime(t)
-			p.svc.Status.PendingServiceStatus.LastTrafficMigratedTime, p.svc.Status.ActiveServiceStatus.LastTrafficMigratedTime = &mt, mt.DeepCopy()
-		}
+		mt := metav1.NewTime(stampTime(p.now))
+		p.svc.Status.PendingServiceStatus.LastTrafficMigratedTime, p.svc.Status.ActiveServiceStatus.LastTrafficMigratedTime = &mt, mt.DeepCopy()
 	}
 	gwOK, gwNote := gatewayReady(p.gw)
 	rtOK, rtNote := routeReady(p.route, p.gw.Name)
@@ -114,33 +113,41 @@ func (r *Reconciler) applyGateway(ctx context.Context, p *pass, want *gwv1.Gatew
 	return cur, nil
 }
 
-// applyRoute creates or updates the HTTPRoute; changed reports a write.
-func (r *Reconciler) applyRoute(ctx context.Context, p *pass, want *gwv1.HTTPRoute) (*gwv1.HTTPRoute, bool, error) {
+// movedLate: the weights are applied more than a second after the step was recorded (the
+// operator restarted or was starved in between).
+func movedLate(s split, now time.Time) bool {
+	return s.LastMigrated != nil && now.Sub(*s.LastMigrated) > time.Second
+}
+
+// applyRoute creates or updates the HTTPRoute; on an update it returns the weights the
+// route had before.
+func (r *Reconciler) applyRoute(ctx context.Context, p *pass, want *gwv1.HTTPRoute) (*gwv1.HTTPRoute, map[string]int32, error) {
 	cur := &gwv1.HTTPRoute{}
 	err := r.client.Get(ctx, client.ObjectKeyFromObject(want), cur)
 	if apierrors.IsNotFound(err) {
 		if err := r.client.Create(ctx, want); err != nil {
 			r.warn(p, nil, EventFailedGateway, "CreateHTTPRoute", "creating HTTPRoute %s: %v", want.Name, err)
-			return nil, false, fmt.Errorf("creating HTTPRoute %s: %w", want.Name, err)
+			return nil, nil, fmt.Errorf("creating HTTPRoute %s: %w", want.Name, err)
 		}
-		return want, true, nil
+		return want, nil, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	if !ownedBySameController(cur, want) {
 		r.warn(p, nil, EventFailedGateway, "UpdateHTTPRoute", "HTTPRoute %s exists and is not managed by this RayService", want.Name)
-		return nil, false, fmt.Errorf("httproute %s is not controlled by %s", want.Name, p.svc.Name)
+		return nil, nil, fmt.Errorf("httproute %s is not controlled by %s", want.Name, p.svc.Name)
 	}
 	if routeSpecMatches(want, cur) {
-		return cur, false, nil
+		return cur, nil, nil
 	}
+	before := routeWeights(cur)
 	cur.Spec = want.Spec
 	cur.Labels = merge(cur.Labels, want.Labels)
 	if err := r.client.Update(ctx, cur); err != nil {
-		return nil, false, fmt.Errorf("updating HTTPRoute %s: %w", want.Name, err)
+		return nil, nil, fmt.Errorf("updating HTTPRoute %s: %w", want.Name, err)
 	}
-	return cur, true, nil
+	return cur, before, nil
 }
 
 // routeSpecMatches: every field raygate sets has its value (the API server's defaults

@@ -265,3 +265,15 @@ func TestPacingDefaultsAndClamps(t *testing.T) {
 		}
 	}
 }
+
+func TestMovedLate(t *testing.T) {
+	rec := split{LastMigrated: ptr.To(t0)}
+	for d, want := range map[time.Duration]bool{50 * time.Millisecond: false, 900 * time.Millisecond: false, 1500 * time.Millisecond: true, 30 * time.Second: true} {
+		if got := movedLate(rec, t0.Add(d)); got != want {
+			t.Errorf("applied %v after the record: late = %v, want %v", d, got, want)
+		}
+	}
+	if movedLate(split{}, t0) {
+		t.Error("no recorded step cannot be late")
+	}
+}
