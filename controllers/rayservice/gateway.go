@@ -77,8 +77,12 @@ func capacitiesApplied(p *pass) (bool, string) {
 		if c.rc == nil || c.tc == nil || p.serve.empty() {
 			continue
 		}
-		if got := submittedOn(c.rc).TargetCapacity; !equalPtr(got, c.tc) {
-			return false, fmt.Sprintf("waiting for RayCluster %s to accept target_capacity %d%% (it runs %s)", c.rc.Name, *c.tc, percent(got))
+		rec := submittedOn(c.rc)
+		if rec.Hash == "" {
+			return false, orDefault(p.serveNote[c.rc.Name], "waiting for the serve config of "+c.rc.Name+" to be accepted")
+		}
+		if !equalPtr(rec.TargetCapacity, c.tc) {
+			return false, fmt.Sprintf("waiting for RayCluster %s to accept target_capacity %d%% (it runs %s)", c.rc.Name, *c.tc, percent(rec.TargetCapacity))
 		}
 	}
 	return true, ""
