@@ -63,6 +63,31 @@ var _ = Describe("Operator restarts", func() {
 	})
 })
 
+var _ = Describe("Operator upgrades", func() {
+	It("re-stamps a cluster built by another raygate version instead of replacing it", func(ctx context.Context) {
+		const name = "stamped"
+		ns := newNamespace(ctx)
+		watchInvariants(ctx, ns)
+		Expect(k8s.Create(ctx, builders.RayService(name, ns).Obj())).To(Succeed())
+		blue := waitServing(ctx, ns, name)
+		hash := getCluster(ctx, ns, blue).Annotations[rayv1.HashWithoutReplicasAndWorkersToDeleteKey]
+
+		By("pretending an older raygate hashed the spec differently")
+		rc := getCluster(ctx, ns, blue)
+		rc.Annotations[rayv1.HashWithoutReplicasAndWorkersToDeleteKey] = "hash-from-an-older-version"
+		rc.Annotations[rayv1.KubeRayVersionKey] = "v0.0.1"
+		Expect(k8s.Update(ctx, rc)).To(Succeed())
+
+		Eventually(func() string {
+			return getCluster(ctx, ns, blue).Annotations[rayv1.HashWithoutReplicasAndWorkersToDeleteKey]
+		}).Should(Equal(hash))
+		Expect(getCluster(ctx, ns, blue).Annotations[rayv1.KubeRayVersionKey]).NotTo(Equal("v0.0.1"))
+		Consistently(clusterNames(ctx, ns), time.Second).Should(ConsistOf(blue))
+		Expect(pendingName(ctx, ns, name)()).To(BeEmpty())
+		Expect(events(ctx, ns, name)()).To(ContainSubstring("re-stamped RayCluster " + blue))
+	})
+})
+
 var _ = Describe("None strategy", func() {
 	const name = "inplace"
 
