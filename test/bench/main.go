@@ -46,6 +46,9 @@ type flags struct {
 	reportOnly  bool
 	keepLogs    bool
 	profile     bool
+	reference   bool
+	commit      string
+	out         string
 }
 
 func parseFlags() (flags, error) {
@@ -60,6 +63,9 @@ func parseFlags() (flags, error) {
 	flag.BoolVar(&f.reportOnly, "report-only", false, "only re-render the report from the saved results")
 	flag.BoolVar(&f.keepLogs, "keep-logs", false, "keep every run's component logs and audit log")
 	flag.BoolVar(&f.profile, "profile", true, "profile the operator (CPU, heap) in the largest scale run")
+	flag.BoolVar(&f.reference, "reference", true, "also run the ReplicaSet reference (off: raygate only, for quick experiments)")
+	flag.StringVar(&f.out, "out", "", "directory for logs and profiles (default: a new temporary directory)")
+	flag.StringVar(&f.commit, "commit", "", "commit to report when the checkout has no .git (e.g. a git archive export); default: git rev-parse HEAD")
 	flag.Parse()
 	f.scenarios = splitList(*scenarios)
 	var err error
@@ -120,8 +126,12 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	outDir, err := os.MkdirTemp("", "raygate-bench-")
-	if err != nil {
+	outDir := f.out
+	if outDir == "" {
+		if outDir, err = os.MkdirTemp("", "raygate-bench-"); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
 	b := &bench{outDir: outDir, keepLogs: f.keepLogs, started: time.Now()}
@@ -134,12 +144,15 @@ func run() error {
 	}
 
 	res := &results{Machine: describeMachine(), Started: b.started, Command: "go run ./test/bench " + strings.Join(os.Args[1:], " ")}
+	if f.commit != "" {
+		res.Machine.Commit = f.commit
+	}
 	enc := json.NewEncoder(os.Stdout)
 	for _, s := range f.scenarios {
 		switch s {
 		case "scale":
 			for i, n := range f.sizes {
-				cfg := scaleConfig{Clusters: n, Concurrency: f.concurrency, Quiet: f.quiet}
+				cfg := scaleConfig{Clusters: n, Concurrency: f.concurrency, Quiet: f.quiet, Reference: f.reference}
 				if i == len(f.sizes)-1 {
 					cfg.Sweep, cfg.Profile = f.sweep, f.profile
 				}

@@ -77,6 +77,7 @@ type scaleConfig struct {
 	Sweep       []int
 	Quiet       time.Duration
 	Profile     bool
+	Reference   bool
 }
 
 // clusterRequests are the pod requests of one RayCluster (builders' head and workers).
@@ -128,8 +129,12 @@ func runScale(ctx context.Context, b *bench, cfg scaleConfig) scaleResult {
 	}
 	b.logf("scale %d: raygate (reconcile concurrency %d)", cfg.Clusters, cfg.Concurrency)
 	res.Raygate = b.scaleRaygate(ctx, res.Nodes, cfg.Clusters, cfg.Concurrency, cfg.Quiet, cfg.Profile)
-	b.logf("scale %d: ReplicaSet reference", cfg.Clusters)
-	res.Reference = b.scaleReference(ctx, res.Nodes, cfg.Clusters)
+	if cfg.Reference {
+		b.logf("scale %d: ReplicaSet reference", cfg.Clusters)
+		res.Reference = b.scaleReference(ctx, res.Nodes, cfg.Clusters)
+	} else {
+		res.Reference = scaleRun{System: "replicaset", Error: "not run (-reference=false)"}
+	}
 	for _, c := range cfg.Sweep {
 		b.logf("scale %d: raygate (reconcile concurrency %d)", cfg.Clusters, c)
 		run := b.scaleRaygate(ctx, res.Nodes, cfg.Clusters, c, 0, false)
