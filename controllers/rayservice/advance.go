@@ -15,8 +15,8 @@ import (
 // carries it out (weights, capacity) before anything further is decided, so a crash at any
 // point resumes from the status rather than from memory.
 //
-//   - the Services already select the pending cluster: promote it, and record on the old
-//     cluster when it may be deleted;
+//   - the Services already select the pending cluster: promote it (cleanUp records on the
+//     old cluster when it may be deleted, once the promotion is stored);
 //   - incremental: one step of the capacity/traffic loop (or the rollback walk), if the
 //     previous step took effect and the target's applications run;
 //   - otherwise say what the upgrade waits for.
@@ -40,14 +40,9 @@ func (r *Reconciler) advance(ctx context.Context, p *pass) error {
 	return r.step(ctx, p)
 }
 
-func (r *Reconciler) promote(ctx context.Context, p *pass) error {
+func (r *Reconciler) promote(_ context.Context, p *pass) error {
 	st := &p.svc.Status
 	old, next := p.active, p.pending
-	if old != nil {
-		if err := r.retire(ctx, p, old); err != nil {
-			return err
-		}
-	}
 	promoted := st.PendingServiceStatus
 	if p.incremental() {
 		promoted.TargetCapacity, promoted.TrafficRoutedPercent = ptr.To[int32](100), ptr.To[int32](100)
@@ -115,13 +110,10 @@ func (r *Reconciler) step(ctx context.Context, p *pass) error {
 }
 
 // finishRollback drops the pending cluster once traffic and capacity are all back on the
-// active one. It may still finish requests, so it is deleted after the deletion delay.
-func (r *Reconciler) finishRollback(ctx context.Context, p *pass) error {
+// active one. It may still finish requests, so cleanUp deletes it after the deletion delay.
+func (r *Reconciler) finishRollback(_ context.Context, p *pass) error {
 	st := &p.svc.Status
 	dropped := p.pending
-	if err := r.retire(ctx, p, dropped); err != nil {
-		return err
-	}
 	st.PendingServiceStatus = rayv1.RayServiceStatus{}
 	st.ActiveServiceStatus.TargetCapacity, st.ActiveServiceStatus.TrafficRoutedPercent = ptr.To[int32](100), ptr.To[int32](100)
 	p.pending, p.rollingBack = nil, false

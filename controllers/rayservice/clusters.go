@@ -261,19 +261,26 @@ func (r *Reconciler) deleteCluster(ctx context.Context, p *pass, rc *rayv1.RayCl
 	return nil
 }
 
-// cleanUp deletes the clusters that no longer serve once their recorded time has come, and
-// clusters raygate created but never recorded (a crash between create and status write).
+// cleanUp retires and then deletes the clusters that no longer serve. The deletion time is
+// recorded only once the status that demotes a cluster is stored (the pass after promotion
+// or after a rollback finished): recorded earlier, a slow or conflicting status write would
+// eat into the delay that lets in-flight requests finish. A cluster raygate created but
+// never recorded (a crash between create and status write) may have been reached through
+// its Services, so it gets the same delay.
 func (r *Reconciler) cleanUp(ctx context.Context, p *pass) error {
 	for _, rc := range p.owned {
 		if rc.DeletionTimestamp != nil || p.isActive(rc.Name) || p.isPending(rc.Name) {
 			continue
 		}
+		if recordedIn(p.old, rc.Name) {
+			p.decided = true // demoted by this pass: retire it in the next one
+			continue
+		}
+		if err := r.retire(ctx, p, rc); err != nil {
+			return err
+		}
 		at, err := time.Parse(time.RFC3339, rc.Annotations[rayv1.DeleteAfterKey])
 		switch {
-		case rc.Annotations[rayv1.DeleteAfterKey] == "":
-			if err := r.deleteCluster(ctx, p, rc, "it was created but never recorded as active or pending"); err != nil {
-				return err
-			}
 		case err != nil:
 			r.warn(p, rc, EventFailedCluster, "Delete", "annotation %s=%q is not an RFC 3339 time; delete RayCluster %s by hand", rayv1.DeleteAfterKey, rc.Annotations[rayv1.DeleteAfterKey], rc.Name)
 		case !p.now.Before(at):
@@ -285,6 +292,11 @@ func (r *Reconciler) cleanUp(ctx context.Context, p *pass) error {
 		}
 	}
 	return nil
+}
+
+// recordedIn reports whether a status names the cluster as active or pending.
+func recordedIn(st *rayv1.RayServiceStatuses, name string) bool {
+	return name == st.ActiveServiceStatus.RayClusterName || name == st.PendingServiceStatus.RayClusterName
 }
 
 func findCondition(conds []metav1.Condition, t rayv1.RayServiceConditionType) *metav1.Condition {
