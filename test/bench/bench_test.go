@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/raygate/raygate/test/builders"
 )
 
 const auditSample = `{"kind":"Event","level":"Metadata","auditID":"a1","stage":"ResponseComplete","verb":"create","user":{"username":"raygate-operator"},"objectRef":{"resource":"pods","namespace":"ns"},"responseStatus":{"code":201},"requestReceivedTimestamp":"2026-01-01T00:00:01.000000Z"}
@@ -331,5 +333,26 @@ func TestForbiddenIn(t *testing.T) {
 	}
 	if err := forbiddenIn([]byte(`{"msg":"fine"}` + "\n")); err != nil {
 		t.Errorf("no authorisation error: %v", err)
+	}
+}
+
+func TestReferenceReplicaSetCarriesRaygatesPod(t *testing.T) {
+	rs := referenceReplicaSet("rs-0001", "bench-1")
+	if *rs.Spec.Replicas != podsPerCluster {
+		t.Errorf("replicas %d, want %d", *rs.Spec.Replicas, podsPerCluster)
+	}
+	c := rs.Spec.Template.Spec.Containers[0]
+	// The Ray worker as raygate builds it: the generated ray start command and its environment.
+	hasEnv := false
+	for _, e := range c.Env {
+		if e.Name == "KUBERAY_GEN_RAY_START_CMD" {
+			hasEnv = true
+		}
+	}
+	if !hasEnv || c.Image != builders.DefaultImage || c.Resources.Requests.Cpu().IsZero() {
+		t.Errorf("the template is not raygate's worker pod: %+v", c)
+	}
+	if rs.Spec.Template.Labels["app"] != "rs-0001" || rs.Spec.Selector.MatchLabels["app"] != "rs-0001" {
+		t.Errorf("selector %v does not match template labels %v", rs.Spec.Selector.MatchLabels, rs.Spec.Template.Labels)
 	}
 }
