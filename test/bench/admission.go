@@ -131,7 +131,7 @@ func (b *bench) admissionThroughAPIServer(ctx context.Context, n int, res *admis
 		return err.Error()
 	}
 	host, port, certDir := c.WebhookServing()
-	op, err := startOperator(ctx, c, b.operatorBin, operatorOptions{Concurrency: 4, Webhooks: true, ExtraArgs: []string{
+	op, err := b.startOperator(ctx, c, operatorOptions{Concurrency: 4, Webhooks: true, ExtraArgs: []string{
 		"--webhook-host=" + host, "--webhook-port=" + strconv.Itoa(port), "--webhook-cert-dir=" + certDir,
 	}})
 	if err != nil {

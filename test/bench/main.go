@@ -49,6 +49,7 @@ type flags struct {
 	reference   bool
 	commit      string
 	out         string
+	operatorEnv []string
 }
 
 func parseFlags() (flags, error) {
@@ -64,10 +65,12 @@ func parseFlags() (flags, error) {
 	flag.BoolVar(&f.keepLogs, "keep-logs", false, "keep every run's component logs and audit log")
 	flag.BoolVar(&f.profile, "profile", true, "profile the operator (CPU, heap) in the largest scale run")
 	flag.BoolVar(&f.reference, "reference", true, "also run the ReplicaSet reference (off: raygate only, for quick experiments)")
+	operatorEnv := flag.String("operator-env", "", "comma-separated K=V added to the operator's environment (e.g. GOMEMLIMIT=90MiB)")
 	flag.StringVar(&f.out, "out", "", "directory for logs and profiles (default: a new temporary directory)")
 	flag.StringVar(&f.commit, "commit", "", "commit to report when the checkout has no .git (e.g. a git archive export); default: git rev-parse HEAD")
 	flag.Parse()
 	f.scenarios = splitList(*scenarios)
+	f.operatorEnv = splitList(*operatorEnv)
 	var err error
 	if f.sizes, err = ints(*sizes); err != nil {
 		return f, fmt.Errorf("-sizes: %w", err)
@@ -134,7 +137,7 @@ func run() error {
 	} else if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
-	b := &bench{outDir: outDir, keepLogs: f.keepLogs, started: time.Now()}
+	b := &bench{outDir: outDir, keepLogs: f.keepLogs, started: time.Now(), operatorEnv: f.operatorEnv}
 	b.logf("output (logs, profiles) in %s", outDir)
 	if _, err := localcluster.FindBinaries(); err != nil {
 		return err
@@ -187,6 +190,7 @@ type bench struct {
 	outDir      string
 	keepLogs    bool
 	started     time.Time
+	operatorEnv []string // extra environment of every operator run
 }
 
 func (b *bench) logf(format string, args ...any) {

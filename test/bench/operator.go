@@ -44,6 +44,7 @@ type operatorOptions struct {
 	Concurrency int
 	Webhooks    bool
 	ExtraArgs   []string
+	Env         []string // "K=V"
 }
 
 // operator is raygate running as its own process, as its own user.
@@ -58,7 +59,9 @@ type operator struct {
 
 // startOperator provisions the operator's user (RBAC from config/rbac/role.yaml), starts
 // the binary and waits for /readyz.
-func startOperator(ctx context.Context, c *localcluster.Cluster, bin string, o operatorOptions) (*operator, error) {
+func (b *bench) startOperator(ctx context.Context, c *localcluster.Cluster, o operatorOptions) (*operator, error) {
+	bin := b.operatorBin
+	o.Env = append(o.Env, b.operatorEnv...)
 	rbac, groups, err := operatorRBAC(ctx, c)
 	if err != nil {
 		return nil, err
@@ -86,7 +89,7 @@ func startOperator(ctx context.Context, c *localcluster.Cluster, bin string, o o
 		"--log-format=json",
 	}
 	args = append(args, o.ExtraArgs...)
-	op.proc, err = c.Run("raygate", []string{"KUBECONFIG=" + kubeconfig}, bin, args...)
+	op.proc, err = c.Run("raygate", append([]string{"KUBECONFIG=" + kubeconfig}, o.Env...), bin, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -171,7 +171,7 @@ func (b *bench) scaleRaygate(ctx context.Context, nodes, n, concurrency int, qui
 		return run
 	}
 	opStart := time.Now()
-	op, err := startOperator(ctx, c, b.operatorBin, operatorOptions{Concurrency: concurrency})
+	op, err := b.startOperator(ctx, c, operatorOptions{Concurrency: concurrency})
 	if err != nil {
 		run.Error = err.Error()
 		return run

@@ -164,7 +164,7 @@ func (b *bench) upgrade(ctx context.Context, res *upgradeResult) (runErr error) 
 	}
 	defer gw.Stop()
 
-	op, err := startOperator(ctx, c, b.operatorBin, operatorOptions{Concurrency: 4, ExtraArgs: []string{
+	op, err := b.startOperator(ctx, c, operatorOptions{Concurrency: 4, ExtraArgs: []string{
 		"--feature-gates=RayServiceIncrementalUpgrade=true",
 		"--dashboard-url-template=http://" + l.Addr().String() + "/{namespace}/{name}",
 	}})
