@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -27,8 +28,18 @@ rules:
 - level: None
 `
 
+// auditPolicyAll records every user's requests at Metadata level (-audit-all), so a run can
+// compare the whole cluster's work per object, component by component.
+const auditPolicyAll = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+`
+
 // request is one API request as the audit log saw it.
 type request struct {
+	Agent    string    // the client program: the user agent up to its first '/'
 	Verb     string    // get, list, watch, create, update, patch, delete, deletecollection
 	Resource string    // e.g. "pods", "rayclusters/status"
 	Code     int       // HTTP status code (0 for a watch still open)
@@ -51,6 +62,7 @@ type auditEvent struct {
 	User    struct {
 		Username string `json:"username"`
 	} `json:"user"`
+	UserAgent string `json:"userAgent"`
 	ObjectRef *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
@@ -61,9 +73,9 @@ type auditEvent struct {
 	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
 }
 
-// parseAudit reads a JSON-lines audit log and returns user's requests, one per auditID
-// (the ResponseComplete event when there is one), in order of arrival. Requests without an
-// object (discovery, /healthz) are kept with an empty Resource.
+// parseAudit reads a JSON-lines audit log and returns user's requests (everyone's when user
+// is empty), one per auditID (the ResponseComplete event when there is one), in order of
+// arrival. Requests without an object (discovery, /healthz) are kept with an empty Resource.
 func parseAudit(r io.Reader, user string) ([]request, error) {
 	byID := map[string]int{}
 	var reqs []request
@@ -79,10 +91,11 @@ func parseAudit(r io.Reader, user string) ([]request, error) {
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return nil, fmt.Errorf("audit log line %d: %w", line, err)
 		}
-		if ev.User.Username != user {
+		if user != "" && ev.User.Username != user {
 			continue
 		}
-		req := request{Verb: ev.Verb, Time: ev.RequestReceivedTimestamp}
+		agent, _, _ := strings.Cut(ev.UserAgent, "/")
+		req := request{Agent: agent, Verb: ev.Verb, Time: ev.RequestReceivedTimestamp}
 		if ev.ObjectRef != nil {
 			req.Resource = ev.ObjectRef.Resource
 			if ev.ObjectRef.Subresource != "" {
@@ -108,13 +121,29 @@ func parseAudit(r io.Reader, user string) ([]request, error) {
 	return reqs, nil
 }
 
-func readAudit(path string) ([]request, error) {
+// readAudit returns the operator's requests; readAuditAll everyone's (with -audit-all).
+func readAudit(path string) ([]request, error) { return readAuditOf(path, operatorUser) }
+
+func readAuditAll(path string) ([]request, error) { return readAuditOf(path, "") }
+
+func readAuditOf(path, user string) ([]request, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return parseAudit(f, operatorUser)
+	return parseAudit(f, user)
+}
+
+// writesByAgent counts writes per client program ("raygate", "kube-scheduler", …).
+func writesByAgent(reqs []request) map[string]int {
+	out := map[string]int{}
+	for _, r := range reqs {
+		if isWrite(r.Verb) {
+			out[r.Agent]++
+		}
+	}
+	return out
 }
 
 // window keeps the requests received in [from, to).

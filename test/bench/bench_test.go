@@ -356,3 +356,22 @@ func TestReferenceReplicaSetCarriesRaygatesPod(t *testing.T) {
 		t.Errorf("selector %v does not match template labels %v", rs.Spec.Selector.MatchLabels, rs.Spec.Template.Labels)
 	}
 }
+
+func TestWritesByAgent(t *testing.T) {
+	log := `{"auditID":"1","stage":"ResponseComplete","verb":"create","user":{"username":"admin"},"userAgent":"kube-scheduler/v1.36.3 (linux/amd64) kubernetes/abc/scheduler","objectRef":{"resource":"pods","subresource":"binding"},"requestReceivedTimestamp":"2026-01-01T00:00:01Z"}
+{"auditID":"2","stage":"ResponseComplete","verb":"patch","user":{"username":"admin"},"userAgent":"kwok/v0.8.0","objectRef":{"resource":"pods","subresource":"status"},"requestReceivedTimestamp":"2026-01-01T00:00:02Z"}
+{"auditID":"3","stage":"ResponseComplete","verb":"get","user":{"username":"admin"},"userAgent":"kwok/v0.8.0","objectRef":{"resource":"pods"},"requestReceivedTimestamp":"2026-01-01T00:00:03Z"}
+{"auditID":"4","stage":"ResponseComplete","verb":"create","user":{"username":"raygate-operator"},"userAgent":"raygate/v0.0.0","objectRef":{"resource":"pods"},"requestReceivedTimestamp":"2026-01-01T00:00:04Z"}
+`
+	all, err := parseAudit(strings.NewReader(log), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := writesByAgent(all), map[string]int{"kube-scheduler": 1, "kwok": 1, "raygate": 1}; !reflect.DeepEqual(got, want) {
+		t.Errorf("writesByAgent = %v, want %v", got, want)
+	}
+	mine, _ := parseAudit(strings.NewReader(log), operatorUser)
+	if len(mine) != 1 || mine[0].Agent != "raygate" {
+		t.Errorf("operator's requests = %+v", mine)
+	}
+}

@@ -24,7 +24,7 @@ import (
 // Ready with an IP as soon as it is scheduled, so the figures measure controllers, not
 // kwok's random delays), kube-scheduler and kube-controller-manager with client limits
 // high enough not to be the bottleneck, and the operator's requests in the audit log.
-func clusterOptions(nodes int, logDir string) localcluster.Options {
+func clusterOptions(nodes int, logDir string, policy string) localcluster.Options {
 	return localcluster.Options{
 		Nodes:                nodes,
 		NodeCapacity:         nodeCapacity(),
@@ -32,7 +32,7 @@ func clusterOptions(nodes int, logDir string) localcluster.Options {
 		SchedulerQPS:         1000,
 		SchedulerBurst:       2000,
 		ControllerManagerQPS: 1000,
-		AuditPolicy:          auditPolicy,
+		AuditPolicy:          policy,
 		LogDir:               logDir,
 		StartTimeout:         3 * time.Minute,
 	}

@@ -50,6 +50,7 @@ type flags struct {
 	commit      string
 	out         string
 	operatorEnv []string
+	auditAll    bool
 }
 
 func parseFlags() (flags, error) {
@@ -66,6 +67,7 @@ func parseFlags() (flags, error) {
 	flag.BoolVar(&f.profile, "profile", true, "profile the operator (CPU, heap) in the largest scale run")
 	flag.BoolVar(&f.reference, "reference", true, "also run the ReplicaSet reference (off: raygate only, for quick experiments)")
 	operatorEnv := flag.String("operator-env", "", "comma-separated K=V added to the operator's environment (e.g. GOMEMLIMIT=90MiB)")
+	flag.BoolVar(&f.auditAll, "audit-all", false, "audit every user, and report the whole cluster's writes per object by component (costs API server CPU)")
 	flag.StringVar(&f.out, "out", "", "directory for logs and profiles (default: a new temporary directory)")
 	flag.StringVar(&f.commit, "commit", "", "commit to report when the checkout has no .git (e.g. a git archive export); default: git rev-parse HEAD")
 	flag.Parse()
@@ -137,7 +139,7 @@ func run() error {
 	} else if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
-	b := &bench{outDir: outDir, keepLogs: f.keepLogs, started: time.Now(), operatorEnv: f.operatorEnv}
+	b := &bench{outDir: outDir, keepLogs: f.keepLogs, started: time.Now(), operatorEnv: f.operatorEnv, auditAll: f.auditAll}
 	b.logf("output (logs, profiles) in %s", outDir)
 	if _, err := localcluster.FindBinaries(); err != nil {
 		return err
@@ -191,6 +193,7 @@ type bench struct {
 	keepLogs    bool
 	started     time.Time
 	operatorEnv []string // extra environment of every operator run
+	auditAll    bool     // audit every user, to compare whole-cluster work per object
 }
 
 func (b *bench) logf(format string, args ...any) {
@@ -199,7 +202,11 @@ func (b *bench) logf(format string, args ...any) {
 
 // startCluster starts a fresh cluster for one run, logging to <outDir>/<name>.
 func (b *bench) startCluster(ctx context.Context, nodes int, name string, mod ...func(*localcluster.Options)) (*localcluster.Cluster, error) {
-	o := clusterOptions(nodes, filepath.Join(b.outDir, name))
+	policy := auditPolicy
+	if b.auditAll {
+		policy = auditPolicyAll
+	}
+	o := clusterOptions(nodes, filepath.Join(b.outDir, name), policy)
 	o.KeepLogs = b.keepLogs
 	for _, m := range mod {
 		m(&o)

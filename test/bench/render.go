@@ -131,6 +131,9 @@ func renderScale(m *md, r *results, assets string) {
 			}
 			m.table([]string{"write", "requests"}, qr)
 		}
+		if len(g.ClusterWrites) > 0 || len(s.Reference.ClusterWrites) > 0 {
+			renderClusterWrites(m, s)
+		}
 		if len(g.Timeline) > 0 || len(s.Reference.Timeline) > 0 {
 			m.p("![ready over time, %d RayClusters](%s/%s)", s.Clusters, assets, plotName(s.Clusters))
 		}
@@ -282,4 +285,27 @@ func renderMethod(m *md) {
 	m.p("Each scenario prints one JSON line on stdout; progress goes to stderr. No timing is asserted in\n" +
 		"`make test`: the harness's own logic (audit parsing, percentiles, verdicts) has unit tests in\n" +
 		"`test/bench`.")
+}
+
+// renderClusterWrites compares the whole cluster's writes per object (-audit-all): what each
+// system costs the API server, not only its own requests.
+func renderClusterWrites(m *md, s scaleResult) {
+	agents := map[string]bool{}
+	for a := range s.Raygate.ClusterWrites {
+		agents[a] = true
+	}
+	for a := range s.Reference.ClusterWrites {
+		agents[a] = true
+	}
+	var rows [][]string
+	for _, a := range sortedKeys(agents) {
+		name := a
+		if name == "" {
+			name = "(no user agent)"
+		}
+		rows = append(rows, []string{name, f2(s.Raygate.ClusterWrites[a]), f2(s.Reference.ClusterWrites[a])})
+	}
+	m.p("Writes by every component of the cluster from the first create to convergence, per object\n" +
+		"(`-audit-all`: every user audited), by client program:")
+	m.table([]string{"client", "per RayCluster (raygate run)", "per ReplicaSet (reference run)"}, rows)
 }

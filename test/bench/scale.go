@@ -16,6 +16,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/controllers/raycluster"
 	"github.com/raygate/raygate/internal/defaulting"
+	"github.com/raygate/raygate/internal/localcluster"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -53,6 +54,9 @@ type scaleRun struct {
 	Timeline     []float64                     `json:"timeline,omitempty"` // seconds at which each object became ready
 	ProfileDir   string                        `json:"profileDir,omitempty"`
 	WritesPerObj float64                       `json:"writesPerCluster,omitempty"`
+	// ClusterWrites are every client program's writes from the first create to
+	// convergence, per object (with -audit-all).
+	ClusterWrites map[string]float64 `json:"clusterWritesPerObject,omitempty"`
 }
 
 // scaleResult is the "scale" scenario at one size.
@@ -244,6 +248,9 @@ func (b *bench) scaleRaygate(ctx context.Context, nodes, n, concurrency int, qui
 		run.Error = "reading the audit log: " + err.Error()
 		return run
 	}
+	if b.auditAll {
+		run.ClusterWrites = b.clusterWrites(c, start, converged, n)
+	}
 	conv := count(window(reqs, opStart, converged))
 	run.Requests = &conv
 	if quiet > 0 {
@@ -331,7 +338,28 @@ func (b *bench) scaleReference(ctx context.Context, nodes, n int) (run scaleRun)
 	}
 	run.Seconds = converged.Sub(start).Seconds()
 	run.Timeline = tracker.timeline(start)
+	if b.auditAll {
+		run.ClusterWrites = b.clusterWrites(c, start, converged, n)
+	}
 	return run
+}
+
+// clusterWrites is every client program's writes in [from, to] per object.
+func (b *bench) clusterWrites(c *localcluster.Cluster, from, to time.Time, n int) map[string]float64 {
+	time.Sleep(time.Second) // the audit log is written as requests complete
+	reqs, err := readAuditAll(c.AuditLogPath)
+	if err != nil {
+		b.logf("reading the audit log: %v", err)
+		return nil
+	}
+	out := map[string]float64{}
+	total := 0
+	for agent, w := range writesByAgent(window(reqs, from, to.Add(time.Millisecond))) {
+		out[agent] = float64(w) / float64(n)
+		total += w
+	}
+	out["(all)"] = float64(total) / float64(n)
+	return out
 }
 
 // referenceReplicaSet has 4 pods that are the pods raygate builds for a worker of the
