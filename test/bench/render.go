@@ -276,11 +276,19 @@ func renderMethod(m *md) {
 		"  (`--pprof-bind-address`) next to the logs; the path is printed.")
 	m.WriteString("## Reproduce\n\n")
 	m.p("```sh\n" +
-		"make bench                                    # every scenario; rewrites this page (about 20 minutes)\n" +
-		"go run ./test/bench -scenarios scale -sizes 100 -sweep ''   # one quick scale run\n" +
+		"make bench                                   # every scenario; rewrites this page (10-25 minutes)\n" +
+		"make bench BENCH_ARGS='-scenarios scale -sizes 100 -sweep \"\"'   # one quick scale run\n" +
 		"go run ./test/bench -scenarios admission\n" +
-		"go run ./test/bench -keep-logs ...            # keep component logs and audit logs\n" +
-		"go run ./test/bench -report-only              # re-render this page from docs/benchmarks/results.json\n" +
+		"go run ./test/bench -keep-logs -out DIR ...     # keep component logs and audit logs in DIR\n" +
+		"go run ./test/bench -audit-all ...              # also count every component's writes per object\n" +
+		"go run ./test/bench -reference=false -operator-env GOMEMLIMIT=90MiB ...   # quick experiments\n" +
+		"go run ./test/bench -report-only                # re-render this page from docs/benchmarks/results.json\n" +
+		"```")
+	m.p("The harness builds `cmd/raygate` from the checkout it runs in. To measure exactly one commit\n" +
+		"while the working tree changes, export it and run from there:\n\n" +
+		"```sh\n" +
+		"c=$(git rev-parse --short HEAD); mkdir -p /tmp/rg && git archive HEAD | tar -x -C /tmp/rg\n" +
+		"(cd /tmp/rg && go run ./test/bench -commit $c -docs $PWD/docs/benchmarks.md)\n" +
 		"```")
 	m.p("Each scenario prints one JSON line on stdout; progress goes to stderr. No timing is asserted in\n" +
 		"`make test`: the harness's own logic (audit parsing, percentiles, verdicts) has unit tests in\n" +
