@@ -3,7 +3,9 @@ package raycluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -182,22 +184,53 @@ func (r *Reconciler) deletePod(ctx context.Context, p *pass, pod *corev1.Pod, gr
 }
 
 // createWorkers creates worker pods of a group, one per entry of idx (entries are nil unless
-// RayMultiHostIndexing is on), and reports them in one event.
+// RayMultiHostIndexing is on), and reports them in one event. The creates run concurrently in
+// slow-start batches (1, 2, 4, …) as the ReplicaSet controller's do: a pass does not wait one
+// API round trip per pod, and a create that keeps failing (quota, admission) stops after a
+// small batch instead of being tried for every pod.
 func (r *Reconciler) createWorkers(ctx context.Context, p *pass, g *rayv1.WorkerGroupSpec, idx []*ReplicaIndex) error {
-	var created []string
-	defer func() {
-		if len(created) > 0 {
-			r.normal(p, EventCreatedWorkerPod, actionCreate, "Created %d worker pods of group %s: %s", len(created), g.GroupName, strings.Join(created, ", "))
-		}
-	}()
-	for _, i := range idx {
-		pod := BuildWorkerPod(p.cluster, g, i)
+	var (
+		mu      sync.Mutex
+		created []string
+	)
+	err := slowStartBatches(len(idx), func(i int) error {
+		pod := BuildWorkerPod(p.cluster, g, idx[i])
 		if err := r.Create(ctx, pod); err != nil {
-			r.warn(p, EventFailedCreateWorkerPod, actionCreate, "Failed to create a worker pod of group %s: %v", g.GroupName, err)
-			return failure(rayv1.FailedCreateWorkerPod, "creating a worker pod of group %s: %w", g.GroupName, err)
+			return err
 		}
 		r.Expectations.Expect(pod.Namespace, p.cluster.Name, g.GroupName, pod.Name, expectations.Create)
+		mu.Lock()
 		created = append(created, pod.Name)
+		mu.Unlock()
+		return nil
+	})
+	if len(created) > 0 {
+		slices.Sort(created)
+		r.normal(p, EventCreatedWorkerPod, actionCreate, "Created %d worker pods of group %s: %s", len(created), g.GroupName, strings.Join(created, ", "))
+	}
+	if err != nil {
+		r.warn(p, EventFailedCreateWorkerPod, actionCreate, "Failed to create a worker pod of group %s: %v", g.GroupName, err)
+		return failure(rayv1.FailedCreateWorkerPod, "creating a worker pod of group %s: %w", g.GroupName, err)
+	}
+	return nil
+}
+
+// slowStartBatches calls fn(0..n-1) in concurrent batches of 1, 2, 4, … and stops after the
+// first batch with a failure, returning that batch's first error.
+func slowStartBatches(n int, fn func(i int) error) error {
+	for start, size := 0, 1; start < n; start, size = start+size, size*2 {
+		size = min(size, n-start)
+		errs := make([]error, size)
+		var wg sync.WaitGroup
+		for j := range size {
+			wg.Go(func() { errs[j] = fn(start + j) })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

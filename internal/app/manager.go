@@ -9,7 +9,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -52,16 +51,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cache.Options{SyncPeriod: &o.SyncPeriod},
+		Cache:                         cacheOptions(o),
 		PprofBindAddress:              o.PprofAddr,
 		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 	}
-	if len(o.WatchNamespaces) > 0 {
-		mgrOpts.Cache.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range o.WatchNamespaces {
-			mgrOpts.Cache.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
+
 	if o.EnableWebhooks {
 		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{
 			Host:    o.WebhookHost,

@@ -6,6 +6,10 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -67,5 +71,36 @@ func TestTLSOptions(t *testing.T) {
 	}
 	if c.MinVersion != tls.VersionTLS13 || len(c.NextProtos) != 0 {
 		t.Errorf("with --enable-http2 --tls-min-version=1.3: %x %v", c.MinVersion, c.NextProtos)
+	}
+}
+
+func TestSlimPodKeepsWhatControllersRead(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"ray.io/cluster": "c"}, Annotations: map[string]string{"a": "b"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+		Spec: corev1.PodSpec{
+			Containers:    []corev1.Container{{Name: "ray-head", Image: "ray", Env: []corev1.EnvVar{{Name: "X", Value: "1"}}}, {Name: "autoscaler"}},
+			RestartPolicy: corev1.RestartPolicyNever, NodeName: "n1",
+			Volumes: []corev1.Volume{{Name: "shm"}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+	out, err := slimPod(pod.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.Pod)
+	want := pod.DeepCopy()
+	want.ManagedFields = nil
+	want.Spec = corev1.PodSpec{Containers: []corev1.Container{{Name: "ray-head"}, {Name: "autoscaler"}}, RestartPolicy: corev1.RestartPolicyNever, NodeName: "n1"}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Fatalf("slim pod:\n got %+v\nwant %+v", got, want)
+	}
+	if other, _ := slimPod("not a pod"); other != "not a pod" {
+		t.Fatal("non-pod objects must pass through unchanged")
+	}
+	sel := rayPodSelector()
+	if !sel.Matches(labels.Set{"ray.io/cluster": "x"}) || sel.Matches(labels.Set{"app": "web"}) {
+		t.Fatalf("selector %s must select exactly the pods with a ray.io/cluster label", sel)
 	}
 }
