@@ -3,6 +3,7 @@ package rayservice
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"sync"
 	"time"
@@ -172,7 +173,7 @@ var podChange = predicate.Funcs{
 		if !ok1 || !ok2 {
 			return true
 		}
-		return podReady(o) != podReady(n) || !mapsEqual(o.Labels, n.Labels) || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
+		return podReady(o) != podReady(n) || !maps.Equal(o.Labels, n.Labels) || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
 	},
 }
 
@@ -278,16 +279,4 @@ func (r *Reconciler) event(p *pass, related *rayv1.RayCluster, typ, reason, acti
 
 func logFor(ctx context.Context, p *pass) logr.Logger {
 	return ctrl.LoggerFrom(ctx).WithValues("rayservice", client.ObjectKeyFromObject(p.svc))
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }

@@ -18,6 +18,7 @@ package invariants
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -285,7 +286,7 @@ func (c *Checker) onRoute(ctx context.Context, o client.Object, deleted bool) {
 	prev := c.weights[key]
 	c.weights[key] = w
 	c.mu.Unlock()
-	if equalWeights(prev, w) {
+	if maps.Equal(prev, w) {
 		return
 	}
 	c.record("route %s weights %s", cur.Name, formatWeights(w))
@@ -478,18 +479,6 @@ func weightsOf(rt *gwv1.HTTPRoute) map[string]int32 {
 		}
 	}
 	return out
-}
-
-func equalWeights(a, b map[string]int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // formatWeights is "a=85 b=15", clusters sorted by name.
