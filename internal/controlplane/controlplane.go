@@ -125,7 +125,13 @@ func (e *Env) Stop() error {
 
 // Kubectl runs the real kubectl against the control plane. stdin may be empty.
 func (e *Env) Kubectl(ctx context.Context, stdin string, args ...string) (stdout, stderr string, err error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(e.AssetsDir, "kubectl"), append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
+	return RunKubectl(ctx, filepath.Join(e.AssetsDir, "kubectl"), e.Kubeconfig, stdin, args...)
+}
+
+// RunKubectl runs a kubectl binary with a kubeconfig and returns what it printed. stdin may
+// be empty.
+func RunKubectl(ctx context.Context, kubectl, kubeconfig, stdin string, args ...string) (stdout, stderr string, err error) {
+	cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if stdin != "" {
@@ -147,11 +153,20 @@ func writeKubeconfig(cfg *rest.Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin", Namespace: "default"}
-	kc.CurrentContext = "envtest"
 	path := filepath.Join(dir, "kubeconfig")
-	return path, clientcmd.WriteToFile(*kc, path)
+	return path, WriteKubeconfig(cfg, path, "envtest")
+}
+
+// WriteKubeconfig writes an admin kubeconfig for cfg to path with one cluster, user and
+// context named after name. The file is private (0600): it holds the admin's client key.
+func WriteKubeconfig(cfg *rest.Config, path, name string) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name+"-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name + "-admin", Namespace: "default"}
+	kc.CurrentContext = name
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o600)
 }

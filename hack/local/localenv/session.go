@@ -1,17 +1,12 @@
 package localenv
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/raygate/raygate/internal/app"
@@ -63,27 +58,11 @@ func newSession(dir, kubeconfig, kubectl string, cfg *rest.Config) (*Session, er
 
 // Kubectl runs the real kubectl against the environment; stdin may be empty.
 func (s *Session) Kubectl(ctx context.Context, stdin string, args ...string) (stdout, stderr string, err error) {
-	cmd := exec.CommandContext(ctx, s.KubectlPath, append([]string{"--kubeconfig", s.Kubeconfig}, args...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	err = cmd.Run()
-	return out.String(), errb.String(), err
+	return controlplane.RunKubectl(ctx, s.KubectlPath, s.Kubeconfig, stdin, args...)
 }
 
 // writeKubeconfig writes an admin kubeconfig for cfg to path (mode 0600: it holds the
 // admin's client key), with a context named raygate-local.
 func writeKubeconfig(cfg *rest.Config, path string) error {
-	const name = "raygate-local"
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[name+"-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name + "-admin", Namespace: "default"}
-	kc.CurrentContext = name
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return err
-	}
-	return os.Chmod(path, 0o600)
+	return controlplane.WriteKubeconfig(cfg, path, "raygate-local")
 }
