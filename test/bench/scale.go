@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -164,12 +165,7 @@ func (b *bench) scaleRaygate(ctx context.Context, nodes, n, concurrency int, qui
 		return run
 	}
 	defer b.stopCluster(c, &run.Error)
-	cl, cfg, err := benchClient(c.Config)
-	if err != nil {
-		run.Error = err.Error()
-		return run
-	}
-	nss, err := createNamespaces(ctx, cl, scaleNamespaces)
+	cl, cfg, nss, err := scaleClient(ctx, c)
 	if err != nil {
 		run.Error = err.Error()
 		return run
@@ -290,6 +286,16 @@ func isPodReady(p *corev1.Pod) bool {
 	return false
 }
 
+// scaleClient is the benchmark's client on a fresh cluster, with the scale namespaces created.
+func scaleClient(ctx context.Context, c *localcluster.Cluster) (client.Client, *rest.Config, []string, error) {
+	cl, cfg, err := benchClient(c.Config)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	nss, err := createNamespaces(ctx, cl, scaleNamespaces)
+	return cl, cfg, nss, err
+}
+
 // waitTimeout allows a minute plus 600 ms per object: far above what either system needs.
 func waitTimeout(n int) time.Duration { return time.Minute + time.Duration(n)*600*time.Millisecond }
 
@@ -303,12 +309,7 @@ func (b *bench) scaleReference(ctx context.Context, nodes, n int) (run scaleRun)
 		return run
 	}
 	defer b.stopCluster(c, &run.Error)
-	cl, cfg, err := benchClient(c.Config)
-	if err != nil {
-		run.Error = err.Error()
-		return run
-	}
-	nss, err := createNamespaces(ctx, cl, scaleNamespaces)
+	cl, cfg, nss, err := scaleClient(ctx, c)
 	if err != nil {
 		run.Error = err.Error()
 		return run
