@@ -65,8 +65,8 @@ var _ = Describe("NewCluster (blue/green)", func() {
 		Expect(simulatorOf(ns, green).Submissions()[0].ConfigWithoutTargetCapacity()).To(ContainSubstring(`"num_replicas":3`))
 
 		By("keeping the old cluster for the deletion delay, recorded on it")
-		old := getCluster(ctx, ns, blue)
-		at, err := time.Parse(time.RFC3339, old.Annotations[rayv1.DeleteAfterKey])
+		Eventually(deleteAfterOf(ctx, ns, blue)).ShouldNot(BeEmpty())
+		at, err := time.Parse(time.RFC3339, deleteAfterOf(ctx, ns, blue)())
 		Expect(err).NotTo(HaveOccurred())
 		Expect(clusterNames(ctx, ns)()).To(ContainElement(blue))
 		Eventually(clusterNames(ctx, ns)).ShouldNot(ContainElement(blue))

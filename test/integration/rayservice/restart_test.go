@@ -35,10 +35,10 @@ var _ = Describe("Operator restarts", func() {
 		Expect(simulatorOf(ns, green).Submissions()).To(HaveLen(1))
 
 		By("restarting during the deletion delay: the recorded time is kept")
-		deleteAfter := getCluster(ctx, ns, blue).Annotations[rayv1.DeleteAfterKey]
-		Expect(deleteAfter).NotTo(BeEmpty())
+		Eventually(deleteAfterOf(ctx, ns, blue)).ShouldNot(BeEmpty())
+		deleteAfter := deleteAfterOf(ctx, ns, blue)()
 		restartManager(0)
-		Expect(getCluster(ctx, ns, blue).Annotations[rayv1.DeleteAfterKey]).To(Equal(deleteAfter))
+		Expect(deleteAfterOf(ctx, ns, blue)()).To(Equal(deleteAfter))
 		Eventually(clusterNames(ctx, ns)).Should(ConsistOf(green))
 	})
 

@@ -216,6 +216,12 @@ func getCluster(ctx context.Context, ns, name string) *rayv1.RayCluster {
 	return rc
 }
 
+// deleteAfterOf reads the deletion time recorded on a cluster. The controller records it
+// in the pass after the status that demotes the cluster is stored, so tests wait for it.
+func deleteAfterOf(ctx context.Context, ns, cluster string) func() string {
+	return func() string { return getCluster(ctx, ns, cluster).Annotations[rayv1.DeleteAfterKey] }
+}
+
 func simulatorOf(ns, cluster string) *simulator.Server {
 	return dashboards.Server(types.NamespacedName{Namespace: ns, Name: cluster})
 }
