@@ -5,7 +5,7 @@
 #
 #   hack/tools.sh envtest          -> prints the directory holding kube-apiserver, etcd, kubectl
 #   hack/tools.sh cluster          -> as envtest, plus kube-controller-manager and kube-scheduler
-#   hack/tools.sh <tool>           -> prints the path of one tool (controller-gen, helm, kwok)
+#   hack/tools.sh <tool>           -> prints the path of one tool (controller-gen, helm, helm3, kwok)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -59,16 +59,24 @@ cluster() {
 }
 
 tool() {
-	local name=$1 pkg mod v dir verflag=""
+	local name=$1 pkg mod v dir verflag="" ldflags=""
 	case "$name" in
 	controller-gen) pkg=sigs.k8s.io/controller-tools/cmd/controller-gen mod=sigs.k8s.io/controller-tools ;;
 	# helm has its own module (hack/tools/helm): its k8s.io pins differ from this one's.
 	helm) pkg=helm.sh/helm/v4/cmd/helm mod=helm.sh/helm/v4 tools_mod="$here/tools/helm" verflag=helm.sh/helm/v4/internal/version.version ;;
+	# Helm 3, to check the chart still works for its users (hack/tools/helm3). Like Helm's own
+	# Makefile, stamp the Kubernetes version it assumes from its client-go; unstamped it
+	# assumes v1.20 and refuses the chart's kubeVersion.
+	helm3)
+		pkg=helm.sh/helm/v3/cmd/helm mod=helm.sh/helm/v3 tools_mod="$here/tools/helm3" verflag=helm.sh/helm/v3/internal/version.version
+		local cg; cg=$(modver k8s.io/client-go); cg=${cg#v0.}; cg=${cg%%.*}
+		ldflags="-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$cg"
+		ldflags+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$cg" ;;
 	*) echo "unknown tool: $name" >&2; exit 2 ;;
 	esac
 	v=$(modver "$mod")
 	dir="$cache_root/$name-$v"
-	build "$dir" "$name" "$pkg" "${verflag:+-X $verflag=$v}"
+	build "$dir" "$name" "$pkg" "${verflag:+-X $verflag=$v} $ldflags"
 	echo "$dir/$name"
 }
 

@@ -52,10 +52,11 @@ var _ = Describe("the install on an API server", func() {
 		Expect(out).To(ContainSubstring("certificate.cert-manager.io/raygate-webhook-cert created (server dry run)"))
 	})
 
-	It("installs and uninstalls with helm, keeping the CRDs", func(ctx context.Context) {
+	DescribeTable("installs and uninstalls with helm, keeping the CRDs", func(ctx context.Context, bin func() string) {
 		// Namespace-scoped to team-a so its webhooks (which have no pods behind them here)
 		// stay out of the other specs' way.
 		kc := "--kubeconfig=" + env.Kubeconfig
+		runHelm := func(args ...string) (string, error) { return runHelmBin(bin(), args...) }
 		out, err := runHelm("install", "tenant", chartDir, kc, "--namespace", "tenant-ops", "--set", "watchNamespaces={team-a}")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(ContainSubstring("STATUS: deployed"))
@@ -73,7 +74,11 @@ var _ = Describe("the install on an API server", func() {
 		Expect(strings.TrimSpace(stdout)).To(BeEmpty())
 		_, stderr, err = env.Kubectl(ctx, "", "get", "crd", "rayclusters.ray.io", "rayservices.ray.io")
 		Expect(err).NotTo(HaveOccurred(), "helm uninstall leaves the CRDs (and so the users' objects): %s", stderr)
-	})
+	},
+		// The binaries are built in BeforeSuite, after the table is constructed.
+		Entry("Helm 4", func() string { return helm }),
+		Entry("Helm 3", func() string { return helm3 }),
+	)
 
 	It("accepts the chart's webhooks and certificates for the full team contract (server-side dry-run)", func(ctx context.Context) {
 		dir := chartWithGenerated(GinkgoT().TempDir(), testdataPath("generated-role.yaml"), testdataPath("generated-webhooks.yaml"))

@@ -34,11 +34,12 @@ var (
 	chartDir = filepath.Join(repoRoot, "charts", "raygate")
 )
 
-// helmPath builds (first run only) and returns the helm CLI, as `make chart-test` does.
-func helmPath() (string, error) {
-	out, err := exec.Command(filepath.Join(repoRoot, "hack", "tools.sh"), "helm").Output()
+// toolPath builds (first run only) and returns one of the project's tools (hack/tools.sh),
+// as `make chart-test` does.
+func toolPath(name string) (string, error) {
+	out, err := exec.Command(filepath.Join(repoRoot, "hack", "tools.sh"), name).Output()
 	if err != nil {
-		return "", fmt.Errorf("hack/tools.sh helm: %w", err)
+		return "", fmt.Errorf("hack/tools.sh %s: %w", name, err)
 	}
 	return strings.TrimSpace(string(out)), nil
 }
@@ -59,13 +60,16 @@ func certManagerCRDDir() (string, error) {
 	return filepath.Join(m.Dir, "deploy", "crds"), nil
 }
 
-// runHelm runs helm and returns stdout; stderr is folded into the error.
-func runHelm(args ...string) (string, error) {
+// runHelm runs Helm 4 and returns stdout; stderr is folded into the error.
+func runHelm(args ...string) (string, error) { return runHelmBin(helm, args...) }
+
+// runHelmBin runs the given helm binary (Helm 3 or 4).
+func runHelmBin(bin string, args ...string) (string, error) {
 	var out, errb bytes.Buffer
-	cmd := exec.Command(helm, args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, errb.String())
+		return out.String(), fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), strings.Join(args, " "), err, errb.String())
 	}
 	return out.String(), nil
 }
@@ -97,6 +101,17 @@ func parse(manifests string) objects {
 			objs = append(objs, &unstructured.Unstructured{Object: m})
 		}
 	}
+}
+
+// byID keys the objects by kind, namespace and name, for comparisons that ignore order.
+func (o objects) byID() map[string]map[string]any {
+	out := make(map[string]map[string]any, len(o))
+	for _, u := range o {
+		id := u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+		Expect(out).NotTo(HaveKey(id), "rendered twice")
+		out[id] = u.Object
+	}
+	return out
 }
 
 func (o objects) ofKind(kind string) objects {
