@@ -52,7 +52,7 @@ var _ = Describe("a RayCluster with two worker groups", func() {
 		Expect(svc.Spec.Selector).To(HaveKeyWithValue(rayv1.ClusterLabelKey, "demo"))
 		Expect(svc.Spec.Selector).To(HaveKeyWithValue(rayv1.NodeTypeLabelKey, "head"))
 		Expect(metav1.IsControlledBy(svc, getCluster(ctx, ns, "demo"))).To(BeTrue())
-		Expect(events(ctx, ns, "demo")).To(ContainElement(ContainSubstring("Normal CreatedHeadPod")))
+		Eventually(events(ctx, ns, "demo")).Should(ContainElement(ContainSubstring("Normal CreatedHeadPod")))
 
 		By("one more reconcile of the converged cluster writes nothing")
 		expectQuiet(ctx)

@@ -25,7 +25,7 @@ var _ = Describe("unhealthy pods", func() {
 		Expect(kubelet.FailPod(ctx, ns, old)).To(Succeed())
 		Eventually(func() []string { return names(headPods(ctx, ns, "hf")) }).Should(And(HaveLen(1), Not(ContainElement(old))))
 		Eventually(clusterStatus(ctx, ns, "hf")).Should(haveCondition(rayv1.HeadPodReady, metav1.ConditionTrue, rayv1.HeadPodRunningAndReady))
-		Expect(events(ctx, ns, "hf")).To(ContainElement(And(ContainSubstring("Normal DeletedHeadPod"), ContainSubstring("terminal phase Failed"))))
+		Eventually(events(ctx, ns, "hf")).Should(ContainElement(And(ContainSubstring("Normal DeletedHeadPod"), ContainSubstring("terminal phase Failed"))))
 	})
 
 	It("replaces a worker whose Ray container exited under restartPolicy Never, and leaves it to the kubelet otherwise", func(ctx context.Context) {
@@ -52,7 +52,7 @@ var _ = Describe("unhealthy pods", func() {
 		Expect(kubelet.DeletePod(ctx, ns, headPods(ctx, ns, "skip")[0].Name)).To(Succeed())
 		Eventually(clusterStatus(ctx, ns, "skip")).Should(haveCondition(rayv1.HeadPodReady, metav1.ConditionFalse, rayv1.HeadPodNotFound))
 		Consistently(func() int { return len(headPods(ctx, ns, "skip")) }, 2*time.Second).Should(BeZero())
-		Expect(events(ctx, ns, "skip")).To(ContainElement(ContainSubstring("Normal SkippedHeadPodRestart")))
+		Eventually(events(ctx, ns, "skip")).Should(ContainElement(ContainSubstring("Normal SkippedHeadPodRestart")))
 	})
 
 	It("reports more than one head pod and deletes neither", func(ctx context.Context) {
@@ -69,7 +69,7 @@ var _ = Describe("unhealthy pods", func() {
 			haveCondition(rayv1.HeadPodReady, metav1.ConditionFalse, rayv1.MultipleHeadPods),
 			WithTransform(func(s rayv1.RayClusterStatus) string { return s.Reason }, ContainSubstring("2 head pods found"))))
 		Consistently(func() int { return len(headPods(ctx, ns, "two")) }, time.Second).Should(Equal(2), "raygate never picks a head to delete")
-		Expect(events(ctx, ns, "two")).To(ContainElement(ContainSubstring("Warning MultipleHeadPods")))
+		Eventually(events(ctx, ns, "two")).Should(ContainElement(ContainSubstring("Warning MultipleHeadPods")))
 
 		Expect(k8s.Delete(ctx, extra)).To(Succeed())
 		Eventually(clusterStatus(ctx, ns, "two")).Should(And(
@@ -102,7 +102,7 @@ var _ = Describe("a failed pod creation", func() {
 		Expect(k8s.Create(ctx, builders.RayCluster("quota", ns).WorkerGroups(builders.WorkerGroup("workers", 3)).Obj())).To(Succeed())
 		Eventually(clusterStatus(ctx, ns, "quota")).Should(haveCondition(rayv1.RayClusterReplicaFailure, metav1.ConditionTrue, rayv1.FailedCreateWorkerPod))
 		Expect(getCluster(ctx, ns, "quota").Status.Reason).To(ContainSubstring("exceeded quota"))
-		Expect(events(ctx, ns, "quota")).To(ContainElement(And(ContainSubstring("Warning FailedToCreateWorkerPod"), ContainSubstring("exceeded quota"))))
+		Eventually(events(ctx, ns, "quota")).Should(ContainElement(And(ContainSubstring("Warning FailedToCreateWorkerPod"), ContainSubstring("exceeded quota"))))
 
 		Expect(k8s.Delete(ctx, quota)).To(Succeed())
 		Eventually(clusterStatus(ctx, ns, "quota"), 30*time.Second).Should(And(stateIs(rayv1.Ready),
@@ -120,7 +120,7 @@ var _ = Describe("an invalid RayCluster stored without the webhook", func() {
 		Expect(k8s.Create(ctx, bad)).To(Succeed())
 		Eventually(clusterStatus(ctx, ns, "bad")).Should(WithTransform(func(s rayv1.RayClusterStatus) string { return s.Reason },
 			And(HavePrefix(rayv1.ValidationFailed+": "), ContainSubstring("spec.workerGroupSpecs[0].maxReplicas"))))
-		Expect(events(ctx, ns, "bad")).To(ContainElement(And(ContainSubstring("Warning ValidationFailed"), ContainSubstring("maxReplicas"))))
+		Eventually(events(ctx, ns, "bad")).Should(ContainElement(And(ContainSubstring("Warning ValidationFailed"), ContainSubstring("maxReplicas"))))
 		Consistently(func() int { return len(pods(ctx, ns, "bad")) }, time.Second).Should(BeZero())
 
 		By("fixing the spec lets the controller act")

@@ -40,7 +40,7 @@ var _ = Describe("suspend", func() {
 			haveCondition(rayv1.RayClusterSuspended, metav1.ConditionTrue, string(rayv1.RayClusterSuspended)),
 			haveCondition(rayv1.RayClusterSuspending, metav1.ConditionFalse, string(rayv1.RayClusterSuspending)),
 			haveCondition(rayv1.RayClusterProvisioned, metav1.ConditionFalse, rayv1.RayClusterPodsProvisioning)))
-		Expect(events(ctx, ns, "sus")).To(ContainElement(ContainSubstring("Normal DeletedAllPods")))
+		Eventually(events(ctx, ns, "sus")).Should(ContainElement(ContainSubstring("Normal DeletedAllPods")))
 		Consistently(func() int { return len(pods(ctx, ns, "sus")) }, time.Second).Should(BeZero(), "a suspended cluster gets no pods")
 
 		updateCluster(ctx, ns, "sus", func(rc *rayv1.RayCluster) { rc.Spec.Suspend = ptr.To(false) })

@@ -33,7 +33,7 @@ var _ = Describe("scaling", func() {
 		updateCluster(ctx, ns, "scale", func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](30) })
 		Eventually(podCount(ctx, ns, "scale", "workers")).Should(Equal(10), "replicas above maxReplicas are clamped")
 		Consistently(podCount(ctx, ns, "scale", "workers"), time.Second).Should(Equal(10))
-		Expect(events(ctx, ns, "scale")).To(ContainElement(ContainSubstring("Normal DeletedWorkerPod")))
+		Eventually(events(ctx, ns, "scale")).Should(ContainElement(ContainSubstring("Normal DeletedWorkerPod")))
 	})
 
 	It("deletes the workers listed in workersToDelete, then clears the list", func(ctx context.Context) {

@@ -105,16 +105,20 @@ func names(ps []corev1.Pod) []string {
 }
 
 // events returns "type reason: note" of the events about a cluster.
-func events(ctx context.Context, ns, cluster string) []string {
-	var list eventsv1.EventList
-	Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-	var out []string
-	for _, e := range list.Items {
-		if e.Regarding.Kind == rayv1.RayClusterKind && e.Regarding.Name == cluster {
-			out = append(out, e.Type+" "+e.Reason+": "+e.Note)
+// events lists a cluster's events as "Type Reason: note". The recorder writes events
+// asynchronously, after the status of the same pass, so tests poll it with Eventually.
+func events(ctx context.Context, ns, cluster string) func() []string {
+	return func() []string {
+		var list eventsv1.EventList
+		Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		var out []string
+		for _, e := range list.Items {
+			if e.Regarding.Kind == rayv1.RayClusterKind && e.Regarding.Name == cluster {
+				out = append(out, e.Type+" "+e.Reason+": "+e.Note)
+			}
 		}
+		return out
 	}
-	return out
 }
 
 func condition(st rayv1.RayClusterStatus, t rayv1.RayClusterConditionType) *metav1.Condition {

@@ -203,7 +203,7 @@ var _ = Describe("NewClusterWithIncrementalUpgrade", func() {
 		st := getService(ctx, ns, name).Status
 		Expect(st.ActiveServiceStatus.TargetCapacity).To(HaveValue(Equal(int32(100))))
 		Expect(simulatorOf(ns, blue).TargetCapacity()).To(HaveValue(Equal(100.0)))
-		Expect(events(ctx, ns, name)()).To(ContainSubstring("rollback complete"))
+		Eventually(events(ctx, ns, name)).Should(ContainSubstring("rollback complete"))
 	})
 
 	It("returns to the active cluster before upgrading to a third spec", func(ctx context.Context) {
@@ -243,7 +243,7 @@ var _ = Describe("NewClusterWithIncrementalUpgrade", func() {
 		green := pendingName(ctx, ns, name)()
 		Consistently(pendingTraffic(ctx, ns, name), 3*time.Second).Should(BeZero())
 		Expect(trafficSteps(checker, green)).To(Equal([]int32{0}))
-		Expect(events(ctx, ns, name)()).To(ContainSubstring("PendingApplicationsUnhealthy"))
+		Eventually(events(ctx, ns, name)).Should(ContainSubstring("PendingApplicationsUnhealthy"))
 
 		By("fixing the config: the same pending cluster gets it and the upgrade proceeds")
 		update(ctx, ns, name, func(s *rayv1.RayService) { s.Spec.ServeConfigV2 = builders.DefaultServeConfig })

@@ -71,7 +71,7 @@ var _ = Describe("NewCluster (blue/green)", func() {
 		Expect(clusterNames(ctx, ns)()).To(ContainElement(blue))
 		Eventually(clusterNames(ctx, ns)).ShouldNot(ContainElement(blue))
 		Expect(time.Now()).To(BeTemporally(">=", at))
-		Expect(events(ctx, ns, name)()).To(ContainSubstring("PromotedPendingCluster"))
+		Eventually(events(ctx, ns, name)).Should(ContainSubstring("PromotedPendingCluster"))
 		Expect(checker.Events()).NotTo(BeEmpty())
 	})
 
@@ -95,7 +95,7 @@ var _ = Describe("NewCluster (blue/green)", func() {
 		Eventually(activeName(ctx, ns, name)).ShouldNot(Equal(blue))
 		Expect(activeName(ctx, ns, name)()).NotTo(Equal(stuck))
 		Eventually(clusterNames(ctx, ns)).Should(ConsistOf(activeName(ctx, ns, name)()))
-		Expect(events(ctx, ns, name)()).To(ContainSubstring("replaced"))
+		Eventually(events(ctx, ns, name)).Should(ContainSubstring("replaced"))
 	})
 
 	It("drops the pending cluster when the spec goes back to the active one", func(ctx context.Context) {

@@ -59,7 +59,7 @@ var _ = Describe("Operator restarts", func() {
 		Eventually(simulatorOf(ns, blue).AllRunning).Should(BeTrue())
 		Eventually(condition(ctx, ns, name, rayv1.RayServiceReady)).Should(Equal("True/NonZeroServeEndpoints"))
 		Expect(activeName(ctx, ns, name)()).To(Equal(blue))
-		Expect(events(ctx, ns, name)()).To(ContainSubstring("the dashboard reports no Serve applications"))
+		Eventually(events(ctx, ns, name)).Should(ContainSubstring("the dashboard reports no Serve applications"))
 	})
 })
 
@@ -84,7 +84,7 @@ var _ = Describe("Operator upgrades", func() {
 		Expect(getCluster(ctx, ns, blue).Annotations[rayv1.KubeRayVersionKey]).NotTo(Equal("v0.0.1"))
 		Consistently(clusterNames(ctx, ns), time.Second).Should(ConsistOf(blue))
 		Expect(pendingName(ctx, ns, name)()).To(BeEmpty())
-		Expect(events(ctx, ns, name)()).To(ContainSubstring("re-stamped RayCluster " + blue))
+		Eventually(events(ctx, ns, name)).Should(ContainSubstring("re-stamped RayCluster " + blue))
 	})
 })
 

@@ -243,6 +243,8 @@ func route(ctx context.Context, ns, svc string) *gwv1.HTTPRoute {
 }
 
 // events lists the notes of the events about an object, oldest first.
+// events lists an object's events, one "Type Reason: note" per line. The recorder writes
+// events asynchronously, after the status of the same pass, so tests poll it with Eventually.
 func events(ctx context.Context, ns, name string) func() string {
 	return func() string {
 		var list eventsv1.EventList
