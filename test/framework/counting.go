@@ -14,19 +14,25 @@ import (
 
 // Writes counts write requests by "verb kind" (e.g. "create Pod", "update RayCluster/status")
 // or, when counted at the HTTP level, "verb resource" (e.g. "create pods",
-// "update rayclusters/status", "create events"). Safe for concurrent use.
+// "update rayclusters/status", "create events"), overall and per namespace. Safe for
+// concurrent use.
 type Writes struct {
 	mu     sync.Mutex
 	counts map[string]int
+	byNS   map[string]map[string]int
 }
 
-func (w *Writes) add(key string) {
+func (w *Writes) add(namespace, key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.counts == nil {
-		w.counts = map[string]int{}
+		w.counts, w.byNS = map[string]int{}, map[string]map[string]int{}
 	}
 	w.counts[key]++
+	if w.byNS[namespace] == nil {
+		w.byNS[namespace] = map[string]int{}
+	}
+	w.byNS[namespace][key]++
 }
 
 // Snapshot returns a copy of the counts.
@@ -34,6 +40,21 @@ func (w *Writes) Snapshot() map[string]int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return maps.Clone(w.counts)
+}
+
+// SnapshotIn returns the counts of writes to objects in the given namespaces only, so a
+// spec's "zero writes" is not broken by another spec's objects (say, a cluster that keeps
+// failing to create pods on purpose).
+func (w *Writes) SnapshotIn(namespaces ...string) map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]int{}
+	for _, ns := range namespaces {
+		for k, n := range w.byNS[ns] {
+			out[k] += n
+		}
+	}
+	return out
 }
 
 // Total is the number of writes counted.
@@ -51,7 +72,7 @@ func (w *Writes) Total() int {
 func (w *Writes) Reset() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.counts = nil
+	w.counts, w.byNS = nil, nil
 }
 
 // CountingClient wraps a client.Client and counts its writes by verb and kind.
@@ -74,32 +95,32 @@ func (c *CountingClient) kind(obj runtime.Object) string {
 }
 
 func (c *CountingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	c.Writes.add("create " + c.kind(obj))
+	c.Writes.add(obj.GetNamespace(), "create "+c.kind(obj))
 	return c.Client.Create(ctx, obj, opts...)
 }
 
 func (c *CountingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	c.Writes.add("update " + c.kind(obj))
+	c.Writes.add(obj.GetNamespace(), "update "+c.kind(obj))
 	return c.Client.Update(ctx, obj, opts...)
 }
 
 func (c *CountingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	c.Writes.add("patch " + c.kind(obj))
+	c.Writes.add(obj.GetNamespace(), "patch "+c.kind(obj))
 	return c.Client.Patch(ctx, obj, patch, opts...)
 }
 
 func (c *CountingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	c.Writes.add("apply")
+	c.Writes.add(applyNamespace(obj), "apply")
 	return c.Client.Apply(ctx, obj, opts...)
 }
 
 func (c *CountingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	c.Writes.add("delete " + c.kind(obj))
+	c.Writes.add(obj.GetNamespace(), "delete "+c.kind(obj))
 	return c.Client.Delete(ctx, obj, opts...)
 }
 
 func (c *CountingClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
-	c.Writes.add("deletecollection " + c.kind(obj))
+	c.Writes.add(obj.GetNamespace(), "deletecollection "+c.kind(obj))
 	return c.Client.DeleteAllOf(ctx, obj, opts...)
 }
 
@@ -116,22 +137,22 @@ type countingSubResource struct {
 }
 
 func (s *countingSubResource) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
-	s.c.Writes.add("create " + s.c.kind(obj) + "/" + s.sub)
+	s.c.Writes.add(obj.GetNamespace(), "create "+s.c.kind(obj)+"/"+s.sub)
 	return s.SubResourceClient.Create(ctx, obj, sub, opts...)
 }
 
 func (s *countingSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	s.c.Writes.add("update " + s.c.kind(obj) + "/" + s.sub)
+	s.c.Writes.add(obj.GetNamespace(), "update "+s.c.kind(obj)+"/"+s.sub)
 	return s.SubResourceClient.Update(ctx, obj, opts...)
 }
 
 func (s *countingSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	s.c.Writes.add("patch " + s.c.kind(obj) + "/" + s.sub)
+	s.c.Writes.add(obj.GetNamespace(), "patch "+s.c.kind(obj)+"/"+s.sub)
 	return s.SubResourceClient.Patch(ctx, obj, patch, opts...)
 }
 
 func (s *countingSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	s.c.Writes.add("apply /" + s.sub)
+	s.c.Writes.add(applyNamespace(obj), "apply /"+s.sub)
 	return s.SubResourceClient.Apply(ctx, obj, opts...)
 }
 
@@ -144,7 +165,7 @@ type countingTransport struct {
 
 func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if verb := writeVerb(req); verb != "" {
-		t.writes.add(verb + " " + resourceOf(req.URL.Path))
+		t.writes.add(namespaceOfPath(req.URL.Path), verb+" "+resourceOf(req.URL.Path))
 	}
 	return t.next.RoundTrip(req)
 }
@@ -159,6 +180,27 @@ func writeVerb(req *http.Request) string {
 		return "patch"
 	case http.MethodDelete:
 		return "delete"
+	}
+	return ""
+}
+
+// applyNamespace reads the namespace of a server-side apply configuration, when it has one.
+func applyNamespace(obj runtime.ApplyConfiguration) string {
+	if o, ok := obj.(interface{ GetNamespace() *string }); ok && o.GetNamespace() != nil {
+		return *o.GetNamespace()
+	}
+	return ""
+}
+
+// namespaceOfPath extracts the namespace from an API path such as
+// /api/v1/namespaces/ns/pods/name; "" for cluster-scoped paths (a namespace object itself
+// counts as cluster-scoped).
+func namespaceOfPath(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	for i := 0; i+2 < len(parts); i++ {
+		if parts[i] == "namespaces" {
+			return parts[i+1]
+		}
 	}
 	return ""
 }

@@ -19,3 +19,44 @@ func TestResourceOf(t *testing.T) {
 		}
 	}
 }
+
+func TestNamespaceOfPath(t *testing.T) {
+	cases := map[string]string{
+		"/api/v1/namespaces/ns/pods":                         "ns",
+		"/api/v1/namespaces/ns/pods/p1/status":               "ns",
+		"/apis/events.k8s.io/v1/namespaces/team-a/events/e1": "team-a",
+		"/api/v1/namespaces/ns":                              "",
+		"/api/v1/namespaces":                                 "",
+		"/apis/ray.io/v1/rayclusters":                        "",
+		"/apis/rbac.authorization.k8s.io/v1/clusterroles/x":  "",
+	}
+	for path, want := range cases {
+		if got := namespaceOfPath(path); got != want {
+			t.Errorf("namespaceOfPath(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
+
+func TestWritesSnapshotIn(t *testing.T) {
+	var w Writes
+	w.add("a", "create pods")
+	w.add("a", "create pods")
+	w.add("b", "patch events")
+	w.add("", "update clusterroles")
+	if got := w.SnapshotIn("a"); len(got) != 1 || got["create pods"] != 2 {
+		t.Errorf(`SnapshotIn("a") = %v`, got)
+	}
+	if got := w.SnapshotIn("a", "b"); len(got) != 2 || got["patch events"] != 1 {
+		t.Errorf(`SnapshotIn("a", "b") = %v`, got)
+	}
+	if got := w.SnapshotIn("c"); len(got) != 0 {
+		t.Errorf(`SnapshotIn("c") = %v`, got)
+	}
+	if w.Total() != 4 {
+		t.Errorf("Total() = %d, want 4", w.Total())
+	}
+	w.Reset()
+	if got := w.SnapshotIn("a"); len(got) != 0 {
+		t.Errorf("after Reset, SnapshotIn = %v", got)
+	}
+}

@@ -55,14 +55,14 @@ var _ = Describe("a RayCluster with two worker groups", func() {
 		Eventually(events(ctx, ns, "demo")).Should(ContainElement(ContainSubstring("Normal CreatedHeadPod")))
 
 		By("one more reconcile of the converged cluster writes nothing")
-		expectQuiet(ctx)
+		expectQuiet(ns)
 		reconciles := reconcileCount()
 		cur := getCluster(ctx, ns, "demo")
 		before := cur.Status.LastUpdateTime
 		cur.Labels = map[string]string{"touched": "yes"} // an unrelated change triggers a reconcile
 		Expect(k8s.Update(ctx, cur)).To(Succeed())
 		Eventually(reconcileCount).Should(BeNumerically(">", reconciles), "touching a label must trigger a reconcile")
-		Consistently(mgr.Writes.Snapshot, 2*time.Second).Should(BeEmpty())
+		Consistently(writesIn(ns), 2*time.Second).Should(BeEmpty())
 		Expect(getCluster(ctx, ns, "demo").Status.LastUpdateTime).To(Equal(before))
 	})
 })

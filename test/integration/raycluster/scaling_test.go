@@ -95,10 +95,10 @@ var _ = Describe("the in-tree autoscaler", func() {
 
 		By("converged with the autoscaler objects, a reconcile writes nothing")
 		Eventually(clusterStatus(ctx, ns, "auto")).Should(WithTransform(func(s rayv1.RayClusterStatus) int32 { return s.ReadyWorkerReplicas }, BeEquivalentTo(1)))
-		expectQuiet(ctx)
+		expectQuiet(ns)
 		before := reconcileCount()
 		updateCluster(ctx, ns, "auto", func(rc *rayv1.RayCluster) { rc.Labels = map[string]string{"touch": "1"} })
 		Eventually(reconcileCount).Should(BeNumerically(">", before))
-		Consistently(mgr.Writes.Snapshot, 2*time.Second).Should(BeEmpty())
+		Consistently(writesIn(ns), 2*time.Second).Should(BeEmpty())
 	})
 })

@@ -152,16 +152,22 @@ func waitReady(ctx context.Context, ns, name string) {
 		haveCondition(rayv1.RayClusterProvisioned, metav1.ConditionTrue, rayv1.AllPodRunningAndReadyFirstTime)))
 }
 
-// expectQuiet waits until the manager goes a full second without writing, then resets the
-// write counts.
-func expectQuiet(ctx context.Context) {
+// expectQuiet waits until the manager goes a full second without writing to the given
+// namespaces, then resets the write counts. Only the spec's own namespaces count: clusters
+// other specs left behind may legitimately still be retrying (a quota, two heads).
+func expectQuiet(namespaces ...string) {
 	GinkgoHelper()
 	Eventually(func() map[string]int {
 		mgr.Writes.Reset()
 		time.Sleep(time.Second)
-		return mgr.Writes.Snapshot()
+		return mgr.Writes.SnapshotIn(namespaces...)
 	}, 30*time.Second).Should(BeEmpty())
 	mgr.Writes.Reset()
+}
+
+// writesIn polls the manager's writes to the given namespaces since the last reset.
+func writesIn(namespaces ...string) func() map[string]int {
+	return func() map[string]int { return mgr.Writes.SnapshotIn(namespaces...) }
 }
 
 // reconcileCount is controller-runtime's reconcile counter of the RayCluster controller.
