@@ -1,12 +1,11 @@
 package raycluster
 
 import (
-	"strconv"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/promgauge"
 )
 
 // Metrics are the RayCluster metrics, with KubeRay's names and labels so existing dashboards
@@ -36,20 +35,9 @@ func NewMetrics() *Metrics {
 	}
 }
 
-func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.provisionedDuration, m.info, m.provisioned}
-}
-
-// Register adds the metrics to reg, replacing metrics of the same names registered by an
-// earlier manager in the same process (tests restart managers).
+// Register adds the metrics to reg, replacing those of an earlier manager in the process.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range m.collectors() {
-		reg.Unregister(c)
-		if err := reg.Register(c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return promgauge.Register(reg, m.provisionedDuration, m.info, m.provisioned)
 }
 
 // Observe records a cluster's current state; provisionedAfter is >= 0 when the cluster just
@@ -62,9 +50,7 @@ func (m *Metrics) Observe(rc *rayv1.RayCluster, provisionedAfter float64) {
 	}
 	m.info.DeletePartialMatch(prometheus.Labels{"name": rc.Name, "namespace": rc.Namespace, "uid": uid})
 	m.info.WithLabelValues(rc.Name, rc.Namespace, uid, owner).Set(1)
-	on := meta.IsStatusConditionTrue(rc.Status.Conditions, string(rayv1.RayClusterProvisioned))
-	m.provisioned.DeleteLabelValues(rc.Name, rc.Namespace, uid, strconv.FormatBool(!on))
-	m.provisioned.WithLabelValues(rc.Name, rc.Namespace, uid, strconv.FormatBool(on)).Set(1)
+	promgauge.SetCondition(m.provisioned, meta.IsStatusConditionTrue(rc.Status.Conditions, string(rayv1.RayClusterProvisioned)), rc.Name, rc.Namespace, uid)
 	if provisionedAfter >= 0 {
 		m.provisionedDuration.WithLabelValues(rc.Name, rc.Namespace, uid).Set(provisionedAfter)
 	}

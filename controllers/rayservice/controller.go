@@ -66,6 +66,8 @@ type Config struct {
 // Reconciler reconciles RayServices.
 type Reconciler struct {
 	Config
+	// Metrics are the per-RayService gauges; register them to serve them.
+	Metrics   *Metrics
 	client    client.Client
 	apiReader client.Reader
 	recorder  events.EventRecorder
@@ -100,6 +102,7 @@ func New(mgr ctrl.Manager, cfg Config) *Reconciler {
 	}
 	return &Reconciler{
 		Config:     cfg,
+		Metrics:    NewMetrics(),
 		client:     mgr.GetClient(),
 		apiReader:  mgr.GetAPIReader(),
 		recorder:   mgr.GetEventRecorder("raygate-rayservice"),
@@ -182,6 +185,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	svc, err := r.get(ctx, req.NamespacedName)
 	if apierrors.IsNotFound(err) {
 		r.written.Delete(req.NamespacedName)
+		r.Metrics.Forget(req.Namespace, req.Name)
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
@@ -248,6 +252,7 @@ func (r *Reconciler) finish(ctx context.Context, p *pass, runErr error) (ctrl.Re
 		}
 		r.written.Store(client.ObjectKeyFromObject(p.svc), p.svc.ResourceVersion)
 	}
+	r.Metrics.Observe(p.svc)
 	for _, emit := range p.afterWrite {
 		emit()
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/raygate/raygate/controllers/rayservice"
 	"github.com/raygate/raygate/internal/dashboard"
@@ -9,13 +10,17 @@ import (
 	"github.com/raygate/raygate/internal/version"
 )
 
-// setupRayServiceController registers the RayService controller with the manager.
+// setupRayServiceController registers the RayService controller and its metrics.
 func setupRayServiceController(mgr ctrl.Manager, o Options) error {
-	return rayservice.New(mgr, rayservice.Config{
+	r := rayservice.New(mgr, rayservice.Config{
 		Resolver: dashboardResolver(o),
 		Gates:    features.Default(),
 		Version:  version.Version,
-	}).SetupWithManager(mgr, o.ReconcileConcurrency)
+	})
+	if err := r.Metrics.Register(metrics.Registry); err != nil {
+		return err
+	}
+	return r.SetupWithManager(mgr, o.ReconcileConcurrency)
 }
 
 // dashboardResolver is Options.DashboardResolver, else --dashboard-url-template, else the

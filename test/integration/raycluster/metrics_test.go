@@ -5,31 +5,15 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/framework"
 )
 
-// series returns the label sets ("k=v,..." sorted by name) of a metric for one cluster.
+// series returns the label sets of a metric for one cluster.
 func series(metric, ns, cluster string) []map[string]string {
-	families, err := metrics.Registry.Gather()
+	labels, _, err := framework.MetricSeries(metric, ns, cluster)
 	Expect(err).NotTo(HaveOccurred())
-	var out []map[string]string
-	for _, f := range families {
-		if f.GetName() != metric {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			if l["namespace"] == ns && l["name"] == cluster {
-				out = append(out, l)
-			}
-		}
-	}
-	return out
+	return labels
 }
 
 var _ = Describe("metrics", func() {

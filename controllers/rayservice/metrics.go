@@ -1,0 +1,92 @@
+package rayservice
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/promgauge"
+)
+
+// Metrics are the RayService metrics: KubeRay's three (same names and labels, so existing
+// dashboards work) and raygate's upgrade progress — the rollback condition and, per cluster
+// role, the traffic share and Serve target capacity — so a platform team can graph and alert
+// on an upgrade without reading statuses. A RayService's series go when it is deleted.
+type Metrics struct {
+	info        *prometheus.GaugeVec
+	ready       *prometheus.GaugeVec
+	upgrading   *prometheus.GaugeVec
+	rollingBack *prometheus.GaugeVec
+	traffic     *prometheus.GaugeVec
+	capacity    *prometheus.GaugeVec
+}
+
+// Roles label the traffic and capacity series: the serving cluster and the one being
+// prepared (present only during an upgrade).
+const (
+	roleActive  = "active"
+	rolePending = "pending"
+)
+
+// NewMetrics creates the metrics; Register adds them to a registry.
+func NewMetrics() *Metrics {
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, append([]string{"name", "namespace"}, labels...))
+	}
+	return &Metrics{
+		info:        gauge("kuberay_service_info", "Metadata of RayServices (always 1)."),
+		ready:       gauge("kuberay_service_condition_ready", "Whether a RayService is Ready: it serves through at least one serve endpoint (the condition label is true or false).", "condition"),
+		upgrading:   gauge("kuberay_service_condition_upgrade_in_progress", "Whether a RayService is upgrading: a pending cluster exists (the condition label is true or false).", "condition"),
+		rollingBack: gauge("raygate_service_condition_rollback_in_progress", "Whether a RayService is moving traffic and capacity back to its active cluster (the condition label is true or false).", "condition"),
+		traffic:     gauge("raygate_service_traffic_routed_percent", "Share of the HTTPRoute's traffic sent to the RayService's active or pending cluster (incremental upgrades only).", "role"),
+		capacity:    gauge("raygate_service_target_capacity_percent", "Serve target_capacity set on the RayService's active or pending cluster (incremental upgrades only).", "role"),
+	}
+}
+
+func (m *Metrics) vecs() []*prometheus.GaugeVec {
+	return []*prometheus.GaugeVec{m.info, m.ready, m.upgrading, m.rollingBack, m.traffic, m.capacity}
+}
+
+// Register adds the metrics to reg, replacing those of an earlier manager in the process.
+func (m *Metrics) Register(reg prometheus.Registerer) error {
+	var cs []prometheus.Collector
+	for _, v := range m.vecs() {
+		cs = append(cs, v)
+	}
+	return promgauge.Register(reg, cs...)
+}
+
+// Observe records a RayService's status as computed by the last pass.
+func (m *Metrics) Observe(svc *rayv1.RayService) {
+	name, ns, st := svc.Name, svc.Namespace, &svc.Status
+	m.info.WithLabelValues(name, ns).Set(1)
+	for v, t := range map[*prometheus.GaugeVec]rayv1.RayServiceConditionType{
+		m.ready: rayv1.RayServiceReady, m.upgrading: rayv1.UpgradeInProgress, m.rollingBack: rayv1.RollbackInProgress,
+	} {
+		promgauge.SetCondition(v, meta.IsStatusConditionTrue(st.Conditions, string(t)), name, ns)
+	}
+	for role, cs := range map[string]*rayv1.RayServiceStatus{roleActive: &st.ActiveServiceStatus, rolePending: &st.PendingServiceStatus} {
+		var traffic, capacity *int32
+		if cs.RayClusterName != "" {
+			traffic, capacity = cs.TrafficRoutedPercent, cs.TargetCapacity
+		}
+		setPercent(m.traffic, traffic, name, ns, role)
+		setPercent(m.capacity, capacity, name, ns, role)
+	}
+}
+
+// setPercent sets a series, or removes it when there is no value to report.
+func setPercent(v *prometheus.GaugeVec, percent *int32, labels ...string) {
+	if percent == nil {
+		v.DeleteLabelValues(labels...)
+		return
+	}
+	v.WithLabelValues(labels...).Set(float64(*percent))
+}
+
+// Forget removes every series of a deleted RayService.
+func (m *Metrics) Forget(namespace, name string) {
+	for _, v := range m.vecs() {
+		v.DeletePartialMatch(prometheus.Labels{"name": name, "namespace": namespace})
+	}
+}

@@ -1,0 +1,63 @@
+package rayservice
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/framework"
+)
+
+// metric returns one RayService's series of a metric as "label=value" of the labels that
+// vary (condition, role) mapped to the series' value.
+func metric(name, ns, svc string) func() map[string]float64 {
+	return func() map[string]float64 {
+		labels, values, err := framework.MetricSeries(name, ns, svc)
+		Expect(err).NotTo(HaveOccurred())
+		out := map[string]float64{}
+		for i, l := range labels {
+			key := ""
+			for _, k := range []string{"condition", "role"} {
+				if v, ok := l[k]; ok {
+					key = k + "=" + v
+				}
+			}
+			out[key] = values[i]
+		}
+		return out
+	}
+}
+
+var _ = Describe("metrics", func() {
+	const name = "metered"
+
+	It("exports readiness and upgrade progress, and drops a RayService's series when it is deleted", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(50, 50, 1, gatewayClass).DeletionDelay(1).Obj())).To(Succeed())
+		waitServing(ctx, ns, name)
+		Eventually(metric("kuberay_service_info", ns, name)).Should(Equal(map[string]float64{"": 1}))
+		Eventually(metric("kuberay_service_condition_ready", ns, name)).Should(Equal(map[string]float64{"condition=true": 1}))
+		Eventually(metric("kuberay_service_condition_upgrade_in_progress", ns, name)).Should(Equal(map[string]float64{"condition=false": 1}))
+		Eventually(metric("raygate_service_traffic_routed_percent", ns, name)).Should(Equal(map[string]float64{"role=active": 100}))
+
+		By("upgrading: the pending cluster's share shows, then goes at promotion")
+		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
+		Eventually(metric("kuberay_service_condition_upgrade_in_progress", ns, name)).Should(Equal(map[string]float64{"condition=true": 1}))
+		Eventually(metric("raygate_service_traffic_routed_percent", ns, name)).Should(Equal(map[string]float64{"role=active": 50, "role=pending": 50}))
+		Eventually(metric("raygate_service_target_capacity_percent", ns, name)).Should(HaveKey("role=pending"))
+		Eventually(pendingName(ctx, ns, name)).Should(BeEmpty())
+		Eventually(metric("raygate_service_traffic_routed_percent", ns, name)).Should(Equal(map[string]float64{"role=active": 100}))
+		Eventually(metric("kuberay_service_condition_upgrade_in_progress", ns, name)).Should(Equal(map[string]float64{"condition=false": 1}))
+		Expect(metric("raygate_service_condition_rollback_in_progress", ns, name)()).To(Equal(map[string]float64{"condition=false": 1}))
+
+		By("deleting the RayService")
+		Expect(k8s.Delete(ctx, getService(ctx, ns, name))).To(Succeed())
+		for _, m := range []string{"kuberay_service_info", "kuberay_service_condition_ready", "kuberay_service_condition_upgrade_in_progress",
+			"raygate_service_condition_rollback_in_progress", "raygate_service_traffic_routed_percent", "raygate_service_target_capacity_percent"} {
+			Eventually(metric(m, ns, name)).Should(BeEmpty(), m)
+		}
+	})
+})
