@@ -52,6 +52,7 @@ func (r *Reconciler) promote(_ context.Context, p *pass) error {
 	p.decided = true
 	if old != nil {
 		r.normal(p, next, EventPromoted, "Promote", "RayCluster %s serves all traffic; %s is deleted after %ds", next.Name, old.Name, deletionDelaySeconds(&p.spec))
+		r.upgradeFinished(p, next, resultPromoted)
 	} else {
 		r.normal(p, next, EventPromoted, "Promote", "RayCluster %s serves traffic", next.Name)
 	}
@@ -119,7 +120,15 @@ func (r *Reconciler) finishRollback(_ context.Context, p *pass) error {
 	p.pending, p.rollingBack = nil, false
 	p.decided = true
 	r.normal(p, p.active, EventRollback, "Rollback", "rollback complete: %s serves all traffic; %s is deleted after %ds", p.active.Name, dropped.Name, deletionDelaySeconds(&p.spec))
+	r.upgradeFinished(p, dropped, resultRolledBack)
 	return nil
+}
+
+// upgradeFinished observes the upgrade's duration once the status that ends it is stored,
+// so a conflicting write that makes the pass run again does not count it twice.
+func (r *Reconciler) upgradeFinished(p *pass, pending *rayv1.RayCluster, result string) {
+	seconds := p.now.Sub(pending.CreationTimestamp.Time).Seconds()
+	p.afterWrite = append(p.afterWrite, func() { r.Metrics.UpgradeFinished(p.strategy, result, seconds) })
 }
 
 func (r *Reconciler) noteUnhealthy(p *pass) {

@@ -19,7 +19,16 @@ type Metrics struct {
 	rollingBack *prometheus.GaugeVec
 	traffic     *prometheus.GaugeVec
 	capacity    *prometheus.GaugeVec
+	// upgrades are finished upgrades by strategy and result, without per-object labels, for
+	// SLOs over many RayServices; the per-object story is in the events.
+	upgrades *prometheus.HistogramVec
 }
+
+// Results label finished upgrades.
+const (
+	resultPromoted   = "promoted"
+	resultRolledBack = "rolled_back"
+)
 
 // Roles label the traffic and capacity series: the serving cluster and the one being
 // prepared (present only during an upgrade).
@@ -40,6 +49,12 @@ func NewMetrics() *Metrics {
 		rollingBack: gauge("raygate_service_condition_rollback_in_progress", "Whether a RayService is moving traffic and capacity back to its active cluster (the condition label is true or false).", "condition"),
 		traffic:     gauge("raygate_service_traffic_routed_percent", "Share of the HTTPRoute's traffic sent to the RayService's active or pending cluster (incremental upgrades only).", "role"),
 		capacity:    gauge("raygate_service_target_capacity_percent", "Serve target_capacity set on the RayService's active or pending cluster (incremental upgrades only).", "role"),
+		upgrades: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "raygate_service_upgrade_duration_seconds",
+			Help: "Seconds from the pending cluster's creation until it was promoted, or until a rollback dropped it.",
+			// From a few seconds (small clusters, short intervals) to hours (large models).
+			Buckets: []float64{30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400},
+		}, []string{"strategy", "result"}),
 	}
 }
 
@@ -49,7 +64,7 @@ func (m *Metrics) vecs() []*prometheus.GaugeVec {
 
 // Register adds the metrics to reg, replacing those of an earlier manager in the process.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	var cs []prometheus.Collector
+	cs := []prometheus.Collector{m.upgrades}
 	for _, v := range m.vecs() {
 		cs = append(cs, v)
 	}
@@ -82,6 +97,12 @@ func setPercent(v *prometheus.GaugeVec, percent *int32, labels ...string) {
 		return
 	}
 	v.WithLabelValues(labels...).Set(float64(*percent))
+}
+
+// UpgradeFinished records an upgrade that ended: the pending cluster was promoted or,
+// after a rollback, dropped.
+func (m *Metrics) UpgradeFinished(strategy rayv1.RayServiceUpgradeType, result string, seconds float64) {
+	m.upgrades.WithLabelValues(string(strategy), result).Observe(seconds)
 }
 
 // Forget removes every series of a deleted RayService.

@@ -135,3 +135,38 @@ func TestMetricsFollowAnUpgrade(t *testing.T) {
 		t.Errorf("Forget removed another RayService's series: %v", got)
 	}
 }
+
+func TestUpgradeFinishedIsAHistogramByStrategyAndResult(t *testing.T) {
+	m, reg := NewMetrics(), prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	m.UpgradeFinished(rayv1.NewClusterWithIncrementalUpgrade, resultPromoted, 95)
+	m.UpgradeFinished(rayv1.NewClusterWithIncrementalUpgrade, resultPromoted, 400)
+	m.UpgradeFinished(rayv1.NewCluster, resultRolledBack, 10)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range families {
+		if f.GetName() != "raygate_service_upgrade_duration_seconds" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			var key []string
+			for _, l := range s.GetLabel() {
+				key = append(key, l.GetValue())
+			}
+			h := s.GetHistogram()
+			got[strings.Join(key, "/")] = fmt.Sprintf("count=%d sum=%g", h.GetSampleCount(), h.GetSampleSum())
+		}
+	}
+	want := map[string]string{
+		"promoted/NewClusterWithIncrementalUpgrade": "count=2 sum=495",
+		"rolled_back/NewCluster":                    "count=1 sum=10",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}

@@ -3,19 +3,19 @@ package framework
 import (
 	"fmt"
 
+	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// MetricSeries returns the label sets of a metric's series for one object (labels
-// namespace and name), from controller-runtime's registry — what the manager serves on
-// /metrics — and the series' values in the same order.
-func MetricSeries(metric, namespace, name string) ([]map[string]string, []float64, error) {
+// series gathers controller-runtime's registry — what the manager serves on /metrics — and
+// returns one metric's series with their labels as a map.
+func series(metric string) ([]*dto.Metric, []map[string]string, error) {
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		return nil, nil, fmt.Errorf("gathering metrics: %w", err)
 	}
+	var out []*dto.Metric
 	var labels []map[string]string
-	var values []float64
 	for _, f := range families {
 		if f.GetName() != metric {
 			continue
@@ -25,11 +25,45 @@ func MetricSeries(metric, namespace, name string) ([]map[string]string, []float6
 			for _, p := range m.GetLabel() {
 				l[p.GetName()] = p.GetValue()
 			}
-			if l["namespace"] == namespace && l["name"] == name {
-				labels = append(labels, l)
-				values = append(values, m.GetGauge().GetValue())
-			}
+			out, labels = append(out, m), append(labels, l)
 		}
 	}
-	return labels, values, nil
+	return out, labels, nil
+}
+
+// MetricSeries returns the label sets of a gauge's series for one object (labels namespace
+// and name), and the series' values in the same order.
+func MetricSeries(metric, namespace, name string) ([]map[string]string, []float64, error) {
+	ms, labels, err := series(metric)
+	if err != nil {
+		return nil, nil, err
+	}
+	var outLabels []map[string]string
+	var values []float64
+	for i, l := range labels {
+		if l["namespace"] == namespace && l["name"] == name {
+			outLabels, values = append(outLabels, l), append(values, ms[i].GetGauge().GetValue())
+		}
+	}
+	return outLabels, values, nil
+}
+
+// HistogramCount returns how many observations a histogram holds in the series whose labels
+// include all of the given ones (0 when there is no such series yet).
+func HistogramCount(metric string, want map[string]string) (uint64, error) {
+	ms, labels, err := series(metric)
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	for i, l := range labels {
+		match := true
+		for k, v := range want {
+			match = match && l[k] == v
+		}
+		if match {
+			n += ms[i].GetHistogram().GetSampleCount()
+		}
+	}
+	return n, nil
 }

@@ -204,6 +204,7 @@ var _ = Describe("NewClusterWithIncrementalUpgrade", func() {
 		Expect(st.ActiveServiceStatus.TargetCapacity).To(HaveValue(Equal(int32(100))))
 		Expect(simulatorOf(ns, blue).TargetCapacity()).To(HaveValue(Equal(100.0)))
 		Eventually(events(ctx, ns, name)).Should(ContainSubstring("rollback complete"))
+		Eventually(upgrades(map[string]string{"strategy": string(rayv1.NewClusterWithIncrementalUpgrade), "result": "rolled_back"})).Should(BeNumerically(">=", 1))
 	})
 
 	It("returns to the active cluster before upgrading to a third spec", func(ctx context.Context) {

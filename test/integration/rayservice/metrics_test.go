@@ -31,6 +31,15 @@ func metric(name, ns, svc string) func() map[string]float64 {
 	}
 }
 
+// upgrades is how many finished upgrades raygate_service_upgrade_duration_seconds holds.
+func upgrades(labels map[string]string) func() uint64 {
+	return func() uint64 {
+		n, err := framework.HistogramCount("raygate_service_upgrade_duration_seconds", labels)
+		Expect(err).NotTo(HaveOccurred())
+		return n
+	}
+}
+
 var _ = Describe("metrics", func() {
 	const name = "metered"
 
@@ -44,6 +53,8 @@ var _ = Describe("metrics", func() {
 		Eventually(metric("raygate_service_traffic_routed_percent", ns, name)).Should(Equal(map[string]float64{"role=active": 100}))
 
 		By("upgrading: the pending cluster's share shows, then goes at promotion")
+		promoted := map[string]string{"strategy": string(rayv1.NewClusterWithIncrementalUpgrade), "result": "promoted"}
+		before := upgrades(promoted)()
 		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
 		Eventually(metric("kuberay_service_condition_upgrade_in_progress", ns, name)).Should(Equal(map[string]float64{"condition=true": 1}))
 		Eventually(metric("raygate_service_traffic_routed_percent", ns, name)).Should(Equal(map[string]float64{"role=active": 50, "role=pending": 50}))
@@ -52,6 +63,8 @@ var _ = Describe("metrics", func() {
 		Eventually(metric("raygate_service_traffic_routed_percent", ns, name)).Should(Equal(map[string]float64{"role=active": 100}))
 		Eventually(metric("kuberay_service_condition_upgrade_in_progress", ns, name)).Should(Equal(map[string]float64{"condition=false": 1}))
 		Expect(metric("raygate_service_condition_rollback_in_progress", ns, name)()).To(Equal(map[string]float64{"condition=false": 1}))
+		// Other specs' RayServices may finish upgrades meanwhile, so at least one more.
+		Eventually(upgrades(promoted)).Should(BeNumerically(">=", before+1))
 
 		By("deleting the RayService")
 		Expect(k8s.Delete(ctx, getService(ctx, ns, name))).To(Succeed())
