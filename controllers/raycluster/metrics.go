@@ -17,6 +17,11 @@ type Metrics struct {
 	provisioned         *prometheus.GaugeVec
 }
 
+// processMetrics is the one set the process's reconcilers observe into. Managers started
+// in the same process (tests run several) then share the registered collectors, instead of
+// a later manager's registration hiding an earlier one's series.
+var processMetrics = NewMetrics()
+
 // NewMetrics creates the metrics; Register adds them to a registry.
 func NewMetrics() *Metrics {
 	return &Metrics{

@@ -71,7 +71,7 @@ func NewReconciler(c client.Client, rec events.EventRecorder) *Reconciler {
 		Recorder:        rec,
 		Gates:           features.Default(),
 		Expectations:    expectations.New(expectations.DefaultTimeout),
-		Metrics:         NewMetrics(),
+		Metrics:         processMetrics,
 		RandomPodDelete: os.Getenv(EnvEnableRandomPodDelete),
 		Now:             time.Now,
 	}

@@ -102,7 +102,7 @@ func New(mgr ctrl.Manager, cfg Config) *Reconciler {
 	}
 	return &Reconciler{
 		Config:     cfg,
-		Metrics:    NewMetrics(),
+		Metrics:    processMetrics,
 		client:     mgr.GetClient(),
 		apiReader:  mgr.GetAPIReader(),
 		recorder:   mgr.GetEventRecorder("raygate-rayservice"),

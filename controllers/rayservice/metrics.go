@@ -37,6 +37,12 @@ const (
 	rolePending = "pending"
 )
 
+// processMetrics is the one set the process's reconcilers observe into. Managers started
+// in the same process (tests run several, against different API servers) then share the
+// registered collectors, instead of a later manager's registration hiding an earlier one's
+// series.
+var processMetrics = NewMetrics()
+
 // NewMetrics creates the metrics; Register adds them to a registry.
 func NewMetrics() *Metrics {
 	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {

@@ -1,6 +1,6 @@
 // Package promgauge holds the two Prometheus patterns the controllers' per-object metrics
 // share: registering a controller's collectors so a restarted manager in the same process
-// replaces them, and condition gauges that keep exactly one series per object with a
+// can register them again, and condition gauges that keep exactly one series per object with a
 // condition="true"|"false" label (KubeRay's convention, so its dashboards work).
 package promgauge
 
@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Register adds the collectors to reg, replacing collectors of the same names registered
-// by an earlier manager in the same process (tests restart managers).
+// Register adds the collectors to reg. Registering them again (a restarted manager in the
+// same process) replaces them rather than failing.
 func Register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
 	for _, c := range cs {
 		reg.Unregister(c)
