@@ -145,7 +145,7 @@ func (r *Reconciler) applyRoute(ctx context.Context, p *pass, want *gwv1.HTTPRou
 	if routeSpecMatches(want, cur) {
 		return cur, nil, nil
 	}
-	before := routeWeights(cur)
+	before := rayspec.RouteWeights(cur)
 	cur.Spec = want.Spec
 	cur.Labels = merge(cur.Labels, want.Labels)
 	if err := r.client.Update(ctx, cur); err != nil {

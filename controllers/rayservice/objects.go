@@ -5,7 +5,6 @@ import (
 	"maps"
 	"sort"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -257,17 +256,6 @@ func httpRoute(svc *rayv1.RayService, backends []backend) *gwv1.HTTPRoute {
 			}},
 		},
 	}
-}
-
-// routeWeights reads the weight of each cluster's backend from an HTTPRoute.
-func routeWeights(rt *gwv1.HTTPRoute) map[string]int32 {
-	out := map[string]int32{}
-	for _, r := range rt.Spec.Rules {
-		for _, b := range r.BackendRefs {
-			out[strings.TrimSuffix(string(b.Name), "-serve-svc")] += ptr.Deref(b.Weight, 1)
-		}
-	}
-	return out
 }
 
 func merge(ms ...map[string]string) map[string]string {

@@ -11,6 +11,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -55,7 +56,7 @@ func TestHTTPRouteShape(t *testing.T) {
 			t.Errorf("backend %+v", b)
 		}
 	}
-	if w := routeWeights(rt); w["svc-aaaaa"] != 85 || w["svc-bbbbb"] != 15 || len(w) != 2 {
+	if w := rayspec.RouteWeights(rt); w["svc-aaaaa"] != 85 || w["svc-bbbbb"] != 15 || len(w) != 2 {
 		t.Errorf("weights %v", w)
 	}
 	if string(r.BackendRefs[0].Name) != "svc-aaaaa-serve-svc" || string(r.BackendRefs[1].Name) != "svc-bbbbb-serve-svc" {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -40,12 +39,7 @@ func splitOf(svc *rayv1.RayService, rt *gwv1.HTTPRoute) split {
 		}
 	}
 	if rt != nil {
-		s.Weights = map[string]int32{}
-		for _, r := range rt.Spec.Rules {
-			for _, b := range r.BackendRefs {
-				s.Weights[strings.TrimSuffix(string(b.Name), rayspec.ClusterServeServiceName(""))] += ptr.Deref(b.Weight, 1)
-			}
-		}
+		s.Weights = rayspec.RouteWeights(rt)
 	}
 	return s
 }

@@ -280,7 +280,7 @@ func (c *Checker) onRoute(ctx context.Context, o client.Object, deleted bool) {
 	if err := c.live.Get(ctx, client.ObjectKeyFromObject(rt), &cur); err != nil || cur.ResourceVersion != rt.ResourceVersion {
 		return // a newer version follows
 	}
-	w := weightsOf(&cur)
+	w := rayspec.RouteWeights(&cur)
 	key := cur.Namespace + "/" + cur.Name
 	c.mu.Lock()
 	prev := c.weights[key]
@@ -409,7 +409,7 @@ func (c *Checker) onCluster(ctx context.Context, o client.Object, deleted bool) 
 		// A pending cluster that never served may go at once, but not while it has traffic.
 		var rt gwv1.HTTPRoute
 		if err := c.live.Get(ctx, types.NamespacedName{Namespace: rc.Namespace, Name: rayspec.HTTPRouteName(owner)}, &rt); err == nil {
-			if w := weightsOf(&rt)[rc.Name]; w > 0 {
+			if w := rayspec.RouteWeights(&rt)[rc.Name]; w > 0 {
 				c.violate(RuleDeleteAfterDelay, "cluster %s deleted while the route gives it %d%%", rc.Name, w)
 			}
 		}
@@ -457,7 +457,7 @@ func (c *Checker) onSubmit(ctx context.Context, cl types.NamespacedName, s simul
 	if s.TargetCapacity != nil {
 		var rt gwv1.HTTPRoute
 		if err := c.live.Get(ctx, types.NamespacedName{Namespace: cl.Namespace, Name: rayspec.HTTPRouteName(owner)}, &rt); err == nil {
-			if w := weightsOf(&rt)[cl.Name]; float64(w) > *s.TargetCapacity {
+			if w := rayspec.RouteWeights(&rt)[cl.Name]; float64(w) > *s.TargetCapacity {
 				c.violate(RuleWithinCapacity, "target capacity of %s set to %.0f%% while the route gives it %d%%", cl.Name, *s.TargetCapacity, w)
 			}
 		}
@@ -469,16 +469,6 @@ func pctF(v *float64) string {
 		return "unset"
 	}
 	return fmt.Sprintf("%.0f%%", *v)
-}
-
-func weightsOf(rt *gwv1.HTTPRoute) map[string]int32 {
-	out := map[string]int32{}
-	for _, r := range rt.Spec.Rules {
-		for _, b := range r.BackendRefs {
-			out[strings.TrimSuffix(string(b.Name), "-serve-svc")] += ptr.Deref(b.Weight, 1)
-		}
-	}
-	return out
 }
 
 // formatWeights is "a=85 b=15", clusters sorted by name.

@@ -8,11 +8,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-
 	"k8s.io/utils/ptr"
-	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -121,7 +120,7 @@ var _ = Describe("NewCluster (blue/green)", func() {
 		watchInvariants(ctx, ns)
 		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(100, 100, 1, gatewayClass).DeletionDelay(1).Obj())).To(Succeed())
 		blue := waitServing(ctx, ns, name)
-		Eventually(func() map[string]int32 { return routeWeightsOf(route(ctx, ns, name)) }).Should(Equal(map[string]int32{blue: 100}))
+		Eventually(func() map[string]int32 { return rayspec.RouteWeights(route(ctx, ns, name)) }).Should(Equal(map[string]int32{blue: 100}))
 
 		update(ctx, ns, name, func(s *rayv1.RayService) {
 			s.Spec.UpgradeStrategy = &rayv1.RayServiceUpgradeStrategy{Type: ptr.To(rayv1.NewCluster)}
@@ -129,17 +128,7 @@ var _ = Describe("NewCluster (blue/green)", func() {
 		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
 		Eventually(activeName(ctx, ns, name)).ShouldNot(Equal(blue))
 		green := activeName(ctx, ns, name)()
-		Eventually(func() map[string]int32 { return routeWeightsOf(route(ctx, ns, name)) }).Should(Equal(map[string]int32{green: 100}))
+		Eventually(func() map[string]int32 { return rayspec.RouteWeights(route(ctx, ns, name)) }).Should(Equal(map[string]int32{green: 100}))
 		Eventually(clusterNames(ctx, ns)).Should(ConsistOf(green))
 	})
 })
-
-func routeWeightsOf(rt *gwv1.HTTPRoute) map[string]int32 {
-	out := map[string]int32{}
-	for _, r := range rt.Spec.Rules {
-		for _, b := range r.BackendRefs {
-			out[strings.TrimSuffix(string(b.Name), "-serve-svc")] = ptr.Deref(b.Weight, 1)
-		}
-	}
-	return out
-}
