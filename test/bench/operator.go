@@ -265,8 +265,19 @@ func (o *operator) reconciles() (map[string]map[string]float64, error) {
 func (o *operator) cpuProfile(ctx context.Context, d time.Duration, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
 	defer cancel()
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", o.pprofAddr, int(d.Seconds()))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	return o.savePprof(ctx, fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), path)
+}
+
+// heapProfile saves the operator's heap profile (in-use and allocated) now.
+func (o *operator) heapProfile(ctx context.Context, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return o.savePprof(ctx, "heap", path)
+}
+
+// savePprof downloads /debug/pprof/<profile> from the operator into path.
+func (o *operator) savePprof(ctx context.Context, profile, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+o.pprofAddr+"/debug/pprof/"+profile, nil)
 	if err != nil {
 		return err
 	}
@@ -276,24 +287,8 @@ func (o *operator) cpuProfile(ctx context.Context, d time.Duration, path string)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("pprof: %s", resp.Status)
+		return fmt.Errorf("pprof %s: %s", profile, resp.Status)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(f, resp.Body)
-	return err
-}
-
-// heapProfile saves the operator's heap profile (in-use and allocated) now.
-func (o *operator) heapProfile(path string) error {
-	resp, err := http.Get("http://" + o.pprofAddr + "/debug/pprof/heap")
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
 	f, err := os.Create(path)
 	if err != nil {
 		return err

@@ -217,7 +217,7 @@ func (b *bench) scaleRaygate(ctx context.Context, nodes, n, concurrency int, qui
 	run.Seconds = converged.Sub(start).Seconds()
 	run.Timeline = tracker.timeline(start)
 	if profile {
-		if err := op.heapProfile(filepath.Join(run.ProfileDir, "heap.pprof")); err != nil {
+		if err := op.heapProfile(ctx, filepath.Join(run.ProfileDir, "heap.pprof")); err != nil {
 			b.logf("heap profile: %v", err)
 		}
 	}
