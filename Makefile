@@ -79,12 +79,12 @@ CLUSTER_ASSETS = $(shell $(TOOLS) cluster)
 # ARGS passes flags, e.g. make run ARGS="--nodes 5" or make demo ARGS="--interval 1".
 .PHONY: run
 run: ## Start raygate on a local cluster (simulated pods, Ray dashboards and Gateway) and bring up a sample RayService; Ctrl-C stops it.
-	@$(GO) build -o bin/raygate-local ./hack/local
+	@$(GO) build -o bin/raygate-local ./cmd/raygate-local
 	@KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" bin/raygate-local $(ARGS)
 
 .PHONY: demo
 demo: ## Scripted incremental upgrade with a live traffic table and invariant checks (attaches to a running make run, else starts its own).
-	@$(GO) build -o bin/raygate-demo ./hack/demo
+	@$(GO) build -o bin/raygate-demo ./cmd/raygate-demo
 	@KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" bin/raygate-demo $(ARGS)
 
 .PHONY: help

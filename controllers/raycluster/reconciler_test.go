@@ -15,12 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	rayscheme "github.com/raygate/raygate/apis/scheme"
 	"github.com/raygate/raygate/controllers/raycluster"
-	"github.com/raygate/raygate/internal/app"
 	"github.com/raygate/raygate/internal/expectations"
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/test/builders"
-	"github.com/raygate/raygate/test/framework"
 )
 
 // staleCache reads pods from a frozen copy of the cache and everything else live, like an
@@ -55,7 +55,7 @@ func (s *staleCache) List(ctx context.Context, l client.ObjectList, opts ...clie
 func podIndex(o client.Object) []string { return []string{o.GetLabels()[rayv1.ClusterLabelKey]} }
 
 func newStore(objs ...client.Object) client.Client {
-	return fake.NewClientBuilder().WithScheme(app.NewScheme()).WithStatusSubresource(&rayv1.RayCluster{}).
+	return fake.NewClientBuilder().WithScheme(rayscheme.New()).WithStatusSubresource(&rayv1.RayCluster{}).
 		WithIndex(&corev1.Pod{}, raycluster.PodClusterIndex, podIndex).WithObjects(objs...).Build()
 }
 

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -14,19 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	rayscheme "github.com/raygate/raygate/apis/scheme"
 )
-
-// NewScheme returns a scheme with every type the manager reads or writes.
-func NewScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(rayv1.AddToScheme(s))
-	utilruntime.Must(gatewayv1.Install(s))
-	return s
-}
 
 // NewManager builds the manager: caches, metrics, health and webhook servers, and every
 // controller and webhook.
@@ -34,7 +21,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	scheme := NewScheme()
+	scheme := rayscheme.New()
 	metrics := metricsserver.Options{
 		BindAddress:   o.MetricsAddr,
 		SecureServing: o.SecureMetrics,

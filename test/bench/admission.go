@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/internal/controlplane"
-	"github.com/raygate/raygate/internal/localcluster"
+	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/kwokcluster"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -119,7 +119,7 @@ func (b *bench) admissionThroughAPIServer(ctx context.Context, n int, res *admis
 	if _, err := os.Stat(filepath.Join(controlplane.RepoRoot(), "config", "webhook", "manifests.yaml")); err != nil {
 		return "no generated webhook configuration (config/webhook/manifests.yaml): webhooks not on main yet"
 	}
-	c, err := b.startCluster(ctx, 1, "admission", func(o *localcluster.Options) {
+	c, err := b.startCluster(ctx, 1, "admission", func(o *kwokcluster.Options) {
 		o.Webhooks, o.GatewayAPI = true, true
 	})
 	if err != nil {

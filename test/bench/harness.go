@@ -16,19 +16,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/raygate/raygate/internal/app"
-	"github.com/raygate/raygate/internal/localcluster"
+	rayscheme "github.com/raygate/raygate/apis/scheme"
+	"github.com/raygate/raygate/internal/testenv/kwokcluster"
 )
 
 // clusterOptions is the cluster every scenario runs on: kwok's fast pod stages (a pod is
 // Ready with an IP as soon as it is scheduled, so the figures measure controllers, not
 // kwok's random delays), kube-scheduler and kube-controller-manager with client limits
 // high enough not to be the bottleneck, and the operator's requests in the audit log.
-func clusterOptions(nodes int, logDir string, policy string) localcluster.Options {
-	return localcluster.Options{
+func clusterOptions(nodes int, logDir string, policy string) kwokcluster.Options {
+	return kwokcluster.Options{
 		Nodes:                nodes,
 		NodeCapacity:         nodeCapacity(),
-		PodStages:            localcluster.FastStages,
+		PodStages:            kwokcluster.FastStages,
 		SchedulerQPS:         1000,
 		SchedulerBurst:       2000,
 		ControllerManagerQPS: 1000,
@@ -60,7 +60,7 @@ func nodesFor(requests corev1.ResourceList, pods int) int {
 	}
 	need = max(need, float64(pods)/capacity.Pods().AsApproximateFloat64())
 	n := int(need*1.25) + 1
-	return min(n, localcluster.MaxNodes)
+	return min(n, kwokcluster.MaxNodes)
 }
 
 // benchClient is an admin client without client-side rate limiting: the benchmark's own
@@ -68,7 +68,7 @@ func nodesFor(requests corev1.ResourceList, pods int) int {
 func benchClient(cfg *rest.Config) (client.Client, *rest.Config, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = -1, 0
-	cl, err := client.New(cfg, client.Options{Scheme: app.NewScheme()})
+	cl, err := client.New(cfg, client.Options{Scheme: rayscheme.New()})
 	return cl, cfg, err
 }
 
@@ -123,7 +123,7 @@ type readyTracker struct {
 }
 
 func trackReady(ctx context.Context, cfg *rest.Config, obj client.Object, isReady func(client.Object) bool) (*readyTracker, error) {
-	ca, err := cache.New(cfg, cache.Options{Scheme: app.NewScheme()})
+	ca, err := cache.New(cfg, cache.Options{Scheme: rayscheme.New()})
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +180,7 @@ func (t *readyTracker) timeline(start time.Time) []float64 {
 
 // waitReady waits until n objects are ready. It gives up when check fails, after timeout,
 // or after stall without progress, calling diagnose for the error message.
-func (t *readyTracker) waitReady(ctx context.Context, c *localcluster.Cluster, n int, timeout, stall time.Duration, check func() error, diagnose func() string) (time.Time, error) {
+func (t *readyTracker) waitReady(ctx context.Context, c *kwokcluster.Cluster, n int, timeout, stall time.Duration, check func() error, diagnose func() string) (time.Time, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		_, ready, last := t.counts()

@@ -1,4 +1,4 @@
-// Command bench measures raygate on a cluster without containers (internal/localcluster):
+// Command bench measures raygate on a cluster without containers (internal/testenv/kwokcluster):
 // the operator runs as its own process, as its own user, and the API server's audit log
 // counts that user's requests, so the figures cover the operator alone. `make bench` runs
 // every scenario and rewrites docs/benchmarks.md; see that file for what is measured.
@@ -24,8 +24,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/raygate/raygate/internal/controlplane"
-	"github.com/raygate/raygate/internal/localcluster"
+	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/kwokcluster"
 )
 
 func main() {
@@ -141,7 +141,7 @@ func run() error {
 	}
 	b := &bench{outDir: outDir, keepLogs: f.keepLogs, started: time.Now(), operatorEnv: f.operatorEnv, auditAll: f.auditAll}
 	b.logf("output (logs, profiles) in %s", outDir)
-	if _, err := localcluster.FindBinaries(); err != nil {
+	if _, err := kwokcluster.FindBinaries(); err != nil {
 		return err
 	}
 	if b.operatorBin, err = buildOperator(outDir); err != nil {
@@ -201,7 +201,7 @@ func (b *bench) logf(format string, args ...any) {
 }
 
 // startCluster starts a fresh cluster for one run, logging to <outDir>/<name>.
-func (b *bench) startCluster(ctx context.Context, nodes int, name string, mod ...func(*localcluster.Options)) (*localcluster.Cluster, error) {
+func (b *bench) startCluster(ctx context.Context, nodes int, name string, mod ...func(*kwokcluster.Options)) (*kwokcluster.Cluster, error) {
 	policy := auditPolicy
 	if b.auditAll {
 		policy = auditPolicyAll
@@ -211,11 +211,11 @@ func (b *bench) startCluster(ctx context.Context, nodes int, name string, mod ..
 	for _, m := range mod {
 		m(&o)
 	}
-	return localcluster.Start(ctx, o)
+	return kwokcluster.Start(ctx, o)
 }
 
 // stopCluster stops a run's cluster, keeping its logs (and saying where) if the run failed.
-func (b *bench) stopCluster(c *localcluster.Cluster, runErr *string) {
+func (b *bench) stopCluster(c *kwokcluster.Cluster, runErr *string) {
 	if *runErr != "" {
 		c.KeepLogs = true
 		*runErr += " (logs in " + c.LogDir + ")"

@@ -23,8 +23,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/raygate/raygate/internal/controlplane"
-	"github.com/raygate/raygate/internal/localcluster"
+	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/kwokcluster"
 )
 
 // buildOperator builds cmd/raygate into dir, as a user would run it.
@@ -49,7 +49,7 @@ type operatorOptions struct {
 
 // operator is raygate running as its own process, as its own user.
 type operator struct {
-	proc        *localcluster.Process
+	proc        *kwokcluster.Process
 	metricsAddr string
 	pprofAddr   string
 	// RBAC says how the user is authorised: the generated ClusterRole, or system:masters
@@ -59,7 +59,7 @@ type operator struct {
 
 // startOperator provisions the operator's user (RBAC from config/rbac/role.yaml), starts
 // the binary and waits for /readyz.
-func (b *bench) startOperator(ctx context.Context, c *localcluster.Cluster, o operatorOptions) (*operator, error) {
+func (b *bench) startOperator(ctx context.Context, c *kwokcluster.Cluster, o operatorOptions) (*operator, error) {
 	bin := b.operatorBin
 	o.Env = append(o.Env, b.operatorEnv...)
 	rbac, groups, err := operatorRBAC(ctx, c)
@@ -119,7 +119,7 @@ func (b *bench) startOperator(ctx context.Context, c *localcluster.Cluster, o op
 // operatorRBAC applies the generated ClusterRole(s) and binds them to the operator's user,
 // so the benchmark also proves the generated RBAC suffices. Without a generated role the
 // user gets system:masters and the result says so.
-func operatorRBAC(ctx context.Context, c *localcluster.Cluster) (string, []string, error) {
+func operatorRBAC(ctx context.Context, c *kwokcluster.Cluster) (string, []string, error) {
 	path := filepath.Join(controlplane.RepoRoot(), "config", "rbac", "role.yaml")
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {

@@ -254,7 +254,7 @@ func renderAdmission(m *md, a *admissionResult) {
 
 func renderMethod(m *md) {
 	m.WriteString("## How it is measured\n\n")
-	m.p("- **Cluster without containers** (`internal/localcluster`): etcd and kube-apiserver (envtest),\n" +
+	m.p("- **Cluster without containers** (`internal/testenv/kwokcluster`): etcd and kube-apiserver (envtest),\n" +
 		"  kube-controller-manager, kube-scheduler (client QPS 1000, burst 2000, from a\n" +
 		"  KubeSchedulerConfiguration) and kwok with its *fast* pod stages, so a scheduled pod is Running and\n" +
 		"  Ready with an IP at once and the figures measure controllers rather than kwok's random delays.\n" +

@@ -10,7 +10,7 @@ import (
 
 	"gonum.org/v1/plot/vg"
 
-	"github.com/raygate/raygate/internal/controlplane"
+	"github.com/raygate/raygate/internal/testenv/controlplane"
 )
 
 // Targets from the benchmark issue.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/raygate/raygate/internal/controlplane"
+	"github.com/raygate/raygate/internal/testenv/controlplane"
 )
 
 // results is everything one `make bench` measured; saved as docs/benchmarks/results.json so

@@ -17,7 +17,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/controllers/raycluster"
 	"github.com/raygate/raygate/internal/defaulting"
-	"github.com/raygate/raygate/internal/localcluster"
+	"github.com/raygate/raygate/internal/testenv/kwokcluster"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -287,7 +287,7 @@ func isPodReady(p *corev1.Pod) bool {
 }
 
 // scaleClient is the benchmark's client on a fresh cluster, with the scale namespaces created.
-func scaleClient(ctx context.Context, c *localcluster.Cluster) (client.Client, *rest.Config, []string, error) {
+func scaleClient(ctx context.Context, c *kwokcluster.Cluster) (client.Client, *rest.Config, []string, error) {
 	cl, cfg, err := benchClient(c.Config)
 	if err != nil {
 		return nil, nil, nil, err
@@ -346,7 +346,7 @@ func (b *bench) scaleReference(ctx context.Context, nodes, n int) (run scaleRun)
 }
 
 // clusterWrites is every client program's writes in [from, to] per object.
-func (b *bench) clusterWrites(c *localcluster.Cluster, from, to time.Time, n int) map[string]float64 {
+func (b *bench) clusterWrites(c *kwokcluster.Cluster, from, to time.Time, n int) map[string]float64 {
 	time.Sleep(time.Second) // the audit log is written as requests complete
 	reqs, err := readAuditAll(c.AuditLogPath)
 	if err != nil {

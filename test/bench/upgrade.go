@@ -20,12 +20,12 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/internal/app"
-	"github.com/raygate/raygate/internal/dashboard/simulator"
-	"github.com/raygate/raygate/internal/localcluster"
+	rayscheme "github.com/raygate/raygate/apis/scheme"
 	"github.com/raygate/raygate/internal/rayspec"
+	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/kwokcluster"
+	"github.com/raygate/raygate/internal/testenv/raysim"
 	"github.com/raygate/raygate/test/builders"
-	"github.com/raygate/raygate/test/framework"
 )
 
 // The guide's example: maxSurge 20 %, step 5 %, with the interval scaled down to 2 s.
@@ -120,7 +120,7 @@ func runUpgrade(ctx context.Context, b *bench) (res upgradeResult) {
 }
 
 func (b *bench) upgrade(ctx context.Context, res *upgradeResult) (runErr error) {
-	c, err := b.startCluster(ctx, 1, "upgrade", func(o *localcluster.Options) { o.GatewayAPI = true })
+	c, err := b.startCluster(ctx, 1, "upgrade", func(o *kwokcluster.Options) { o.GatewayAPI = true })
 	if err != nil {
 		return err
 	}
@@ -147,8 +147,8 @@ func (b *bench) upgrade(ctx context.Context, res *upgradeResult) (runErr error) 
 	ns := nss[0]
 
 	// The Ray dashboards are simulated in this process; the operator reaches them through a
-	// front server that routes /<namespace>/<cluster>/ to each simulator.
-	dashboards := simulator.NewRegistry(simulator.Options{DeployDelay: upgradeDeployDelay})
+	// front server that routes /<namespace>/<cluster>/ to each raysim.
+	dashboards := raysim.NewRegistry(raysim.Options{DeployDelay: upgradeDeployDelay})
 	defer dashboards.Close()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -242,7 +242,7 @@ type routeObservation struct {
 }
 
 func recordUpgrade(ctx context.Context, cfg *rest.Config, ns string) (*upgradeRecorder, error) {
-	ca, err := cache.New(cfg, cache.Options{Scheme: app.NewScheme(), DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	ca, err := cache.New(cfg, cache.Options{Scheme: rayscheme.New(), DefaultNamespaces: map[string]cache.Config{ns: {}}})
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +295,7 @@ func recordUpgrade(ctx context.Context, cfg *rest.Config, ns string) (*upgradeRe
 }
 
 // waitActive waits until a cluster other than not is active and ready, and returns it.
-func (r *upgradeRecorder) waitActive(ctx context.Context, c *localcluster.Cluster, op *operator, not string, timeout time.Duration) (string, error) {
+func (r *upgradeRecorder) waitActive(ctx context.Context, c *kwokcluster.Cluster, op *operator, not string, timeout time.Duration) (string, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		r.mu.Lock()
@@ -347,8 +347,8 @@ func (r *upgradeRecorder) weights(backend string, start time.Time) []trafficShif
 func renderUpgradeDetails(m *md, u *upgradeResult) {
 	m.p("The guide's example (maxSurgePercent %d, stepSizePercent %d) with intervalSeconds scaled down to\n"+
 		"%.0f s: a RayService with `NewClusterWithIncrementalUpgrade`, Serve applications on simulated Ray\n"+
-		"dashboards (`internal/dashboard/simulator`, DEPLOYING for %s) reached by the operator through\n"+
-		"`--dashboard-url-template`, and the stand-in gateway controller of `test/framework` accepting and\n"+
+		"dashboards (`internal/testenv/raysim`, DEPLOYING for %s) reached by the operator through\n"+
+		"`--dashboard-url-template`, and the stand-in gateway controller of `internal/testenv/framework` accepting and\n"+
 		"programming the Gateway and HTTPRoute. After the first cluster serves, every container image changes;\n"+
 		"the clock runs from that update to the new cluster becoming the active one.",
 		u.MaxSurgePercent, u.StepSizePercent, u.IntervalSeconds, upgradeDeployDelay)

@@ -1,6 +1,6 @@
-// Package e2e runs raygate's local mode as a newcomer does: `make run` (hack/local) until
+// Package e2e runs raygate's local mode as a newcomer does: `make run` (cmd/raygate-local) until
 // the sample RayService is Ready, the samples through the real admission webhooks, `make
-// demo` (hack/demo) attached to it through an incremental upgrade with every invariant
+// demo` (cmd/raygate-demo) attached to it through an incremental upgrade with every invariant
 // checked, and Ctrl-C, after which nothing it started may still run.
 package e2e
 
@@ -22,7 +22,7 @@ func TestLocalModeAndDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a whole local cluster")
 	}
-	bin := build(t, "./hack/local", "./hack/demo")
+	bin := build(t, "./cmd/raygate-local", "./cmd/raygate-demo")
 	state := t.TempDir()
 	// Every process started below inherits this variable, so leftovers can be found by it
 	// whoever their parent is by then.

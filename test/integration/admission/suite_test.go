@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/raygate/raygate/internal/app"
-	"github.com/raygate/raygate/internal/controlplane"
 	"github.com/raygate/raygate/internal/defaulting"
+	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/test/builders"
 )
 

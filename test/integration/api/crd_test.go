@@ -9,7 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/raygate/raygate/internal/controlplane"
+	"github.com/raygate/raygate/internal/testenv/controlplane"
 )
 
 func testdata(name string) string {

@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/raygate/raygate/internal/controlplane"
+	"github.com/raygate/raygate/internal/testenv/controlplane"
 )
 
 const (

@@ -14,10 +14,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/raygate/raygate/internal/localcluster"
+	"github.com/raygate/raygate/internal/testenv/kwokcluster"
 )
 
-var cluster *localcluster.Cluster
+var cluster *kwokcluster.Cluster
 
 func TestLocalCluster(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -34,7 +34,7 @@ var _ = AfterEach(func() {
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	var err error
-	cluster, err = localcluster.Start(ctx, localcluster.Options{Nodes: 2})
+	cluster, err = kwokcluster.Start(ctx, kwokcluster.Options{Nodes: 2})
 	Expect(err).NotTo(HaveOccurred())
 	pids := cluster.PIDs()
 	DeferCleanup(func() {

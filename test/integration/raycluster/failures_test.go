@@ -12,8 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/test/builders"
-	"github.com/raygate/raygate/test/framework"
 )
 
 var _ = Describe("unhealthy pods", func() {

@@ -8,8 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/test/builders"
-	"github.com/raygate/raygate/test/framework"
 )
 
 var _ = Describe("a manager watching some namespaces, then restarted", func() {

@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/internal/controlplane"
-	"github.com/raygate/raygate/test/framework"
+	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/framework"
 )
 
 var (

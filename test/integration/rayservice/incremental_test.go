@@ -16,7 +16,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/controllers/rayservice/invariants"
+	"github.com/raygate/raygate/internal/testenv/invariants"
 	"github.com/raygate/raygate/test/builders"
 )
 

@@ -7,8 +7,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/test/builders"
-	"github.com/raygate/raygate/test/framework"
 )
 
 // metric returns one RayService's series of a metric as "label=value" of the labels that

@@ -26,11 +26,11 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/controllers/rayservice/invariants"
-	"github.com/raygate/raygate/internal/controlplane"
-	"github.com/raygate/raygate/internal/dashboard/simulator"
 	"github.com/raygate/raygate/internal/features"
-	"github.com/raygate/raygate/test/framework"
+	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/invariants"
+	"github.com/raygate/raygate/internal/testenv/raysim"
 )
 
 const (
@@ -71,9 +71,9 @@ var _ = BeforeSuite(func() {
 	gw, err = framework.StartGateway(env.Config, framework.GatewayOptions{ClassName: gatewayClass, Delay: 50 * time.Millisecond})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(gw.Stop)
-	dashboards = framework.StartDashboardsWith(simulator.Options{
+	dashboards = framework.StartDashboardsWith(raysim.Options{
 		DeployDelay: deployDelay,
-		Outcome: func(_ types.NamespacedName, app simulator.App) (string, string) {
+		Outcome: func(_ types.NamespacedName, app raysim.App) (string, string) {
 			if app.ImportPath == brokenImport {
 				return rayv1.ApplicationStatusUnhealthy, "The deployment failed to start 3 times in a row: ModuleNotFoundError: No module named 'broken'"
 			}
@@ -222,7 +222,7 @@ func deleteAfterOf(ctx context.Context, ns, cluster string) func() string {
 	return func() string { return getCluster(ctx, ns, cluster).Annotations[rayv1.DeleteAfterKey] }
 }
 
-func simulatorOf(ns, cluster string) *simulator.Server {
+func simulatorOf(ns, cluster string) *raysim.Server {
 	return dashboards.Server(types.NamespacedName{Namespace: ns, Name: cluster})
 }
 

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/localmode"
+	"github.com/raygate/raygate/internal/rayspec"
+)
+
+// nextSteps is what `make run` prints once the sample is Ready: how to reach the local
+// control plane and what to try, with commands that work when pasted as they are.
+func nextSteps(env *localmode.Env, svc *rayv1.RayService) string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	p("")
+	p("In another terminal:")
+	p("")
+	p("  export KUBECONFIG=%s", env.Kubeconfig)
+	p("  alias kubectl=%s   # kubectl built for this control plane (any recent kubectl works)", env.KubectlPath)
+	p("")
+	if svc != nil {
+		name := svc.Name
+		p("  # Watch the RayService: readiness, upgrade progress, traffic and capacity of the new cluster")
+		p("  kubectl get rayservice %s -o wide -w", name)
+		p("")
+		p("  # Start an incremental upgrade: change the Ray image")
+		p("  kubectl patch rayservice %s --type=json -p '%s'", name, localmode.ImagePatch(svc, localmode.NextImage(localmode.RayImage(svc))))
+		p("")
+		p("  # See the HTTPRoute weights move from the old cluster to the new one")
+		p(`  kubectl get httproute %s -o jsonpath='{range .spec.rules[0].backendRefs[*]}{.name}{"\t"}{.weight}{"\n"}{end}'`, rayspec.HTTPRouteName(name))
+		p("  kubectl get rayclusters,pods,gateway,httproute")
+		p("")
+	}
+	p("  # Try an invalid spec: admission rejects it with every problem listed by field path")
+	p("  kubectl apply -f %s", localmode.SamplePath(localmode.InvalidSample))
+	p("")
+	p("  # Or let a script do all of the above and check the upgrade's invariants")
+	p("  make demo")
+	p("")
+	p("Logs: raygate %s, control plane components %s/", env.OperatorLog(), env.Cluster.LogDir)
+	return b.String()
+}

@@ -1,0 +1,273 @@
+// Package localmode runs raygate the way `make run` and `make demo` show it: a whole
+// Kubernetes control plane without containers (internal/testenv/kwokcluster: etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler and kwok playing the kubelet of a few Nodes), the
+// raygate manager in this process with its admission webhooks called by the API server over
+// TLS, a simulated Ray dashboard for every RayCluster, and a stand-in Gateway API
+// implementation for the GatewayClass raygate-local. A user reaches it with a kubeconfig
+// at a stable path and the kubectl built for the control plane.
+package localmode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/app"
+	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/invariants"
+	"github.com/raygate/raygate/internal/testenv/kwokcluster"
+	"github.com/raygate/raygate/internal/testenv/raysim"
+)
+
+const (
+	// GatewayClassName is the GatewayClass the stand-in gateway controller implements.
+	GatewayClassName = "raygate-local"
+	// GatewayControllerName is its controllerName.
+	GatewayControllerName = "raygate.ray.io/local-gateway"
+)
+
+// Options shape the environment. The zero value is what `make run` uses.
+type Options struct {
+	// Dir holds the kubeconfig, the operator log and the components' logs (default DefaultDir()).
+	Dir string
+	// Nodes is the number of simulated Nodes (default 3).
+	Nodes int
+	// DeployDelay is how long a simulated Serve application stays DEPLOYING before it is
+	// RUNNING (default 5s).
+	DeployDelay time.Duration
+	// GatewayDelay is how long the stand-in gateway takes to program a Gateway or HTTPRoute
+	// change (default 500ms).
+	GatewayDelay time.Duration
+	// LogLevel is the operator's log level (default info).
+	LogLevel string
+	// Progress receives one line per phase of start-up (nil: discarded).
+	Progress io.Writer
+	// OnViolation, when set, is called for every invariant violation the checker records
+	// (in namespace default); they are also appended to ViolationsPath(Dir).
+	OnViolation func(invariants.Violation)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Dir == "" {
+		o.Dir = DefaultDir()
+	}
+	if o.Nodes <= 0 {
+		o.Nodes = 3
+	}
+	if o.DeployDelay == 0 {
+		o.DeployDelay = 5 * time.Second
+	}
+	if o.GatewayDelay == 0 {
+		o.GatewayDelay = 500 * time.Millisecond
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = "info"
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	return o
+}
+
+// NodeCapacity is each simulated Node's size: a common cloud machine, so `kubectl describe
+// node` reads like a real cluster and the samples' requests are scheduled as they would be.
+func NodeCapacity() corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("16"),
+		corev1.ResourceMemory: resource.MustParse("64Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+}
+
+// Env is a running local environment.
+type Env struct {
+	Session
+	Cluster *kwokcluster.Cluster
+	// Dashboards are the simulated Ray dashboards, one per RayCluster the operator asked for.
+	Dashboards *raysim.Registry
+
+	gateway  *framework.Gateway
+	recorder *recorder
+	cancel   context.CancelFunc
+	mgrDone  chan struct{} // closed when the manager returned, with mgrErr
+	mgrErr   error
+	lock     *lock
+	closeLog func()
+}
+
+// Start brings the environment up and returns once the webhooks answer the API server and
+// the controllers run. On error nothing is left running. Stop it when done.
+func Start(ctx context.Context, o Options) (_ *Env, err error) {
+	o = o.withDefaults()
+	l, err := acquire(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{lock: l, Session: Session{Dir: o.Dir, Kubeconfig: KubeconfigPath(o.Dir)}}
+	defer func() {
+		if err != nil {
+			_ = e.Stop()
+		}
+	}()
+	if stopped := reapOrphans(o.Dir); len(stopped) > 0 {
+		fmt.Fprintf(o.Progress, "stopped what a previous run left behind: %s\n", strings.Join(stopped, ", "))
+	}
+	if e.closeLog, err = operatorLogger(e.OperatorLog(), o.LogLevel); err != nil {
+		return nil, err
+	}
+	// The demo environment shows incremental upgrades, which are behind an alpha gate.
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(features.RayServiceIncrementalUpgrade): true}); err != nil {
+		return nil, err
+	}
+
+	fmt.Fprintf(o.Progress, "starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (%d nodes)...\n", o.Nodes)
+	logs := filepath.Join(o.Dir, componentLogs)
+	_ = os.RemoveAll(logs)
+	e.Cluster, err = kwokcluster.Start(ctx, kwokcluster.Options{
+		Nodes: o.Nodes, NodeCapacity: NodeCapacity(), GatewayAPI: true, Webhooks: true, LogDir: logs,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := recordChildren(o.Dir); err != nil {
+		return nil, err
+	}
+	if err := writeKubeconfig(e.Cluster.Config, e.Kubeconfig); err != nil {
+		return nil, err
+	}
+	s, err := newSession(o.Dir, e.Kubeconfig, filepath.Join(e.Cluster.AssetsDir, "kubectl"), e.Cluster.Config)
+	if err != nil {
+		return nil, err
+	}
+	e.Session = *s
+
+	fmt.Fprintln(o.Progress, "starting raygate (controllers and admission webhooks), simulated Ray dashboards and a stand-in gateway controller...")
+	e.Dashboards = raysim.NewRegistry(raysim.Options{DeployDelay: o.DeployDelay})
+	if err := e.startManager(ctx); err != nil {
+		return nil, err
+	}
+	e.gateway, err = framework.StartGateway(e.Config, framework.GatewayOptions{
+		ControllerName: GatewayControllerName, ClassName: GatewayClassName, Delay: o.GatewayDelay,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting the stand-in gateway controller: %w", err)
+	}
+	if e.recorder, err = startRecorder(ctx, e, o.OnViolation); err != nil {
+		return nil, err
+	}
+	return e, e.waitWebhooks(ctx)
+}
+
+func (e *Env) startManager(ctx context.Context) error {
+	opts := app.DefaultOptions()
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts.LogFormat = "console"
+	opts.WebhookHost, opts.WebhookPort, opts.WebhookCertDir = e.Cluster.WebhookServing()
+	opts.DashboardResolver = e.Dashboards
+	mgr, err := app.NewManager(e.Config, opts)
+	if err != nil {
+		return err
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	e.cancel, e.mgrDone = cancel, make(chan struct{})
+	go func() {
+		e.mgrErr = mgr.Start(mctx)
+		close(e.mgrDone)
+	}()
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
+	if !mgr.GetCache().WaitForCacheSync(wctx) {
+		return fmt.Errorf("the raygate manager's caches did not sync (log: %s)", e.OperatorLog())
+	}
+	return nil
+}
+
+// waitWebhooks returns once the API server gets an answer from raygate's webhooks over TLS
+// (any answer: a probe with an empty spec may well be rejected, by the webhook).
+func (e *Env) waitWebhooks(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	probe := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "webhook-probe", Namespace: metav1.NamespaceDefault}}
+	for {
+		err := e.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the API server cannot reach raygate's webhooks: %w", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Stop stops everything Start started, newest first, and releases the state directory.
+func (e *Env) Stop() error {
+	var errs []error
+	if e.recorder != nil {
+		e.recorder.stop()
+	}
+	if e.gateway != nil {
+		e.gateway.Stop()
+	}
+	if e.cancel != nil {
+		e.cancel()
+		select {
+		case <-e.mgrDone:
+			errs = append(errs, e.mgrErr)
+		case <-time.After(30 * time.Second):
+			errs = append(errs, errors.New("the raygate manager did not stop within 30s"))
+		}
+	}
+	if e.Dashboards != nil {
+		e.Dashboards.Close()
+	}
+	if e.Cluster != nil {
+		errs = append(errs, e.Cluster.Stop())
+	}
+	_ = os.Remove(e.Kubeconfig)
+	_ = os.Remove(filepath.Join(e.Dir, pidsFile))
+	if e.closeLog != nil {
+		e.closeLog()
+	}
+	e.lock.release()
+	return errors.Join(errs...)
+}
+
+// Healthy reports a component, or the raygate manager, that stopped on its own.
+func (e *Env) Healthy() error {
+	select {
+	case <-e.mgrDone:
+		return fmt.Errorf("the raygate manager stopped: %v (log: %s)", e.mgrErr, e.OperatorLog())
+	default:
+	}
+	return e.Cluster.Healthy()
+}
+
+// operatorLogger sends the manager's logs (and client-go's klog output) to a file, so the
+// terminal shows what a newcomer needs and the details stay one `tail -f` away.
+func operatorLogger(path, level string) (func(), error) {
+	_ = os.Remove(path) // one run per file
+	log, sync, err := fileLogger(path, level)
+	if err != nil {
+		return nil, err
+	}
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+	return sync, nil
+}

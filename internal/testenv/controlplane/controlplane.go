@@ -1,0 +1,172 @@
+// Package controlplane starts a real control plane (etcd + kube-apiserver built by
+// hack/tools.sh) for integration tests, the local mode and benchmarks, installs raygate's CRDs and, when asked, the Gateway
+// API CRDs and raygate's webhook configuration, and runs the real kubectl against it.
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	rayscheme "github.com/raygate/raygate/apis/scheme"
+)
+
+// Options choose what the control plane gets besides raygate's CRDs.
+type Options struct {
+	// GatewayAPI installs the standard-channel Gateway API CRDs from the gateway-api module.
+	GatewayAPI bool
+	// Webhooks installs raygate's webhook configuration (config/webhook), pointed at a local
+	// TLS server whose certificate envtest generates.
+	Webhooks bool
+	// APIServerArgs are extra kube-apiserver flags (key → value).
+	APIServerArgs map[string]string
+}
+
+// Env is a running control plane.
+type Env struct {
+	Env        *envtest.Environment
+	Config     *rest.Config
+	Client     client.Client
+	Kubeconfig string // path of an admin kubeconfig for kubectl
+	AssetsDir  string
+}
+
+// RepoRoot is the checkout's root directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+}
+
+// AssetsDir finds the control-plane binaries: $KUBEBUILDER_ASSETS (set by the Makefile), or
+// else builds/reuses them through hack/tools.sh so `go test` works without make.
+func AssetsDir() (string, error) {
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		return d, nil
+	}
+	out, err := exec.Command(filepath.Join(RepoRoot(), "hack", "tools.sh"), "envtest").Output()
+	if err != nil {
+		return "", fmt.Errorf("building envtest binaries with hack/tools.sh: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// GatewayAPICRDDir is the standard-channel CRD directory of the gateway-api module in use.
+func GatewayAPICRDDir() (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api")
+	cmd.Dir = RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("locating sigs.k8s.io/gateway-api: %w", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard"), nil
+}
+
+// Start brings up a control plane. Call Stop when done.
+func Start(o Options) (*Env, error) {
+	assets, err := AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	crds := []string{filepath.Join(RepoRoot(), "config", "crd", "bases")}
+	if o.GatewayAPI {
+		dir, err := GatewayAPICRDDir()
+		if err != nil {
+			return nil, err
+		}
+		crds = append(crds, dir)
+	}
+	te := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     crds,
+		ErrorIfCRDPathMissing: true,
+	}
+	if o.Webhooks {
+		te.WebhookInstallOptions = envtest.WebhookInstallOptions{
+			Paths: []string{filepath.Join(RepoRoot(), "config", "webhook")},
+		}
+	}
+	api := te.ControlPlane.GetAPIServer()
+	api.Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
+	for k, v := range o.APIServerArgs {
+		api.Configure().Set(k, v)
+	}
+	cfg, err := te.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting control plane: %w", err)
+	}
+	e := &Env{Env: te, Config: cfg, AssetsDir: assets}
+	if e.Client, err = client.New(cfg, client.Options{Scheme: rayscheme.New()}); err != nil {
+		_ = te.Stop()
+		return nil, err
+	}
+	if e.Kubeconfig, err = writeKubeconfig(cfg); err != nil {
+		_ = te.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Stop shuts the control plane down and removes the kubeconfig.
+func (e *Env) Stop() error {
+	_ = os.RemoveAll(filepath.Dir(e.Kubeconfig))
+	return e.Env.Stop()
+}
+
+// Kubectl runs the real kubectl against the control plane. stdin may be empty.
+func (e *Env) Kubectl(ctx context.Context, stdin string, args ...string) (stdout, stderr string, err error) {
+	return RunKubectl(ctx, filepath.Join(e.AssetsDir, "kubectl"), e.Kubeconfig, stdin, args...)
+}
+
+// RunKubectl runs a kubectl binary with a kubeconfig and returns what it printed. stdin may
+// be empty.
+func RunKubectl(ctx context.Context, kubectl, kubeconfig, stdin string, args ...string) (stdout, stderr string, err error) {
+	cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	err = cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// WebhookServing returns the host, port and certificate directory the webhook server must
+// use so the API server can reach it (Options.Webhooks).
+func (e *Env) WebhookServing() (host string, port int, certDir string) {
+	w := e.Env.WebhookInstallOptions
+	return w.LocalServingHost, w.LocalServingPort, w.LocalServingCertDir
+}
+
+func writeKubeconfig(cfg *rest.Config) (string, error) {
+	dir, err := os.MkdirTemp("", "raygate-kubeconfig-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	return path, WriteKubeconfig(cfg, path, "envtest")
+}
+
+// WriteKubeconfig writes an admin kubeconfig for cfg to path with one cluster, user and
+// context named after name. The file is private (0600): it holds the admin's client key.
+func WriteKubeconfig(cfg *rest.Config, path, name string) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name+"-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name + "-admin", Namespace: "default"}
+	kc.CurrentContext = name
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o600)
+}

@@ -1,0 +1,32 @@
+package framework
+
+import (
+	"time"
+
+	"github.com/raygate/raygate/internal/app"
+	"github.com/raygate/raygate/internal/testenv/raysim"
+)
+
+// Dashboards are simulated Ray dashboards, one per RayCluster, created when the manager
+// first asks for a cluster's dashboard.
+type Dashboards struct {
+	*raysim.Registry
+}
+
+// StartDashboards starts an empty simulator registry; applications go DEPLOYING → RUNNING
+// after deployDelay. Close it when done.
+func StartDashboards(deployDelay time.Duration) *Dashboards {
+	return &Dashboards{raysim.NewRegistry(raysim.Options{DeployDelay: deployDelay})}
+}
+
+// StartDashboardsWith starts a registry with full simulator options (e.g. an Outcome that
+// fails some applications).
+func StartDashboardsWith(opts raysim.Options) *Dashboards {
+	return &Dashboards{raysim.NewRegistry(opts)}
+}
+
+// Wire makes a manager reach these dashboards.
+func (d *Dashboards) Wire(o app.Options) app.Options {
+	o.DashboardResolver = d.Registry
+	return o
+}

@@ -1,0 +1,81 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/raygate/raygate/internal/app"
+	"github.com/raygate/raygate/internal/testenv/controlplane"
+)
+
+// Manager is a raygate manager running in-process.
+type Manager struct {
+	ctrl.Manager
+	cancel   context.CancelFunc
+	done     chan error
+	stopOnce sync.Once
+	stopErr  error
+	// Writes counts every write the manager sends to the API server, by verb and resource
+	// ("create pods", "update rayclusters/status", "create events", ...).
+	Writes *Writes
+}
+
+// ManagerOptions are app.DefaultOptions for tests: no metrics or probe listeners, no leader
+// election, webhooks off, and managers may be started more than once in the process.
+func ManagerOptions() app.Options {
+	o := app.DefaultOptions()
+	o.SkipControllerNameValidation = true
+	o.MetricsAddr = "0"
+	o.ProbeAddr = "0"
+	o.LeaderElect = false
+	o.EnableWebhooks = false
+	return o
+}
+
+// StartManager builds the raygate manager (app.NewManager) against env and runs it until
+// Stop. With opts.EnableWebhooks the webhook server listens where env's webhook
+// configuration points. It returns once the caches are synced.
+func StartManager(env *controlplane.Env, opts app.Options) (*Manager, error) {
+	if opts.EnableWebhooks {
+		opts.WebhookHost, opts.WebhookPort, opts.WebhookCertDir = env.WebhookServing()
+	}
+	writes := &Writes{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, writes: writes} })
+	mgr, err := app.NewManager(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{Manager: mgr, cancel: cancel, done: make(chan error, 1), Writes: writes}
+	go func() { m.done <- mgr.Start(ctx) }()
+	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
+	defer syncCancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		_ = m.Stop()
+		return nil, errors.New("manager caches did not sync within 30s")
+	}
+	return m, nil
+}
+
+// Stop stops the manager and waits until it has exited (its controllers stopped and its
+// caches closed); the next StartManager starts from empty memory.
+// Stop is idempotent.
+func (m *Manager) Stop() error {
+	m.stopOnce.Do(func() {
+		m.cancel()
+		select {
+		case m.stopErr = <-m.done:
+		case <-time.After(60 * time.Second):
+			m.stopErr = fmt.Errorf("manager did not stop within 60s")
+		}
+	})
+	return m.stopErr
+}

@@ -1,0 +1,62 @@
+package kwokcluster
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MaxNodes is the most Node objects a local cluster gets: each has its own /16 pod CIDR
+// out of 10.128.0.0/9, clear of the Service range 10.96.0.0/16.
+const MaxNodes = 128
+
+// DefaultNodeCapacity is kwok's own default for a node without capacity: large enough that
+// a handful of nodes hold thousands of simulated pods.
+func DefaultNodeCapacity() corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("1k"),
+		corev1.ResourceMemory: resource.MustParse("1Ti"),
+		corev1.ResourcePods:   resource.MustParse("1M"),
+	}
+}
+
+// NodeName is the name of the i-th node.
+func NodeName(i int) string { return fmt.Sprintf("kwok-node-%d", i) }
+
+// podCIDR gives node i its own /16 so kwok never runs out of pod IPs on one node (its
+// default pool is a single /24 shared by every node).
+func podCIDR(i int) string { return fmt.Sprintf("10.%d.0.0/16", 128+i) }
+
+// nodeObject is the i-th Node: kwok manages it (--manage-all-nodes), the scheduler sees its
+// capacity, and it has no taints so ordinary pods land on it.
+func nodeObject(i int, capacity corev1.ResourceList) *corev1.Node {
+	name := NodeName(i)
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name,
+			Labels: map[string]string{
+				corev1.LabelHostname: name,
+				corev1.LabelOSStable: "linux",
+				"type":               "kwok",
+			},
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+		},
+		Spec: corev1.NodeSpec{PodCIDR: podCIDR(i), PodCIDRs: []string{podCIDR(i)}},
+		Status: corev1.NodeStatus{
+			Capacity:    capacity.DeepCopy(),
+			Allocatable: capacity.DeepCopy(),
+		},
+	}
+}
+
+// nodeReady reports whether kwok has initialised the node (Ready condition True).
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
