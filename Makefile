@@ -3,10 +3,13 @@ SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
 GO ?= go
 TOOLS := hack/tools.sh
-CONTROLLER_GEN = $(shell $(TOOLS) controller-gen)
-HELM = $(shell $(TOOLS) helm)
-# Integration tests get the control-plane binaries from here (built once, then cached).
-ENVTEST_ASSETS = $(shell $(TOOLS) envtest)
+# Tool paths are looked up (never built) when a recipe runs, after `tools` has built them.
+CONTROLLER_GEN = $(shell $(TOOLS) path controller-gen)
+HELM = $(shell $(TOOLS) path helm)
+GOLANGCI_LINT = $(shell $(TOOLS) path golangci-lint)
+# etcd, kube-apiserver, kubectl, kube-controller-manager and kube-scheduler: the tests, the
+# local mode and the benchmark find them here.
+CLUSTER_ASSETS = $(shell $(TOOLS) path cluster)
 
 .PHONY: all
 all: build
@@ -16,13 +19,18 @@ all: build
 build: ## Build the manager binary into bin/raygate.
 	$(GO) build -o bin/raygate ./cmd/raygate
 
+##@ Tools
+.PHONY: tools
+tools: ## Build every pinned tool from its Go module into ~/.cache/raygate (RAYGATE_CACHE); only missing ones are built.
+	@$(TOOLS) install
+
 ##@ Development
 .PHONY: generate
-generate: ## Generate deepcopy code.
+generate: tools ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 
 .PHONY: manifests
-manifests: ## Generate CRDs (trimmed to fit etcd's object size limit), RBAC and webhook configuration.
+manifests: tools ## Generate CRDs (trimmed to fit etcd's object size limit), RBAC and webhook configuration.
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	$(GO) run ./hack/crdtrim config/crd/bases/*.yaml
 	$(CONTROLLER_GEN) rbac:roleName=raygate-manager-role paths=./controllers/... paths=./internal/... output:rbac:artifacts:config=config/rbac
@@ -42,48 +50,39 @@ verify: ## Fail if regenerating changes any generated file.
 	hack/verify-generated.sh
 
 .PHONY: lint
-lint: ## gofmt and go vet.
-	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './hack/tools/*' -not -path './bin/*')); test -z "$$out" || { echo "gofmt needed:"; echo "$$out"; exit 1; }
-	$(GO) vet ./...
-
-.PHONY: envtest
-envtest: ## Build (once) and print the directory of kube-apiserver, etcd and kubectl.
-	@$(TOOLS) envtest
+lint: tools ## golangci-lint (gofmt, go vet, architecture rules: see .golangci.yml).
+	$(GOLANGCI_LINT) run ./...
 
 ##@ Test
 .PHONY: test
-test: lint verify ## Everything CI runs: lint, generated-file check, unit and integration tests.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -count=1 -timeout 30m ./...
+test: tools lint verify ## Everything CI runs: lint, generated-file check, unit, integration and e2e tests.
+	KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" $(GO) test -count=1 -timeout 30m ./...
 
 .PHONY: unit
 unit: ## Unit tests only (no control plane).
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/)
 
 .PHONY: chart-test
-chart-test: ## Lint the Helm chart in each mode and run the install tests (template, dry-run, RBAC, pod security).
+chart-test: tools ## Lint the Helm chart in each mode and run the install tests (template, dry-run, RBAC, pod security).
 	for v in "" charts/raygate/ci/namespaced-values.yaml charts/raygate/ci/byo-cert-values.yaml; do \
 		$(HELM) lint --strict charts/raygate $${v:+-f $$v}; done
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -count=1 ./test/integration/install/...
+	KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" $(GO) test -count=1 ./test/integration/install/...
 
 ##@ Benchmarks
 .PHONY: bench
-bench: ## Measure raygate on a cluster without containers (about 20 min); rewrites docs/benchmarks.md. BENCH_ARGS passes flags.
-	KUBEBUILDER_ASSETS="$$($(TOOLS) cluster)" $(GO) run ./test/bench $(BENCH_ARGS)
+bench: tools ## Measure raygate on a cluster without containers; rewrites docs/benchmarks.md. BENCH_ARGS passes flags.
+	KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" $(GO) run ./test/bench $(BENCH_ARGS)
 
 ##@ Run
-# The local mode also runs kube-controller-manager and kube-scheduler (built into the same
-# directory as the envtest binaries) and kwok (built by hack/tools.sh kwok on first use).
-CLUSTER_ASSETS = $(shell $(TOOLS) cluster)
-
 # Built, then run (not `go run`, which exits 1 on Ctrl-C even after a clean shutdown).
 # ARGS passes flags, e.g. make run ARGS="--nodes 5" or make demo ARGS="--interval 1".
 .PHONY: run
-run: ## Start raygate on a local cluster (simulated pods, Ray dashboards and Gateway) and bring up a sample RayService; Ctrl-C stops it.
+run: tools ## Start raygate on a local cluster (simulated pods, Ray dashboards and Gateway) and bring up a sample RayService; Ctrl-C stops it.
 	@$(GO) build -o bin/raygate-local ./cmd/raygate-local
 	@KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" bin/raygate-local $(ARGS)
 
 .PHONY: demo
-demo: ## Scripted incremental upgrade with a live traffic table and invariant checks (attaches to a running make run, else starts its own).
+demo: tools ## Scripted incremental upgrade with a live traffic table and invariant checks (attaches to a running make run, else starts its own).
 	@$(GO) build -o bin/raygate-demo ./cmd/raygate-demo
 	@KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" bin/raygate-demo $(ARGS)
 

@@ -1,27 +1,27 @@
 #!/usr/bin/env bash
-# Builds the project's tools from the Go modules pinned in hack/tools/go.mod and caches
-# them outside the checkout, keyed by version, so nothing is downloaded as a binary and a
-# second run is instant.
+# Builds the project's tools from the Go modules pinned under hack/tools/ and caches them
+# outside the checkout, keyed by version, so nothing is downloaded as a binary and a second
+# run is instant.
 #
-#   hack/tools.sh envtest          -> prints the directory holding kube-apiserver, etcd, kubectl
-#   hack/tools.sh cluster          -> as envtest, plus kube-controller-manager and kube-scheduler
-#   hack/tools.sh <tool>           -> prints the path of one tool (controller-gen, helm, helm3, kwok)
+#   hack/tools.sh install        build every tool that is missing (`make tools`), in parallel,
+#                                one progress line per tool with its time
+#   hack/tools.sh path <name>    print where a tool is; never builds: a missing tool fails at
+#                                once and names `make tools`. Names: envtest (directory of etcd,
+#                                kube-apiserver, kubectl), cluster (envtest plus
+#                                kube-controller-manager and kube-scheduler), kwok, kwok-stages
+#                                (kwok's stage files), helm, helm3, controller-gen,
+#                                golangci-lint, cert-manager-crds
+#   hack/tools.sh list           print every tool's path, one per line
+#
+# The cache root is $RAYGATE_CACHE, else ~/.cache/raygate.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 tools_mod="$here/tools"
 cache_root="${RAYGATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/raygate}"
 
-modver() { (cd "$tools_mod" && go list -m -f '{{.Version}}' "$1"); }
-
-build() { # build <dir> <name> <package> [ldflags]
-	local dir=$1 name=$2 pkg=$3 ldflags=${4:-}
-	if [[ -x "$dir/$name" ]]; then return; fi
-	mkdir -p "$dir"
-	echo "building $name from $pkg (first run only; cached in $dir)" >&2
-	(cd "$tools_mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$dir/$name.tmp" "$pkg")
-	mv "$dir/$name.tmp" "$dir/$name"
-}
+# modver <module dir> <module path>: the version pinned in that tools module's go.mod.
+modver() { (cd "$1" && go list -m -f '{{.Version}}' "$2"); }
 
 k8s_ldflags() {
 	local v=$1 # e.g. v1.36.3
@@ -32,68 +32,194 @@ k8s_ldflags() {
 		"-X $cg.gitVersion=$v -X $cg.gitMajor=1 -X $cg.gitMinor=$minor -X $cg.gitTreeState=clean"
 }
 
-k8s_dir() {
-	local kv etcdv
-	kv=$(modver k8s.io/kubernetes)
-	etcdv=$(modver go.etcd.io/etcd/server/v3)
-	echo "$cache_root/k8s-$kv-etcd-$etcdv"
+k8s_dir() { echo "$cache_root/k8s-$(modver "$tools_mod" k8s.io/kubernetes)-etcd-$(modver "$tools_mod" go.etcd.io/etcd/server/v3)"; }
+kwok_dir() { echo "$cache_root/kwok-$(modver "$tools_mod/kwok" sigs.k8s.io/kwok)"; }
+tool_dir() { # tool_dir <name> <module dir> <module path>
+	echo "$cache_root/$1-$(modver "$2" "$3")"
 }
 
-envtest() {
-	local kv dir
-	kv=$(modver k8s.io/kubernetes)
-	dir=$(k8s_dir)
-	build "$dir" etcd go.etcd.io/etcd/server/v3
-	build "$dir" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$(k8s_ldflags "$kv")"
-	build "$dir" kubectl k8s.io/kubernetes/cmd/kubectl "$(k8s_ldflags "$kv")"
-	echo "$dir"
-}
-
-cluster() {
-	local kv dir
-	kv=$(modver k8s.io/kubernetes)
-	dir=$(envtest)
-	build "$dir" kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$(k8s_ldflags "$kv")"
-	build "$dir" kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$(k8s_ldflags "$kv")"
-	echo "$dir"
-}
-
-tool() {
-	local name=$1 pkg mod v dir verflag="" ldflags=""
-	case "$name" in
-	controller-gen) pkg=sigs.k8s.io/controller-tools/cmd/controller-gen mod=sigs.k8s.io/controller-tools ;;
-	# helm has its own module (hack/tools/helm): its k8s.io pins differ from this one's.
-	helm) pkg=helm.sh/helm/v4/cmd/helm mod=helm.sh/helm/v4 tools_mod="$here/tools/helm" verflag=helm.sh/helm/v4/internal/version.version ;;
-	# Helm 3, to check the chart still works for its users (hack/tools/helm3). Like Helm's own
-	# Makefile, stamp the Kubernetes version it assumes from its client-go; unstamped it
-	# assumes v1.20 and refuses the chart's kubeVersion.
-	helm3)
-		pkg=helm.sh/helm/v3/cmd/helm mod=helm.sh/helm/v3 tools_mod="$here/tools/helm3" verflag=helm.sh/helm/v3/internal/version.version
-		local cg; cg=$(modver k8s.io/client-go); cg=${cg#v0.}; cg=${cg%%.*}
-		ldflags="-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$cg"
-		ldflags+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$cg" ;;
-	*) echo "unknown tool: $name" >&2; exit 2 ;;
+# Where each tool lives (the same function answers `path` and decides what `install` builds).
+path_of() {
+	case "$1" in
+	envtest | cluster) k8s_dir ;;
+	etcd | kube-apiserver | kubectl | kube-controller-manager | kube-scheduler) echo "$(k8s_dir)/$1" ;;
+	kwok) echo "$(kwok_dir)/kwok" ;;
+	kwok-stages) echo "$(kwok_dir)/stages" ;;
+	cert-manager-crds) echo "$(tool_dir cert-manager "$tools_mod/helm" github.com/cert-manager/cert-manager)/crds" ;;
+	helm) echo "$(tool_dir helm "$tools_mod/helm" helm.sh/helm/v4)/helm" ;;
+	helm3) echo "$(tool_dir helm3 "$tools_mod/helm3" helm.sh/helm/v3)/helm3" ;;
+	controller-gen) echo "$(tool_dir controller-gen "$tools_mod" sigs.k8s.io/controller-tools)/controller-gen" ;;
+	golangci-lint) echo "$(tool_dir golangci-lint "$tools_mod/golangci-lint" github.com/golangci/golangci-lint/v2)/golangci-lint" ;;
+	*) echo "unknown tool: $1" >&2; return 2 ;;
 	esac
-	v=$(modver "$mod")
-	dir="$cache_root/$name-$v"
-	build "$dir" "$name" "$pkg" "${verflag:+-X $verflag=$v} $ldflags"
-	echo "$dir/$name"
 }
 
-# kwok has its own module (hack/tools/kwok): its k8s.io pins differ from the main tools module's.
-# tools_mod is rebound locally so modver and build (dynamic scope) use that module.
-kwok() {
-	local tools_mod="$here/tools/kwok" v dir
-	v=$(modver sigs.k8s.io/kwok)
-	dir="$cache_root/kwok-$v"
-	build "$dir" kwok sigs.k8s.io/kwok/cmd/kwok
-	echo "$dir/kwok"
+# What a name needs on disk to count as present.
+members() {
+	case "$1" in
+	envtest) echo etcd kube-apiserver kubectl ;;
+	cluster) echo etcd kube-apiserver kubectl kube-controller-manager kube-scheduler ;;
+	*) echo "$1" ;;
+	esac
+}
+
+present() {
+	local m p
+	for m in $(members "$1"); do
+		p=$(path_of "$m")
+		if [[ $m == kwok-stages || $m == cert-manager-crds ]]; then [[ -f $p/.complete ]] || return 1; else [[ -x $p ]] || return 1; fi
+	done
+}
+
+path() {
+	local name=$1
+	if ! present "$name"; then
+		echo "$name is not built in $cache_root: run \`make tools\` first (it builds every pinned tool from its Go module; the first run takes a while, later ones are instant)" >&2
+		return 1
+	fi
+	path_of "$name"
+}
+
+# gobuild <module dir> <output dir> <ldflags> <package>...: builds into a temporary directory,
+# then moves each binary into place, so an interrupted build never leaves a half-written tool.
+# With one package, $name (if set) names the binary.
+gobuild() {
+	local mod=$1 out=$2 ldflags=$3; shift 3
+	local tmp; tmp=$(mktemp -d "$out.tmp.XXXXXX")
+	local o="$tmp/"
+	if (($# == 1)) && [[ -n ${name:-} ]]; then o="$tmp/$name"; fi
+	(cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$o" "$@")
+	mv "$tmp"/* "$out/"
+	rmdir "$tmp"
+}
+
+build_k8s() {
+	local kv dir; kv=$(modver "$tools_mod" k8s.io/kubernetes); dir=$(k8s_dir); mkdir -p "$dir"
+	# One `go build` for the four Kubernetes binaries: they share most packages, and one
+	# invocation compiles each package once.
+	gobuild "$tools_mod" "$dir" "$(k8s_ldflags "$kv")" \
+		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl \
+		k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+}
+
+build_etcd() {
+	local dir; dir=$(k8s_dir); mkdir -p "$dir"
+	name=etcd gobuild "$tools_mod" "$dir" "" go.etcd.io/etcd/server/v3
+}
+
+# kwok, plus the stage files that configure it, copied from the module so nothing later
+# needs the module cache.
+build_kwok() {
+	local dir; dir=$(kwok_dir); mkdir -p "$dir"
+	name=kwok gobuild "$tools_mod/kwok" "$dir" "" sigs.k8s.io/kwok/cmd/kwok
+}
+
+build_kwok_stages() {
+	local dir src mod="$tools_mod/kwok"; dir=$(kwok_dir); mkdir -p "$dir"
+	src=$(cd "$mod" && go mod download -json sigs.k8s.io/kwok | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+	rm -rf "$dir/stages"
+	mkdir -p "$dir/stages"
+	cp -r "$src/kustomize/stage/." "$dir/stages/"
+	chmod -R u+w "$dir/stages"
+	touch "$dir/stages/.complete"
+}
+
+# cert-manager's CRDs (deploy/crds of its module), which the chart's install tests need.
+build_cert_manager_crds() {
+	local dir src; dir=$(path_of cert-manager-crds)
+	src=$(cd "$tools_mod/helm" && go mod download -json github.com/cert-manager/cert-manager | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	cp -r "$src/deploy/crds/." "$dir/"
+	chmod -R u+w "$dir"
+	touch "$dir/.complete"
+}
+
+build_helm() {
+	local v dir; v=$(modver "$tools_mod/helm" helm.sh/helm/v4); dir=$(dirname "$(path_of helm)"); mkdir -p "$dir"
+	gobuild "$tools_mod/helm" "$dir" "-X helm.sh/helm/v4/internal/version.version=$v" helm.sh/helm/v4/cmd/helm
+}
+
+# Helm 3, to check the chart still works for its users. Like Helm's own Makefile, stamp the
+# Kubernetes version it assumes from its client-go; unstamped it assumes v1.20 and refuses
+# the chart's kubeVersion.
+build_helm3() {
+	local v cg dir ldflags mod="$tools_mod/helm3"
+	v=$(modver "$mod" helm.sh/helm/v3); dir=$(dirname "$(path_of helm3)"); mkdir -p "$dir"
+	cg=$(modver "$mod" k8s.io/client-go); cg=${cg#v0.}; cg=${cg%%.*}
+	ldflags="-X helm.sh/helm/v3/internal/version.version=$v"
+	ldflags+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$cg"
+	ldflags+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$cg"
+	name=helm3 gobuild "$mod" "$dir" "$ldflags" helm.sh/helm/v3/cmd/helm
+}
+
+build_controller_gen() {
+	local dir; dir=$(dirname "$(path_of controller-gen)"); mkdir -p "$dir"
+	gobuild "$tools_mod" "$dir" "" sigs.k8s.io/controller-tools/cmd/controller-gen
+}
+
+build_golangci_lint() {
+	local v dir mod="$tools_mod/golangci-lint"
+	v=$(modver "$mod" github.com/golangci/golangci-lint/v2); dir=$(dirname "$(path_of golangci-lint)"); mkdir -p "$dir"
+	gobuild "$mod" "$dir" "-X main.version=${v#v}" github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+}
+
+# install builds every missing tool. Each build runs as its own job (the Go build cache is
+# safe to share), so module downloads and links overlap; a failed build prints its log.
+install() {
+	local logs; logs=$(mktemp -d)
+	local -A jobs=()
+	local -a order=()
+	start() { # start <label> <builder> <present-check>...
+		local label=$1 fn=$2; shift 2
+		local missing=0 n
+		for n in "$@"; do present "$n" || missing=1; done
+		if ((missing == 0)); then
+			printf 'tools: %-60s cached\n' "$label"
+			return
+		fi
+		printf 'tools: %-60s building...\n' "$label"
+		(
+			s=$SECONDS
+			if "$fn" >"$logs/$fn.log" 2>&1; then
+				printf 'tools: %-60s built in %ds\n' "$label" $((SECONDS - s))
+			else
+				printf 'tools: %-60s FAILED after %ds:\n' "$label" $((SECONDS - s))
+				sed 's/^/    /' "$logs/$fn.log"
+				exit 1
+			fi
+		) &
+		jobs[$fn]=$!
+		order+=("$fn")
+	}
+	local t0=$SECONDS
+	start "kube-apiserver, kubectl, kube-controller-manager, kube-scheduler" build_k8s \
+		kube-apiserver kubectl kube-controller-manager kube-scheduler
+	start "etcd" build_etcd etcd
+	start "kwok" build_kwok kwok
+	start "kwok stage files" build_kwok_stages kwok-stages
+	start "cert-manager CRDs" build_cert_manager_crds cert-manager-crds
+	start "controller-gen" build_controller_gen controller-gen
+	start "golangci-lint" build_golangci_lint golangci-lint
+	start "helm (v4)" build_helm helm
+	start "helm3" build_helm3 helm3
+	local failed=0 fn
+	for fn in "${order[@]}"; do wait "${jobs[$fn]}" || failed=1; done
+	rm -rf "$logs"
+	if ((failed)); then echo "tools: some builds failed (see above)" >&2; return 1; fi
+	if ((${#order[@]} > 0)); then echo "tools: all tools ready in $cache_root ($((SECONDS - t0))s)"; fi
+}
+
+list() {
+	local n
+	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager-crds; do
+		printf '%-24s %s\n' "$n" "$(path_of "$n")"
+	done
 }
 
 case "${1:-}" in
-envtest) envtest ;;
-cluster) cluster ;;
-kwok) kwok ;;
-"") echo "usage: $0 envtest|cluster|<tool>" >&2; exit 2 ;;
-*) tool "$1" ;;
+install) install ;;
+path) path "${2:?usage: $0 path <tool>}" ;;
+list) list ;;
+*) echo "usage: $0 install | path <tool> | list" >&2; exit 2 ;;
 esac

@@ -124,7 +124,7 @@ func (d *demo) rejectInvalid(ctx context.Context) error {
 		return fmt.Errorf("the invalid RayService %s was accepted; admission should have rejected it", invalid.Name)
 	}
 	if !strings.Contains(stderr, "is invalid") {
-		return fmt.Errorf("kubectl apply -f %s failed, but not with a validation error: %v", path, err)
+		return fmt.Errorf("kubectl apply -f %s failed, but not with a validation error: %w", path, err)
 	}
 	d.printf("  rejected: nothing was stored, and every problem is listed by field path\n")
 	return nil

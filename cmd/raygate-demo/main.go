@@ -3,8 +3,11 @@
 // incremental-upgrade sample is Ready, shows admission rejecting an invalid RayService,
 // changes the Ray image to start an incremental upgrade and prints the capacity and traffic
 // split as it moves, step by step, until the new cluster serves everything and the old one
-// is deleted. It exits 0 only if the upgrade completed and every invariant of DESIGN §5
-// held throughout (checked by internal/testenv/invariants in the environment).
+// is deleted. It exits 0 only if the upgrade completed and every upgrade invariant held
+// throughout: route weights sum to 100, no cluster gets more traffic than its capacity, no
+// traffic to applications that are not all RUNNING, the old cluster deleted only after
+// promotion and its delay, and the serving cluster never given the new serve config
+// (checked by internal/testenv/invariants in the environment).
 package main
 
 import (

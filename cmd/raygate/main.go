@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -18,7 +19,7 @@ func main() {
 	fs := pflag.NewFlagSet("raygate", pflag.ContinueOnError)
 	opts.BindFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
-		if err == pflag.ErrHelp {
+		if errors.Is(err, pflag.ErrHelp) {
 			os.Exit(0)
 		}
 		fmt.Fprintln(os.Stderr, err)

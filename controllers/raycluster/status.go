@@ -158,8 +158,7 @@ func workerCounts(spec *rayv1.RayClusterSpec) (desired, minimum, maximum int32) 
 		lo += int64(ptr.Deref(g.MinReplicas, 0)) * hosts
 		hi += int64(ptr.Deref(g.MaxReplicas, math.MaxInt32)) * hosts
 	}
-	sat := func(v int64) int32 { return int32(min(v, math.MaxInt32)) }
-	return sat(d), sat(lo), sat(hi)
+	return rayspec.SaturateInt32(d), rayspec.SaturateInt32(lo), rayspec.SaturateInt32(hi)
 }
 
 // podResources is what a pod template asks for: each container's requests, falling back to

@@ -122,7 +122,7 @@ func (c *HTTPClient) do(ctx context.Context, method, path string, body []byte) (
 	resp, err := hc.Do(req)
 	if err != nil {
 		// The url.Error already names the method and URL.
-		return nil, fmt.Errorf("Ray dashboard unreachable: %w", err)
+		return nil, fmt.Errorf("the Ray dashboard is unreachable: %w", err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))

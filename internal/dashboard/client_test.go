@@ -187,7 +187,7 @@ func TestUnreachable(t *testing.T) {
 	url := srv.URL
 	srv.Close()
 	_, err := New(url, nil).GetServeDetails(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "Ray dashboard unreachable") || !strings.Contains(err.Error(), url) {
+	if err == nil || !strings.Contains(err.Error(), "Ray dashboard is unreachable") || !strings.Contains(err.Error(), url) {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -4,7 +4,7 @@
 package features
 
 import (
-	"k8s.io/apimachinery/pkg/util/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
 )
@@ -33,7 +33,7 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 }
 
 func init() {
-	runtime.Must(utilfeature.DefaultMutableFeatureGate.Add(Specs))
+	utilruntime.Must(utilfeature.DefaultMutableFeatureGate.Add(Specs))
 }
 
 // Enabled reports whether a gate is on in the process-wide gate.

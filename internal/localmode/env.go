@@ -253,7 +253,7 @@ func (e *Env) Stop() error {
 func (e *Env) Healthy() error {
 	select {
 	case <-e.mgrDone:
-		return fmt.Errorf("the raygate manager stopped: %v (log: %s)", e.mgrErr, e.OperatorLog())
+		return fmt.Errorf("the raygate manager stopped: %w (log: %s)", e.mgrErr, e.OperatorLog())
 	default:
 	}
 	return e.Cluster.Healthy()

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
 // Sample file names in config/samples.
@@ -27,7 +27,7 @@ const (
 
 // SamplePath is the path of a file in config/samples of this checkout.
 func SamplePath(name string) string {
-	return filepath.Join(controlplane.RepoRoot(), "config", "samples", name)
+	return filepath.Join(tools.RepoRoot(), "config", "samples", name)
 }
 
 // ReadRayService reads a RayService manifest (a sample).

@@ -82,11 +82,19 @@ func WorkerGroupDesiredPods(g rayv1.WorkerGroupSpec) int32 {
 }
 
 func mulSat(a, b int32) int32 {
-	p := int64(a) * int64(b)
-	if p > math.MaxInt32 {
+	return SaturateInt32(int64(a) * int64(b))
+}
+
+// SaturateInt32 clamps v into int32's range: counts that a tenant can make overflow
+// (replicas × numOfHosts summed over groups) stay at the extreme instead of wrapping around.
+func SaturateInt32(v int64) int32 {
+	if v > math.MaxInt32 {
 		return math.MaxInt32
 	}
-	return int32(p)
+	if v < math.MinInt32 {
+		return math.MinInt32
+	}
+	return int32(v)
 }
 
 // AutoscalingEnabled reports whether the Ray autoscaler runs in the head pod.

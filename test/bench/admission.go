@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/kwokcluster"
+	"github.com/raygate/raygate/internal/testenv/tools"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -116,7 +116,7 @@ func runAdmission(ctx context.Context, b *bench, n int) (res admissionResult) {
 }
 
 func (b *bench) admissionThroughAPIServer(ctx context.Context, n int, res *admissionResult) (runErr string) {
-	if _, err := os.Stat(filepath.Join(controlplane.RepoRoot(), "config", "webhook", "manifests.yaml")); err != nil {
+	if _, err := os.Stat(filepath.Join(tools.RepoRoot(), "config", "webhook", "manifests.yaml")); err != nil {
 		return "no generated webhook configuration (config/webhook/manifests.yaml): webhooks not on main yet"
 	}
 	c, err := b.startCluster(ctx, 1, "admission", func(o *kwokcluster.Options) {
@@ -320,7 +320,7 @@ func onOff(b bool) string {
 // runGoBench runs the webhook handlers' Go benchmarks.
 func runGoBench(ctx context.Context) ([]goBenchmark, string) {
 	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", ".", "-benchmem", "./webhooks/")
-	cmd.Dir = controlplane.RepoRoot()
+	cmd.Dir = tools.RepoRoot()
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {

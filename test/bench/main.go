@@ -24,8 +24,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/kwokcluster"
+	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
 func main() {
@@ -61,7 +61,7 @@ func parseFlags() (flags, error) {
 	sweep := flag.String("sweep", "8,16", "other --reconcile-concurrency values, measured at the largest size (empty: none)")
 	flag.DurationVar(&f.quiet, "quiet", 60*time.Second, "quiet window after convergence in which writes are counted")
 	flag.IntVar(&f.admissionN, "admission-requests", 2000, "server-side dry-run creates per webhook setting")
-	flag.StringVar(&f.docs, "docs", filepath.Join(controlplane.RepoRoot(), "docs", "benchmarks.md"), "report to rewrite")
+	flag.StringVar(&f.docs, "docs", filepath.Join(tools.RepoRoot(), "docs", "benchmarks.md"), "report to rewrite")
 	flag.BoolVar(&f.reportOnly, "report-only", false, "only re-render the report from the saved results")
 	flag.BoolVar(&f.keepLogs, "keep-logs", false, "keep every run's component logs and audit log")
 	flag.BoolVar(&f.profile, "profile", true, "profile the operator (CPU, heap) in the largest scale run")

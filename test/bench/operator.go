@@ -23,15 +23,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/kwokcluster"
+	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
 // buildOperator builds cmd/raygate into dir, as a user would run it.
 func buildOperator(dir string) (string, error) {
 	bin := filepath.Join(dir, "raygate")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/raygate")
-	cmd.Dir = controlplane.RepoRoot()
+	cmd.Dir = tools.RepoRoot()
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/raygate: %w", err)
@@ -120,7 +120,7 @@ func (b *bench) startOperator(ctx context.Context, c *kwokcluster.Cluster, o ope
 // so the benchmark also proves the generated RBAC suffices. Without a generated role the
 // user gets system:masters and the result says so.
 func operatorRBAC(ctx context.Context, c *kwokcluster.Cluster) (string, []string, error) {
-	path := filepath.Join(controlplane.RepoRoot(), "config", "rbac", "role.yaml")
+	path := filepath.Join(tools.RepoRoot(), "config", "rbac", "role.yaml")
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return "system:masters (config/rbac/role.yaml not generated yet)", []string{"system:masters"}, nil

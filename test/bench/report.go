@@ -10,7 +10,7 @@ import (
 
 	"gonum.org/v1/plot/vg"
 
-	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
 // Targets from the benchmark issue.
@@ -156,7 +156,7 @@ func writeReport(docsPath, assetsDir string, r *results) error {
 			return err
 		}
 	}
-	analysis, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "test", "bench", "analysis.md"))
+	analysis, err := os.ReadFile(filepath.Join(tools.RepoRoot(), "test", "bench", "analysis.md"))
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}

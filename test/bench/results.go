@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
 // results is everything one `make bench` measured; saved as docs/benchmarks/results.json so
@@ -67,7 +67,7 @@ func describeMachine() machine {
 		}
 	}
 	cmd := exec.Command("git", "rev-parse", "--short", "HEAD")
-	cmd.Dir = controlplane.RepoRoot()
+	cmd.Dir = tools.RepoRoot()
 	if out, err := cmd.Output(); err == nil {
 		m.Commit = strings.TrimSpace(string(out))
 	}

@@ -71,7 +71,7 @@ func RayCluster(name, namespace string) *RayClusterWrapper {
 }
 
 // Obj returns the built object.
-func (w *RayClusterWrapper) Obj() *rayv1.RayCluster { return w.RayCluster.DeepCopy() }
+func (w *RayClusterWrapper) Obj() *rayv1.RayCluster { return w.DeepCopy() }
 
 // Spec replaces the whole spec.
 func (w *RayClusterWrapper) Spec(s rayv1.RayClusterSpec) *RayClusterWrapper {
@@ -139,7 +139,7 @@ func RayService(name, namespace string) *RayServiceWrapper {
 }
 
 // Obj returns the built object.
-func (w *RayServiceWrapper) Obj() *rayv1.RayService { return w.RayService.DeepCopy() }
+func (w *RayServiceWrapper) Obj() *rayv1.RayService { return w.DeepCopy() }
 
 // Strategy sets upgradeStrategy.type.
 func (w *RayServiceWrapper) Strategy(t rayv1.RayServiceUpgradeType) *RayServiceWrapper {

@@ -31,7 +31,7 @@ func TestLocalModeAndDemo(t *testing.T) {
 	env := append(os.Environ(), marker)
 
 	// make run
-	local := exec.Command(filepath.Join(bin, "local"), "--dir", state)
+	local := exec.Command(filepath.Join(bin, "raygate-local"), "--dir", state)
 	local.Dir, local.Env = repoRoot(), env
 	pipe, err := local.StdoutPipe()
 	if err != nil {
@@ -59,7 +59,7 @@ func TestLocalModeAndDemo(t *testing.T) {
 	checkSamples(ctx, t, kubectlBin, kubeconfig)
 
 	// make demo, in another terminal: attaches to make run.
-	demo := exec.CommandContext(ctx, filepath.Join(bin, "demo"), "--dir", state, "--interval", "1", "--deletion-delay", "2", "--timeout", "3m")
+	demo := exec.CommandContext(ctx, filepath.Join(bin, "raygate-demo"), "--dir", state, "--interval", "1", "--deletion-delay", "2", "--timeout", "3m")
 	demo.Dir, demo.Env = repoRoot(), env
 	demoOut, err := demo.CombinedOutput()
 	if err != nil {

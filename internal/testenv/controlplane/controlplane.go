@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"k8s.io/client-go/rest"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	rayscheme "github.com/raygate/raygate/apis/scheme"
+	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
 // Options choose what the control plane gets besides raygate's CRDs.
@@ -42,29 +42,14 @@ type Env struct {
 	AssetsDir  string
 }
 
-// RepoRoot is the checkout's root directory.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
-}
-
 // AssetsDir finds the control-plane binaries: $KUBEBUILDER_ASSETS (set by the Makefile), or
-// else builds/reuses them through hack/tools.sh so `go test` works without make.
-func AssetsDir() (string, error) {
-	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
-		return d, nil
-	}
-	out, err := exec.Command(filepath.Join(RepoRoot(), "hack", "tools.sh"), "envtest").Output()
-	if err != nil {
-		return "", fmt.Errorf("building envtest binaries with hack/tools.sh: %w", err)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
+// else the cache `make tools` fills. It never builds them.
+func AssetsDir() (string, error) { return tools.ControlPlaneDir(false) }
 
 // GatewayAPICRDDir is the standard-channel CRD directory of the gateway-api module in use.
 func GatewayAPICRDDir() (string, error) {
 	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api")
-	cmd.Dir = RepoRoot()
+	cmd.Dir = tools.RepoRoot()
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("locating sigs.k8s.io/gateway-api: %w", err)
@@ -78,7 +63,7 @@ func Start(o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	crds := []string{filepath.Join(RepoRoot(), "config", "crd", "bases")}
+	crds := []string{filepath.Join(tools.RepoRoot(), "config", "crd", "bases")}
 	if o.GatewayAPI {
 		dir, err := GatewayAPICRDDir()
 		if err != nil {
@@ -93,7 +78,7 @@ func Start(o Options) (*Env, error) {
 	}
 	if o.Webhooks {
 		te.WebhookInstallOptions = envtest.WebhookInstallOptions{
-			Paths: []string{filepath.Join(RepoRoot(), "config", "webhook")},
+			Paths: []string{filepath.Join(tools.RepoRoot(), "config", "webhook")},
 		}
 	}
 	api := te.ControlPlane.GetAPIServer()

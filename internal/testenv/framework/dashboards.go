@@ -1,8 +1,6 @@
 package framework
 
 import (
-	"time"
-
 	"github.com/raygate/raygate/internal/app"
 	"github.com/raygate/raygate/internal/testenv/raysim"
 )
@@ -11,12 +9,6 @@ import (
 // first asks for a cluster's dashboard.
 type Dashboards struct {
 	*raysim.Registry
-}
-
-// StartDashboards starts an empty simulator registry; applications go DEPLOYING → RUNNING
-// after deployDelay. Close it when done.
-func StartDashboards(deployDelay time.Duration) *Dashboards {
-	return &Dashboards{raysim.NewRegistry(raysim.Options{DeployDelay: deployDelay})}
 }
 
 // StartDashboardsWith starts a registry with full simulator options (e.g. an Outcome that

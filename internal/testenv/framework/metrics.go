@@ -67,3 +67,53 @@ func HistogramCount(metric string, want map[string]string) (uint64, error) {
 	}
 	return n, nil
 }
+
+// Sum adds up a counter's or gauge's series whose labels include all of the given ones.
+func Sum(metric string, want map[string]string) (float64, error) {
+	ms, labels, err := series(metric)
+	if err != nil {
+		return 0, err
+	}
+	total := 0.0
+	for i, l := range labels {
+		match := true
+		for k, v := range want {
+			match = match && l[k] == v
+		}
+		if !match {
+			continue
+		}
+		switch {
+		case ms[i].GetCounter() != nil:
+			total += ms[i].GetCounter().GetValue()
+		case ms[i].GetGauge() != nil:
+			total += ms[i].GetGauge().GetValue()
+		}
+	}
+	return total, nil
+}
+
+// ReconcileCount is how many reconciles a controller ("raycluster", "rayservice") finished.
+func ReconcileCount(controller string) (float64, error) {
+	return Sum("controller_runtime_reconcile_total", map[string]string{"controller": controller})
+}
+
+// Idle reports whether every named controller has nothing queued and no reconcile running.
+// Items waiting for a RequeueAfter are not queued yet: Idle says the manager has handled
+// every event it has seen so far, which is what a test waits for before it counts writes.
+func Idle(controllers ...string) (bool, error) {
+	for _, c := range controllers {
+		depth, err := Sum("workqueue_depth", map[string]string{"controller": c})
+		if err != nil {
+			return false, err
+		}
+		active, err := Sum("controller_runtime_active_workers", map[string]string{"controller": c})
+		if err != nil {
+			return false, err
+		}
+		if depth > 0 || active > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}

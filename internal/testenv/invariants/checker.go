@@ -1,5 +1,5 @@
 // Package invariants watches RayService upgrades in a namespace and records every breach of
-// the promises raygate makes (DESIGN §5), as they happen:
+// the promises raygate makes about upgrades, as they happen:
 //
 //   - the HTTPRoute's weights sum to 100;
 //   - no cluster gets more traffic than its Serve target capacity (route and status);
@@ -222,6 +222,13 @@ func (c *Checker) Events() []Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]Event(nil), c.events...)
+}
+
+// SawActive reports whether the checker has seen a RayService name the cluster as active.
+func (c *Checker) SawActive(cluster string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.everActive[cluster]
 }
 
 // RouteWeights returns each observed change of a route's weights, oldest first.

@@ -152,7 +152,7 @@ func (c *Cluster) start(ctx context.Context, o Options, bins Binaries) error {
 	}
 	c.Env = env
 
-	stages, err := writeStages(c.LogDir, bins.KwokModuleDir, o.PodStages)
+	stages, err := writeStages(c.LogDir, bins.KwokStagesDir, o.PodStages)
 	if err != nil {
 		return err
 	}
@@ -244,7 +244,7 @@ func (c *Cluster) AddUser(name string, groups ...string) (kubeconfig string, cfg
 func (c *Cluster) Healthy() error {
 	for _, p := range c.procs {
 		if done, err := p.Exited(); done && !p.stopped.Load() {
-			return fmt.Errorf("%s exited (%v); last log lines:\n%s", p.name, err, p.LogTail(2000))
+			return fmt.Errorf("%s exited (%w); last log lines:\n%s", p.name, err, p.LogTail(2000))
 		}
 	}
 	return nil

@@ -36,20 +36,21 @@ func TestConcatYAML(t *testing.T) {
 	}
 }
 
-// fakeKwokModule lays out the stage files the way the kwok module ships them.
-func fakeKwokModule(t *testing.T) string {
+// fakeKwokStages lays out the stage files the way the kwok module ships them in
+// kustomize/stage (the directory `make tools` copies).
+func fakeKwokStages(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, f := range []string{
-		"kustomize/stage/node/fast/node-initialize.yaml",
-		"kustomize/stage/node/fast/kustomization.yaml",
-		"kustomize/stage/node/heartbeat/node-heartbeat.yaml",
-		"kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
-		"kustomize/stage/pod/general/pod-ready.yaml",
-		"kustomize/stage/pod/general/pod-create.yaml",
-		"kustomize/stage/pod/general/kustomization.yaml",
-		"kustomize/stage/pod/fast/pod-ready.yaml",
-		"kustomize/stage/pod/fast/pod-delete.yaml",
+		"node/fast/node-initialize.yaml",
+		"node/fast/kustomization.yaml",
+		"node/heartbeat/node-heartbeat.yaml",
+		"node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+		"pod/general/pod-ready.yaml",
+		"pod/general/pod-create.yaml",
+		"pod/general/kustomization.yaml",
+		"pod/fast/pod-ready.yaml",
+		"pod/fast/pod-delete.yaml",
 	} {
 		p := filepath.Join(dir, f)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -64,7 +65,7 @@ func fakeKwokModule(t *testing.T) string {
 }
 
 func TestWriteStages(t *testing.T) {
-	mod := fakeKwokModule(t)
+	mod := fakeKwokStages(t)
 	tests := []struct {
 		set     StageSet
 		want    []string

@@ -1,15 +1,13 @@
 package kwokcluster
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
 // StageSet chooses the kwok stages that drive pods.
@@ -25,29 +23,30 @@ const (
 	FastStages StageSet = "fast"
 )
 
-// stageFiles lists, relative to the kwok module root, the stage files for a StageSet: the
-// node stages (initialise, heartbeat) and the pod stages.
-func stageFiles(kwokDir string, set StageSet) ([]string, error) {
+// stageFiles lists the stage files for a StageSet: the node stages (initialise, heartbeat)
+// and the pod stages. stagesDir is kwok's kustomize/stage directory, which `make tools`
+// copies out of the kwok module.
+func stageFiles(stagesDir string, set StageSet) ([]string, error) {
 	patterns := []string{
-		"kustomize/stage/node/fast/node-initialize.yaml",
-		"kustomize/stage/node/heartbeat/*.yaml",
+		"node/fast/node-initialize.yaml",
+		"node/heartbeat/*.yaml",
 	}
 	switch set {
 	case GeneralStages, "":
-		patterns = append(patterns, "kustomize/stage/pod/general/pod-*.yaml")
+		patterns = append(patterns, "pod/general/pod-*.yaml")
 	case FastStages:
-		patterns = append(patterns, "kustomize/stage/pod/fast/pod-*.yaml")
+		patterns = append(patterns, "pod/fast/pod-*.yaml")
 	default:
 		return nil, fmt.Errorf("unknown kwok stage set %q (want %q or %q)", set, GeneralStages, FastStages)
 	}
 	var files []string
 	for _, p := range patterns {
-		m, err := filepath.Glob(filepath.Join(kwokDir, p))
+		m, err := filepath.Glob(filepath.Join(stagesDir, p))
 		if err != nil {
 			return nil, err
 		}
 		if len(m) == 0 {
-			return nil, fmt.Errorf("no kwok stage file matches %s in %s", p, kwokDir)
+			return nil, fmt.Errorf("no kwok stage file matches %s in %s", p, stagesDir)
 		}
 		sort.Strings(m)
 		files = append(files, m...)
@@ -70,8 +69,8 @@ func concatYAML(docs [][]byte) []byte {
 
 // writeStages writes kwok's configuration (every stage file of the set, concatenated) to
 // dir/stages.yaml and returns its path.
-func writeStages(dir, kwokDir string, set StageSet) (string, error) {
-	files, err := stageFiles(kwokDir, set)
+func writeStages(dir, stagesDir string, set StageSet) (string, error) {
+	files, err := stageFiles(stagesDir, set)
 	if err != nil {
 		return "", err
 	}
@@ -92,63 +91,23 @@ type Binaries struct {
 	KubeControllerManager string
 	KubeScheduler         string
 	Kwok                  string
-	// KwokModuleDir is the kwok module's source in the module cache, where its stage
-	// files are.
-	KwokModuleDir string
+	// KwokStagesDir holds kwok's stage files (its module's kustomize/stage directory).
+	KwokStagesDir string
 }
 
-// FindBinaries locates (building on first use, through hack/tools.sh) kube-controller-manager,
-// kube-scheduler and kwok, and the kwok module whose stage files configure kwok.
+// FindBinaries locates kube-controller-manager, kube-scheduler, kwok and kwok's stage files,
+// all built or copied by `make tools`. It never builds them.
 func FindBinaries() (Binaries, error) {
 	var b Binaries
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" || !isExecutable(filepath.Join(dir, "kube-scheduler")) || !isExecutable(filepath.Join(dir, "kube-controller-manager")) {
-		out, err := tool("cluster")
-		if err != nil {
-			return b, err
-		}
-		dir = out
-	}
-	b.KubeControllerManager = filepath.Join(dir, "kube-controller-manager")
-	b.KubeScheduler = filepath.Join(dir, "kube-scheduler")
-	kwok, err := tool("kwok")
+	dir, err := tools.ControlPlaneDir(true)
 	if err != nil {
 		return b, err
 	}
-	b.Kwok = kwok
-	b.KwokModuleDir, err = kwokModuleDir()
+	b.KubeControllerManager = filepath.Join(dir, "kube-controller-manager")
+	b.KubeScheduler = filepath.Join(dir, "kube-scheduler")
+	if b.Kwok, err = tools.Path("kwok"); err != nil {
+		return b, err
+	}
+	b.KwokStagesDir, err = tools.Path("kwok-stages")
 	return b, err
-}
-
-func isExecutable(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
-}
-
-func tool(name string) (string, error) {
-	cmd := exec.Command(filepath.Join(controlplane.RepoRoot(), "hack", "tools.sh"), name)
-	cmd.Stderr = os.Stderr // first builds take minutes; show progress
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("hack/tools.sh %s: %w", name, err)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
-// kwokModuleDir is the kwok module pinned by hack/tools/kwok, downloaded if needed.
-func kwokModuleDir() (string, error) {
-	cmd := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/kwok")
-	cmd.Dir = filepath.Join(controlplane.RepoRoot(), "hack", "tools", "kwok")
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("locating the kwok module (go mod download in hack/tools/kwok): %w", err)
-	}
-	var m struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &m); err != nil {
-		return "", fmt.Errorf("parsing go mod download output: %w", err)
-	}
-	if m.Dir == "" {
-		return "", fmt.Errorf("kwok module not available: %s", m.Error)
-	}
-	return m.Dir, nil
 }

@@ -9,11 +9,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
 func testdata(name string) string {
-	b, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "test", "testdata", name))
+	b, err := os.ReadFile(filepath.Join(tools.RepoRoot(), "test", "testdata", name))
 	Expect(err).NotTo(HaveOccurred())
 	return string(b)
 }
@@ -27,7 +27,7 @@ var _ = Describe("the ray.io/v1 schema", func() {
 			Expect(out).To(ContainSubstring(kind + ".ray.io/full created"))
 
 			// What was stored is what was written: a server-side dry-run re-apply changes nothing.
-			out, stderr, err = env.Kubectl(ctx, "", "diff", "-f", filepath.Join(controlplane.RepoRoot(), "test", "testdata", file))
+			out, stderr, err = env.Kubectl(ctx, "", "diff", "-f", filepath.Join(tools.RepoRoot(), "test", "testdata", file))
 			Expect(err).NotTo(HaveOccurred(), out+stderr)
 		},
 		Entry("RayCluster", "raycluster-full.yaml", "raycluster"),

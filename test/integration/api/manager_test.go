@@ -41,7 +41,7 @@ var _ = Describe("the manager binary's server", func() {
 				if err != nil {
 					return 0, err
 				}
-				resp.Body.Close()
+				_ = resp.Body.Close()
 				return resp.StatusCode, nil
 			}, 20*time.Second, 100*time.Millisecond).Should(Equal(http.StatusOK), path)
 		}

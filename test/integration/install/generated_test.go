@@ -8,7 +8,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -73,7 +73,7 @@ var _ = Describe("the chart and the generated manifests", func() {
 		It("takes failure policy and timeout from values", func() {
 			objs := parse(template(dir, "--set", "webhook.failurePolicy=Ignore", "--set", "webhook.timeoutSeconds=3"))
 			for _, h := range objs.validating() {
-				Expect(*h.FailurePolicy).To(Equal(admissionv1.Ignore))
+				Expect(*h.FailurePolicy).To(Equal(admissionregistrationv1.Ignore))
 				Expect(*h.TimeoutSeconds).To(BeEquivalentTo(3))
 			}
 		})
@@ -115,17 +115,17 @@ func (g generated) webhookNames() []string {
 
 // webhook is what mutating and validating webhooks share.
 type webhook struct {
-	clientConfig   admissionv1.WebhookClientConfig
-	rules          []admissionv1.RuleWithOperations
-	failurePolicy  *admissionv1.FailurePolicyType
-	matchPolicy    *admissionv1.MatchPolicyType
-	sideEffects    *admissionv1.SideEffectClass
+	clientConfig   admissionregistrationv1.WebhookClientConfig
+	rules          []admissionregistrationv1.RuleWithOperations
+	failurePolicy  *admissionregistrationv1.FailurePolicyType
+	matchPolicy    *admissionregistrationv1.MatchPolicyType
+	sideEffects    *admissionregistrationv1.SideEffectClass
 	timeoutSeconds *int32
 	reviewVersions []string
 	nsSelector     *metav1.LabelSelector
 }
 
-func webhooksOf(m []admissionv1.MutatingWebhook, v []admissionv1.ValidatingWebhook) map[string]webhook {
+func webhooksOf(m []admissionregistrationv1.MutatingWebhook, v []admissionregistrationv1.ValidatingWebhook) map[string]webhook {
 	out := map[string]webhook{}
 	for _, h := range m {
 		out["mutating/"+h.Name] = webhook{h.ClientConfig, h.Rules, h.FailurePolicy, h.MatchPolicy, h.SideEffects, h.TimeoutSeconds, h.AdmissionReviewVersions, h.NamespaceSelector}
@@ -147,7 +147,7 @@ func expectWebhooks(objs objects, gen generated, namespaces []string, caBundle s
 	for key, w := range want {
 		h := got[key]
 		Expect(h.clientConfig.Service).NotTo(BeNil(), key)
-		Expect(*h.clientConfig.Service).To(Equal(admissionv1.ServiceReference{
+		Expect(*h.clientConfig.Service).To(Equal(admissionregistrationv1.ServiceReference{
 			Name: "raygate-webhook-service", Namespace: releaseNS, Path: w.clientConfig.Service.Path, Port: ptr.To[int32](443),
 		}), key)
 		Expect(h.clientConfig.URL).To(BeNil(), key)
@@ -160,15 +160,15 @@ func expectWebhooks(objs objects, gen generated, namespaces []string, caBundle s
 		}
 		Expect(h.rules).To(Equal(w.rules), key)
 		Expect(h.sideEffects).To(Equal(w.sideEffects), key)
-		Expect(*h.sideEffects).To(Equal(admissionv1.SideEffectClassNone), key)
+		Expect(*h.sideEffects).To(Equal(admissionregistrationv1.SideEffectClassNone), key)
 		Expect(h.matchPolicy).To(Equal(w.matchPolicy), key)
 		Expect(h.reviewVersions).To(Equal(w.reviewVersions), key)
-		Expect(*h.failurePolicy).To(Equal(admissionv1.Fail), key)
+		Expect(*h.failurePolicy).To(Equal(admissionregistrationv1.Fail), key)
 		Expect(*h.timeoutSeconds).To(BeNumerically("<=", 5), key)
 		for _, r := range h.rules {
 			Expect(r.APIGroups).To(Equal([]string{"ray.io"}), key)
 			Expect(r.Resources).To(HaveEach(BeElementOf("rayclusters", "rayservices")), key)
-			Expect(r.Operations).To(HaveEach(BeElementOf(admissionv1.Create, admissionv1.Update)), key)
+			Expect(r.Operations).To(HaveEach(BeElementOf(admissionregistrationv1.Create, admissionregistrationv1.Update)), key)
 		}
 		if namespaces == nil {
 			Expect(h.nsSelector).To(Equal(w.nsSelector), key)

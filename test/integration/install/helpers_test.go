@@ -14,14 +14,14 @@ import (
 	"strings"
 
 	. "github.com/onsi/gomega"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
 const (
@@ -30,35 +30,9 @@ const (
 )
 
 var (
-	repoRoot = controlplane.RepoRoot()
+	repoRoot = tools.RepoRoot()
 	chartDir = filepath.Join(repoRoot, "charts", "raygate")
 )
-
-// toolPath builds (first run only) and returns one of the project's tools (hack/tools.sh),
-// as `make chart-test` does.
-func toolPath(name string) (string, error) {
-	out, err := exec.Command(filepath.Join(repoRoot, "hack", "tools.sh"), name).Output()
-	if err != nil {
-		return "", fmt.Errorf("hack/tools.sh %s: %w", name, err)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
-// certManagerCRDDir is deploy/crds of the cert-manager module pinned in hack/tools/helm,
-// downloaded into the module cache (no network beyond the Go module proxy).
-func certManagerCRDDir() (string, error) {
-	cmd := exec.Command("go", "mod", "download", "-json", "github.com/cert-manager/cert-manager")
-	cmd.Dir = filepath.Join(repoRoot, "hack", "tools", "helm")
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("downloading the cert-manager module: %w", err)
-	}
-	var m struct{ Dir string }
-	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
-		return "", fmt.Errorf("no module directory in %q", out)
-	}
-	return filepath.Join(m.Dir, "deploy", "crds"), nil
-}
 
 // runHelm runs Helm 4 and returns stdout; stderr is folded into the error.
 func runHelm(args ...string) (string, error) { return runHelmBin(helm, args...) }
@@ -168,18 +142,18 @@ func (o objects) deployment() *appsv1.Deployment {
 	return typed[appsv1.Deployment](ds[0])
 }
 
-func (o objects) mutating() []admissionv1.MutatingWebhook {
-	var hooks []admissionv1.MutatingWebhook
+func (o objects) mutating() []admissionregistrationv1.MutatingWebhook {
+	var hooks []admissionregistrationv1.MutatingWebhook
 	for _, u := range o.ofKind("MutatingWebhookConfiguration") {
-		hooks = append(hooks, typed[admissionv1.MutatingWebhookConfiguration](u).Webhooks...)
+		hooks = append(hooks, typed[admissionregistrationv1.MutatingWebhookConfiguration](u).Webhooks...)
 	}
 	return hooks
 }
 
-func (o objects) validating() []admissionv1.ValidatingWebhook {
-	var hooks []admissionv1.ValidatingWebhook
+func (o objects) validating() []admissionregistrationv1.ValidatingWebhook {
+	var hooks []admissionregistrationv1.ValidatingWebhook
 	for _, u := range o.ofKind("ValidatingWebhookConfiguration") {
-		hooks = append(hooks, typed[admissionv1.ValidatingWebhookConfiguration](u).Webhooks...)
+		hooks = append(hooks, typed[admissionregistrationv1.ValidatingWebhookConfiguration](u).Webhooks...)
 	}
 	return hooks
 }
@@ -197,8 +171,8 @@ func (o objects) rules(kind string) map[string][]rbacv1.PolicyRule {
 type generated struct {
 	clusterRules []rbacv1.PolicyRule // the generated ClusterRole
 	ownRules     []rbacv1.PolicyRule // generated Roles (markers with namespace=)
-	mutating     []admissionv1.MutatingWebhook
-	validating   []admissionv1.ValidatingWebhook
+	mutating     []admissionregistrationv1.MutatingWebhook
+	validating   []admissionregistrationv1.ValidatingWebhook
 }
 
 func readGenerated(rolePath, webhooksPath string) generated {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
 var (
@@ -29,16 +30,16 @@ func TestInstall(t *testing.T) {
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	var err error
-	helm, err = toolPath("helm")
+	helm, err = tools.Path("helm")
 	Expect(err).NotTo(HaveOccurred())
-	helm3, err = toolPath("helm3")
+	helm3, err = tools.Path("helm3")
 	Expect(err).NotTo(HaveOccurred())
 
 	env, err = controlplane.Start(controlplane.Options{GatewayAPI: true})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Stop)
 
-	dir, err := certManagerCRDDir()
+	dir, err := tools.Path("cert-manager-crds")
 	Expect(err).NotTo(HaveOccurred())
 	crds, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true})
 	Expect(err).NotTo(HaveOccurred())

@@ -55,7 +55,7 @@ var _ = Describe("a RayCluster with two worker groups", func() {
 		Eventually(events(ctx, ns, "demo")).Should(ContainElement(ContainSubstring("Normal CreatedHeadPod")))
 
 		By("one more reconcile of the converged cluster writes nothing")
-		expectQuiet(ns)
+		expectQuiet()
 		reconciles := reconcileCount()
 		cur := getCluster(ctx, ns, "demo")
 		before := cur.Status.LastUpdateTime

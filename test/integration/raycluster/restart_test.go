@@ -41,7 +41,7 @@ var _ = Describe("a manager watching some namespaces, then restarted", func() {
 		restarted = true
 		waitReady(ctx, other, "out")
 		Expect(getCluster(ctx, watched, "in").Status.State).To(Equal(rayv1.Ready))
-		expectQuiet(watched, other)
+		expectQuiet()
 		Consistently(func() int { return len(pods(ctx, watched, "in")) }, time.Second).Should(Equal(2), "a restart with empty memory adds or removes nothing")
 	})
 })

@@ -95,7 +95,7 @@ var _ = Describe("the in-tree autoscaler", func() {
 
 		By("converged with the autoscaler objects, a reconcile writes nothing")
 		Eventually(clusterStatus(ctx, ns, "auto")).Should(WithTransform(func(s rayv1.RayClusterStatus) int32 { return s.ReadyWorkerReplicas }, BeEquivalentTo(1)))
-		expectQuiet(ns)
+		expectQuiet()
 		before := reconcileCount()
 		updateCluster(ctx, ns, "auto", func(rc *rayv1.RayCluster) { rc.Labels = map[string]string{"touch": "1"} })
 		Eventually(reconcileCount).Should(BeNumerically(">", before))

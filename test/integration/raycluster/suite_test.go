@@ -20,7 +20,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
@@ -152,16 +151,12 @@ func waitReady(ctx context.Context, ns, name string) {
 		haveCondition(rayv1.RayClusterProvisioned, metav1.ConditionTrue, rayv1.AllPodRunningAndReadyFirstTime)))
 }
 
-// expectQuiet waits until the manager goes a full second without writing to the given
-// namespaces, then resets the write counts. Only the spec's own namespaces count: clusters
-// other specs left behind may legitimately still be retrying (a quota, two heads).
-func expectQuiet(namespaces ...string) {
+// expectQuiet waits until the manager has handled every event it has seen (nothing queued,
+// no reconcile running), then resets the write counts, so what a spec counts next is caused
+// by what it does next.
+func expectQuiet() {
 	GinkgoHelper()
-	Eventually(func() map[string]int {
-		mgr.Writes.Reset()
-		time.Sleep(time.Second)
-		return mgr.Writes.SnapshotIn(namespaces...)
-	}, 30*time.Second).Should(BeEmpty())
+	Eventually(func() (bool, error) { return framework.Idle("raycluster") }).Should(BeTrue())
 	mgr.Writes.Reset()
 }
 
@@ -172,22 +167,9 @@ func writesIn(namespaces ...string) func() map[string]int {
 
 // reconcileCount is controller-runtime's reconcile counter of the RayCluster controller.
 func reconcileCount() float64 {
-	families, err := metrics.Registry.Gather()
+	n, err := framework.ReconcileCount("raycluster")
 	Expect(err).NotTo(HaveOccurred())
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "raycluster" {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
+	return n
 }
 
 // updateCluster changes a cluster's spec or metadata, retrying on conflicts.

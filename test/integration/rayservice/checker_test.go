@@ -2,7 +2,6 @@ package rayservice
 
 import (
 	"context"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -58,7 +57,7 @@ var _ = Describe("The invariant checker", func() {
 		rc.Labels = map[string]string{rayv1.OriginatedFromCRNameLabelKey: "x", rayv1.OriginatedFromCRDLabelKey: "RayService"}
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
 		Eventually(func() string { return getService(ctx, ns, "x").Status.ActiveServiceStatus.RayClusterName }).Should(Equal("x-abcde"))
-		time.Sleep(200 * time.Millisecond) // let the checker see the status
+		Eventually(func() bool { return c.SawActive("x-abcde") }).Should(BeTrue(), "the checker sees the status before the deletion")
 		Expect(k8s.Delete(ctx, rc)).To(Succeed())
 
 		rules := func() []string {

@@ -41,11 +41,14 @@ var _ = Describe("NewCluster (blue/green)", func() {
 
 		By("making no API write when reconciling the converged RayService")
 		Eventually(func() int32 { return getService(ctx, ns, name).Status.NumServeEndpoints }).Should(BeNumerically("==", 2))
-		time.Sleep(500 * time.Millisecond)
+		Eventually(idle).Should(BeTrue())
 		mgr.Writes.Reset()
+		before := reconcileCount()
 		update(ctx, ns, name, func(s *rayv1.RayService) { s.Annotations = map[string]string{"touched": "yes"} })
+		Eventually(func() bool { return reconcileCount() > before }).Should(BeTrue(), "touching an annotation must trigger a reconcile")
+		Eventually(idle).Should(BeTrue())
 		// Only this namespace counts: other specs' old clusters may still be due for deletion.
-		Consistently(func() map[string]int { return mgr.Writes.SnapshotIn(ns) }, 2*time.Second).Should(BeEmpty())
+		Expect(mgr.Writes.SnapshotIn(ns)).To(BeEmpty())
 
 		By("changing the image and the serve config together")
 		update(ctx, ns, name, func(s *rayv1.RayService) {

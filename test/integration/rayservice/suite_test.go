@@ -91,6 +91,20 @@ func startManager() {
 	Expect(err).NotTo(HaveOccurred())
 }
 
+// idle: the manager has handled every event it has seen (nothing queued, nothing running).
+func idle() bool {
+	ok, err := framework.Idle("rayservice", "raycluster")
+	Expect(err).NotTo(HaveOccurred())
+	return ok
+}
+
+// reconcileCount is how many RayService reconciles have finished.
+func reconcileCount() float64 {
+	n, err := framework.ReconcileCount("rayservice")
+	Expect(err).NotTo(HaveOccurred())
+	return n
+}
+
 // restartManager stops the operator and starts a new one with empty memory.
 func restartManager(pause time.Duration) {
 	By("restarting the operator")
@@ -137,10 +151,6 @@ func getService(ctx context.Context, ns, name string) *rayv1.RayService {
 	svc := &rayv1.RayService{}
 	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, svc)).To(Succeed())
 	return svc
-}
-
-func status(ctx context.Context, ns, name string) func() rayv1.RayServiceStatuses {
-	return func() rayv1.RayServiceStatuses { return getService(ctx, ns, name).Status }
 }
 
 func activeName(ctx context.Context, ns, name string) func() string {

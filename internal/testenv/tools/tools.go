@@ -1,0 +1,66 @@
+// Package tools finds the pinned tools (control-plane binaries, kwok, helm, ...) that
+// `make tools` builds from their Go modules. It never builds one: a test that spent its own
+// timeout on a multi-minute build would fail for the wrong reason, so a missing tool is an
+// immediate error that names `make tools`.
+package tools
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// RepoRoot is the checkout's root directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+}
+
+// Path returns where a tool is: "envtest" and "cluster" name the directory of the
+// control-plane binaries, the other names one program ("kwok", "helm", "helm3", ...) or, for
+// "kwok-stages", kwok's stage files. See hack/tools.sh for the list.
+func Path(name string) (string, error) {
+	cmd := exec.Command(filepath.Join(RepoRoot(), "hack", "tools.sh"), "path", name)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return "", errors.New(msg)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// ControlPlaneDir is the directory of etcd, kube-apiserver and kubectl (and, after `make
+// tools`, kube-controller-manager and kube-scheduler): $KUBEBUILDER_ASSETS when the Makefile
+// set it, else the cache `make tools` fills.
+func ControlPlaneDir(withClusterBinaries bool) (string, error) {
+	want := []string{"etcd", "kube-apiserver", "kubectl"}
+	name := "envtest"
+	if withClusterBinaries {
+		want = append(want, "kube-controller-manager", "kube-scheduler")
+		name = "cluster"
+	}
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		for _, w := range want {
+			if !isExecutable(filepath.Join(d, w)) {
+				return "", fmt.Errorf("KUBEBUILDER_ASSETS=%s has no %s: run `make tools`, or unset KUBEBUILDER_ASSETS", d, w)
+			}
+		}
+		return d, nil
+	}
+	return Path(name)
+}
+
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
