@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -22,15 +23,14 @@ type Client interface {
 }
 
 // DefaultTimeout bounds each dashboard request when the caller's context has no earlier
-// deadline. The dashboard answers in milliseconds when healthy; a hung head must not hold a
-// reconcile worker for long.
-const DefaultTimeout = 10 * time.Second
+// deadline. The dashboard answers in milliseconds when healthy; a hung head must not hold
+// anything of the operator's for long.
+const DefaultTimeout = 5 * time.Second
 
-// maxErrorBody is how much of an error response is kept in the error text.
-const maxErrorBody = 512
-
-// maxResponseBody caps what is read from the dashboard; a Serve status is far smaller.
-const maxResponseBody = 16 << 20
+// MaxResponseBytes caps what is read from a dashboard. A Serve status of hundreds of
+// applications is far smaller; a larger answer is refused rather than decoded, because the
+// head pod runs the tenant's code and its answers are untrusted.
+const MaxResponseBytes = 1 << 20
 
 // HTTPClient is the Client over HTTP.
 type HTTPClient struct {
@@ -42,19 +42,42 @@ type HTTPClient struct {
 	Timeout time.Duration
 }
 
-var defaultHTTP = &http.Client{Transport: http.DefaultTransport}
+var defaultHTTP = NewHTTP()
+
+// NewHTTP returns the HTTP client raygate uses for dashboards: it follows no redirects (a
+// head pod could otherwise send raygate's Serve config to another tenant's dashboard), uses
+// no proxy from the environment, and bounds connection setup and response headers.
+func NewHTTP() *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			DialContext:            (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSHandshakeTimeout:    2 * time.Second,
+			ResponseHeaderTimeout:  DefaultTimeout,
+			MaxResponseHeaderBytes: 64 << 10,
+			MaxIdleConnsPerHost:    2,
+			IdleConnTimeout:        90 * time.Second,
+		},
+		CheckRedirect: refuseRedirect,
+	}
+}
+
+// refuseRedirect makes the client return a 3xx answer as it is, so do reports it as an
+// error instead of following it.
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // New returns a client for the dashboard at baseURL.
 func New(baseURL string, httpClient *http.Client) *HTTPClient {
 	return &HTTPClient{BaseURL: strings.TrimRight(baseURL, "/"), HTTP: httpClient}
 }
 
-// Error is a non-2xx answer from the dashboard.
+// Error is a non-2xx answer from the dashboard (redirects included: they are never followed).
 type Error struct {
 	Op         string // "GET" or "PUT"
 	URL        string
 	StatusCode int
-	Body       string // at most maxErrorBody bytes of the response
+	// Body is a short, sanitized excerpt of the response (see Sanitize): it may end up in a
+	// condition or an event, and the response comes from a pod the tenant controls.
+	Body string
 }
 
 func (e *Error) Error() string {
@@ -81,11 +104,10 @@ func (c *HTTPClient) GetServeDetails(ctx context.Context) (*ServeDetails, error)
 	}
 	var d ServeDetails
 	if err := json.Unmarshal(body, &d); err != nil {
-		return nil, fmt.Errorf("GET %s%s: decoding Serve details: %w (body: %s)", c.BaseURL, ApplicationsPath, err, excerpt(body))
+		// The decoder's message may quote the body; keep only the kind of problem.
+		return nil, fmt.Errorf("GET %s%s: the answer is not a Serve status (invalid JSON)", c.BaseURL, ApplicationsPath)
 	}
-	if d.Applications == nil {
-		d.Applications = map[string]Application{}
-	}
+	d.bound()
 	return &d, nil
 }
 
@@ -115,9 +137,12 @@ func (c *HTTPClient) do(ctx context.Context, method, path string, body []byte) (
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = defaultHTTP
+	hc := defaultHTTP
+	if c.HTTP != nil {
+		// Whatever client the caller gave, a redirect is never followed.
+		own := *c.HTTP
+		own.CheckRedirect = refuseRedirect
+		hc = &own
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -125,19 +150,18 @@ func (c *HTTPClient) do(ctx context.Context, method, path string, body []byte) (
 		return nil, fmt.Errorf("the Ray dashboard is unreachable: %w", err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
+	if resp.ContentLength > MaxResponseBytes {
+		return nil, fmt.Errorf("%s %s: the answer is %d bytes, more than the %d raygate reads", method, url, resp.ContentLength, MaxResponseBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: reading response: %w", method, url, err)
+		return nil, fmt.Errorf("%s %s: reading the answer failed", method, url)
+	}
+	if len(data) > MaxResponseBytes {
+		return nil, fmt.Errorf("%s %s: the answer is longer than the %d bytes raygate reads", method, url, MaxResponseBytes)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, &Error{Op: method, URL: url, StatusCode: resp.StatusCode, Body: excerpt(data)}
+		return nil, &Error{Op: method, URL: url, StatusCode: resp.StatusCode, Body: Sanitize(string(data), maxErrorExcerpt)}
 	}
 	return data, nil
-}
-
-func excerpt(b []byte) string {
-	if len(b) <= maxErrorBody {
-		return string(b)
-	}
-	return string(b[:maxErrorBody]) + "…"
 }

@@ -3,12 +3,15 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -115,7 +118,8 @@ func TestErrorsNameStatusAndBody(t *testing.T) {
 	}{
 		{name: "validation error", status: 400, body: "ValidationError(model='ServeDeploySchema', errors=[...])", wantIn: []string{"PUT", "HTTP 400", "ValidationError(model='ServeDeploySchema'"}, badRequest: true},
 		{name: "gcs down", status: 503, body: "The GCS may be down", wantIn: []string{"HTTP 503", "GCS may be down"}},
-		{name: "long body is cut", status: 500, body: long, wantIn: []string{"HTTP 500", strings.Repeat("x", maxErrorBody) + "…"}},
+		{name: "long body is cut", status: 500, body: long, wantIn: []string{"HTTP 500", strings.Repeat("x", maxErrorExcerpt) + "…"}},
+		{name: "control characters and new lines are flattened", status: 500, body: "line1\n\x1b[31mline2\r\n\tend", wantIn: []string{"HTTP 500: line1 [31mline2 end"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -132,7 +136,7 @@ func TestErrorsNameStatusAndBody(t *testing.T) {
 					t.Errorf("error %q does not contain %q", err, s)
 				}
 			}
-			if strings.Contains(err.Error(), strings.Repeat("x", maxErrorBody+1)) {
+			if strings.Contains(err.Error(), strings.Repeat("x", maxErrorExcerpt+1)) {
 				t.Error("error text not truncated")
 			}
 			if IsBadRequest(err) != tc.badRequest {
@@ -146,8 +150,121 @@ func TestBadJSONIsAnError(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "<html>proxy</html>") }))
 	defer srv.Close()
 	_, err := New(srv.URL, nil).GetServeDetails(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "decoding Serve details") || !strings.Contains(err.Error(), "<html>proxy") {
+	if err == nil || !strings.Contains(err.Error(), "not a Serve status") {
 		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(err.Error(), "proxy") {
+		t.Errorf("the error quotes the untrusted answer: %v", err)
+	}
+}
+
+// A redirect from a head pod is never followed, whatever http.Client the caller passes: a
+// 307 would re-send the PUT with raygate's Serve config to wherever the tenant points it.
+func TestRedirectsAreNeverFollowed(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { elsewhere.Add(1) }))
+	defer other.Close()
+	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		head := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+ApplicationsPath, code)
+		}))
+		for _, hc := range []*http.Client{nil, {}, http.DefaultClient} {
+			c := New(head.URL, hc)
+			err := c.DeployApplications(context.Background(), []byte(`{"applications":[]}`))
+			var e *Error
+			if !errors.As(err, &e) || e.StatusCode != code {
+				t.Errorf("PUT answered %d: err = %v, want an Error with that status", code, err)
+			}
+			if _, err := c.GetServeDetails(context.Background()); err == nil {
+				t.Errorf("GET answered %d: want an error", code)
+			}
+		}
+		head.Close()
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Fatalf("the redirect target got %d requests, want 0", n)
+	}
+}
+
+func TestOversizedAnswersAreRefused(t *testing.T) {
+	huge := `{"applications":{"a":{"name":"a","status":"RUNNING","message":"` + strings.Repeat("x", MaxResponseBytes) + `"}}}`
+	for _, chunked := range []bool{false, true} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if chunked {
+				w.(http.Flusher).Flush() // no Content-Length: the cap must hold while reading
+			}
+			_, _ = io.WriteString(w, huge)
+		}))
+		_, err := New(srv.URL, nil).GetServeDetails(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "raygate reads") {
+			t.Errorf("chunked=%v: err = %v, want a size error", chunked, err)
+		}
+		srv.Close()
+	}
+}
+
+func TestAnswersAreBoundedAndSanitized(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"applications":{`)
+	for i := range MaxApplications + 50 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"app%04d":{"name":"app%04d","status":"RUNNING","message":"ok\u001b[2J`+strings.Repeat("m", 600)+`","deployments":{`, i, i)
+		for j := range 3 {
+			if j > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `"d%d":{"name":"d%d","status":"HEALTHY","message":"line\nbreak"}`, j, j)
+		}
+		b.WriteString(`}}`)
+	}
+	b.WriteString(`,"bad\u0000name":{"name":"x","status":"RUNNING"}}}`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, b.String()) }))
+	defer srv.Close()
+	d, err := New(srv.URL, nil).GetServeDetails(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Applications) != MaxApplications {
+		t.Fatalf("kept %d applications, want %d", len(d.Applications), MaxApplications)
+	}
+	if _, ok := d.Applications["app0000"]; !ok {
+		t.Error("the applications that sort first are kept")
+	}
+	for name, app := range d.Applications {
+		if strings.ContainsAny(name+app.Message, "\x00\x1b\n") {
+			t.Fatalf("unsanitized text kept: %q %q", name, app.Message)
+		}
+		if n := utf8.RuneCountInString(app.Message); n > maxMessage+1 {
+			t.Fatalf("message of %d runes kept", n)
+		}
+		if got := app.Deployments["d1"].Message; got != "line break" {
+			t.Fatalf("deployment message = %q", got)
+		}
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	cases := []struct {
+		in    string
+		limit int
+		want  string
+	}{
+		{"plain", 10, "plain"},
+		{"  lead and trail  ", 40, "lead and trail"},
+		{"a\x00b\x07c", 10, "a b c"},
+		{"tab\tnew\nline\r\n", 40, "tab new line"},
+		{"\xff\xfe", 10, "??"},
+		{"0123456789abc", 10, "0123456789…"},
+		{"0123456789   ", 10, "0123456789"},
+		{"日本語テキスト", 3, "日本語…"},
+		{"\u202eevil", 10, "evil"},
+	}
+	for _, tc := range cases {
+		if got := Sanitize(tc.in, tc.limit); got != tc.want {
+			t.Errorf("Sanitize(%q, %d) = %q, want %q", tc.in, tc.limit, got, tc.want)
+		}
 	}
 }
 
