@@ -230,26 +230,9 @@ func planWorkerGroup(in groupInput) groupPlan {
 		shape.hosts = int(rayspec.NumOfHosts(*g))
 	}
 	units, orphans := workerUnits(in.Pods, shape.atomic)
-	// Replacements for anything deleted here are created once the deletions are visible.
-	if len(orphans) > 0 {
-		p.Deletes = []deletion{{Pods: orphans, Reason: "not part of a multi-host replica"}}
-		p.EndsPass = true
-		return p
-	}
-	if p.Deletes = shape.deletions(incomplete(units, shape.hosts), func(u workerUnit) string {
-		return fmt.Sprintf("replica %s has %d of %d hosts", u.Name, len(u.Pods), shape.hosts)
-	}); len(p.Deletes) > 0 {
-		p.EndsPass = true
-		return p
-	}
-	broken, whys := unhealthy(units)
-	if p.Deletes = shape.deletions(broken, func(u workerUnit) string {
-		if shape.atomic {
-			return "replica " + u.Name + ": " + whys[u.Name]
-		}
-		return whys[u.Name]
-	}); len(p.Deletes) > 0 {
-		p.EndsPass = true
+	if repairs := shape.repairs(units, orphans); len(repairs) > 0 {
+		// Replacements are created once the deletions are in the cache.
+		p.Deletes, p.EndsPass = repairs, true
 		return p
 	}
 
@@ -266,11 +249,7 @@ func planWorkerGroup(in groupInput) groupPlan {
 		p.ClearWorkersToDelete = true
 	}
 
-	desired := int(rayspec.WorkerGroupDesiredPods(*g))
-	if shape.atomic {
-		desired = int(rayspec.WorkerGroupDesiredReplicas(*g))
-	}
-	switch diff := desired - len(kept); {
+	switch diff := shape.desired(g) - len(kept); {
 	case diff > 0:
 		p.Create = planCreation(kept, diff, shape.hosts, in.Indexing)
 	case diff < 0 && in.RandomDelete:
@@ -305,6 +284,34 @@ func planCreation(kept []workerUnit, diff, hosts int, indexing bool) creation {
 type groupShape struct {
 	atomic bool
 	hosts  int
+}
+
+// desired is the number of units the group should have.
+func (s groupShape) desired(g *rayv1.WorkerGroupSpec) int {
+	if s.atomic {
+		return int(rayspec.WorkerGroupDesiredReplicas(*g))
+	}
+	return int(rayspec.WorkerGroupDesiredPods(*g))
+}
+
+// repairs are the deletions that make a group whole again, of the first kind found: pods
+// outside any replica, replicas missing hosts, units with a pod beyond repair.
+func (s groupShape) repairs(units []workerUnit, orphans []corev1.Pod) []deletion {
+	if len(orphans) > 0 {
+		return []deletion{{Pods: orphans, Reason: "not part of a multi-host replica"}}
+	}
+	if d := s.deletions(incomplete(units, s.hosts), func(u workerUnit) string {
+		return fmt.Sprintf("replica %s has %d of %d hosts", u.Name, len(u.Pods), s.hosts)
+	}); len(d) > 0 {
+		return d
+	}
+	broken, whys := unhealthy(units)
+	return s.deletions(broken, func(u workerUnit) string {
+		if s.atomic {
+			return "replica " + u.Name + ": " + whys[u.Name]
+		}
+		return whys[u.Name]
+	})
 }
 
 // deletions deletes units: one deletion per replica of a multi-host group, so each event
