@@ -148,10 +148,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if p == nil || err != nil {
 		return ctrl.Result{}, err
 	}
-	defer r.emit(p)
+	defer r.emit(p) // last: after the status write
 	var applyErr error
 	if len(p.invalid) == 0 {
-		plan := planPods(r.podsInput(p))
+		plan := planPods(r.podsInput(p)) // pure
 		applyErr = r.apply(ctx, p, plan)
 	}
 	return r.writeStatus(ctx, p, applyErr)

@@ -5,15 +5,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
 const autoscalerStartCmd = "ray kuberay-autoscaler --cluster-name $(RAY_CLUSTER_NAME) --cluster-namespace $(RAY_CLUSTER_NAMESPACE)"
-
-func intOrString(p int32) intstr.IntOrString { return intstr.FromInt32(p) }
 
 // headServiceAccount is the ServiceAccount the head pod runs as with autoscaling: the
 // template's own if it names one, else the one raygate creates.

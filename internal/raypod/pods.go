@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/version"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -369,7 +370,7 @@ func setProbes(rc *rayv1.RayCluster, c *corev1.Container, node rayv1.RayNodeType
 	}
 	handler := corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"bash", "-c", strings.Join(checks, " && ")}}}
 	if v, err := version.ParseGeneric(rc.Spec.RayVersion); err == nil && v.AtLeast(unifiedHealthVersion) {
-		handler = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/api/healthz", Port: intOrString(agent)}}
+		handler = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/api/healthz", Port: intstr.FromInt32(agent)}}
 	}
 	liveTimeout, readyTimeout := int32(livenessTimeout), int32(readinessTimeout)
 	if node == rayv1.HeadNode {
