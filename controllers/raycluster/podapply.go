@@ -38,6 +38,10 @@ func (r *Reconciler) applyPodPlan(ctx context.Context, p *pass, plan podPlan) er
 		if g.Wait != "" {
 			p.log.V(1).Info("group left as it is", "group", g.Group, "why", g.Wait)
 		}
+		if g.MultipleHeads != "" {
+			p.warn(EventMultipleHeadPods, actionSkip, "%s", g.MultipleHeads)
+			return failure(rayv1.MultipleHeadPods, "%s", g.MultipleHeads)
+		}
 		if g.DeleteAll != nil {
 			if err := r.deleteAtOnce(ctx, p, *g.DeleteAll, g.Group); err != nil {
 				return err
@@ -52,10 +56,6 @@ func (r *Reconciler) applyPodPlan(ctx context.Context, p *pass, plan podPlan) er
 			if err := r.createPods(ctx, p, g); err != nil {
 				return err
 			}
-		}
-		if g.MultipleHeads != "" {
-			p.warn(EventMultipleHeadPods, actionSkip, "%s", g.MultipleHeads)
-			return failure(rayv1.MultipleHeadPods, "%s", g.MultipleHeads)
 		}
 		if g.ReportSkippedRestart {
 			p.normal(EventSkippedHeadPodRestart, actionSkip, "Head pod not recreated: the cluster is provisioned and annotated %s=true", rayv1.DisableProvisionedHeadRestartKey)
