@@ -12,9 +12,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/rayspec"
 )
 
-// Pure decisions of the pod reconciliation. Each takes plain values and is table-tested.
+// Pure decisions the pod planner is built from. Each takes plain values and is table-tested.
 
 // suspendStatus is RayClusterSuspending or RayClusterSuspended when that condition is true,
 // else "".
@@ -92,40 +93,139 @@ func randomDeleteAllowed(autoscaling bool, env string) bool {
 	return !autoscaling || strings.EqualFold(env, "true")
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+// workerUnit is what a worker group is managed in: one pod, or the pods of one replica of a
+// multi-host group (the pods sharing a replica name).
+type workerUnit struct {
+	// Name is the pod's name, or the replica's name.
+	Name string
+	// Index is the ray.io/worker-group-replica-index, or -1.
+	Index int
+	Pods  []corev1.Pod
 }
 
-// podsToRemove picks n pods to remove on scale-down, cheapest loss first: not running, then
-// not ready, then the youngest (like a ReplicaSet).
-func podsToRemove(pods []corev1.Pod, n int) []corev1.Pod {
-	if n <= 0 {
-		return nil
-	}
-	sorted := slices.Clone(pods)
-	rank := func(p *corev1.Pod) int {
-		switch {
-		case p.Status.Phase != corev1.PodRunning:
-			return 0
-		case !podReady(p):
-			return 1
+// workerUnits splits a group's pods into units. With atomic (multi-host replicas) the pods are
+// grouped by replica name and sorted by index then name; pods without a replica name cannot
+// belong to a replica and are returned apart.
+func workerUnits(pods []corev1.Pod, atomic bool) (units []workerUnit, orphans []corev1.Pod) {
+	if !atomic {
+		units = make([]workerUnit, 0, len(pods))
+		for i := range pods {
+			units = append(units, workerUnit{Name: pods[i].Name, Index: replicaIndex(&pods[i]), Pods: pods[i : i+1]})
 		}
-		return 2
+		return units, nil
 	}
-	slices.SortStableFunc(sorted, func(a, b corev1.Pod) int {
-		if c := cmp.Compare(rank(&a), rank(&b)); c != 0 {
-			return c
+	byName := map[string]*workerUnit{}
+	for _, p := range pods {
+		name := p.Labels[rayv1.WorkerReplicaNameLabelKey]
+		if name == "" {
+			orphans = append(orphans, p)
+			continue
 		}
-		if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
+		u := byName[name]
+		if u == nil {
+			u = &workerUnit{Name: name, Index: replicaIndex(&p)}
+			byName[name] = u
+		}
+		u.Pods = append(u.Pods, p)
+	}
+	for _, u := range byName {
+		units = append(units, *u)
+	}
+	slices.SortFunc(units, func(a, b workerUnit) int {
+		if c := cmp.Compare(a.Index, b.Index); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Name, b.Name)
 	})
+	return units, orphans
+}
+
+// incomplete are the units without exactly hosts pods.
+func incomplete(units []workerUnit, hosts int) []workerUnit {
+	var out []workerUnit
+	for _, u := range units {
+		if len(u.Pods) != hosts {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// unhealthy are the units with a pod beyond repair, with why by unit name (the first such
+// pod's reason).
+func unhealthy(units []workerUnit) ([]workerUnit, map[string]string) {
+	var out []workerUnit
+	whys := map[string]string{}
+	for _, u := range units {
+		for k := range u.Pods {
+			if del, why := shouldDeletePod(&u.Pods[k]); del {
+				out = append(out, u)
+				whys[u.Name] = why
+				break
+			}
+		}
+	}
+	return out, whys
+}
+
+// splitNamed splits units into those with no pod in names and those with one.
+func splitNamed(units []workerUnit, names []string) (kept, named []workerUnit) {
+	listed := make(map[string]bool, len(names))
+	for _, n := range names {
+		listed[n] = true
+	}
+	for _, u := range units {
+		if slices.ContainsFunc(u.Pods, func(p corev1.Pod) bool { return listed[p.Name] }) {
+			named = append(named, u)
+		} else {
+			kept = append(kept, u)
+		}
+	}
+	return kept, named
+}
+
+// unitsToRemove picks n units to remove on scale-down, the cheapest loss first. Pods go as a
+// ReplicaSet's do: not running, then not ready, then the youngest. Multi-host replicas go
+// not wholly ready first, then the highest indices, so indices stay dense.
+func unitsToRemove(units []workerUnit, n int, atomic bool) []workerUnit {
+	if n <= 0 {
+		return nil
+	}
+	sorted := slices.Clone(units)
+	if atomic {
+		ready := func(u workerUnit) int {
+			if slices.ContainsFunc(u.Pods, func(p corev1.Pod) bool { return !rayspec.RunningAndReady(&p) }) {
+				return 0
+			}
+			return 1
+		}
+		slices.SortStableFunc(sorted, func(a, b workerUnit) int {
+			if c := cmp.Compare(ready(a), ready(b)); c != 0 {
+				return c
+			}
+			return cmp.Compare(b.Index, a.Index)
+		})
+	} else {
+		rank := func(p *corev1.Pod) int {
+			switch {
+			case p.Status.Phase != corev1.PodRunning:
+				return 0
+			case !rayspec.RunningAndReady(p):
+				return 1
+			}
+			return 2
+		}
+		slices.SortStableFunc(sorted, func(a, b workerUnit) int {
+			pa, pb := &a.Pods[0], &b.Pods[0]
+			if c := cmp.Compare(rank(pa), rank(pb)); c != 0 {
+				return c
+			}
+			if c := pb.CreationTimestamp.Compare(pa.CreationTimestamp.Time); c != 0 {
+				return c
+			}
+			return cmp.Compare(pa.Name, pb.Name)
+		})
+	}
 	return sorted[:min(n, len(sorted))]
 }
 
@@ -149,64 +249,28 @@ func replicaIndex(p *corev1.Pod) int {
 	return i
 }
 
-// multiHostReplica is one replica of a multi-host group: the pods sharing a replica name.
-type multiHostReplica struct {
-	Name  string
-	Index int
-	Pods  []corev1.Pod
-}
-
-// groupReplicas groups a multi-host group's pods by replica name, sorted by index then name.
-// Pods without a replica name cannot belong to an atomic replica and are returned apart.
-func groupReplicas(pods []corev1.Pod) (replicas []multiHostReplica, orphans []corev1.Pod) {
-	byName := map[string]*multiHostReplica{}
+// splitByNodeType splits pods into workers and heads by their ray.io/node-type label.
+func splitByNodeType(pods []corev1.Pod) (workers, heads []corev1.Pod) {
 	for _, p := range pods {
-		name := p.Labels[rayv1.WorkerReplicaNameLabelKey]
-		if name == "" {
-			orphans = append(orphans, p)
-			continue
+		switch rayv1.RayNodeType(p.Labels[rayv1.NodeTypeLabelKey]) {
+		case rayv1.HeadNode:
+			heads = append(heads, p)
+		case rayv1.WorkerNode:
+			workers = append(workers, p)
 		}
-		r := byName[name]
-		if r == nil {
-			r = &multiHostReplica{Name: name, Index: replicaIndex(&p)}
-			byName[name] = r
-		}
-		r.Pods = append(r.Pods, p)
 	}
-	for _, r := range byName {
-		replicas = append(replicas, *r)
-	}
-	slices.SortFunc(replicas, func(a, b multiHostReplica) int {
-		if c := cmp.Compare(a.Index, b.Index); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Name, b.Name)
-	})
-	return replicas, orphans
+	return workers, heads
 }
 
-// replicasToRemove picks n replicas to remove on scale-down: those not fully ready first,
-// then the highest indices, so indices stay dense.
-func replicasToRemove(replicas []multiHostReplica, n int) []multiHostReplica {
-	if n <= 0 {
-		return nil
-	}
-	sorted := slices.Clone(replicas)
-	ready := func(r multiHostReplica) int {
-		for i := range r.Pods {
-			if r.Pods[i].Status.Phase != corev1.PodRunning || !podReady(&r.Pods[i]) {
-				return 0
-			}
+// groupPods are the active pods of one worker group.
+func groupPods(pods []corev1.Pod, group string) []corev1.Pod {
+	var out []corev1.Pod
+	for _, pod := range pods {
+		if pod.Labels[rayv1.NodeTypeLabelKey] == string(rayv1.WorkerNode) && pod.Labels[rayv1.NodeGroupLabelKey] == group && pod.DeletionTimestamp.IsZero() {
+			out = append(out, pod)
 		}
-		return 1
 	}
-	slices.SortStableFunc(sorted, func(a, b multiHostReplica) int {
-		if c := cmp.Compare(ready(a), ready(b)); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.Index, a.Index)
-	})
-	return sorted[:min(n, len(sorted))]
+	return out
 }
 
 // skipHeadRestart: a provisioned cluster annotated ray.io/disable-provisioned-head-restart

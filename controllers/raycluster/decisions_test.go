@@ -144,7 +144,7 @@ func TestRandomDeleteAllowed(t *testing.T) {
 	}
 }
 
-func TestPodsToRemove(t *testing.T) {
+func TestUnitsToRemoveSingleHost(t *testing.T) {
 	pods := []corev1.Pod{
 		mkPod("old-ready", created(100)),
 		mkPod("young-ready", created(300)),
@@ -162,10 +162,19 @@ func TestPodsToRemove(t *testing.T) {
 		{9, []string{"pending", "not-ready", "young-ready", "old-ready"}},
 	}
 	for _, tc := range cases {
-		if got := names(podsToRemove(pods, tc.n)); !cmp.Equal(got, tc.want) {
-			t.Errorf("podsToRemove(%d) = %v, want %v", tc.n, got, tc.want)
+		units, _ := workerUnits(pods, false)
+		if got := unitNames(unitsToRemove(units, tc.n, false)); !cmp.Equal(got, tc.want) {
+			t.Errorf("unitsToRemove(%d) = %v, want %v", tc.n, got, tc.want)
 		}
 	}
+}
+
+func unitNames(us []workerUnit) []string {
+	var out []string
+	for _, u := range us {
+		out = append(out, u.Name)
+	}
+	return out
 }
 
 func names(ps []corev1.Pod) []string {
@@ -183,7 +192,7 @@ func TestFreeIndices(t *testing.T) {
 	}
 }
 
-func TestGroupReplicas(t *testing.T) {
+func TestWorkerUnitsOfMultiHostGroups(t *testing.T) {
 	rep := func(name string, idx string) podOpt {
 		return func(p *corev1.Pod) {
 			label(rayv1.WorkerReplicaNameLabelKey, name)(p)
@@ -191,19 +200,19 @@ func TestGroupReplicas(t *testing.T) {
 		}
 	}
 	pods := []corev1.Pod{mkPod("b0", rep("b", "1")), mkPod("a0", rep("a", "0")), mkPod("b1", rep("b", "1")), mkPod("lost")}
-	replicas, orphans := groupReplicas(pods)
+	replicas, orphans := workerUnits(pods, true)
 	if len(replicas) != 2 || replicas[0].Name != "a" || replicas[1].Name != "b" || len(replicas[1].Pods) != 2 || replicas[1].Index != 1 {
 		t.Errorf("replicas = %+v", replicas)
 	}
 	if !cmp.Equal(names(orphans), []string{"lost"}) {
 		t.Errorf("orphans = %v", names(orphans))
 	}
-	ready := multiHostReplica{Name: "r2", Index: 2, Pods: []corev1.Pod{mkPod("x")}}
-	high := multiHostReplica{Name: "r5", Index: 5, Pods: []corev1.Pod{mkPod("y")}}
-	broken := multiHostReplica{Name: "r0", Index: 0, Pods: []corev1.Pod{mkPod("z"), mkPod("w", notReady())}}
-	got := replicasToRemove([]multiHostReplica{ready, high, broken}, 2)
+	ready := workerUnit{Name: "r2", Index: 2, Pods: []corev1.Pod{mkPod("x")}}
+	high := workerUnit{Name: "r5", Index: 5, Pods: []corev1.Pod{mkPod("y")}}
+	broken := workerUnit{Name: "r0", Index: 0, Pods: []corev1.Pod{mkPod("z"), mkPod("w", notReady())}}
+	got := unitsToRemove([]workerUnit{ready, high, broken}, 2, true)
 	if len(got) != 2 || got[0].Name != "r0" || got[1].Name != "r5" {
-		t.Errorf("replicasToRemove = %+v, want the not-ready replica, then the highest index", got)
+		t.Errorf("unitsToRemove = %+v, want the not-ready replica, then the highest index", got)
 	}
 }
 

@@ -1,7 +1,13 @@
 package raycluster
 
-// Event reasons, for `kubectl describe raycluster` and `kubectl get events`. An event is
-// emitted after the API call it reports succeeded (Normal) or failed (Warning).
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Event reasons, for `kubectl describe raycluster` and `kubectl get events`. An event reports
+// an API call that succeeded (Normal) or failed (Warning).
 const (
 	EventCreatedHeadPod          = "CreatedHeadPod"
 	EventFailedCreateHeadPod     = "FailedToCreateHeadPod"
@@ -35,3 +41,24 @@ const (
 	actionValidate = "Validate"
 	actionSkip     = "Skip"
 )
+
+// event is one event of a pass. A pass collects its events and sends them after its status
+// write, so `kubectl describe` never shows an event before the status that goes with it.
+type event struct {
+	kind, reason, action, note string
+}
+
+func (p *pass) normal(reason, action, format string, args ...any) {
+	p.events = append(p.events, event{corev1.EventTypeNormal, reason, action, fmt.Sprintf(format, args...)})
+}
+
+func (p *pass) warn(reason, action, format string, args ...any) {
+	p.events = append(p.events, event{corev1.EventTypeWarning, reason, action, fmt.Sprintf(format, args...)})
+}
+
+// emit sends the pass's events.
+func (r *Reconciler) emit(p *pass) {
+	for _, e := range p.events {
+		r.Recorder.Eventf(p.object, nil, e.kind, e.reason, e.action, "%s", e.note)
+	}
+}

@@ -3,7 +3,6 @@ package raycluster
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -12,10 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/rayspec"
 )
-
-func metav1Time(t time.Time) metav1.Time { return metav1.NewTime(t) }
 
 // ownedByOther reports whether obj is controlled by something other than the cluster; such
 // an object is never modified.
@@ -27,22 +25,22 @@ func ownedByOther(p *pass, obj client.Object) bool {
 // reconcileHeadService creates the head Service or brings the fields raygate sets back to
 // the desired values. Fields the API server defaulted or allocated are left alone.
 func (r *Reconciler) reconcileHeadService(ctx context.Context, p *pass) error {
-	desired := BuildHeadService(p.cluster)
+	desired := raypod.HeadService(p.cluster)
 	existing := &corev1.Service{}
 	err := r.Get(ctx, key(desired), existing)
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := r.Create(ctx, desired); err != nil {
-			r.warn(p, EventFailedService, actionCreate, "Failed to create head service %s: %v", desired.Name, err)
+			p.warn(EventFailedService, actionCreate, "Failed to create head service %s: %v", desired.Name, err)
 			return fmt.Errorf("creating head service: %w", err)
 		}
-		r.normal(p, EventCreatedService, actionCreate, "Created head service %s", desired.Name)
+		p.normal(EventCreatedService, actionCreate, "Created head service %s", desired.Name)
 		p.headSvc = desired
 		return nil
 	case err != nil:
 		return err
 	case ownedByOther(p, existing):
-		r.warn(p, EventFailedService, actionUpdate, "Service %s exists and belongs to another object; not modifying it", existing.Name)
+		p.warn(EventFailedService, actionUpdate, "Service %s exists and belongs to another object; not modifying it", existing.Name)
 		return fmt.Errorf("service %s exists and is controlled by another object", existing.Name)
 	}
 	updated, recreate := mergeHeadService(existing, desired)
@@ -50,17 +48,17 @@ func (r *Reconciler) reconcileHeadService(ctx context.Context, p *pass) error {
 	case recreate:
 		// A Service cannot switch between headless and a cluster IP in place.
 		if err := r.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); err != nil && !apierrors.IsNotFound(err) {
-			r.warn(p, EventFailedService, actionDelete, "Failed to delete head service %s to recreate it: %v", existing.Name, err)
+			p.warn(EventFailedService, actionDelete, "Failed to delete head service %s to recreate it: %v", existing.Name, err)
 			return fmt.Errorf("deleting head service: %w", err)
 		}
-		r.normal(p, EventDeletedService, actionDelete, "Deleted head service %s to recreate it with a different cluster IP mode", existing.Name)
+		p.normal(EventDeletedService, actionDelete, "Deleted head service %s to recreate it with a different cluster IP mode", existing.Name)
 		return nil
 	case updated != nil:
 		if err := r.Update(ctx, updated); err != nil {
-			r.warn(p, EventFailedService, actionUpdate, "Failed to update head service %s: %v", existing.Name, err)
+			p.warn(EventFailedService, actionUpdate, "Failed to update head service %s: %v", existing.Name, err)
 			return fmt.Errorf("updating head service: %w", err)
 		}
-		r.normal(p, EventUpdatedService, actionUpdate, "Updated head service %s", existing.Name)
+		p.normal(EventUpdatedService, actionUpdate, "Updated head service %s", existing.Name)
 		p.headSvc = updated
 	default:
 		p.headSvc = existing
@@ -74,12 +72,12 @@ func (r *Reconciler) reconcileAutoscalerRBAC(ctx context.Context, p *pass) error
 	if !rayspec.AutoscalingEnabled(&p.cluster.Spec) {
 		return nil
 	}
-	if sa := BuildAutoscalerServiceAccount(p.cluster); sa != nil {
+	if sa := raypod.AutoscalerServiceAccount(p.cluster); sa != nil {
 		if err := r.ensure(ctx, p, sa, &corev1.ServiceAccount{}, func(existing client.Object) (bool, bool) { return false, false }); err != nil {
 			return err
 		}
 	}
-	role := BuildAutoscalerRole(p.cluster)
+	role := raypod.AutoscalerRole(p.cluster)
 	if err := r.ensure(ctx, p, role, &rbacv1.Role{}, func(existing client.Object) (bool, bool) {
 		e := existing.(*rbacv1.Role)
 		if equality.Semantic.DeepEqual(e.Rules, role.Rules) {
@@ -90,7 +88,7 @@ func (r *Reconciler) reconcileAutoscalerRBAC(ctx context.Context, p *pass) error
 	}); err != nil {
 		return err
 	}
-	rb := BuildAutoscalerRoleBinding(p.cluster)
+	rb := raypod.AutoscalerRoleBinding(p.cluster)
 	return r.ensure(ctx, p, rb, &rbacv1.RoleBinding{}, func(existing client.Object) (bool, bool) {
 		e := existing.(*rbacv1.RoleBinding)
 		if e.RoleRef != rb.RoleRef {
@@ -112,10 +110,10 @@ func (r *Reconciler) ensure(ctx context.Context, p *pass, desired, existing clie
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := r.Create(ctx, desired); err != nil {
-			r.warn(p, EventFailedAutoscalerRBAC, actionCreate, "Failed to create %s %s for the autoscaler: %v", kind, desired.GetName(), err)
+			p.warn(EventFailedAutoscalerRBAC, actionCreate, "Failed to create %s %s for the autoscaler: %v", kind, desired.GetName(), err)
 			return fmt.Errorf("creating %s %s: %w", kind, desired.GetName(), err)
 		}
-		r.normal(p, EventCreatedAutoscalerRBAC, actionCreate, "Created %s %s for the autoscaler", kind, desired.GetName())
+		p.normal(EventCreatedAutoscalerRBAC, actionCreate, "Created %s %s for the autoscaler", kind, desired.GetName())
 		return nil
 	case err != nil:
 		return err
@@ -126,16 +124,16 @@ func (r *Reconciler) ensure(ctx context.Context, p *pass, desired, existing clie
 	switch {
 	case recreate:
 		if err := r.Delete(ctx, existing); err != nil && !apierrors.IsNotFound(err) {
-			r.warn(p, EventFailedAutoscalerRBAC, actionDelete, "Failed to delete %s %s: %v", kind, existing.GetName(), err)
+			p.warn(EventFailedAutoscalerRBAC, actionDelete, "Failed to delete %s %s: %v", kind, existing.GetName(), err)
 			return err
 		}
-		r.normal(p, EventUpdatedAutoscalerRBAC, actionDelete, "Deleted %s %s to recreate it", kind, existing.GetName())
+		p.normal(EventUpdatedAutoscalerRBAC, actionDelete, "Deleted %s %s to recreate it", kind, existing.GetName())
 	case update:
 		if err := r.Update(ctx, existing); err != nil {
-			r.warn(p, EventFailedAutoscalerRBAC, actionUpdate, "Failed to update %s %s: %v", kind, existing.GetName(), err)
+			p.warn(EventFailedAutoscalerRBAC, actionUpdate, "Failed to update %s %s: %v", kind, existing.GetName(), err)
 			return err
 		}
-		r.normal(p, EventUpdatedAutoscalerRBAC, actionUpdate, "Updated %s %s for the autoscaler", kind, existing.GetName())
+		p.normal(EventUpdatedAutoscalerRBAC, actionUpdate, "Updated %s %s for the autoscaler", kind, existing.GetName())
 	}
 	return nil
 }

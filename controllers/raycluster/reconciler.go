@@ -29,6 +29,7 @@ import (
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/internal/validation"
+	"github.com/raygate/raygate/internal/version"
 )
 
 // Least privilege: raygate never reads Secrets; it creates the autoscaler's Role only with
@@ -49,6 +50,14 @@ const PodClusterIndex = "raygate.ray.io/cluster"
 // requeueSoon is when a pass runs again after a lost status race or a suspend step; by then
 // the cache has normally caught up with the write.
 const requeueSoon = 100 * time.Millisecond
+
+// KubeRayManagerName is spec.managedBy meaning "this operator"; any other value hands the
+// cluster to another controller.
+const KubeRayManagerName = "ray.io/kuberay-operator"
+
+// EnvEnableRandomPodDelete, set to "true" on the operator, lets it remove arbitrary workers on
+// scale-down even when the Ray autoscaler is on (by default the autoscaler picks them).
+const EnvEnableRandomPodDelete = "ENABLE_RANDOM_POD_DELETE"
 
 // Reconciler reconciles RayClusters.
 type Reconciler struct {
@@ -117,60 +126,121 @@ type pass struct {
 	log     logr.Logger
 	object  *rayv1.RayCluster // as read from the cache; the object written back
 	cluster *rayv1.RayCluster // defaulted copy everything is computed from
+	// invalid lists why the spec is refused; nothing is created or deleted for it.
+	invalid field.ErrorList
 	hash    string
 	pods    []corev1.Pod
-	headSvc *corev1.Service
+	// pending and anyPending are what the expectations say: see podsInput.
+	pending    map[string]bool
+	anyPending bool
+	headSvc    *corev1.Service
 	// clearWorkersToDelete lists groups whose workersToDelete were handled.
 	clearWorkersToDelete []string
+	// events are sent once the pass is over, after its status write.
+	events []event
 }
 
-// Reconcile reads the cluster, checks it, applies pods, services and autoscaler RBAC, and
-// writes the status once, only when it changed.
+// Reconcile reads the cluster and its pods, plans the pods (pure), applies the autoscaler
+// RBAC, the head Service and the plan, writes the status once (only when it changed) and
+// then sends the pass's events. An invalid spec is not acted on, only reported.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	p, err := r.read(ctx, req)
+	if p == nil || err != nil {
+		return ctrl.Result{}, err
+	}
+	defer r.emit(p) // last: after the status write
+	var applyErr error
+	if len(p.invalid) == 0 {
+		plan := planPods(r.podsInput(p)) // pure
+		applyErr = r.apply(ctx, p, plan)
+	}
+	return r.writeStatus(ctx, p, applyErr)
+}
+
+// read gets the cluster and what the pass decides from. A nil pass means there is nothing
+// to do: the cluster is gone, being deleted, or managed by another controller.
+func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*pass, error) {
 	log := ctrl.LoggerFrom(ctx)
 	rc := &rayv1.RayCluster{}
 	if err := r.Get(ctx, req.NamespacedName, rc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Expectations.Forget(req.Namespace, req.Name)
 			r.Metrics.Forget(req.Namespace, req.Name)
-			return ctrl.Result{}, nil
+			return nil, nil
 		}
-		return ctrl.Result{}, err
+		return nil, err
 	}
 	if !rc.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil // the garbage collector removes what the cluster owns
+		return nil, nil // the garbage collector removes what the cluster owns
 	}
 	if managedByOther(rc) {
 		log.V(1).Info("skipping a cluster managed by another controller", "managedBy", ptr.Deref(rc.Spec.ManagedBy, ""))
-		return ctrl.Result{}, nil
+		return nil, nil
 	}
 
 	p := &pass{log: log, object: rc, cluster: rc.DeepCopy()}
 	defaulting.RayCluster(p.cluster)
-	errs, _ := validation.RayCluster(p.cluster, r.Gates)
-	if len(errs) == 0 {
-		errs = buildable(&p.cluster.Spec)
+	// Admission normally rejects an invalid spec; this covers objects stored while the
+	// webhook was off or bypassed, and rules added since.
+	p.invalid, _ = validation.RayCluster(p.cluster, r.Gates)
+	if len(p.invalid) == 0 {
+		p.invalid = buildable(&p.cluster.Spec)
 	}
-	if len(errs) > 0 {
-		return ctrl.Result{}, r.rejectInvalid(ctx, p, errs)
+	if len(p.invalid) > 0 {
+		return p, nil
 	}
 	var err error
 	if p.hash, err = rayspec.HashWithoutReplicas(p.cluster.Spec); err != nil {
-		return ctrl.Result{}, err
+		return nil, err
 	}
 	if p.pods, err = r.listPods(ctx, rc); err != nil {
-		return ctrl.Result{}, err
+		return nil, err
 	}
-
-	reconcileErr := r.runPhases(ctx, p)
-	return r.writeStatus(ctx, p, reconcileErr)
+	if err := r.readExpectations(ctx, p); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
-func (r *Reconciler) runPhases(ctx context.Context, p *pass) error {
+// readExpectations notes the groups whose last pod creates and deletes the cache does not
+// show yet.
+func (r *Reconciler) readExpectations(ctx context.Context, p *pass) error {
+	ns, name := p.cluster.Namespace, p.cluster.Name
+	groups := []string{expectations.HeadGroup}
+	for _, g := range p.cluster.Spec.WorkerGroupSpecs {
+		groups = append(groups, g.GroupName)
+	}
+	p.pending = map[string]bool{}
+	for _, g := range groups {
+		ok, err := r.Expectations.IsSatisfied(ctx, r.Client, ns, name, g)
+		if err != nil {
+			return err
+		}
+		p.pending[g] = !ok
+	}
+	ok, err := r.Expectations.IsClusterSatisfied(ctx, r.Client, ns, name)
+	p.anyPending = !ok
+	return err
+}
+
+func (r *Reconciler) podsInput(p *pass) podsInput {
+	return podsInput{
+		Cluster: p.cluster, Hash: p.hash, Pods: p.pods,
+		Pending: p.pending, AnyPending: p.anyPending,
+		Conditions:      r.Gates.Enabled(features.RayClusterStatusConditions),
+		Indexing:        r.Gates.Enabled(features.RayMultiHostIndexing),
+		RandomPodDelete: r.RandomPodDelete,
+		OperatorVersion: version.Version,
+	}
+}
+
+// apply brings the owned objects and the pods to what the spec and the plan say. It stops at
+// the first failure.
+func (r *Reconciler) apply(ctx context.Context, p *pass, plan podPlan) error {
 	for _, phase := range []func(context.Context, *pass) error{
 		r.reconcileAutoscalerRBAC,
 		r.reconcileHeadService,
-		r.reconcilePods,
+		func(ctx context.Context, p *pass) error { return r.applyPodPlan(ctx, p, plan) },
 		r.clearHandledWorkersToDelete,
 	} {
 		if err := phase(ctx, p); err != nil {
@@ -188,16 +258,16 @@ func (r *Reconciler) listPods(ctx context.Context, rc *rayv1.RayCluster) ([]core
 	return list.Items, nil
 }
 
-// writeStatus computes the status and writes it when it changed. The reconcile error is
-// returned so controller-runtime retries with backoff.
-func (r *Reconciler) writeStatus(ctx context.Context, p *pass, reconcileErr error) (ctrl.Result, error) {
+// writeStatus computes the status from what the cache shows after the pass and writes it
+// when it changed. The pass's error is returned so controller-runtime retries with backoff.
+func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (ctrl.Result, error) {
 	pods, err := r.listPods(ctx, p.object)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	now := r.Now()
 	st := computeStatus(statusInput{
-		Cluster: p.cluster, Pods: pods, HeadService: p.headSvc, ReconcileErr: reconcileErr,
+		Cluster: p.cluster, Invalid: p.invalid, Pods: pods, HeadService: p.headSvc, ReconcileErr: applyErr,
 		Conditions: r.Gates.Enabled(features.RayClusterStatusConditions), Now: now,
 	})
 	old := p.object.Status
@@ -211,6 +281,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, reconcileErr erro
 			}
 			return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 		}
+		if len(p.invalid) > 0 {
+			p.warn(EventValidationFailed, actionValidate, "The spec is invalid; no pods are created or deleted until it is fixed: %s", p.invalid.ToAggregate().Error())
+		}
 		// Status writes do not trigger this controller; the next suspend step needs a pass.
 		if suspendStatus(old.Conditions) != suspendStatus(st.Conditions) {
 			result.RequeueAfter = requeueSoon
@@ -223,10 +296,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, reconcileErr erro
 	}
 	p.object.Status = st
 	r.Metrics.Observe(p.object, provisionedAfter)
-	if reconcileErr != nil {
-		return result, reconcileErr
-	}
-	return result, nil
+	return result, applyErr
 }
 
 // buildable checks what pod building relies on, so a gap in validation can never make the
@@ -243,60 +313,6 @@ func buildable(spec *rayv1.RayClusterSpec) field.ErrorList {
 		}
 	}
 	return errs
-}
-
-// rejectInvalid handles a spec that breaks admission rules (stored while the webhook was off
-// or bypassed): nothing is created or deleted; the status reason and one Warning event say why.
-func (r *Reconciler) rejectInvalid(ctx context.Context, p *pass, errs field.ErrorList) error {
-	msg := rayv1.ValidationFailed + ": " + errs.ToAggregate().Error()
-	st := p.object.Status.DeepCopy()
-	st.Reason = msg
-	st.ObservedGeneration = p.object.Generation
-	if !statusChanged(p.object.Status, *st) {
-		return nil
-	}
-	now := r.Now()
-	st.LastUpdateTime = ptr.To(metav1Time(now))
-	p.object.Status = *st
-	if err := r.Status().Update(ctx, p.object); err != nil {
-		if apierrors.IsConflict(err) {
-			return err // retried with backoff
-		}
-		return fmt.Errorf("writing status: %w", err)
-	}
-	r.warn(p, EventValidationFailed, actionValidate, "The spec is invalid; no pods are created or deleted until it is fixed: %s", errs.ToAggregate().Error())
-	return nil
-}
-
-// clearHandledWorkersToDelete removes the handled workersToDelete from the spec. The update
-// carries the resourceVersion read, so a concurrent autoscaler write is never overwritten.
-func (r *Reconciler) clearHandledWorkersToDelete(ctx context.Context, p *pass) error {
-	if len(p.clearWorkersToDelete) == 0 {
-		return nil
-	}
-	obj := p.object.DeepCopy()
-	for i := range obj.Spec.WorkerGroupSpecs {
-		if contains(p.clearWorkersToDelete, obj.Spec.WorkerGroupSpecs[i].GroupName) {
-			obj.Spec.WorkerGroupSpecs[i].ScaleStrategy.WorkersToDelete = nil
-		}
-	}
-	if err := r.Update(ctx, obj); err != nil {
-		r.warn(p, EventFailedClearWorkersToDel, actionUpdate, "Failed to clear workersToDelete: %v", err)
-		return fmt.Errorf("clearing workersToDelete: %w", err)
-	}
-	// Keep the status write on the new resourceVersion.
-	status := p.object.Status
-	*p.object = *obj
-	p.object.Status = status
-	return nil
-}
-
-func (r *Reconciler) normal(p *pass, reason, action, format string, args ...any) {
-	r.Recorder.Eventf(p.object, nil, corev1.EventTypeNormal, reason, action, format, args...)
-}
-
-func (r *Reconciler) warn(p *pass, reason, action, format string, args ...any) {
-	r.Recorder.Eventf(p.object, nil, corev1.EventTypeWarning, reason, action, format, args...)
 }
 
 func key(o client.Object) types.NamespacedName {

@@ -2,11 +2,14 @@ package raycluster_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -151,5 +154,86 @@ func TestClusterWithoutContainersIsRejectedNotBuilt(t *testing.T) {
 	}
 	if w := store.Writes.Snapshot(); w["create Pod"] != 0 || w["create Service"] != 0 {
 		t.Errorf("writes = %v: nothing may be created for an invalid cluster", w)
+	}
+}
+
+// statusAtEvent records every event with the status the API server held when it was sent.
+type statusAtEvent struct {
+	store  client.Client
+	key    types.NamespacedName
+	events []string
+	status []rayv1.RayClusterStatus
+}
+
+func (s *statusAtEvent) Eventf(_ runtime.Object, _ runtime.Object, eventtype, reason, _, _ string, _ ...any) {
+	rc := &rayv1.RayCluster{}
+	_ = s.store.Get(context.Background(), s.key, rc)
+	s.events = append(s.events, eventtype+" "+reason+" (status.reason at that time: "+rc.Status.Reason+")")
+	s.status = append(s.status, rc.Status)
+}
+
+// Events report a pass after its status write, so the status never lags what the events say.
+func TestEventsFollowTheStatusWrite(t *testing.T) {
+	ctx := context.Background()
+	rc := builders.RayCluster("demo", "ns").WorkerGroups(builders.WorkerGroup("workers", 2)).Obj()
+	rc.Generation = 3
+	store := newStore(rc)
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
+	rec := &statusAtEvent{store: store, key: req.NamespacedName}
+	r := &raycluster.Reconciler{Client: store, Recorder: rec, Gates: features.Static{},
+		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.events) < 3 { // the head Service, the head pod, the workers
+		t.Fatalf("events = %q; want the pass's creations reported", rec.events)
+	}
+	for i, st := range rec.status {
+		if st.ObservedGeneration != 3 {
+			t.Errorf("event %q was sent before the status write (observedGeneration %d)", rec.events[i], st.ObservedGeneration)
+		}
+	}
+}
+
+// An invalid spec goes through the one status path: its status is written once, its
+// metrics are observed like any cluster's, and its event follows the status write.
+func TestInvalidSpecGoesThroughTheOneStatusPath(t *testing.T) {
+	ctx := context.Background()
+	rc := builders.RayCluster("bad", "ns").Obj()
+	rc.Spec.WorkerGroupSpecs[0].MinReplicas = ptr.To[int32](5)
+	rc.Spec.WorkerGroupSpecs[0].MaxReplicas = ptr.To[int32](2)
+	store := framework.NewCountingClient(newStore(rc))
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "bad"}}
+	rec := &statusAtEvent{store: store, key: req.NamespacedName}
+	metrics := raycluster.NewMetrics()
+	reg := prometheus.NewRegistry()
+	if err := metrics.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	r := &raycluster.Reconciler{Client: store, Recorder: rec, Gates: features.Static{},
+		Expectations: expectations.New(time.Hour), Metrics: metrics, Now: time.Now}
+
+	for range 2 {
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := store.Writes.Snapshot()
+	if w["update RayCluster/status"] != 1 || len(w) != 1 {
+		t.Errorf("writes = %v; want exactly one status write over two passes and nothing else", w)
+	}
+	if len(rec.events) != 1 || !strings.HasPrefix(rec.events[0], "Warning ValidationFailed (status.reason at that time: "+rayv1.ValidationFailed+": ") {
+		t.Errorf("events = %q; want one ValidationFailed warning, sent after the status that reports it", rec.events)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range families {
+		got = append(got, f.GetName())
+	}
+	if !slices.Contains(got, "kuberay_cluster_info") || !slices.Contains(got, "kuberay_cluster_condition_provisioned") {
+		t.Errorf("metrics = %v; an invalid cluster is observed like any other", got)
 	}
 }

@@ -2,109 +2,12 @@ package raycluster
 
 import (
 	"maps"
-	"slices"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/internal/rayspec"
 )
-
-// headServiceSelector selects the head pod (KubeRay's selector, so KubeRay tooling agrees).
-func headServiceSelector(cluster string) map[string]string {
-	return map[string]string{
-		rayv1.ClusterLabelKey:                   cluster,
-		rayv1.NodeTypeLabelKey:                  string(rayv1.HeadNode),
-		rayv1.IdentifierLabelKey:                rayspec.HeadIdentifier(cluster),
-		rayv1.KubernetesApplicationNameLabelKey: rayv1.ApplicationName,
-		rayv1.KubernetesCreatedByLabelKey:       rayv1.ComponentName,
-	}
-}
-
-// headServicePorts are the ports of the head's Ray container (as BuildHeadPod declares them),
-// sorted by name so the order never changes between reconciles.
-func headServicePorts(rc *rayv1.RayCluster) []corev1.ServicePort {
-	head := rc.Spec.HeadGroupSpec
-	c := head.Template.Spec.Containers[rayv1.RayContainerIndex].DeepCopy()
-	params := startParams(rayv1.HeadNode, head.RayStartParams, head.Resources, head.Labels, *c, "", false)
-	addHeadPorts(c, params)
-	tcp := "tcp"
-	ports := make([]corev1.ServicePort, 0, len(c.Ports))
-	for _, p := range c.Ports {
-		name := p.Name
-		if name == "" {
-			name = strconv.Itoa(int(p.ContainerPort)) + "-port"
-		}
-		proto := p.Protocol
-		if proto == "" {
-			proto = corev1.ProtocolTCP
-		}
-		ports = append(ports, corev1.ServicePort{Name: name, Port: p.ContainerPort, Protocol: proto, AppProtocol: &tcp,
-			TargetPort: intstr.FromInt32(p.ContainerPort)})
-	}
-	slices.SortStableFunc(ports, func(a, b corev1.ServicePort) int { return compareStrings(a.Name, b.Name) })
-	return ports
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// BuildHeadService is the head Service of a (defaulted) cluster. Without overrides it is
-// headless (a cluster has one head pod, so a virtual IP adds nothing) and publishes the head
-// before it is ready, so workers can connect while the head's probes warm up.
-// headGroupSpec.headService overrides anything but the selector; serviceType sets the type;
-// headServiceAnnotations win over the override's annotations.
-func BuildHeadService(rc *rayv1.RayCluster) *corev1.Service {
-	head := rc.Spec.HeadGroupSpec
-	svc := &corev1.Service{}
-	if head.HeadService != nil {
-		svc.ObjectMeta = *head.HeadService.ObjectMeta.DeepCopy()
-		svc.Spec = *head.HeadService.Spec.DeepCopy()
-	}
-	svc.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}
-	svc.Name = headServiceName(rc)
-	svc.Namespace = rc.Namespace
-	svc.GenerateName, svc.ResourceVersion, svc.UID = "", "", ""
-	svc.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(rc, rayv1.GroupVersion.WithKind(rayv1.RayClusterKind))}
-	if svc.Labels == nil {
-		svc.Labels = map[string]string{}
-	}
-	maps.Copy(svc.Labels, headServiceSelector(rc.Name))
-	if len(rc.Spec.HeadServiceAnnotations) > 0 {
-		if svc.Annotations == nil {
-			svc.Annotations = map[string]string{}
-		}
-		maps.Copy(svc.Annotations, rc.Spec.HeadServiceAnnotations)
-	}
-	svc.Spec.Selector = headServiceSelector(rc.Name)
-	if svc.Spec.Type == "" {
-		svc.Spec.Type = head.ServiceType
-	}
-	if svc.Spec.Type == "" {
-		svc.Spec.Type = corev1.ServiceTypeClusterIP
-	}
-	for _, p := range headServicePorts(rc) {
-		if !slices.ContainsFunc(svc.Spec.Ports, func(q corev1.ServicePort) bool { return q.Name == p.Name || q.Port == p.Port }) {
-			svc.Spec.Ports = append(svc.Spec.Ports, p)
-		}
-	}
-	if head.HeadService == nil && svc.Spec.Type == corev1.ServiceTypeClusterIP {
-		svc.Spec.ClusterIP = corev1.ClusterIPNone
-		svc.Spec.PublishNotReadyAddresses = true
-	}
-	return svc
-}
 
 // isHeadless reports whether a Service has no virtual IP.
 func isHeadless(s *corev1.Service) bool { return s.Spec.ClusterIP == corev1.ClusterIPNone }

@@ -5,22 +5,21 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/raypod"
+	"github.com/raygate/raygate/test/builders"
 )
 
-func TestHeadServiceGoldens(t *testing.T) {
-	golden(t, "service-default", BuildHeadService(cluster()))
-	golden(t, "service-overrides", BuildHeadService(cluster(func(rc *rayv1.RayCluster) {
-		rc.Spec.HeadServiceAnnotations = map[string]string{"team": "ml", "shared": "from-headServiceAnnotations"}
-		rc.Spec.HeadGroupSpec.ServiceType = corev1.ServiceTypeNodePort
-		rc.Spec.HeadGroupSpec.HeadService = &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: "custom-head", Namespace: "elsewhere", Labels: map[string]string{"custom": "yes", rayv1.ClusterLabelKey: "hijack"},
-				Annotations: map[string]string{"shared": "from-headService"}},
-			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "other"}, SessionAffinity: corev1.ServiceAffinityClientIP,
-				Ports: []corev1.ServicePort{{Name: "dashboard", Port: 80}}},
-		}
-	})))
+// cluster is a valid RayCluster for the tests, changed by mutate.
+func cluster(mutate ...func(*rayv1.RayCluster)) *rayv1.RayCluster {
+	rc := builders.RayCluster("demo", "team-a").Obj()
+	rc.UID = types.UID("8a3c1e4e-0000-4000-8000-000000000001")
+	for _, m := range mutate {
+		m(rc)
+	}
+	return rc
 }
 
 // apiDefaults fills what the API server adds to a created Service.
@@ -48,14 +47,14 @@ func ptrTo[T any](v T) *T { return &v }
 
 func TestMergeHeadService(t *testing.T) {
 	rc := cluster()
-	desired := BuildHeadService(rc)
+	desired := raypod.HeadService(rc)
 	existing := apiDefaults(desired)
 	if u, re := mergeHeadService(existing, desired); u != nil || re {
 		t.Fatalf("a Service as created (plus API defaults) must not be updated; got update=%v recreate=%v", u != nil, re)
 	}
 
 	np := cluster(func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.ServiceType = corev1.ServiceTypeNodePort })
-	npDesired := BuildHeadService(np)
+	npDesired := raypod.HeadService(np)
 	npExisting := apiDefaults(npDesired)
 	if u, _ := mergeHeadService(npExisting, npDesired); u != nil {
 		t.Fatal("allocated node ports must be kept, not fought")
@@ -65,7 +64,7 @@ func TestMergeHeadService(t *testing.T) {
 		rc.Spec.HeadServiceAnnotations = map[string]string{"new": "yes"}
 		rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "extra", ContainerPort: 9999}}
 	})
-	u, re := mergeHeadService(existing, BuildHeadService(changed))
+	u, re := mergeHeadService(existing, raypod.HeadService(changed))
 	if u == nil || re {
 		t.Fatalf("a new port and annotation must update the Service in place")
 	}
@@ -83,13 +82,13 @@ func TestMergeHeadService(t *testing.T) {
 	withIP := cluster(func(rc *rayv1.RayCluster) {
 		rc.Spec.HeadGroupSpec.HeadService = &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.99"}}
 	})
-	if _, re := mergeHeadService(existing, BuildHeadService(withIP)); !re {
+	if _, re := mergeHeadService(existing, raypod.HeadService(withIP)); !re {
 		t.Error("switching from headless to a cluster IP needs the Service recreated")
 	}
 }
 
 func TestMergeHeadServiceAdoptsWithoutDroppingOwners(t *testing.T) {
-	desired := BuildHeadService(cluster())
+	desired := raypod.HeadService(cluster())
 	existing := apiDefaults(desired)
 	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keep", UID: "cm"}
 	existing.OwnerReferences = []metav1.OwnerReference{other}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -21,6 +22,8 @@ import (
 type statusInput struct {
 	// Cluster is the defaulted cluster; its Status is the status last written.
 	Cluster *rayv1.RayCluster
+	// Invalid lists why the spec is refused; nothing was created or deleted for it.
+	Invalid field.ErrorList
 	// Pods are all pods of the cluster in the cache, terminating ones included.
 	Pods []corev1.Pod
 	// HeadService is the head Service, or nil.
@@ -36,67 +39,16 @@ type statusInput struct {
 // stateTransitionTimes move only when something else changed, so a converged cluster
 // computes exactly the status it already has.
 func computeStatus(in statusInput) rayv1.RayClusterStatus {
-	rc := in.Cluster
-	old := rc.Status
+	old := in.Cluster.Status
 	st := *old.DeepCopy()
 	now := metav1.NewTime(in.Now)
-	gen := rc.Generation
-
-	if in.Conditions {
-		if in.ReconcileErr == nil {
-			meta.RemoveStatusCondition(&st.Conditions, string(rayv1.RayClusterReplicaFailure))
-		} else if reason := replicaFailureReason(in.ReconcileErr); reason != "" {
-			setCondition(&st.Conditions, rayv1.RayClusterReplicaFailure, metav1.ConditionTrue, reason, in.ReconcileErr.Error(), gen, now)
-		}
+	st.ObservedGeneration = in.Cluster.Generation
+	if len(in.Invalid) > 0 {
+		// Nothing was acted on, so the last observation stands; the reason says why.
+		st.Reason = rayv1.ValidationFailed + ": " + in.Invalid.ToAggregate().Error()
+	} else {
+		observe(&st, in, now)
 	}
-	st.ObservedGeneration = gen
-	st.Reason = ""
-	if replicaFailureReason(in.ReconcileErr) != "" {
-		st.Reason = in.ReconcileErr.Error()
-	}
-
-	workers, heads := splitByNodeType(in.Pods)
-	st.ReadyWorkerReplicas, st.AvailableWorkerReplicas = 0, 0
-	for i := range workers {
-		if workers[i].Status.Phase == corev1.PodRunning {
-			st.AvailableWorkerReplicas++
-			if podReady(&workers[i]) {
-				st.ReadyWorkerReplicas++
-			}
-		}
-	}
-	st.DesiredWorkerReplicas, st.MinWorkerReplicas, st.MaxWorkerReplicas = workerCounts(&rc.Spec)
-	res := desiredResources(&rc.Spec)
-	st.DesiredCPU = res[corev1.ResourceCPU]
-	st.DesiredMemory = res[corev1.ResourceMemory]
-	st.DesiredGPU = sumGPUs(res)
-	st.DesiredTPU = res["google.com/tpu"]
-
-	// Every desired pod exists and is running and ready.
-	complete := len(in.Pods) == int(st.DesiredWorkerReplicas)+1 && allRunningAndReady(in.Pods)
-	if in.ReconcileErr == nil && complete {
-		st.State = rayv1.Ready
-	}
-
-	if in.Conditions {
-		setHeadPodReady(&st, heads, gen, now)
-		suspend := suspendStatus(old.Conditions)
-		if !meta.IsStatusConditionTrue(st.Conditions, string(rayv1.RayClusterProvisioned)) && suspend != rayv1.RayClusterSuspended {
-			if complete {
-				setCondition(&st.Conditions, rayv1.RayClusterProvisioned, metav1.ConditionTrue, rayv1.AllPodRunningAndReadyFirstTime, "All Ray Pods are ready for the first time", gen, now)
-			} else {
-				setCondition(&st.Conditions, rayv1.RayClusterProvisioned, metav1.ConditionFalse, rayv1.RayClusterPodsProvisioning, "RayCluster Pods are being provisioned for the first time", gen, now)
-			}
-		}
-		setSuspendConditions(&st, suspend, ptr.Deref(rc.Spec.Suspend, false), len(in.Pods), gen, now)
-	}
-	if ptr.Deref(rc.Spec.Suspend, false) && len(in.Pods) == 0 {
-		st.State = rayv1.Suspended
-	}
-
-	st.Endpoints = endpoints(in.HeadService)
-	st.Head = headInfo(heads, in.HeadService)
-
 	if statusChanged(old, st) {
 		st.LastUpdateTime = &now
 		if st.State != old.State {
@@ -109,6 +61,67 @@ func computeStatus(in statusInput) rayv1.RayClusterStatus {
 	return st
 }
 
+// observe sets what the pods, the head Service and the pass's outcome say about a cluster.
+func observe(st *rayv1.RayClusterStatus, in statusInput, now metav1.Time) {
+	rc := in.Cluster
+	old := rc.Status
+	gen := rc.Generation
+
+	if in.Conditions {
+		if in.ReconcileErr == nil {
+			meta.RemoveStatusCondition(&st.Conditions, string(rayv1.RayClusterReplicaFailure))
+		} else if reason := replicaFailureReason(in.ReconcileErr); reason != "" {
+			setCondition(&st.Conditions, rayv1.RayClusterReplicaFailure, metav1.ConditionTrue, reason, in.ReconcileErr.Error(), gen, now)
+		}
+	}
+	st.Reason = ""
+	if replicaFailureReason(in.ReconcileErr) != "" {
+		st.Reason = in.ReconcileErr.Error()
+	}
+
+	workers, heads := splitByNodeType(in.Pods)
+	st.ReadyWorkerReplicas, st.AvailableWorkerReplicas = 0, 0
+	for i := range workers {
+		if workers[i].Status.Phase == corev1.PodRunning {
+			st.AvailableWorkerReplicas++
+		}
+		if rayspec.RunningAndReady(&workers[i]) {
+			st.ReadyWorkerReplicas++
+		}
+	}
+	st.DesiredWorkerReplicas, st.MinWorkerReplicas, st.MaxWorkerReplicas = workerCounts(&rc.Spec)
+	res := desiredResources(&rc.Spec)
+	st.DesiredCPU = res[corev1.ResourceCPU]
+	st.DesiredMemory = res[corev1.ResourceMemory]
+	st.DesiredGPU = sumGPUs(res)
+	st.DesiredTPU = res["google.com/tpu"]
+
+	// Every desired pod exists and is running and ready.
+	complete := len(in.Pods) == int(st.DesiredWorkerReplicas)+1 && rayspec.AllRunningAndReady(in.Pods)
+	if in.ReconcileErr == nil && complete {
+		st.State = rayv1.Ready
+	}
+
+	if in.Conditions {
+		setHeadPodReady(st, heads, gen, now)
+		suspend := suspendStatus(old.Conditions)
+		if !meta.IsStatusConditionTrue(st.Conditions, string(rayv1.RayClusterProvisioned)) && suspend != rayv1.RayClusterSuspended {
+			if complete {
+				setCondition(&st.Conditions, rayv1.RayClusterProvisioned, metav1.ConditionTrue, rayv1.AllPodRunningAndReadyFirstTime, "All Ray Pods are ready for the first time", gen, now)
+			} else {
+				setCondition(&st.Conditions, rayv1.RayClusterProvisioned, metav1.ConditionFalse, rayv1.RayClusterPodsProvisioning, "RayCluster Pods are being provisioned for the first time", gen, now)
+			}
+		}
+		setSuspendConditions(st, suspend, ptr.Deref(rc.Spec.Suspend, false), len(in.Pods), gen, now)
+	}
+	if ptr.Deref(rc.Spec.Suspend, false) && len(in.Pods) == 0 {
+		st.State = rayv1.Suspended
+	}
+
+	st.Endpoints = endpoints(in.HeadService)
+	st.Head = headInfo(heads, in.HeadService)
+}
+
 // statusChanged compares two statuses ignoring lastUpdateTime. observedGeneration counts.
 func statusChanged(old, cur rayv1.RayClusterStatus) bool {
 	a, b := old.DeepCopy(), cur.DeepCopy()
@@ -119,30 +132,6 @@ func statusChanged(old, cur rayv1.RayClusterStatus) bool {
 // setCondition sets a condition; its transition time moves only when its status changes.
 func setCondition(conds *[]metav1.Condition, t rayv1.RayClusterConditionType, s metav1.ConditionStatus, reason, msg string, gen int64, now metav1.Time) {
 	meta.SetStatusCondition(conds, metav1.Condition{Type: string(t), Status: s, Reason: reason, Message: msg, ObservedGeneration: gen, LastTransitionTime: now})
-}
-
-func splitByNodeType(pods []corev1.Pod) (workers, heads []corev1.Pod) {
-	for _, p := range pods {
-		switch rayv1.RayNodeType(p.Labels[rayv1.NodeTypeLabelKey]) {
-		case rayv1.HeadNode:
-			heads = append(heads, p)
-		case rayv1.WorkerNode:
-			workers = append(workers, p)
-		}
-	}
-	return workers, heads
-}
-
-func allRunningAndReady(pods []corev1.Pod) bool {
-	if len(pods) == 0 {
-		return false
-	}
-	for i := range pods {
-		if pods[i].Status.Phase != corev1.PodRunning || !podReady(&pods[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // workerCounts sums desired, minimum and maximum worker pods (replicas × numOfHosts) over
@@ -203,7 +192,7 @@ func desiredResources(spec *rayv1.RayClusterSpec) corev1.ResourceList {
 func sumGPUs(res corev1.ResourceList) resource.Quantity {
 	total := resource.Quantity{}
 	for n, q := range res {
-		if IsGPUResource(string(n)) && !q.IsZero() {
+		if rayspec.IsGPUResource(string(n)) && !q.IsZero() {
 			total.Add(q)
 		}
 	}

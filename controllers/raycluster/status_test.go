@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -196,6 +197,31 @@ func TestComputeStatusIsAFixedPoint(t *testing.T) {
 	}
 	if !third.StateTransitionTimes[rayv1.Ready].Time.Equal(t0) {
 		t.Error("the ready transition time moved without a state change")
+	}
+}
+
+// An invalid spec keeps the last observation (nothing was acted on) and says why, through the
+// same computation: observedGeneration, reason and lastUpdateTime, written once.
+func TestComputeStatusOfAnInvalidSpec(t *testing.T) {
+	rc := builders.RayCluster("demo", "ns").Obj()
+	rc.Generation = 1
+	rc.Status = computeStatus(statusInput{Cluster: rc, Pods: []corev1.Pod{headPod(), workerPod("w")}, Conditions: true, Now: t0})
+	rc.Generation = 2
+	invalid := field.ErrorList{field.Invalid(field.NewPath("spec", "workerGroupSpecs").Index(0).Child("maxReplicas"), 2, "must be at least minReplicas")}
+	in := statusInput{Cluster: rc, Invalid: invalid, Pods: nil, ReconcileErr: errors.New("ignored"), Conditions: true, Now: t0.Add(time.Minute)}
+	got := computeStatus(in)
+
+	want := *rc.Status.DeepCopy()
+	want.ObservedGeneration = 2
+	want.Reason = rayv1.ValidationFailed + ": spec.workerGroupSpecs[0].maxReplicas: Invalid value: 2: must be at least minReplicas"
+	want.LastUpdateTime = &metav1.Time{Time: t0.Add(time.Minute)}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("status (-want +got):\n%s", d)
+	}
+	rc.Status = got
+	in.Now = t0.Add(time.Hour)
+	if again := computeStatus(in); statusChanged(got, again) || !again.LastUpdateTime.Equal(got.LastUpdateTime) {
+		t.Errorf("an unchanged invalid spec must compute the status it has:\n%s", cmp.Diff(got, again))
 	}
 }
 

@@ -1,6 +1,10 @@
 package rayservice
 
-import "time"
+import (
+	"time"
+
+	"github.com/raygate/raygate/internal/rayspec"
+)
 
 const (
 	// ServeConfigKey holds, on a RayService's RayCluster, the serve config (JSON, without
@@ -15,10 +19,8 @@ const (
 	// defaultDeletionDelay is rayClusterDeletionDelaySeconds' default.
 	defaultDeletionDelay = 60 * time.Second
 
-	// defaultServePort is Ray Serve's HTTP port when the head container names none "serve".
-	defaultServePort = 8000
 	// servePortName is the container and Service port name of Ray Serve's HTTP proxy.
-	servePortName = "serve"
+	servePortName = rayspec.ServePortName
 
 	// gatewayListenerName and gatewayListenerPort are the Gateway's one HTTP listener.
 	gatewayListenerName = "http"

@@ -30,6 +30,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/dashboard"
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/rayspec"
 )
 
 // +kubebuilder:rbac:groups=ray.io,resources=rayservices,verbs=get;list;watch
@@ -176,7 +177,7 @@ var podChange = predicate.Funcs{
 		if !ok1 || !ok2 {
 			return true
 		}
-		return podReady(o) != podReady(n) || !maps.Equal(o.Labels, n.Labels) || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
+		return rayspec.Serving(o) != rayspec.Serving(n) || !maps.Equal(o.Labels, n.Labels) || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
 	},
 }
 

@@ -46,9 +46,9 @@ func (r *Reconciler) reconcileGateway(ctx context.Context, p *pass) error {
 		return nil
 	}
 	split := splitOf(&p.svc.Status)
-	backends := []backend{{Cluster: p.active.Name, Port: servePort(&p.active.Spec), Weight: split.ActiveTraffic()}}
+	backends := []backend{{Cluster: p.active.Name, Port: rayspec.ServePort(&p.active.Spec), Weight: split.ActiveTraffic()}}
 	if p.pending != nil {
-		backends = append(backends, backend{Cluster: p.pending.Name, Port: servePort(&p.pending.Spec), Weight: split.PendingTraffic})
+		backends = append(backends, backend{Cluster: p.pending.Name, Port: rayspec.ServePort(&p.pending.Spec), Weight: split.PendingTraffic})
 	}
 	var before map[string]int32
 	if p.route, before, err = r.applyRoute(ctx, p, httpRoute(p.svc, backends)); err != nil {
@@ -195,6 +195,6 @@ func (r *Reconciler) followActive(ctx context.Context, p *pass) error {
 	if err := r.applyService(ctx, p, clusterServeService(p.svc, p.active)); err != nil {
 		return err
 	}
-	_, _, err := r.applyRoute(ctx, p, httpRoute(p.svc, []backend{{Cluster: p.active.Name, Port: servePort(&p.active.Spec), Weight: 100}}))
+	_, _, err := r.applyRoute(ctx, p, httpRoute(p.svc, []backend{{Cluster: p.active.Name, Port: rayspec.ServePort(&p.active.Spec), Weight: 100}}))
 	return err
 }

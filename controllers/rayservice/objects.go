@@ -52,18 +52,6 @@ func newRayCluster(svc *rayv1.RayService, name string, g goal, version string, i
 	}
 }
 
-// servePort is the head container's port named "serve", or Serve's default 8000.
-func servePort(spec *rayv1.RayClusterSpec) int32 {
-	if c := spec.HeadGroupSpec.Template.Spec.Containers; len(c) > 0 {
-		for _, p := range c[rayv1.RayContainerIndex].Ports {
-			if p.Name == servePortName {
-				return p.ContainerPort
-			}
-		}
-	}
-	return defaultServePort
-}
-
 // headPorts are the head container's named ports plus Ray's defaults not taken by them.
 func headPorts(spec *rayv1.RayClusterSpec) []corev1.ServicePort {
 	ports := map[string]int32{}
@@ -78,7 +66,7 @@ func headPorts(spec *rayv1.RayClusterSpec) []corev1.ServicePort {
 			used[p.ContainerPort] = true
 		}
 	}
-	for name, port := range map[string]int32{"gcs-server": 6379, "dashboard": 8265, "client": 10001, "metrics": 8080, servePortName: defaultServePort} {
+	for name, port := range rayspec.DefaultHeadPorts() {
 		if _, ok := ports[name]; !ok && !used[port] {
 			ports[name] = port
 		}
@@ -141,7 +129,7 @@ func serveServiceName(svc *rayv1.RayService) string {
 // namespace are raygate's (KubeRay's rules).
 func serveService(svc *rayv1.RayService, cluster *rayv1.RayCluster) *corev1.Service {
 	s := &corev1.Service{}
-	port := corev1.ServicePort{Name: servePortName, Port: servePort(&cluster.Spec), TargetPort: intstr.FromInt32(servePort(&cluster.Spec)), Protocol: corev1.ProtocolTCP}
+	port := corev1.ServicePort{Name: servePortName, Port: rayspec.ServePort(&cluster.Spec), TargetPort: intstr.FromInt32(rayspec.ServePort(&cluster.Spec)), Protocol: corev1.ProtocolTCP}
 	if u := svc.Spec.ServeService; u != nil {
 		s.Labels, s.Annotations = maps.Clone(u.Labels), maps.Clone(u.Annotations)
 		s.Spec = *u.Spec.DeepCopy()
@@ -183,7 +171,7 @@ func headNamesServePort(spec *rayv1.RayClusterSpec) bool {
 // clusterServeService is `<cluster>-serve-svc`, an HTTPRoute backend during incremental
 // upgrades. The RayCluster owns it, so it goes away with the cluster.
 func clusterServeService(svc *rayv1.RayService, cluster *rayv1.RayCluster) *corev1.Service {
-	port := servePort(&cluster.Spec)
+	port := rayspec.ServePort(&cluster.Spec)
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: rayspec.ClusterServeServiceName(cluster.Name), Namespace: cluster.Namespace,

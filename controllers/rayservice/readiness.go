@@ -3,7 +3,6 @@ package rayservice
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -55,17 +54,4 @@ func conditionCurrent(conds []metav1.Condition, t string, generation int64) (boo
 		return false, fmt.Sprintf("%s reported for generation %d, not yet for %d", t, c.ObservedGeneration, generation)
 	}
 	return true, ""
-}
-
-// podReady reports whether a pod is running, ready and not being deleted.
-func podReady(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -12,6 +12,7 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/dashboard"
+	"github.com/raygate/raygate/internal/rayspec"
 )
 
 // observePods reads the pods of the active and pending clusters: head readiness decides
@@ -27,7 +28,7 @@ func (r *Reconciler) observePods(ctx context.Context, p *pass) error {
 		}
 		p.pods[rc.Name] = pods.Items
 		for i := range pods.Items {
-			if pods.Items[i].Labels[rayv1.NodeTypeLabelKey] == string(rayv1.HeadNode) && podReady(&pods.Items[i]) {
+			if pods.Items[i].Labels[rayv1.NodeTypeLabelKey] == string(rayv1.HeadNode) && rayspec.Serving(&pods.Items[i]) {
 				p.headReady[rc.Name] = true
 			}
 		}

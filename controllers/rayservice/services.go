@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/rayspec"
 )
 
 // servingCluster is the cluster the head and serve Services should select:
@@ -165,7 +166,7 @@ func serveEndpoints(p *pass) int32 {
 	sel := serveSelector(p.servingCluster)
 	for i := range p.pods[p.servingCluster] {
 		pod := &p.pods[p.servingCluster][i]
-		if podReady(pod) && matches(pod.Labels, sel) {
+		if rayspec.Serving(pod) && matches(pod.Labels, sel) {
 			n++
 		}
 	}

@@ -12,9 +12,6 @@ import (
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
-// DashboardPort is the Ray dashboard's default port on the head pod and head Service.
-const DashboardPort = 8265
-
 // Resolver gives the base URL of a RayCluster's dashboard.
 type Resolver interface {
 	DashboardURL(ctx context.Context, cluster types.NamespacedName) (string, error)
@@ -48,7 +45,7 @@ func (r ServiceResolver) DashboardURL(_ context.Context, c types.NamespacedName)
 	}
 	port := r.Port
 	if port == 0 {
-		port = DashboardPort
+		port = rayspec.DefaultDashboardPort
 	}
 	return fmt.Sprintf("http://%s.%s.svc.%s:%d", rayspec.HeadServiceName(c.Name), c.Namespace, domain, port), nil
 }

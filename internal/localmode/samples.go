@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
@@ -98,7 +99,7 @@ func Progress(svc *rayv1.RayService, pods []corev1.Pod) string {
 	}
 	ready := 0
 	for i := range pods {
-		if podReady(&pods[i]) {
+		if rayspec.Serving(&pods[i]) {
 			ready++
 		}
 	}
@@ -119,16 +120,4 @@ func Progress(svc *rayv1.RayService, pods []corev1.Pod) string {
 		parts = append(parts, fmt.Sprintf("Ready=%s (%s)", c.Status, c.Reason))
 	}
 	return strings.Join(parts, "; ")
-}
-
-func podReady(p *corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

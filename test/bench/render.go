@@ -74,7 +74,7 @@ func renderScale(m *md, r *results, assets string) {
 	m.p("N RayClusters of 1 head + %d workers (the `test/builders` defaults: head 1 CPU/2 GiB, workers\n"+
 		"1 CPU/1 GiB) are created across %d namespaces by 20 parallel clients, and the time until every\n"+
 		"one has `status.state: ready` is measured. The reference creates the same pods as N ReplicaSets\n"+
-		"of %d pods — the very worker pod raygate builds (`controllers/raycluster.BuildWorkerPod`: command,\n"+
+		"of %d pods — the very worker pod raygate builds (`internal/raypod.WorkerPod`: command,\n"+
 		"environment, probes, volumes; about 3 KB of JSON, so both systems move the same bytes) —\n"+
 		"reconciled by kube-controller-manager, on a fresh cluster of the same shape. The minimum writes per RayCluster are %d: %d pods and the head Service\n"+
 		"created once, two status writes, and one event per scaling action (the head group brought up,\n"+

@@ -15,8 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/controllers/raycluster"
 	"github.com/raygate/raygate/internal/defaulting"
+	"github.com/raygate/raygate/internal/raypod"
+	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/internal/testenv/kwokcluster"
 	"github.com/raygate/raygate/test/builders"
 )
@@ -266,7 +267,7 @@ func (b *bench) diagnoseRayClusters(ctx context.Context, cl client.Client, op *o
 	}
 	ready := 0
 	for _, p := range pods.Items {
-		if isPodReady(&p) {
+		if rayspec.RunningAndReady(&p) {
 			ready++
 		}
 	}
@@ -275,15 +276,6 @@ func (b *bench) diagnoseRayClusters(ctx context.Context, cl client.Client, op *o
 		msg += " — the RayCluster controller created no pod (is it on main yet?)"
 	}
 	return msg + "; operator log: " + op.proc.LogPath() + "\n" + op.proc.LogTail(1500)
-}
-
-func isPodReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // scaleClient is the benchmark's client on a fresh cluster, with the scale namespaces created.
@@ -364,13 +356,13 @@ func (b *bench) clusterWrites(c *kwokcluster.Cluster, from, to time.Time, n int)
 }
 
 // referenceReplicaSet has 4 pods that are the pods raygate builds for a worker of the
-// benchmark's RayCluster (controllers/raycluster.BuildWorkerPod: the same labels,
+// benchmark's RayCluster (internal/raypod.WorkerPod: the same labels,
 // annotations, command, environment, probes and volumes — about 3 KB of JSON each, against
 // 0.2 KB for the bare container), so both systems move the same bytes through the API server.
 func referenceReplicaSet(name, ns string) *appsv1.ReplicaSet {
 	rc := builders.RayCluster(name, ns).Spec(benchClusterSpec()).Obj()
 	defaulting.RayCluster(rc)
-	pod := raycluster.BuildWorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+	pod := raypod.WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
 	labels := map[string]string{"app": name}
 	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations},

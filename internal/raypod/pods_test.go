@@ -1,4 +1,4 @@
-package raycluster
+package raypod
 
 import (
 	"flag"
@@ -64,10 +64,10 @@ func TestPodGoldens(t *testing.T) {
 		name string
 		pod  func() *corev1.Pod
 	}{
-		{"head-basic", func() *corev1.Pod { return BuildHeadPod(cluster(), "hash1") }},
+		{"head-basic", func() *corev1.Pod { return HeadPod(cluster(), "hash1") }},
 		{"worker-basic", func() *corev1.Pod {
 			rc := cluster()
-			return BuildWorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
 		}},
 		{"head-autoscaler-v2", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) {
@@ -81,14 +81,14 @@ func TestPodGoldens(t *testing.T) {
 					Env: []corev1.EnvVar{{Name: "AUTOSCALER_LOG_LEVEL", Value: "debug"}},
 				}
 			})
-			return BuildHeadPod(rc, "hash1")
+			return HeadPod(rc, "hash1")
 		}},
 		{"worker-autoscaler-v2", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) {
 				rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
 				rc.Spec.AutoscalerOptions = &rayv1.AutoscalerOptions{Version: ptr.To(rayv1.AutoscalerVersionV2)}
 			})
-			return BuildWorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
 		}},
 		{"head-overwrite-cmd", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) {
@@ -97,7 +97,7 @@ func TestPodGoldens(t *testing.T) {
 				c.Command = []string{"/bin/bash", "-c"}
 				c.Args = []string{"echo hello && $KUBERAY_GEN_RAY_START_CMD"}
 			})
-			return BuildHeadPod(rc, "hash1")
+			return HeadPod(rc, "hash1")
 		}},
 		{"head-user-command-prefix", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) {
@@ -105,28 +105,28 @@ func TestPodGoldens(t *testing.T) {
 				c.Command = []string{"pip install emoji"}
 				rc.Spec.HeadGroupSpec.RayStartParams = map[string]string{"num-cpus": "0", "dashboard-port": "9000", "log-color": "true"}
 			})
-			return BuildHeadPod(rc, "hash1")
+			return HeadPod(rc, "hash1")
 		}},
 		{"worker-resources-labels-accelerators", func() *corev1.Pod {
 			rc := cluster(gpu)
-			return BuildWorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
 		}},
 		{"worker-multihost-indexed", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].NumOfHosts = 4 })
-			return BuildWorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], &ReplicaIndex{Index: 2, Name: "workers-abcde", Host: 3, MultiHost: true})
+			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], &ReplicaIndex{Index: 2, Name: "workers-abcde", Host: 3, MultiHost: true})
 		}},
 		{"worker-rayservice", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) {
-				rc.Labels = map[string]string{rayv1.OriginatedFromCRDLabelKey: RayServiceKind, rayv1.OriginatedFromCRNameLabelKey: "svc"}
+				rc.Labels = map[string]string{rayv1.OriginatedFromCRDLabelKey: rayv1.RayServiceKind, rayv1.OriginatedFromCRNameLabelKey: "svc"}
 			})
-			return BuildWorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
 		}},
 		{"head-ray-2.53-http-probes", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) {
 				rc.Spec.RayVersion = "2.53.0"
 				rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "shm", MountPath: "/dev/shm"}}
 			})
-			return BuildHeadPod(rc, "hash1")
+			return HeadPod(rc, "hash1")
 		}},
 	}
 	for _, tc := range cases {
@@ -140,9 +140,9 @@ func TestBuildDoesNotModifyTheSpec(t *testing.T) {
 		rc.Spec.WorkerGroupSpecs[0].Resources = map[string]string{"GPU": "1"}
 	})
 	before := rc.DeepCopy()
-	BuildHeadPod(rc, "h")
-	BuildWorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
-	BuildHeadService(rc)
+	HeadPod(rc, "h")
+	WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+	HeadService(rc)
 	if d := cmp.Diff(before, rc); d != "" {
 		t.Fatalf("building pods changed the cluster:\n%s", d)
 	}
@@ -153,7 +153,7 @@ func TestUserLabelsCannotHijackSelectors(t *testing.T) {
 		rc.Spec.WorkerGroupSpecs[0].Template.Labels = map[string]string{
 			rayv1.ClusterLabelKey: "other", rayv1.NodeTypeLabelKey: "head", rayv1.NodeGroupLabelKey: "x", "team": "ml"}
 	})
-	pod := BuildWorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+	pod := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
 	want := map[string]string{rayv1.ClusterLabelKey: "demo", rayv1.NodeTypeLabelKey: "worker", rayv1.NodeGroupLabelKey: "workers", "team": "ml"}
 	for k, v := range want {
 		if pod.Labels[k] != v {

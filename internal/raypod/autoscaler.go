@@ -1,11 +1,10 @@
-package raycluster
+package raypod
 
 import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/rayspec"
@@ -13,11 +12,9 @@ import (
 
 const autoscalerStartCmd = "ray kuberay-autoscaler --cluster-name $(RAY_CLUSTER_NAME) --cluster-namespace $(RAY_CLUSTER_NAMESPACE)"
 
-func intOrString(p int32) intstr.IntOrString { return intstr.FromInt32(p) }
-
-// autoscalerServiceAccount is the ServiceAccount the head pod runs as with autoscaling: the
+// headServiceAccount is the ServiceAccount the head pod runs as with autoscaling: the
 // template's own if it names one, else the one raygate creates.
-func autoscalerServiceAccount(rc *rayv1.RayCluster) (name string, managed bool) {
+func headServiceAccount(rc *rayv1.RayCluster) (name string, managed bool) {
 	if sa := rc.Spec.HeadGroupSpec.Template.Spec.ServiceAccountName; sa != "" {
 		return sa, false
 	}
@@ -27,7 +24,7 @@ func autoscalerServiceAccount(rc *rayv1.RayCluster) (name string, managed bool) 
 // addAutoscaler adds the Ray autoscaler sidecar to a head pod, with a log volume it shares
 // with the Ray container (the head reads the autoscaler's events from it).
 func addAutoscaler(rc *rayv1.RayCluster, pod *corev1.Pod) {
-	sa, _ := autoscalerServiceAccount(rc)
+	sa, _ := headServiceAccount(rc)
 	pod.Spec.ServiceAccountName = sa
 	ray := pod.Spec.Containers[rayv1.RayContainerIndex]
 	fixed := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("512Mi")}
@@ -93,19 +90,19 @@ func ownedMeta(rc *rayv1.RayCluster, name string) metav1.ObjectMeta {
 	}
 }
 
-// BuildAutoscalerServiceAccount is the ServiceAccount raygate creates for the autoscaler, or
+// AutoscalerServiceAccount is the ServiceAccount raygate creates for the autoscaler, or
 // nil when the head template names its own.
-func BuildAutoscalerServiceAccount(rc *rayv1.RayCluster) *corev1.ServiceAccount {
-	name, managed := autoscalerServiceAccount(rc)
+func AutoscalerServiceAccount(rc *rayv1.RayCluster) *corev1.ServiceAccount {
+	name, managed := headServiceAccount(rc)
 	if !managed {
 		return nil
 	}
 	return &corev1.ServiceAccount{ObjectMeta: ownedMeta(rc, name)}
 }
 
-// BuildAutoscalerRole grants the autoscaler exactly what it uses: reading the cluster's pods,
+// AutoscalerRole grants the autoscaler exactly what it uses: reading the cluster's pods,
 // and reading and patching its RayCluster (replicas and workersToDelete).
-func BuildAutoscalerRole(rc *rayv1.RayCluster) *rbacv1.Role {
+func AutoscalerRole(rc *rayv1.RayCluster) *rbacv1.Role {
 	return &rbacv1.Role{
 		ObjectMeta: ownedMeta(rc, rayspec.AutoscalerServiceAccountName(rc.Name)),
 		Rules: []rbacv1.PolicyRule{
@@ -115,9 +112,9 @@ func BuildAutoscalerRole(rc *rayv1.RayCluster) *rbacv1.Role {
 	}
 }
 
-// BuildAutoscalerRoleBinding binds the Role to the head pod's ServiceAccount.
-func BuildAutoscalerRoleBinding(rc *rayv1.RayCluster) *rbacv1.RoleBinding {
-	sa, _ := autoscalerServiceAccount(rc)
+// AutoscalerRoleBinding binds the Role to the head pod's ServiceAccount.
+func AutoscalerRoleBinding(rc *rayv1.RayCluster) *rbacv1.RoleBinding {
+	sa, _ := headServiceAccount(rc)
 	name := rayspec.AutoscalerServiceAccountName(rc.Name)
 	return &rbacv1.RoleBinding{
 		ObjectMeta: ownedMeta(rc, name),

@@ -1,10 +1,9 @@
-package raycluster
+package raypod
 
 import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/rayspec"
 )
 
 // Accelerators Ray knows as custom resources, keyed by their Kubernetes resource name.
@@ -24,20 +24,12 @@ var acceleratorRayResources = map[corev1.ResourceName]string{
 // flags that take an explicit true/false value; any other "true"/"false" value is a switch.
 var explicitBoolFlags = []string{"log-color", "include-dashboard", "include-log-monitor"}
 
-var migResource = regexp.MustCompile(`^nvidia\.com/mig-\d+g\.\d+gb$`)
-
-// IsGPUResource reports whether a container resource name is a GPU ("nvidia.com/gpu",
-// "amd.com/gpu", NVIDIA MIG slices).
-func IsGPUResource(name string) bool {
-	return strings.HasSuffix(name, "gpu") || migResource.MatchString(name)
-}
-
 // headPort is the GCS port workers and drivers connect to.
 func headPort(spec *rayv1.RayClusterSpec) string {
 	if p, ok := spec.HeadGroupSpec.RayStartParams["port"]; ok && p != "" {
 		return p
 	}
-	return strconv.Itoa(DefaultGCSPort)
+	return strconv.Itoa(rayspec.DefaultGCSPort)
 }
 
 // startParams completes a group's rayStartParams into the flags `ray start` gets: the group's
@@ -69,9 +61,9 @@ func startParams(node rayv1.RayNodeType, given, groupResources, groupLabels map[
 	case rayv1.WorkerNode:
 		setDefault(p, "address", headAddress)
 	}
-	setDefault(p, "metrics-export-port", strconv.Itoa(DefaultMetricsPort))
+	setDefault(p, "metrics-export-port", strconv.Itoa(rayspec.DefaultMetricsPort))
 	// The probes query the dashboard agent on this port; pin it so they and Ray agree.
-	setDefault(p, "dashboard-agent-listen-port", strconv.Itoa(DefaultDashboardAgentPort))
+	setDefault(p, "dashboard-agent-listen-port", strconv.Itoa(rayspec.DefaultDashboardAgentPort))
 	// Without --block `ray start` returns and the container exits.
 	p["block"] = "true"
 	return p
@@ -98,7 +90,7 @@ func applyGroupResources(p map[string]string, res map[string]string) {
 			p["num-cpus"] = strconv.FormatInt(q.Value(), 10)
 		case lower == "memory":
 			p["memory"] = strconv.FormatInt(q.Value(), 10)
-		case IsGPUResource(lower):
+		case rayspec.IsGPUResource(lower):
 			p["num-gpus"] = strconv.FormatInt(q.Value(), 10)
 		default:
 			custom[name] = q.AsApproximateFloat64()
@@ -130,7 +122,7 @@ func deriveFromContainer(p map[string]string, r corev1.ResourceRequirements) {
 	names := slices.Sorted(maps.Keys(r.Limits))
 	if _, ok := p["num-gpus"]; !ok {
 		for _, n := range names {
-			if q := r.Limits[n]; IsGPUResource(string(n)) && !q.IsZero() {
+			if q := r.Limits[n]; rayspec.IsGPUResource(string(n)) && !q.IsZero() {
 				p["num-gpus"] = strconv.FormatInt(q.Value(), 10)
 				break
 			}

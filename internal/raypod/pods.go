@@ -1,4 +1,4 @@
-package raycluster
+package raypod
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/version"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -24,9 +25,9 @@ type ReplicaIndex struct {
 	MultiHost bool
 }
 
-// BuildHeadPod builds the head pod of a (defaulted) cluster. hash is the spec hash recorded
+// HeadPod builds the head pod of a (defaulted) cluster. hash is the spec hash recorded
 // for the Recreate strategy.
-func BuildHeadPod(rc *rayv1.RayCluster, hash string) *corev1.Pod {
+func HeadPod(rc *rayv1.RayCluster, hash string) *corev1.Pod {
 	spec := &rc.Spec
 	head := spec.HeadGroupSpec
 	pod := newPod(rc, head.Template, rayv1.HeadNode, rayv1.HeadGroupLabelValue, head.Labels)
@@ -45,9 +46,9 @@ func BuildHeadPod(rc *rayv1.RayCluster, hash string) *corev1.Pod {
 	return pod
 }
 
-// BuildWorkerPod builds a pod of a worker group of a (defaulted) cluster. idx is nil unless
+// WorkerPod builds a pod of a worker group of a (defaulted) cluster. idx is nil unless
 // RayMultiHostIndexing is on.
-func BuildWorkerPod(rc *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, idx *ReplicaIndex) *corev1.Pod {
+func WorkerPod(rc *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, idx *ReplicaIndex) *corev1.Pod {
 	pod := newPod(rc, group.Template, rayv1.WorkerNode, group.GroupName, group.Labels)
 	pod.GenerateName = rayspec.WorkerPodGenerateName(rc.Name, group.GroupName)
 	if idx != nil {
@@ -58,7 +59,7 @@ func BuildWorkerPod(rc *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, idx *Rep
 		}
 	}
 	params := startParams(rayv1.WorkerNode, group.RayStartParams, group.Resources, group.Labels, pod.Spec.Containers[rayv1.RayContainerIndex], headAddress(rc), rayspec.AutoscalingEnabled(&rc.Spec))
-	addPortIfMissing(&pod.Spec.Containers[rayv1.RayContainerIndex], MetricsPortName, metricsPort(params))
+	addPortIfMissing(&pod.Spec.Containers[rayv1.RayContainerIndex], rayspec.MetricsPortName, metricsPort(params))
 	pod.Spec.InitContainers = append(pod.Spec.InitContainers, waitGCSContainer(rc, pod.Spec.Containers[rayv1.RayContainerIndex]))
 	finishPod(rc, pod, rayv1.WorkerNode, params)
 	return pod
@@ -134,7 +135,7 @@ func overwriteContainerCmd(rc *rayv1.RayCluster) bool {
 }
 
 func createdByRayService(rc *rayv1.RayCluster) bool {
-	return rc.Labels[rayv1.OriginatedFromCRDLabelKey] == RayServiceKind
+	return rc.Labels[rayv1.OriginatedFromCRDLabelKey] == rayv1.RayServiceKind
 }
 
 // finishPod sets what head and worker pods share: the Ray container's command and
@@ -254,7 +255,7 @@ func setRayEnv(rc *rayv1.RayCluster, pod *corev1.Pod, node rayv1.RayNodeType, st
 	if node == rayv1.HeadNode {
 		crd := rayv1.RayClusterKind
 		if createdByRayService(rc) {
-			crd = RayServiceKind
+			crd = rayv1.RayServiceKind
 		}
 		addEnv(c, corev1.EnvVar{Name: EnvUsageStatsExtraTags, Value: fmt.Sprintf("kuberay_version=%s;kuberay_crd=%s", raygateversion.Version, crd)}, true)
 		if rayspec.AutoscalingEnabled(&rc.Spec) {
@@ -281,20 +282,20 @@ func portParam(params map[string]string, key string, def int32) int32 {
 }
 
 func metricsPort(params map[string]string) int32 {
-	return portParam(params, "metrics-export-port", DefaultMetricsPort)
+	return portParam(params, "metrics-export-port", rayspec.DefaultMetricsPort)
 }
 
 // addHeadPorts declares every port the head listens on, so the head Service exposes them.
 func addHeadPorts(c *corev1.Container, params map[string]string) {
 	gcs, _ := strconv.ParseInt(params["port"], 10, 32)
 	if gcs <= 0 {
-		gcs = DefaultGCSPort
+		gcs = rayspec.DefaultGCSPort
 	}
-	addPortIfMissing(c, GCSPortName, int32(gcs))
-	addPortIfMissing(c, DashboardPortName, portParam(params, "dashboard-port", DefaultDashboardPort))
-	addPortIfMissing(c, ClientPortName, portParam(params, "ray-client-server-port", DefaultClientPort))
-	addPortIfMissing(c, ServePortName, DefaultServePort)
-	addPortIfMissing(c, MetricsPortName, metricsPort(params))
+	addPortIfMissing(c, rayspec.GCSPortName, int32(gcs))
+	addPortIfMissing(c, rayspec.DashboardPortName, portParam(params, "dashboard-port", rayspec.DefaultDashboardPort))
+	addPortIfMissing(c, rayspec.ClientPortName, portParam(params, "ray-client-server-port", rayspec.DefaultClientPort))
+	addPortIfMissing(c, rayspec.ServePortName, rayspec.DefaultServePort)
+	addPortIfMissing(c, rayspec.MetricsPortName, metricsPort(params))
 }
 
 // addPortIfMissing adds a TCP port unless the container already has one by that name or
@@ -362,14 +363,14 @@ func wgetCheck(timeout, port int32, path string) string {
 }
 
 func setProbes(rc *rayv1.RayCluster, c *corev1.Container, node rayv1.RayNodeType, params map[string]string) {
-	agent := portParam(params, "dashboard-agent-listen-port", DefaultDashboardAgentPort)
+	agent := portParam(params, "dashboard-agent-listen-port", rayspec.DefaultDashboardAgentPort)
 	checks := []string{wgetCheck(readinessTimeout, agent, "api/local_raylet_healthz")}
 	if node == rayv1.HeadNode {
-		checks = append(checks, wgetCheck(readinessTimeout, portParam(params, "dashboard-port", DefaultDashboardPort), "api/gcs_healthz"))
+		checks = append(checks, wgetCheck(readinessTimeout, portParam(params, "dashboard-port", rayspec.DefaultDashboardPort), "api/gcs_healthz"))
 	}
 	handler := corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"bash", "-c", strings.Join(checks, " && ")}}}
 	if v, err := version.ParseGeneric(rc.Spec.RayVersion); err == nil && v.AtLeast(unifiedHealthVersion) {
-		handler = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/api/healthz", Port: intOrString(agent)}}
+		handler = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/api/healthz", Port: intstr.FromInt32(agent)}}
 	}
 	liveTimeout, readyTimeout := int32(livenessTimeout), int32(readinessTimeout)
 	if node == rayv1.HeadNode {
@@ -383,19 +384,10 @@ func setProbes(rc *rayv1.RayCluster, c *corev1.Container, node rayv1.RayNodeType
 		c.ReadinessProbe = &corev1.Probe{ProbeHandler: handler, InitialDelaySeconds: readinessInitialDelay, TimeoutSeconds: readyTimeout,
 			PeriodSeconds: readinessPeriod, SuccessThreshold: 1, FailureThreshold: readinessFailures}
 		if createdByRayService(rc) && node == rayv1.WorkerNode {
-			serve := servePort(c)
+			serve := rayspec.ContainerServePort(c)
 			checks = append(checks, fmt.Sprintf("wget --tries 1 -T %d -q -O- http://localhost:%d/-/healthz | grep success", readinessInitialDelay, serve))
 			c.ReadinessProbe.ProbeHandler = corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"bash", "-c", strings.Join(checks, " && ")}}}
 			c.ReadinessProbe.FailureThreshold = serveReadinessFails
 		}
 	}
-}
-
-func servePort(c *corev1.Container) int32 {
-	for _, p := range c.Ports {
-		if p.Name == ServePortName {
-			return p.ContainerPort
-		}
-	}
-	return DefaultServePort
 }

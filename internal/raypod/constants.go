@@ -1,20 +1,4 @@
-package raycluster
-
-// Ports Ray listens on, and the names the head Service and the containers give them.
-const (
-	DefaultGCSPort            = 6379
-	DefaultDashboardPort      = 8265
-	DefaultClientPort         = 10001
-	DefaultServePort          = 8000
-	DefaultMetricsPort        = 8080
-	DefaultDashboardAgentPort = 52365
-
-	GCSPortName       = "gcs-server"
-	DashboardPortName = "dashboard"
-	ClientPortName    = "client"
-	ServePortName     = "serve"
-	MetricsPortName   = "metrics"
-)
+package raypod
 
 // Names of the volumes and containers raygate adds.
 const (
@@ -47,18 +31,7 @@ const (
 	EnvGCSRequestTimeout      = "RAY_gcs_server_request_timeout_seconds"
 	EnvServeKVTimeout         = "RAY_SERVE_KV_TIMEOUT_S"
 	EnvUlimitOpenFiles        = "RAY_START_ULIMIT_OPEN_FILES"
-
-	// EnvEnableRandomPodDelete, set to "true" on the operator, lets it remove arbitrary workers
-	// on scale-down even when the Ray autoscaler is on (by default the autoscaler picks them).
-	EnvEnableRandomPodDelete = "ENABLE_RANDOM_POD_DELETE"
 )
 
 // ClusterDomain is the DNS suffix of in-cluster Service names.
 const ClusterDomain = "cluster.local"
-
-// RayServiceKind is the ray.io/originated-from-crd value of clusters a RayService created.
-const RayServiceKind = "RayService"
-
-// KubeRayManagerName is spec.managedBy meaning "this operator"; any other value hands the
-// cluster to another controller.
-const KubeRayManagerName = "ray.io/kuberay-operator"

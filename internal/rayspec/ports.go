@@ -1,0 +1,54 @@
+package rayspec
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+)
+
+// Ports Ray listens on unless rayStartParams say otherwise, and the names the containers and
+// the head Service give them. The names are KubeRay's, so tools built for KubeRay find them.
+const (
+	DefaultGCSPort            = 6379
+	DefaultDashboardPort      = 8265
+	DefaultClientPort         = 10001
+	DefaultServePort          = 8000
+	DefaultMetricsPort        = 8080
+	DefaultDashboardAgentPort = 52365
+
+	GCSPortName       = "gcs-server"
+	DashboardPortName = "dashboard"
+	ClientPortName    = "client"
+	ServePortName     = "serve"
+	MetricsPortName   = "metrics"
+)
+
+// DefaultHeadPorts are the ports a head pod listens on by default, by name.
+func DefaultHeadPorts() map[string]int32 {
+	return map[string]int32{
+		GCSPortName:       DefaultGCSPort,
+		DashboardPortName: DefaultDashboardPort,
+		ClientPortName:    DefaultClientPort,
+		ServePortName:     DefaultServePort,
+		MetricsPortName:   DefaultMetricsPort,
+	}
+}
+
+// ContainerServePort is the container's port named "serve", or Serve's default port.
+func ContainerServePort(c *corev1.Container) int32 {
+	for _, p := range c.Ports {
+		if p.Name == ServePortName {
+			return p.ContainerPort
+		}
+	}
+	return DefaultServePort
+}
+
+// ServePort is the port Ray Serve listens on in a cluster: the head's Ray container's port
+// named "serve", or Serve's default port.
+func ServePort(spec *rayv1.RayClusterSpec) int32 {
+	if c := spec.HeadGroupSpec.Template.Spec.Containers; len(c) > 0 {
+		return ContainerServePort(&c[rayv1.RayContainerIndex])
+	}
+	return DefaultServePort
+}
