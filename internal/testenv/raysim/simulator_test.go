@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -137,15 +138,29 @@ func TestInvalidConfigsGetRaysError(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s, c := start(t, Options{})
-			err := c.DeployApplications(context.Background(), []byte(tc.body))
+			// The raw answer: raygate's client keeps only a short excerpt of error bodies.
+			req, err := http.NewRequest(http.MethodPut, c.BaseURL+dashboard.ApplicationsPath, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("HTTP %d, want %d: %s", resp.StatusCode, tc.status, raw)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(raw), w) {
+					t.Errorf("body %q does not contain %q", raw, w)
+				}
+			}
+			err = c.DeployApplications(context.Background(), []byte(tc.body))
 			var de *dashboard.Error
 			if !errors.As(err, &de) || de.StatusCode != tc.status {
 				t.Fatalf("err = %v, want HTTP %d", err, tc.status)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(de.Body, w) {
-					t.Errorf("body %q does not contain %q", de.Body, w)
-				}
 			}
 			if len(s.Submissions()) != 0 {
 				t.Error("a rejected config was recorded")
