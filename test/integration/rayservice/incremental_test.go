@@ -138,9 +138,12 @@ var _ = Describe("NewClusterWithIncrementalUpgrade", func() {
 			want = append(want, v)
 		}
 		Expect(steps).To(Equal(want))
+		// The checker timestamps route changes when its watch delivers them, which on a busy
+		// machine jitters by a few hundred milliseconds; two steps taken in one pass would be
+		// tens of milliseconds apart. The total time below is the exact pacing check.
 		times := routeTimes(checker)
 		for i := 1; i < len(times); i++ {
-			Expect(times[i].Sub(times[i-1])).To(BeNumerically(">=", 500*time.Millisecond), "route changes %d and %d", i-1, i)
+			Expect(times[i].Sub(times[i-1])).To(BeNumerically(">=", 250*time.Millisecond), "route changes %d and %d", i-1, i)
 		}
 		Expect(elapsed).To(BeNumerically(">=", 19*time.Second), "20 traffic steps, the first at once, 1 s apart")
 		var pendingCaps []float64
