@@ -55,7 +55,7 @@ type flags struct {
 
 func parseFlags() (flags, error) {
 	var f flags
-	scenarios := flag.String("scenarios", "scale,upgrade,admission", "comma-separated scenarios: scale, upgrade, admission")
+	scenarios := flag.String("scenarios", "scale,upgrade,admission,noise", "comma-separated scenarios: scale, upgrade, admission, noise")
 	sizes := flag.String("sizes", "100,1000", "numbers of RayClusters for the scale scenario")
 	flag.IntVar(&f.concurrency, "concurrency", 4, "raygate's --reconcile-concurrency in the main scale runs (its default)")
 	sweep := flag.String("sweep", "8,16", "other --reconcile-concurrency values, measured at the largest size (empty: none)")
@@ -82,7 +82,7 @@ func parseFlags() (flags, error) {
 	}
 	for _, s := range f.scenarios {
 		switch s {
-		case "scale", "upgrade", "admission":
+		case "scale", "upgrade", "admission", "noise":
 		default:
 			return f, fmt.Errorf("unknown scenario %q", s)
 		}
@@ -172,6 +172,10 @@ func run() error {
 		case "admission":
 			r := runAdmission(ctx, b, f.admissionN)
 			res.Admission = &r
+			_ = enc.Encode(r.line())
+		case "noise":
+			r := runNoise(ctx, b)
+			res.Noise = &r
 			_ = enc.Encode(r.line())
 		}
 		if ctx.Err() != nil {

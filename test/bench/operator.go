@@ -223,6 +223,24 @@ func parseUsage(status, stat string) (processUsage, error) {
 	return u, nil
 }
 
+// currentRSS is the operator's resident memory now (VmRSS), in MB.
+func (o *operator) currentRSS() (float64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", o.proc.PID()))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 && f[1] == "kB" {
+				kb, err := strconv.ParseFloat(f[0], 64)
+				return kb / 1024, err
+			}
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc/<pid>/status")
+}
+
 func (o *operator) metrics() (map[string]*dto.MetricFamily, error) {
 	resp, err := http.Get("http://" + o.metricsAddr + "/metrics")
 	if err != nil {

@@ -61,6 +61,7 @@ func renderReport(r *results, analysis, assets string) string {
 	renderScale(&m, r, assets)
 	renderUpgrade(&m, r.Upgrade)
 	renderAdmission(&m, r.Admission)
+	renderNoise(&m, r.Noise)
 	renderMethod(&m)
 	return strings.TrimRight(m.String(), "\n") + "\n"
 }

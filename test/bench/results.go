@@ -23,6 +23,7 @@ type results struct {
 	Scale           []scaleResult    `json:"scale,omitempty"`
 	Upgrade         *upgradeResult   `json:"upgrade,omitempty"`
 	Admission       *admissionResult `json:"admission,omitempty"`
+	Noise           *noiseResult     `json:"noise,omitempty"`
 }
 
 // machine is where the figures were taken.
