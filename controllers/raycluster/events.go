@@ -29,8 +29,10 @@ const (
 	EventFailedAutoscalerRBAC    = "FailedToReconcileAutoscalerRBAC"
 	EventValidationFailed        = "ValidationFailed"
 	EventSkippedHeadPodRestart   = "SkippedHeadPodRestart"
-	EventClearedWorkersToDelete  = "ClearedWorkersToDelete"
 	EventFailedClearWorkersToDel = "FailedToClearWorkersToDelete"
+	// EventOwnershipConflict: an object raygate would create or update under a name derived
+	// from the cluster's exists and belongs to someone else; it is left untouched.
+	EventOwnershipConflict = "OwnershipConflict"
 )
 
 // Event actions (the events.k8s.io "action" field: what raygate did).

@@ -3,6 +3,7 @@ package raycluster
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -15,11 +16,70 @@ import (
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
-// ownedByOther reports whether obj is controlled by something other than the cluster; such
-// an object is never modified.
-func ownedByOther(p *pass, obj client.Object) bool {
-	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.UID != p.object.UID
+// A RayCluster's Services, ServiceAccount, Role and RoleBinding have names derived from the
+// cluster's, so a tenant (or a GitOps tool) may already have an object of that name. raygate
+// only ever updates or deletes an object the cluster controls (its controller reference
+// carries the cluster's UID); anything else is reported and left as it is.
+
+// conflict is an object with a name raygate wants that the cluster does not control.
+type conflict struct {
+	kind, name string
+	owner      string // "kind name" of its controller, or "" when it has none
+}
+
+func (c conflict) String() string {
+	owner := "it has no controller"
+	if c.owner != "" {
+		owner = "it is controlled by " + c.owner
+	}
+	return fmt.Sprintf("%s %s exists and is not controlled by this RayCluster (%s)", c.kind, c.name, owner)
+}
+
+// conflictOf describes obj as a conflict, or returns false when the cluster controls it.
+func conflictOf(p *pass, kind string, obj client.Object) (conflict, bool) {
+	if metav1.IsControlledBy(obj, p.object) {
+		return conflict{}, false
+	}
+	c := conflict{kind: kind, name: obj.GetName()}
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		c.owner = ref.Kind + " " + ref.Name
+	}
+	return c, true
+}
+
+// conflictMessage is the OwnershipConflict condition's message ("" without conflicts).
+func conflictMessage(cs []conflict) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = c.String()
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, "; ") + ". raygate leaves it untouched: delete or rename it, or rename the RayCluster."
+}
+
+// getUncached reads an object from the API server: a create that finds the name taken may
+// be racing the cache, or the object may be one the cache does not hold (it holds only
+// objects raygate labels).
+func (r *Reconciler) getUncached(ctx context.Context, obj client.Object) error {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	return reader.Get(ctx, key(obj), obj)
+}
+
+// reportTaken turns a create refused with AlreadyExists into a conflict when the object is
+// not the cluster's; nil error means the pass goes on.
+func (r *Reconciler) reportTaken(ctx context.Context, p *pass, kind string, desired, existing client.Object) error {
+	if err := r.getUncached(ctx, existing); err != nil {
+		return fmt.Errorf("reading %s %s: %w", kind, desired.GetName(), err)
+	}
+	if c, foreign := conflictOf(p, kind, existing); foreign {
+		p.conflicts = append(p.conflicts, c)
+	}
+	return nil
 }
 
 // reconcileHeadService creates the head Service or brings the fields raygate sets back to
@@ -30,7 +90,11 @@ func (r *Reconciler) reconcileHeadService(ctx context.Context, p *pass) error {
 	err := r.Get(ctx, key(desired), existing)
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := r.Create(ctx, desired); err != nil {
+		err := r.Create(ctx, desired)
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			return r.reportTaken(ctx, p, "Service", desired, existing)
+		case err != nil:
 			p.warn(EventFailedService, actionCreate, "Failed to create head service %s: %v", desired.Name, err)
 			return fmt.Errorf("creating head service: %w", err)
 		}
@@ -39,9 +103,10 @@ func (r *Reconciler) reconcileHeadService(ctx context.Context, p *pass) error {
 		return nil
 	case err != nil:
 		return err
-	case ownedByOther(p, existing):
-		p.warn(EventFailedService, actionUpdate, "Service %s exists and belongs to another object; not modifying it", existing.Name)
-		return fmt.Errorf("service %s exists and is controlled by another object", existing.Name)
+	}
+	if c, foreign := conflictOf(p, "Service", existing); foreign {
+		p.conflicts = append(p.conflicts, c)
+		return nil
 	}
 	updated, recreate := mergeHeadService(existing, desired)
 	switch {
@@ -73,12 +138,12 @@ func (r *Reconciler) reconcileAutoscalerRBAC(ctx context.Context, p *pass) error
 		return nil
 	}
 	if sa := raypod.AutoscalerServiceAccount(p.cluster); sa != nil {
-		if err := r.ensure(ctx, p, sa, &corev1.ServiceAccount{}, func(existing client.Object) (bool, bool) { return false, false }); err != nil {
+		if err := r.ensure(ctx, p, "ServiceAccount", sa, &corev1.ServiceAccount{}, func(existing client.Object) (bool, bool) { return false, false }); err != nil {
 			return err
 		}
 	}
 	role := raypod.AutoscalerRole(p.cluster)
-	if err := r.ensure(ctx, p, role, &rbacv1.Role{}, func(existing client.Object) (bool, bool) {
+	if err := r.ensure(ctx, p, "Role", role, &rbacv1.Role{}, func(existing client.Object) (bool, bool) {
 		e := existing.(*rbacv1.Role)
 		if equality.Semantic.DeepEqual(e.Rules, role.Rules) {
 			return false, false
@@ -89,7 +154,7 @@ func (r *Reconciler) reconcileAutoscalerRBAC(ctx context.Context, p *pass) error
 		return err
 	}
 	rb := raypod.AutoscalerRoleBinding(p.cluster)
-	return r.ensure(ctx, p, rb, &rbacv1.RoleBinding{}, func(existing client.Object) (bool, bool) {
+	return r.ensure(ctx, p, "RoleBinding", rb, &rbacv1.RoleBinding{}, func(existing client.Object) (bool, bool) {
 		e := existing.(*rbacv1.RoleBinding)
 		if e.RoleRef != rb.RoleRef {
 			return false, true // roleRef is immutable
@@ -102,14 +167,18 @@ func (r *Reconciler) reconcileAutoscalerRBAC(ctx context.Context, p *pass) error
 	})
 }
 
-// ensure creates desired if missing; otherwise mutate brings the existing object in line and
-// says whether to update it or to delete it (to be recreated by the next pass).
-func (r *Reconciler) ensure(ctx context.Context, p *pass, desired, existing client.Object, mutate func(client.Object) (update, recreate bool)) error {
-	kind := fmt.Sprintf("%T", desired)[len("*v1."):]
+// ensure creates desired if missing; otherwise, when the cluster controls the existing
+// object, mutate brings it in line and says whether to update it or to delete it (to be
+// recreated by the next pass). An object the cluster does not control is only reported.
+func (r *Reconciler) ensure(ctx context.Context, p *pass, kind string, desired, existing client.Object, mutate func(client.Object) (update, recreate bool)) error {
 	err := r.Get(ctx, key(desired), existing)
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := r.Create(ctx, desired); err != nil {
+		err := r.Create(ctx, desired)
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			return r.reportTaken(ctx, p, kind, desired, existing)
+		case err != nil:
 			p.warn(EventFailedAutoscalerRBAC, actionCreate, "Failed to create %s %s for the autoscaler: %v", kind, desired.GetName(), err)
 			return fmt.Errorf("creating %s %s: %w", kind, desired.GetName(), err)
 		}
@@ -117,13 +186,16 @@ func (r *Reconciler) ensure(ctx context.Context, p *pass, desired, existing clie
 		return nil
 	case err != nil:
 		return err
-	case ownedByOther(p, existing):
-		return nil // the user's own object (e.g. a shared ServiceAccount): leave it alone
+	}
+	if c, foreign := conflictOf(p, kind, existing); foreign {
+		p.conflicts = append(p.conflicts, c)
+		return nil
 	}
 	update, recreate := mutate(existing)
 	switch {
 	case recreate:
-		if err := r.Delete(ctx, existing); err != nil && !apierrors.IsNotFound(err) {
+		uid := existing.GetUID()
+		if err := r.Delete(ctx, existing, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 			p.warn(EventFailedAutoscalerRBAC, actionDelete, "Failed to delete %s %s: %v", kind, existing.GetName(), err)
 			return err
 		}

@@ -40,16 +40,22 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch;delete;deletecollection
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // PodClusterIndex indexes cached pods by their ray.io/cluster label, so a reconcile lists
 // only its own cluster's pods.
 const PodClusterIndex = "raygate.ray.io/cluster"
 
-// requeueSoon is when a pass runs again after a lost status race or a suspend step; by then
-// the cache has normally caught up with the write.
+// requeueSoon is when a pass runs again after a suspend step; by then the cache has
+// normally caught up with the write.
 const requeueSoon = 100 * time.Millisecond
+
+// conflictRecheck is how often a cluster with an OwnershipConflict looks again: the foreign
+// object is not watched (the cache holds only raygate's objects), so its removal is noticed
+// by polling.
+const conflictRecheck = 30 * time.Second
 
 // KubeRayManagerName is spec.managedBy meaning "this operator"; any other value hands the
 // cluster to another controller.
@@ -67,6 +73,9 @@ type Reconciler struct {
 	Gates        features.Gates
 	Expectations *expectations.Scale
 	Metrics      *Metrics
+	// APIReader reads from the API server, bypassing the cache (nil: the Client): for objects
+	// the cache does not hold, such as a foreign object with a name raygate wants.
+	APIReader client.Reader
 	// RandomPodDelete is the operator's ENABLE_RANDOM_POD_DELETE setting.
 	RandomPodDelete string
 	// Now is the clock (time.Now in production).
@@ -136,6 +145,8 @@ type pass struct {
 	headSvc    *corev1.Service
 	// clearWorkersToDelete lists groups whose workersToDelete were handled.
 	clearWorkersToDelete []string
+	// conflicts are objects with names raygate wants that the cluster does not control.
+	conflicts []conflict
 	// events are sent once the pass is over, after its status write.
 	events []event
 }
@@ -268,6 +279,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (
 	now := r.Now()
 	st := computeStatus(statusInput{
 		Cluster: p.cluster, Invalid: p.invalid, Pods: pods, HeadService: p.headSvc, ReconcileErr: applyErr,
+		Conflict:   conflictMessage(p.conflicts),
 		Conditions: r.Gates.Enabled(features.RayClusterStatusConditions), Now: now,
 	})
 	old := p.object.Status
@@ -275,11 +287,15 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (
 	if statusChanged(old, st) {
 		p.object.Status = st
 		if err := r.Status().Update(ctx, p.object); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				p.log.V(1).Info("status write lost a race; retrying", "error", err.Error())
-				return ctrl.Result{RequeueAfter: requeueSoon}, nil
+			if apierrors.IsNotFound(err) {
+				return ctrl.Result{}, nil // deleted meanwhile
 			}
+			// A conflict (the cache was behind) is retried through the rate limiter, so
+			// repeated conflicts back off instead of looping.
 			return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
+		}
+		if c := conflictMessage(p.conflicts); c != "" && c != recordedConflict(old) {
+			p.warn(EventOwnershipConflict, actionSkip, "%s", c)
 		}
 		if len(p.invalid) > 0 {
 			p.warn(EventValidationFailed, actionValidate, "The spec is invalid; no pods are created or deleted until it is fixed: %s", p.invalid.ToAggregate().Error())
@@ -296,6 +312,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (
 	}
 	p.object.Status = st
 	r.Metrics.Observe(p.object, provisionedAfter)
+	if len(p.conflicts) > 0 && (result.RequeueAfter == 0 || result.RequeueAfter > conflictRecheck) {
+		result.RequeueAfter = conflictRecheck
+	}
 	return result, applyErr
 }
 

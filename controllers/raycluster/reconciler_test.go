@@ -2,6 +2,7 @@ package raycluster_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -235,5 +240,112 @@ func TestInvalidSpecGoesThroughTheOneStatusPath(t *testing.T) {
 	}
 	if !slices.Contains(got, "kuberay_cluster_info") || !slices.Contains(got, "kuberay_cluster_condition_provisioned") {
 		t.Errorf("metrics = %v; an invalid cluster is observed like any other", got)
+	}
+}
+
+// Objects with the names raygate wants that the cluster does not control — a Service someone
+// created, a RoleBinding applied by GitOps, one controlled by another RayCluster — are never
+// updated, deleted or adopted: the cluster reports them in OwnershipConflict and a Warning
+// event, once, and goes on with its pods.
+func TestForeignObjectsAreLeftUntouchedAndReported(t *testing.T) {
+	ctx := context.Background()
+	rc := builders.RayCluster("demo", "ns").WorkerGroups(builders.WorkerGroup("workers", 1)).Obj()
+	rc.UID = "cluster-uid"
+	rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
+	headSvc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-head-svc", Namespace: "ns", Labels: map[string]string{"team": "a"}},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": "theirs"}, Ports: []corev1.ServicePort{{Name: "x", Port: 1}}},
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "ray.io/v1", Kind: "RayCluster", Name: "other", UID: "other-uid", Controller: ptr.To(true)}}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"},
+		Subjects: []rbacv1.Subject{{Kind: "User", Name: "alice"}},
+	}
+	store := newStore(rc, headSvc, binding)
+	live := framework.NewCountingClient(store)
+	rec := events.NewFakeRecorder(100)
+	r := &raycluster.Reconciler{
+		Client: live, Recorder: rec, Gates: features.Static{features.RayClusterStatusConditions: true},
+		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now,
+	}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
+	for range 3 {
+		res, err := r.Reconcile(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RequeueAfter <= 0 || res.RequeueAfter > time.Minute {
+			t.Fatalf("RequeueAfter = %v: a conflict is looked at again within a minute (the foreign object is not watched)", res.RequeueAfter)
+		}
+	}
+
+	var gotSvc corev1.Service
+	if err := store.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "demo-head-svc"}, &gotSvc); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(gotSvc.Spec, headSvc.Spec) || len(gotSvc.OwnerReferences) != 0 || !maps.Equal(gotSvc.Labels, headSvc.Labels) {
+		t.Errorf("the foreign Service was changed: %+v", gotSvc)
+	}
+	var gotRB rbacv1.RoleBinding
+	if err := store.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "demo"}, &gotRB); err != nil {
+		t.Fatalf("the foreign RoleBinding must not be deleted: %v", err)
+	}
+	if gotRB.RoleRef != binding.RoleRef || !equality.Semantic.DeepEqual(gotRB.Subjects, binding.Subjects) {
+		t.Errorf("the foreign RoleBinding was changed: %+v", gotRB)
+	}
+	for verbKind := range live.Writes.Snapshot() {
+		if strings.Contains(verbKind, "services") && !strings.HasPrefix(verbKind, "create") || strings.Contains(verbKind, "rolebindings") && !strings.HasPrefix(verbKind, "create") {
+			t.Errorf("write %q touched a foreign object", verbKind)
+		}
+	}
+
+	var got rayv1.RayCluster
+	if err := store.Get(ctx, req.NamespacedName, &got); err != nil {
+		t.Fatal(err)
+	}
+	c := meta.FindStatusCondition(got.Status.Conditions, string(rayv1.OwnershipConflict))
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != rayv1.ForeignObject ||
+		!strings.Contains(c.Message, "Service demo-head-svc exists and is not controlled by this RayCluster (it has no controller)") ||
+		!strings.Contains(c.Message, "RoleBinding demo exists and is not controlled by this RayCluster (it is controlled by RayCluster other)") {
+		t.Fatalf("OwnershipConflict = %+v", c)
+	}
+	var heads corev1.PodList
+	if err := store.List(ctx, &heads, client.InNamespace("ns"), client.MatchingLabels{rayv1.NodeTypeLabelKey: string(rayv1.HeadNode)}); err != nil || len(heads.Items) != 1 {
+		t.Errorf("the cluster still gets its head pod: %d, %v", len(heads.Items), err)
+	}
+	warnings := 0
+	for len(rec.Events) > 0 {
+		if e := <-rec.Events; strings.Contains(e, raycluster.EventOwnershipConflict) {
+			warnings++
+			if !strings.HasPrefix(e, "Warning") {
+				t.Errorf("event %q is not a Warning", e)
+			}
+		}
+	}
+	if warnings != 1 {
+		t.Errorf("%d OwnershipConflict events over three passes, want 1", warnings)
+	}
+
+	// Once the foreign objects are gone, raygate creates its own and the condition goes.
+	if err := store.Delete(ctx, &gotSvc); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Delete(ctx, &gotRB); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.Get(ctx, req.NamespacedName, &got); err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, string(rayv1.OwnershipConflict)); c != nil {
+		t.Errorf("OwnershipConflict still set: %+v", c)
+	}
+	if err := store.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "demo-head-svc"}, &gotSvc); err != nil || !metav1.IsControlledBy(&gotSvc, &got) {
+		t.Errorf("raygate's own head Service: %v %+v", err, gotSvc.OwnerReferences)
 	}
 }

@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -30,10 +29,6 @@ func mergeHeadService(existing, desired *corev1.Service) (updated *corev1.Servic
 			u.Annotations = map[string]string{}
 		}
 		maps.Copy(u.Annotations, desired.Annotations)
-	}
-	if metav1.GetControllerOf(u) == nil {
-		// Adopt a Service that has no controller, keeping its other owners.
-		u.OwnerReferences = append(u.OwnerReferences, desired.OwnerReferences...)
 	}
 	u.Spec.Selector = desired.Spec.Selector
 	u.Spec.Type = desired.Spec.Type

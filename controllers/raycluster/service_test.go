@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -84,16 +83,5 @@ func TestMergeHeadService(t *testing.T) {
 	})
 	if _, re := mergeHeadService(existing, raypod.HeadService(withIP)); !re {
 		t.Error("switching from headless to a cluster IP needs the Service recreated")
-	}
-}
-
-func TestMergeHeadServiceAdoptsWithoutDroppingOwners(t *testing.T) {
-	desired := raypod.HeadService(cluster())
-	existing := apiDefaults(desired)
-	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keep", UID: "cm"}
-	existing.OwnerReferences = []metav1.OwnerReference{other}
-	u, _ := mergeHeadService(existing, desired)
-	if u == nil || len(u.OwnerReferences) != 2 || u.OwnerReferences[0] != other || metav1.GetControllerOf(u) == nil {
-		t.Fatalf("an orphan Service must be adopted and keep its other owners: %+v", u)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +28,8 @@ type statusInput struct {
 	// Pods are all pods of the cluster in the cache, terminating ones included.
 	Pods []corev1.Pod
 	// HeadService is the head Service, or nil.
+	// Conflict says which objects with wanted names the cluster does not control ("" none).
+	Conflict    string
 	HeadService *corev1.Service
 	// ReconcileErr is the error of this pass (nil when it succeeded).
 	ReconcileErr error
@@ -77,6 +80,15 @@ func observe(st *rayv1.RayClusterStatus, in statusInput, now metav1.Time) {
 	st.Reason = ""
 	if replicaFailureReason(in.ReconcileErr) != "" {
 		st.Reason = in.ReconcileErr.Error()
+	}
+	if in.Conditions {
+		if in.Conflict == "" {
+			meta.RemoveStatusCondition(&st.Conditions, string(rayv1.OwnershipConflict))
+		} else {
+			setCondition(&st.Conditions, rayv1.OwnershipConflict, metav1.ConditionTrue, rayv1.ForeignObject, in.Conflict, gen, now)
+		}
+	} else if in.Conflict != "" && st.Reason == "" {
+		st.Reason = in.Conflict
 	}
 
 	workers, heads := splitByNodeType(in.Pods)
@@ -343,4 +355,16 @@ func headInfo(heads []corev1.Pod, svc *corev1.Service) rayv1.HeadInfo {
 		h.ServiceIP = svc.Spec.ClusterIP
 	}
 	return h
+}
+
+// recordedConflict is the ownership conflict the stored status reports ("" none), so the
+// Warning event is sent when a conflict appears or changes, not on every pass.
+func recordedConflict(st rayv1.RayClusterStatus) string {
+	if c := meta.FindStatusCondition(st.Conditions, string(rayv1.OwnershipConflict)); c != nil {
+		return c.Message
+	}
+	if strings.HasSuffix(st.Reason, "rename the RayCluster.") {
+		return st.Reason
+	}
+	return ""
 }

@@ -12,6 +12,7 @@ import (
 // setupRayClusterController registers the RayCluster controller and its metrics.
 func setupRayClusterController(mgr ctrl.Manager, o Options) error {
 	r := raycluster.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("raycluster-controller"))
+	r.APIReader = mgr.GetAPIReader()
 	if err := r.Metrics.Register(metrics.Registry); err != nil {
 		return err
 	}

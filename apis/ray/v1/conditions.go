@@ -14,6 +14,10 @@ const (
 	RayClusterSuspending RayClusterConditionType = "RayClusterSuspending"
 	// RayClusterSuspended is true once every pod was deleted for spec.suspend.
 	RayClusterSuspended RayClusterConditionType = "RayClusterSuspended"
+	// OwnershipConflict (raygate-only) is present while an object raygate needs for the
+	// cluster exists under the name it would use but is not controlled by the cluster:
+	// raygate leaves such an object untouched.
+	OwnershipConflict RayClusterConditionType = "OwnershipConflict"
 )
 
 // RayCluster condition reasons.
@@ -33,6 +37,10 @@ const (
 	FailedCreateWorkerPod = "FailedCreateWorkerPod"
 	// MultipleHeadPods: more than one head pod exists; raygate never picks one to delete.
 	MultipleHeadPods = "MultipleHeadPods"
+
+	// ForeignObject is the OwnershipConflict reason: an object with the wanted name belongs
+	// to someone else.
+	ForeignObject = "ForeignObject"
 
 	// ValidationFailed: the spec breaks a rule the admission webhook enforces (it was stored
 	// while the webhook was off or bypassed). Nothing is created or deleted for it.
