@@ -43,7 +43,7 @@ import (
 const (
 	Namespace           = "kueue-system"
 	webhookService      = "kueue-webhook-service"
-	webhookSecret       = "kueue-webhook-server-cert"
+	webhookSecret       = "kueue-webhook-server-cert" //nolint:gosec // a Secret's name, not a credential
 	mutatingConfig      = "kueue-mutating-webhook-configuration"
 	validatingConfig    = "kueue-validating-webhook-configuration"
 	caCommonName        = "kueue-ca"
@@ -165,7 +165,7 @@ func (k *Kueue) waitReady(ctx context.Context) error {
 		select {
 		case err := <-k.done:
 			k.done <- err
-			return fmt.Errorf("kueue exited before it was ready: %v", err)
+			return fmt.Errorf("kueue exited before it was ready: %w", err)
 		case <-ctx.Done():
 			return fmt.Errorf("kueue was not ready within %s", readyTimeout)
 		case <-tick.C:
@@ -176,16 +176,17 @@ func (k *Kueue) waitReady(ctx context.Context) error {
 // Stop ends the Kueue process (SIGTERM, then SIGKILL after a grace period) and removes its
 // files. The objects it installed stay with the control plane.
 func (k *Kueue) Stop() error {
+	var exitErr error
 	if k.cmd != nil && k.cmd.Process != nil {
 		_ = k.cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-k.done:
+		case exitErr = <-k.done:
 		case <-time.After(stopGracePeriod):
 			_ = k.cmd.Process.Kill()
-			<-k.done
+			exitErr = fmt.Errorf("kueue did not stop within %s of SIGTERM: %w", stopGracePeriod, <-k.done)
 		}
 	}
-	return k.cleanup(nil)
+	return k.cleanup(exitErr)
 }
 
 func (k *Kueue) cleanup(err error) error {

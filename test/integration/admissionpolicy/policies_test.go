@@ -106,9 +106,9 @@ var _ = Describe("the chart's ValidatingAdmissionPolicies", func() {
 		_, stderr, err := kubectl(ctx, "", "-n", "team-legacy", "patch", "raycluster", "legacy", "--type=json",
 			"-p", `[{"op":"add","path":"/spec/workerGroupSpecs/0/template/spec/hostPID","value":true}]`)
 		Expect(err).To(HaveOccurred())
-		Expect(stderr).To(Equal(`Error from server (Forbidden): rayclusters.ray.io "legacy" is forbidden: ` +
-			`ValidatingAdmissionPolicy '` + hostPolicy + `' with binding '` + hostPolicy + `' denied request: ` +
-			"Ray pods must not use host namespaces, hostPath volumes or privileged containers: " +
+		Expect(stderr).To(Equal(`Error from server (Forbidden): rayclusters.ray.io "legacy" is forbidden: `+
+			`ValidatingAdmissionPolicy '`+hostPolicy+`' with binding '`+hostPolicy+`' denied request: `+
+			"Ray pods must not use host namespaces, hostPath volumes or privileged containers: "+
 			"spec.workerGroupSpecs[0].template.spec.hostPID: must not be true\n"), "only the new violation is named")
 
 		Expect(kubectlOK(ctx, "", "-n", "team-legacy", "delete", "raycluster", "legacy")).To(Equal(`raycluster.ray.io "legacy" deleted from team-legacy namespace` + "\n"))
