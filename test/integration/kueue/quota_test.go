@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/framework"
@@ -77,13 +78,16 @@ var _ = Describe("RayClusters queued by Kueue", func() {
 		Expect(kubectlOK(ctx, manifest, "apply", "-f", "-")).To(Equal("raycluster.ray.io/remote created\n"))
 		Eventually(func() *bool { return getCluster(ctx, ns, "remote").Spec.Suspend }).Should(HaveValue(BeFalse()), "Kueue admitted it")
 
-		// raygate handles a cluster created after this one only after this one's event.
-		kubectlOK(ctx, rayCluster("local", ns, 0, nil, ""), "apply", "-f", "-")
-		Eventually(clusterState(ctx, ns, "local")).Should(Equal("unset ready False"))
+		// raygate sees the events of a cluster created later only after this one's; once it
+		// has handled that one and is idle, it has decided about this one too.
+		other := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kq-"}}
+		Expect(k8s.Create(ctx, other)).To(Succeed())
+		kubectlOK(ctx, rayCluster("local", other.Name, 0, nil, ""), "apply", "-f", "-")
+		Eventually(clusterState(ctx, other.Name, "local")).Should(Equal("unset ready False"))
 		Eventually(func() (bool, error) { return framework.Idle("raycluster") }).Should(BeTrue())
 
-		rc := getCluster(ctx, ns, "remote")
-		Expect(rc.Status).To(Equal(rayv1.RayClusterStatus{}), "raygate writes no status for it")
+		Expect(mgr.Writes.SnapshotIn(ns)).To(BeEmpty(), "no pods, Services, events or status writes")
+		Expect(getCluster(ctx, ns, "remote").Status).To(Equal(rayv1.RayClusterStatus{}))
 		Expect(clusterPods(ctx, ns, "remote")()).To(BeEmpty())
 	})
 })
