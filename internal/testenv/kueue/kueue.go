@@ -39,16 +39,22 @@ import (
 	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
-// Names Kueue's certificate management expects (its defaults).
+// Names Kueue's certificate management expects (its defaults): it checks the certificates
+// in the Secret against the Service and CA names, and injects its CA into the webhook
+// configurations by name.
 const (
-	Namespace           = "kueue-system"
-	webhookService      = "kueue-webhook-service"
-	webhookSecret       = "kueue-webhook-server-cert" //nolint:gosec // a Secret's name, not a credential
-	mutatingConfig      = "kueue-mutating-webhook-configuration"
-	validatingConfig    = "kueue-validating-webhook-configuration"
-	caCommonName        = "kueue-ca"
-	readyTimeout        = 2 * time.Minute
-	stopGracePeriod     = 20 * time.Second
+	Namespace        = "kueue-system"
+	webhookService   = "kueue-webhook-service"
+	webhookSecret    = "kueue-webhook-server-cert" //nolint:gosec // a Secret's name, not a credential
+	mutatingConfig   = "kueue-mutating-webhook-configuration"
+	validatingConfig = "kueue-validating-webhook-configuration"
+	caCommonName     = "kueue-ca"
+)
+
+const (
+	readyTimeout    = 2 * time.Minute
+	stopGracePeriod = 20 * time.Second
+	// Kueue v0.15 has no RayService integration; RayClusters are what it queues.
 	rayClusterFramework = "ray.io/raycluster"
 )
 
@@ -223,7 +229,6 @@ func configuration(webhookPort, healthPort int, certDir string, opts Options) []
 		"internalCertManagement": map[string]any{
 			"enable": true, "webhookServiceName": webhookService, "webhookSecretName": webhookSecret,
 		},
-		// Kueue v0.15 has no RayService integration; RayClusters are what it queues.
 		"integrations": map[string]any{"frameworks": []string{rayClusterFramework}},
 		"featureGates": gates,
 	}
