@@ -10,7 +10,8 @@
 #                                kube-apiserver, kubectl), cluster (envtest plus
 #                                kube-controller-manager and kube-scheduler), kwok, kwok-stages
 #                                (kwok's stage files), helm, helm3, controller-gen,
-#                                golangci-lint, cert-manager-crds
+#                                golangci-lint, cert-manager-crds, kueue, kueue-crds,
+#                                kueue-webhooks (Kueue's CRDs and webhook configuration)
 #   hack/tools.sh list           print every tool's path, one per line
 #
 # The cache root is $RAYGATE_CACHE, else ~/.cache/raygate.
@@ -50,6 +51,9 @@ path_of() {
 	helm3) echo "$(tool_dir helm3 "$tools_mod/helm3" helm.sh/helm/v3)/helm3" ;;
 	controller-gen) echo "$(tool_dir controller-gen "$tools_mod" sigs.k8s.io/controller-tools)/controller-gen" ;;
 	golangci-lint) echo "$(tool_dir golangci-lint "$tools_mod/golangci-lint" github.com/golangci/golangci-lint/v2)/golangci-lint" ;;
+	kueue) echo "$(tool_dir kueue "$tools_mod/kueue" sigs.k8s.io/kueue)/kueue" ;;
+	kueue-crds) echo "$(tool_dir kueue "$tools_mod/kueue" sigs.k8s.io/kueue)/crds" ;;
+	kueue-webhooks) echo "$(tool_dir kueue "$tools_mod/kueue" sigs.k8s.io/kueue)/webhooks" ;;
 	*) echo "unknown tool: $1" >&2; return 2 ;;
 	esac
 }
@@ -59,6 +63,7 @@ members() {
 	case "$1" in
 	envtest) echo etcd kube-apiserver kubectl ;;
 	cluster) echo etcd kube-apiserver kubectl kube-controller-manager kube-scheduler ;;
+	kueue-manifests) echo kueue-crds kueue-webhooks ;;
 	*) echo "$1" ;;
 	esac
 }
@@ -67,7 +72,7 @@ present() {
 	local m p
 	for m in $(members "$1"); do
 		p=$(path_of "$m")
-		if [[ $m == kwok-stages || $m == cert-manager-crds ]]; then [[ -f $p/.complete ]] || return 1; else [[ -x $p ]] || return 1; fi
+		if [[ $m == kwok-stages || $m == cert-manager-crds || $m == kueue-crds || $m == kueue-webhooks ]]; then [[ -f $p/.complete ]] || return 1; else [[ -x $p ]] || return 1; fi
 	done
 }
 
@@ -133,6 +138,23 @@ build_cert_manager_crds() {
 	cp -r "$src/deploy/crds/." "$dir/"
 	chmod -R u+w "$dir"
 	touch "$dir/.complete"
+}
+
+# Kueue's manager, which the Kueue integration suite runs against the envtest API server.
+build_kueue() {
+	local dir; dir=$(dirname "$(path_of kueue)"); mkdir -p "$dir"
+	name=kueue gobuild "$tools_mod/kueue" "$dir" "" sigs.k8s.io/kueue/cmd/kueue
+}
+
+# Kueue's CRDs (config/components/crd/bases of its module) and webhook configuration
+# (config/components/webhook/manifests.yaml), which the Kueue integration suite installs.
+build_kueue_manifests() {
+	local src dir
+	src=$(cd "$tools_mod/kueue" && go mod download -json sigs.k8s.io/kueue | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+	for dir in "$(path_of kueue-crds)" "$(path_of kueue-webhooks)"; do rm -rf "$dir"; mkdir -p "$dir"; done
+	cp -r "$src/config/components/crd/bases/." "$(path_of kueue-crds)/"
+	cp "$src/config/components/webhook/manifests.yaml" "$(path_of kueue-webhooks)/"
+	for dir in "$(path_of kueue-crds)" "$(path_of kueue-webhooks)"; do chmod -R u+w "$dir"; touch "$dir/.complete"; done
 }
 
 build_helm() {
@@ -203,6 +225,8 @@ install() {
 	start "golangci-lint" build_golangci_lint golangci-lint
 	start "helm (v4)" build_helm helm
 	start "helm3" build_helm3 helm3
+	start "kueue" build_kueue kueue
+	start "kueue CRDs and webhook configuration" build_kueue_manifests kueue-manifests
 	local failed=0 fn
 	for fn in "${order[@]}"; do wait "${jobs[$fn]}" || failed=1; done
 	rm -rf "$logs"
@@ -212,7 +236,7 @@ install() {
 
 list() {
 	local n
-	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager-crds; do
+	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager-crds kueue kueue-crds kueue-webhooks; do
 		printf '%-24s %s\n' "$n" "$(path_of "$n")"
 	done
 }

@@ -35,6 +35,7 @@ var _ = Describe("the Helm chart", func() {
 		Entry("with default values", ""),
 		Entry("in namespace-scoped mode", "namespaced-values.yaml"),
 		Entry("without cert-manager", "byo-cert-values.yaml"),
+		Entry("with every admission policy", "admission-policies-values.yaml"),
 	)
 
 	// Helm 4 orders the rendered documents differently; the objects must be the same.
@@ -55,6 +56,7 @@ var _ = Describe("the Helm chart", func() {
 		Entry("with default values", ""),
 		Entry("in namespace-scoped mode", "namespaced-values.yaml"),
 		Entry("without cert-manager", "byo-cert-values.yaml"),
+		Entry("with every admission policy", "admission-policies-values.yaml"),
 	)
 
 	Context("with default values", func() {
@@ -168,7 +170,37 @@ var _ = Describe("the Helm chart", func() {
 		Entry("an unknown failure policy", "webhook.failurePolicy=Maybe", "at '/webhook/failurePolicy'"),
 		Entry("an invalid namespace", "watchNamespaces={Team_A}", "at '/watchNamespaces/0'"),
 		Entry("no CA bundle without cert-manager", "webhook.certManager.enabled=false", "webhook.caBundle is required"),
+		Entry("a registry given as a URL", "admissionPolicies.allowedRegistries.registries={https://registry.example.com}", "at '/admissionPolicies/allowedRegistries/registries/0'"),
+		Entry("an unknown validation action", "admissionPolicies.validationActions={Block}", "at '/admissionPolicies/validationActions/0'"),
+		Entry("the registry policy without registries", "admissionPolicies.allowedRegistries.enabled=true", "admissionPolicies.allowedRegistries.registries must list at least one registry host"),
+		Entry("Deny and Warn together", "admissionPolicies.forbidHostAccess.enabled=true,admissionPolicies.validationActions={Deny,Warn}", "Deny and Warn cannot be combined"),
 	)
+
+	It("renders no admission policy by default, and binds them to the watched namespaces in namespace-scoped mode", func() {
+		Expect(render().ofKind("ValidatingAdmissionPolicy")).To(BeEmpty())
+		Expect(render().ofKind("ValidatingAdmissionPolicyBinding")).To(BeEmpty())
+
+		objs := render("-f", filepath.Join(chartDir, "ci", "admission-policies-values.yaml"))
+		Expect(objs.names("ValidatingAdmissionPolicy")).To(Equal([]string{"/raygate-system-raygate-allowed-registries",
+			"/raygate-system-raygate-forbid-host-access", "/raygate-system-raygate-require-resource-limits"}))
+		for _, b := range objs.ofKind("ValidatingAdmissionPolicyBinding") {
+			Expect(b.Object["spec"]).To(HaveKeyWithValue("validationActions", ConsistOf("Deny")))
+			Expect(b.Object["spec"]).To(HaveKeyWithValue("matchResources", HaveKeyWithValue("namespaceSelector", HaveKey("matchExpressions"))))
+		}
+
+		scoped := render("--set", "watchNamespaces={team-a,team-b}", "--set", "admissionPolicies.forbidHostAccess.enabled=true")
+		bindings := scoped.ofKind("ValidatingAdmissionPolicyBinding")
+		Expect(bindings).To(HaveLen(1))
+		Expect(bindings[0].Object["spec"]).To(HaveKeyWithValue("matchResources", HaveKeyWithValue("namespaceSelector",
+			HaveKeyWithValue("matchExpressions", ConsistOf(And(HaveKeyWithValue("key", "kubernetes.io/metadata.name"),
+				HaveKeyWithValue("values", ConsistOf("team-a", "team-b"))))))))
+	})
+
+	It("refuses the admission policies on Kubernetes older than 1.34, whose CEL lacks what they use", func() {
+		_, err := runHelm("template", release, chartDir, "--namespace", releaseNS, "--kube-version", "1.33.0",
+			"--set", "admissionPolicies.requireResourceLimits.enabled=true")
+		Expect(err).To(MatchError(ContainSubstring("admissionPolicies need Kubernetes 1.34 or newer")))
+	})
 
 	It("mounts the user's certificate and trusts the user's CA without cert-manager", func() {
 		objs := render("-f", filepath.Join(chartDir, "ci", "byo-cert-values.yaml"))

@@ -1,0 +1,242 @@
+// Package kueue tests raygate under the real Kueue (v0.15, built from its module by
+// `make tools`): Kueue's manager runs as a process against the envtest API server, which
+// calls Kueue's webhooks and raygate's over TLS; raygate's controllers run in-process with
+// the fake kubelet. Kueue queues RayClusters (its ray.io/raycluster integration): it
+// suspends them at admission, unsuspends them when their ClusterQueue admits them and
+// suspends them again when they are preempted.
+package kueue
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/kueue"
+	"github.com/raygate/raygate/internal/testenv/raysim"
+)
+
+// flavor is the ResourceFlavor every ClusterQueue uses; Kueue puts its node labels into the
+// pod templates of the clusters it admits.
+const (
+	flavor      = "on-demand"
+	flavorLabel = "instance-type"
+	queueLabel  = "kueue.x-k8s.io/queue-name"
+)
+
+var (
+	env     *controlplane.Env
+	k8s     client.Client
+	kubelet *framework.Kubelet
+	mgr     *framework.Manager
+)
+
+var workloadGVK = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "Workload"}
+
+func TestKueue(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(60 * time.Second) // generous: two cores are shared with other suites
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	RunSpecs(t, "raygate under Kueue")
+}
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	var err error
+	env, err = controlplane.Start(controlplane.Options{Webhooks: true})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Stop)
+	k8s = env.Client
+
+	kq, err := kueue.Start(ctx, env, kueue.Options{Log: GinkgoWriter})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(kq.Stop)
+
+	kubelet, err = framework.StartKubelet(env.Config, framework.KubeletOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(kubelet.Stop)
+	dashboards := framework.StartDashboardsWith(raysim.Options{})
+	opts := dashboards.Wire(framework.ManagerOptions())
+	opts.EnableWebhooks = true
+	mgr, err = framework.StartManager(env, opts)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(mgr.Stop)
+
+	kubectlOK(ctx, fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: %s
+spec:
+  nodeLabels:
+    %s: %s
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata:
+  name: high
+value: 1000
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata:
+  name: low
+value: 100
+`, flavor, flavorLabel, flavor), "apply", "-f", "-")
+}, NodeTimeout(5*time.Minute))
+
+// kubectl runs the real kubectl and logs what a user sees.
+func kubectl(ctx context.Context, stdin string, args ...string) (stdout, stderr string, err error) {
+	stdout, stderr, err = env.Kubectl(ctx, stdin, args...)
+	GinkgoWriter.Printf("$ kubectl %s\n%s%s\n", strings.Join(args, " "), stdout, stderr)
+	return stdout, stderr, err
+}
+
+func kubectlOK(ctx context.Context, stdin string, args ...string) string {
+	GinkgoHelper()
+	stdout, stderr, err := kubectl(ctx, stdin, args...)
+	Expect(err).NotTo(HaveOccurred(), stderr)
+	return stdout
+}
+
+// newQueue creates a namespace with a LocalQueue named queue in front of its own
+// ClusterQueue (named after the namespace) with the given CPU quota; lower priorities are
+// preempted when a higher one does not fit. It waits until both queues are active.
+func newQueue(ctx context.Context, queue, cpu string) string {
+	GinkgoHelper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kq-"}}
+	Expect(k8s.Create(ctx, ns)).To(Succeed())
+	kubectlOK(ctx, fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: %[1]s
+spec:
+  namespaceSelector: {}
+  preemption:
+    withinClusterQueue: LowerPriority
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: %[2]s
+      resources:
+      - name: cpu
+        nominalQuota: "%[3]s"
+      - name: memory
+        nominalQuota: 64Gi
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  name: %[4]s
+  namespace: %[1]s
+spec:
+  clusterQueue: %[1]s
+`, ns.Name, flavor, cpu, queue), "apply", "-f", "-")
+	kubectlOK(ctx, "", "wait", "--for=condition=Active", "clusterqueue/"+ns.Name, "--timeout=60s")
+	kubectlOK(ctx, "", "-n", ns.Name, "wait", "--for=condition=Active", "localqueue/"+queue, "--timeout=60s")
+	return ns.Name
+}
+
+func getCluster(ctx context.Context, ns, name string) *rayv1.RayCluster {
+	GinkgoHelper()
+	rc := &rayv1.RayCluster{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, rc)).To(Succeed())
+	return rc
+}
+
+// clusterPods polls a cluster's pods, terminating ones excluded.
+func clusterPods(ctx context.Context, ns, cluster string) func() []corev1.Pod {
+	return func() []corev1.Pod {
+		var list corev1.PodList
+		Expect(k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{rayv1.ClusterLabelKey: cluster})).To(Succeed())
+		var out []corev1.Pod
+		for _, p := range list.Items {
+			if p.DeletionTimestamp.IsZero() {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+}
+
+// clusterState polls "spec.suspend state Suspended-condition" of a cluster, e.g.
+// "true suspended True".
+func clusterState(ctx context.Context, ns, name string) func() string {
+	return func() string {
+		rc := getCluster(ctx, ns, name)
+		suspended := "absent"
+		if c := findCondition(rc.Status.Conditions, string(rayv1.RayClusterSuspended)); c != nil {
+			suspended = string(c.Status)
+		}
+		suspend := "unset"
+		if rc.Spec.Suspend != nil {
+			suspend = fmt.Sprint(*rc.Spec.Suspend)
+		}
+		return fmt.Sprintf("%s %s %s", suspend, rc.Status.State, suspended)
+	}
+}
+
+func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// workload returns the Workload Kueue made for a RayCluster, or nil.
+func workload(ctx context.Context, ns, cluster string) *unstructured.Unstructured {
+	GinkgoHelper()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(workloadGVK.GroupVersion().WithKind("WorkloadList"))
+	Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	for i := range list.Items {
+		for _, o := range list.Items[i].GetOwnerReferences() {
+			if o.Kind == rayv1.RayClusterKind && o.Name == cluster {
+				return &list.Items[i]
+			}
+		}
+	}
+	return nil
+}
+
+// workloadCondition polls "status reason: message" of a condition of a cluster's Workload
+// ("absent" without the Workload or the condition).
+func workloadCondition(ctx context.Context, ns, cluster, condition string) func() string {
+	return func() string {
+		wl := workload(ctx, ns, cluster)
+		if wl == nil {
+			return "absent"
+		}
+		conds, _, _ := unstructured.NestedSlice(wl.Object, "status", "conditions")
+		for _, c := range conds {
+			m := c.(map[string]any)
+			if m["type"] == condition {
+				return fmt.Sprintf("%s %s: %s", m["status"], m["reason"], m["message"])
+			}
+		}
+		return "absent"
+	}
+}
+
+// expectQuiet waits until raygate has handled every event it has seen, then resets its
+// write counts.
+func expectQuiet() {
+	GinkgoHelper()
+	Eventually(func() (bool, error) { return framework.Idle("raycluster", "rayservice") }).Should(BeTrue())
+	mgr.Writes.Reset()
+}
