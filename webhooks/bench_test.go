@@ -215,3 +215,31 @@ func BenchmarkValidateRayServiceReject(b *testing.B) {
 		}
 	})
 }
+
+// maxServeConfigService is productionService with a serveConfigV2 of the largest size
+// admission accepts (256 KiB): the most a single request can make the webhooks parse.
+func maxServeConfigService() *rayv1.RayService {
+	svc := productionService()
+	svc.Spec.ServeConfigV2 = builders.ServeConfigOfSize(256 << 10)
+	return svc
+}
+
+func BenchmarkMutateRayServiceCreateMaxServeConfig(b *testing.B) {
+	svc := maxServeConfigService()
+	svc.Spec.UpgradeStrategy.ClusterUpgradeOptions.MaxSurgePercent = nil
+	serve(b, webhooks.MutateRayServicePath, review(b, admissionv1.Create, svc, nil), allowed(true))
+}
+
+func BenchmarkValidateRayServiceCreateMaxServeConfig(b *testing.B) {
+	svc := maxServeConfigService()
+	defaulting.RayService(svc)
+	serve(b, webhooks.ValidateRayServicePath, review(b, admissionv1.Create, svc, nil), allowed(false))
+}
+
+func BenchmarkValidateRayServiceUpdateMaxServeConfig(b *testing.B) {
+	old := maxServeConfigService()
+	defaulting.RayService(old)
+	svc := old.DeepCopy()
+	svc.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image = "rayproject/ray:2.53.0"
+	serve(b, webhooks.ValidateRayServicePath, review(b, admissionv1.Update, svc, old), allowed(false))
+}
