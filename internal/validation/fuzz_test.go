@@ -39,6 +39,9 @@ func FuzzValidateRayService(f *testing.F) {
 		_ = errs.ToAggregate()
 		errs, _ = RayServiceUpdate(&old, &svc, gates)
 		_ = errs.ToAggregate()
+		tight := Validator{Gates: gates, Limits: Limits{MaxPodsPerGroup: 1, MaxPodsPerCluster: 2}}
+		errs, _ = tight.RayServiceUpdate(&old, &svc)
+		_ = append(errs, tight.StoredRayService(&svc)...).ToAggregate()
 		if name, ok := GatewayClassToCheck(&svc); ok {
 			_ = GatewayClassWarnings(name, GatewayClassNotFound)
 		}
@@ -47,6 +50,10 @@ func FuzzValidateRayService(f *testing.F) {
 		defaulting.RayService(defaulted)
 		errs, _ = RayService(defaulted, gates)
 		assertNotBlamedForDefaults(t, &svc, defaulted, errs)
+		// An update that changes nothing is never refused (ratcheting), however invalid.
+		if errs, _ := RayServiceUpdate(defaulted, defaulted.DeepCopy(), gates); len(errs) > 0 && !UpgradeInProgress(defaulted) {
+			t.Fatalf("an update that changes nothing was refused: %v", errs)
+		}
 	})
 }
 
@@ -64,11 +71,17 @@ func FuzzValidateRayCluster(f *testing.F) {
 		_ = errs.ToAggregate()
 		errs, _ = RayClusterUpdate(&old, &rc, gates)
 		_ = errs.ToAggregate()
+		tight := Validator{Gates: gates, Limits: Limits{MaxPodsPerGroup: 1, MaxPodsPerCluster: 2}}
+		errs, _ = tight.RayClusterUpdate(&old, &rc)
+		_ = append(errs, tight.StoredRayCluster(&rc)...).ToAggregate()
 
 		defaulted := rc.DeepCopy()
 		defaulting.RayCluster(defaulted)
 		errs, _ = RayCluster(defaulted, gates)
 		assertNotBlamedForDefaults(t, &rc, defaulted, errs)
+		if errs, _ := RayClusterUpdate(defaulted, defaulted.DeepCopy(), gates); len(errs) > 0 {
+			t.Fatalf("an update that changes nothing was refused: %v", errs)
+		}
 	})
 }
 

@@ -81,7 +81,7 @@ func (c *check) podBounds(oldSpec, spec *rayv1.RayClusterSpec, path *field.Path)
 	for i := range spec.WorkerGroupSpecs {
 		g := &spec.WorkerGroupSpecs[i]
 		gPath := path.Child("workerGroupSpecs").Index(i)
-		old := groupNamed(oldSpec, g.GroupName)
+		old := storedGroup(oldSpec, i, g.GroupName)
 		for _, f := range []struct {
 			name  string
 			count *int32
@@ -110,13 +110,19 @@ func (c *check) podBounds(oldSpec, spec *rayv1.RayClusterSpec, path *field.Path)
 	return errs, warnings
 }
 
-// groupNamed is the stored worker group of that name, or an empty group (no pods).
-func groupNamed(spec *rayv1.RayClusterSpec, name string) *rayv1.WorkerGroupSpec {
-	if spec != nil {
-		for i := range spec.WorkerGroupSpecs {
-			if spec.WorkerGroupSpecs[i].GroupName == name {
-				return &spec.WorkerGroupSpecs[i]
-			}
+// storedGroup is the stored version of the worker group at index i named name: the stored
+// group at the same index if it has that name, else the first of that name, else an empty
+// group (no pods).
+func storedGroup(spec *rayv1.RayClusterSpec, i int, name string) *rayv1.WorkerGroupSpec {
+	if spec == nil {
+		return &rayv1.WorkerGroupSpec{}
+	}
+	if i < len(spec.WorkerGroupSpecs) && spec.WorkerGroupSpecs[i].GroupName == name {
+		return &spec.WorkerGroupSpecs[i]
+	}
+	for j := range spec.WorkerGroupSpecs {
+		if spec.WorkerGroupSpecs[j].GroupName == name {
+			return &spec.WorkerGroupSpecs[j]
 		}
 	}
 	return &rayv1.WorkerGroupSpec{}
