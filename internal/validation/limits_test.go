@@ -40,14 +40,14 @@ func TestPodBounds(t *testing.T) {
 		},
 		"minReplicas × numOfHosts over the group bound (replicas 0 means minReplicas)": {
 			limits: small, mutate: withGroups(group("g", i(0), i(101), nil, 1)),
-			want:   field.ErrorList{field.Invalid(p("spec.workerGroupSpecs[0].minReplicas"), nil, "")},
+			want: field.ErrorList{field.Invalid(p("spec.workerGroupSpecs[0].minReplicas"), nil, "")},
 		},
 		"the cluster bound counts the head and every group": {
 			limits: small, mutate: withGroups(group("a", i(100), i(0), i(100), 1), group("b", i(0), i(49), i(100), 1)),
 		},
 		"one pod over the cluster bound": {
 			limits: small, mutate: withGroups(group("a", i(100), i(0), i(100), 1), group("b", i(0), i(50), i(100), 1)),
-			want:   field.ErrorList{{Type: field.ErrorTypeTooMany, Field: "spec.workerGroupSpecs"}},
+			want: field.ErrorList{{Type: field.ErrorTypeTooMany, Field: "spec.workerGroupSpecs"}},
 		},
 		"int32 extremes saturate instead of overflowing": {
 			mutate: withGroups(group("a", i(math.MaxInt32), i(math.MaxInt32), i(math.MaxInt32), math.MaxInt32),

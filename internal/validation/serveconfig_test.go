@@ -204,7 +204,7 @@ func TestServeConfigReadsScalarsAsTheControllersDo(t *testing.T) {
 				field.Invalid(apps.Index(0).Child("import_path"), nil, ""),
 			},
 		},
-		"~ is null: no route": {config: "applications:\n  - {name: a, import_path: m:a, route_prefix: ~}\n  - {name: b, import_path: m:b, route_prefix: ~}\n"},
+		"~ is null: no route":       {config: "applications:\n  - {name: a, import_path: m:a, route_prefix: ~}\n  - {name: b, import_path: m:b, route_prefix: ~}\n"},
 		"quoted and tagged strings": {config: "applications:\n  - {name: 'yes', import_path: !!str 0x1F, route_prefix: \"/a\"}\n"},
 		"a tag that does not fit": {
 			config: "applications:\n  - {name: !!int abc}\n",
