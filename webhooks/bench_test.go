@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -242,4 +243,17 @@ func BenchmarkValidateRayServiceUpdateMaxServeConfig(b *testing.B) {
 	svc := old.DeepCopy()
 	svc.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image = "rayproject/ray:2.53.0"
 	serve(b, webhooks.ValidateRayServicePath, review(b, admissionv1.Update, svc, old), allowed(false))
+}
+
+// BenchmarkValidateRayServiceDensestServeConfig: the costliest serve config to parse, a
+// 256 KiB flow list of 131,070 numbers (refused: too many applications).
+func BenchmarkValidateRayServiceDensestServeConfig(b *testing.B) {
+	svc := productionService()
+	svc.Spec.ServeConfigV2 = "applications: [" + strings.Repeat("0,", (256<<10-20)/2) + "0]\n"
+	defaulting.RayService(svc)
+	serve(b, webhooks.ValidateRayServicePath, review(b, admissionv1.Create, svc, nil), func(r *admissionv1.AdmissionResponse) {
+		if r.Allowed || r.Result.Code != http.StatusUnprocessableEntity {
+			panic(fmt.Sprintf("want 422, got %v", r.Result))
+		}
+	})
 }
