@@ -5,7 +5,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -51,5 +53,34 @@ func TestExtremeObjectsAreBounded(t *testing.T) {
 				t.Errorf("%s serve config, counts %d: three validations allocated %d MB", name, count, grew>>20)
 			}
 		}
+	}
+}
+
+// TestErrorsAreCapped: a spec with tens of thousands of mistakes gets the first MaxErrors
+// and a count of the rest, quickly, and so does the 422 response built from them.
+func TestErrorsAreCapped(t *testing.T) {
+	rc := cluster(func(rc *rayv1.RayCluster) {
+		for range 20000 {
+			rc.Spec.WorkerGroupSpecs = append(rc.Spec.WorkerGroupSpecs, rayv1.WorkerGroupSpec{Replicas: ptr.To[int32](20), MaxReplicas: ptr.To[int32](10)})
+		}
+	})
+	start := time.Now()
+	errs, warnings := RayCluster(rc, gateOff)
+	// Each group: no name, no container; and 400,000 pods in all.
+	if len(errs) != MaxErrors+1 || errs[MaxErrors].Error() != "spec: Too many: and 39901 more problems not listed; fix the ones above first" {
+		t.Errorf("got %d errors, the last %v", len(errs), errs[len(errs)-1])
+	}
+	if len(warnings) != MaxWarnings+1 || warnings[MaxWarnings] != "and 19980 more warnings not listed" {
+		t.Errorf("got %d warnings, the last %q", len(warnings), warnings[len(warnings)-1])
+	}
+	_ = apierrors.NewInvalid(rayv1.Kind(rayv1.RayClusterKind), rc.Name, errs).Error()
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("validating and rejecting 20,000 empty worker groups took %v", took)
+	}
+	if errs := (Validator{}).StoredRayCluster(rc); len(errs) != MaxErrors+1 {
+		t.Errorf("stored: got %d errors", len(errs))
+	}
+	if errs, _ := RayClusterUpdate(cluster(nil), rc, gateOff); len(errs) != MaxErrors+1 {
+		t.Errorf("update: got %d errors", len(errs))
 	}
 }

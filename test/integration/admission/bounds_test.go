@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/raygate/raygate/internal/validation"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -116,6 +117,17 @@ var _ = Describe("admission bounds through kubectl", func() {
 			`* spec.rayClusterConfig.headGroupSpec.headService.spec.type: Forbidden: ExternalName is not allowed: raygate calls the Ray dashboard through the head Service, so it would call an address the cluster's author chooses` + "\n" +
 			`* spec.rayClusterConfig.headGroupSpec.headService.spec.externalName: Forbidden: not allowed: raygate calls the Ray dashboard through the head Service, so it would call an address the cluster's author chooses` + "\n" +
 			`* spec.serveService.spec.externalIPs: Forbidden: not allowed: every node sends traffic for a Service's external IPs to the Service (CVE-2020-8554), so it would intercept traffic meant for those addresses` + "\n"))
+	})
+
+	It("lists at most 100 problems, then says how many more there are", func(ctx context.Context) {
+		manifest := rayCluster("many-mistakes", 1, 1, 2) + strings.Repeat("    - groupName: \"\"\n      template: {}\n", 3000)
+		_, stderr, err := kubectl(ctx, manifest, "create", "--dry-run=server", "-f", "-")
+		Expect(err).To(HaveOccurred())
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		Expect(lines).To(HaveLen(1 + validation.MaxErrors + 1))
+		Expect(lines[0]).To(Equal(`The RayCluster "many-mistakes" is invalid: `))
+		Expect(lines[1]).To(Equal(`* spec.workerGroupSpecs[1].groupName: Required value: every worker group needs a name`))
+		Expect(lines[len(lines)-1]).To(Equal(`* spec: Too many: and 5900 more problems not listed; fix the ones above first`))
 	})
 
 	It("warns that an upgrade would run twice the pods a cluster may have", func(ctx context.Context) {
