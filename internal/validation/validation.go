@@ -1,6 +1,6 @@
 // Package validation checks RayCluster and RayService objects. The validating webhook and
-// both controllers call it. Every function returns all problems at once as a field.ErrorList
-// with exact paths, plus warnings for legal-but-risky specs (see warnings.go).
+// both controllers call it. Every function returns all problems at once (up to MaxErrors) as
+// a field.ErrorList with exact paths, plus warnings for legal-but-risky specs (warnings.go).
 //
 // The functions are pure: anything they cannot know from the object (feature gates, the
 // admin's limits, whether a GatewayClass exists) is passed in. An object that is being
