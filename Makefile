@@ -30,11 +30,13 @@ generate: tools ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 
 .PHONY: manifests
-manifests: tools ## Generate CRDs (trimmed to fit etcd's object size limit), RBAC and webhook configuration.
+manifests: tools ## Generate CRDs (trimmed to fit etcd's object size limit), RBAC and webhook configuration (with matchConditions).
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	$(GO) run ./hack/crdtrim config/crd/bases/*.yaml
 	$(CONTROLLER_GEN) rbac:roleName=raygate-manager-role paths=./controllers/... paths=./internal/... output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:artifacts:config=config/webhook
+	@# controller-gen's markers cannot express matchConditions (skip objects being deleted).
+	$(GO) run ./hack/webhookconditions config/webhook/manifests.yaml
 	@# Until markers exist controller-gen writes nothing; empty stand-ins keep kustomize working.
 	@mkdir -p config/rbac config/webhook charts/raygate/crds charts/raygate/generated
 	@test -f config/rbac/role.yaml || printf 'apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: raygate-manager-role\nrules: []\n' > config/rbac/role.yaml

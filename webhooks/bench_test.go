@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -209,6 +210,47 @@ func BenchmarkValidateRayServiceReject(b *testing.B) {
 	defaulting.RayService(svc)
 	svc.Spec.RayClusterSpec.AuthOptions = &rayv1.AuthOptions{}
 	svc.Spec.UpgradeStrategy.ClusterUpgradeOptions.StepSizePercent = ptr.To[int32](0)
+	serve(b, webhooks.ValidateRayServicePath, review(b, admissionv1.Create, svc, nil), func(r *admissionv1.AdmissionResponse) {
+		if r.Allowed || r.Result.Code != http.StatusUnprocessableEntity {
+			panic(fmt.Sprintf("want 422, got %v", r.Result))
+		}
+	})
+}
+
+// maxServeConfigService is productionService with a serveConfigV2 of the largest size
+// admission accepts (256 KiB): the most a single request can make the webhooks parse.
+func maxServeConfigService() *rayv1.RayService {
+	svc := productionService()
+	svc.Spec.ServeConfigV2 = builders.ServeConfigOfSize(256 << 10)
+	return svc
+}
+
+func BenchmarkMutateRayServiceCreateMaxServeConfig(b *testing.B) {
+	svc := maxServeConfigService()
+	svc.Spec.UpgradeStrategy.ClusterUpgradeOptions.MaxSurgePercent = nil
+	serve(b, webhooks.MutateRayServicePath, review(b, admissionv1.Create, svc, nil), allowed(true))
+}
+
+func BenchmarkValidateRayServiceCreateMaxServeConfig(b *testing.B) {
+	svc := maxServeConfigService()
+	defaulting.RayService(svc)
+	serve(b, webhooks.ValidateRayServicePath, review(b, admissionv1.Create, svc, nil), allowed(false))
+}
+
+func BenchmarkValidateRayServiceUpdateMaxServeConfig(b *testing.B) {
+	old := maxServeConfigService()
+	defaulting.RayService(old)
+	svc := old.DeepCopy()
+	svc.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image = "rayproject/ray:2.53.0"
+	serve(b, webhooks.ValidateRayServicePath, review(b, admissionv1.Update, svc, old), allowed(false))
+}
+
+// BenchmarkValidateRayServiceDensestServeConfig: the costliest serve config to parse, a
+// 256 KiB flow list of 131,070 numbers (refused: too many applications).
+func BenchmarkValidateRayServiceDensestServeConfig(b *testing.B) {
+	svc := productionService()
+	svc.Spec.ServeConfigV2 = "applications: [" + strings.Repeat("0,", (256<<10-20)/2) + "0]\n"
+	defaulting.RayService(svc)
 	serve(b, webhooks.ValidateRayServicePath, review(b, admissionv1.Create, svc, nil), func(r *admissionv1.AdmissionResponse) {
 		if r.Allowed || r.Result.Code != http.StatusUnprocessableEntity {
 			panic(fmt.Sprintf("want 422, got %v", r.Result))

@@ -163,8 +163,9 @@ func diffFromRaw(raw []byte, original, defaulted any) ([]jsonpatch.Operation, er
 }
 
 // withoutTemplates returns a shallow copy of a RayCluster or RayService without its pod
-// templates, which are most of its bytes and which defaulting never touches
-// (FuzzMutateRayService checks the patch against full defaulting).
+// templates and serve config, which are most of its bytes (up to 256 KiB of serve config)
+// and which defaulting never touches (FuzzMutateRayService checks the patch against full
+// defaulting).
 func withoutTemplates(obj any) any {
 	switch o := obj.(type) {
 	case *rayv1.RayCluster:
@@ -174,6 +175,7 @@ func withoutTemplates(obj any) any {
 	case *rayv1.RayService:
 		s := *o
 		s.Spec.RayClusterSpec = specWithoutTemplates(o.Spec.RayClusterSpec)
+		s.Spec.ServeConfigV2 = ""
 		return &s
 	}
 	return obj

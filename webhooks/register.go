@@ -10,6 +10,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/validation"
 )
 
 // DefaultLookupTimeout bounds the GatewayClass lookup, well inside the API server's
@@ -25,6 +26,9 @@ type Options struct {
 	Gates features.Gates
 	// LookupTimeout bounds the GatewayClass lookup; zero means DefaultLookupTimeout.
 	LookupTimeout time.Duration
+	// Limits bound the pods one cluster may ask for (--max-pods-per-group,
+	// --max-pods-per-cluster); the zero value means validation.DefaultLimits().
+	Limits validation.Limits
 }
 
 // Handlers are the four admission handlers, by path.
@@ -36,11 +40,12 @@ func Handlers(o Options) map[string]admission.Handler {
 		o.LookupTimeout = DefaultLookupTimeout
 	}
 	decoder := typedDecoder{}
+	validator := validation.Validator{Gates: o.Gates, Limits: o.Limits}
 	return map[string]admission.Handler{
 		MutateRayClusterPath:   &mutator[*rayv1.RayCluster]{decoder: decoder, newObj: func() *rayv1.RayCluster { return &rayv1.RayCluster{} }, apply: defaulting.RayCluster},
 		MutateRayServicePath:   &mutator[*rayv1.RayService]{decoder: decoder, newObj: func() *rayv1.RayService { return &rayv1.RayService{} }, apply: defaulting.RayService},
-		ValidateRayClusterPath: &rayClusterValidator{decoder: decoder, gates: o.Gates},
-		ValidateRayServicePath: &rayServiceValidator{decoder: decoder, gates: o.Gates,
+		ValidateRayClusterPath: &rayClusterValidator{decoder: decoder, validator: validator},
+		ValidateRayServicePath: &rayServiceValidator{decoder: decoder, validator: validator,
 			gatewayClasses: gatewayClassLookup{reader: o.Reader, timeout: o.LookupTimeout}},
 	}
 }

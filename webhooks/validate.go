@@ -13,13 +13,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/validation"
 )
 
 type rayClusterValidator struct {
-	decoder admission.Decoder
-	gates   features.Gates
+	decoder   admission.Decoder
+	validator validation.Validator
 }
 
 func (v *rayClusterValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -30,16 +29,16 @@ func (v *rayClusterValidator) Handle(ctx context.Context, req admission.Request)
 	var errs field.ErrorList
 	var warnings []string
 	if req.Operation == admissionv1.Update {
-		errs, warnings = validation.RayClusterUpdate(old, obj, v.gates)
+		errs, warnings = v.validator.RayClusterUpdate(old, obj)
 	} else {
-		errs, warnings = validation.RayCluster(obj, v.gates)
+		errs, warnings = v.validator.RayCluster(obj)
 	}
 	return respond(ctx, rayv1.RayClusterKind, &obj.ObjectMeta, errs, warnings)
 }
 
 type rayServiceValidator struct {
 	decoder        admission.Decoder
-	gates          features.Gates
+	validator      validation.Validator
 	gatewayClasses gatewayClassLookup
 }
 
@@ -51,9 +50,9 @@ func (v *rayServiceValidator) Handle(ctx context.Context, req admission.Request)
 	var errs field.ErrorList
 	var warnings []string
 	if req.Operation == admissionv1.Update {
-		errs, warnings = validation.RayServiceUpdate(old, obj, v.gates)
+		errs, warnings = v.validator.RayServiceUpdate(old, obj)
 	} else {
-		errs, warnings = validation.RayService(obj, v.gates)
+		errs, warnings = v.validator.RayService(obj)
 	}
 	if name, ok := validation.GatewayClassToCheck(obj); ok {
 		warnings = append(warnings, validation.GatewayClassWarnings(name, v.gatewayClasses.state(ctx, name))...)

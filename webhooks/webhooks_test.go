@@ -31,6 +31,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/validation"
 	"github.com/raygate/raygate/test/builders"
 	"github.com/raygate/raygate/webhooks"
 )
@@ -279,5 +280,25 @@ func TestRatchetingThroughTheHandler(t *testing.T) {
 	resp := h.Handle(context.Background(), request(admissionv1.Update, raw(t, retuned), raw(t, old)))
 	if resp.Allowed || !strings.Contains(resp.Result.Message, "--feature-gates=RayServiceIncrementalUpgrade=true") {
 		t.Errorf("changing the gated strategy with the gate off: want a rejection naming the flag, got allowed=%v %v", resp.Allowed, resp.Result)
+	}
+}
+
+func TestHandlersApplyTheLimits(t *testing.T) {
+	rc := builders.RayCluster("rc", "ns").Obj()
+	rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](8)
+	defaulting.RayCluster(rc)
+	for _, tc := range []struct {
+		limits validation.Limits
+		allow  bool
+	}{
+		{limits: validation.Limits{}, allow: true}, // the defaults
+		{limits: validation.Limits{MaxPodsPerGroup: 8, MaxPodsPerCluster: 9}, allow: true},
+		{limits: validation.Limits{MaxPodsPerGroup: 7, MaxPodsPerCluster: 100}},
+		{limits: validation.Limits{MaxPodsPerGroup: 8, MaxPodsPerCluster: 8}},
+	} {
+		h := webhooks.Handlers(webhooks.Options{Gates: gateOn, Limits: tc.limits})[webhooks.ValidateRayClusterPath]
+		if resp := h.Handle(context.Background(), request(admissionv1.Create, raw(t, rc), nil)); resp.Allowed != tc.allow {
+			t.Errorf("limits %+v: allowed %v, want %v (%v)", tc.limits, resp.Allowed, tc.allow, resp.Result)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
 	"github.com/raygate/raygate/internal/dashboard"
+	"github.com/raygate/raygate/internal/validation"
 )
 
 // Options are the manager's settings, one per flag.
@@ -40,6 +41,10 @@ type Options struct {
 	// {namespace} and {name} (e.g. an operator outside the cluster reaching dashboards
 	// through a proxy). Empty: the head Service's in-cluster DNS name.
 	DashboardURLTemplate string
+	// MaxPodsPerGroup and MaxPodsPerCluster bound the pods one RayCluster (or a RayService's
+	// cluster) may ask for: admission refuses more.
+	MaxPodsPerGroup   int32
+	MaxPodsPerCluster int32
 
 	// DashboardResolver (not a flag) locates Ray dashboards; tests and the local mode inject
 	// simulators here. Nil: built from DashboardURLTemplate, or the in-cluster resolver.
@@ -64,6 +69,8 @@ func DefaultOptions() Options {
 		LogFormat:            "json",
 		ReconcileConcurrency: 4,
 		SyncPeriod:           10 * time.Hour,
+		MaxPodsPerGroup:      validation.DefaultMaxPodsPerGroup,
+		MaxPodsPerCluster:    validation.DefaultMaxPodsPerCluster,
 	}
 }
 
@@ -88,7 +95,14 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "Period of a full resync of cached objects.")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address of the pprof endpoint (/debug/pprof/); empty or \"0\" turns it off. Do not expose it beyond localhost.")
 	fs.StringVar(&o.DashboardURLTemplate, "dashboard-url-template", o.DashboardURLTemplate, "URL of a RayCluster's Ray dashboard with {namespace} and {name} placeholders; empty means http://<cluster>-head-svc.<namespace>.svc.$CLUSTER_DOMAIN:8265.")
+	fs.Int32Var(&o.MaxPodsPerGroup, "max-pods-per-group", o.MaxPodsPerGroup, "Most pods a RayCluster worker group may ask for (replicas × numOfHosts, and minReplicas × numOfHosts); admission refuses more.")
+	fs.Int32Var(&o.MaxPodsPerCluster, "max-pods-per-cluster", o.MaxPodsPerCluster, "Most pods a RayCluster (or each cluster of a RayService) may ask for: the head plus every worker group; admission refuses more.")
 	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
+}
+
+// Limits are the pod bounds for validation.
+func (o *Options) Limits() validation.Limits {
+	return validation.Limits{MaxPodsPerGroup: o.MaxPodsPerGroup, MaxPodsPerCluster: o.MaxPodsPerCluster}
 }
 
 // Validate checks option values that flags cannot type-check.
@@ -110,6 +124,12 @@ func (o *Options) Validate() error {
 	}
 	if o.WebhookPort < 1 || o.WebhookPort > 65535 {
 		errs = append(errs, fmt.Sprintf("--webhook-port must be 1-65535, not %d", o.WebhookPort))
+	}
+	if o.MaxPodsPerGroup < 1 {
+		errs = append(errs, fmt.Sprintf("--max-pods-per-group must be at least 1, not %d", o.MaxPodsPerGroup))
+	}
+	if o.MaxPodsPerCluster < 2 {
+		errs = append(errs, fmt.Sprintf("--max-pods-per-cluster must be at least 2 (the head and a worker), not %d", o.MaxPodsPerCluster))
 	}
 	if o.DashboardURLTemplate != "" {
 		if err := dashboard.ValidateTemplate(o.DashboardURLTemplate); err != nil {

@@ -14,9 +14,10 @@ import (
 
 func TestOptionsValidate(t *testing.T) {
 	cases := []struct {
-		name    string
-		args    []string
-		wantErr string
+		name         string
+		args         []string
+		wantErr      string
+		wantParseErr bool
 	}{
 		{name: "defaults", args: nil},
 		{name: "tls 1.3", args: []string{"--tls-min-version=1.3"}},
@@ -27,6 +28,10 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "bad port", args: []string{"--webhook-port=70000"}, wantErr: "--webhook-port must be 1-65535"},
 		{name: "dashboard template", args: []string{"--dashboard-url-template=http://127.0.0.1:9000/{namespace}/{name}"}},
 		{name: "bad dashboard template", args: []string{"--dashboard-url-template=http://127.0.0.1:9000/"}, wantErr: "--dashboard-url-template must contain {name}"},
+		{name: "pod limits", args: []string{"--max-pods-per-group=64", "--max-pods-per-cluster=1000"}},
+		{name: "zero pods per group", args: []string{"--max-pods-per-group=0"}, wantErr: "--max-pods-per-group must be at least 1, not 0"},
+		{name: "one pod per cluster", args: []string{"--max-pods-per-cluster=1"}, wantErr: "--max-pods-per-cluster must be at least 2 (the head and a worker), not 1"},
+		{name: "pod limit over int32", args: []string{"--max-pods-per-group=4294967296"}, wantParseErr: true},
 		{name: "all errors at once", args: []string{"--log-format=xml", "--tls-min-version=1.0"}, wantErr: "--tls-min-version must be 1.2 or 1.3, not \"1.0\"; --log-format"},
 	}
 	for _, tc := range cases {
@@ -34,8 +39,10 @@ func TestOptionsValidate(t *testing.T) {
 			o := DefaultOptions()
 			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 			o.BindFlags(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
+			if err := fs.Parse(tc.args); (err != nil) != tc.wantParseErr {
+				t.Fatalf("parse error = %v, want one: %v", err, tc.wantParseErr)
+			} else if err != nil {
+				return
 			}
 			err := o.Validate()
 			if tc.wantErr == "" {

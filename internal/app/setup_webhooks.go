@@ -19,6 +19,7 @@ func setupWebhooks(mgr ctrl.Manager, o Options) error {
 	webhooks.Register(mgr.GetWebhookServer(), webhooks.Options{
 		Reader: mgr.GetAPIReader(),
 		Gates:  features.Default(),
+		Limits: o.Limits(),
 	})
 	return nil
 }

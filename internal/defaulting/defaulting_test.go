@@ -173,3 +173,20 @@ func TestHashIsStableUnderDefaulting(t *testing.T) {
 		t.Fatal("defaulting a stored spec changed its hash")
 	}
 }
+
+// TestDefaultingDoesNotAllocatePerReplica: defaulting allocates the same for any counts.
+func TestDefaultingDoesNotAllocatePerReplica(t *testing.T) {
+	allocs := func(count int32) float64 {
+		rc := builders.RayCluster("rc", "ns").Obj()
+		g := &rc.Spec.WorkerGroupSpecs[0]
+		g.Replicas, g.MaxReplicas, g.NumOfHosts = nil, nil, 0
+		g.MinReplicas = ptr.To(count)
+		return testing.AllocsPerRun(20, func() {
+			c := rc.DeepCopy()
+			RayCluster(c)
+		})
+	}
+	if one, huge := allocs(1), allocs(math.MaxInt32); huge != one {
+		t.Errorf("defaulting minReplicas 2147483647 allocates %.0f times, 1: %.0f", huge, one)
+	}
+}

@@ -51,42 +51,47 @@ func headEnv(spec *rayv1.RayClusterSpec, name string) (corev1.EnvVar, int, bool)
 
 func envTrue(v string) bool { return v == "1" || strings.EqualFold(v, "true") }
 
-// validateAutoscaler checks the requirements of the in-tree autoscaler.
-func validateAutoscaler(spec *rayv1.RayClusterSpec, path *field.Path) field.ErrorList {
+// autoscaler checks the requirements of the in-tree autoscaler (create/update-only). Whether
+// autoscaling and autoscaler v2 are on depends on several fields, so each error is compared
+// on update with them too.
+func (c *check) autoscaler(spec *rayv1.RayClusterSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	autoscaling := rayspec.AutoscalingEnabled(spec)
 	v2 := AutoscalerV2(spec)
 	headPath := path.Child("headGroupSpec", "template", "spec")
+	headEnvPath := headPath.Child("containers").Index(rayv1.RayContainerIndex).Child("env")
+	enablePath := path.Child("enableInTreeAutoscaling")
+	versionInputs := []*field.Path{enablePath, path.Child("autoscalerOptions"), path.Child("rayVersion"), headEnvPath}
 
 	if env, i, ok := headEnv(spec, AutoscalerV2EnvVar); ok {
-		envPath := headPath.Child("containers").Index(rayv1.RayContainerIndex).Child("env").Index(i)
+		envPath := headEnvPath.Index(i)
 		switch {
 		case !autoscaling && envTrue(env.Value):
-			errs = append(errs, field.Invalid(envPath.Child("value"), env.Value,
-				AutoscalerV2EnvVar+" turns on autoscaler v2, which needs enableInTreeAutoscaling: true"))
+			errs = append(errs, c.related(field.Invalid(envPath.Child("value"), env.Value,
+				AutoscalerV2EnvVar+" turns on autoscaler v2, which needs enableInTreeAutoscaling: true"), enablePath))
 		case autoscaling && spec.AutoscalerOptions != nil && spec.AutoscalerOptions.Version != nil:
-			errs = append(errs, field.Forbidden(envPath,
-				"autoscalerOptions.version is set too; choose the autoscaler version only with autoscalerOptions.version"))
+			errs = append(errs, c.related(field.Forbidden(envPath,
+				"autoscalerOptions.version is set too; choose the autoscaler version only with autoscalerOptions.version"), versionInputs...))
 		}
 	}
 
 	if v2 {
 		if rp := spec.HeadGroupSpec.Template.Spec.RestartPolicy; rp != "" && rp != corev1.RestartPolicyNever {
-			errs = append(errs, field.Invalid(headPath.Child("restartPolicy"), rp,
-				"must be Never or unset with autoscaler v2, which replaces failed Ray pods itself"))
+			errs = append(errs, c.related(field.Invalid(headPath.Child("restartPolicy"), rp,
+				"must be Never or unset with autoscaler v2, which replaces failed Ray pods itself"), versionInputs...))
 		}
 	}
 	for i := range spec.WorkerGroupSpecs {
 		g := &spec.WorkerGroupSpecs[i]
 		gPath := path.Child("workerGroupSpecs").Index(i)
 		if autoscaling && ptr.Deref(g.Suspend, false) {
-			errs = append(errs, field.Forbidden(gPath.Child("suspend"),
-				"a worker group cannot be suspended while enableInTreeAutoscaling is true: the autoscaler decides its replicas"))
+			errs = append(errs, c.related(field.Forbidden(gPath.Child("suspend"),
+				"a worker group cannot be suspended while enableInTreeAutoscaling is true: the autoscaler decides its replicas"), enablePath))
 		}
 		if v2 {
 			if rp := g.Template.Spec.RestartPolicy; rp != "" && rp != corev1.RestartPolicyNever {
-				errs = append(errs, field.Invalid(gPath.Child("template", "spec", "restartPolicy"), rp,
-					"must be Never or unset with autoscaler v2, which replaces failed Ray pods itself"))
+				errs = append(errs, c.related(field.Invalid(gPath.Child("template", "spec", "restartPolicy"), rp,
+					"must be Never or unset with autoscaler v2, which replaces failed Ray pods itself"), versionInputs...))
 			}
 		}
 		if g.IdleTimeoutSeconds != nil {
@@ -94,8 +99,8 @@ func validateAutoscaler(spec *rayv1.RayClusterSpec, path *field.Path) field.Erro
 			case *g.IdleTimeoutSeconds < 0:
 				errs = append(errs, field.Invalid(gPath.Child("idleTimeoutSeconds"), *g.IdleTimeoutSeconds, "must be greater than or equal to 0"))
 			case !v2:
-				errs = append(errs, field.Forbidden(gPath.Child("idleTimeoutSeconds"),
-					"needs autoscaler v2: set enableInTreeAutoscaling: true and autoscalerOptions.version: v2"))
+				errs = append(errs, c.related(field.Forbidden(gPath.Child("idleTimeoutSeconds"),
+					"needs autoscaler v2: set enableInTreeAutoscaling: true and autoscalerOptions.version: v2"), versionInputs...))
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"slices"
 	"strings"
 
@@ -22,26 +23,31 @@ const NotSupportedYet = "not supported by raygate yet; remove it (raygate would 
 // group's resources field declares too.
 var rayResourceParams = []string{"num-cpus", "num-gpus", "memory", "resources"}
 
-// validateClusterSpec checks everything in a cluster spec except upgradeStrategy, whose
-// rules differ between a RayCluster and a RayService's rayClusterConfig.
-func validateClusterSpec(spec *rayv1.RayClusterSpec, path *field.Path) (field.ErrorList, []string) {
+// clusterSpec checks everything in a cluster spec except upgradeStrategy, whose rules
+// differ between a RayCluster and a RayService's rayClusterConfig. oldSpec is the stored
+// spec on update (nil otherwise); the pod bounds compare against it.
+func (c *check) clusterSpec(oldSpec, spec *rayv1.RayClusterSpec, path *field.Path) (field.ErrorList, []string) {
 	errs := unsupportedClusterFields(spec, path)
 	head := &spec.HeadGroupSpec
 	headPath := path.Child("headGroupSpec")
-	errs = append(errs, validateGroup(&head.Template, head.RayStartParams, head.Resources, head.Labels, headPath)...)
+	errs = append(errs, c.group(&head.Template, head.RayStartParams, head.Resources, head.Labels, headPath)...)
+	errs = append(errs, validateHeadServiceOverride(head, headPath)...)
 
 	var warnings []string
-	seen := map[string]bool{}
+	firstIndex := map[string]int{}
 	for i := range spec.WorkerGroupSpecs {
 		g := &spec.WorkerGroupSpecs[i]
 		gPath := path.Child("workerGroupSpecs").Index(i)
-		errs = append(errs, validateGroupName(g.GroupName, seen, gPath.Child("groupName"))...)
-		errs = append(errs, validateGroup(&g.Template, g.RayStartParams, g.Resources, g.Labels, gPath)...)
-		e, w := validateReplicas(g, gPath)
+		errs = append(errs, c.groupName(g.GroupName, i, firstIndex, path.Child("workerGroupSpecs"))...)
+		errs = append(errs, c.group(&g.Template, g.RayStartParams, g.Resources, g.Labels, gPath)...)
+		e, w := c.replicas(g, gPath)
 		errs, warnings = append(errs, e...), append(warnings, w...)
 	}
-	errs = append(errs, validateAutoscaler(spec, path)...)
-	return errs, warnings
+	if c.admission() {
+		errs = append(errs, c.autoscaler(spec, path)...)
+	}
+	e, w := c.podBounds(oldSpec, spec, path)
+	return append(errs, e...), append(warnings, w...)
 }
 
 func unsupportedClusterFields(spec *rayv1.RayClusterSpec, path *field.Path) field.ErrorList {
@@ -71,7 +77,10 @@ func unsupportedAnnotations(meta *metav1.ObjectMeta) field.ErrorList {
 	return nil
 }
 
-func validateGroupName(name string, seen map[string]bool, path *field.Path) field.ErrorList {
+// groupName: set, a DNS-1123 label, unique. A duplicate is reported at the later group and
+// compared on update with the earlier one's name too.
+func (c *check) groupName(name string, i int, firstIndex map[string]int, groupsPath *field.Path) field.ErrorList {
+	path := groupsPath.Index(i).Child("groupName")
 	if name == "" {
 		return field.ErrorList{field.Required(path, "every worker group needs a name")}
 	}
@@ -79,16 +88,17 @@ func validateGroupName(name string, seen map[string]bool, path *field.Path) fiel
 	for _, msg := range utilvalidation.IsDNS1123Label(name) {
 		errs = append(errs, field.Invalid(path, name, msg))
 	}
-	if seen[name] {
-		errs = append(errs, field.Duplicate(path, name))
+	if first, seen := firstIndex[name]; seen {
+		errs = append(errs, c.related(field.Duplicate(path, name), groupsPath.Index(first).Child("groupName")))
+	} else {
+		firstIndex[name] = i
 	}
-	seen[name] = true
 	return errs
 }
 
-// validateGroup checks what the head and worker groups share: the pod template's Ray
-// container, where Ray resources are declared, and Ray node labels.
-func validateGroup(tmpl *corev1.PodTemplateSpec, rayStartParams, resources, labels map[string]string, path *field.Path) field.ErrorList {
+// group checks what the head and worker groups share: the pod template's Ray container,
+// where Ray resources are declared, and Ray node labels.
+func (c *check) group(tmpl *corev1.PodTemplateSpec, rayStartParams, resources, labels map[string]string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	containersPath := path.Child("template", "spec", "containers")
 	containers := tmpl.Spec.Containers
@@ -99,12 +109,16 @@ func validateGroup(tmpl *corev1.PodTemplateSpec, rayStartParams, resources, labe
 		errs = append(errs, field.Required(containersPath.Index(rayv1.RayContainerIndex).Child("image"),
 			"the first container runs Ray and needs an image"))
 	}
-	if given := keysOf(rayStartParams, rayResourceParams...); len(given) > 0 && len(resources) > 0 {
-		errs = append(errs, field.Forbidden(path.Child("resources"), fmt.Sprintf(
-			"Ray resources are also given in rayStartParams (%s); declare them in only one of the two", strings.Join(given, ", "))))
-	}
-	if _, ok := rayStartParams["labels"]; ok {
-		errs = append(errs, field.Forbidden(path.Child("rayStartParams").Key("labels"), "use the labels field for Ray node labels"))
+	if c.admission() {
+		// Create/update-only: the controllers give resources precedence, as KubeRay does.
+		if given := keysOf(rayStartParams, rayResourceParams...); len(given) > 0 && len(resources) > 0 {
+			errs = append(errs, c.related(field.Forbidden(path.Child("resources"), fmt.Sprintf(
+				"Ray resources are also given in rayStartParams (%s); declare them in only one of the two", strings.Join(given, ", "))),
+				path.Child("rayStartParams")))
+		}
+		if _, ok := rayStartParams["labels"]; ok {
+			errs = append(errs, field.Forbidden(path.Child("rayStartParams").Key("labels"), "use the labels field for Ray node labels"))
+		}
 	}
 	labelsPath := path.Child("labels")
 	for _, k := range sortedKeys(labels) {
@@ -118,10 +132,10 @@ func validateGroup(tmpl *corev1.PodTemplateSpec, rayStartParams, resources, labe
 	return errs
 }
 
-// validateReplicas reports each mistake at the field the user wrote: a negative minReplicas
-// at minReplicas, a maxReplicas below minReplicas at maxReplicas. Defaulting fills
-// minReplicas 0 and maxReplicas 2147483647, which can never be the wrong side.
-func validateReplicas(g *rayv1.WorkerGroupSpec, path *field.Path) (field.ErrorList, []string) {
+// replicas reports each mistake at the field the user wrote: a negative minReplicas at
+// minReplicas, a maxReplicas below minReplicas at maxReplicas. Defaulting fills minReplicas
+// 0 and maxReplicas 2147483647, which can never be the wrong side.
+func (c *check) replicas(g *rayv1.WorkerGroupSpec, path *field.Path) (field.ErrorList, []string) {
 	var errs field.ErrorList
 	minOK := true
 	if g.MinReplicas != nil && *g.MinReplicas < 0 {
@@ -131,7 +145,8 @@ func validateReplicas(g *rayv1.WorkerGroupSpec, path *field.Path) (field.ErrorLi
 	minR, maxR := ptr.Deref(g.MinReplicas, 0), ptr.Deref(g.MaxReplicas, 0)
 	boundsOK := minOK && g.MaxReplicas != nil
 	if boundsOK && maxR < minR {
-		errs = append(errs, field.Invalid(path.Child("maxReplicas"), maxR, fmt.Sprintf("must be greater than or equal to minReplicas (%d)", minR)))
+		errs = append(errs, c.related(field.Invalid(path.Child("maxReplicas"), maxR, fmt.Sprintf("must be greater than or equal to minReplicas (%d)", minR)),
+			path.Child("minReplicas")))
 		boundsOK = false
 	}
 	if g.NumOfHosts < 1 {
@@ -158,4 +173,41 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// validateClusterUpgradeStrategy: Recreate or None, and none at all on a cluster that a
+// RayService owns (the RayService decides how its clusters are replaced).
+func validateClusterUpgradeStrategy(rc *rayv1.RayCluster) field.ErrorList {
+	s := rc.Spec.UpgradeStrategy
+	if s == nil || s.Type == nil {
+		return nil
+	}
+	path := upgradeTypePath
+	if owner := owningRayService(rc); owner != "" {
+		return field.ErrorList{field.Forbidden(path, fmt.Sprintf(
+			"not allowed on a RayCluster managed by RayService %s; set spec.upgradeStrategy on the RayService instead", owner))}
+	}
+	switch *s.Type {
+	case rayv1.RayClusterRecreate, rayv1.RayClusterUpgradeNone:
+		return nil
+	default:
+		return field.ErrorList{field.NotSupported(path, *s.Type, []string{string(rayv1.RayClusterRecreate), string(rayv1.RayClusterUpgradeNone)})}
+	}
+}
+
+// owningRayService names the RayService behind a cluster (by owner reference, or by the
+// originated-from label KubeRay sets), or returns "".
+func owningRayService(rc *rayv1.RayCluster) string {
+	for _, ref := range rc.OwnerReferences {
+		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err == nil && ref.Kind == rayv1.RayServiceKind && gv.Group == rayv1.GroupVersion.Group {
+			return fmt.Sprintf("%q", ref.Name)
+		}
+	}
+	if rc.Labels[rayv1.OriginatedFromCRDLabelKey] == rayv1.RayServiceKind {
+		if name := rc.Labels[rayv1.OriginatedFromCRNameLabelKey]; name != "" {
+			return fmt.Sprintf("%q", name)
+		}
+		return "(label " + rayv1.OriginatedFromCRDLabelKey + ")"
+	}
+	return ""
 }

@@ -31,9 +31,9 @@ func GateHint(gate string) string {
 		features.EnableFlag(features.Feature(gate)), gate)
 }
 
-// validateRayService holds every rule for a RayService; old is nil on create and is used
-// only to let unchanged gated fields through (ratcheting).
-func validateRayService(old, svc *rayv1.RayService, gates features.Gates) (field.ErrorList, []string) {
+// rayService holds every rule for a RayService; old is the stored object on update (nil
+// otherwise), for the rules that compare.
+func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []string) {
 	errs := validateName(&svc.ObjectMeta, rayspec.ServiceDerivedNames)
 	errs = append(errs, unsupportedAnnotations(&svc.ObjectMeta)...)
 	spec := &svc.Spec
@@ -56,12 +56,18 @@ func validateRayService(old, svc *rayv1.RayService, gates features.Gates) (field
 		errs = append(errs, field.Invalid(specPath.Child("rayClusterDeletionDelaySeconds"), *v, "must be greater than or equal to 0"))
 	}
 
-	e, w := validateUpgradeStrategy(old, svc, gates)
+	e, w := c.upgradeStrategy(old, svc)
 	errs, warnings = append(errs, e...), append(warnings, w...)
 
-	clusterErrs, clusterWarnings := validateClusterSpec(&spec.RayClusterSpec, rayClusterConfigPath)
+	var oldCluster *rayv1.RayClusterSpec
+	if old != nil {
+		oldCluster = &old.Spec.RayClusterSpec
+	}
+	clusterErrs, clusterWarnings := c.clusterSpec(oldCluster, &spec.RayClusterSpec, rayClusterConfigPath)
 	errs, warnings = append(errs, clusterErrs...), append(warnings, clusterWarnings...)
-	if spec.RayClusterSpec.UpgradeStrategy != nil {
+	warnings = append(warnings, c.upgradeSurgeWarnings(svc)...)
+	if spec.RayClusterSpec.UpgradeStrategy != nil && c.admission() {
+		// Create/update-only: the controllers ignore it in favour of spec.upgradeStrategy.
 		errs = append(errs, field.Forbidden(rayClusterConfigPath.Child("upgradeStrategy"),
 			"a RayService's clusters are upgraded by the RayService; set spec.upgradeStrategy instead"))
 	}
@@ -69,6 +75,7 @@ func validateRayService(old, svc *rayv1.RayService, gates features.Gates) (field
 		errs = append(errs, field.Forbidden(rayClusterConfigPath.Child("headGroupSpec", "headService", "metadata", "name"),
 			"a RayService's clusters each get their own head Service name; leave it unset"))
 	}
+	errs = append(errs, validateServiceOverride(spec.ServeService, specPath.Child("serveService"), serveServiceWhy)...)
 	errs = append(errs, validateServeConfig(spec.ServeConfigV2, specPath.Child("serveConfigV2"))...)
 	return errs, warnings
 }
@@ -81,7 +88,7 @@ func effectiveStrategy(spec *rayv1.RayServiceSpec) *rayv1.RayServiceUpgradeStrat
 	return s.UpgradeStrategy
 }
 
-func validateUpgradeStrategy(old, svc *rayv1.RayService, gates features.Gates) (field.ErrorList, []string) {
+func (c *check) upgradeStrategy(old, svc *rayv1.RayService) (field.ErrorList, []string) {
 	strategy := effectiveStrategy(&svc.Spec)
 	t := *strategy.Type
 	opts := strategy.ClusterUpgradeOptions
@@ -97,31 +104,34 @@ func validateUpgradeStrategy(old, svc *rayv1.RayService, gates features.Gates) (
 	}
 
 	var errs field.ErrorList
-	gate := string(features.RayServiceIncrementalUpgrade)
-	// Ratcheting: a gate turned off after the object was stored must not block updates that
-	// leave the gated strategy as it was (e.g. an image change, or removing a finalizer).
-	unchanged := old != nil && apiequality.Semantic.DeepEqual(effectiveStrategy(&old.Spec), strategy)
-	if !gates.Enabled(features.RayServiceIncrementalUpgrade) && !unchanged {
-		errs = append(errs, field.Forbidden(upgradeTypePath, fmt.Sprintf(
-			"%s needs the %s feature gate, which is disabled; %s", t, gate, GateHint(gate))))
+	if gate := string(features.RayServiceIncrementalUpgrade); c.admission() && !c.gates.Enabled(features.RayServiceIncrementalUpgrade) {
+		// Create/update-only. A gate turned off after the object was stored must not block
+		// updates that leave the gated strategy as it was (e.g. an image change, or removing
+		// a finalizer); any change to the strategy, its options included, is refused.
+		unchanged := old != nil && apiequality.Semantic.DeepEqual(effectiveStrategy(&old.Spec), strategy)
+		if !unchanged {
+			errs = append(errs, c.decide(field.Forbidden(upgradeTypePath, fmt.Sprintf(
+				"%s needs the %s feature gate, which is disabled; %s", t, gate, GateHint(gate))))...)
+		}
 	}
+	enablePath := rayClusterConfigPath.Child("enableInTreeAutoscaling")
 	switch autoscaling := svc.Spec.RayClusterSpec.EnableInTreeAutoscaling; {
 	case autoscaling == nil:
-		errs = append(errs, field.Required(rayClusterConfigPath.Child("enableInTreeAutoscaling"),
-			"must be true with NewClusterWithIncrementalUpgrade: the Ray autoscaler sizes both clusters during the upgrade"))
+		errs = append(errs, c.related(field.Required(enablePath,
+			"must be true with NewClusterWithIncrementalUpgrade: the Ray autoscaler sizes both clusters during the upgrade"), upgradeTypePath))
 	case !*autoscaling:
-		errs = append(errs, field.Invalid(rayClusterConfigPath.Child("enableInTreeAutoscaling"), false,
-			"must be true with NewClusterWithIncrementalUpgrade: the Ray autoscaler sizes both clusters during the upgrade"))
+		errs = append(errs, c.related(field.Invalid(enablePath, false,
+			"must be true with NewClusterWithIncrementalUpgrade: the Ray autoscaler sizes both clusters during the upgrade"), upgradeTypePath))
 	}
 	if opts == nil {
-		return append(errs, field.Required(upgradeOptionsPath,
-			"required with NewClusterWithIncrementalUpgrade: stepSizePercent, intervalSeconds and gatewayClassName")), nil
+		return append(errs, c.related(field.Required(upgradeOptionsPath,
+			"required with NewClusterWithIncrementalUpgrade: stepSizePercent, intervalSeconds and gatewayClassName"), upgradeTypePath)), nil
 	}
-	e, warnings := validateClusterUpgradeOptions(opts)
+	e, warnings := c.clusterUpgradeOptions(opts)
 	return append(errs, e...), warnings
 }
 
-func validateClusterUpgradeOptions(o *rayv1.ClusterUpgradeOptions) (field.ErrorList, []string) {
+func (c *check) clusterUpgradeOptions(o *rayv1.ClusterUpgradeOptions) (field.ErrorList, []string) {
 	var errs field.ErrorList
 	var warnings []string
 	surgePath := upgradeOptionsPath.Child("maxSurgePercent")
@@ -143,8 +153,9 @@ func validateClusterUpgradeOptions(o *rayv1.ClusterUpgradeOptions) (field.ErrorL
 		if !surgeOK {
 			upper = "maxSurgePercent"
 		}
-		errs = append(errs, field.Invalid(stepPath, *o.StepSizePercent, fmt.Sprintf(
-			"must be between 1 and %s: 0 would never move traffic, and a step larger than the surge outruns the new cluster's capacity", upper)))
+		errs = append(errs, c.related(field.Invalid(stepPath, *o.StepSizePercent, fmt.Sprintf(
+			"must be between 1 and %s: 0 would never move traffic, and a step larger than the surge outruns the new cluster's capacity", upper)),
+			surgePath))
 	}
 
 	intervalPath := upgradeOptionsPath.Child("intervalSeconds")

@@ -27,3 +27,14 @@ const (
 	// WarnGatewayAPINotInstalled: the Gateway API CRDs are missing from the cluster.
 	WarnGatewayAPINotInstalled = "%s: the Gateway API CRDs (gateway.networking.k8s.io) are not installed in this cluster; incremental upgrades need them and a Gateway controller"
 )
+
+// Warnings about the pod bounds (Limits).
+const (
+	// WarnMaxReplicasOverLimit: maxReplicas × numOfHosts is over --max-pods-per-group, so the
+	// autoscaler's patches past the bound will be refused.
+	WarnMaxReplicasOverLimit = "%s: %d replicas would be %d pods, over the limit of %d pods per worker group (the manager's --max-pods-per-group): the autoscaler cannot scale this group past %d replicas"
+
+	// WarnUpgradeSurgeOverLimit: an upgrade runs two clusters at once, together over
+	// --max-pods-per-cluster.
+	WarnUpgradeSurgeOverLimit = "%s: %s runs the old and the new cluster side by side during an upgrade, up to %d pods, more than the %d pods allowed per cluster (the manager's --max-pods-per-cluster); make sure the namespace's quota and the nodes can hold both"
+)

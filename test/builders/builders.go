@@ -7,6 +7,9 @@
 package builders
 
 import (
+	"fmt"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -183,4 +186,31 @@ func (w *RayServiceWrapper) Image(image string) *RayServiceWrapper {
 func (w *RayServiceWrapper) DeletionDelay(seconds int32) *RayServiceWrapper {
 	w.Spec.RayClusterDeletionDelaySeconds = ptr.To(seconds)
 	return w
+}
+
+// ServeConfigOfSize returns a valid serve config of exactly size bytes (size ≥ 64):
+// applications of eight deployments each, as a large multi-application config looks,
+// padded with a trailing comment line.
+func ServeConfigOfSize(size int) string {
+	var b strings.Builder
+	b.WriteString("proxy_location: EveryNode\napplications:\n")
+	for i := 0; ; i++ {
+		app := serveApplication(i)
+		if b.Len()+len(app)+len("#\n") > size {
+			break
+		}
+		b.WriteString(app)
+	}
+	b.WriteString("#" + strings.Repeat("x", size-b.Len()-len("#\n")) + "\n")
+	return b.String()
+}
+
+func serveApplication(i int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  - name: app-%04d\n    route_prefix: /app-%04d\n    import_path: serving.app_%04d:app\n", i, i, i)
+	b.WriteString("    runtime_env:\n      env_vars: {MODEL_ID: meta-llama/Llama-3.1-8B-Instruct, LOG_LEVEL: info}\n    deployments:\n")
+	for d := range 8 {
+		fmt.Fprintf(&b, "      - name: Stage%d\n        num_replicas: %d\n        max_ongoing_requests: 64\n        ray_actor_options: {num_cpus: 1, num_gpus: 0}\n        user_config: {batch_size: 16, timeout_s: 30}\n", d, d+1)
+	}
+	return b.String()
 }

@@ -118,12 +118,16 @@ type WorkerGroupSpec struct {
 	GroupName string `json:"groupName"`
 	// Replicas is the desired number of replicas; the operator clamps it to
 	// [minReplicas, maxReplicas], so the stored default of 0 means minReplicas.
-	// Each replica is numOfHosts pods.
+	// Each replica is numOfHosts pods. The schema caps it at 100000 (with numOfHosts at most
+	// 10000, replicas × numOfHosts always fits an int32); the operator's admission allows
+	// far fewer pods per group (--max-pods-per-group).
 	// +kubebuilder:default:=0
+	// +kubebuilder:validation:Maximum=100000
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
-	// MinReplicas is the lower bound for replicas. Defaults to 0.
+	// MinReplicas is the lower bound for replicas. Defaults to 0; at most 100000.
 	// +kubebuilder:default:=0
+	// +kubebuilder:validation:Maximum=100000
 	MinReplicas *int32 `json:"minReplicas"`
 	// MaxReplicas is the upper bound for replicas. Defaults to 2147483647.
 	// +kubebuilder:default:=2147483647
@@ -152,8 +156,9 @@ type WorkerGroupSpec struct {
 	// +optional
 	ScaleStrategy ScaleStrategy `json:"scaleStrategy,omitempty"`
 	// NumOfHosts is the number of pods per replica (multi-host groups, e.g. TPU slices).
-	// Defaults to 1.
+	// Defaults to 1; at most 10000 (the largest TPU slices have a few thousand hosts).
 	// +kubebuilder:default:=1
+	// +kubebuilder:validation:Maximum=10000
 	// +optional
 	NumOfHosts int32 `json:"numOfHosts,omitempty"`
 }

@@ -94,7 +94,10 @@ type RayServiceSpec struct {
 	// UpgradeStrategy selects how changes to rayClusterConfig are rolled out.
 	// +optional
 	UpgradeStrategy *RayServiceUpgradeStrategy `json:"upgradeStrategy,omitempty"`
-	// ServeConfigV2 is the Ray Serve config (YAML) with the applications to run.
+	// ServeConfigV2 is the Ray Serve config (YAML) with the applications to run. At most
+	// 262144 characters (256 KiB); admission also bounds it in bytes and bounds what it
+	// expands to.
+	// +kubebuilder:validation:MaxLength=262144
 	// +optional
 	ServeConfigV2 string `json:"serveConfigV2,omitempty"`
 	// RayClusterSpec is the spec of the RayClusters created for this service.

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,4 +155,27 @@ func WriteKubeconfig(cfg *rest.Config, path, name string) error {
 		return err
 	}
 	return os.Chmod(path, 0o600)
+}
+
+// StartControllers runs kube-controller-manager (built by `make tools` next to the API
+// server) with only the named controllers, e.g. "namespace" to finish namespace deletions,
+// which envtest alone never does. Its output goes to log. Stop it with the returned
+// function (it is also stopped when ctx ends).
+func (e *Env) StartControllers(ctx context.Context, log io.Writer, controllers ...string) (stop func(), err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	cmd := exec.CommandContext(ctx, filepath.Join(e.AssetsDir, "kube-controller-manager"),
+		"--kubeconfig="+e.Kubeconfig,
+		"--controllers="+strings.Join(controllers, ","),
+		"--leader-elect=false",
+		"--secure-port=0", // no HTTPS endpoint, so no authentication configuration either
+		"--use-service-account-credentials=false",
+	)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return nil, fmt.Errorf("starting kube-controller-manager: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	return func() { cancel(); <-done }, nil
 }

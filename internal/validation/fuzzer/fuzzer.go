@@ -5,6 +5,7 @@
 package fuzzer
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -31,9 +32,26 @@ var (
 		"", "applications:\n  - name: a\n    import_path: m:app\n    route_prefix: /a\n",
 		"applications:\n  - {name: a, import_path: m:app}\n  - {name: a, route_prefix: x}\n",
 		"applications: 3\n", "- a\n", "applications:\n  - 1\n  - null\n", "applications:\n  - name: a\n   bad: [\n",
-		"applications:\n  - {name: [1], import_path: {a: b}, route_prefix: null}\n",
+		"applications:\n  - {name: [1], import_path: {a: b}, route_prefix: null}\n", billionLaughs,
 	}
+	// largeServeConfigs, drawn now and then (each takes milliseconds to parse): the largest
+	// accepted size, one byte more, and the densest document.
+	largeServeConfigs = []string{
+		maxSizeConfig(256 << 10), maxSizeConfig(256<<10 + 1), "applications: [" + strings.Repeat("0,", 128<<10-20) + "0]\n",
+	}
+	billionLaughs = "a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n" +
+		"d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
 )
+
+// maxSizeConfig is a valid serve config of size bytes: applications padded by a comment.
+func maxSizeConfig(size int) string {
+	var b strings.Builder
+	b.WriteString("applications:\n")
+	for i := 0; b.Len() < size-200; i++ {
+		fmt.Fprintf(&b, "  - {name: app%d, import_path: m:app, route_prefix: /app%d, deployments: [{name: D, num_replicas: 2}]}\n", i, i)
+	}
+	return b.String() + "#" + strings.Repeat("x", max(size-b.Len()-2, 0)) + "\n"
+}
 
 func pick[T any](c randfill.Continue, from []T) T { return from[c.Intn(len(from))] }
 
@@ -107,6 +125,18 @@ func New(data []byte) *randfill.Filler {
 		func(s *rayv1.RayServiceSpec, c randfill.Continue) {
 			c.FillNoCustom(s)
 			s.ServeConfigV2 = pick(c, serveConfigs)
+			if c.Intn(32) == 0 {
+				s.ServeConfigV2 = pick(c, largeServeConfigs)
+			}
+		},
+		// Now and then many worker groups, copies of one filled group.
+		func(s *rayv1.RayClusterSpec, c randfill.Continue) {
+			c.FillNoCustom(s)
+			if len(s.WorkerGroupSpecs) > 0 && c.Intn(16) == 0 {
+				for range 300 {
+					s.WorkerGroupSpecs = append(s.WorkerGroupSpecs, *s.WorkerGroupSpecs[0].DeepCopy())
+				}
+			}
 		},
 	)
 }

@@ -174,6 +174,37 @@ spec:
 	})
 })
 
+var _ = Describe("an invalid object already stored", Serial, func() {
+	It("can be relabelled and scaled, and changed only where the change is valid", func(ctx context.Context) {
+		By("storing an invalid RayService while the webhooks are bypassed")
+		restore := bypassWebhooks(ctx)
+		_, stderr, err := kubectl(ctx, edit(threeMistakes, "name: three-mistakes", "name: imported"), "create", "-f", "-")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		restore()
+
+		By("relabelling it and scaling it as the Ray autoscaler does")
+		stdout, stderr, err := kubectl(ctx, "", "label", "rayservice", "imported", "team=ml")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Expect(stdout).To(Equal("rayservice.ray.io/imported labeled\n"))
+		stdout, stderr, err = kubectl(ctx, "", "patch", "rayservice", "imported", "--type=json", "-p",
+			`[{"op":"replace","path":"/spec/rayClusterConfig/workerGroupSpecs/0/replicas","value":2}]`)
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Expect(stdout).To(Equal("rayservice.ray.io/imported patched\n"))
+
+		By("changing a field that takes part in a mistake")
+		_, stderr, err = kubectl(ctx, "", "patch", "rayservice", "imported", "--type=json", "-p",
+			`[{"op":"replace","path":"/spec/rayClusterConfig/workerGroupSpecs/0/minReplicas","value":6}]`)
+		Expect(err).To(HaveOccurred())
+		Expect(stderr).To(Equal(`The RayService "imported" is invalid: spec.rayClusterConfig.workerGroupSpecs[0].maxReplicas: Invalid value: 2: must be greater than or equal to minReplicas (6)` + "\n"))
+
+		By("fixing one mistake while the others stay")
+		stdout, stderr, err = kubectl(ctx, "", "patch", "rayservice", "imported", "--type=json", "-p",
+			`[{"op":"remove","path":"/spec/rayClusterConfig/authOptions"}]`)
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Expect(stdout).To(Equal("rayservice.ray.io/imported patched\n"))
+	})
+})
+
 var _ = Describe("an invalid object that is being deleted", Serial, func() {
 	It("can always have its finalizers removed", func(ctx context.Context) {
 		By("storing an invalid RayService while the webhooks are bypassed")
@@ -183,10 +214,10 @@ var _ = Describe("an invalid object that is being deleted", Serial, func() {
 		Expect(err).NotTo(HaveOccurred(), stderr)
 		restore()
 
-		By("checking that the webhooks block ordinary updates of it")
-		_, stderr, err = kubectl(ctx, "", "label", "rayservice", "stored-invalid", "team=ml")
+		By("checking that the webhooks refuse changing what is invalid")
+		_, stderr, err = kubectl(ctx, "", "patch", "rayservice", "stored-invalid", "--type=merge", "-p", `{"spec":{"rayClusterConfig":{"authOptions":{"mode":"disabled"}}}}`)
 		Expect(err).To(HaveOccurred())
-		Expect(stderr).To(HavePrefix(`The RayService "stored-invalid" is invalid: ` + "\n* spec.rayClusterConfig.authOptions: Forbidden: not supported by raygate yet"))
+		Expect(stderr).To(Equal(`The RayService "stored-invalid" is invalid: spec.rayClusterConfig.authOptions: Forbidden: not supported by raygate yet; remove it (raygate would otherwise ignore it)` + "\n"))
 
 		By("deleting it and updating it while it waits for its finalizer")
 		stdout, stderr, err := kubectl(ctx, "", "delete", "rayservice", "stored-invalid", "--wait=false")

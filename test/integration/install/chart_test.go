@@ -2,6 +2,7 @@ package install
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/raygate/raygate/internal/app"
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/validation"
 )
 
 var _ = Describe("the Helm chart", func() {
@@ -132,6 +134,15 @@ var _ = Describe("the Helm chart", func() {
 		Expect(render().deployment().Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--feature-gates")))
 	})
 
+	It("passes the pod limits to the manager, defaulting to its own defaults", func() {
+		args := render().deployment().Spec.Template.Spec.Containers[0].Args
+		Expect(args).To(ContainElements(
+			fmt.Sprintf("--max-pods-per-group=%d", validation.DefaultMaxPodsPerGroup),
+			fmt.Sprintf("--max-pods-per-cluster=%d", validation.DefaultMaxPodsPerCluster)))
+		args = render("--set", "maxPodsPerGroup=64", "--set", "maxPodsPerCluster=20000000").deployment().Spec.Template.Spec.Containers[0].Args
+		Expect(args).To(ContainElements("--max-pods-per-group=64", "--max-pods-per-cluster=20000000"), "large values render as integers")
+	})
+
 	It("offers exactly the manager's feature gates in values.schema.json", func() {
 		b, err := os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
 		Expect(err).NotTo(HaveOccurred())
@@ -174,6 +185,8 @@ var _ = Describe("the Helm chart", func() {
 		Entry("an unknown validation action", "admissionPolicies.validationActions={Block}", "at '/admissionPolicies/validationActions/0'"),
 		Entry("the registry policy without registries", "admissionPolicies.allowedRegistries.enabled=true", "admissionPolicies.allowedRegistries.registries must list at least one registry host"),
 		Entry("Deny and Warn together", "admissionPolicies.forbidHostAccess.enabled=true,admissionPolicies.validationActions={Deny,Warn}", "Deny and Warn cannot be combined"),
+		Entry("no pods per group", "maxPodsPerGroup=0", "at '/maxPodsPerGroup'"),
+		Entry("pods per cluster over int32", "maxPodsPerCluster=2147483648", "at '/maxPodsPerCluster'"),
 	)
 
 	It("renders no admission policy by default, and binds them to the watched namespaces in namespace-scoped mode", func() {

@@ -123,21 +123,22 @@ type webhook struct {
 	timeoutSeconds *int32
 	reviewVersions []string
 	nsSelector     *metav1.LabelSelector
+	conditions     []admissionregistrationv1.MatchCondition
 }
 
 func webhooksOf(m []admissionregistrationv1.MutatingWebhook, v []admissionregistrationv1.ValidatingWebhook) map[string]webhook {
 	out := map[string]webhook{}
 	for _, h := range m {
-		out["mutating/"+h.Name] = webhook{h.ClientConfig, h.Rules, h.FailurePolicy, h.MatchPolicy, h.SideEffects, h.TimeoutSeconds, h.AdmissionReviewVersions, h.NamespaceSelector}
+		out["mutating/"+h.Name] = webhook{h.ClientConfig, h.Rules, h.FailurePolicy, h.MatchPolicy, h.SideEffects, h.TimeoutSeconds, h.AdmissionReviewVersions, h.NamespaceSelector, h.MatchConditions}
 	}
 	for _, h := range v {
-		out["validating/"+h.Name] = webhook{h.ClientConfig, h.Rules, h.FailurePolicy, h.MatchPolicy, h.SideEffects, h.TimeoutSeconds, h.AdmissionReviewVersions, h.NamespaceSelector}
+		out["validating/"+h.Name] = webhook{h.ClientConfig, h.Rules, h.FailurePolicy, h.MatchPolicy, h.SideEffects, h.TimeoutSeconds, h.AdmissionReviewVersions, h.NamespaceSelector, h.MatchConditions}
 	}
 	return out
 }
 
 // expectWebhooks checks the chart's webhooks against the generated ones: same set, same
-// paths, rules, sideEffects, matchPolicy and review versions; the contract's failure policy
+// paths, rules, sideEffects, matchPolicy, matchConditions and review versions; the contract's failure policy
 // and timeout; this release's Service; the CA from cert-manager or caBundle; and in
 // namespace-scoped mode a selector on exactly the watched namespaces.
 func expectWebhooks(objs objects, gen generated, namespaces []string, caBundle string) {
@@ -163,6 +164,9 @@ func expectWebhooks(objs objects, gen generated, namespaces []string, caBundle s
 		Expect(*h.sideEffects).To(Equal(admissionregistrationv1.SideEffectClassNone), key)
 		Expect(h.matchPolicy).To(Equal(w.matchPolicy), key)
 		Expect(h.reviewVersions).To(Equal(w.reviewVersions), key)
+		Expect(h.conditions).To(Equal(w.conditions), key)
+		Expect(h.conditions).To(ContainElement(HaveField("Expression", "!has(object.metadata.deletionTimestamp)")),
+			key+": objects being deleted skip the webhook, so finalizers can go while it is down")
 		Expect(*h.failurePolicy).To(Equal(admissionregistrationv1.Fail), key)
 		Expect(*h.timeoutSeconds).To(BeNumerically("<=", 5), key)
 		for _, r := range h.rules {
