@@ -46,6 +46,11 @@ func (c *check) clusterSpec(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 	if c.admission() {
 		errs = append(errs, c.autoscaler(spec, path)...)
 	}
+	if !c.admission() {
+		// A stored cluster over the pod bounds is not refused: the controller creates at
+		// most the bounds (CapPods) and keeps reconciling, so it can still be scaled down.
+		return errs, warnings
+	}
 	e, w := c.podBounds(oldSpec, spec, path)
 	return append(errs, e...), append(warnings, w...)
 }

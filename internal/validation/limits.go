@@ -144,3 +144,33 @@ func (c *check) upgradeSurgeWarnings(svc *rayv1.RayService) []string {
 	}
 	return []string{fmt.Sprintf(WarnUpgradeSurgeOverLimit, upgradeTypePath, t, satAdd(n, n), limit)}
 }
+
+// CapPods lowers, in place, the replicas and minReplicas of a (defaulted) cluster spec so it
+// asks for at most the Limits: each group at most MaxPodsPerGroup pods, and the head plus
+// the groups, in order, at most MaxPodsPerCluster. Admission refuses such specs; this is for
+// the controllers, which must never create beyond the bounds for an object stored before a
+// bound was lowered or while the webhook was off. It says what it lowered, one line per
+// group.
+func CapPods(spec *rayv1.RayClusterSpec, l Limits) []string {
+	l = l.orDefault()
+	var notes []string
+	budget := int64(l.MaxPodsPerCluster) - 1 // the head
+	for i := range spec.WorkerGroupSpecs {
+		g := &spec.WorkerGroupSpecs[i]
+		hosts := int64(max(g.NumOfHosts, 1))
+		allowed := min(int64(l.MaxPodsPerGroup), max(budget, 0)) / hosts
+		capped := false
+		for _, count := range []*int32{g.Replicas, g.MinReplicas} {
+			if count != nil && int64(*count) > allowed {
+				*count = int32(allowed) // allowed ≤ MaxPodsPerGroup, an int32
+				capped = true
+			}
+		}
+		if capped {
+			notes = append(notes, fmt.Sprintf("worker group %s is capped at %d replicas (%d pods): the manager's --max-pods-per-group is %d and --max-pods-per-cluster %d",
+				g.GroupName, allowed, allowed*hosts, l.MaxPodsPerGroup, l.MaxPodsPerCluster))
+		}
+		budget -= requestedPods(g)
+	}
+	return notes
+}

@@ -40,8 +40,7 @@ func TestStoredRayCluster(t *testing.T) {
 				field.Required(p("spec.workerGroupSpecs[0].template.spec.containers"), ""),
 				field.Invalid(p("spec.workerGroupSpecs[0].labels"), nil, ""),
 				field.Invalid(p("spec.workerGroupSpecs[0].maxReplicas"), nil, ""),
-				field.Invalid(p("spec.workerGroupSpecs[0].replicas"), nil, ""),
-				{Type: field.ErrorTypeTooMany, Field: "spec.workerGroupSpecs"},
+				// Not the pod bounds: the controller caps a stored cluster (CapPods).
 			},
 		},
 		"a RayService's cluster with its own strategy": {
@@ -99,6 +98,58 @@ func TestStoredRayService(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			diffErrors(t, tc.want, Validator{Gates: gateOff}.StoredRayService(tc.svc))
+		})
+	}
+}
+
+func TestCapPods(t *testing.T) {
+	group := func(name string, replicas, minReplicas, hosts int32) rayv1.WorkerGroupSpec {
+		return rayv1.WorkerGroupSpec{GroupName: name, Replicas: ptr.To(replicas), MinReplicas: ptr.To(minReplicas), NumOfHosts: hosts}
+	}
+	cases := map[string]struct {
+		groups    []rayv1.WorkerGroupSpec
+		limits    Limits
+		want      [][2]int32 // replicas, minReplicas per group
+		wantNotes int
+	}{
+		"within the bounds": {
+			groups: []rayv1.WorkerGroupSpec{group("a", 3, 1, 1), group("b", 2, 2, 4)},
+			want:   [][2]int32{{3, 1}, {2, 2}},
+		},
+		"a group over its bound, in whole replicas of numOfHosts": {
+			groups: []rayv1.WorkerGroupSpec{group("tpu", 100, 0, 64)}, limits: Limits{MaxPodsPerGroup: 5000, MaxPodsPerCluster: 10000},
+			want: [][2]int32{{78, 0}}, wantNotes: 1,
+		},
+		"int32 max replicas and minReplicas": {
+			groups: []rayv1.WorkerGroupSpec{group("a", 2147483647, 2147483647, 1)}, limits: Limits{MaxPodsPerGroup: 10, MaxPodsPerCluster: 100},
+			want: [][2]int32{{10, 10}}, wantNotes: 1,
+		},
+		"the cluster bound is shared by the groups in order, the head first": {
+			groups: []rayv1.WorkerGroupSpec{group("a", 6, 0, 1), group("b", 6, 0, 1), group("c", 6, 0, 1)},
+			limits: Limits{MaxPodsPerGroup: 100, MaxPodsPerCluster: 10},
+			want:   [][2]int32{{6, 0}, {3, 0}, {0, 0}}, wantNotes: 2,
+		},
+		"negative counts are left to validation": {
+			groups: []rayv1.WorkerGroupSpec{group("a", -5, -1, 1)},
+			want:   [][2]int32{{-5, -1}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := &rayv1.RayClusterSpec{WorkerGroupSpecs: tc.groups}
+			notes := CapPods(spec, tc.limits)
+			for i, w := range tc.want {
+				g := spec.WorkerGroupSpecs[i]
+				if *g.Replicas != w[0] || *g.MinReplicas != w[1] {
+					t.Errorf("group %s: replicas %d, minReplicas %d; want %d, %d", g.GroupName, *g.Replicas, *g.MinReplicas, w[0], w[1])
+				}
+			}
+			if len(notes) != tc.wantNotes {
+				t.Errorf("notes = %q, want %d", notes, tc.wantNotes)
+			}
+			if ClusterPods(spec) > int64(tc.limits.orDefault().MaxPodsPerCluster) {
+				t.Errorf("still %d pods", ClusterPods(spec))
+			}
 		})
 	}
 }
