@@ -2,7 +2,6 @@ package rayservice
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"net/http"
 	"sync"
@@ -10,9 +9,9 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -21,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -170,7 +169,7 @@ func (r *Reconciler) podToService(ctx context.Context, o client.Object) []reconc
 // podChange passes pod events that can change what raygate sees: creation, deletion,
 // readiness, labels.
 var podChange = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
+	UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*corev1.Pod)
 		n, ok2 := e.ObjectNew.(*corev1.Pod)
 		if !ok1 || !ok2 {
@@ -180,7 +179,8 @@ var podChange = predicate.Funcs{
 	},
 }
 
-// Reconcile runs the phases of one pass over a RayService and writes its status once.
+// Reconcile observes the RayService and what it owns, plans the pass, carries the plan out,
+// writes the status once (only when it changed), then emits the events the status records.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	svc, err := r.get(ctx, req.NamespacedName)
 	if apierrors.IsNotFound(err) {
@@ -194,9 +194,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if svc.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil // owner references delete what raygate created
 	}
-	p := newPass(svc, r.Now())
-	runErr := r.run(ctx, p)
-	return r.finish(ctx, p, runErr)
+	now := r.Now()
+	want := admit(svc, r.Gates, r.Version)
+	obs := &observed{}
+	if want.Invalid == "" {
+		if obs, err = r.observe(ctx, svc, want); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	out, err := decide(obs, want, &svc.Status, now, func(s submitServeConfig) (*refusal, error) {
+		return r.submitServeConfig(ctx, svc, s)
+	})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, d := range out.Decisions {
+		r.logFor(ctx, nil).V(1).Info(d, "rayservice", req.NamespacedName)
+	}
+	if err := r.apply(ctx, svc, out.Actions); err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.record(ctx, svc, out, now)
 }
 
 // get reads the RayService from the cache, or from the API when the cache has not yet seen
@@ -215,73 +233,46 @@ func (r *Reconciler) get(ctx context.Context, key types.NamespacedName) (*rayv1.
 	return svc, nil
 }
 
-// run is the list of phases; each reads what the previous ones found.
-func (r *Reconciler) run(ctx context.Context, p *pass) error {
-	if !r.admit(ctx, p) {
-		return nil
-	}
-	for _, phase := range []func(context.Context, *pass) error{
-		r.observeClusters,
-		r.reconcileClusters,
-		r.observePods,
-		r.reconcileServe,
-		r.reconcileGateway,
-		r.reconcileServices,
-		r.advance,
-		r.cleanUp,
-	} {
-		if err := phase(ctx, p); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// finish computes the status, writes it when it changed, and says when to come back.
-func (r *Reconciler) finish(ctx context.Context, p *pass, runErr error) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
-	r.computeStatus(p)
-	if statusChanged(p.old, &p.svc.Status) {
-		p.svc.Status.LastUpdateTime = &metav1.Time{Time: p.now}
-		if err := r.client.Status().Update(ctx, p.svc); err != nil {
+// record writes the planned status when it differs from the stored one; once it is stored
+// (or needed no write) come the metrics and the events, and the plan says when to come back.
+func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out planned, now time.Time) (ctrl.Result, error) {
+	if !equality.Semantic.DeepEqual(svc.Status, out.Status) {
+		svc.Status = out.Status
+		if err := r.client.Status().Update(ctx, svc); err != nil {
 			if apierrors.IsConflict(err) {
-				log.V(1).Info("status write conflicted; retrying with a fresh object")
+				ctrl.LoggerFrom(ctx).V(1).Info("status write conflicted; retrying with a fresh object")
 				return ctrl.Result{RequeueAfter: stepRequeue}, nil
 			}
-			return ctrl.Result{}, errors.Join(runErr, err)
+			return ctrl.Result{}, err
 		}
-		r.written.Store(client.ObjectKeyFromObject(p.svc), p.svc.ResourceVersion)
+		r.written.Store(client.ObjectKeyFromObject(svc), svc.ResourceVersion)
 	}
-	r.Metrics.Observe(p.svc)
-	for _, emit := range p.afterWrite {
-		emit()
+	r.Metrics.Observe(svc)
+	for _, e := range out.Events {
+		r.emit(svc, e)
 	}
-	if runErr != nil {
-		return ctrl.Result{}, runErr
+	if f := out.Finished; f != nil {
+		r.Metrics.UpgradeFinished(f.Strategy, f.Result, f.Seconds)
 	}
-	return ctrl.Result{RequeueAfter: p.requeueAfter(r.AppStatusResync)}, nil
+	if out.Err != nil {
+		return ctrl.Result{}, out.Err
+	}
+	return ctrl.Result{RequeueAfter: out.Wake.after(now, r.DeployingPoll, r.AppStatusResync)}, nil
 }
 
-// stepRequeue is how soon a pass that recorded a decision in the status comes back to carry
-// it out (apply weights, capacity, promotion).
-const stepRequeue = 20 * time.Millisecond
-
-func (r *Reconciler) normal(p *pass, related *rayv1.RayCluster, reason, action, note string, args ...any) {
-	r.event(p, related, corev1.EventTypeNormal, reason, action, note, args...)
-}
-
-func (r *Reconciler) warn(p *pass, related *rayv1.RayCluster, reason, action, note string, args ...any) {
-	r.event(p, related, corev1.EventTypeWarning, reason, action, note, args...)
-}
-
-func (r *Reconciler) event(p *pass, related *rayv1.RayCluster, typ, reason, action, note string, args ...any) {
-	if related != nil {
-		r.recorder.Eventf(p.svc, related, typ, reason, action, note, args...)
+// emit records an event about the RayService.
+func (r *Reconciler) emit(svc *rayv1.RayService, e event) {
+	if e.Related != nil {
+		r.recorder.Eventf(svc, e.Related, e.Type, e.Reason, e.Action, "%s", e.Note)
 		return
 	}
-	r.recorder.Eventf(p.svc, nil, typ, reason, action, note, args...)
+	r.recorder.Eventf(svc, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
 }
 
-func logFor(ctx context.Context, p *pass) logr.Logger {
-	return ctrl.LoggerFrom(ctx).WithValues("rayservice", client.ObjectKeyFromObject(p.svc))
+func (r *Reconciler) logFor(ctx context.Context, rc *rayv1.RayCluster) logr.Logger {
+	log := ctrl.LoggerFrom(ctx)
+	if rc != nil {
+		log = log.WithValues("raycluster", rc.Name)
+	}
+	return log
 }

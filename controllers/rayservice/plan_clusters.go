@@ -1,0 +1,172 @@
+package rayservice
+
+import (
+	"k8s.io/utils/ptr"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+)
+
+// assignRoles finds the clusters the stored status names active and pending. A named
+// cluster that is gone is forgotten, with a warning. An unnamed cluster made for the current
+// spec and not retired is one raygate created just before a crash or a failed status
+// write: it is adopted as the pending cluster instead of creating another.
+func assignRoles(in inputs, out *planned) roles {
+	live := func(name string) *clusterView {
+		if v := in.obs.cluster(name); v != nil && v.Cluster.DeletionTimestamp == nil {
+			return v
+		}
+		return nil
+	}
+	r := roles{
+		Active:  slot{Status: *in.stored.ActiveServiceStatus.DeepCopy()},
+		Pending: slot{Status: *in.stored.PendingServiceStatus.DeepCopy()},
+	}
+	if n := r.Active.Status.RayClusterName; n != "" {
+		if r.Active.View = live(n); r.Active.View == nil {
+			out.tell(warningEvent(nil, EventFailedCluster, "Observe", "active RayCluster %s is gone; a new one will be created", n))
+			r.Active.Status = rayv1.RayServiceStatus{}
+		}
+	}
+	if n := r.Pending.Status.RayClusterName; n != "" {
+		if r.Pending.View = live(n); r.Pending.View == nil {
+			out.tell(warningEvent(nil, EventFailedCluster, "Observe", "pending RayCluster %s is gone", n))
+			r.Pending.Status = rayv1.RayServiceStatus{}
+		}
+	}
+	if r.Pending.View != nil || (r.Active.View != nil && matchGoal(stampOf(r.Active.cluster()), in.want.Goal, in.want.Version) == matchSame) {
+		return r
+	}
+	for _, v := range in.obs.Clusters {
+		c := v.Cluster
+		if c.DeletionTimestamp == nil && c.Name != r.Active.name() && c.Annotations[rayv1.DeleteAfterKey] == "" && stampOf(c).Hash == in.want.Goal.Hash {
+			out.note("adopting RayCluster " + c.Name + ", created for the current spec, as the pending cluster")
+			r.Pending = slot{View: v, Status: rayv1.RayServiceStatus{RayClusterName: c.Name}}
+			return withPendingDefaults(r, in.want)
+		}
+	}
+	return r
+}
+
+// withPendingDefaults fills the capacity fields a pending cluster's status lacks: an
+// incremental upgrade starts it at 0% capacity and traffic (the active cluster at 100%); a
+// first cluster takes 100% at once. Fields already set are progress and are kept.
+func withPendingDefaults(r roles, want *desired) roles {
+	if !want.incremental() {
+		return r
+	}
+	fill := func(f **int32, v int32) {
+		if *f == nil {
+			*f = ptr.To(v)
+		}
+	}
+	if r.Active.View == nil {
+		fill(&r.Pending.Status.TargetCapacity, 100)
+		return r
+	}
+	fill(&r.Pending.Status.TargetCapacity, 0)
+	fill(&r.Pending.Status.TrafficRoutedPercent, 0)
+	fill(&r.Active.Status.TargetCapacity, 100)
+	fill(&r.Active.Status.TrafficRoutedPercent, 100)
+	return r
+}
+
+// planClusters carries the new-cluster decision into actions and roles.
+func planClusters(in inputs, r roles, out *planned) roles {
+	d := decideClusters(clusterInputs{
+		Strategy: in.want.Strategy, Goal: in.want.Goal, Version: in.want.Version, GatewayAPI: in.obs.GatewayAPI,
+		Active: stampIn(r.Active), Pending: stampIn(r.Pending),
+	})
+	if d.Change != actNone {
+		out.note(string(d.Change) + ": " + d.Reason)
+	}
+	switch d.Change {
+	case actCreatePending:
+		return createPending(in, r, d.Reason, out)
+	case actReplacePending:
+		dropCluster(r.Pending, "replaced: "+d.Reason, out)
+		r.Pending = slot{}
+		return createPending(in, r, d.Reason, out)
+	case actDropPending:
+		dropCluster(r.Pending, d.Reason, out)
+		r.Pending = slot{}
+		out.Wake.Soon = true
+	case actUpdateActive, actAppendActive:
+		r.Active = updateInPlace(in, r.Active, d.Change == actAppendActive, d.Reason, out)
+	case actUpdatePending, actAppendPending:
+		r.Pending = updateInPlace(in, r.Pending, d.Change == actAppendPending, d.Reason, out)
+	case actRestampActive:
+		r.Active = restamp(in, r.Active, d.Reason, out)
+	case actRestampPending:
+		r.Pending = restamp(in, r.Pending, d.Reason, out)
+	case actRollback:
+		r.Rollback = d.Reason
+	case actBlockedNoGwAPI:
+		r.Blocked = d.Reason
+		if c := findCondition(in.stored.Conditions, rayv1.UpgradeInProgress); c == nil || c.Reason != ReasonGatewayAPIUnavailable {
+			out.tell(warningEvent(nil, EventGatewayAPIUnavailable, "Upgrade", "%s", d.Reason))
+		}
+	}
+	return r
+}
+
+func stampIn(s slot) *stamp {
+	if s.View == nil {
+		return nil
+	}
+	st := stampOf(s.View.Cluster)
+	return &st
+}
+
+func createPending(in inputs, r roles, reason string, out *planned) roles {
+	upgrade := r.Active.View != nil
+	rc := newRayCluster(in.want.Service, in.obs.NewClusterName, in.want.Goal, in.want.Version, upgrade && in.want.incremental())
+	done := normalEvent(rc, EventCreatedCluster, "Create", "created RayCluster %s", rc.Name)
+	if upgrade {
+		done = normalEvent(rc, EventUpgradeStarted, "Create", "created pending RayCluster %s (%s strategy) to replace %s: %s",
+			rc.Name, in.want.Strategy, r.Active.name(), reason)
+	}
+	out.do(createCluster{Cluster: rc, Done: done})
+	r.Pending = slot{View: &clusterView{Cluster: rc.DeepCopy()}, Status: rayv1.RayServiceStatus{RayClusterName: rc.Name}}
+	out.Wake.Soon = true
+	return withPendingDefaults(r, in.want)
+}
+
+func dropCluster(s slot, why string, out *planned) {
+	rc := s.cluster()
+	out.do(deleteCluster{Cluster: rc, Done: normalEvent(rc, EventDeletedCluster, "Delete", "deleted RayCluster %s: %s", rc.Name, why)})
+}
+
+func updateInPlace(in inputs, s slot, onlyAppend bool, reason string, out *planned) slot {
+	rc := s.cluster().DeepCopy()
+	rc.Spec = inPlaceSpec(rc.Spec, in.want.Goal, onlyAppend)
+	setAnnotations(rc, stampAnnotations(in.want.Goal, in.want.Version))
+	out.do(updateCluster{Cluster: rc, Done: normalEvent(rc, EventUpdatedCluster, "Update", "updated RayCluster %s in place: %s", rc.Name, reason)})
+	return s.withCluster(rc.DeepCopy())
+}
+
+func restamp(in inputs, s slot, reason string, out *planned) slot {
+	rc := s.cluster().DeepCopy()
+	ann := stampAnnotations(in.want.Goal, in.want.Version)
+	setAnnotations(rc, ann)
+	done := normalEvent(rc, EventUpdatedCluster, "Update", "re-stamped RayCluster %s with the current spec hash instead of replacing it: %s", rc.Name, reason)
+	out.do(annotateCluster{Cluster: rc, Annotations: ann, Done: &done})
+	return s.withCluster(rc.DeepCopy())
+}
+
+// withCluster is the slot with the cluster as this pass's actions leave it; its pods and
+// applications are those observed.
+func (s slot) withCluster(rc *rayv1.RayCluster) slot {
+	v := *s.View
+	v.Cluster = rc
+	s.View = &v
+	return s
+}
+
+func setAnnotations(rc *rayv1.RayCluster, ann map[string]string) {
+	if rc.Annotations == nil {
+		rc.Annotations = map[string]string{}
+	}
+	for k, v := range ann {
+		rc.Annotations[k] = v
+	}
+}
