@@ -75,12 +75,14 @@ func (s submitServeConfig) record() map[string]string {
 	return ann
 }
 
-func (a createCluster) String() string   { return "create RayCluster " + a.Cluster.Name }
-func (a updateCluster) String() string   { return "update RayCluster " + a.Cluster.Name + " in place" }
-func (a annotateCluster) String() string { return fmt.Sprintf("annotate RayCluster %s %v", a.Cluster.Name, a.Annotations) }
-func (a deleteCluster) String() string   { return "delete RayCluster " + a.Cluster.Name }
-func (a createObject) String() string    { return "create " + kindOf(a.Object) + " " + a.Object.GetName() }
-func (a updateObject) String() string    { return "update " + kindOf(a.Object) + " " + a.Object.GetName() }
+func (a createCluster) String() string { return "create RayCluster " + a.Cluster.Name }
+func (a updateCluster) String() string { return "update RayCluster " + a.Cluster.Name + " in place" }
+func (a annotateCluster) String() string {
+	return fmt.Sprintf("annotate RayCluster %s %v", a.Cluster.Name, a.Annotations)
+}
+func (a deleteCluster) String() string { return "delete RayCluster " + a.Cluster.Name }
+func (a createObject) String() string  { return "create " + kindOf(a.Object) + " " + a.Object.GetName() }
+func (a updateObject) String() string  { return "update " + kindOf(a.Object) + " " + a.Object.GetName() }
 func (a labelPod) String() string {
 	return fmt.Sprintf("label pod %s %s=%s", a.Pod.Name, rayv1.ServeLabelKey, a.Value)
 }

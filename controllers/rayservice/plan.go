@@ -26,9 +26,9 @@ type planned struct {
 	Decisions []string
 }
 
-func (o *planned) do(a action)              { o.Actions = append(o.Actions, a) }
-func (o *planned) tell(e event)             { o.Events = append(o.Events, e) }
-func (o *planned) note(decision string)     { o.Decisions = append(o.Decisions, decision) }
+func (o *planned) do(a action)                { o.Actions = append(o.Actions, a) }
+func (o *planned) tell(e event)               { o.Events = append(o.Events, e) }
+func (o *planned) note(decision string)       { o.Decisions = append(o.Decisions, decision) }
 func (o *planned) submit(s submitServeConfig) { o.Submits = append(o.Submits, s) }
 
 // inputs are the plan's arguments, read by every step and changed by none.
