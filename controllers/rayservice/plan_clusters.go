@@ -4,6 +4,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/rayspec"
 )
 
 // assignRoles finds the clusters the stored status names active and pending. A named
@@ -32,6 +33,13 @@ func assignRoles(in inputs, out *planned) roles {
 			out.tell(warningEvent(nil, EventFailedCluster, "Observe", "pending RayCluster %s is gone", n))
 			r.Pending.Status = rayv1.RayServiceStatus{}
 		}
+	}
+	if r.Active.View == nil && r.Pending.View != nil && selectedByServeService(in, r.Pending.name()) {
+		// The pass that switched the serve Service to this first cluster lost its status
+		// write: the cluster serves, so it is the active one. Replacing it now would leave
+		// nothing to serve until a new cluster is ready.
+		out.note("RayCluster " + r.Pending.name() + " already serves: completing its promotion")
+		r = promote(in, r, out)
 	}
 	if r.Pending.View != nil || (r.Active.View != nil && matchGoal(stampOf(r.Active.cluster()), in.want.Goal, in.want.Version) == matchSame) {
 		return r
@@ -83,11 +91,11 @@ func planClusters(in inputs, r roles, out *planned) roles {
 	case actCreatePending:
 		return createPending(in, r, d.Reason, out)
 	case actReplacePending:
-		dropCluster(r.Pending, "replaced: "+d.Reason, out)
+		dropCluster(in, r.Pending, "replaced: "+d.Reason, out)
 		r.Pending = slot{}
 		return createPending(in, r, d.Reason, out)
 	case actDropPending:
-		dropCluster(r.Pending, d.Reason, out)
+		dropCluster(in, r.Pending, d.Reason, out)
 		r.Pending = slot{}
 		out.Wake.Soon = true
 	case actUpdateActive, actAppendActive:
@@ -131,9 +139,27 @@ func createPending(in inputs, r roles, reason string, out *planned) roles {
 	return withPendingDefaults(r, in.want)
 }
 
-func dropCluster(s slot, why string, out *planned) {
+// dropCluster deletes a pending cluster that is no longer wanted. One that traffic may
+// reach (the Services were switched to it by a pass whose status write was lost, or the
+// route gives it a share) is instead left to planCleanup, which retires it with the
+// deletion delay once the status without it is stored.
+func dropCluster(in inputs, s slot, why string, out *planned) {
 	rc := s.cluster()
+	if mayCarryTraffic(in, rc.Name) {
+		out.note("keeping RayCluster " + rc.Name + " for the deletion delay: traffic may reach it")
+		return
+	}
 	out.do(deleteCluster{Cluster: rc, Done: normalEvent(rc, EventDeletedCluster, "Delete", "deleted RayCluster %s: %s", rc.Name, why)})
+}
+
+// mayCarryTraffic: the serve Service selects the cluster, or the route gives it a share.
+func mayCarryTraffic(in inputs, cluster string) bool {
+	return selectedByServeService(in, cluster) || (in.obs.Route != nil && rayspec.RouteWeights(in.obs.Route)[cluster] > 0)
+}
+
+func selectedByServeService(in inputs, cluster string) bool {
+	s := in.obs.Services[serveServiceName(in.want.Service)]
+	return s != nil && s.Spec.Selector[rayv1.ClusterLabelKey] == cluster
 }
 
 func updateInPlace(in inputs, s slot, onlyAppend bool, reason string, out *planned) slot {

@@ -81,7 +81,12 @@ func stepUpgrade(in inputs, r roles, serve serveStates, traffic trafficState, ou
 		p.Upgrade = describeUpgrade(r, s, "waiting for the last step to take effect: "+traffic.Note)
 		return r, p
 	}
-	if !serve.ready(target) {
+	next := nextStep(s, in.want.Pacing, dir, in.now)
+	// Traffic moves only to a cluster whose applications run. An upgrade waits for them
+	// before anything; a rollback still gives back capacity and finishes when no traffic
+	// is left to move, so the active cluster gets the spec's config again.
+	movesTraffic := next.Kind == stepTraffic || next.Kind == stepWait
+	if !serve.ready(target) && (dir == towardPending || movesTraffic) {
 		if dir == towardPending {
 			p.Unhealthy = unhealthyApps(serve[target.name()].Apps)
 			warnUnhealthy(in, r, p.Unhealthy, out)
@@ -89,7 +94,6 @@ func stepUpgrade(in inputs, r roles, serve serveStates, traffic trafficState, ou
 		p.Upgrade = describeUpgrade(r, s, orDefault(serve[target.name()].Note, "waiting for the Serve applications of "+target.name()))
 		return r, p
 	}
-	next := nextStep(s, in.want.Pacing, dir, in.now)
 	switch next.Kind {
 	case stepWait:
 		out.Wake.due(next.Until)
