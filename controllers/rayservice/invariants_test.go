@@ -29,6 +29,10 @@ const (
 type checker struct {
 	served     map[string]bool
 	lastServed map[string]time.Time
+	// lost: traffic went to a cluster that is gone (deleted by hand). It can only go to
+	// the cluster that is left, whatever capacity that one runs, until raygate gave it
+	// full capacity; the capacity rule is judged again once it holds.
+	lost bool
 }
 
 func newChecker() *checker {
@@ -43,7 +47,7 @@ func (c *checker) check(p *reconciled) []string {
 		fn   func(*reconciled) []string
 	}{
 		{ruleWeightsSum, checkWeights},
-		{ruleWithinCapacity, checkCapacity},
+		{ruleWithinCapacity, c.checkCapacity},
 		{ruleTrafficToRunning, checkTrafficToRunning},
 		{ruleDeleteAfterDelay, c.checkDeletions},
 		{ruleActiveConfigFixed, checkActiveConfig},
@@ -122,14 +126,27 @@ func checkWeights(p *reconciled) []string {
 }
 
 // checkCapacity: in the world, a route share never exceeds the target capacity the
-// cluster's dashboard accepted (none: 100%); in the status, neither cluster's traffic
-// exceeds its target capacity when the stored status kept to that.
-func checkCapacity(p *reconciled) []string {
+// cluster's dashboard accepted (none: 100%), except after a cluster with a share was lost;
+// in the status, neither cluster's traffic exceeds its target capacity when the stored
+// status kept to that.
+func (c *checker) checkCapacity(p *reconciled) []string {
 	var out []string
+	for name, w := range p.before.weights {
+		if _, exists := p.tcAfter[name]; !exists && w > 0 {
+			c.lost = true
+		}
+	}
+	var over []string
 	for name, w := range p.after.weights {
 		if tc, exists := p.tcAfter[name]; exists && w > ptr.Deref(tc, 100) {
-			out = append(out, fmt.Sprintf("the route gives %s %d%% but it accepted target_capacity %d%%", name, w, *tc))
+			over = append(over, fmt.Sprintf("the route gives %s %d%% but it accepted target_capacity %d%%", name, w, *tc))
 		}
+	}
+	if c.lost && len(over) == 0 {
+		c.lost = false
+	}
+	if !c.lost {
+		out = append(out, over...)
 	}
 	if !p.want.incremental() {
 		return out
@@ -181,8 +198,9 @@ func checkTrafficToRunning(p *reconciled) []string {
 		ptr.Deref(next.PendingServiceStatus.TrafficRoutedPercent, 0) > ptr.Deref(st.PendingServiceStatus.TrafficRoutedPercent, 0) && !running(p, pending) {
 		out = append(out, "traffic moves to pending "+pending+" whose applications are not all RUNNING")
 	}
+	// (When the pending cluster is gone, its traffic can only go back to the active one.)
 	active := st.ActiveServiceStatus.RayClusterName
-	if active != "" && pending != "" && active == next.ActiveServiceStatus.RayClusterName &&
+	if active != "" && pending != "" && p.obs.cluster(pending) != nil && active == next.ActiveServiceStatus.RayClusterName &&
 		ptr.Deref(next.ActiveServiceStatus.TrafficRoutedPercent, 100) > ptr.Deref(st.ActiveServiceStatus.TrafficRoutedPercent, 100) && !running(p, active) {
 		out = append(out, "traffic moves back to active "+active+" whose applications are not all RUNNING")
 	}
@@ -208,15 +226,17 @@ func (c *checker) checkDeletions(p *reconciled) []string {
 	return out
 }
 
-// checkActiveConfig: during an upgrade, a submission to the active cluster resubmits the
-// config it already runs (only its target capacity changes).
+// checkActiveConfig: a submission to the active cluster while the pass leaves an upgrade
+// in progress, or to the active cluster this pass demotes, resubmits the config it already
+// runs (only its target capacity changes). An upgrade the pass ends without promotion (the
+// spec went back) is over: the active cluster may then get the spec's serve config.
 func checkActiveConfig(p *reconciled) []string {
 	var out []string
 	st, next := &p.stored, &p.out.Status
 	for _, s := range p.submits {
 		name := s.Cluster.Name
-		frozen := (name == st.ActiveServiceStatus.RayClusterName && (st.PendingServiceStatus.RayClusterName != "" || next.PendingServiceStatus.RayClusterName != "")) ||
-			(name == next.ActiveServiceStatus.RayClusterName && next.PendingServiceStatus.RayClusterName != "")
+		frozen := (name == next.ActiveServiceStatus.RayClusterName && next.PendingServiceStatus.RayClusterName != "") ||
+			(name == st.ActiveServiceStatus.RayClusterName && name != next.ActiveServiceStatus.RayClusterName)
 		if rec := p.recorded[name]; frozen && (rec.Hash == "" || rec.Hash != s.Config.hash) {
 			out = append(out, fmt.Sprintf("submits config %s to the active cluster %s, which runs %q", s.Config.hash, name, rec.Hash))
 		}

@@ -23,6 +23,11 @@ func planCleanup(in inputs, r roles, out *planned) {
 			out.Wake.Soon = true // demoted by this pass: retire it in the next one
 			continue
 		}
+		if mayCarryTraffic(in, rc.Name) {
+			// The route or the serve Service still sends it traffic (this pass moves it, or
+			// the active cluster is gone): its deletion delay starts once they no longer do.
+			continue
+		}
 		at, ok := deleteAfter(in, rc, out)
 		switch {
 		case !ok:

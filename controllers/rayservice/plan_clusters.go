@@ -32,7 +32,17 @@ func assignRoles(in inputs, out *planned) roles {
 		if r.Pending.View = live(n); r.Pending.View == nil {
 			out.tell(warningEvent(nil, EventFailedCluster, "Observe", "pending RayCluster %s is gone", n))
 			r.Pending.Status = rayv1.RayServiceStatus{}
+			if r.Active.View != nil && in.want.incremental() {
+				// Whatever traffic it had can only go to the active cluster now, which
+				// needs its full capacity back before another upgrade starts.
+				r.Active.Status.TargetCapacity, r.Active.Status.TrafficRoutedPercent = ptr.To[int32](100), ptr.To[int32](100)
+			}
 		}
+	}
+	if r.Active.View == nil && r.Pending.View != nil && r.Active.Status.RayClusterName == "" && in.stored.ActiveServiceStatus.RayClusterName != "" && in.want.incremental() {
+		// The active cluster is gone mid-upgrade: the pending one is all that is left to
+		// serve, as a first cluster does, at full capacity.
+		r.Pending.Status.TargetCapacity = ptr.To[int32](100)
 	}
 	if r.Active.View == nil && r.Pending.View != nil && selectedByServeService(in, r.Pending.name()) {
 		// The pass that switched the serve Service to this first cluster lost its status

@@ -18,6 +18,8 @@ type serveState struct {
 	// Runs is the serve config and target capacity the cluster runs once this pass's
 	// submission, if any, landed (the submissions are carried out before anything else).
 	Runs submitted
+	// NothingToRun: the cluster is to run no serve config, so it has no target capacity.
+	NothingToRun bool
 }
 
 // serveStates are by cluster name.
@@ -43,7 +45,8 @@ func planServe(in inputs, r roles, out *planned) serveStates {
 
 func planServeFor(in inputs, r roles, s slot, active bool, out *planned) serveState {
 	rc, v := s.cluster(), s.View
-	st := serveState{Runs: submittedOn(rc)}
+	cfg, tc, known := wantedServe(in, r, s, active)
+	st := serveState{Runs: submittedOn(rc), NothingToRun: known && cfg.empty()}
 	switch {
 	case !headReady(v.Pods):
 		st.Note = "waiting for the head pod of " + rc.Name + " to be ready"
@@ -58,7 +61,6 @@ func planServeFor(in inputs, r roles, s slot, active bool, out *planned) serveSt
 		return st
 	}
 	st.Apps = v.Serve.Apps
-	cfg, tc, known := wantedServe(in, r, s, active)
 	if !known {
 		// The cluster must keep the config it runs, and raygate cannot tell which it is:
 		// nothing is submitted, so its target capacity cannot change either.

@@ -59,7 +59,7 @@ func planTraffic(in inputs, r roles, serve serveStates, out *planned) (roles, tr
 	if rtReady {
 		rtReady, rtNote = routeReady(in.obs.Route, rayspec.GatewayName(svc.Name))
 	}
-	capOK, capNote := capacitiesApplied(in, r, serve)
+	capOK, capNote := capacitiesApplied(r, serve)
 	return r, trafficState{Settled: gwReady && rtReady && capOK, Note: firstNonEmpty(gwNote, rtNote, capNote)}
 }
 
@@ -91,17 +91,14 @@ func followActive(in inputs, r roles, out *planned) {
 	ensureRoute(in, httpRoute(in.want.Service, []backend{{Cluster: r.Active.name(), Port: servePort(&r.Active.cluster().Spec), Weight: 100}}), out)
 }
 
-// capacitiesApplied: each cluster's dashboard accepted the target capacity in the status.
-func capacitiesApplied(in inputs, r roles, serve serveStates) (bool, string) {
-	if in.want.Serve.empty() {
-		return true, ""
-	}
+// capacitiesApplied: each cluster's dashboard accepted the target capacity in the status
+// (a cluster that is to run no serve config has none to accept).
+func capacitiesApplied(r roles, serve serveStates) (bool, string) {
 	for _, s := range []slot{r.Active, r.Pending} {
-		tc := s.Status.TargetCapacity
-		if s.View == nil || tc == nil {
+		tc, st := s.Status.TargetCapacity, serve[s.name()]
+		if s.View == nil || tc == nil || st.NothingToRun {
 			continue
 		}
-		st := serve[s.name()]
 		if st.Runs.Hash == "" {
 			return false, orDefault(st.Note, "waiting for the serve config of "+s.name()+" to be accepted")
 		}

@@ -42,6 +42,9 @@ type world struct {
 	conflictStatus bool // the status write conflicts
 	// gatewayPaused: the gateway controller does not accept changes.
 	gatewayPaused bool
+
+	want           *desired // for the spec at wantGeneration
+	wantGeneration int64
 }
 
 // simCluster is a RayCluster with a head and one worker pod and a Ray dashboard.
@@ -89,6 +92,14 @@ func newWorld(svc *rayv1.RayService) *world {
 // for, with the checks skipped (the pacing and delay readers clamp what they read), so the
 // plan is exercised with any integers; the controller itself never plans for such a spec.
 func (w *world) desired() *desired {
+	if w.want != nil && w.wantGeneration == w.svc.Generation {
+		return w.want
+	}
+	w.want, w.wantGeneration = w.admitAnyway(), w.svc.Generation
+	return w.want
+}
+
+func (w *world) admitAnyway() *desired {
 	want := admit(w.svc, allGates, w.version)
 	if want.Invalid == "" {
 		return want
