@@ -3,6 +3,7 @@ package rayservice
 import (
 	"errors"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -31,15 +32,14 @@ func ensureService(in inputs, want *corev1.Service, out *planned) (changed, ok b
 			fmt.Errorf("service %s is not controlled by %s", want.Name, in.want.Service.Name))
 		return false, false
 	}
-	next := cur.DeepCopy()
-	next.Labels = merge(cur.Labels, want.Labels)
-	next.Annotations = merge(cur.Annotations, want.Annotations)
-	next.Spec.Selector = want.Spec.Selector
-	next.Spec.Type = want.Spec.Type
-	next.Spec.Ports = mergeDefaultedPorts(cur.Spec.Ports, want.Spec.Ports)
-	if equality.Semantic.DeepEqual(cur, next) {
+	labels, annotations := merge(cur.Labels, want.Labels), merge(cur.Annotations, want.Annotations)
+	ports := mergeDefaultedPorts(cur.Spec.Ports, want.Spec.Ports)
+	if maps.Equal(labels, cur.Labels) && maps.Equal(annotations, cur.Annotations) && maps.Equal(want.Spec.Selector, cur.Spec.Selector) &&
+		want.Spec.Type == cur.Spec.Type && equality.Semantic.DeepEqual(ports, cur.Spec.Ports) {
 		return false, true
 	}
+	next := cur.DeepCopy()
+	next.Labels, next.Annotations, next.Spec.Selector, next.Spec.Type, next.Spec.Ports = labels, annotations, want.Spec.Selector, want.Spec.Type, ports
 	out.do(updateObject{Object: next})
 	return true, true
 }

@@ -34,6 +34,7 @@ type world struct {
 	gateway    *gwv1.Gateway
 	route      *gwv1.HTTPRoute
 	created    int // RayClusters created so far, for names
+	passes     int // reconciles so far
 
 	// Faults met by the next pass.
 	refuseSubmits  bool // dashboards refuse serve configs
@@ -192,6 +193,7 @@ func (c *simCluster) reportedApps() map[string]rayv1.AppStatus {
 
 // reconciled is one pass of Reconcile, with what the invariants are judged on.
 type reconciled struct {
+	index    int // passes before this one
 	now      time.Time
 	want     *desired
 	stored   rayv1.RayServiceStatuses // before the pass
@@ -229,7 +231,8 @@ func (w *world) traffic() trafficView {
 // reconcile runs one pass: observe, decide (submissions first), apply, write the status.
 func (w *world) reconcile() (*reconciled, error) {
 	want := w.desired()
-	p := &reconciled{now: w.now, want: want, stored: *w.svc.Status.DeepCopy(), before: w.traffic(), recorded: map[string]submitted{}, clusters: map[string]*rayv1.RayCluster{}}
+	w.passes++
+	p := &reconciled{index: w.passes - 1, now: w.now, want: want, stored: *w.svc.Status.DeepCopy(), before: w.traffic(), recorded: map[string]submitted{}, clusters: map[string]*rayv1.RayCluster{}}
 	for n, c := range w.clusters {
 		p.recorded[n] = submittedOn(c.rc)
 		p.clusters[n] = c.rc.DeepCopy()
