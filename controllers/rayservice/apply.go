@@ -17,28 +17,53 @@ import (
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
-// decide plans the pass and submits the serve configs the plan asks for, before anything
-// else is carried out. A dashboard that refuses a config changes what the pass may decide
-// (that cluster's applications are not ready, and the status says why), so the plan is made
-// again knowing it. The plan is a function of its inputs, so the second one asks for the
-// same submissions minus the refused ones; they were all attempted already.
-func decide(obs *observed, want *desired, stored *rayv1.RayServiceStatuses, now time.Time,
-	submit func(submitServeConfig) (*refusal, error)) (planned, error) {
+// executor carries out what the plan asks for: the controller against the API server and
+// the dashboards, tests against a simulated world.
+type executor interface {
+	apply(actions []action) error
+	submit(s submitServeConfig) (*refusal, error)
+}
+
+// carryOut plans the pass and carries it out in the order the steps depend on: the
+// new-cluster decision, then the serve config submissions, then everything else. A
+// dashboard that refuses a config changes what the pass may decide (that cluster's
+// applications are not ready, and the status says why), so the plan is made again knowing
+// it. Plans are functions of their inputs and the refusals touch no cluster decision, so
+// the second plan has the same cluster actions (carried out already) and the same
+// submissions minus the refused ones (all attempted already); its other actions are
+// carried out. It returns the plan whose status is to be written.
+func carryOut(obs *observed, want *desired, stored *rayv1.RayServiceStatuses, now time.Time, x executor) (planned, error) {
 	out := plan(obs, want, stored, now)
+	if err := x.apply(out.ClusterActions); err != nil {
+		return out, err
+	}
 	refused := map[string]refusal{}
 	for _, s := range out.Submits {
-		ref, err := submit(s)
+		ref, err := x.submit(s)
 		if err != nil {
-			return planned{}, err
+			return out, err
 		}
 		if ref != nil {
 			refused[s.Cluster.Name] = *ref
 		}
 	}
-	if len(refused) == 0 {
-		return out, nil
+	if len(refused) > 0 {
+		out = plan(obs.withRefusals(refused), want, stored, now)
 	}
-	return plan(obs.withRefusals(refused), want, stored, now), nil
+	return out, x.apply(out.Actions)
+}
+
+// reconcilerExecutor carries out one pass of a Reconciler for one RayService.
+type reconcilerExecutor struct {
+	ctx context.Context
+	r   *Reconciler
+	svc *rayv1.RayService
+}
+
+func (x reconcilerExecutor) apply(actions []action) error { return x.r.apply(x.ctx, x.svc, actions) }
+
+func (x reconcilerExecutor) submit(s submitServeConfig) (*refusal, error) {
+	return x.r.submitServeConfig(x.ctx, x.svc, s)
 }
 
 // submitServeConfig PUTs a serve config to a cluster's dashboard, then records on the
@@ -65,8 +90,8 @@ func (r *Reconciler) submitServeConfig(ctx context.Context, svc *rayv1.RayServic
 	return nil, nil
 }
 
-// apply carries out the plan's actions in order and stops at the first failure: the status
-// that relies on them is then not written, and the next pass plans again from what is.
+// apply carries out actions in order and stops at the first failure: the status that relies
+// on them is then not written, and the next pass plans again from what is.
 func (r *Reconciler) apply(ctx context.Context, svc *rayv1.RayService, actions []action) error {
 	log := r.logFor(ctx, nil)
 	for _, a := range actions {

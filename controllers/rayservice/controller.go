@@ -202,16 +202,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	out, err := decide(obs, want, &svc.Status, now, func(s submitServeConfig) (*refusal, error) {
-		return r.submitServeConfig(ctx, svc, s)
-	})
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	out, err := carryOut(obs, want, &svc.Status, now, reconcilerExecutor{ctx: ctx, r: r, svc: svc})
 	for _, d := range out.Decisions {
 		r.logFor(ctx, nil).V(1).Info(d, "rayservice", req.NamespacedName)
 	}
-	if err := r.apply(ctx, svc, out.Actions); err != nil {
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	return r.record(ctx, svc, out, now)

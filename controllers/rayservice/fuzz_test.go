@@ -246,6 +246,7 @@ func perturb(w *world, d *dice) string {
 		// A cluster stamped by another raygate version, whose hash may be computed otherwise.
 		if n := pick(); n != "" {
 			setAnnotations(w.clusters[n].rc, map[string]string{rayv1.HashWithoutReplicasAndWorkersToDeleteKey: "older-hash", rayv1.KubeRayVersionKey: "v0"})
+			w.clusters[n].changed()
 			return "fault: " + n + " stamped by an older raygate"
 		}
 	case 13:

@@ -10,9 +10,12 @@ import (
 // line with it, the events to emit once it is stored, and when to look again.
 type planned struct {
 	Status rayv1.RayServiceStatuses
-	// Submits are the serve configs to submit; they are carried out before Actions.
-	Submits []submitServeConfig
-	Actions []action
+	// ClusterActions carry out the new-cluster decision (create, replace, update in place,
+	// re-stamp); then come the Submits (serve configs, to the clusters as those leave them),
+	// then the other Actions.
+	ClusterActions []action
+	Submits        []submitServeConfig
+	Actions        []action
 	// Events are emitted once Status is stored (or needed no write): they announce
 	// decisions the status records, so a failed write must not announce them.
 	Events []event
@@ -26,6 +29,7 @@ type planned struct {
 	Decisions []string
 }
 
+func (o *planned) doFirst(a action)           { o.ClusterActions = append(o.ClusterActions, a) }
 func (o *planned) do(a action)                { o.Actions = append(o.Actions, a) }
 func (o *planned) tell(e event)               { o.Events = append(o.Events, e) }
 func (o *planned) note(decision string)       { o.Decisions = append(o.Decisions, decision) }

@@ -60,7 +60,7 @@ func deleteAfter(in inputs, rc *rayv1.RayCluster, out *planned) (time.Time, bool
 
 // deletes reports whether the plan already deletes the cluster.
 func (o *planned) deletes(name string) bool {
-	for _, a := range o.Actions {
+	for _, a := range append(o.ClusterActions, o.Actions...) {
 		if d, ok := a.(deleteCluster); ok && d.Cluster.Name == name {
 			return true
 		}

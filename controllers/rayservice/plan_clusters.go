@@ -143,7 +143,7 @@ func createPending(in inputs, r roles, reason string, out *planned) roles {
 		done = normalEvent(rc, EventUpgradeStarted, "Create", "created pending RayCluster %s (%s strategy) to replace %s: %s",
 			rc.Name, in.want.Strategy, r.Active.name(), reason)
 	}
-	out.do(createCluster{Cluster: rc, Done: done})
+	out.doFirst(createCluster{Cluster: rc, Done: done})
 	r.Pending = slot{View: &clusterView{Cluster: rc.DeepCopy()}, Status: rayv1.RayServiceStatus{RayClusterName: rc.Name}}
 	out.Wake.Soon = true
 	return withPendingDefaults(r, in.want)
@@ -159,7 +159,7 @@ func dropCluster(in inputs, s slot, why string, out *planned) {
 		out.note("keeping RayCluster " + rc.Name + " for the deletion delay: traffic may reach it")
 		return
 	}
-	out.do(deleteCluster{Cluster: rc, Done: normalEvent(rc, EventDeletedCluster, "Delete", "deleted RayCluster %s: %s", rc.Name, why)})
+	out.doFirst(deleteCluster{Cluster: rc, Done: normalEvent(rc, EventDeletedCluster, "Delete", "deleted RayCluster %s: %s", rc.Name, why)})
 }
 
 // mayCarryTraffic: the serve Service selects the cluster, or the route gives it a share.
@@ -176,7 +176,7 @@ func updateInPlace(in inputs, s slot, onlyAppend bool, reason string, out *plann
 	rc := s.cluster().DeepCopy()
 	rc.Spec = inPlaceSpec(rc.Spec, in.want.Goal, onlyAppend)
 	setAnnotations(rc, stampAnnotations(in.want.Goal, in.want.Version))
-	out.do(updateCluster{Cluster: rc, Done: normalEvent(rc, EventUpdatedCluster, "Update", "updated RayCluster %s in place: %s", rc.Name, reason)})
+	out.doFirst(updateCluster{Cluster: rc, Done: normalEvent(rc, EventUpdatedCluster, "Update", "updated RayCluster %s in place: %s", rc.Name, reason)})
 	return s.withCluster(rc.DeepCopy())
 }
 
@@ -185,7 +185,7 @@ func restamp(in inputs, s slot, reason string, out *planned) slot {
 	ann := stampAnnotations(in.want.Goal, in.want.Version)
 	setAnnotations(rc, ann)
 	done := normalEvent(rc, EventUpdatedCluster, "Update", "re-stamped RayCluster %s with the current spec hash instead of replacing it: %s", rc.Name, reason)
-	out.do(annotateCluster{Cluster: rc, Annotations: ann, Done: &done})
+	out.doFirst(annotateCluster{Cluster: rc, Annotations: ann, Done: &done})
 	return s.withCluster(rc.DeepCopy())
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -193,22 +194,23 @@ func (c *simCluster) reportedApps() map[string]rayv1.AppStatus {
 
 // reconciled is one pass of Reconcile, with what the invariants are judged on.
 type reconciled struct {
-	index    int // passes before this one
-	now      time.Time
-	want     *desired
-	stored   rayv1.RayServiceStatuses // before the pass
-	obs      *observed                // before any submission
-	out      planned
-	submits  []submitServeConfig          // attempted, refused ones included
-	recorded map[string]submitted         // what each cluster had accepted before the pass
-	before   trafficView                  // where traffic went before the pass
-	after    trafficView                  // ... and after it
-	deleted  []string                     // clusters deleted by the pass
-	applied  bool                         // every action was carried out
-	written  bool                         // the status was stored
-	tcAfter  map[string]*int32            // each cluster's accepted target capacity after the pass
-	obsCopy  *observed                    // obs deep-copied before planning, to prove plan changes nothing
-	clusters map[string]*rayv1.RayCluster // the clusters before the pass
+	index        int // passes before this one
+	now          time.Time
+	want         *desired
+	stored       rayv1.RayServiceStatuses // before the pass
+	obs          *observed                // before any submission
+	out          planned
+	submits      []submitServeConfig          // attempted, refused ones included
+	recorded     map[string]submitted         // what each cluster had accepted before the pass
+	before       trafficView                  // where traffic went before the pass
+	after        trafficView                  // ... and after it
+	deleted      []string                     // clusters deleted by the pass
+	applied      bool                         // every action was carried out
+	actionsTried int                          // actions the world was asked to carry out
+	written      bool                         // the status was stored
+	tcAfter      map[string]*int32            // each cluster's accepted target capacity after the pass
+	obsCopy      *observed                    // obs deep-copied before planning, to prove plan changes nothing
+	clusters     map[string]*rayv1.RayCluster // the clusters before the pass
 }
 
 // trafficView is where traffic goes: the HTTPRoute's weights and the serve Service's cluster.
@@ -243,15 +245,12 @@ func (w *world) reconcile() (*reconciled, error) {
 		p.obs = &observed{}
 	}
 	p.obsCopy = deepCopyObserved(p.obs)
-	out, err := decide(p.obs, want, &p.stored, w.now, func(s submitServeConfig) (*refusal, error) {
-		p.submits = append(p.submits, s)
-		return w.submit(s)
-	})
-	if err != nil {
+	out, err := carryOut(p.obs, want, &p.stored, w.now, worldExecutor{w: w, p: p})
+	var failed actionFailed
+	if err != nil && !errors.As(err, &failed) {
 		return p, err
 	}
-	p.out = out
-	p.applied = w.apply(out.Actions, p)
+	p.out, p.applied = out, err == nil
 	if p.applied && !w.conflictStatus && !equality.Semantic.DeepEqual(w.svc.Status, out.Status) {
 		w.svc.Status = *out.Status.DeepCopy()
 	}
@@ -283,13 +282,46 @@ func (w *world) submit(s submitServeConfig) (*refusal, error) {
 		c.brokenConfig = strings.Contains(s.Config.json(), brokenImportPath)
 	}
 	setAnnotations(c.rc, s.record())
+	c.changed()
 	return nil, nil
 }
 
-// apply carries out actions like the API server; it reports whether all were.
+// changed gives the cluster a new resourceVersion, as every write does.
+func (c *simCluster) changed() {
+	v, _ := strconv.Atoi(c.rc.ResourceVersion)
+	c.rc.ResourceVersion = strconv.Itoa(v + 1)
+}
+
+// worldExecutor carries out one pass's actions and submissions in the world.
+type worldExecutor struct {
+	w *world
+	p *reconciled
+}
+
+// actionFailed is an action the world refused, as the API server may; the pass then
+// stops without writing the status.
+type actionFailed struct{ action string }
+
+func (e actionFailed) Error() string { return e.action + " failed" }
+
+func (x worldExecutor) submit(s submitServeConfig) (*refusal, error) {
+	x.p.submits = append(x.p.submits, s)
+	return x.w.submit(s)
+}
+
+func (x worldExecutor) apply(actions []action) error {
+	if !x.w.apply(actions, x.p) {
+		return actionFailed{fmt.Sprint(actions)}
+	}
+	return nil
+}
+
+// apply carries out actions like the API server; it reports whether all were. failAction
+// counts the actions of the whole pass.
 func (w *world) apply(actions []action, p *reconciled) bool {
-	for i, a := range actions {
-		if i == w.failAction {
+	for _, a := range actions {
+		p.actionsTried++
+		if p.actionsTried-1 == w.failAction {
 			return false
 		}
 		switch a := a.(type) {
@@ -300,20 +332,22 @@ func (w *world) apply(actions []action, p *reconciled) bool {
 			rc := a.Cluster.DeepCopy()
 			w.created++
 			rc.UID = types.UID(rc.Name + "-uid")
-			rc.CreationTimestamp = metav1.NewTime(w.now)
+			rc.CreationTimestamp, rc.ResourceVersion = metav1.NewTime(w.now), "1"
 			w.clusters[rc.Name] = &simCluster{rc: rc, headLabel: "false", readyAt: w.now.Add(headStart)}
 		case updateCluster:
 			c := w.clusters[a.Cluster.Name]
-			if c == nil {
-				return false
+			if c == nil || c.rc.ResourceVersion != a.Cluster.ResourceVersion {
+				return false // not found, or a conflict: the cluster changed since it was read
 			}
 			c.rc.Spec, c.rc.Annotations = *a.Cluster.Spec.DeepCopy(), maps.Clone(a.Cluster.Annotations)
+			c.changed()
 		case annotateCluster:
 			c := w.clusters[a.Cluster.Name]
 			if c == nil {
 				return false
 			}
 			setAnnotations(c.rc, a.Annotations)
+			c.changed()
 		case deleteCluster:
 			delete(w.clusters, a.Cluster.Name)
 			delete(w.services, rayspec.ClusterServeServiceName(a.Cluster.Name))
