@@ -149,13 +149,14 @@ func createPending(in inputs, r roles, reason string, out *planned) roles {
 	return withPendingDefaults(r, in.want)
 }
 
-// dropCluster deletes a pending cluster that is no longer wanted. One that traffic may
-// reach (the Services were switched to it by a pass whose status write was lost, or the
-// route gives it a share) is instead left to planCleanup, which retires it with the
-// deletion delay once the status without it is stored.
+// dropCluster deletes a pending cluster that is no longer wanted. One that may have
+// carried traffic (the serve Service was switched to it by a pass whose status write was
+// lost, the route gives it a share, or its status records a traffic step) is instead left
+// to planCleanup, which retires it with the deletion delay once the status without it is
+// stored, so requests in flight can finish.
 func dropCluster(in inputs, s slot, why string, out *planned) {
 	rc := s.cluster()
-	if mayCarryTraffic(in, rc.Name) {
+	if mayCarryTraffic(in, rc.Name) || ptr.Deref(s.Status.TrafficRoutedPercent, 0) > 0 || s.Status.LastTrafficMigratedTime != nil {
 		out.note("keeping RayCluster " + rc.Name + " for the deletion delay: traffic may reach it")
 		return
 	}
