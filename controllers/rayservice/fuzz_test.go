@@ -297,6 +297,9 @@ func converged(w *world) bool {
 	if matchGoal(stampOf(active.rc), want.Goal, want.Version) != matchSame {
 		return false
 	}
+	if want.incremental() && w.gatewayAPI && w.route == nil {
+		return false
+	}
 	return w.route == nil || maps.Equal(rayspec.RouteWeights(w.route), map[string]int32{active.rc.Name: 100})
 }
 

@@ -44,6 +44,9 @@ type world struct {
 	conflictStatus bool // the status write conflicts
 	// gatewayPaused: the gateway controller does not accept changes.
 	gatewayPaused bool
+	// acceptAt is when the gateway controller accepts the Gateway's and the HTTPRoute's
+	// latest generation (zero: nothing to accept).
+	acceptAt time.Time
 
 	want           *desired // for the spec at wantGeneration
 	wantGeneration int64
@@ -68,8 +71,9 @@ type simCluster struct {
 }
 
 const (
-	headStart   = 3 * time.Second
-	deployDelay = 2 * time.Second
+	headStart    = 3 * time.Second
+	deployDelay  = 2 * time.Second
+	gatewayDelay = 50 * time.Millisecond
 	// brokenImportPath is an import path whose applications the dashboards report UNHEALTHY.
 	brokenImportPath = "broken.deployment_graph"
 )
@@ -394,6 +398,7 @@ func (w *world) write(o any, create bool) bool {
 			}
 		}
 		w.gateway = next
+		w.acceptAt = w.now.Add(gatewayDelay)
 	case *gwv1.HTTPRoute:
 		if (w.route == nil) != create {
 			return false
@@ -407,6 +412,7 @@ func (w *world) write(o any, create bool) bool {
 			}
 		}
 		w.route = next
+		w.acceptAt = w.now.Add(gatewayDelay)
 	default:
 		panic(fmt.Sprintf("unexpected object %T", o))
 	}
@@ -430,9 +436,10 @@ func (w *world) advance(d time.Duration) {
 			}
 		}
 	}
-	if w.gatewayPaused {
+	if w.gatewayPaused || w.acceptAt.IsZero() || w.now.Before(w.acceptAt) {
 		return
 	}
+	w.acceptAt = time.Time{}
 	accepted := func(t string, gen int64) metav1.Condition {
 		return metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: t, ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(w.now)}
 	}
@@ -466,12 +473,19 @@ func (w *world) step() (*reconciled, error) {
 	return p, nil
 }
 
-// untilNext caps a wait at the next pod start.
+// untilNext caps a wait at the next change the controller watches: a pod starting, the
+// gateway controller accepting the Gateway or the HTTPRoute.
 func (w *world) untilNext(d time.Duration) time.Duration {
-	for _, c := range w.clusters {
-		if c.readyAt.After(w.now) && c.readyAt.Sub(w.now) < d {
-			d = c.readyAt.Sub(w.now)
+	next := func(at time.Time) {
+		if at.After(w.now) && at.Sub(w.now) < d {
+			d = at.Sub(w.now)
 		}
+	}
+	for _, c := range w.clusters {
+		next(c.readyAt)
+	}
+	if !w.gatewayPaused {
+		next(w.acceptAt)
 	}
 	return d
 }
