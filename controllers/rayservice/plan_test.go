@@ -569,7 +569,9 @@ func TestAdmitWithTheIncrementalGateOff(t *testing.T) {
 
 func TestServingCluster(t *testing.T) {
 	nc, inc := builders.RayService("svc", "ns").Obj(), incrementalService(20, 5, 10)
-	view := func(name string) *clusterView { return &clusterView{Cluster: &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}} }
+	view := func(name string) *clusterView {
+		return &clusterView{Cluster: &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+	}
 	done := rayv1.RayServiceStatus{TargetCapacity: ptr.To[int32](100), TrafficRoutedPercent: ptr.To[int32](100)}
 	half := rayv1.RayServiceStatus{TargetCapacity: ptr.To[int32](60), TrafficRoutedPercent: ptr.To[int32](40)}
 	cases := []struct {
