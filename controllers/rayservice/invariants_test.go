@@ -3,14 +3,18 @@ package rayservice
 import (
 	"fmt"
 	"reflect"
+	"strings"
+	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/rayspec"
+	"github.com/raygate/raygate/test/builders"
 )
 
 // pureEvery: purity is judged on one pass in this many.
@@ -285,4 +289,101 @@ func checkPure(p *reconciled) []string {
 		out = append(out, "two plans of the same inputs differ")
 	}
 	return out
+}
+
+// A check that cannot fail guards nothing: each rule must report a pass broken its way.
+// The passes are real ones of an incremental upgrade (the one that shifts traffic, and the
+// one after it), each broken by hand.
+func TestInvariantChecksCatchBrokenPasses(t *testing.T) {
+	// shift returns a fresh checker and the first pass that moves traffic to the pending
+	// cluster, after the checker judged every earlier pass.
+	shift := func(t *testing.T) (*checker, *reconciled) {
+		w := newWorld(incrementalService(50, 25, 5))
+		c := newChecker()
+		settle(t, w)
+		w.updateSpec(func(s *rayv1.RayService) { setTestImage(s, "rayproject/ray:2.53.0") })
+		for range 500 {
+			p, err := w.reconcile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ptr.Deref(p.out.Status.PendingServiceStatus.TrafficRoutedPercent, 0) > ptr.Deref(p.stored.PendingServiceStatus.TrafficRoutedPercent, 0) {
+				p.index = 0 // judged for purity too
+				return c, p
+			}
+			if breaches := c.check(p); len(breaches) > 0 {
+				t.Fatalf("the unbroken upgrade breaks %v", breaches)
+			}
+			w.advance(w.untilNext(p.out.Wake.after(w.now, time.Second, time.Minute)))
+		}
+		t.Fatal("no traffic step")
+		return nil, nil
+	}
+	active := func(p *reconciled) string { return p.stored.ActiveServiceStatus.RayClusterName }
+	pending := func(p *reconciled) string { return p.stored.PendingServiceStatus.RayClusterName }
+	cases := []struct {
+		rule    string
+		breakIt func(p *reconciled)
+	}{
+		{ruleWeightsSum, func(p *reconciled) { p.after.weights = map[string]int32{active(p): 60, pending(p): 50} }},
+		{ruleWeightsSum, func(p *reconciled) { p.after.weights = map[string]int32{active(p): 101, pending(p): -1} }},
+		{ruleWithinCapacity, func(p *reconciled) {
+			p.after.weights = map[string]int32{active(p): 50, pending(p): 50}
+			p.tcAfter[pending(p)] = ptr.To[int32](25)
+		}},
+		{ruleWithinCapacity, func(p *reconciled) { p.out.Status.PendingServiceStatus.TargetCapacity = ptr.To[int32](0) }},
+		{ruleTrafficToRunning, func(p *reconciled) {
+			v := p.obs.cluster(pending(p))
+			for n := range v.Serve.Apps {
+				v.Serve.Apps[n] = rayv1.AppStatus{Status: rayv1.ApplicationStatusDeploying}
+			}
+		}},
+		{ruleTrafficToRunning, func(p *reconciled) {
+			p.obs.cluster(pending(p)).Serve.Apps = nil
+			p.after.serving = pending(p)
+		}},
+		{ruleDeleteAfterDelay, func(p *reconciled) { p.deleted = []string{active(p)} }},
+		{ruleActiveConfigFixed, func(p *reconciled) {
+			cfg, _ := parseServeConfig(serveConfigs[1])
+			p.submits = append(p.submits, submitServeConfig{Cluster: p.clusters[active(p)], Config: cfg})
+		}},
+		{rulePacing, func(p *reconciled) { p.out.Status.PendingServiceStatus.TrafficRoutedPercent = ptr.To[int32](100) }},
+		{rulePacing, func(p *reconciled) {
+			p.stored.PendingServiceStatus.LastTrafficMigratedTime = &metav1.Time{Time: p.now.Add(-time.Second)}
+		}},
+		{rulePure, func(p *reconciled) { p.obs.cluster(active(p)).Cluster.Annotations["touched"] = "by the plan" }},
+	}
+	for _, tc := range cases {
+		c, p := shift(t)
+		if breaches := c.check(p); len(breaches) > 0 {
+			t.Fatalf("the unbroken traffic step breaks %v", breaches)
+		}
+		c, p = shift(t)
+		tc.breakIt(p)
+		found := false
+		for _, b := range c.check(p) {
+			found = found || strings.HasPrefix(b, tc.rule+":")
+		}
+		if !found {
+			t.Errorf("%s: not reported", tc.rule)
+		}
+	}
+
+	// Deleting a cluster that served, before the delay since it last did.
+	w := newWorld(builders.RayService("svc", "ns").DeletionDelay(30).Obj())
+	c := newChecker()
+	settle(t, w)
+	blue := w.svc.Status.ActiveServiceStatus.RayClusterName
+	w.updateSpec(func(s *rayv1.RayService) { setTestImage(s, "rayproject/ray:2.53.0") })
+	for w.svc.Status.ActiveServiceStatus.RayClusterName == blue {
+		p, _ := w.reconcile()
+		c.check(p)
+		w.advance(w.untilNext(p.out.Wake.after(w.now, time.Second, time.Minute)))
+	}
+	w.advance(10 * time.Second)
+	p, _ := w.reconcile()
+	p.deleted = []string{blue}
+	if b := c.check(p); len(b) != 1 || !strings.HasPrefix(b[0], ruleDeleteAfterDelay) {
+		t.Errorf("deleting the old cluster 10 s after the switch: %v", b)
+	}
 }
