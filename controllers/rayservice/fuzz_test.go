@@ -138,8 +138,13 @@ func (s scenario) run(t *testing.T, d *dice) {
 		p := step("calm", i)
 		w.advance(w.untilNext(p.out.Wake.after(w.now, time.Second, time.Minute)))
 	}
-	t.Fatalf("did not converge after the faults were cleared: status %+v\nclusters %v\nhistory:\n%s",
-		w.svc.Status, slices.Sorted(maps.Keys(w.clusters)), strings.Join(history, "\n"))
+	var clusters []string
+	for _, n := range slices.Sorted(maps.Keys(w.clusters)) {
+		c := w.clusters[n]
+		clusters = append(clusters, fmt.Sprintf("%s: ready=%v apps=%v broken=%v runs=%+v", n, c.ready(w.now), c.reportedApps(), c.brokenConfig, submittedOn(c.rc)))
+	}
+	t.Fatalf("did not converge after the faults were cleared: status %+v\nclusters:\n%s\nhistory:\n%s",
+		w.svc.Status, strings.Join(clusters, "\n"), strings.Join(history, "\n"))
 }
 
 // wait is how long the clock moves after a pass: usually until the plan's wakeup, sometimes
@@ -279,6 +284,10 @@ func calm(w *world) {
 	active, pending := w.clusters[w.svc.Status.ActiveServiceStatus.RayClusterName], w.clusters[w.svc.Status.PendingServiceStatus.RayClusterName]
 	if active != nil && pending != nil && active.brokenConfig {
 		w.updateSpec(func(s *rayv1.RayService) { s.Spec.RayClusterSpec = *pending.rc.Spec.DeepCopy() })
+		// A re-stamp (after the "older raygate" fault) may have given the pending cluster
+		// the hash of another spec: stamp it with its own.
+		setAnnotations(pending.rc, stampAnnotations(w.desired().Goal, w.version))
+		pending.changed()
 	}
 }
 
