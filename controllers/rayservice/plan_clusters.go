@@ -7,11 +7,23 @@ import (
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
-// assignRoles finds the clusters the stored status names active and pending. A named
-// cluster that is gone is forgotten, with a warning. An unnamed cluster made for the current
-// spec and not retired is one raygate created just before a crash or a failed status
-// write: it is adopted as the pending cluster instead of creating another.
+// assignRoles finds the active and pending clusters: those the stored status names, a
+// first cluster that already serves, or a cluster to adopt.
 func assignRoles(in inputs, out *planned) roles {
+	r := rolesInStatus(in, out)
+	if r.Active.View == nil && r.Pending.View != nil && selectedByServeService(in, r.Pending.name()) {
+		// The pass that switched the serve Service to this first cluster lost its status
+		// write: the cluster serves, so it is the active one. Replacing it now would leave
+		// nothing to serve until a new cluster is ready.
+		out.note("RayCluster " + r.Pending.name() + " already serves: completing its promotion")
+		r = promote(in, r, out)
+	}
+	return adopt(in, r, out)
+}
+
+// rolesInStatus are the clusters the stored status names. A named cluster that is gone
+// (deleted by hand) is forgotten, with a warning; the one left takes its traffic.
+func rolesInStatus(in inputs, out *planned) roles {
 	live := func(name string) *clusterView {
 		if v := in.obs.cluster(name); v != nil && v.Cluster.DeletionTimestamp == nil {
 			return v
@@ -22,35 +34,39 @@ func assignRoles(in inputs, out *planned) roles {
 		Active:  slot{Status: *in.stored.ActiveServiceStatus.DeepCopy()},
 		Pending: slot{Status: *in.stored.PendingServiceStatus.DeepCopy()},
 	}
+	activeGone, pendingGone := false, false
 	if n := r.Active.Status.RayClusterName; n != "" {
 		if r.Active.View = live(n); r.Active.View == nil {
 			out.tell(warningEvent(nil, EventFailedCluster, "Observe", "active RayCluster %s is gone; a new one will be created", n))
-			r.Active.Status = rayv1.RayServiceStatus{}
+			r.Active.Status, activeGone = rayv1.RayServiceStatus{}, true
 		}
 	}
 	if n := r.Pending.Status.RayClusterName; n != "" {
 		if r.Pending.View = live(n); r.Pending.View == nil {
 			out.tell(warningEvent(nil, EventFailedCluster, "Observe", "pending RayCluster %s is gone", n))
-			r.Pending.Status = rayv1.RayServiceStatus{}
-			if r.Active.View != nil && in.want.incremental() {
-				// Whatever traffic it had can only go to the active cluster now, which
-				// needs its full capacity back before another upgrade starts.
-				r.Active.Status.TargetCapacity, r.Active.Status.TrafficRoutedPercent = ptr.To[int32](100), ptr.To[int32](100)
-			}
+			r.Pending.Status, pendingGone = rayv1.RayServiceStatus{}, true
 		}
 	}
-	if r.Active.View == nil && r.Pending.View != nil && r.Active.Status.RayClusterName == "" && in.stored.ActiveServiceStatus.RayClusterName != "" && in.want.incremental() {
-		// The active cluster is gone mid-upgrade: the pending one is all that is left to
-		// serve, as a first cluster does, at full capacity.
+	if !in.want.incremental() {
+		return r
+	}
+	switch {
+	case pendingGone && r.Active.View != nil:
+		// Its traffic can only go to the active cluster, which needs its full capacity
+		// back before another upgrade starts.
+		r.Active.Status.TargetCapacity, r.Active.Status.TrafficRoutedPercent = ptr.To[int32](100), ptr.To[int32](100)
+	case activeGone && r.Pending.View != nil:
+		// The pending cluster is all that is left: it serves as a first cluster does, at
+		// full capacity.
 		r.Pending.Status.TargetCapacity = ptr.To[int32](100)
 	}
-	if r.Active.View == nil && r.Pending.View != nil && selectedByServeService(in, r.Pending.name()) {
-		// The pass that switched the serve Service to this first cluster lost its status
-		// write: the cluster serves, so it is the active one. Replacing it now would leave
-		// nothing to serve until a new cluster is ready.
-		out.note("RayCluster " + r.Pending.name() + " already serves: completing its promotion")
-		r = promote(in, r, out)
-	}
+	return r
+}
+
+// adopt takes as the pending cluster, when there is none and the active cluster does not
+// run the spec, an unnamed cluster made for the spec and not retired: raygate created it
+// just before a crash or a lost status write, and must not create another.
+func adopt(in inputs, r roles, out *planned) roles {
 	if r.Pending.View != nil || (r.Active.View != nil && matchGoal(stampOf(r.Active.cluster()), in.want.Goal, in.want.Version) == matchSame) {
 		return r
 	}
