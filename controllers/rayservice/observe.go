@@ -132,13 +132,13 @@ func (r *Reconciler) observe(ctx context.Context, svc *rayv1.RayService, want *d
 }
 
 // mayServe picks the clusters whose pods and applications are read: those the status names
-// and those the plan could adopt as the pending cluster (made for the current spec and not
-// retired). Retired clusters are only waiting for deletion.
+// and those the plan could adopt as the pending cluster (see adopt). The others are only
+// waiting to be retired or deleted.
 func mayServe(rc *rayv1.RayCluster, st *rayv1.RayServiceStatuses, g goal) bool {
 	if rc.DeletionTimestamp != nil {
 		return false
 	}
-	return recordedIn(st, rc.Name) || (rc.Annotations[rayv1.DeleteAfterKey] == "" && stampOf(rc).Hash == g.Hash)
+	return recordedIn(st, rc.Name) || (rc.Annotations[rayv1.DeleteAfterKey] == "" && stampOf(rc).Hash == g.Hash && submittedOn(rc).Hash == "")
 }
 
 // observeCluster reads a cluster's pods and, once its head pod is ready, its Serve

@@ -64,15 +64,19 @@ func rolesInStatus(in inputs, out *planned) roles {
 }
 
 // adopt takes as the pending cluster, when there is none and the active cluster does not
-// run the spec, an unnamed cluster made for the spec and not retired: raygate created it
-// just before a crash or a lost status write, and must not create another.
+// run the spec, an unnamed cluster made for the spec that never ran a serve config: raygate
+// created it just before a crash or a lost status write, and must not create another. A
+// cluster that ran a serve config may have served (the active cluster demoted by the
+// previous pass looks the same until it is retired), so it is retired with the deletion
+// delay instead.
 func adopt(in inputs, r roles, out *planned) roles {
 	if r.Pending.View != nil || (r.Active.View != nil && matchGoal(stampOf(r.Active.cluster()), in.want.Goal, in.want.Version) == matchSame) {
 		return r
 	}
 	for _, v := range in.obs.Clusters {
 		c := v.Cluster
-		if c.DeletionTimestamp == nil && c.Name != r.Active.name() && c.Annotations[rayv1.DeleteAfterKey] == "" && stampOf(c).Hash == in.want.Goal.Hash {
+		if c.DeletionTimestamp == nil && c.Name != r.Active.name() && c.Annotations[rayv1.DeleteAfterKey] == "" &&
+			stampOf(c).Hash == in.want.Goal.Hash && submittedOn(c).Hash == "" {
 			out.note("adopting RayCluster " + c.Name + ", created for the current spec, as the pending cluster")
 			r.Pending = slot{View: v, Status: rayv1.RayServiceStatus{RayClusterName: c.Name}}
 			return withPendingDefaults(r, in.want)
