@@ -65,7 +65,7 @@ func planServeFor(in inputs, r roles, s slot, active bool, out *planned) serveSt
 		// The cluster must keep the config it runs, and raygate cannot tell which it is:
 		// nothing is submitted, so its target capacity cannot change either.
 		st.Note = "the serve config recorded on " + rc.Name + " (annotation " + ServeConfigKey + ") is missing or unreadable; it keeps what it runs"
-		st.Ready = len(unhealthyApps(st.Apps)) == 0 && appsRunning(st.Apps, appNames(st.Apps))
+		st.Ready = appsRunning(st.Apps, appNames(st.Apps))
 		return st
 	}
 	d := decideSubmit(st.Runs, cfg, tc, len(st.Apps))
@@ -73,7 +73,8 @@ func planServeFor(in inputs, r roles, s slot, active bool, out *planned) serveSt
 	if d.Submit {
 		if ref, refused := in.obs.Refused[rc.Name]; refused {
 			st.Note = "the dashboard of " + rc.Name + " rejected the serve config: " + ref.Message
-			// The same config fails the same way: wait for a spec change (or the resync).
+			// A config refused as a bad request fails the same way again: wait for a spec
+			// change (or the resync). Other refusals are retried soon.
 			out.Wake.Poll = out.Wake.Poll || !ref.BadRequest
 			return st
 		}
