@@ -234,7 +234,8 @@ func (w *world) traffic() trafficView {
 	return t
 }
 
-// reconcile runs one pass: observe, decide (submissions first), apply, write the status.
+// reconcile runs one pass as Reconcile does: observe, carry out (cluster actions,
+// submissions, the rest), write the status when every action was carried out.
 func (w *world) reconcile() (*reconciled, error) {
 	want := w.desired()
 	w.passes++
