@@ -169,14 +169,14 @@ func createPending(in inputs, r roles, reason string, out *planned) roles {
 	return withPendingDefaults(r, in.want)
 }
 
-// dropCluster deletes a pending cluster that is no longer wanted. One that may have
-// carried traffic (the serve Service was switched to it by a pass whose status write was
-// lost, the route gives it a share, or its status records a traffic step) is instead left
-// to planCleanup, which retires it with the deletion delay once the status without it is
-// stored, so requests in flight can finish.
+// dropCluster deletes a pending cluster that is no longer wanted, if it cannot have served.
+// One that may have (it ran a serve config, so a pass may have switched the Services to it
+// and lost its status write; or the route gives it a share; or its status records a
+// traffic step) is left to planCleanup instead, which retires it with the deletion delay
+// once the status without it is stored, so requests in flight can finish.
 func dropCluster(in inputs, s slot, why string, out *planned) {
 	rc := s.cluster()
-	if mayCarryTraffic(in, rc.Name) || ptr.Deref(s.Status.TrafficRoutedPercent, 0) > 0 || s.Status.LastTrafficMigratedTime != nil {
+	if submittedOn(rc).Hash != "" || mayCarryTraffic(in, rc.Name) || ptr.Deref(s.Status.TrafficRoutedPercent, 0) > 0 || s.Status.LastTrafficMigratedTime != nil {
 		out.note("keeping RayCluster " + rc.Name + " for the deletion delay: traffic may reach it")
 		return
 	}
