@@ -31,8 +31,6 @@ const (
 const (
 	// ReasonGatewayAPIUnavailable: the incremental strategy needs the Gateway API CRDs.
 	ReasonGatewayAPIUnavailable = "GatewayAPIUnavailable"
-	// ReasonApplicationsNotReady: the first cluster's Serve applications are not RUNNING yet.
-	ReasonApplicationsNotReady = "ApplicationsNotReady"
 )
 
 // Event reasons.

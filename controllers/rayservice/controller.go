@@ -2,17 +2,13 @@ package rayservice
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"net/http"
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -21,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -171,7 +167,7 @@ func (r *Reconciler) podToService(ctx context.Context, o client.Object) []reconc
 // podChange passes pod events that can change what raygate sees: creation, deletion,
 // readiness, labels.
 var podChange = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
+	UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*corev1.Pod)
 		n, ok2 := e.ObjectNew.(*corev1.Pod)
 		if !ok1 || !ok2 {
@@ -179,110 +175,4 @@ var podChange = predicate.Funcs{
 		}
 		return rayspec.Serving(o) != rayspec.Serving(n) || !maps.Equal(o.Labels, n.Labels) || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
 	},
-}
-
-// Reconcile runs the phases of one pass over a RayService and writes its status once.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	svc, err := r.get(ctx, req.NamespacedName)
-	if apierrors.IsNotFound(err) {
-		r.written.Delete(req.NamespacedName)
-		r.Metrics.Forget(req.Namespace, req.Name)
-		return ctrl.Result{}, nil
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if svc.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil // owner references delete what raygate created
-	}
-	p := newPass(svc, r.Now())
-	runErr := r.run(ctx, p)
-	return r.finish(ctx, p, runErr)
-}
-
-// get reads the RayService from the cache, or from the API when the cache has not yet seen
-// raygate's last status write.
-func (r *Reconciler) get(ctx context.Context, key types.NamespacedName) (*rayv1.RayService, error) {
-	svc := &rayv1.RayService{}
-	if err := r.client.Get(ctx, key, svc); err != nil {
-		return nil, err
-	}
-	if rv, ok := r.written.Load(key); ok && rv.(string) != svc.ResourceVersion {
-		if err := r.apiReader.Get(ctx, key, svc); err != nil {
-			return nil, err
-		}
-		r.written.Store(key, svc.ResourceVersion)
-	}
-	return svc, nil
-}
-
-// run is the list of phases; each reads what the previous ones found.
-func (r *Reconciler) run(ctx context.Context, p *pass) error {
-	if !r.admit(ctx, p) {
-		return nil
-	}
-	for _, phase := range []func(context.Context, *pass) error{
-		r.observeClusters,
-		r.reconcileClusters,
-		r.observePods,
-		r.reconcileServe,
-		r.reconcileGateway,
-		r.reconcileServices,
-		r.advance,
-		r.cleanUp,
-	} {
-		if err := phase(ctx, p); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// finish computes the status, writes it when it changed, and says when to come back.
-func (r *Reconciler) finish(ctx context.Context, p *pass, runErr error) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
-	r.computeStatus(p)
-	if statusChanged(p.old, &p.svc.Status) {
-		p.svc.Status.LastUpdateTime = &metav1.Time{Time: p.now}
-		if err := r.client.Status().Update(ctx, p.svc); err != nil {
-			if apierrors.IsConflict(err) {
-				log.V(1).Info("status write conflicted; retrying with a fresh object")
-				return ctrl.Result{RequeueAfter: stepRequeue}, nil
-			}
-			return ctrl.Result{}, errors.Join(runErr, err)
-		}
-		r.written.Store(client.ObjectKeyFromObject(p.svc), p.svc.ResourceVersion)
-	}
-	r.Metrics.Observe(p.svc)
-	for _, emit := range p.afterWrite {
-		emit()
-	}
-	if runErr != nil {
-		return ctrl.Result{}, runErr
-	}
-	return ctrl.Result{RequeueAfter: p.requeueAfter(r.AppStatusResync)}, nil
-}
-
-// stepRequeue is how soon a pass that recorded a decision in the status comes back to carry
-// it out (apply weights, capacity, promotion).
-const stepRequeue = 20 * time.Millisecond
-
-func (r *Reconciler) normal(p *pass, related *rayv1.RayCluster, reason, action, note string, args ...any) {
-	r.event(p, related, corev1.EventTypeNormal, reason, action, note, args...)
-}
-
-func (r *Reconciler) warn(p *pass, related *rayv1.RayCluster, reason, action, note string, args ...any) {
-	r.event(p, related, corev1.EventTypeWarning, reason, action, note, args...)
-}
-
-func (r *Reconciler) event(p *pass, related *rayv1.RayCluster, typ, reason, action, note string, args ...any) {
-	if related != nil {
-		r.recorder.Eventf(p.svc, related, typ, reason, action, note, args...)
-		return
-	}
-	r.recorder.Eventf(p.svc, nil, typ, reason, action, note, args...)
-}
-
-func logFor(ctx context.Context, p *pass) logr.Logger {
-	return ctrl.LoggerFrom(ctx).WithValues("rayservice", client.ObjectKeyFromObject(p.svc))
 }

@@ -2,6 +2,7 @@ package rayservice
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -130,43 +131,64 @@ func statusChanged(old, cur *rayv1.RayServiceStatuses) bool {
 	return !equality.Semantic.DeepEqual(a, b)
 }
 
-// computeStatus fills the status from what the pass found and decided.
-func (r *Reconciler) computeStatus(p *pass) {
-	st := &p.svc.Status
-	st.ObservedGeneration = p.svc.Generation
-	now := metav1.Time{Time: p.now}
-	if p.invalid != "" {
-		setConditions(st, p.svc.Generation, conditionInputs{ValidationError: p.invalid}, now)
-		return
-	}
+// buildStatus is the status the pass leaves: the roles' upgrade fields, each cluster's
+// status and applications as observed, the serve endpoints and the conditions.
+func buildStatus(in inputs, r roles, serve serveStates, sv serving, prog progress) rayv1.RayServiceStatuses {
+	st := *in.stored.DeepCopy()
+	gen := in.want.Service.Generation
+	st.ObservedGeneration = gen
+	st.ActiveServiceStatus, st.PendingServiceStatus = *r.Active.Status.DeepCopy(), *r.Pending.Status.DeepCopy()
 	for _, c := range []struct {
-		rc *rayv1.RayCluster
-		st *rayv1.RayServiceStatus
-	}{{p.active, &st.ActiveServiceStatus}, {p.pending, &st.PendingServiceStatus}} {
-		if c.rc == nil {
+		role slot
+		st   *rayv1.RayServiceStatus
+	}{{r.Active, &st.ActiveServiceStatus}, {r.Pending, &st.PendingServiceStatus}} {
+		if c.role.View == nil {
 			continue
 		}
-		c.st.RayClusterStatus = *c.rc.Status.DeepCopy()
-		if apps, ok := p.apps[c.rc.Name]; ok {
-			c.st.Applications = apps
+		c.st.RayClusterStatus = *c.role.cluster().Status.DeepCopy()
+		if apps := serve[c.role.name()].Apps; apps != nil {
+			c.st.Applications = maps.Clone(apps)
 		}
 	}
-	st.NumServeEndpoints = 0
-	if p.servingCluster != "" {
-		st.NumServeEndpoints = serveEndpoints(p)
+	st.NumServeEndpoints = sv.Endpoints
+	conds := conditionInputs{
+		ActiveName: r.Active.name(), PendingName: r.Pending.name(), Endpoints: sv.Endpoints,
+		FirstClusterMessage: prog.First, UpgradeMessage: prog.Upgrade, PendingUnhealthy: prog.Unhealthy,
+		Blocked: r.Blocked, RollingBack: r.Rollback != "",
 	}
-	in := conditionInputs{
-		Endpoints: st.NumServeEndpoints, FirstClusterMessage: p.firstNote, UpgradeMessage: p.upgradeNote,
-		PendingUnhealthy: p.unhealthy, Blocked: p.blocked, RollingBack: p.rollingBack, RollbackMessage: p.plan.Reason,
+	if conds.RollingBack {
+		conds.RollbackMessage = r.Rollback + "; " + prog.Upgrade
 	}
-	if p.active != nil {
-		in.ActiveName = p.active.Name
+	setConditions(&st, gen, conds, metav1.NewTime(in.now))
+	stampUpdate(in, &st)
+	return st
+}
+
+// rejectedStatus says why the spec is rejected; the rest of the status stays as it was.
+func rejectedStatus(in inputs, out *planned) rayv1.RayServiceStatuses {
+	st := *in.stored.DeepCopy()
+	st.ObservedGeneration = in.want.Service.Generation
+	setConditions(&st, st.ObservedGeneration, conditionInputs{ValidationError: in.want.Invalid}, metav1.NewTime(in.now))
+	if c := findCondition(in.stored.Conditions, rayv1.RayServiceReady); c == nil || c.Reason != rayv1.ValidationFailed || c.Message != in.want.Invalid {
+		out.tell(warningEvent(nil, EventValidationFailed, "Validate", "spec rejected, nothing is created or deleted until it is fixed: %s", in.want.Invalid))
 	}
-	if p.pending != nil {
-		in.PendingName = p.pending.Name
+	stampUpdate(in, &st)
+	return st
+}
+
+// stampUpdate sets lastUpdateTime when anything else changed, so time alone never causes a
+// write.
+func stampUpdate(in inputs, st *rayv1.RayServiceStatuses) {
+	if statusChanged(in.stored, st) {
+		st.LastUpdateTime = &metav1.Time{Time: in.now}
 	}
-	if in.RollingBack {
-		in.RollbackMessage = p.plan.Reason + "; " + p.upgradeNote
+}
+
+func findCondition(conds []metav1.Condition, t rayv1.RayServiceConditionType) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == string(t) {
+			return &conds[i]
+		}
 	}
-	setConditions(st, p.svc.Generation, in, now)
+	return nil
 }

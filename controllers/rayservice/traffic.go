@@ -126,15 +126,16 @@ func nextStep(s split, p pacing, dir direction, now time.Time) step {
 	}
 }
 
-// splitOf reads the upgrade state from the RayService status, with KubeRay's defaults:
-// the active cluster at 100% capacity and traffic, the pending one at 0%.
-func splitOf(st *rayv1.RayServiceStatuses) split {
+// splitOf reads the upgrade state from the two roles' status, with KubeRay's defaults: the
+// active cluster at 100% capacity and traffic, the pending one at 0%. Values outside 0–100
+// (a status edited by hand) are clamped, so weights always sum to 100.
+func splitOf(active, pending rayv1.RayServiceStatus) split {
 	s := split{
-		ActiveCapacity:  ptr.Deref(st.ActiveServiceStatus.TargetCapacity, 100),
-		PendingCapacity: ptr.Deref(st.PendingServiceStatus.TargetCapacity, 0),
-		PendingTraffic:  ptr.Deref(st.PendingServiceStatus.TrafficRoutedPercent, 0),
+		ActiveCapacity:  clamp(ptr.Deref(active.TargetCapacity, 100), 0, 100),
+		PendingCapacity: clamp(ptr.Deref(pending.TargetCapacity, 0), 0, 100),
+		PendingTraffic:  clamp(ptr.Deref(pending.TrafficRoutedPercent, 0), 0, 100),
 	}
-	if t := st.PendingServiceStatus.LastTrafficMigratedTime; t != nil {
+	if t := pending.LastTrafficMigratedTime; t != nil {
 		tt := t.Time
 		s.LastMigrated = &tt
 	}

@@ -52,10 +52,10 @@ func incremental(maxSurge, step, interval int32) *rayv1.RayServiceSpec {
 
 var start = split{ActiveCapacity: 100, PendingCapacity: 0, PendingTraffic: 0}
 
-func TestTimelineSeedScenario1FastMigration(t *testing.T) {
-	// Seed §5.3 scenario 1: maxSurge 100, step 100, interval 0 — blue/green through the
-	// Gateway. The seed's table merges the first capacity and traffic changes into "step 1";
-	// here each is its own step, and the seed's rows are the states after steps 2 and 3.
+func TestTimelineFastMigration(t *testing.T) {
+	// maxSurge 100, step 100, interval 0: blue/green through the Gateway. The pending
+	// cluster takes all capacity, then all traffic, then the active one gives up its
+	// capacity, each its own step.
 	got := walk(t, start, pacingOf(incremental(100, 100, 0)), towardPending)
 	want := []string{
 		"  0s grow target capacity   cap A100/P100 traffic A100/P0",
@@ -68,12 +68,11 @@ func TestTimelineSeedScenario1FastMigration(t *testing.T) {
 	}
 }
 
-func TestTimelineSeedScenario2Conservative(t *testing.T) {
-	// Seed §5.3 scenario 2: maxSurgePercent 120 (above validation's 100; clamped), step 20,
-	// interval 30 s. The seed calls its table idealised: with maxSurge ≥ 100 the pending
-	// cluster's capacity goes to 100% at once, traffic then moves 20% every 30 s (the first
-	// step as soon as the pending cluster is ready), and the active cluster drops to 0% once
-	// all traffic moved.
+func TestTimelineConservative(t *testing.T) {
+	// maxSurgePercent 120 (above validation's 100; clamped), step 20, interval 30 s: the
+	// pending cluster's capacity goes to 100% at once, traffic then moves 20% every 30 s (the
+	// first step as soon as the pending cluster is ready), and the active cluster drops to 0%
+	// once all traffic moved.
 	got := walk(t, start, pacingOf(incremental(120, 20, 30)), towardPending)
 	want := []string{
 		"  0s grow target capacity   cap A100/P100 traffic A100/P0",
@@ -90,8 +89,9 @@ func TestTimelineSeedScenario2Conservative(t *testing.T) {
 	}
 }
 
-func TestTimelineGuideExample(t *testing.T) {
-	// The user guide's example: maxSurgePercent 20, stepSizePercent 5, intervalSeconds 10.
+func TestTimelineDocumentedExample(t *testing.T) {
+	// The example of docs/rayservice.md: maxSurgePercent 20, stepSizePercent 5,
+	// intervalSeconds 10.
 	// Cycle: pending capacity +20 → traffic +5 every 10 s until it reaches the pending
 	// capacity → active capacity -20. Total capacity never exceeds 120%.
 	got := walk(t, start, pacingOf(incremental(20, 5, 10)), towardPending)
@@ -113,7 +113,7 @@ func TestTimelineGuideExample(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("timeline (-want +got):\n%s", d)
 	}
-	// Spelled out, the start of the guide's cycle (Phase 1 → 2 → 3):
+	// Spelled out, the start of the cycle (grow, shift, shrink):
 	for i, line := range []string{
 		"  0s grow target capacity   cap A100/P20 traffic A100/P0",
 		"  0s shift traffic          cap A100/P20 traffic A95/P5",
@@ -135,7 +135,7 @@ func TestTimelineGuideExample(t *testing.T) {
 }
 
 func TestTimelineRollback(t *testing.T) {
-	// Mid-upgrade with the guide's pacing: pending at 40% capacity, traffic catching up at
+	// Mid-upgrade with the same pacing: pending at 40% capacity, traffic catching up at
 	// 30%, active at 80%, the last traffic step 4 s ago. The spec goes back: the same walk in
 	// the other direction, paced by the same interval.
 	mid := split{ActiveCapacity: 80, PendingCapacity: 40, PendingTraffic: 30, LastMigrated: ptr.To(t0.Add(-4 * time.Second))}
@@ -203,7 +203,7 @@ func TestTrafficWaitsForTheInterval(t *testing.T) {
 }
 
 // TestInvariantsHoldOnRandomWalks checks, over random pacings, start states and direction
-// changes, what DESIGN §5 promises: traffic splits sum to 100, no cluster gets more traffic
+// changes, the upgrade's promises: traffic splits sum to 100, no cluster gets more traffic
 // than its capacity, total capacity stays within 100% + maxSurge, and every walk finishes.
 func TestInvariantsHoldOnRandomWalks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))

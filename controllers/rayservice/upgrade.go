@@ -83,22 +83,22 @@ func matchGoal(s stamp, g goal, version string) match {
 	return matchChanged
 }
 
-// action is what happens to the RayService's clusters in this reconcile.
-type action string
+// clusterChange is what happens to the RayService's clusters in this reconcile.
+type clusterChange string
 
 const (
-	actNone           action = "None"
-	actCreatePending  action = "CreatePending"
-	actUpdateActive   action = "UpdateActiveInPlace"
-	actAppendActive   action = "AppendWorkerGroupsToActive"
-	actRestampActive  action = "RestampActive"
-	actUpdatePending  action = "UpdatePendingInPlace"
-	actAppendPending  action = "AppendWorkerGroupsToPending"
-	actRestampPending action = "RestampPending"
-	actReplacePending action = "ReplacePending"
-	actDropPending    action = "DropPending"
-	actRollback       action = "Rollback"
-	actBlockedNoGwAPI action = "BlockedWithoutGatewayAPI"
+	actNone           clusterChange = "None"
+	actCreatePending  clusterChange = "CreatePending"
+	actUpdateActive   clusterChange = "UpdateActiveInPlace"
+	actAppendActive   clusterChange = "AppendWorkerGroupsToActive"
+	actRestampActive  clusterChange = "RestampActive"
+	actUpdatePending  clusterChange = "UpdatePendingInPlace"
+	actAppendPending  clusterChange = "AppendWorkerGroupsToPending"
+	actRestampPending clusterChange = "RestampPending"
+	actReplacePending clusterChange = "ReplacePending"
+	actDropPending    clusterChange = "DropPending"
+	actRollback       clusterChange = "Rollback"
+	actBlockedNoGwAPI clusterChange = "BlockedWithoutGatewayAPI"
 )
 
 // clusterInputs are the facts decideClusters needs.
@@ -112,7 +112,7 @@ type clusterInputs struct {
 
 // clusterPlan is decideClusters' answer.
 type clusterPlan struct {
-	Action action
+	Change clusterChange
 	Reason string
 }
 

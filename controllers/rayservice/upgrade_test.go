@@ -127,7 +127,7 @@ func TestDecideClusters(t *testing.T) {
 		active, pending *stamp
 		goal            rayv1.RayClusterSpec
 		noGatewayAPI    bool
-		want            action
+		want            clusterChange
 	}{
 		{"first cluster", nc, nil, nil, v1, false, actCreatePending},
 		{"first cluster, incremental", inc, nil, nil, v1, false, actCreatePending},
@@ -153,8 +153,8 @@ func TestDecideClusters(t *testing.T) {
 	}
 	for _, tc := range cases {
 		got := decideClusters(clusterInputs{Strategy: tc.strategy, Active: tc.active, Pending: tc.pending, Goal: mustGoal(t, tc.goal), Version: "v1", GatewayAPI: !tc.noGatewayAPI})
-		if got.Action != tc.want {
-			t.Errorf("%s: %s (%s), want %s", tc.name, got.Action, got.Reason, tc.want)
+		if got.Change != tc.want {
+			t.Errorf("%s: %s (%s), want %s", tc.name, got.Change, got.Reason, tc.want)
 		}
 		if got.Reason == "" {
 			t.Errorf("%s: no reason", tc.name)

@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/rayspec"
 )
 
 // Default pod bounds (manager flags --max-pods-per-group and --max-pods-per-cluster).
@@ -162,7 +163,7 @@ func CapPods(spec *rayv1.RayClusterSpec, l Limits) []string {
 		capped := false
 		for _, count := range []*int32{g.Replicas, g.MinReplicas} {
 			if count != nil && int64(*count) > allowed {
-				*count = int32(allowed) // allowed ≤ MaxPodsPerGroup, an int32
+				*count = rayspec.SaturateInt32(allowed)
 				capped = true
 			}
 		}

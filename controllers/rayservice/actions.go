@@ -1,0 +1,128 @@
+package rayservice
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+)
+
+// An action is one change to the world the plan asks for. The objects in it belong to the
+// action (the plan copies what it observed before changing it).
+type action interface {
+	fmt.Stringer
+}
+
+// createCluster creates a RayCluster.
+type createCluster struct {
+	Cluster *rayv1.RayCluster
+	Done    event
+}
+
+// updateCluster writes a RayCluster's spec and annotations (an in-place update).
+type updateCluster struct {
+	Cluster *rayv1.RayCluster
+	Done    event
+}
+
+// annotateCluster merges annotations onto a RayCluster.
+type annotateCluster struct {
+	Cluster     *rayv1.RayCluster
+	Annotations map[string]string
+	Done        *event // nil: nothing worth an event
+}
+
+// deleteCluster deletes a RayCluster and its per-cluster serve Service.
+type deleteCluster struct {
+	Cluster *rayv1.RayCluster
+	Done    event
+}
+
+// createObject creates a Service, Gateway or HTTPRoute.
+type createObject struct{ Object client.Object }
+
+// updateObject writes a Service, Gateway or HTTPRoute as observed with raygate's fields set.
+type updateObject struct{ Object client.Object }
+
+// labelPod sets a head pod's ray.io/serve label, which puts it behind the serve Services.
+type labelPod struct {
+	Pod   *corev1.Pod
+	Value string
+}
+
+// submitServeConfig asks a cluster's dashboard to run a serve config at a target capacity
+// and records on the cluster what it accepted. Submissions are carried out before the
+// other actions (see decide).
+type submitServeConfig struct {
+	Cluster        *rayv1.RayCluster
+	Config         *serveConfig
+	TargetCapacity *int32 // nil: no target_capacity
+	Reason         string
+	Done           event
+}
+
+// record is the annotations that say what the cluster's dashboard accepted; they survive an
+// operator restart, so nothing is resubmitted or forgotten.
+func (s submitServeConfig) record() map[string]string {
+	ann := map[string]string{rayv1.ServeConfigHashKey: s.Config.hash, ServeConfigKey: s.Config.json(), rayv1.ServeConfigTargetCapacityKey: ""}
+	if s.TargetCapacity != nil {
+		ann[rayv1.ServeConfigTargetCapacityKey] = strconv.Itoa(int(*s.TargetCapacity))
+	}
+	return ann
+}
+
+func (a createCluster) String() string { return "create RayCluster " + a.Cluster.Name }
+func (a updateCluster) String() string { return "update RayCluster " + a.Cluster.Name + " in place" }
+func (a annotateCluster) String() string {
+	return fmt.Sprintf("annotate RayCluster %s %v", a.Cluster.Name, a.Annotations)
+}
+func (a deleteCluster) String() string { return "delete RayCluster " + a.Cluster.Name }
+func (a createObject) String() string  { return "create " + kindOf(a.Object) + " " + a.Object.GetName() }
+func (a updateObject) String() string  { return "update " + kindOf(a.Object) + " " + a.Object.GetName() }
+func (a labelPod) String() string {
+	return fmt.Sprintf("label pod %s %s=%s", a.Pod.Name, rayv1.ServeLabelKey, a.Value)
+}
+func (s submitServeConfig) String() string {
+	return fmt.Sprintf("submit serve config %s to %s at target capacity %s", s.Config.hash, s.Cluster.Name, percent(s.TargetCapacity))
+}
+
+// kindOf names the kinds raygate writes besides RayClusters, for messages.
+func kindOf(o client.Object) string {
+	switch o.(type) {
+	case *corev1.Service:
+		return "Service"
+	case *gwv1.Gateway:
+		return "Gateway"
+	case *gwv1.HTTPRoute:
+		return "HTTPRoute"
+	}
+	return fmt.Sprintf("%T", o)
+}
+
+// event is a Kubernetes event about the RayService, optionally related to one of its clusters.
+type event struct {
+	Type    string
+	Reason  string
+	Action  string
+	Note    string
+	Related *rayv1.RayCluster
+}
+
+func normalEvent(related *rayv1.RayCluster, reason, action, format string, args ...any) event {
+	return event{Type: corev1.EventTypeNormal, Reason: reason, Action: action, Note: fmt.Sprintf(format, args...), Related: related}
+}
+
+func warningEvent(related *rayv1.RayCluster, reason, action, format string, args ...any) event {
+	return event{Type: corev1.EventTypeWarning, Reason: reason, Action: action, Note: fmt.Sprintf(format, args...), Related: related}
+}
+
+// finishedUpgrade is an upgrade that ended, for the duration histogram.
+type finishedUpgrade struct {
+	Strategy rayv1.RayServiceUpgradeType
+	Result   string
+	Seconds  float64
+}

@@ -1,0 +1,216 @@
+package rayservice
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/dashboard"
+	"github.com/raygate/raygate/internal/rayspec"
+)
+
+// observed is what one reconcile read about the world before deciding anything. The plan
+// reads it and never changes it.
+type observed struct {
+	// GatewayAPI: the Gateway API CRDs were installed when raygate started.
+	GatewayAPI bool
+	// Clusters are the RayClusters the RayService controls, sorted by name.
+	Clusters []*clusterView
+	// NewClusterName is the name a RayCluster created in this pass gets. Names are random;
+	// drawing one here keeps the plan a function of what it is given.
+	NewClusterName string
+	// Gateway and Route are the RayService's Gateway and HTTPRoute (nil: none).
+	Gateway *gwv1.Gateway
+	Route   *gwv1.HTTPRoute
+	// Services are the Services raygate manages for the RayService that exist, by name: the
+	// head and serve Services and the per-cluster serve Services.
+	Services map[string]*corev1.Service
+	// Refused are the serve configs a dashboard refused earlier in this pass, by cluster.
+	Refused map[string]refusal
+}
+
+// clusterView is one RayCluster and, when it may serve, its pods and Serve applications.
+type clusterView struct {
+	Cluster *rayv1.RayCluster
+	// Pods are read for the clusters the status names and those the plan could adopt.
+	Pods  []corev1.Pod
+	Serve serveView
+}
+
+// serveView is what a cluster's dashboard said about its Serve applications.
+type serveView struct {
+	// Apps are the applications by name; nil when the dashboard was not asked (the head pod
+	// is not ready) or did not answer.
+	Apps map[string]rayv1.AppStatus
+	// Err is why the dashboard did not answer.
+	Err string
+}
+
+// refusal is a dashboard's answer to a serve config it did not accept.
+type refusal struct {
+	Message string
+	// BadRequest: the config itself was refused; sending it again fails the same way.
+	BadRequest bool
+}
+
+func (o *observed) cluster(name string) *clusterView {
+	for _, c := range o.Clusters {
+		if c.Cluster.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// withRefusals is the same observation plus the dashboards' refusals.
+func (o *observed) withRefusals(refused map[string]refusal) *observed {
+	c := *o
+	c.Refused = maps.Clone(refused)
+	return &c
+}
+
+// observe reads, without changing anything, what the plan needs: the RayService's clusters;
+// for those that may serve, their pods and (when the head pod is ready) their Serve
+// applications; and the Services, Gateway and HTTPRoute raygate manages for it.
+func (r *Reconciler) observe(ctx context.Context, svc *rayv1.RayService, want *desired) (*observed, error) {
+	obs := &observed{GatewayAPI: r.gatewayAPI, NewClusterName: r.newName(svc.Name), Services: map[string]*corev1.Service{}}
+	var list rayv1.RayClusterList
+	if err := r.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingLabels{
+		rayv1.OriginatedFromCRNameLabelKey: svc.Name, rayv1.OriginatedFromCRDLabelKey: rayServiceKind,
+	}); err != nil {
+		return nil, fmt.Errorf("listing RayClusters: %w", err)
+	}
+	for i := range list.Items {
+		if metav1.IsControlledBy(&list.Items[i], svc) {
+			obs.Clusters = append(obs.Clusters, &clusterView{Cluster: &list.Items[i]})
+		}
+	}
+	sort.Slice(obs.Clusters, func(i, j int) bool { return obs.Clusters[i].Cluster.Name < obs.Clusters[j].Cluster.Name })
+
+	serviceNames := []string{rayspec.ServiceHeadServiceName(svc.Name), serveServiceName(want.Service)}
+	for _, v := range obs.Clusters {
+		if !mayServe(v.Cluster, &svc.Status, want.Goal) {
+			continue
+		}
+		if err := r.observeCluster(ctx, v); err != nil {
+			return nil, err
+		}
+		serviceNames = append(serviceNames, rayspec.ClusterServeServiceName(v.Cluster.Name))
+	}
+	for _, name := range serviceNames {
+		s := &corev1.Service{}
+		if found, err := r.getIfExists(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: name}, s); err != nil {
+			return nil, err
+		} else if found {
+			obs.Services[name] = s
+		}
+	}
+	if !r.gatewayAPI {
+		return obs, nil
+	}
+	gw, rt := &gwv1.Gateway{}, &gwv1.HTTPRoute{}
+	if found, err := r.getIfExists(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: rayspec.GatewayName(svc.Name)}, gw); err != nil {
+		return nil, err
+	} else if found {
+		obs.Gateway = gw
+	}
+	if found, err := r.getIfExists(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: rayspec.HTTPRouteName(svc.Name)}, rt); err != nil {
+		return nil, err
+	} else if found {
+		obs.Route = rt
+	}
+	return obs, nil
+}
+
+// mayServe picks the clusters whose pods and applications are read: those the status names
+// and those the plan could adopt as the pending cluster (see adopt). The others are only
+// waiting to be retired or deleted.
+func mayServe(rc *rayv1.RayCluster, st *rayv1.RayServiceStatuses, g goal) bool {
+	if rc.DeletionTimestamp != nil {
+		return false
+	}
+	return recordedIn(st, rc.Name) || (rc.Annotations[rayv1.DeleteAfterKey] == "" && stampOf(rc).Hash == g.Hash && submittedOn(rc).Hash == "")
+}
+
+// observeCluster reads a cluster's pods and, once its head pod is ready, its Serve
+// applications. A dashboard that does not answer is a fact for the plan, not an error: it
+// starts a little after the head pod is ready.
+func (r *Reconciler) observeCluster(ctx context.Context, v *clusterView) error {
+	rc := v.Cluster
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(rc.Namespace), client.MatchingLabels{rayv1.ClusterLabelKey: rc.Name}); err != nil {
+		return fmt.Errorf("listing pods of RayCluster %s: %w", rc.Name, err)
+	}
+	v.Pods = pods.Items
+	if !headReady(v.Pods) {
+		return nil
+	}
+	dc, err := r.dashboardOf(ctx, rc)
+	if err != nil {
+		return err
+	}
+	details, err := dc.GetServeDetails(ctx)
+	if err != nil {
+		r.logFor(ctx, rc).Info("cannot read Serve applications", "error", err.Error())
+		v.Serve.Err = err.Error()
+		return nil
+	}
+	v.Serve.Apps = appStatuses(details)
+	return nil
+}
+
+// dashboardOf is a client for a cluster's dashboard.
+func (r *Reconciler) dashboardOf(ctx context.Context, rc *rayv1.RayCluster) (*dashboard.HTTPClient, error) {
+	url, err := r.Resolver.DashboardURL(ctx, types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name})
+	if err != nil {
+		return nil, fmt.Errorf("locating the dashboard of %s: %w", rc.Name, err)
+	}
+	return &dashboard.HTTPClient{BaseURL: url, HTTP: r.http, Timeout: r.DashboardTimeout}, nil
+}
+
+// getIfExists reads an object; a missing one is not an error.
+func (r *Reconciler) getIfExists(ctx context.Context, key types.NamespacedName, obj client.Object) (bool, error) {
+	err := r.client.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading %T %s: %w", obj, key.Name, err)
+	}
+	return true, nil
+}
+
+// appStatuses converts the dashboard's answer to the status type.
+func appStatuses(d *dashboard.ServeDetails) map[string]rayv1.AppStatus {
+	out := make(map[string]rayv1.AppStatus, len(d.Applications))
+	for name, a := range d.Applications {
+		s := rayv1.AppStatus{Status: a.Status, Message: a.Message}
+		if len(a.Deployments) > 0 {
+			s.Deployments = make(map[string]rayv1.ServeDeploymentStatus, len(a.Deployments))
+			for dn, dep := range a.Deployments {
+				s.Deployments[dn] = rayv1.ServeDeploymentStatus{Status: dep.Status, Message: dep.Message}
+			}
+		}
+		out[name] = s
+	}
+	return out
+}
+
+// headReady reports whether a cluster's head pod is ready, so its dashboard can be asked.
+func headReady(pods []corev1.Pod) bool {
+	for i := range pods {
+		if pods[i].Labels[rayv1.NodeTypeLabelKey] == string(rayv1.HeadNode) && rayspec.Serving(&pods[i]) {
+			return true
+		}
+	}
+	return false
+}

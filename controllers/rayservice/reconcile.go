@@ -1,0 +1,108 @@
+package rayservice
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+)
+
+// Reconcile observes the RayService and what it owns, plans the pass, carries the plan out,
+// writes the status once (only when it changed), then emits the events the status records.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	svc, err := r.get(ctx, req.NamespacedName)
+	if apierrors.IsNotFound(err) {
+		r.written.Delete(req.NamespacedName)
+		r.Metrics.Forget(req.Namespace, req.Name)
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if svc.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil // owner references delete what raygate created
+	}
+	now := r.Now()
+	want := admit(svc, r.Gates, r.Version)
+	obs := &observed{}
+	if want.Invalid == "" {
+		if obs, err = r.observe(ctx, svc, want); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	out, err := carryOut(obs, want, &svc.Status, now, reconcilerExecutor{ctx: ctx, r: r, svc: svc})
+	for _, d := range out.Decisions {
+		r.logFor(ctx, nil).V(1).Info(d, "rayservice", req.NamespacedName)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.record(ctx, svc, out, now)
+}
+
+// get reads the RayService from the cache, or from the API when the cache has not yet seen
+// raygate's last status write.
+func (r *Reconciler) get(ctx context.Context, key types.NamespacedName) (*rayv1.RayService, error) {
+	svc := &rayv1.RayService{}
+	if err := r.client.Get(ctx, key, svc); err != nil {
+		return nil, err
+	}
+	if rv, ok := r.written.Load(key); ok && rv.(string) != svc.ResourceVersion {
+		if err := r.apiReader.Get(ctx, key, svc); err != nil {
+			return nil, err
+		}
+		r.written.Store(key, svc.ResourceVersion)
+	}
+	return svc, nil
+}
+
+// record writes the planned status when it differs from the stored one; once it is stored
+// (or needed no write) come the metrics and the events, and the plan says when to come back.
+func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out planned, now time.Time) (ctrl.Result, error) {
+	if !equality.Semantic.DeepEqual(svc.Status, out.Status) {
+		svc.Status = out.Status
+		if err := r.client.Status().Update(ctx, svc); err != nil {
+			if apierrors.IsConflict(err) {
+				ctrl.LoggerFrom(ctx).V(1).Info("status write conflicted; retrying with a fresh object")
+				return ctrl.Result{RequeueAfter: stepRequeue}, nil
+			}
+			return ctrl.Result{}, err
+		}
+		r.written.Store(client.ObjectKeyFromObject(svc), svc.ResourceVersion)
+	}
+	r.Metrics.Observe(svc)
+	for _, e := range out.Events {
+		r.emit(svc, e)
+	}
+	if f := out.Finished; f != nil {
+		r.Metrics.UpgradeFinished(f.Strategy, f.Result, f.Seconds)
+	}
+	if out.Err != nil {
+		return ctrl.Result{}, out.Err
+	}
+	return ctrl.Result{RequeueAfter: out.Wake.after(now, r.DeployingPoll, r.AppStatusResync)}, nil
+}
+
+// emit records an event about the RayService.
+func (r *Reconciler) emit(svc *rayv1.RayService, e event) {
+	if e.Related != nil {
+		r.recorder.Eventf(svc, e.Related, e.Type, e.Reason, e.Action, "%s", e.Note)
+		return
+	}
+	r.recorder.Eventf(svc, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
+}
+
+func (r *Reconciler) logFor(ctx context.Context, rc *rayv1.RayCluster) logr.Logger {
+	log := ctrl.LoggerFrom(ctx)
+	if rc != nil {
+		log = log.WithValues("raycluster", rc.Name)
+	}
+	return log
+}

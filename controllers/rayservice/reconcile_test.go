@@ -1,0 +1,87 @@
+package rayservice
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/test/builders"
+)
+
+// The events a plan announces (a promotion, a traffic step, a rollback) describe what its
+// status records: they are emitted once that status is stored, never before, and not at all
+// when the write fails. The same holds for the finished-upgrade histogram.
+func TestRecordAnnouncesOnlyWhatTheStoredStatusSays(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := rayv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(builders.RayService("svc", "ns").Obj()).WithStatusSubresource(&rayv1.RayService{}).Build()
+	rec := events.NewFakeRecorder(10)
+	r := &Reconciler{Config: Config{DeployingPoll: time.Second, AppStatusResync: time.Minute}, Metrics: NewMetrics(), client: c, recorder: rec}
+	read := func() *rayv1.RayService {
+		svc := &rayv1.RayService{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "svc"}, svc); err != nil {
+			t.Fatal(err)
+		}
+		return svc
+	}
+	promoted := func(svc *rayv1.RayService) planned {
+		st := *svc.Status.DeepCopy()
+		st.ActiveServiceStatus.RayClusterName = "svc-green"
+		return planned{
+			Status:   st,
+			Events:   []event{normalEvent(nil, EventPromoted, "Promote", "RayCluster svc-green serves all traffic")},
+			Finished: &finishedUpgrade{Strategy: rayv1.NewCluster, Result: resultPromoted, Seconds: 42},
+			Wake:     wakeup{Soon: true},
+		}
+	}
+	announced := func() int { return len(rec.Events) + testutil.CollectAndCount(r.Metrics.upgrades) }
+
+	stale := read()
+	stale.ResourceVersion = "1" // someone wrote the RayService since it was read
+	res, err := r.record(ctx, stale, promoted(stale), t0)
+	if err != nil || res.RequeueAfter != stepRequeue {
+		t.Fatalf("a conflicting write: %v, %v; want a quick retry", res, err)
+	}
+	if n := announced(); n != 0 || read().Status.ActiveServiceStatus.RayClusterName != "" {
+		t.Fatalf("a status that was not stored was announced (%d) or stored", n)
+	}
+
+	res, err = r.record(ctx, read(), promoted(read()), t0)
+	if err != nil || res.RequeueAfter != stepRequeue {
+		t.Fatalf("%v, %v", res, err)
+	}
+	if got := read().Status.ActiveServiceStatus.RayClusterName; got != "svc-green" {
+		t.Fatalf("stored active %q", got)
+	}
+	if got := <-rec.Events; got != "Normal PromotedPendingCluster RayCluster svc-green serves all traffic" {
+		t.Errorf("event %q", got)
+	}
+	if n := testutil.CollectAndCount(r.Metrics.upgrades); n != 1 {
+		t.Errorf("finished upgrades %d", n)
+	}
+
+	// An unchanged status is not written again; what the plan announces still goes out.
+	svc := read()
+	rv := svc.ResourceVersion
+	same := planned{Status: *svc.Status.DeepCopy(), Events: []event{warningEvent(nil, EventFailedCluster, "Delete", "delete it by hand")}}
+	if _, err := r.record(ctx, svc, same, t0); err != nil {
+		t.Fatal(err)
+	}
+	if read().ResourceVersion != rv || len(rec.Events) != 1 {
+		t.Errorf("resourceVersion %s → %s, %d events", rv, read().ResourceVersion, len(rec.Events))
+	}
+}

@@ -1,0 +1,522 @@
+package rayservice
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/defaulting"
+	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/rayspec"
+)
+
+// world simulates what the controller talks to, for driving plan the way Reconcile does: the
+// RayService (spec and stored status), its RayClusters with their pods and Ray dashboards,
+// the Services, and a Gateway API implementation. It answers observe like the controller's
+// reads, carries out actions like the API server, and can be given faults.
+type world struct {
+	now        time.Time
+	svc        *rayv1.RayService
+	version    string
+	gatewayAPI bool
+	clusters   map[string]*simCluster
+	services   map[string]*corev1.Service
+	gateway    *gwv1.Gateway
+	route      *gwv1.HTTPRoute
+	created    int // RayClusters created so far, for names
+	passes     int // reconciles so far
+
+	// Faults met by the next pass.
+	refuseSubmits  bool // dashboards refuse serve configs
+	badRequest     bool // ... as a bad request
+	failAction     int  // the action with this index fails (-1: none)
+	conflictStatus bool // the status write conflicts
+	// gatewayPaused: the gateway controller does not accept changes.
+	gatewayPaused bool
+	// acceptAt is when the gateway controller accepts the Gateway's and the HTTPRoute's
+	// latest generation (zero: nothing to accept).
+	acceptAt time.Time
+
+	want           *desired // for the spec at wantGeneration
+	wantGeneration int64
+}
+
+// simCluster is a RayCluster with a head and one worker pod and a Ray dashboard.
+type simCluster struct {
+	rc *rayv1.RayCluster
+	// headLabel is the head pod's ray.io/serve label.
+	headLabel string
+	// readyAt is when the pods are ready (creation or a head restart plus headStart).
+	readyAt time.Time
+	// dashboardDown: the dashboard does not answer.
+	dashboardDown bool
+	// apps are what the dashboard reports; deployedHash the config they run.
+	apps         map[string]rayv1.AppStatus
+	deployedHash string
+	appsDueAt    time.Time // DEPLOYING applications settle then
+	brokenConfig bool      // the deployed config's applications fail
+	// unhealthy: the applications fail (a fault, whatever the config).
+	unhealthy bool
+}
+
+const (
+	headStart    = 3 * time.Second
+	deployDelay  = 2 * time.Second
+	gatewayDelay = 50 * time.Millisecond
+	// brokenImportPath is an import path whose applications the dashboards report UNHEALTHY.
+	brokenImportPath = "broken.deployment_graph"
+)
+
+var allGates = features.Static{features.RayServiceIncrementalUpgrade: true}
+
+func newWorld(svc *rayv1.RayService) *world {
+	svc = svc.DeepCopy()
+	if svc.UID == "" {
+		svc.UID = "svc-uid"
+	}
+	if svc.Generation == 0 {
+		svc.Generation = 1
+	}
+	return &world{
+		now: t0, svc: svc, version: "v1", gatewayAPI: true, failAction: -1,
+		clusters: map[string]*simCluster{}, services: map[string]*corev1.Service{},
+	}
+}
+
+// desired is what the controller would plan for. A spec validation rejects is also planned
+// for, with the checks skipped (the pacing and delay readers clamp what they read), so the
+// plan is exercised with any integers; the controller itself never plans for such a spec.
+func (w *world) desired() *desired {
+	if w.want != nil && w.wantGeneration == w.svc.Generation {
+		return w.want
+	}
+	w.want, w.wantGeneration = w.admitAnyway(), w.svc.Generation
+	return w.want
+}
+
+func (w *world) admitAnyway() *desired {
+	want := admit(w.svc, allGates, w.version)
+	if want.Invalid == "" {
+		return want
+	}
+	s := w.svc.DeepCopy()
+	s.Status = rayv1.RayServiceStatuses{}
+	defaulting.RayService(s)
+	cfg, err := parseServeConfig(s.Spec.ServeConfigV2)
+	if err != nil {
+		return want
+	}
+	g, err := newGoal(s.Spec.RayClusterSpec)
+	if err != nil {
+		return want
+	}
+	return &desired{Service: s, Goal: g, Strategy: strategyOf(&s.Spec), Pacing: pacingOf(&s.Spec), Serve: cfg, Version: w.version}
+}
+
+// updateSpec changes the RayService's spec, as kubectl apply would.
+func (w *world) updateSpec(change func(*rayv1.RayService)) {
+	change(w.svc)
+	w.svc.Generation++
+}
+
+// observe is what the controller's reads would return.
+func (w *world) observe(want *desired) *observed {
+	obs := &observed{GatewayAPI: w.gatewayAPI, NewClusterName: fmt.Sprintf("svc-%05d", w.created+1), Services: map[string]*corev1.Service{}}
+	names := []string{rayspec.ServiceHeadServiceName(w.svc.Name), serveServiceName(want.Service)}
+	for _, name := range slices.Sorted(maps.Keys(w.clusters)) {
+		c := w.clusters[name]
+		v := &clusterView{Cluster: c.rc.DeepCopy()}
+		if mayServe(c.rc, &w.svc.Status, want.Goal) {
+			v.Pods = c.pods(w.now)
+			switch {
+			case !headReady(v.Pods):
+			case c.dashboardDown:
+				v.Serve.Err = "connection refused"
+			default:
+				v.Serve.Apps = c.reportedApps()
+			}
+			names = append(names, rayspec.ClusterServeServiceName(name))
+		}
+		obs.Clusters = append(obs.Clusters, v)
+	}
+	for _, n := range names {
+		if s := w.services[n]; s != nil {
+			obs.Services[n] = s.DeepCopy()
+		}
+	}
+	if w.gatewayAPI {
+		if w.gateway != nil {
+			obs.Gateway = w.gateway.DeepCopy()
+		}
+		if w.route != nil {
+			obs.Route = w.route.DeepCopy()
+		}
+	}
+	return obs
+}
+
+func (c *simCluster) ready(now time.Time) bool { return !now.Before(c.readyAt) }
+
+func (c *simCluster) pods(now time.Time) []corev1.Pod {
+	ready := corev1.ConditionFalse
+	if c.ready(now) {
+		ready = corev1.ConditionTrue
+	}
+	pod := func(suffix, nodeType, serve string) corev1.Pod {
+		return corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: c.rc.Name + "-" + suffix, Namespace: c.rc.Namespace, Labels: map[string]string{
+				rayv1.ClusterLabelKey: c.rc.Name, rayv1.NodeTypeLabelKey: nodeType, rayv1.ServeLabelKey: serve,
+			}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}},
+		}
+	}
+	return []corev1.Pod{pod("head", string(rayv1.HeadNode), c.headLabel), pod("worker", string(rayv1.WorkerNode), "true")}
+}
+
+// reportedApps is the dashboard's answer (never nil: the dashboard answered).
+func (c *simCluster) reportedApps() map[string]rayv1.AppStatus {
+	out := map[string]rayv1.AppStatus{}
+	for n, a := range c.apps {
+		if c.unhealthy {
+			a = rayv1.AppStatus{Status: rayv1.ApplicationStatusUnhealthy, Message: "replica crashed"}
+		}
+		out[n] = a
+	}
+	return out
+}
+
+// reconciled is one pass of Reconcile, with what the invariants are judged on.
+type reconciled struct {
+	index        int // passes before this one
+	now          time.Time
+	want         *desired
+	stored       rayv1.RayServiceStatuses // before the pass
+	obs          *observed                // before any submission
+	out          planned
+	submits      []submitServeConfig          // attempted, refused ones included
+	recorded     map[string]submitted         // what each cluster had accepted before the pass
+	before       trafficView                  // where traffic went before the pass
+	after        trafficView                  // ... and after it
+	deleted      []string                     // clusters deleted by the pass
+	applied      bool                         // every action was carried out
+	actionsTried int                          // actions the world was asked to carry out
+	written      bool                         // the status was stored
+	tcAfter      map[string]*int32            // each cluster's accepted target capacity after the pass
+	obsCopy      *observed                    // obs deep-copied before planning, to prove plan changes nothing
+	clusters     map[string]*rayv1.RayCluster // the clusters before the pass
+}
+
+// trafficView is where traffic goes: the HTTPRoute's weights and the serve Service's cluster.
+type trafficView struct {
+	weights map[string]int32 // nil: no route
+	serving string           // the serve Service's cluster ("": none)
+}
+
+func (w *world) traffic() trafficView {
+	t := trafficView{}
+	if w.route != nil {
+		t.weights = rayspec.RouteWeights(w.route)
+	}
+	if s := w.services[serveServiceName(w.svc)]; s != nil {
+		t.serving = s.Spec.Selector[rayv1.ClusterLabelKey]
+	}
+	return t
+}
+
+// reconcile runs one pass as Reconcile does: observe, carry out (cluster actions,
+// submissions, the rest), write the status when every action was carried out.
+func (w *world) reconcile() (*reconciled, error) {
+	want := w.desired()
+	w.passes++
+	p := &reconciled{index: w.passes - 1, now: w.now, want: want, stored: *w.svc.Status.DeepCopy(), before: w.traffic(), recorded: map[string]submitted{}, clusters: map[string]*rayv1.RayCluster{}}
+	for n, c := range w.clusters {
+		p.recorded[n] = submittedOn(c.rc)
+		p.clusters[n] = c.rc.DeepCopy()
+	}
+	if want.Invalid == "" {
+		p.obs = w.observe(want)
+	} else {
+		p.obs = &observed{}
+	}
+	p.obsCopy = deepCopyObserved(p.obs)
+	out, err := carryOut(p.obs, want, &p.stored, w.now, worldExecutor{w: w, p: p})
+	var failed actionFailed
+	if err != nil && !errors.As(err, &failed) {
+		return p, err
+	}
+	p.out, p.applied = out, err == nil
+	if p.applied && !w.conflictStatus && !equality.Semantic.DeepEqual(w.svc.Status, out.Status) {
+		w.svc.Status = *out.Status.DeepCopy()
+	}
+	p.written = p.applied && !w.conflictStatus
+	p.after = w.traffic()
+	p.tcAfter = map[string]*int32{}
+	for n, c := range w.clusters {
+		p.tcAfter[n] = submittedOn(c.rc).TargetCapacity
+	}
+	w.refuseSubmits, w.badRequest, w.failAction, w.conflictStatus = false, false, -1, false
+	return p, nil
+}
+
+// submit is the dashboard's PUT and the annotation that records it.
+func (w *world) submit(s submitServeConfig) (*refusal, error) {
+	c := w.clusters[s.Cluster.Name]
+	if c == nil {
+		return nil, errors.New("cluster " + s.Cluster.Name + " not found")
+	}
+	if w.refuseSubmits {
+		return &refusal{Message: "simulated refusal", BadRequest: w.badRequest}, nil
+	}
+	if c.deployedHash != s.Config.hash || len(c.apps) == 0 {
+		c.apps = map[string]rayv1.AppStatus{}
+		for _, a := range s.Config.apps {
+			c.apps[a] = rayv1.AppStatus{Status: rayv1.ApplicationStatusDeploying}
+		}
+		c.deployedHash, c.appsDueAt = s.Config.hash, w.now.Add(deployDelay)
+		c.brokenConfig = strings.Contains(s.Config.json(), brokenImportPath)
+	}
+	setAnnotations(c.rc, s.record())
+	c.changed()
+	return nil, nil
+}
+
+// changed gives the cluster a new resourceVersion, as every write does.
+func (c *simCluster) changed() {
+	v, _ := strconv.Atoi(c.rc.ResourceVersion)
+	c.rc.ResourceVersion = strconv.Itoa(v + 1)
+}
+
+// worldExecutor carries out one pass's actions and submissions in the world.
+type worldExecutor struct {
+	w *world
+	p *reconciled
+}
+
+// actionFailed is an action the world refused, as the API server may; the pass then
+// stops without writing the status.
+type actionFailed struct{ action string }
+
+func (e actionFailed) Error() string { return e.action + " failed" }
+
+func (x worldExecutor) submit(s submitServeConfig) (*refusal, error) {
+	x.p.submits = append(x.p.submits, s)
+	return x.w.submit(s)
+}
+
+func (x worldExecutor) apply(actions []action) error {
+	if !x.w.apply(actions, x.p) {
+		return actionFailed{fmt.Sprint(actions)}
+	}
+	return nil
+}
+
+// apply carries out actions like the API server; it reports whether all were. failAction
+// counts the actions of the whole pass.
+func (w *world) apply(actions []action, p *reconciled) bool {
+	for _, a := range actions {
+		p.actionsTried++
+		if p.actionsTried-1 == w.failAction {
+			return false
+		}
+		switch a := a.(type) {
+		case createCluster:
+			if w.clusters[a.Cluster.Name] != nil {
+				return false // AlreadyExists
+			}
+			rc := a.Cluster.DeepCopy()
+			w.created++
+			rc.UID = types.UID(rc.Name + "-uid")
+			rc.CreationTimestamp, rc.ResourceVersion = metav1.NewTime(w.now), "1"
+			w.clusters[rc.Name] = &simCluster{rc: rc, headLabel: "false", readyAt: w.now.Add(headStart)}
+		case updateCluster:
+			c := w.clusters[a.Cluster.Name]
+			if c == nil || c.rc.ResourceVersion != a.Cluster.ResourceVersion {
+				return false // not found, or a conflict: the cluster changed since it was read
+			}
+			c.rc.Spec, c.rc.Annotations = *a.Cluster.Spec.DeepCopy(), maps.Clone(a.Cluster.Annotations)
+			c.changed()
+		case annotateCluster:
+			c := w.clusters[a.Cluster.Name]
+			if c == nil {
+				return false
+			}
+			setAnnotations(c.rc, a.Annotations)
+			c.changed()
+		case deleteCluster:
+			delete(w.clusters, a.Cluster.Name)
+			delete(w.services, rayspec.ClusterServeServiceName(a.Cluster.Name))
+			p.deleted = append(p.deleted, a.Cluster.Name)
+		case createObject:
+			if !w.write(a.Object, true) {
+				return false
+			}
+		case updateObject:
+			if !w.write(a.Object, false) {
+				return false
+			}
+		case labelPod:
+			for _, c := range w.clusters {
+				if a.Pod.Name == c.rc.Name+"-head" {
+					c.headLabel = a.Value
+				}
+			}
+		default:
+			panic(fmt.Sprintf("unknown action %T", a))
+		}
+	}
+	return true
+}
+
+// write stores a Service, Gateway or HTTPRoute; a changed spec gets a new generation.
+func (w *world) write(o any, create bool) bool {
+	switch o := o.(type) {
+	case *corev1.Service:
+		if (w.services[o.Name] == nil) != create {
+			return false
+		}
+		w.services[o.Name] = o.DeepCopy()
+	case *gwv1.Gateway:
+		if (w.gateway == nil) != create {
+			return false
+		}
+		next := o.DeepCopy()
+		next.Generation = 1
+		if w.gateway != nil {
+			next.Generation, next.Status = w.gateway.Generation, w.gateway.Status
+			if !equality.Semantic.DeepEqual(w.gateway.Spec, next.Spec) {
+				next.Generation++
+			}
+		}
+		w.gateway = next
+		w.acceptAt = w.now.Add(gatewayDelay)
+	case *gwv1.HTTPRoute:
+		if (w.route == nil) != create {
+			return false
+		}
+		next := o.DeepCopy()
+		next.Generation = 1
+		if w.route != nil {
+			next.Generation, next.Status = w.route.Generation, w.route.Status
+			if !equality.Semantic.DeepEqual(w.route.Spec, next.Spec) {
+				next.Generation++
+			}
+		}
+		w.route = next
+		w.acceptAt = w.now.Add(gatewayDelay)
+	default:
+		panic(fmt.Sprintf("unexpected object %T", o))
+	}
+	return true
+}
+
+// advance moves the clock: pods start, applications settle, and the gateway controller
+// accepts the Gateway and the HTTPRoute at their current generation.
+func (w *world) advance(d time.Duration) {
+	w.now = w.now.Add(d)
+	for _, c := range w.clusters {
+		if !w.now.Before(c.appsDueAt) {
+			for n, a := range c.apps {
+				if a.Status == rayv1.ApplicationStatusDeploying {
+					a.Status = rayv1.ApplicationStatusRunning
+					if c.brokenConfig {
+						a = rayv1.AppStatus{Status: rayv1.ApplicationStatusUnhealthy, Message: "ModuleNotFoundError"}
+					}
+					c.apps[n] = a
+				}
+			}
+		}
+	}
+	if w.gatewayPaused || w.acceptAt.IsZero() || w.now.Before(w.acceptAt) {
+		return
+	}
+	w.acceptAt = time.Time{}
+	accepted := func(t string, gen int64) metav1.Condition {
+		return metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: t, ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(w.now)}
+	}
+	if g := w.gateway; g != nil {
+		g.Status.Conditions = []metav1.Condition{accepted(string(gwv1.GatewayConditionAccepted), g.Generation), accepted(string(gwv1.GatewayConditionProgrammed), g.Generation)}
+	}
+	if rt := w.route; rt != nil {
+		rt.Status.Parents = []gwv1.RouteParentStatus{{
+			ParentRef:      gwv1.ParentReference{Name: gwv1.ObjectName(rayspec.GatewayName(w.svc.Name))},
+			ControllerName: "example.com/gateway",
+			Conditions:     []metav1.Condition{accepted(string(gwv1.RouteConditionAccepted), rt.Generation), accepted(string(gwv1.RouteConditionResolvedRefs), rt.Generation)},
+		}}
+	}
+}
+
+// restartHead restarts a cluster's head pod: the dashboard forgets the applications.
+func (w *world) restartHead(name string) {
+	if c := w.clusters[name]; c != nil {
+		c.readyAt, c.apps, c.deployedHash = w.now.Add(headStart), nil, ""
+	}
+}
+
+// step runs one pass and moves the clock to when the plan wants the next one, or earlier
+// when a pod starts (the controller watches pods).
+func (w *world) step() (*reconciled, error) {
+	p, err := w.reconcile()
+	if err != nil {
+		return p, err
+	}
+	w.advance(w.untilNext(p.out.Wake.after(w.now, time.Second, time.Minute)))
+	return p, nil
+}
+
+// untilNext caps a wait at the next change the controller watches: a pod starting, the
+// gateway controller accepting the Gateway or the HTTPRoute.
+func (w *world) untilNext(d time.Duration) time.Duration {
+	next := func(at time.Time) {
+		if at.After(w.now) && at.Sub(w.now) < d {
+			d = at.Sub(w.now)
+		}
+	}
+	for _, c := range w.clusters {
+		next(c.readyAt)
+	}
+	if !w.gatewayPaused {
+		next(w.acceptAt)
+	}
+	return d
+}
+
+func deepCopyObserved(o *observed) *observed {
+	c := *o
+	c.Clusters = nil
+	for _, v := range o.Clusters {
+		cv := &clusterView{Cluster: v.Cluster.DeepCopy(), Serve: serveView{Err: v.Serve.Err}}
+		for i := range v.Pods {
+			cv.Pods = append(cv.Pods, *v.Pods[i].DeepCopy())
+		}
+		if v.Serve.Apps != nil {
+			cv.Serve.Apps = map[string]rayv1.AppStatus{}
+			for n, a := range v.Serve.Apps {
+				cv.Serve.Apps[n] = *a.DeepCopy()
+			}
+		}
+		c.Clusters = append(c.Clusters, cv)
+	}
+	c.Services = map[string]*corev1.Service{}
+	for n, s := range o.Services {
+		c.Services[n] = s.DeepCopy()
+	}
+	if o.Gateway != nil {
+		c.Gateway = o.Gateway.DeepCopy()
+	}
+	if o.Route != nil {
+		c.Route = o.Route.DeepCopy()
+	}
+	c.Refused = maps.Clone(o.Refused)
+	return &c
+}
