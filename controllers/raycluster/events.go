@@ -33,6 +33,10 @@ const (
 	// EventOwnershipConflict: an object raygate would create or update under a name derived
 	// from the cluster's exists and belongs to someone else; it is left untouched.
 	EventOwnershipConflict = "OwnershipConflict"
+	// EventCappedAtPodLimits: the cluster asks for more pods than the admin's bounds allow
+	// (it was stored before a bound was lowered, or while the webhook was off); raygate
+	// creates pods up to the bounds.
+	EventCappedAtPodLimits = "CappedAtPodLimits"
 )
 
 // Event actions (the events.k8s.io "action" field: what raygate did).

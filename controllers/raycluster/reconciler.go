@@ -76,6 +76,9 @@ type Reconciler struct {
 	// APIReader reads from the API server, bypassing the cache (nil: the Client): for objects
 	// the cache does not hold, such as a foreign object with a name raygate wants.
 	APIReader client.Reader
+	// Limits are the admin's pod bounds (--max-pods-per-group, --max-pods-per-cluster); the
+	// zero value means the defaults.
+	Limits validation.Limits
 	// RandomPodDelete is the operator's ENABLE_RANDOM_POD_DELETE setting.
 	RandomPodDelete string
 	// Now is the clock (time.Now in production).
@@ -145,6 +148,8 @@ type pass struct {
 	headSvc    *corev1.Service
 	// clearWorkersToDelete lists groups whose workersToDelete were handled.
 	clearWorkersToDelete []string
+	// capped says which worker groups were lowered to the admin's pod bounds.
+	capped []string
 	// conflicts are objects with names raygate wants that the cluster does not control.
 	conflicts []conflict
 	// events are sent once the pass is over, after its status write.
@@ -192,14 +197,18 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*pass, error) 
 	p := &pass{log: log, object: rc, cluster: rc.DeepCopy()}
 	defaulting.RayCluster(p.cluster)
 	// Admission normally rejects an invalid spec; this covers objects stored while the
-	// webhook was off or bypassed, and rules added since.
-	p.invalid, _ = validation.RayCluster(p.cluster, r.Gates)
+	// webhook was off or bypassed, and rules added since. Only the rules whose violation
+	// would make this controller misbehave count here: a stored object is never frozen for
+	// breaking a create-only rule.
+	p.invalid = validation.Validator{Gates: r.Gates, Limits: r.Limits}.StoredRayCluster(p.cluster)
 	if len(p.invalid) == 0 {
 		p.invalid = buildable(&p.cluster.Spec)
 	}
 	if len(p.invalid) > 0 {
 		return p, nil
 	}
+	// A cluster stored above the pod bounds is served at the bounds.
+	p.capped = validation.CapPods(&p.cluster.Spec, r.Limits)
 	var err error
 	if p.hash, err = rayspec.HashWithoutReplicas(p.cluster.Spec); err != nil {
 		return nil, err
@@ -280,6 +289,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (
 	st := computeStatus(statusInput{
 		Cluster: p.cluster, Invalid: p.invalid, Pods: pods, HeadService: p.headSvc, ReconcileErr: applyErr,
 		Conflict:   conflictMessage(p.conflicts),
+		Capped:     cappedMessage(p.capped),
 		Conditions: r.Gates.Enabled(features.RayClusterStatusConditions), Now: now,
 	})
 	old := p.object.Status
@@ -296,6 +306,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (
 		}
 		if c := conflictMessage(p.conflicts); c != "" && c != recordedConflict(old) {
 			p.warn(EventOwnershipConflict, actionSkip, "%s", c)
+		}
+		if c := cappedMessage(p.capped); c != "" && c != old.Reason && c == st.Reason {
+			p.warn(EventCappedAtPodLimits, actionSkip, "%s", c)
 		}
 		if len(p.invalid) > 0 {
 			p.warn(EventValidationFailed, actionValidate, "The spec is invalid; no pods are created or deleted until it is fixed: %s", p.invalid.ToAggregate().Error())

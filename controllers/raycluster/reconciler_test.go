@@ -28,6 +28,7 @@ import (
 	"github.com/raygate/raygate/internal/expectations"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/validation"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -347,5 +348,49 @@ func TestForeignObjectsAreLeftUntouchedAndReported(t *testing.T) {
 	}
 	if err := store.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "demo-head-svc"}, &gotSvc); err != nil || !metav1.IsControlledBy(&gotSvc, &got) {
 		t.Errorf("raygate's own head Service: %v %+v", err, gotSvc.OwnerReferences)
+	}
+}
+
+// A cluster stored above the admin's pod bounds (stored before a bound was lowered, or while
+// the webhook was off) is served at the bounds, not frozen: raygate creates pods up to them,
+// says so in status.reason and one Warning event, and allocates nothing per requested pod.
+func TestStoredClusterAboveThePodBoundsIsServedAtThem(t *testing.T) {
+	ctx := context.Background()
+	rc := builders.RayCluster("big", "ns").WorkerGroups(builders.WorkerGroup("workers", 2147483647)).Obj()
+	store := newStore(rc)
+	rec := events.NewFakeRecorder(100)
+	r := &raycluster.Reconciler{
+		Client: store, Recorder: rec, Gates: features.Static{features.RayClusterStatusConditions: true},
+		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now,
+		Limits: validation.Limits{MaxPodsPerGroup: 3, MaxPodsPerCluster: 10},
+	}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "big"}}
+	for range 4 {
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var pods corev1.PodList
+	if err := store.List(ctx, &pods, client.InNamespace("ns")); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 4 {
+		t.Fatalf("%d pods, want the head and 3 workers", len(pods.Items))
+	}
+	var got rayv1.RayCluster
+	if err := store.Get(ctx, req.NamespacedName, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got.Status.Reason, "worker group workers is capped at 3 replicas") || got.Status.DesiredWorkerReplicas != 3 {
+		t.Errorf("status: reason %q, desired workers %d", got.Status.Reason, got.Status.DesiredWorkerReplicas)
+	}
+	capped := 0
+	for len(rec.Events) > 0 {
+		if e := <-rec.Events; strings.Contains(e, raycluster.EventCappedAtPodLimits) {
+			capped++
+		}
+	}
+	if capped != 1 {
+		t.Errorf("%d CappedAtPodLimits events, want 1", capped)
 	}
 }

@@ -28,6 +28,8 @@ type statusInput struct {
 	// Pods are all pods of the cluster in the cache, terminating ones included.
 	Pods []corev1.Pod
 	// HeadService is the head Service, or nil.
+	// Capped says which worker groups were lowered to the pod bounds ("" none).
+	Capped string
 	// Conflict says which objects with wanted names the cluster does not control ("" none).
 	Conflict    string
 	HeadService *corev1.Service
@@ -89,6 +91,9 @@ func observe(st *rayv1.RayClusterStatus, in statusInput, now metav1.Time) {
 		}
 	} else if in.Conflict != "" && st.Reason == "" {
 		st.Reason = in.Conflict
+	}
+	if in.Capped != "" && st.Reason == "" {
+		st.Reason = in.Capped
 	}
 
 	workers, heads := splitByNodeType(in.Pods)
@@ -367,4 +372,13 @@ func recordedConflict(st rayv1.RayClusterStatus) string {
 		return st.Reason
 	}
 	return ""
+}
+
+// cappedMessage is the status reason of a cluster served at the pod bounds ("" when none
+// of its groups was lowered).
+func cappedMessage(notes []string) string {
+	if len(notes) == 0 {
+		return ""
+	}
+	return "PodLimits: " + strings.Join(notes, "; ")
 }

@@ -13,6 +13,7 @@ import (
 func setupRayClusterController(mgr ctrl.Manager, o Options) error {
 	r := raycluster.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("raycluster-controller"))
 	r.APIReader = mgr.GetAPIReader()
+	r.Limits = o.Limits()
 	if err := r.Metrics.Register(metrics.Registry); err != nil {
 		return err
 	}
