@@ -145,7 +145,9 @@ func TestQuotaWarnings(t *testing.T) {
 		`spec: the cluster's 4 pods do not fit in ResourceQuota "pods": requests.nvidia.com/gpu 3, 2 left (hard 2, used 0); the API server will refuse the pods that do not fit when raygate creates them`,
 	}, warnings)
 
-	noLimits := cluster(func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{} })
+	noLimits := cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+	})
 	_, warnings = Validator{}.AdmitRayCluster(&Namespace{Name: "ns", Quotas: []corev1.ResourceQuota{quota("mem", rl("limits.memory", "100Gi"), nil)}}, nil, noLimits)
 	diffWarnings(t, []string{`spec: ResourceQuota "mem" limits limits.memory, so the API server refuses pods with a container that does not set it: ray-worker`}, warnings)
 }
