@@ -61,6 +61,9 @@ type Options struct {
 	// DashboardResolver (not a flag) locates Ray dashboards; tests and the local mode inject
 	// simulators here. Nil: built from DashboardURLTemplate, or the in-cluster resolver.
 	DashboardResolver dashboard.Resolver
+	// WebhooksOnly (not a flag) serves admission without running the controllers: suites
+	// about admission, whose objects must stay exactly as admission left them.
+	WebhooksOnly bool
 	// SkipControllerNameValidation (not a flag) lets a process build managers more than once
 	// (controller names are process-wide in controller-runtime): tests restarting the operator.
 	SkipControllerNameValidation bool
