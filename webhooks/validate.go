@@ -50,7 +50,8 @@ func (v *rayServiceValidator) Handle(ctx context.Context, req admission.Request)
 		old = nil
 	}
 	errs, warnings := v.validator.AdmitRayService(v.namespaces.facts(ctx, namespaceOf(req, &obj.ObjectMeta)), old, obj)
-	if name, ok := validation.GatewayClassToCheck(obj); ok {
+	// A GatewayClass the policy forbids is an error already; whether it exists is beside the point.
+	if name, ok := validation.GatewayClassToCheck(obj); ok && v.validator.Policy.AllowsGatewayClass(name) {
 		warnings = append(warnings, validation.GatewayClassWarnings(name, v.gatewayClasses.state(ctx, name))...)
 	}
 	return respond(ctx, rayv1.RayServiceKind, &obj.ObjectMeta, errs, warnings)

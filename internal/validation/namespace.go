@@ -99,8 +99,7 @@ func quotaWarnings(ns *Namespace, old, rc *rayv1.RayCluster, path *field.Path) [
 		oldPods = podquota.ClusterPods(old)
 	}
 	var warnings []string
-	for i := range ns.Quotas {
-		q := &ns.Quotas[i]
+	for _, q := range quotasByName(ns) {
 		need, what := podquota.Demand(q, pods), fmt.Sprintf("the cluster's %d pods", countPods(pods))
 		if old != nil {
 			need = podquota.Sub(need, podquota.Demand(q, oldPods))
@@ -135,8 +134,7 @@ func upgradeQuotaWarnings(ns *Namespace, old, svc *rayv1.RayService) ([]string, 
 		what = fmt.Sprintf("up to %d more pods (the new cluster's head and maxSurgePercent %d%% of its workers)", countPods(pods), surge)
 	}
 	var warnings []string
-	for i := range ns.Quotas {
-		q := &ns.Quotas[i]
+	for _, q := range quotasByName(ns) {
 		if s := podquota.Shortfalls(q, podquota.Demand(q, pods)); len(s) > 0 {
 			warnings = append(warnings, fmt.Sprintf(WarnQuotaUpgrade, rayClusterConfigPath, t, what, q.Name, joinShortfalls(s)))
 		}
@@ -185,6 +183,16 @@ func sortedResourceNames[V any](m map[corev1.ResourceName]V) []corev1.ResourceNa
 	}
 	slices.Sort(names)
 	return names
+}
+
+// quotasByName orders the namespace's quotas by name, so warnings come in a stable order.
+func quotasByName(ns *Namespace) []*corev1.ResourceQuota {
+	out := make([]*corev1.ResourceQuota, len(ns.Quotas))
+	for i := range ns.Quotas {
+		out[i] = &ns.Quotas[i]
+	}
+	slices.SortFunc(out, func(a, b *corev1.ResourceQuota) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 func countPods(pods []podquota.Pods) int64 {

@@ -74,6 +74,19 @@ func TestPodSecurityAtAdmission(t *testing.T) {
 	}
 }
 
+// A cluster that MultiKueue runs in another cluster has no pods here.
+func TestNamespaceRulesSkipClustersManagedElsewhere(t *testing.T) {
+	rc := cluster(func(rc *rayv1.RayCluster) {
+		privilegedWorkers(rc)
+		rc.Spec.ManagedBy = ptr.To("kueue.x-k8s.io/multikueue")
+	})
+	ns := labelled(enforce, "baseline")
+	ns.Quotas = []corev1.ResourceQuota{quota("none", rl("pods", "0"), nil)}
+	errs, warnings := Validator{}.AdmitRayCluster(ns, nil, rc)
+	diffErrors(t, nil, errs)
+	diffWarnings(t, nil, warnings)
+}
+
 // A cluster created before its namespace enforced a level can still be scaled and
 // relabelled; a change that adds a violation is refused, naming only the new one.
 func TestPodSecurityRatchets(t *testing.T) {

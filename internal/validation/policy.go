@@ -86,12 +86,16 @@ func (c *check) policyService(svc *rayv1.RayService) field.ErrorList {
 	if s := svc.Spec.ServeService; s != nil {
 		errs = append(errs, c.serviceType(s.Spec.Type, specPath.Child("serveService", "spec", "type"))...)
 	}
-	allowed := c.policy.AllowedGatewayClasses
-	if name, ok := GatewayClassToCheck(svc); ok && len(allowed) > 0 && !slices.Contains(allowed, name) {
-		errs = append(errs, c.related(field.Forbidden(gatewayClassNamePath, fmt.Sprintf(
-			"GatewayClass %q is not allowed here; allowed: %s (%s)", name, strings.Join(allowed, ", "), gatewayClassesSetting)), upgradeTypePath))
+	if name, ok := GatewayClassToCheck(svc); ok && !c.policy.AllowsGatewayClass(name) {
+		errs = append(errs, c.related(field.Forbidden(gatewayClassNamePath, fmt.Sprintf("GatewayClass %q is not allowed here; allowed: %s (%s)",
+			name, strings.Join(c.policy.AllowedGatewayClasses, ", "), gatewayClassesSetting)), upgradeTypePath))
 	}
 	return errs
+}
+
+// AllowsGatewayClass reports whether an incremental upgrade may use a GatewayClass.
+func (p Policy) AllowsGatewayClass(name string) bool {
+	return len(p.AllowedGatewayClasses) == 0 || slices.Contains(p.AllowedGatewayClasses, name)
 }
 
 // serviceType: unset means ClusterIP; ExternalName has its own rule (serviceoverrides.go).

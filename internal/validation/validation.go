@@ -24,6 +24,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/defaulting"
@@ -50,6 +51,9 @@ func (v Validator) check(stage stage) *check {
 	return c
 }
 
+// kubeRayManager is spec.managedBy meaning raygate (KubeRay's operator name).
+const kubeRayManager = "ray.io/kuberay-operator"
+
 // RayCluster validates a (defaulted) RayCluster on create.
 func (v Validator) RayCluster(rc *rayv1.RayCluster) (field.ErrorList, []string) {
 	return v.AdmitRayCluster(nil, nil, rc)
@@ -67,6 +71,9 @@ func (v Validator) RayClusterUpdate(old, rc *rayv1.RayCluster) (field.ErrorList,
 func (v Validator) AdmitRayCluster(ns *Namespace, old, rc *rayv1.RayCluster) (field.ErrorList, []string) {
 	if rc == nil || rc.DeletionTimestamp != nil {
 		return nil, nil
+	}
+	if m := ptr.Deref(rc.Spec.ManagedBy, ""); m != "" && m != kubeRayManager {
+		ns = nil // its pods run where the other controller puts them (MultiKueue: another cluster)
 	}
 	if old == nil {
 		c := v.check(onCreate)
