@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -25,7 +26,10 @@ func NamespaceMetadata() *metav1.PartialObjectMetadata {
 // (the API server still enforces both when raygate creates the pods), so admission never
 // depends on it.
 type namespaceLookup struct {
-	reader  client.Reader
+	reader client.Reader
+	// live reads a namespace the cache does not hold yet (one created a moment before the
+	// object, as scripts do); nil: none.
+	live    client.Reader
 	timeout time.Duration
 }
 
@@ -37,7 +41,11 @@ func (l namespaceLookup) facts(ctx context.Context, name string) *validation.Nam
 	defer cancel()
 	ns := &validation.Namespace{Name: name}
 	meta := NamespaceMetadata()
-	if err := l.reader.Get(ctx, client.ObjectKey{Name: name}, meta); err != nil {
+	err := l.reader.Get(ctx, client.ObjectKey{Name: name}, meta)
+	if apierrors.IsNotFound(err) && l.live != nil {
+		err = l.live.Get(ctx, client.ObjectKey{Name: name}, meta)
+	}
+	if err != nil {
 		logf.FromContext(ctx).Info("could not read the namespace's labels; Pod Security not checked", "error", err.Error())
 	} else {
 		ns.Labels, ns.LabelsKnown = meta.Labels, true

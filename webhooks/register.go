@@ -34,7 +34,8 @@ type Options struct {
 	Policy validation.Policy
 	// Namespaces reads the namespace of an object (its Pod Security labels, as
 	// metav1.PartialObjectMetadata) and its ResourceQuotas: the manager's cache. Nil skips
-	// the Pod Security and quota checks.
+	// the Pod Security and quota checks. A namespace the cache does not hold yet is read
+	// with Reader.
 	Namespaces client.Reader
 }
 
@@ -48,7 +49,7 @@ func Handlers(o Options) map[string]admission.Handler {
 	}
 	decoder := typedDecoder{}
 	validator := validation.Validator{Gates: o.Gates, Limits: o.Limits, Policy: o.Policy}
-	namespaces := namespaceLookup{reader: o.Namespaces, timeout: o.LookupTimeout}
+	namespaces := namespaceLookup{reader: o.Namespaces, live: o.Reader, timeout: o.LookupTimeout}
 	return map[string]admission.Handler{
 		MutateRayClusterPath:   &mutator[*rayv1.RayCluster]{decoder: decoder, newObj: func() *rayv1.RayCluster { return &rayv1.RayCluster{} }, apply: defaulting.RayCluster},
 		MutateRayServicePath:   &mutator[*rayv1.RayService]{decoder: decoder, newObj: func() *rayv1.RayService { return &rayv1.RayService{} }, apply: defaulting.RayService},

@@ -321,11 +321,11 @@ var _ = Describe("Pod Security through kubectl", func() {
 		Expect(err).NotTo(HaveOccurred(), stderr)
 		_, stderr, err = kubectl(ctx, "", "label", "namespace", ns, enforceLabel+"=baseline")
 		Expect(err).NotTo(HaveOccurred(), stderr)
-		Eventually(func() (string, error) {
-			stdout, _, err := quietKubectl(ctx, "", "-n", ns, "patch", "raycluster", "ray", "--type=json", "-p",
-				`[{"op":"replace","path":"/spec/workerGroupSpecs/1/replicas","value":3}]`)
-			return stdout, err
-		}).Should(Equal("raycluster.ray.io/ray patched\n"))
+		waitNamespaceLabels(ctx, ns, map[string]string{enforceLabel: "baseline"})
+		stdout, stderr, err := kubectl(ctx, "", "-n", ns, "patch", "raycluster", "ray", "--type=json", "-p",
+			`[{"op":"replace","path":"/spec/workerGroupSpecs/1/replicas","value":3}]`)
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Expect(stdout).To(Equal("raycluster.ray.io/ray patched\n"))
 		_, stderr, err = kubectl(ctx, "", "-n", ns, "patch", "raycluster", "ray", "--type=json", "-p",
 			`[{"op":"add","path":"/spec/headGroupSpec/template/spec/hostPID","value":true}]`)
 		Expect(err).To(HaveOccurred())

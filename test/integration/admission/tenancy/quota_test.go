@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/raygate/raygate/test/builders"
 )
@@ -22,6 +23,11 @@ func quota(ctx context.Context, ns, name string, hard, used corev1.ResourceList)
 	Expect(env.Client.Create(ctx, q)).To(Succeed())
 	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: used}
 	Expect(env.Client.Status().Update(ctx, q)).To(Succeed())
+	Eventually(func() (string, error) {
+		cached := &corev1.ResourceQuota{}
+		err := webhookCache.Get(ctx, client.ObjectKeyFromObject(q), cached)
+		return cached.ResourceVersion, err
+	}).Should(Equal(q.ResourceVersion), "the webhooks see the quota's status")
 }
 
 func resources(kv ...string) corev1.ResourceList {

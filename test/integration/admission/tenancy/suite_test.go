@@ -27,9 +27,15 @@ import (
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/webhooks"
 )
 
-var env *controlplane.Env
+var (
+	env *controlplane.Env
+	// webhookCache is what the webhooks read namespaces and quotas from: tests wait until it
+	// shows what they just wrote.
+	webhookCache client.Reader
+)
 
 func TestTenancy(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -61,6 +67,7 @@ var _ = BeforeSuite(func() {
 	opts.AllowedImageRegistries = allowedImageRegistries
 	mgr, err := app.NewManager(env.Config, opts)
 	Expect(err).NotTo(HaveOccurred())
+	webhookCache = mgr.GetCache()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -83,17 +90,32 @@ func kubectl(ctx context.Context, stdin string, args ...string) (stdout, stderr 
 	return stdout, stderr, err
 }
 
-// quietKubectl is kubectl without the log, for the large table.
-func quietKubectl(ctx context.Context, stdin string, args ...string) (stdout, stderr string, err error) {
-	return env.Kubectl(ctx, stdin, args...)
-}
 
 // newNamespace creates a namespace with the given labels.
 func newNamespace(ctx context.Context, prefix string, labels map[string]string) string {
 	GinkgoHelper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-", Labels: labels}}
 	Expect(env.Client.Create(ctx, ns)).To(Succeed())
+	waitNamespaceLabels(ctx, ns.Name, labels)
 	return ns.Name
+}
+
+// waitNamespaceLabels waits until the webhooks' cache shows a namespace with the labels.
+func waitNamespaceLabels(ctx context.Context, name string, labels map[string]string) {
+	GinkgoHelper()
+	Eventually(func() (map[string]string, error) {
+		m := webhooks.NamespaceMetadata()
+		err := webhookCache.Get(ctx, client.ObjectKey{Name: name}, m)
+		return m.Labels, err
+	}).Should(And(HaveKey(corev1.LabelMetadataName), matchLabels(labels)))
+}
+
+func matchLabels(labels map[string]string) OmegaMatcher {
+	var ms []OmegaMatcher
+	for k, v := range labels {
+		ms = append(ms, HaveKeyWithValue(k, v))
+	}
+	return And(append(ms, Not(BeNil()))...)
 }
 
 // manifest is an object as YAML, for kubectl.
