@@ -24,8 +24,12 @@ func TestNamespaceFacts(t *testing.T) {
 	cached := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ns, quota).Build()
 	empty := fake.NewClientBuilder().WithScheme(scheme).Build()
 	failing := interceptor.NewClient(empty, interceptor.Funcs{
-		Get:  func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error { return errors.New("forbidden") },
-		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error { return errors.New("forbidden") },
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return errors.New("forbidden")
+		},
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return errors.New("forbidden")
+		},
 	})
 	ctx := context.Background()
 

@@ -90,7 +90,6 @@ func kubectl(ctx context.Context, stdin string, args ...string) (stdout, stderr 
 	return stdout, stderr, err
 }
 
-
 // newNamespace creates a namespace with the given labels.
 func newNamespace(ctx context.Context, prefix string, labels map[string]string) string {
 	GinkgoHelper()
