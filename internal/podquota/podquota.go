@@ -11,6 +11,7 @@
 package podquota
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -33,15 +34,22 @@ type Pods struct {
 	Count int64
 }
 
+// MaxPodKinds bounds the distinct pods (by what quota sees of them) ClusterPods builds for
+// one cluster: building one costs tens of microseconds, and an object may hold thousands of
+// worker groups.
+const MaxPodKinds = 256
+
 // ClusterPods are the pods a defaulted cluster asks for: the head, and for each worker
 // group max(replicas, minReplicas) × numOfHosts pods; none while the cluster is suspended,
 // none for a suspended group. Groups without containers are left out (validation reports
-// them).
-func ClusterPods(rc *rayv1.RayCluster) []Pods {
+// them). Groups that quota cannot tell apart (same resources, scopes) share one pod; with
+// more than MaxPodKinds kinds of pod, ok is false and the pods are not counted.
+func ClusterPods(rc *rayv1.RayCluster) (pods []Pods, ok bool) {
 	if ptr.Deref(rc.Spec.Suspend, false) || len(rc.Spec.HeadGroupSpec.Template.Spec.Containers) == 0 {
-		return nil
+		return nil, true
 	}
 	out := []Pods{{Pod: defaulted(raypod.HeadPod(rc, "")), Count: 1}}
+	byKey := map[string]int{} // index in out of the pods of a quota key
 	for i := range rc.Spec.WorkerGroupSpecs {
 		g := &rc.Spec.WorkerGroupSpecs[i]
 		if ptr.Deref(g.Suspend, false) || len(g.Template.Spec.Containers) == 0 {
@@ -49,11 +57,46 @@ func ClusterPods(rc *rayv1.RayCluster) []Pods {
 		}
 		hosts := int64(max(g.NumOfHosts, 1))
 		n := max(int64(max(ptr.Deref(g.Replicas, 0), 0)), int64(max(ptr.Deref(g.MinReplicas, 0), 0))) * hosts
-		if n > 0 {
-			out = append(out, Pods{Pod: defaulted(raypod.WorkerPod(rc, g, nil)), Count: n})
+		if n == 0 {
+			continue
 		}
+		key, err := quotaKey(&g.Template.Spec)
+		if j, seen := byKey[key]; seen && err == nil {
+			out[j].Count += n
+			continue
+		}
+		if len(out) == MaxPodKinds {
+			return nil, false
+		}
+		byKey[key] = len(out)
+		out = append(out, Pods{Pod: defaulted(raypod.WorkerPod(rc, g, nil)), Count: n})
 	}
-	return out
+	return out, true
+}
+
+// quotaKey identifies what of a worker template quota can see (resources, and what quota
+// scopes select on), so groups that differ in nothing else are built once.
+func quotaKey(s *corev1.PodSpec) (string, error) {
+	type container struct {
+		Resources     corev1.ResourceRequirements
+		RestartPolicy *corev1.ContainerRestartPolicy
+	}
+	k := struct {
+		Init, Containers      []container
+		Overhead              corev1.ResourceList
+		Resources             *corev1.ResourceRequirements
+		PriorityClassName     string
+		ActiveDeadlineSeconds *int64
+		Affinity              *corev1.Affinity
+	}{Overhead: s.Overhead, Resources: s.Resources, PriorityClassName: s.PriorityClassName, ActiveDeadlineSeconds: s.ActiveDeadlineSeconds, Affinity: s.Affinity}
+	for _, c := range s.InitContainers {
+		k.Init = append(k.Init, container{c.Resources, c.RestartPolicy})
+	}
+	for _, c := range s.Containers {
+		k.Containers = append(k.Containers, container{c.Resources, c.RestartPolicy})
+	}
+	b, err := json.Marshal(k)
+	return string(b), err
 }
 
 // Surge is the part of a cluster's pods that an incremental upgrade adds next to the old
@@ -213,7 +256,8 @@ func Sub(a, b corev1.ResourceList) corev1.ResourceList {
 }
 
 // MissingRequests lists, for a quota that limits cpu or memory, the containers of the pods it
-// selects that do not set them: the API server refuses such pods ("must specify ...").
+// selects that do not set them: the API server refuses such pods ("must specify ..."). Of
+// groups that share a pod in ClusterPods, the first one's container names are given.
 func MissingRequests(q *corev1.ResourceQuota, pods []Pods) map[corev1.ResourceName][]string {
 	var required []corev1.ResourceName
 	for _, name := range sortedNames(hardOf(q)) {

@@ -1,6 +1,7 @@
 package podquota
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -48,7 +49,7 @@ func TestUsageCountsAsQuotaDoes(t *testing.T) {
 		w.Containers[0].Resources = corev1.ResourceRequirements{Limits: list("cpu", "100m", "memory", "128Mi", "nvidia.com/gpu", "1", "hugepages-2Mi", "2Mi")}
 		w.Overhead = list("cpu", "10m")
 	})
-	pods := ClusterPods(rc)
+	pods, _ := ClusterPods(rc)
 	if len(pods) != 2 {
 		t.Fatalf("got %d pod kinds, want the head and one worker", len(pods))
 	}
@@ -76,18 +77,40 @@ func TestClusterPodsCounts(t *testing.T) {
 		rc.Spec.WorkerGroupSpecs = append(rc.Spec.WorkerGroupSpecs, off, builders.WorkerGroup("none", 0))
 	})
 	var counts []int64
-	for _, p := range ClusterPods(rc) {
+	pods, _ := ClusterPods(rc)
+	for _, p := range pods {
 		counts = append(counts, p.Count)
 	}
 	if d := cmp.Diff([]int64{1, 6}, counts); d != "" {
 		t.Errorf("the head and max(replicas, minReplicas) × numOfHosts, suspended and empty groups left out (-want +got):\n%s", d)
 	}
-	if got := Surge(ClusterPods(rc), 40); got[0].Count != 1 || got[1].Count != 3 {
+	if got := Surge(pods, 40); got[0].Count != 1 || got[1].Count != 3 {
 		t.Errorf("a 40%% surge of 6 workers is a new head and 3 workers, got %d and %d", got[0].Count, got[1].Count)
 	}
 	rc.Spec.Suspend = ptr.To(true)
-	if got := ClusterPods(rc); len(got) != 0 {
+	if got, _ := ClusterPods(rc); len(got) != 0 {
 		t.Errorf("a suspended cluster has no pods, got %d", len(got))
+	}
+}
+
+func TestClusterPodsShareWhatQuotaCannotTellApart(t *testing.T) {
+	rc := cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.WorkerGroupSpecs = nil
+		for i := range MaxPodKinds + 10 {
+			g := builders.WorkerGroup(fmt.Sprintf("g%d", i), 1)
+			g.Template.Spec.Containers[0].Image = fmt.Sprintf("rayproject/ray:2.52.%d", i)
+			rc.Spec.WorkerGroupSpecs = append(rc.Spec.WorkerGroupSpecs, g)
+		}
+	})
+	pods, ok := ClusterPods(rc)
+	if !ok || len(pods) != 2 || pods[1].Count != MaxPodKinds+10 {
+		t.Fatalf("groups differing in their image only share one pod: ok %v, %d kinds", ok, len(pods))
+	}
+	for i := range rc.Spec.WorkerGroupSpecs {
+		rc.Spec.WorkerGroupSpecs[i].Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse(fmt.Sprintf("%dm", 100+i))
+	}
+	if pods, ok := ClusterPods(rc); ok || pods != nil {
+		t.Errorf("more than %d kinds of pod are not counted: ok %v, %d kinds", MaxPodKinds, ok, len(pods))
 	}
 }
 
@@ -96,7 +119,8 @@ func TestDemandAndShortfalls(t *testing.T) {
 	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "compute", Namespace: "ns"},
 		Spec:   corev1.ResourceQuotaSpec{Hard: list("requests.cpu", "4", "pods", "10", "limits.memory", "100Gi")},
 		Status: corev1.ResourceQuotaStatus{Hard: list("requests.cpu", "4", "pods", "10", "limits.memory", "100Gi"), Used: list("requests.cpu", "1500m", "pods", "2")}}
-	need := Demand(q, ClusterPods(rc))
+	pods, _ := ClusterPods(rc)
+	need := Demand(q, pods)
 	if d := cmp.Diff(map[string]string{"requests.cpu": "4", "pods": "4", "limits.memory": "5Gi"}, strs(need)); d != "" {
 		t.Errorf("demand, masked to what the quota limits (-want +got):\n%s", d)
 	}
@@ -113,7 +137,7 @@ func TestDemandAndShortfalls(t *testing.T) {
 }
 
 func TestScopes(t *testing.T) {
-	pods := ClusterPods(cluster(func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.Template.Spec.PriorityClassName = "high" }))
+	pods, _ := ClusterPods(cluster(func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.Template.Spec.PriorityClassName = "high" }))
 	head, worker := pods[0].Pod, pods[1].Pod
 	for _, tt := range []struct {
 		name         string
@@ -140,7 +164,8 @@ func TestMissingRequests(t *testing.T) {
 		rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: list("cpu", "1")}
 	})
 	q := &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: list("requests.cpu", "10", "limits.memory", "10Gi", "pods", "5")}}
-	got := MissingRequests(q, ClusterPods(rc))
+	pods, _ := ClusterPods(rc)
+	got := MissingRequests(q, pods)
 	if d := cmp.Diff(map[corev1.ResourceName][]string{"limits.memory": {"ray-worker"}}, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}

@@ -129,6 +129,17 @@ func locatePod(checks []levelCheck, pod *corev1.Pod, userContainers, userInit in
 	return out
 }
 
+// unlocated reports every check a pod fails at its template's spec, without locating it.
+func unlocated(checks []levelCheck, pod *corev1.Pod) []located {
+	var out []located
+	for _, c := range checks {
+		if r := c.fn(&pod.ObjectMeta, &pod.Spec); !r.Allowed {
+			out = append(out, located{c.id, r.ForbiddenReason, message(r), part{root: podRoot, segs: []any{"spec"}}})
+		}
+	}
+	return out
+}
+
 // podLevel locates a violation of the pod without its containers, in the template's spec
 // or annotations.
 func podLevel(c levelCheck, meta *metav1.ObjectMeta, podOnly *corev1.PodSpec, whole policy.CheckResult) []located {

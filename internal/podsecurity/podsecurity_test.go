@@ -243,9 +243,13 @@ func TestEachDistinctTemplateOnce(t *testing.T) {
 		for i := range 50 {
 			rc.Spec.WorkerGroupSpecs = append(rc.Spec.WorkerGroupSpecs, builders.WorkerGroup(fmt.Sprintf("g%d", i), 100))
 		}
+		// An image, command or resources the checks do not read: the same template to them.
+		image := builders.WorkerGroup("image", 1)
+		image.Template.Spec.Containers[0].Image = "rayproject/ray:2.53.0"
+		image.Template.Spec.Containers[0].Command = []string{"ray", "start"}
 		other := builders.WorkerGroup("other", 1)
-		other.Template.Spec.Containers[0].Image = "rayproject/ray:2.53.0"
-		rc.Spec.WorkerGroupSpecs = append(rc.Spec.WorkerGroupSpecs, other)
+		other.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsNonRoot: ptr.To(true)}
+		rc.Spec.WorkerGroupSpecs = append(rc.Spec.WorkerGroupSpecs, image, other)
 	})
 	e.Cluster(baseline, rc, field.NewPath("spec"))
 	if calls != 3 {

@@ -46,13 +46,14 @@ func (c *check) podSecurity(ns *Namespace, old, rc *rayv1.RayCluster, path *fiel
 		return nil, nil
 	}
 	p := podsecurity.NamespacePolicy(ns.Labels)
-	enforced := podSecurityEvaluator.Cluster(p.Enforce, rc, path)
+	memo := &podsecurity.Memo{}
+	enforced := podSecurityEvaluator.ClusterWith(memo, p.Enforce, rc, path)
 	var errs field.ErrorList
 	var warnings []string
 	if len(enforced) > 0 {
 		stored := map[string]bool{}
 		if old != nil {
-			for _, v := range podSecurityEvaluator.Cluster(p.Enforce, old, path) {
+			for _, v := range podSecurityEvaluator.ClusterWith(memo, p.Enforce, old, path) {
 				stored[v.Path.String()+"/"+v.Check] = true
 			}
 		}
@@ -79,7 +80,7 @@ func (c *check) podSecurity(ns *Namespace, old, rc *rayv1.RayCluster, path *fiel
 			continue // the same evaluation as one already reported
 		}
 		checked = append(checked, lv.lv)
-		for _, v := range podSecurityEvaluator.Cluster(lv.lv, rc, path) {
+		for _, v := range podSecurityEvaluator.ClusterWith(memo, lv.lv, rc, path) {
 			warnings = append(warnings, fmt.Sprintf(lv.format, v.Path, lv.lv.String(), v.Message))
 		}
 	}
@@ -93,10 +94,13 @@ func quotaWarnings(ns *Namespace, old, rc *rayv1.RayCluster, path *field.Path) [
 	if ns == nil || len(ns.Quotas) == 0 {
 		return nil
 	}
-	pods := podquota.ClusterPods(rc)
+	pods, ok := podquota.ClusterPods(rc)
 	var oldPods []podquota.Pods
-	if old != nil {
-		oldPods = podquota.ClusterPods(old)
+	if old != nil && ok {
+		oldPods, ok = podquota.ClusterPods(old)
+	}
+	if !ok {
+		return []string{fmt.Sprintf(WarnQuotaNotChecked, path, podquota.MaxPodKinds)}
 	}
 	var warnings []string
 	for _, q := range quotasByName(ns) {
@@ -126,7 +130,10 @@ func upgradeQuotaWarnings(ns *Namespace, old, svc *rayv1.RayService) ([]string, 
 	if ns == nil || len(ns.Quotas) == 0 {
 		return nil, true
 	}
-	pods := podquota.ClusterPods(podsecurity.ClusterOf(svc))
+	pods, ok := podquota.ClusterPods(podsecurity.ClusterOf(svc))
+	if !ok {
+		return []string{fmt.Sprintf(WarnQuotaNotChecked, rayClusterConfigPath, podquota.MaxPodKinds)}, true
+	}
 	what := fmt.Sprintf("the new cluster's %d pods", countPods(pods))
 	if t == rayv1.NewClusterWithIncrementalUpgrade && strategy.ClusterUpgradeOptions != nil {
 		surge := ptr.Deref(strategy.ClusterUpgradeOptions.MaxSurgePercent, defaulting.MaxSurgePercent)

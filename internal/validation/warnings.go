@@ -60,6 +60,9 @@ const (
 	// the current one.
 	WarnQuotaUpgrade = "%s: this change starts a %s upgrade, which needs %s next to the current cluster; they do not fit in ResourceQuota %q: %s; the upgrade cannot finish until the quota has room"
 
+	// WarnQuotaNotChecked: too many kinds of pod to count against the quotas.
+	WarnQuotaNotChecked = "%s: the worker groups ask for more than %d kinds of pod (by resources); their fit in the namespace's ResourceQuotas was not checked"
+
 	// WarnQuotaMissingRequests: a quota on cpu or memory makes the API server refuse pods
 	// with a container that does not set them.
 	WarnQuotaMissingRequests = "%s: ResourceQuota %q limits %s, so the API server refuses pods with a container that does not set it: %s"
