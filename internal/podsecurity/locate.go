@@ -155,7 +155,8 @@ func podLevel(c levelCheck, meta *metav1.ObjectMeta, podOnly *corev1.PodSpec, wh
 	doc := map[string]any{"spec": spec, "metadata": map[string]any{"annotations": annotations}}
 	run := func(segs []any) policy.CheckResult {
 		var pod corev1.Pod
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(isolate(doc, segs).(map[string]any), &pod); err != nil {
+		part, ok := isolate(doc, segs).(map[string]any)
+		if !ok || runtime.DefaultUnstructuredConverter.FromUnstructured(part, &pod) != nil {
 			return policy.CheckResult{Allowed: true}
 		}
 		return c.fn(&pod.ObjectMeta, &pod.Spec)
@@ -268,9 +269,12 @@ func narrowContainer(c levelCheck, meta *metav1.ObjectMeta, podOnly *corev1.PodS
 		return whole
 	}
 	isolated := func(segs []any) (corev1.Container, bool) {
-		part := isolate(doc, segs).(map[string]any)
-		part["name"] = ctr.Name
 		var out corev1.Container
+		part, ok := isolate(doc, segs).(map[string]any)
+		if !ok {
+			return out, false
+		}
+		part["name"] = ctr.Name
 		return out, runtime.DefaultUnstructuredConverter.FromUnstructured(part, &out) == nil
 	}
 	fails := func(segs []any) bool {
