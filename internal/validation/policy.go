@@ -98,10 +98,19 @@ func (p Policy) AllowsGatewayClass(name string) bool {
 	return len(p.AllowedGatewayClasses) == 0 || slices.Contains(p.AllowedGatewayClasses, name)
 }
 
-// serviceType: unset means ClusterIP; ExternalName has its own rule (serviceoverrides.go).
+// AllowsServiceType reports whether a Service raygate creates may have a type; unset means
+// ClusterIP. ExternalName is never allowed (serviceoverrides.go).
+func (p Policy) AllowsServiceType(t corev1.ServiceType) bool {
+	if t == "" {
+		t = corev1.ServiceTypeClusterIP
+	}
+	return t != corev1.ServiceTypeExternalName && (len(p.AllowedServiceTypes) == 0 || slices.Contains(p.AllowedServiceTypes, t))
+}
+
+// serviceType: ExternalName has its own rule and message (serviceoverrides.go).
 func (c *check) serviceType(t corev1.ServiceType, path *field.Path) field.ErrorList {
 	allowed := c.policy.AllowedServiceTypes
-	if t == "" || t == corev1.ServiceTypeExternalName || len(allowed) == 0 || slices.Contains(allowed, t) {
+	if t == corev1.ServiceTypeExternalName || c.policy.AllowsServiceType(t) {
 		return nil
 	}
 	names := make([]string, len(allowed))

@@ -117,6 +117,16 @@ func TestPolicyRatchets(t *testing.T) {
 	}, errs)
 }
 
+func TestPolicyAllows(t *testing.T) {
+	if !strict.AllowsServiceType("") || !strict.AllowsServiceType(corev1.ServiceTypeClusterIP) || strict.AllowsServiceType(corev1.ServiceTypeNodePort) ||
+		strict.AllowsServiceType(corev1.ServiceTypeExternalName) || (Policy{}).AllowsServiceType(corev1.ServiceTypeExternalName) || !(Policy{}).AllowsServiceType(corev1.ServiceTypeLoadBalancer) {
+		t.Error("AllowsServiceType: unset is ClusterIP, ExternalName never, the zero policy any other")
+	}
+	if !strict.AllowsGatewayClass("istio") || strict.AllowsGatewayClass("envoy") || !(Policy{}).AllowsGatewayClass("envoy") {
+		t.Error("AllowsGatewayClass")
+	}
+}
+
 func TestImageRegistry(t *testing.T) {
 	for image, want := range map[string]string{
 		"rayproject/ray:2.52.0":               "docker.io",
