@@ -13,8 +13,8 @@ import (
 	"github.com/raygate/raygate/internal/validation"
 )
 
-// DefaultLookupTimeout bounds the GatewayClass lookup, well inside the API server's
-// 5-second webhook timeout.
+// DefaultLookupTimeout bounds each lookup (GatewayClass, namespace, quotas), well inside the
+// API server's 5-second webhook timeout.
 const DefaultLookupTimeout = 2 * time.Second
 
 // Options are what the handlers need from the manager.
@@ -29,6 +29,14 @@ type Options struct {
 	// Limits bound the pods one cluster may ask for (--max-pods-per-group,
 	// --max-pods-per-cluster); the zero value means validation.DefaultLimits().
 	Limits validation.Limits
+	// Policy is what the cluster admin allows (--allowed-*, --pod-security-*); the zero value
+	// allows everything.
+	Policy validation.Policy
+	// Namespaces reads the namespace of an object (its Pod Security labels, as
+	// metav1.PartialObjectMetadata) and its ResourceQuotas: the manager's cache. Nil skips
+	// the Pod Security and quota checks. A namespace the cache does not hold yet is read
+	// with Reader.
+	Namespaces client.Reader
 }
 
 // Handlers are the four admission handlers, by path.
@@ -40,12 +48,13 @@ func Handlers(o Options) map[string]admission.Handler {
 		o.LookupTimeout = DefaultLookupTimeout
 	}
 	decoder := typedDecoder{}
-	validator := validation.Validator{Gates: o.Gates, Limits: o.Limits}
+	validator := validation.Validator{Gates: o.Gates, Limits: o.Limits, Policy: o.Policy}
+	namespaces := namespaceLookup{reader: o.Namespaces, live: o.Reader, timeout: o.LookupTimeout}
 	return map[string]admission.Handler{
 		MutateRayClusterPath:   &mutator[*rayv1.RayCluster]{decoder: decoder, newObj: func() *rayv1.RayCluster { return &rayv1.RayCluster{} }, apply: defaulting.RayCluster},
 		MutateRayServicePath:   &mutator[*rayv1.RayService]{decoder: decoder, newObj: func() *rayv1.RayService { return &rayv1.RayService{} }, apply: defaulting.RayService},
-		ValidateRayClusterPath: &rayClusterValidator{decoder: decoder, validator: validator},
-		ValidateRayServicePath: &rayServiceValidator{decoder: decoder, validator: validator,
+		ValidateRayClusterPath: &rayClusterValidator{decoder: decoder, validator: validator, namespaces: namespaces},
+		ValidateRayServicePath: &rayServiceValidator{decoder: decoder, validator: validator, namespaces: namespaces,
 			gatewayClasses: gatewayClassLookup{reader: o.Reader, timeout: o.LookupTimeout}},
 	}
 }

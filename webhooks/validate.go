@@ -17,8 +17,9 @@ import (
 )
 
 type rayClusterValidator struct {
-	decoder   admission.Decoder
-	validator validation.Validator
+	decoder    admission.Decoder
+	validator  validation.Validator
+	namespaces namespaceLookup
 }
 
 func (v *rayClusterValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -26,19 +27,17 @@ func (v *rayClusterValidator) Handle(ctx context.Context, req admission.Request)
 	if resp, ok := decode(v.decoder, req, obj, old); !ok {
 		return resp
 	}
-	var errs field.ErrorList
-	var warnings []string
-	if req.Operation == admissionv1.Update {
-		errs, warnings = v.validator.RayClusterUpdate(old, obj)
-	} else {
-		errs, warnings = v.validator.RayCluster(obj)
+	if req.Operation != admissionv1.Update {
+		old = nil
 	}
+	errs, warnings := v.validator.AdmitRayCluster(v.namespaces.facts(ctx, namespaceOf(req, &obj.ObjectMeta)), old, obj)
 	return respond(ctx, rayv1.RayClusterKind, &obj.ObjectMeta, errs, warnings)
 }
 
 type rayServiceValidator struct {
 	decoder        admission.Decoder
 	validator      validation.Validator
+	namespaces     namespaceLookup
 	gatewayClasses gatewayClassLookup
 }
 
@@ -47,17 +46,23 @@ func (v *rayServiceValidator) Handle(ctx context.Context, req admission.Request)
 	if resp, ok := decode(v.decoder, req, obj, old); !ok {
 		return resp
 	}
-	var errs field.ErrorList
-	var warnings []string
-	if req.Operation == admissionv1.Update {
-		errs, warnings = v.validator.RayServiceUpdate(old, obj)
-	} else {
-		errs, warnings = v.validator.RayService(obj)
+	if req.Operation != admissionv1.Update {
+		old = nil
 	}
-	if name, ok := validation.GatewayClassToCheck(obj); ok {
+	errs, warnings := v.validator.AdmitRayService(v.namespaces.facts(ctx, namespaceOf(req, &obj.ObjectMeta)), old, obj)
+	// A GatewayClass the policy forbids is an error already; whether it exists is beside the point.
+	if name, ok := validation.GatewayClassToCheck(obj); ok && v.validator.Policy.AllowsGatewayClass(name) {
 		warnings = append(warnings, validation.GatewayClassWarnings(name, v.gatewayClasses.state(ctx, name))...)
 	}
 	return respond(ctx, rayv1.RayServiceKind, &obj.ObjectMeta, errs, warnings)
+}
+
+// namespaceOf is the namespace of the object under review.
+func namespaceOf(req admission.Request, obj *metav1.ObjectMeta) string {
+	if req.Namespace != "" {
+		return req.Namespace
+	}
+	return obj.Namespace
 }
 
 // decode fills obj (and old on update). It returns ok=false with the response to send when

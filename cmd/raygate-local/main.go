@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -114,8 +115,25 @@ func showSample(ctx context.Context, env *localmode.Env, path string, out io.Wri
 		return err
 	}
 	fmt.Fprintf(out, "\nRayService Ready: %s serves from RayCluster %s (%s)\n", ready.Name, ready.Status.ActiveServiceStatus.RayClusterName, time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(out, "\nPod Security at admission: namespace %s enforces the restricted standard, so admission refuses the RayCluster sample, whose pods would be refused:\n\n", localmode.RestrictedNamespace)
+	transcript, err := localmode.ShowPodSecurity(ctx, &env.Session)
+	fmt.Fprint(out, indent(transcript))
+	if err != nil {
+		return err
+	}
 	fmt.Fprint(out, nextSteps(env, ready))
 	return nil
+}
+
+// indent prints a transcript two spaces in.
+func indent(s string) string {
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = "  " + l
+		}
+	}
+	return strings.Join(lines, "")
 }
 
 // wait runs until Ctrl-C, or until a component of the control plane dies.

@@ -54,12 +54,16 @@ type event struct {
 	kind, reason, action, note string
 }
 
+// maxEventNote is the API server's limit on an event's note, in bytes: a longer event is
+// refused, and lost.
+const maxEventNote = 1024
+
 func (p *pass) normal(reason, action, format string, args ...any) {
-	p.events = append(p.events, event{corev1.EventTypeNormal, reason, action, fmt.Sprintf(format, args...)})
+	p.events = append(p.events, event{corev1.EventTypeNormal, reason, action, cutBytes(fmt.Sprintf(format, args...), maxEventNote)})
 }
 
 func (p *pass) warn(reason, action, format string, args ...any) {
-	p.events = append(p.events, event{corev1.EventTypeWarning, reason, action, fmt.Sprintf(format, args...)})
+	p.events = append(p.events, event{corev1.EventTypeWarning, reason, action, cutBytes(fmt.Sprintf(format, args...), maxEventNote)})
 }
 
 // emit sends the pass's events.

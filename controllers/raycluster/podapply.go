@@ -143,6 +143,8 @@ func (r *Reconciler) deleteOneByOne(ctx context.Context, p *pass, group string, 
 // The creates run concurrently in slow-start batches (1, 2, 4, …) as the ReplicaSet
 // controller's do: a pass does not wait one API round trip per pod, and a create that keeps
 // failing (quota, admission) stops after a small batch instead of being tried for every pod.
+// A refusal is shown in the ReplicaFailure condition and a Warning event with the refusing
+// admission's own text, and returned, so the next try waits for the rate limiter's backoff.
 func (r *Reconciler) createPods(ctx context.Context, p *pass, g groupPlan) error {
 	group, c := g.Group, g.Create
 	build := podBuilder(p, g)
@@ -162,10 +164,12 @@ func (r *Reconciler) createPods(ctx context.Context, p *pass, g groupPlan) error
 		return nil
 	})
 	slices.Sort(created)
+	generateName := build(0).GenerateName
 	switch {
 	case group == expectations.HeadGroup && err != nil:
-		p.warn(EventFailedCreateHeadPod, actionCreate, "Failed to create head pod: %v", err)
-		return failure(rayv1.FailedCreateHeadPod, "creating head pod: %w", err)
+		f := refused(rayv1.FailedCreateHeadPod, "creating head pod", err, generateName)
+		p.warn(EventFailedCreateHeadPod, actionCreate, "Failed to create head pod: %s", refusalText(err, generateName))
+		return f
 	case group == expectations.HeadGroup:
 		p.normal(EventCreatedHeadPod, actionCreate, "Created head pod %s", created[0])
 		return nil
@@ -174,8 +178,8 @@ func (r *Reconciler) createPods(ctx context.Context, p *pass, g groupPlan) error
 		p.normal(EventCreatedWorkerPod, actionCreate, "Created %d worker pods of group %s: %s", len(created), group, strings.Join(created, ", "))
 	}
 	if err != nil {
-		p.warn(EventFailedCreateWorkerPod, actionCreate, "Failed to create a worker pod of group %s: %v", group, err)
-		return failure(rayv1.FailedCreateWorkerPod, "creating a worker pod of group %s: %w", group, err)
+		p.warn(EventFailedCreateWorkerPod, actionCreate, "Failed to create a worker pod of group %s: %s", group, refusalText(err, generateName))
+		return refused(rayv1.FailedCreateWorkerPod, "creating a worker pod of group "+group, err, generateName)
 	}
 	return nil
 }

@@ -76,12 +76,12 @@ func observe(st *rayv1.RayClusterStatus, in statusInput, now metav1.Time) {
 		if in.ReconcileErr == nil {
 			meta.RemoveStatusCondition(&st.Conditions, string(rayv1.RayClusterReplicaFailure))
 		} else if reason := replicaFailureReason(in.ReconcileErr); reason != "" {
-			setCondition(&st.Conditions, rayv1.RayClusterReplicaFailure, metav1.ConditionTrue, reason, in.ReconcileErr.Error(), gen, now)
+			setCondition(&st.Conditions, rayv1.RayClusterReplicaFailure, metav1.ConditionTrue, reason, replicaFailureMessage(in.ReconcileErr), gen, now)
 		}
 	}
 	st.Reason = ""
 	if replicaFailureReason(in.ReconcileErr) != "" {
-		st.Reason = in.ReconcileErr.Error()
+		st.Reason = replicaFailureMessage(in.ReconcileErr)
 	}
 	if in.Conditions {
 		if in.Conflict == "" {

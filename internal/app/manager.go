@@ -75,7 +75,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 
 // setup registers the webhooks and controllers, each from its own setup_*.go file.
 func setup(mgr ctrl.Manager, o Options) error {
-	for _, f := range []func(ctrl.Manager, Options) error{setupWebhooks, setupRayClusterController, setupRayServiceController} {
+	phases := []func(ctrl.Manager, Options) error{setupWebhooks, setupRayClusterController, setupRayServiceController}
+	if o.WebhooksOnly {
+		phases = phases[:1]
+	}
+	for _, f := range phases {
 		if err := f(mgr, o); err != nil {
 			return err
 		}

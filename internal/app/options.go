@@ -5,10 +5,13 @@ package app
 import (
 	"crypto/tls"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
 	"github.com/raygate/raygate/internal/dashboard"
@@ -45,10 +48,22 @@ type Options struct {
 	// cluster) may ask for: admission refuses more.
 	MaxPodsPerGroup   int32
 	MaxPodsPerCluster int32
+	// AllowedGatewayClasses, AllowedServiceTypes and AllowedImageRegistries are the admin's
+	// policy, enforced at admission; an empty list allows any.
+	AllowedGatewayClasses  []string
+	AllowedServiceTypes    []string
+	AllowedImageRegistries []string
+	// PodSecurityCheck is what admission does with the Pod Security of the pods raygate would
+	// create: enforce, warn or off. PodSecurityExemptNamespaces are not checked.
+	PodSecurityCheck            string
+	PodSecurityExemptNamespaces []string
 
 	// DashboardResolver (not a flag) locates Ray dashboards; tests and the local mode inject
 	// simulators here. Nil: built from DashboardURLTemplate, or the in-cluster resolver.
 	DashboardResolver dashboard.Resolver
+	// WebhooksOnly (not a flag) serves admission without running the controllers: suites
+	// about admission, whose objects must stay exactly as admission left them.
+	WebhooksOnly bool
 	// SkipControllerNameValidation (not a flag) lets a process build managers more than once
 	// (controller names are process-wide in controller-runtime): tests restarting the operator.
 	SkipControllerNameValidation bool
@@ -71,6 +86,8 @@ func DefaultOptions() Options {
 		SyncPeriod:           10 * time.Hour,
 		MaxPodsPerGroup:      validation.DefaultMaxPodsPerGroup,
 		MaxPodsPerCluster:    validation.DefaultMaxPodsPerCluster,
+		AllowedServiceTypes:  []string{string(corev1.ServiceTypeClusterIP)},
+		PodSecurityCheck:     string(validation.PodSecurityEnforce),
 	}
 }
 
@@ -97,12 +114,32 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DashboardURLTemplate, "dashboard-url-template", o.DashboardURLTemplate, "URL of a RayCluster's Ray dashboard with {namespace} and {name} placeholders; empty means http://<cluster>-head-svc.<namespace>.svc.$CLUSTER_DOMAIN:8265.")
 	fs.Int32Var(&o.MaxPodsPerGroup, "max-pods-per-group", o.MaxPodsPerGroup, "Most pods a RayCluster worker group may ask for (replicas × numOfHosts, and minReplicas × numOfHosts); admission refuses more.")
 	fs.Int32Var(&o.MaxPodsPerCluster, "max-pods-per-cluster", o.MaxPodsPerCluster, "Most pods a RayCluster (or each cluster of a RayService) may ask for: the head plus every worker group; admission refuses more.")
+	fs.StringSliceVar(&o.AllowedGatewayClasses, "allowed-gateway-classes", o.AllowedGatewayClasses, "GatewayClasses a RayService's incremental upgrade may use; empty: any.")
+	fs.StringSliceVar(&o.AllowedServiceTypes, "allowed-service-types", o.AllowedServiceTypes, "Service types (ClusterIP, NodePort, LoadBalancer) headGroupSpec.serviceType, headGroupSpec.headService and serveService may ask for; empty: any.")
+	fs.StringSliceVar(&o.AllowedImageRegistries, "allowed-image-registries", o.AllowedImageRegistries, "Registry hosts (docker.io, registry.example.com, localhost:5000) the images of Ray pods may come from; empty: any.")
+	fs.StringVar(&o.PodSecurityCheck, "pod-security-check", o.PodSecurityCheck, "Check the pods raygate would create against the namespace's Pod Security labels at admission: enforce (reject what the API server would refuse, warn for warn and audit), warn (only warn) or off.")
+	fs.StringSliceVar(&o.PodSecurityExemptNamespaces, "pod-security-exempt-namespaces", o.PodSecurityExemptNamespaces, "Namespaces whose Pod Security admission does not check, e.g. those the API server's PodSecurity configuration exempts (raygate cannot read it).")
 	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
 }
 
 // Limits are the pod bounds for validation.
 func (o *Options) Limits() validation.Limits {
 	return validation.Limits{MaxPodsPerGroup: o.MaxPodsPerGroup, MaxPodsPerCluster: o.MaxPodsPerCluster}
+}
+
+// Policy is the admin's policy for validation.
+func (o *Options) Policy() validation.Policy {
+	types := make([]corev1.ServiceType, len(o.AllowedServiceTypes))
+	for i, t := range o.AllowedServiceTypes {
+		types[i] = corev1.ServiceType(t)
+	}
+	return validation.Policy{
+		AllowedGatewayClasses:       o.AllowedGatewayClasses,
+		AllowedServiceTypes:         types,
+		AllowedImageRegistries:      o.AllowedImageRegistries,
+		PodSecurity:                 validation.PodSecurityMode(o.PodSecurityCheck),
+		PodSecurityExemptNamespaces: o.PodSecurityExemptNamespaces,
+	}
 }
 
 // Validate checks option values that flags cannot type-check.
@@ -131,6 +168,7 @@ func (o *Options) Validate() error {
 	if o.MaxPodsPerCluster < 2 {
 		errs = append(errs, fmt.Sprintf("--max-pods-per-cluster must be at least 2 (the head and a worker), not %d", o.MaxPodsPerCluster))
 	}
+	errs = append(errs, o.validatePolicy()...)
 	if o.DashboardURLTemplate != "" {
 		if err := dashboard.ValidateTemplate(o.DashboardURLTemplate); err != nil {
 			errs = append(errs, err.Error())
@@ -140,6 +178,36 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("invalid options: %s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+func (o *Options) validatePolicy() []string {
+	var errs []string
+	for _, t := range o.AllowedServiceTypes {
+		switch corev1.ServiceType(t) {
+		case corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer:
+		default:
+			errs = append(errs, fmt.Sprintf("--allowed-service-types: %q is not one of ClusterIP, NodePort, LoadBalancer (ExternalName is never allowed)", t))
+		}
+	}
+	if len(o.AllowedServiceTypes) > 0 && !slices.Contains(o.AllowedServiceTypes, string(corev1.ServiceTypeClusterIP)) {
+		errs = append(errs, "--allowed-service-types must include ClusterIP, the type raygate's Services have unless a spec asks for another")
+	}
+	for _, c := range o.AllowedGatewayClasses {
+		if msgs := utilvalidation.IsDNS1123Subdomain(c); len(msgs) > 0 {
+			errs = append(errs, fmt.Sprintf("--allowed-gateway-classes: %q: %s", c, strings.Join(msgs, "; ")))
+		}
+	}
+	for _, r := range o.AllowedImageRegistries {
+		if r == "" || strings.ContainsAny(r, "/ ") {
+			errs = append(errs, fmt.Sprintf("--allowed-image-registries: %q is not a registry host (e.g. docker.io, registry.example.com:5000)", r))
+		}
+	}
+	switch validation.PodSecurityMode(o.PodSecurityCheck) {
+	case validation.PodSecurityEnforce, validation.PodSecurityWarn, validation.PodSecurityOff:
+	default:
+		errs = append(errs, fmt.Sprintf("--pod-security-check must be enforce, warn or off, not %q", o.PodSecurityCheck))
+	}
+	return errs
 }
 
 func (o *Options) tlsVersion() (uint16, error) {

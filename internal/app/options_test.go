@@ -32,6 +32,14 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "zero pods per group", args: []string{"--max-pods-per-group=0"}, wantErr: "--max-pods-per-group must be at least 1, not 0"},
 		{name: "one pod per cluster", args: []string{"--max-pods-per-cluster=1"}, wantErr: "--max-pods-per-cluster must be at least 2 (the head and a worker), not 1"},
 		{name: "pod limit over int32", args: []string{"--max-pods-per-group=4294967296"}, wantParseErr: true},
+		{name: "admin policy", args: []string{"--allowed-gateway-classes=istio,envoy", "--allowed-service-types=ClusterIP,LoadBalancer",
+			"--allowed-image-registries=docker.io,registry.example.com:5000", "--pod-security-check=warn", "--pod-security-exempt-namespaces=kube-system"}},
+		{name: "any Service type", args: []string{"--allowed-service-types="}},
+		{name: "ExternalName is never allowed", args: []string{"--allowed-service-types=ClusterIP,ExternalName"}, wantErr: `--allowed-service-types: "ExternalName" is not one of ClusterIP, NodePort, LoadBalancer`},
+		{name: "ClusterIP must stay allowed", args: []string{"--allowed-service-types=LoadBalancer"}, wantErr: "--allowed-service-types must include ClusterIP"},
+		{name: "bad GatewayClass", args: []string{"--allowed-gateway-classes=Istio_1"}, wantErr: `--allowed-gateway-classes: "Istio_1"`},
+		{name: "a registry is a host", args: []string{"--allowed-image-registries=docker.io/rayproject"}, wantErr: `--allowed-image-registries: "docker.io/rayproject" is not a registry host`},
+		{name: "bad Pod Security check", args: []string{"--pod-security-check=audit"}, wantErr: `--pod-security-check must be enforce, warn or off, not "audit"`},
 		{name: "all errors at once", args: []string{"--log-format=xml", "--tls-min-version=1.0"}, wantErr: "--tls-min-version must be 1.2 or 1.3, not \"1.0\"; --log-format"},
 	}
 	for _, tc := range cases {
@@ -55,6 +63,17 @@ func TestOptionsValidate(t *testing.T) {
 				t.Fatalf("error = %v, want containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestPolicyDefaults(t *testing.T) {
+	o := DefaultOptions()
+	p := o.Policy()
+	if len(p.AllowedServiceTypes) != 1 || p.AllowedServiceTypes[0] != corev1.ServiceTypeClusterIP {
+		t.Errorf("allowed Service types by default: %v, want only ClusterIP", p.AllowedServiceTypes)
+	}
+	if len(p.AllowedGatewayClasses) != 0 || len(p.AllowedImageRegistries) != 0 || p.PodSecurity != "enforce" {
+		t.Errorf("by default any GatewayClass and registry, Pod Security enforced: %+v", p)
 	}
 }
 

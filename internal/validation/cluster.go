@@ -32,6 +32,7 @@ func (c *check) clusterSpec(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 	headPath := path.Child("headGroupSpec")
 	errs = append(errs, c.group(&head.Template, head.RayStartParams, head.Resources, head.Labels, headPath)...)
 	errs = append(errs, validateHeadServiceOverride(head, headPath)...)
+	errs = append(errs, c.policyCluster(spec, path)...)
 
 	var warnings []string
 	firstIndex := map[string]int{}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -23,6 +24,15 @@ import (
 func randomGates(data []byte) features.Gates {
 	on := len(data) > 0 && data[len(data)-1]&1 == 1
 	return features.Static{features.RayServiceIncrementalUpgrade: on}
+}
+
+// strictPolicy and fuzzNamespace add the admin policy, a restricted namespace and a quota.
+var strictPolicy = Policy{AllowedGatewayClasses: []string{"istio"}, AllowedServiceTypes: DefaultAllowedServiceTypes, AllowedImageRegistries: []string{"docker.io"}}
+
+func fuzzNamespace() *Namespace {
+	return &Namespace{Name: "ns", LabelsKnown: true, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted",
+		"pod-security.kubernetes.io/warn": "baseline", "pod-security.kubernetes.io/audit": "restricted", "pod-security.kubernetes.io/audit-version": "v1.20"},
+		Quotas: []corev1.ResourceQuota{quota("q", rl("requests.cpu", "1", "limits.memory", "1Gi", "pods", "3", "requests.nvidia.com/gpu", "1"), rl("pods", "1"))}}
 }
 
 func FuzzValidateRayService(f *testing.F) {
@@ -45,6 +55,9 @@ func FuzzValidateRayService(f *testing.F) {
 		if name, ok := GatewayClassToCheck(&svc); ok {
 			_ = GatewayClassWarnings(name, GatewayClassNotFound)
 		}
+		strict := Validator{Gates: gates, Policy: strictPolicy}
+		errs, _ = strict.AdmitRayService(fuzzNamespace(), &old, &svc)
+		_ = errs.ToAggregate()
 
 		defaulted := svc.DeepCopy()
 		defaulting.RayService(defaulted)
@@ -53,6 +66,9 @@ func FuzzValidateRayService(f *testing.F) {
 		// An update that changes nothing is never refused (ratcheting), however invalid.
 		if errs, _ := RayServiceUpdate(defaulted, defaulted.DeepCopy(), gates); len(errs) > 0 && !UpgradeInProgress(defaulted) {
 			t.Fatalf("an update that changes nothing was refused: %v", errs)
+		}
+		if errs, _ := strict.AdmitRayService(fuzzNamespace(), defaulted, defaulted.DeepCopy()); len(errs) > 0 && !UpgradeInProgress(defaulted) {
+			t.Fatalf("an update that changes nothing was refused in a restricted namespace: %v", errs)
 		}
 	})
 }
@@ -74,6 +90,9 @@ func FuzzValidateRayCluster(f *testing.F) {
 		tight := Validator{Gates: gates, Limits: Limits{MaxPodsPerGroup: 1, MaxPodsPerCluster: 2}}
 		errs, _ = tight.RayClusterUpdate(&old, &rc)
 		_ = append(errs, tight.StoredRayCluster(&rc)...).ToAggregate()
+		strict := Validator{Gates: gates, Policy: strictPolicy}
+		errs, _ = strict.AdmitRayCluster(fuzzNamespace(), &old, &rc)
+		_ = errs.ToAggregate()
 
 		defaulted := rc.DeepCopy()
 		defaulting.RayCluster(defaulted)
@@ -81,6 +100,9 @@ func FuzzValidateRayCluster(f *testing.F) {
 		assertNotBlamedForDefaults(t, &rc, defaulted, errs)
 		if errs, _ := RayClusterUpdate(defaulted, defaulted.DeepCopy(), gates); len(errs) > 0 {
 			t.Fatalf("an update that changes nothing was refused: %v", errs)
+		}
+		if errs, _ := strict.AdmitRayCluster(fuzzNamespace(), defaulted, defaulted.DeepCopy()); len(errs) > 0 {
+			t.Fatalf("an update that changes nothing was refused in a restricted namespace: %v", errs)
 		}
 	})
 }

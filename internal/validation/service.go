@@ -76,6 +76,7 @@ func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []strin
 			"a RayService's clusters each get their own head Service name; leave it unset"))
 	}
 	errs = append(errs, validateServiceOverride(spec.ServeService, specPath.Child("serveService"), serveServiceWhy)...)
+	errs = append(errs, c.policyService(svc)...)
 	errs = append(errs, validateServeConfig(spec.ServeConfigV2, specPath.Child("serveConfigV2"))...)
 	return errs, warnings
 }

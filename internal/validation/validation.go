@@ -13,16 +13,23 @@
 //     be relabelled, scaled and fixed; plus the rules about the change itself;
 //   - stored (Validator.StoredRayCluster): for the controllers, only the rules whose
 //     violation would make a controller misbehave.
+//
+// The webhook calls AdmitRayCluster and AdmitRayService, which add what it knows of the
+// object's namespace (Namespace): the Pod Security of the pods raygate would create
+// (namespace.go) and whether they fit in its ResourceQuotas. The admin's Policy (allowed
+// Service types, GatewayClasses, image registries; policy.go) applies at create and update.
 package validation
 
 import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/podsecurity"
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
@@ -32,38 +39,56 @@ type Validator struct {
 	Gates features.Gates
 	// Limits bound what one object may ask for; the zero value means DefaultLimits().
 	Limits Limits
+	// Policy is what the cluster admin allows; the zero value allows everything.
+	Policy Policy
 }
 
 func (v Validator) check(stage stage) *check {
-	c := &check{stage: stage, gates: v.Gates, limits: v.Limits.orDefault()}
+	c := &check{stage: stage, gates: v.Gates, limits: v.Limits.orDefault(), policy: v.Policy}
 	if c.gates == nil {
 		c.gates = features.Default()
 	}
 	return c
 }
 
+// kubeRayManager is spec.managedBy meaning raygate (KubeRay's operator name).
+const kubeRayManager = "ray.io/kuberay-operator"
+
 // RayCluster validates a (defaulted) RayCluster on create.
 func (v Validator) RayCluster(rc *rayv1.RayCluster) (field.ErrorList, []string) {
-	if rc == nil || rc.DeletionTimestamp != nil {
-		return nil, nil
-	}
-	return capped(v.check(onCreate).rayCluster(nil, rc))
+	return v.AdmitRayCluster(nil, nil, rc)
 }
 
 // RayClusterUpdate validates an update of a (defaulted) RayCluster, ratcheted against old.
 func (v Validator) RayClusterUpdate(old, rc *rayv1.RayCluster) (field.ErrorList, []string) {
-	if old == nil {
-		return v.RayCluster(rc)
-	}
+	return v.AdmitRayCluster(nil, old, rc)
+}
+
+// AdmitRayCluster validates a (defaulted) RayCluster on create (old nil) or update, and,
+// with what the webhook knows of its namespace (ns, may be nil), the pods raygate would
+// create for it: their Pod Security (errors and warnings) and whether they fit in the
+// namespace's quotas (warnings).
+func (v Validator) AdmitRayCluster(ns *Namespace, old, rc *rayv1.RayCluster) (field.ErrorList, []string) {
 	if rc == nil || rc.DeletionTimestamp != nil {
 		return nil, nil
 	}
+	if m := ptr.Deref(rc.Spec.ManagedBy, ""); m != "" && m != kubeRayManager {
+		ns = nil // its pods run where the other controller puts them (MultiKueue: another cluster)
+	}
+	if old == nil {
+		c := v.check(onCreate)
+		errs, warnings := c.rayCluster(nil, rc)
+		e, w := c.podSecurity(ns, nil, rc, specPath)
+		return capped(append(errs, e...), append(append(warnings, w...), quotaWarnings(ns, nil, rc, specPath)...))
+	}
 	c := v.check(onUpdate)
 	errs, warnings := c.rayCluster(old, rc)
+	stored := defaultedCluster(old)
 	if len(errs) > 0 {
-		errs = c.ratchet(errs, defaultedCluster(old), rc)
+		errs = c.ratchet(errs, stored, rc)
 	}
-	return capped(errs, warnings)
+	e, w := c.podSecurity(ns, stored, rc, specPath)
+	return capped(append(errs, e...), append(append(warnings, w...), quotaWarnings(ns, stored, rc, specPath)...))
 }
 
 // StoredRayCluster validates a RayCluster already stored, for the controllers (after
@@ -91,26 +116,43 @@ func (v Validator) StoredRayCluster(rc *rayv1.RayCluster) field.ErrorList {
 
 // RayService validates a (defaulted) RayService on create.
 func (v Validator) RayService(svc *rayv1.RayService) (field.ErrorList, []string) {
-	if svc == nil || svc.DeletionTimestamp != nil {
-		return nil, nil
-	}
-	return capped(v.check(onCreate).rayService(nil, svc))
+	return v.AdmitRayService(nil, nil, svc)
 }
 
 // RayServiceUpdate validates an update of a (defaulted) RayService, ratcheted against old,
 // plus the update rules: no change of upgrade strategy or GatewayClass while an upgrade is
 // in progress, and no change of a strategy whose feature gate is off.
 func (v Validator) RayServiceUpdate(old, svc *rayv1.RayService) (field.ErrorList, []string) {
-	if old == nil {
-		return v.RayService(svc)
-	}
+	return v.AdmitRayService(nil, old, svc)
+}
+
+// AdmitRayService is AdmitRayCluster for a RayService: the pods are those of the RayCluster
+// its controller builds from spec.rayClusterConfig. An update that starts an upgrade is
+// warned about when the namespace's quotas cannot hold the new cluster next to the current
+// one.
+func (v Validator) AdmitRayService(ns *Namespace, old, svc *rayv1.RayService) (field.ErrorList, []string) {
 	if svc == nil || svc.DeletionTimestamp != nil {
 		return nil, nil
 	}
+	cluster := podsecurity.ClusterOf(svc)
+	if old == nil {
+		c := v.check(onCreate)
+		errs, warnings := c.rayService(nil, svc)
+		e, w := c.podSecurity(ns, nil, cluster, rayClusterConfigPath)
+		return capped(append(errs, e...), append(append(warnings, w...), quotaWarnings(ns, nil, cluster, rayClusterConfigPath)...))
+	}
 	c := v.check(onUpdate)
 	errs, warnings := c.rayService(old, svc)
+	stored := defaultedService(old)
 	if len(errs) > 0 {
-		errs = c.ratchet(errs, defaultedService(old), svc)
+		errs = c.ratchet(errs, stored, svc)
+	}
+	e, w := c.podSecurity(ns, podsecurity.ClusterOf(stored), cluster, rayClusterConfigPath)
+	errs, warnings = append(errs, e...), append(warnings, w...)
+	if upgrade, starts := upgradeQuotaWarnings(ns, stored, svc); starts {
+		warnings = append(warnings, upgrade...)
+	} else {
+		warnings = append(warnings, quotaWarnings(ns, podsecurity.ClusterOf(stored), cluster, rayClusterConfigPath)...)
 	}
 	return capped(append(errs, validateNoStrategyChangeDuringUpgrade(old, svc)...), warnings)
 }
@@ -192,6 +234,7 @@ type check struct {
 	stage  stage
 	gates  features.Gates
 	limits Limits
+	policy Policy
 	// comparedPaths: for an error from a rule that reads several fields, the paths whose
 	// values the update ratchet compares (by default the error's own path).
 	comparedPaths map[*field.Error][]string

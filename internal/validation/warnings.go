@@ -38,3 +38,32 @@ const (
 	// --max-pods-per-cluster.
 	WarnUpgradeSurgeOverLimit = "%s: %s runs the old and the new cluster side by side during an upgrade, up to %d pods, more than the %d pods allowed per cluster (the manager's --max-pods-per-cluster); make sure the namespace's quota and the nodes can hold both"
 )
+
+// Warnings about the namespace the pods will run in: its Pod Security levels and quotas
+// (Validator.AdmitRayCluster, AdmitRayService).
+const (
+	// WarnPodSecurity: a pod raygate would create violates the namespace's warn level, as
+	// the API server warns when it creates the pod.
+	WarnPodSecurity = "%s: would violate PodSecurity %q: %s"
+
+	// WarnPodSecurityAudit: the namespace's audit level; the API server records the
+	// violation in its audit log when raygate creates the pod.
+	WarnPodSecurityAudit = "%s: would violate PodSecurity %q, the namespace's audit level (recorded in the API server's audit log): %s"
+
+	// WarnPodSecurityEnforce: with --pod-security-check=warn, a violation of the enforce level.
+	WarnPodSecurityEnforce = "%s: violates PodSecurity %q: %s; the API server will refuse these pods when raygate creates them"
+
+	// WarnQuotaExceeded: the pods do not fit in what a ResourceQuota has left.
+	WarnQuotaExceeded = "%s: %s do not fit in ResourceQuota %q: %s; the API server will refuse the pods that do not fit when raygate creates them"
+
+	// WarnQuotaUpgrade: the change starts an upgrade whose new cluster does not fit next to
+	// the current one.
+	WarnQuotaUpgrade = "%s: this change starts a %s upgrade, which needs %s next to the current cluster; they do not fit in ResourceQuota %q: %s; the upgrade cannot finish until the quota has room"
+
+	// WarnQuotaNotChecked: too many kinds of pod to count against the quotas.
+	WarnQuotaNotChecked = "%s: the worker groups ask for more than %d kinds of pod (by resources); their fit in the namespace's ResourceQuotas was not checked"
+
+	// WarnQuotaMissingRequests: a quota on cpu or memory makes the API server refuse pods
+	// with a container that does not set them.
+	WarnQuotaMissingRequests = "%s: ResourceQuota %q limits %s, so the API server refuses pods with a container that does not set it: %s"
+)

@@ -118,6 +118,14 @@ func checkNextSteps(t *testing.T, out, state string) (kubeconfig, kubectl string
 		"kubectl get httproute rayservice-incremental-httproute -o jsonpath=",
 		"kubectl apply -f " + filepath.Join(repoRoot(), "config", "samples", "rayservice_invalid.yaml"),
 		"make demo",
+		// Pod Security at admission: the RayCluster sample refused in a restricted namespace.
+		"Pod Security at admission: namespace restricted-demo enforces the restricted standard",
+		"  $ kubectl label --overwrite namespace restricted-demo pod-security.kubernetes.io/enforce=restricted\n  namespace/restricted-demo labeled\n",
+		"  $ kubectl apply -n restricted-demo -f " + filepath.Join(repoRoot(), "config", "samples", "ray_v1_raycluster.yaml") + "\n" +
+			"  The RayCluster \"raycluster-sample\" is invalid: \n",
+		`  * spec.headGroupSpec.template.spec.containers[0].securityContext.allowPrivilegeEscalation: Forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "ray-head" must set securityContext.allowPrivilegeEscalation=false)`,
+		`  * spec.workerGroupSpecs[0].template.spec.containers[0].securityContext.seccompProfile: Forbidden: violates PodSecurity "restricted:latest": seccompProfile (pod or containers "wait-gcs-ready", "ray-worker" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`,
+		"kubectl apply -n restricted-demo -f " + filepath.Join(repoRoot(), "config", "samples", "ray_v1_raycluster.yaml"),
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("make run output lacks %q", want)
@@ -182,6 +190,15 @@ func checkSamples(ctx context.Context, t *testing.T, kubectlBin, kubeconfig stri
 	}
 	if _, stderr, err := kubectl(ctx, kubectlBin, kubeconfig, "get", "rayservice", "rayservice-invalid"); err == nil || !strings.Contains(stderr, "NotFound") {
 		t.Errorf("the rejected RayService exists (%v): %s", err, stderr)
+	}
+	// The sample refused in restricted-demo for its Pod Security was not stored; in default,
+	// which enforces nothing, it is accepted.
+	if stdout, stderr, err := kubectl(ctx, kubectlBin, kubeconfig, "get", "rayclusters", "-n", "restricted-demo", "-o", "name"); err != nil || stdout != "" {
+		t.Errorf("RayClusters in restricted-demo (%v): %q %s", err, stdout, stderr)
+	}
+	if _, stderr, err := kubectl(ctx, kubectlBin, kubeconfig, "apply", "--dry-run=server", "-n", "restricted-demo", "-f", filepath.Join(samples, "ray_v1_raycluster.yaml")); err == nil ||
+		!strings.Contains(stderr, `violates PodSecurity "restricted:latest"`) {
+		t.Errorf("the RayCluster sample is not refused in restricted-demo (%v): %s", err, stderr)
 	}
 }
 

@@ -143,6 +143,20 @@ var _ = Describe("the Helm chart", func() {
 		Expect(args).To(ContainElements("--max-pods-per-group=64", "--max-pods-per-cluster=20000000"), "large values render as integers")
 	})
 
+	It("passes the admin policy to the manager: ClusterIP Services only and Pod Security enforced by default", func() {
+		args := render().deployment().Spec.Template.Spec.Containers[0].Args
+		Expect(args).To(ContainElements("--allowed-service-types=ClusterIP", "--pod-security-check=enforce"))
+		Expect(args).NotTo(ContainElement(HavePrefix("--allowed-gateway-classes")))
+		Expect(args).NotTo(ContainElement(HavePrefix("--allowed-image-registries")))
+		args = render("--set", "policy.allowedGatewayClasses={istio,envoy}", "--set", "policy.allowedServiceTypes={ClusterIP,LoadBalancer}",
+			"--set", "policy.allowedImageRegistries={docker.io,registry.example.com:5000}", "--set", "policy.podSecurity.check=warn",
+			"--set", "policy.podSecurity.exemptNamespaces={kube-system}").deployment().Spec.Template.Spec.Containers[0].Args
+		Expect(args).To(ContainElements("--allowed-gateway-classes=istio,envoy", "--allowed-service-types=ClusterIP,LoadBalancer",
+			"--allowed-image-registries=docker.io,registry.example.com:5000", "--pod-security-check=warn", "--pod-security-exempt-namespaces=kube-system"))
+		args = render("--set", "policy.allowedServiceTypes=null").deployment().Spec.Template.Spec.Containers[0].Args
+		Expect(args).To(ContainElement("--allowed-service-types="), "an empty list allows any type")
+	})
+
 	It("offers exactly the manager's feature gates in values.schema.json", func() {
 		b, err := os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
 		Expect(err).NotTo(HaveOccurred())
@@ -187,6 +201,10 @@ var _ = Describe("the Helm chart", func() {
 		Entry("Deny and Warn together", "admissionPolicies.forbidHostAccess.enabled=true,admissionPolicies.validationActions={Deny,Warn}", "Deny and Warn cannot be combined"),
 		Entry("no pods per group", "maxPodsPerGroup=0", "at '/maxPodsPerGroup'"),
 		Entry("pods per cluster over int32", "maxPodsPerCluster=2147483648", "at '/maxPodsPerCluster'"),
+		Entry("ExternalName Services", "policy.allowedServiceTypes={ClusterIP,ExternalName}", "at '/policy/allowedServiceTypes/1'"),
+		Entry("Service types without ClusterIP", "policy.allowedServiceTypes={LoadBalancer}", "at '/policy/allowedServiceTypes'"),
+		Entry("an unknown Pod Security check", "policy.podSecurity.check=audit", "at '/policy/podSecurity/check'"),
+		Entry("a registry with a path", "policy.allowedImageRegistries={docker.io/rayproject}", "at '/policy/allowedImageRegistries/0'"),
 	)
 
 	It("renders no admission policy by default, and binds them to the watched namespaces in namespace-scoped mode", func() {

@@ -1,0 +1,219 @@
+package validation
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/pod-security-admission/api"
+	"k8s.io/utils/ptr"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/defaulting"
+	"github.com/raygate/raygate/internal/podquota"
+	"github.com/raygate/raygate/internal/podsecurity"
+	"github.com/raygate/raygate/internal/rayspec"
+)
+
+// Namespace is what the validating webhook knows about the namespace of the object it
+// admits: the platform's constraints on the pods raygate will create there.
+type Namespace struct {
+	// Name of the namespace.
+	Name string
+	// Labels are the namespace's labels, read for its Pod Security levels. LabelsKnown is
+	// false when they could not be read; Pod Security is not checked then (the API server
+	// still enforces it when raygate creates the pods).
+	Labels      map[string]string
+	LabelsKnown bool
+	// Quotas are the namespace's ResourceQuotas (warnings only).
+	Quotas []corev1.ResourceQuota
+}
+
+// podSecurityEvaluator holds the library's checks; it is read-only once built.
+var podSecurityEvaluator = podsecurity.NewEvaluator()
+
+// podSecurity evaluates the pods raygate would create for a (defaulted) cluster against the
+// namespace's Pod Security labels: a violation of the enforce level is an error at the field
+// that causes it, the warn and audit levels give warnings. On update an error counts only if
+// the stored object did not already have it (same field, same check), so a cluster created
+// before its namespace was labelled can still be scaled and relabelled, by the autoscaler
+// and by Kueue.
+func (c *check) podSecurity(ns *Namespace, old, rc *rayv1.RayCluster, path *field.Path) (field.ErrorList, []string) {
+	mode := c.policy.PodSecurity
+	if ns == nil || !ns.LabelsKnown || mode == PodSecurityOff || slices.Contains(c.policy.PodSecurityExemptNamespaces, ns.Name) {
+		return nil, nil
+	}
+	p := podsecurity.NamespacePolicy(ns.Labels)
+	memo := &podsecurity.Memo{}
+	enforced := podSecurityEvaluator.ClusterWith(memo, p.Enforce, rc, path)
+	var errs field.ErrorList
+	var warnings []string
+	if len(enforced) > 0 {
+		stored := map[string]bool{}
+		if old != nil {
+			for _, v := range podSecurityEvaluator.ClusterWith(memo, p.Enforce, old, path) {
+				stored[v.Path.String()+"/"+v.Check] = true
+			}
+		}
+		for _, v := range enforced {
+			if stored[v.Path.String()+"/"+v.Check] {
+				continue
+			}
+			if mode == PodSecurityWarn {
+				warnings = append(warnings, fmt.Sprintf(WarnPodSecurityEnforce, v.Path, p.Enforce.String(), v.Message))
+				continue
+			}
+			errs = append(errs, c.decide(field.Forbidden(v.Path, fmt.Sprintf("violates PodSecurity %q: %s", p.Enforce.String(), v.Message)))...)
+		}
+	}
+	if len(errs) > 0 {
+		return errs, nil // the API server does not warn about a pod it refuses either
+	}
+	checked := []api.LevelVersion{p.Enforce}
+	for _, lv := range []struct {
+		lv     api.LevelVersion
+		format string
+	}{{p.Warn, WarnPodSecurity}, {p.Audit, WarnPodSecurityAudit}} {
+		if slices.ContainsFunc(checked, func(c api.LevelVersion) bool { return c.Equivalent(&lv.lv) }) {
+			continue // the same evaluation as one already reported
+		}
+		checked = append(checked, lv.lv)
+		for _, v := range podSecurityEvaluator.ClusterWith(memo, lv.lv, rc, path) {
+			warnings = append(warnings, fmt.Sprintf(lv.format, v.Path, lv.lv.String(), v.Message))
+		}
+	}
+	return nil, warnings
+}
+
+// quotaWarnings warns when the pods a cluster asks for do not fit in the namespace's
+// ResourceQuotas (hard minus used). On update only what the change adds is counted: the
+// stored cluster's pods are in "used" already.
+func quotaWarnings(ns *Namespace, old, rc *rayv1.RayCluster, path *field.Path) []string {
+	if ns == nil || len(ns.Quotas) == 0 {
+		return nil
+	}
+	pods, ok := podquota.ClusterPods(rc)
+	var oldPods []podquota.Pods
+	if old != nil && ok {
+		oldPods, ok = podquota.ClusterPods(old)
+	}
+	if !ok {
+		return []string{fmt.Sprintf(WarnQuotaNotChecked, path, podquota.MaxPodKinds)}
+	}
+	var warnings []string
+	for _, q := range quotasByName(ns) {
+		need, what := podquota.Demand(q, pods), fmt.Sprintf("the cluster's %d pods", countPods(pods))
+		if old != nil {
+			need = podquota.Sub(need, podquota.Demand(q, oldPods))
+			what = "the pods this change adds"
+		}
+		if s := podquota.Shortfalls(q, need); len(s) > 0 {
+			warnings = append(warnings, fmt.Sprintf(WarnQuotaExceeded, path, what, q.Name, joinShortfalls(s)))
+		}
+		warnings = append(warnings, missingRequestWarnings(q, oldPods, pods, old != nil, path)...)
+	}
+	return warnings
+}
+
+// upgradeQuotaWarnings warns when a RayService update starts an upgrade whose new cluster
+// the namespace's quotas cannot hold next to the current one: NewCluster needs room for the
+// whole new cluster, an incremental upgrade for its head and maxSurgePercent of its workers.
+// It returns ok=false when the update starts no upgrade.
+func upgradeQuotaWarnings(ns *Namespace, old, svc *rayv1.RayService) ([]string, bool) {
+	strategy := effectiveStrategy(&svc.Spec)
+	t := *strategy.Type
+	if t == rayv1.None || UpgradeInProgress(old) || !startsNewCluster(&old.Spec.RayClusterSpec, &svc.Spec.RayClusterSpec) {
+		return nil, false
+	}
+	if ns == nil || len(ns.Quotas) == 0 {
+		return nil, true
+	}
+	pods, ok := podquota.ClusterPods(podsecurity.ClusterOf(svc))
+	if !ok {
+		return []string{fmt.Sprintf(WarnQuotaNotChecked, rayClusterConfigPath, podquota.MaxPodKinds)}, true
+	}
+	what := fmt.Sprintf("the new cluster's %d pods", countPods(pods))
+	if t == rayv1.NewClusterWithIncrementalUpgrade && strategy.ClusterUpgradeOptions != nil {
+		surge := ptr.Deref(strategy.ClusterUpgradeOptions.MaxSurgePercent, defaulting.MaxSurgePercent)
+		pods = podquota.Surge(pods, surge)
+		what = fmt.Sprintf("up to %d more pods (the new cluster's head and maxSurgePercent %d%% of its workers)", countPods(pods), surge)
+	}
+	var warnings []string
+	for _, q := range quotasByName(ns) {
+		if s := podquota.Shortfalls(q, podquota.Demand(q, pods)); len(s) > 0 {
+			warnings = append(warnings, fmt.Sprintf(WarnQuotaUpgrade, rayClusterConfigPath, t, what, q.Name, joinShortfalls(s)))
+		}
+	}
+	return warnings, true
+}
+
+// startsNewCluster reports whether a RayService's cluster spec changed in a way its
+// controller answers with a new cluster: anything but replicas and appended worker groups.
+func startsNewCluster(old, spec *rayv1.RayClusterSpec) bool {
+	oldHash, err1 := rayspec.HashWithoutReplicas(*old)
+	newHash, err2 := rayspec.HashWithoutReplicas(*spec)
+	if err1 != nil || err2 != nil || oldHash == newHash {
+		return false
+	}
+	if n := len(old.WorkerGroupSpecs); n > 0 && len(spec.WorkerGroupSpecs) > n {
+		if prefix, err := rayspec.HashWithWorkerGroups(*spec, n); err == nil && prefix == oldHash {
+			return false // groups appended: updated in place
+		}
+	}
+	return true
+}
+
+// missingRequestWarnings: a quota on cpu or memory makes the API server refuse pods with a
+// container that does not set them. On update only a newly missing setting warns.
+func missingRequestWarnings(q *corev1.ResourceQuota, oldPods, pods []podquota.Pods, update bool, path *field.Path) []string {
+	missing := podquota.MissingRequests(q, pods)
+	var before map[corev1.ResourceName][]string
+	if update {
+		before = podquota.MissingRequests(q, oldPods)
+	}
+	var warnings []string
+	for _, name := range sortedResourceNames(missing) {
+		if update && slices.Equal(before[name], missing[name]) {
+			continue
+		}
+		warnings = append(warnings, fmt.Sprintf(WarnQuotaMissingRequests, path, q.Name, name, strings.Join(missing[name], ", ")))
+	}
+	return warnings
+}
+
+func sortedResourceNames[V any](m map[corev1.ResourceName]V) []corev1.ResourceName {
+	names := make([]corev1.ResourceName, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// quotasByName orders the namespace's quotas by name, so warnings come in a stable order.
+func quotasByName(ns *Namespace) []*corev1.ResourceQuota {
+	out := make([]*corev1.ResourceQuota, len(ns.Quotas))
+	for i := range ns.Quotas {
+		out[i] = &ns.Quotas[i]
+	}
+	slices.SortFunc(out, func(a, b *corev1.ResourceQuota) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func countPods(pods []podquota.Pods) int64 {
+	var n int64
+	for _, p := range pods {
+		n = satAdd(n, p.Count)
+	}
+	return n
+}
+
+func joinShortfalls(s []podquota.Shortfall) string {
+	parts := make([]string, len(s))
+	for i := range s {
+		parts[i] = s[i].String()
+	}
+	return strings.Join(parts, "; ")
+}
