@@ -82,7 +82,7 @@ func labelHead(in inputs, s slot, serve serveStates, labels map[string]string, o
 			want = "true"
 		}
 		if want != cur {
-			out.do(labelPod{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}, Value: want})
+			out.do(labelPod{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}, Value: want})
 			labels[pod.Name] = want
 		}
 	}

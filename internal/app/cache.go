@@ -2,10 +2,12 @@ package app
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 )
@@ -18,12 +20,27 @@ import (
 //     and nothing else), and of each only what they read: metadata, status, container names,
 //     restartPolicy and nodeName. Pods are only ever patched (never updated) from the cache,
 //     so a slim copy can never overwrite a pod's spec.
+//   - Services, ServiceAccounts, Roles, RoleBindings, Gateways and HTTPRoutes are cached only
+//     when raygate labelled them (app.kubernetes.io/created-by: kuberay-operator, KubeRay's
+//     label, on everything raygate creates), so other tenants' objects, however many, cost
+//     nothing. An object with a name raygate wants that the cache lacks is found when a
+//     create meets it, read from the API server, and relabelled if raygate's (made by an
+//     older raygate) or reported if not.
+//   - ConfigMaps (RayService serve config records) are never cached: read from the API
+//     server, only when needed.
 func cacheOptions(o Options) cache.Options {
+	created := createdBySelector()
 	opts := cache.Options{
 		SyncPeriod:       &o.SyncPeriod,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: rayPodSelector(), Transform: slimPod},
+			&corev1.Pod{}:            {Label: rayPodSelector(), Transform: slimPod},
+			&corev1.Service{}:        {Label: created},
+			&corev1.ServiceAccount{}: {Label: created},
+			&rbacv1.Role{}:           {Label: created},
+			&rbacv1.RoleBinding{}:    {Label: created},
+			&gwv1.Gateway{}:          {Label: created},
+			&gwv1.HTTPRoute{}:        {Label: created},
 		},
 	}
 	if len(o.WatchNamespaces) > 0 {
@@ -33,6 +50,11 @@ func cacheOptions(o Options) cache.Options {
 		}
 	}
 	return opts
+}
+
+// createdBySelector selects the objects raygate creates.
+func createdBySelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{rayv1.KubernetesCreatedByLabelKey: rayv1.ComponentName})
 }
 
 func rayPodSelector() labels.Selector {

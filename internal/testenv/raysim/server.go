@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -90,6 +91,9 @@ type Server struct {
 	targetCapacity *float64
 	submissions    []Submission
 	unavailable    bool
+	fault          Fault
+	held           chan struct{} // closed to let requests held by FaultHang go
+	requests       atomic.Int64  // every request, faulty ones included
 	onSubmit       func(types.NamespacedName, Submission)
 
 	listener net.Listener
@@ -115,14 +119,15 @@ func newUnstarted(cluster types.NamespacedName, opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Server{cluster: cluster, opts: opts, apps: map[string]*appState{}}
+	return &Server{cluster: cluster, opts: opts, apps: map[string]*appState{}, held: make(chan struct{})}
 }
 
 // URL is the dashboard's base URL.
 func (s *Server) URL() string { return s.url }
 
-// Close stops the HTTP server.
+// Close stops the HTTP server (requests held by FaultHang are let go).
 func (s *Server) Close() error {
+	s.releaseHeld()
 	if s.http == nil {
 		return nil
 	}
@@ -131,13 +136,18 @@ func (s *Server) Close() error {
 
 // ServeHTTP serves GET and PUT /api/serve/applications/.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
 	if strings.TrimRight(r.URL.Path, "/") != strings.TrimRight(dashboard.ApplicationsPath, "/") {
 		http.NotFound(w, r)
 		return
 	}
 	s.mu.Lock()
-	down := s.unavailable
+	down, fault := s.unavailable, s.fault
 	s.mu.Unlock()
+	if fault.Mode != FaultNone {
+		s.misbehave(w, r, fault)
+		return
+	}
 	if down {
 		http.Error(w, "Failed to get a response from the controller. The GCS may be down, please retry later.", http.StatusServiceUnavailable)
 		return
@@ -363,22 +373,35 @@ type Registry struct {
 
 	mu       sync.Mutex
 	servers  map[types.NamespacedName]*Server
+	heads    map[types.NamespacedName]dashboard.Head
 	onSubmit []func(types.NamespacedName, Submission)
 	closed   bool
 }
 
 // NewRegistry returns an empty registry whose simulators use opts.
 func NewRegistry(opts Options) *Registry {
-	return &Registry{opts: opts, servers: map[types.NamespacedName]*Server{}}
+	return &Registry{opts: opts, servers: map[types.NamespacedName]*Server{}, heads: map[types.NamespacedName]dashboard.Head{}}
 }
 
 // DashboardURL implements dashboard.Resolver, starting the cluster's simulator if needed.
-func (r *Registry) DashboardURL(_ context.Context, c types.NamespacedName) (string, error) {
-	s, err := r.ensure(c)
+// It remembers the head the controller named, so tests can check which pod it trusted.
+func (r *Registry) DashboardURL(_ context.Context, h dashboard.Head) (string, error) {
+	s, err := r.ensure(h.Cluster)
 	if err != nil {
 		return "", err
 	}
+	r.mu.Lock()
+	r.heads[h.Cluster] = h
+	r.mu.Unlock()
 	return s.URL(), nil
+}
+
+// LastHead is the head the controller last resolved for a cluster (false: never).
+func (r *Registry) LastHead(c types.NamespacedName) (dashboard.Head, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, ok := r.heads[c]
+	return h, ok
 }
 
 func (r *Registry) ensure(c types.NamespacedName) (*Server, error) {
