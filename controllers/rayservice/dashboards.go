@@ -70,7 +70,10 @@ func dashboardPort(spec *rayv1.RayClusterSpec) int32 {
 // serveViewOf is what the plan reads of a pool snapshot. Applications read before the head
 // accepted a config say nothing about that config: they count as not read.
 func serveViewOf(s dashboard.Snapshot) serveView {
-	v := serveView{Submission: s.Submission}
+	v := serveView{}
+	if sub := s.Submission; sub != nil {
+		v.Submission = &submission{ID: sub.ID, Outcome: sub.Outcome, BadRequest: sub.BadRequest, Message: sub.Message}
+	}
 	if s.Err != "" && !s.ErrAt.Before(s.ReadAt) {
 		v.Err = s.Err
 	}

@@ -1,6 +1,7 @@
 package rayservice
 
 import (
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -141,7 +142,7 @@ func (s scenario) run(t *testing.T, d *dice) {
 	var clusters []string
 	for _, n := range slices.Sorted(maps.Keys(w.clusters)) {
 		c := w.clusters[n]
-		clusters = append(clusters, fmt.Sprintf("%s: ready=%v apps=%v broken=%v runs=%+v", n, c.ready(w.now), c.reportedApps(), c.brokenConfig, submittedOn(c.rc)))
+		clusters = append(clusters, fmt.Sprintf("%s: ready=%v apps=%v broken=%v runs=%+v pool=%+v", n, c.ready(w.now), c.reportedApps(), c.brokenConfig, submittedOn(c.rc), c.pool.snap.Submission))
 	}
 	t.Fatalf("did not converge after the faults were cleared: status %+v\nclusters:\n%s\nhistory:\n%s",
 		w.svc.Status, strings.Join(clusters, "\n"), strings.Join(history, "\n"))
@@ -211,8 +212,8 @@ func perturb(w *world, d *dice) string {
 			return fmt.Sprintf("fault: applications of %s unhealthy=%v", n, w.clusters[n].unhealthy)
 		}
 	case 7:
-		w.refuseSubmits, w.badRequest = true, d.intn(2) == 0
-		return "fault: dashboards refuse serve configs"
+		w.refuseNext, w.badRequest = 2, d.intn(2) == 0
+		return "fault: dashboards refuse the next serve configs"
 	case 8:
 		w.failAction = d.intn(6)
 		return fmt.Sprintf("fault: action %d fails", w.failAction)
@@ -254,6 +255,29 @@ func perturb(w *world, d *dice) string {
 			w.clusters[n].changed()
 			return "fault: " + n + " stamped by an older raygate"
 		}
+	case 15:
+		if n := pick(); n != "" {
+			w.clusters[n].dashboardHung = !w.clusters[n].dashboardHung
+			return fmt.Sprintf("fault: dashboard of %s hung=%v (accepts connections, never answers)", n, w.clusters[n].dashboardHung)
+		}
+	case 16:
+		w.restartOperator()
+		return "fault: the operator restarts (the dashboard pool forgets everything)"
+	case 17:
+		// A cluster made by an older raygate: its config recorded in an annotation, no
+		// ConfigMap (and nothing on its way to the dashboard: an older raygate had no pool).
+		if n := pick(); n != "" {
+			c := w.clusters[n]
+			acc := c.pool.snap.Accepted
+			settled := c.pool.inflight == nil && c.pool.wantSubmit == nil && (acc == nil || acc.ID == submissionID(submittedOn(c.rc).Hash, submittedOn(c.rc).TargetCapacity))
+			if cfg := w.records[n][submittedOn(c.rc).Hash]; cfg != nil && settled {
+				b, _ := json.Marshal(cfg.doc)
+				setAnnotations(c.rc, map[string]string{LegacyServeConfigKey: string(b)})
+				delete(w.records, n)
+				c.changed()
+				return "fault: " + n + " recorded its config as an older raygate did"
+			}
+		}
 	case 13:
 		r := []int32{0, 1, 5, math.MaxInt32, -3}[d.intn(5)]
 		w.updateSpec(func(s *rayv1.RayService) { s.Spec.RayClusterSpec.WorkerGroupSpecs[0].Replicas = ptr.To(r) })
@@ -274,9 +298,9 @@ func setTestImage(svc *rayv1.RayService, image string) {
 // active cluster whose frozen config fails cannot take traffic back, so a user would go
 // forward: the spec becomes the pending cluster's.
 func calm(w *world) {
-	w.gatewayPaused = false
+	w.gatewayPaused, w.refuseNext = false, 0
 	for _, c := range w.clusters {
-		c.dashboardDown, c.unhealthy = false, false
+		c.dashboardDown, c.dashboardHung, c.unhealthy = false, false, false
 	}
 	if strings.Contains(w.svc.Spec.ServeConfigV2, brokenImportPath) {
 		w.updateSpec(func(s *rayv1.RayService) { s.Spec.ServeConfigV2 = builders.DefaultServeConfig })

@@ -55,10 +55,19 @@ type serveView struct {
 	// Err is why the last read failed.
 	Err string
 	// Submission is the last serve config asked of this head and what became of it.
-	Submission *dashboard.SubmissionState
+	Submission *submission
 	// Accepted is the last serve config this head accepted (nil: none seen by this
 	// process).
 	Accepted *acceptedConfig
+}
+
+// submission is what became of the last serve config asked of a head.
+type submission struct {
+	ID      string
+	Outcome dashboard.Outcome
+	// BadRequest: the dashboard refused the config itself.
+	BadRequest bool
+	Message    string
 }
 
 // acceptedConfig is a serve config and target capacity a dashboard accepted.
