@@ -1,10 +1,15 @@
 package app
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -28,7 +33,10 @@ import (
 //     older raygate) or reported if not.
 //   - ConfigMaps (RayService serve config records) are never cached: read from the API
 //     server, only when needed.
-func cacheOptions(o Options) cache.Options {
+//
+// gatewayAPI says whether the Gateway API is served (the cache cannot be told about kinds the
+// API server does not have).
+func cacheOptions(o Options, gatewayAPI bool) cache.Options {
 	created := createdBySelector()
 	opts := cache.Options{
 		SyncPeriod:       &o.SyncPeriod,
@@ -39,9 +47,11 @@ func cacheOptions(o Options) cache.Options {
 			&corev1.ServiceAccount{}: {Label: created},
 			&rbacv1.Role{}:           {Label: created},
 			&rbacv1.RoleBinding{}:    {Label: created},
-			&gwv1.Gateway{}:          {Label: created},
-			&gwv1.HTTPRoute{}:        {Label: created},
 		},
+	}
+	if gatewayAPI {
+		opts.ByObject[&gwv1.Gateway{}] = cache.ByObject{Label: created}
+		opts.ByObject[&gwv1.HTTPRoute{}] = cache.ByObject{Label: created}
 	}
 	if len(o.WatchNamespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
@@ -50,6 +60,26 @@ func cacheOptions(o Options) cache.Options {
 		}
 	}
 	return opts
+}
+
+// gatewayAPIServed reports whether the API server serves the Gateway API kinds raygate uses.
+func gatewayAPIServed(cfg *rest.Config) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	list, err := dc.ServerResourcesForGroupVersion(gwv1.GroupVersion.String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discovering the Gateway API: %w", err)
+	}
+	found := map[string]bool{}
+	for _, r := range list.APIResources {
+		found[r.Kind] = true
+	}
+	return found["Gateway"] && found["HTTPRoute"], nil
 }
 
 // createdBySelector selects the objects raygate creates.

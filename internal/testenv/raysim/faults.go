@@ -73,3 +73,37 @@ func (s *Server) releaseHeld() {
 		close(s.held)
 	}
 }
+
+// SetNamespaceFault gives every simulator of a namespace the fault, those made later too.
+func (r *Registry) SetNamespaceFault(namespace string, f Fault) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.faults[namespace] = f
+	for c, s := range r.servers {
+		if c.Namespace == namespace {
+			s.SetFault(f)
+		}
+	}
+}
+
+// MaxConcurrent is the most requests the simulators of a namespace were answering (or
+// holding) at once.
+func (r *Registry) MaxConcurrent(namespace string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.maxConcurrent[namespace]
+}
+
+// enter and leave count a namespace's requests in progress.
+func (r *Registry) enter(namespace string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.concurrent[namespace]++
+	r.maxConcurrent[namespace] = max(r.maxConcurrent[namespace], r.concurrent[namespace])
+}
+
+func (r *Registry) leave(namespace string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.concurrent[namespace]--
+}

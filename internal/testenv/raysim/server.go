@@ -94,6 +94,7 @@ type Server struct {
 	fault          Fault
 	held           chan struct{} // closed to let requests held by FaultHang go
 	requests       atomic.Int64  // every request, faulty ones included
+	track          func(in bool) // counts requests in progress (set by a Registry)
 	onSubmit       func(types.NamespacedName, Submission)
 
 	listener net.Listener
@@ -137,6 +138,13 @@ func (s *Server) Close() error {
 // ServeHTTP serves GET and PUT /api/serve/applications/.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
+	s.mu.Lock()
+	track := s.track
+	s.mu.Unlock()
+	if track != nil {
+		track(true)
+		defer track(false)
+	}
 	if strings.TrimRight(r.URL.Path, "/") != strings.TrimRight(dashboard.ApplicationsPath, "/") {
 		http.NotFound(w, r)
 		return
@@ -371,16 +379,20 @@ func (s *Server) TargetCapacity() *float64 {
 type Registry struct {
 	opts Options
 
-	mu       sync.Mutex
-	servers  map[types.NamespacedName]*Server
-	heads    map[types.NamespacedName]dashboard.Head
-	onSubmit []func(types.NamespacedName, Submission)
-	closed   bool
+	mu      sync.Mutex
+	servers map[types.NamespacedName]*Server
+	heads   map[types.NamespacedName]dashboard.Head
+	faults  map[string]Fault // by namespace, for simulators made from now on too
+	// concurrent and maxConcurrent count, by namespace, requests in progress.
+	concurrent, maxConcurrent map[string]int64
+	onSubmit                  []func(types.NamespacedName, Submission)
+	closed                    bool
 }
 
 // NewRegistry returns an empty registry whose simulators use opts.
 func NewRegistry(opts Options) *Registry {
-	return &Registry{opts: opts, servers: map[types.NamespacedName]*Server{}, heads: map[types.NamespacedName]dashboard.Head{}}
+	return &Registry{opts: opts, servers: map[types.NamespacedName]*Server{}, heads: map[types.NamespacedName]dashboard.Head{}, faults: map[string]Fault{},
+		concurrent: map[string]int64{}, maxConcurrent: map[string]int64{}}
 }
 
 // DashboardURL implements dashboard.Resolver, starting the cluster's simulator if needed.
@@ -418,6 +430,18 @@ func (r *Registry) ensure(c types.NamespacedName) (*Server, error) {
 		return nil, err
 	}
 	s.onSubmit = r.dispatch
+	s.mu.Lock()
+	s.track = func(in bool) {
+		if in {
+			r.enter(c.Namespace)
+		} else {
+			r.leave(c.Namespace)
+		}
+	}
+	s.mu.Unlock()
+	if f, ok := r.faults[c.Namespace]; ok {
+		s.SetFault(f)
+	}
 	r.servers[c] = s
 	return s, nil
 }
