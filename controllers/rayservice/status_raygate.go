@@ -1,6 +1,7 @@
 package rayservice
 
 import (
+	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,6 +14,9 @@ import (
 // The conditions and messages raygate adds to KubeRay's, computed like the others: pure
 // functions of the pass, each announced by one event when the stored status does not say
 // so yet.
+
+// refusedPodName matches the API server's `pods "<name>" is forbidden` in a refusal.
+var refusedPodName = regexp.MustCompile(`pods? "[^"]*" (is forbidden|already exists)`)
 
 // maxRefusalExcerpt is the longest excerpt of a cluster's ReplicaFailure message quoted.
 const maxRefusalExcerpt = 200
@@ -29,7 +33,10 @@ func podsRefused(r roles) string {
 			continue
 		}
 		if c := meta.FindStatusCondition(rc.Status.Conditions, string(rayv1.RayClusterReplicaFailure)); c != nil && c.Status == metav1.ConditionTrue {
-			notes = append(notes, "RayCluster "+rc.Name+" cannot create pods ("+dashboard.Sanitize(c.Reason, 64)+"): "+dashboard.Sanitize(c.Message, maxRefusalExcerpt))
+			// The refused pod's generated name changes with every attempt; without it the
+			// message, and so the status, stays the same while the refusal does.
+			msg := refusedPodName.ReplaceAllString(c.Message, "a pod $1")
+			notes = append(notes, "RayCluster "+rc.Name+" cannot create pods ("+dashboard.Sanitize(c.Reason, 64)+"): "+dashboard.Sanitize(msg, maxRefusalExcerpt))
 		}
 	}
 	return strings.Join(notes, "; ")

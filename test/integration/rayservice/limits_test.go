@@ -1,0 +1,87 @@
+package rayservice
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/controllers/rayservice"
+	"github.com/raygate/raygate/internal/validation"
+	"github.com/raygate/raygate/test/builders"
+)
+
+// largestServeConfig is a valid serveConfigV2 of exactly the largest size admitted, its bulk
+// in one environment variable; marker tells versions apart.
+func largestServeConfig(marker string) string {
+	head := "applications:\n  - name: big\n    route_prefix: /big\n    import_path: big.deployment_graph\n    runtime_env:\n      env_vars:\n        MARKER: \"" + marker + "\"\n        PAD: \""
+	tail := "\"\n"
+	return head + strings.Repeat("x", validation.MaxServeConfigBytes-len(head)-len(tail)) + tail
+}
+
+var _ = Describe("Serve configs of the largest size", func() {
+	It("converge: the config is submitted once, recorded by hash, kept in a ConfigMap, and sent from there during an upgrade", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		checker := watchInvariants(ctx, ns)
+		first := largestServeConfig("one")
+		Expect(len(first)).To(Equal(validation.MaxServeConfigBytes))
+		Expect(k8s.Create(ctx, builders.RayService("big", ns).Incremental(50, 50, 1, gatewayClass).DeletionDelay(1).ServeConfig(first).Obj())).To(Succeed())
+		blue := waitServing(ctx, ns, "big")
+
+		By("submitted once, not again")
+		sim := simulatorOf(ns, blue)
+		Consistently(func() int { return len(sim.Submissions()) }, 3*time.Second).Should(Equal(1))
+		rc := getCluster(ctx, ns, blue)
+		Expect(rc.Annotations).To(HaveKey(rayv1.ServeConfigHashKey))
+		Expect(rc.Annotations).NotTo(HaveKey(rayservice.LegacyServeConfigKey), "the config itself is not in an annotation")
+		record := &corev1.ConfigMap{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: blue + "-serve-configs"}, record)).To(Succeed())
+		Expect(metav1.IsControlledBy(record, rc)).To(BeTrue())
+		Expect(record.Data).To(HaveKeyWithValue(rc.Annotations[rayv1.ServeConfigHashKey], first))
+
+		By("upgrading the cluster and the config: the active cluster's capacity changes resend its own config, read from the ConfigMap")
+		update(ctx, ns, "big", func(s *rayv1.RayService) {
+			setImage(s, "rayproject/ray:2.53.0")
+			s.Spec.ServeConfigV2 = largestServeConfig("two")
+		})
+		Eventually(activeName(ctx, ns, "big"), 90*time.Second).ShouldNot(Equal(blue))
+		subs := sim.Submissions()
+		Expect(len(subs)).To(BeNumerically(">", 1), "the active cluster's target capacity changed")
+		for _, s := range subs {
+			Expect(s.ConfigWithoutTargetCapacity()).To(ContainSubstring(`"MARKER":"one"`), "the active cluster got another config")
+		}
+		green := activeName(ctx, ns, "big")()
+		Expect(simulatorOf(ns, green).Submissions()[0].ConfigWithoutTargetCapacity()).To(ContainSubstring(`"MARKER":"two"`))
+		Expect(checker.Err()).NotTo(HaveOccurred())
+	})
+})
+
+var _ = Describe("Pods refused by the platform", func() {
+	It("are named in the RayService's Ready message and one Warning event while the first cluster initializes", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		// A quota the quota controller (not running here) never reported on: the API server
+		// refuses every pod ("status unknown for quota").
+		quota := &corev1.ResourceQuota{
+			ObjectMeta: metav1.ObjectMeta{Name: "pods", Namespace: ns},
+			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("100")}},
+		}
+		Expect(k8s.Create(ctx, quota)).To(Succeed())
+		Expect(k8s.Create(ctx, builders.RayService("q", ns).Obj())).To(Succeed())
+		Eventually(func() string { return conditionMessage(ctx, ns, "q", rayv1.RayServiceReady) }, time.Minute).
+			Should(And(ContainSubstring("cannot create pods"), ContainSubstring("quota")))
+		Eventually(events(ctx, ns, "q")).Should(ContainSubstring("Warning RayClusterReplicaFailure: RayCluster q-"))
+		Consistently(func() int { return strings.Count(events(ctx, ns, "q")(), "Warning RayClusterReplicaFailure") }, 2*time.Second).Should(Equal(1))
+
+		By("the quota goes: the pods come, the message goes")
+		Expect(k8s.Delete(ctx, quota)).To(Succeed())
+		Eventually(condition(ctx, ns, "q", rayv1.RayServiceReady), 2*time.Minute).Should(Equal("True/NonZeroServeEndpoints"))
+		Expect(conditionMessage(ctx, ns, "q", rayv1.RayServiceReady)).NotTo(ContainSubstring("cannot create pods"))
+	})
+})
