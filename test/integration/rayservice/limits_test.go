@@ -7,10 +7,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/controllers/rayservice"
@@ -66,21 +67,51 @@ var _ = Describe("Serve configs of the largest size", func() {
 var _ = Describe("Pods refused by the platform", func() {
 	It("are named in the RayService's Ready message and one Warning event while the first cluster initializes", func(ctx context.Context) {
 		ns := newNamespace(ctx)
-		// A quota the quota controller (not running here) never reported on: the API server
-		// refuses every pod ("status unknown for quota").
-		quota := &corev1.ResourceQuota{
-			ObjectMeta: metav1.ObjectMeta{Name: "pods", Namespace: ns},
-			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("100")}},
+		By("an admission policy that refuses Ray pods in the namespace")
+		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "no-ray-pods-" + ns},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+					},
+				}}},
+				Validations: []admissionregistrationv1.Validation{{
+					Expression: `!has(object.metadata.labels) || !('ray.io/cluster' in object.metadata.labels)`,
+					Message:    "Ray pods exceed the team's GPU quota",
+				}},
+			},
 		}
-		Expect(k8s.Create(ctx, quota)).To(Succeed())
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName:        policy.Name,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+				MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+					MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns},
+				}},
+			},
+		}
+		Expect(k8s.Create(ctx, policy)).To(Succeed())
+		Expect(k8s.Create(ctx, binding)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { _ = k8s.Delete(ctx, policy) })
+		probe := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns, Labels: map[string]string{rayv1.ClusterLabelKey: "probe"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}},
+		}
+		Eventually(func() error { return k8s.Create(ctx, probe.DeepCopy()) }).Should(MatchError(ContainSubstring("GPU quota")))
+
 		Expect(k8s.Create(ctx, builders.RayService("q", ns).Obj())).To(Succeed())
 		Eventually(func() string { return conditionMessage(ctx, ns, "q", rayv1.RayServiceReady) }, time.Minute).
-			Should(And(ContainSubstring("cannot create pods"), ContainSubstring("quota")))
+			Should(And(ContainSubstring("cannot create pods"), ContainSubstring("GPU quota")))
+		Expect(condition(ctx, ns, "q", rayv1.RayServiceReady)()).To(Equal("False/" + rayv1.RayServiceInitializing))
 		Eventually(events(ctx, ns, "q")).Should(ContainSubstring("Warning RayClusterReplicaFailure: RayCluster q-"))
-		Consistently(func() int { return strings.Count(events(ctx, ns, "q")(), "Warning RayClusterReplicaFailure") }, 2*time.Second).Should(Equal(1))
+		Consistently(func() int { return strings.Count(events(ctx, ns, "q")(), "Warning RayClusterReplicaFailure") }, 3*time.Second).Should(Equal(1))
 
-		By("the quota goes: the pods come, the message goes")
-		Expect(k8s.Delete(ctx, quota)).To(Succeed())
+		By("the policy goes: the pods come, the message goes")
+		Expect(k8s.Delete(ctx, binding)).To(Succeed())
 		Eventually(condition(ctx, ns, "q", rayv1.RayServiceReady), 2*time.Minute).Should(Equal("True/NonZeroServeEndpoints"))
 		Expect(conditionMessage(ctx, ns, "q", rayv1.RayServiceReady)).NotTo(ContainSubstring("cannot create pods"))
 	})
