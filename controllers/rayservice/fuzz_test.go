@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -46,6 +47,10 @@ func FuzzPlan(f *testing.F) {
 		refuse     = []byte{21, 0, 127} // dashboards refuse (bad request)
 		failAction = []byte{24, 1, 127} // the second action fails
 		conflict   = []byte{27, 127}    // the status write conflicts
+		hang       = []byte{45, 0, 127} // the first cluster's dashboard hangs (or stops hanging)
+		restartOp  = []byte{48, 127}    // the operator restarts: the dashboard pool forgets
+		legacy     = []byte{51, 0, 127} // the first cluster recorded its config as an older raygate did
+		podsRefuse = []byte{54, 1, 127} // the second cluster's pods are refused (or admitted again)
 	)
 	f.Add(int32(20), int32(5), int32(10), int32(60), int32(1), incremental, script(quiet(10), upgrade, quiet(120)))
 	f.Add(int32(50), int32(25), int32(1), int32(1), int32(1), incremental, script(quiet(10), upgrade, quiet(8), rollback, quiet(60)))
@@ -56,6 +61,8 @@ func FuzzPlan(f *testing.F) {
 	f.Add(int32(20), int32(5), int32(1), int32(3), int32(1), newCluster, script(quiet(5), upgrade, conflict, rollback, quiet(30)))
 	f.Add(int32(20), int32(5), int32(1), int32(0), int32(1), none, script(quiet(10), upgrade, brokenApps, quiet(20)))
 	f.Add(int32(30), int32(10), int32(2), int32(5), int32(3), incremental, []byte("a script of faults: restarts, refusals, conflicts, stalls"))
+	f.Add(int32(50), int32(25), int32(1), int32(2), int32(1), incremental, script(quiet(10), legacy, upgrade, quiet(3), hang, quiet(6), hang, restartOp, podsRefuse, quiet(8), restartOp, quiet(60)))
+	f.Add(int32(20), int32(5), int32(1), int32(3), int32(1), newCluster, script(quiet(10), upgrade, restartOp, hang, quiet(10), podsRefuse, quiet(30)))
 	// Extreme integers: zero, negative, the largest and smallest int32.
 	f.Add(int32(0), int32(0), int32(0), int32(0), int32(0), incremental, script(quiet(5), upgrade, quiet(40)))
 	f.Add(int32(-1), int32(-1), int32(-1), int32(-1), int32(-1), incremental, script(quiet(5), upgrade, quiet(40)))
@@ -278,6 +285,18 @@ func perturb(w *world, d *dice) string {
 				return "fault: " + n + " recorded its config as an older raygate did"
 			}
 		}
+	case 18:
+		// The platform refuses (or lets through again) a cluster's pods.
+		if n := pick(); n != "" {
+			rc := w.clusters[n].rc
+			if len(rc.Status.Conditions) > 0 {
+				rc.Status.Conditions = nil
+				return "fault: pods of " + n + " admitted again"
+			}
+			rc.Status.Conditions = []metav1.Condition{{Type: string(rayv1.RayClusterReplicaFailure), Status: metav1.ConditionTrue,
+				Reason: rayv1.FailedCreateWorkerPod, Message: `creating worker pods: pods "` + n + `-w-x" is forbidden: exceeded quota`}}
+			return "fault: pods of " + n + " refused"
+		}
 	case 13:
 		r := []int32{0, 1, 5, math.MaxInt32, -3}[d.intn(5)]
 		w.updateSpec(func(s *rayv1.RayService) { s.Spec.RayClusterSpec.WorkerGroupSpecs[0].Replicas = ptr.To(r) })
@@ -301,6 +320,7 @@ func calm(w *world) {
 	w.gatewayPaused, w.refuseNext = false, 0
 	for _, c := range w.clusters {
 		c.dashboardDown, c.dashboardHung, c.unhealthy = false, false, false
+		c.rc.Status.Conditions = nil
 	}
 	if strings.Contains(w.svc.Spec.ServeConfigV2, brokenImportPath) {
 		w.updateSpec(func(s *rayv1.RayService) { s.Spec.ServeConfigV2 = builders.DefaultServeConfig })
