@@ -107,20 +107,21 @@ func submitServe(in inputs, rc *rayv1.RayCluster, v *clusterView, w wanted, runs
 		keep = append(keep, h)
 	}
 	out.submit(submitServeConfig{Cluster: rc, Hash: w.Hash, Config: w.Config, TargetCapacity: w.TC, Keep: keep, Reason: reason, Done: done})
-	// The dashboard's answer comes back on a later pass (the pool says when); poll in case
-	// that word is lost.
-	out.Wake.Poll = true
 	if sub := v.Serve.Submission; sub != nil && sub.ID == submissionID(w.Hash, w.TC) {
 		switch sub.Outcome {
 		case dashboard.Refused:
 			// A config refused as a bad request fails the same way again: it is sent again
 			// only after a while, or when the spec changes.
-			out.Wake.Poll = !sub.BadRequest
+			out.Wake.Poll = out.Wake.Poll || !sub.BadRequest
 			return "the dashboard of " + rc.Name + " rejected the serve config: " + sub.Message, true
 		case dashboard.Failed:
+			out.Wake.Poll = true
 			return "cannot submit the serve config to " + rc.Name + " (retrying): " + sub.Message, true
 		}
 	}
+	// The dashboard's answer comes back on a later pass (the pool says when); poll in case
+	// that word is lost.
+	out.Wake.Poll = true
 	if redeploy {
 		return "submitting the serve config to " + rc.Name + ": " + reason, true
 	}
