@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/raygate/raygate/internal/owned"
 	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/rayspec"
 )
@@ -78,8 +79,9 @@ func (r *Reconciler) reportTaken(ctx context.Context, p *pass, kind string, desi
 	}
 	if c, foreign := conflictOf(p, kind, existing); foreign {
 		p.conflicts = append(p.conflicts, c)
+		return nil
 	}
-	return nil
+	return owned.Relabel(ctx, r.Client, existing) // made by an older raygate: the cache selects on the label
 }
 
 // reconcileHeadService creates the head Service or brings the fields raygate sets back to

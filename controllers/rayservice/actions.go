@@ -29,10 +29,11 @@ type updateCluster struct {
 	Done    event
 }
 
-// annotateCluster merges annotations onto a RayCluster.
+// annotateCluster merges annotations onto a RayCluster and removes those in Remove.
 type annotateCluster struct {
 	Cluster     *rayv1.RayCluster
 	Annotations map[string]string
+	Remove      []string
 	Done        *event // nil: nothing worth an event
 }
 
@@ -54,31 +55,48 @@ type labelPod struct {
 	Value string
 }
 
-// submitServeConfig asks a cluster's dashboard to run a serve config at a target capacity
-// and records on the cluster what it accepted. Submissions are carried out before the
-// other actions (see decide).
+// submitServeConfig asks a cluster's dashboard, through the dashboard pool, to run a serve
+// config at a target capacity; the answer comes back on a later pass, which records it on
+// the cluster. Before the config is sent it is kept in the cluster's serve config record
+// (a ConfigMap the cluster owns), so it can be sent again after an operator restart.
 type submitServeConfig struct {
-	Cluster        *rayv1.RayCluster
+	Cluster *rayv1.RayCluster
+	Hash    string
+	// Config is the config to send; nil: the one recorded for Hash, read from the record.
 	Config         *serveConfig
 	TargetCapacity *int32 // nil: no target_capacity
-	Reason         string
-	Done           event
+	// Keep are the hashes of configs the cluster ran or runs, whose records stay when
+	// Config is recorded (at most three configs are kept).
+	Keep   []string
+	Reason string
+	// Done is announced once the dashboard accepted it.
+	Done event
 }
 
-// record is the annotations that say what the cluster's dashboard accepted; they survive an
-// operator restart, so nothing is resubmitted or forgotten.
-func (s submitServeConfig) record() map[string]string {
-	ann := map[string]string{rayv1.ServeConfigHashKey: s.Config.hash, ServeConfigKey: s.Config.json(), rayv1.ServeConfigTargetCapacityKey: ""}
-	if s.TargetCapacity != nil {
-		ann[rayv1.ServeConfigTargetCapacityKey] = strconv.Itoa(int(*s.TargetCapacity))
+func (s submitServeConfig) id() string { return submissionID(s.Hash, s.TargetCapacity) }
+
+// recordAnnotations say what a cluster's dashboard accepted; they survive an operator
+// restart, so nothing is resubmitted or forgotten.
+func recordAnnotations(hash string, tc *int32) map[string]string {
+	ann := map[string]string{rayv1.ServeConfigHashKey: hash, rayv1.ServeConfigTargetCapacityKey: ""}
+	if tc != nil {
+		ann[rayv1.ServeConfigTargetCapacityKey] = strconv.Itoa(int(*tc))
 	}
 	return ann
+}
+
+// legacyAnnotations are the annotations of older raygate versions a cluster still carries.
+func legacyAnnotations(rc *rayv1.RayCluster) []string {
+	if _, ok := rc.Annotations[LegacyServeConfigKey]; ok {
+		return []string{LegacyServeConfigKey}
+	}
+	return nil
 }
 
 func (a createCluster) String() string { return "create RayCluster " + a.Cluster.Name }
 func (a updateCluster) String() string { return "update RayCluster " + a.Cluster.Name + " in place" }
 func (a annotateCluster) String() string {
-	return fmt.Sprintf("annotate RayCluster %s %v", a.Cluster.Name, a.Annotations)
+	return fmt.Sprintf("annotate RayCluster %s %v (remove %v)", a.Cluster.Name, a.Annotations, a.Remove)
 }
 func (a deleteCluster) String() string { return "delete RayCluster " + a.Cluster.Name }
 func (a createObject) String() string  { return "create " + kindOf(a.Object) + " " + a.Object.GetName() }
@@ -87,7 +105,7 @@ func (a labelPod) String() string {
 	return fmt.Sprintf("label pod %s %s=%s", a.Pod.Name, rayv1.ServeLabelKey, a.Value)
 }
 func (s submitServeConfig) String() string {
-	return fmt.Sprintf("submit serve config %s to %s at target capacity %s", s.Config.hash, s.Cluster.Name, percent(s.TargetCapacity))
+	return fmt.Sprintf("submit serve config %s to %s at target capacity %s", s.Hash, s.Cluster.Name, percent(s.TargetCapacity))
 }
 
 // kindOf names the kinds raygate writes besides RayClusters, for messages.
@@ -99,6 +117,8 @@ func kindOf(o client.Object) string {
 		return "Gateway"
 	case *gwv1.HTTPRoute:
 		return "HTTPRoute"
+	case *corev1.ConfigMap:
+		return "ConfigMap"
 	}
 	return fmt.Sprintf("%T", o)
 }

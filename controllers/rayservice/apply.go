@@ -18,76 +18,77 @@ import (
 )
 
 // executor carries out what the plan asks for: the controller against the API server and
-// the dashboards, tests against a simulated world.
+// the dashboard pool, tests against a simulated world.
 type executor interface {
 	apply(actions []action) error
-	submit(s submitServeConfig) (*refusal, error)
+	submit(s submitServeConfig) error
 }
 
 // carryOut plans the pass and carries it out in the order the steps depend on: the
-// new-cluster decision, then the serve config submissions, then everything else. A
-// dashboard that refuses a config changes what the pass may decide (that cluster's
-// applications are not ready, and the status says why), so the plan is made again knowing
-// it. Plans are functions of their inputs and the refusals touch no cluster decision, so
-// the second plan has the same cluster actions (carried out already) and the same
-// submissions minus the refused ones (all attempted already); its other actions are
-// carried out. It returns the plan whose status is to be written.
+// new-cluster decision (and the records of configs the dashboards accepted), then the
+// serve config submissions, handed to the dashboard pool (their answers come back on a
+// later pass), then everything else. It returns the plan whose status is to be written.
 func carryOut(obs *observed, want *desired, stored *rayv1.RayServiceStatuses, now time.Time, x executor) (planned, error) {
 	out := plan(obs, want, stored, now)
 	if err := x.apply(out.ClusterActions); err != nil {
 		return out, err
 	}
-	refused := map[string]refusal{}
 	for _, s := range out.Submits {
-		ref, err := x.submit(s)
-		if err != nil {
+		if err := x.submit(s); err != nil {
 			return out, err
 		}
-		if ref != nil {
-			refused[s.Cluster.Name] = *ref
-		}
-	}
-	if len(refused) > 0 {
-		out = plan(obs.withRefusals(refused), want, stored, now)
 	}
 	return out, x.apply(out.Actions)
 }
 
 // reconcilerExecutor carries out one pass of a Reconciler for one RayService.
 type reconcilerExecutor struct {
-	ctx context.Context
-	r   *Reconciler
-	svc *rayv1.RayService
+	ctx     context.Context
+	r       *Reconciler
+	svc     *rayv1.RayService
+	targets map[string]dashboard.Target
 }
 
 func (x reconcilerExecutor) apply(actions []action) error { return x.r.apply(x.ctx, x.svc, actions) }
 
-func (x reconcilerExecutor) submit(s submitServeConfig) (*refusal, error) {
-	return x.r.submitServeConfig(x.ctx, x.svc, s)
+func (x reconcilerExecutor) submit(s submitServeConfig) error {
+	t, ok := x.targets[s.Cluster.Name]
+	if !ok {
+		return nil // no dashboard to call in this pass; the plan asks again
+	}
+	return x.r.submitServeConfig(x.ctx, x.svc, t, s)
 }
 
-// submitServeConfig PUTs a serve config to a cluster's dashboard, then records on the
-// cluster what it accepted. A refusal is an answer, not an error; failing to record is.
-func (r *Reconciler) submitServeConfig(ctx context.Context, svc *rayv1.RayService, s submitServeConfig) (*refusal, error) {
-	dc, err := r.dashboardOf(ctx, s.Cluster)
-	if err != nil {
-		return nil, err
+// submitServeConfig hands a serve config to the dashboard pool, after keeping it in the
+// cluster's record (or reading it from there, for a config no longer in the spec). Nothing
+// is prepared when the pool holds the same submission already.
+func (r *Reconciler) submitServeConfig(ctx context.Context, svc *rayv1.RayService, t dashboard.Target, s submitServeConfig) error {
+	id := s.id()
+	if !r.dashboards.Wants(t, id) {
+		return nil
 	}
-	if err := dc.DeployApplications(ctx, s.Config.body(s.TargetCapacity)); err != nil {
-		r.emit(svc, warningEvent(s.Cluster, EventFailedServeConfig, "SubmitServeConfig", "submitting the serve config to %s (%s): %v", s.Cluster.Name, s.Reason, err))
-		return &refusal{Message: err.Error(), BadRequest: dashboard.IsBadRequest(err)}, nil
+	cfg := s.Config
+	if cfg != nil {
+		if err := r.writeRecord(ctx, s.Cluster, cfg, s.Keep); err != nil {
+			return err
+		}
+	} else {
+		loaded, missing, err := r.readRecord(ctx, s.Cluster, s.Hash)
+		if err != nil {
+			return err
+		}
+		if missing != "" {
+			r.dashboards.Reject(t, id, missing)
+			r.emit(svc, warningEvent(s.Cluster, EventFailedServeConfig, "SubmitServeConfig", "%s", missing))
+			return nil
+		}
+		cfg = loaded
 	}
-	// Record what the dashboard accepted even if the operator is shutting down: the record
-	// is what keeps the next operator from resubmitting. (Only a hard crash in this short
-	// window resubmits the same config, which Ray treats as a no-op.)
-	commitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := r.annotate(commitCtx, s.Cluster, s.record()); err != nil {
-		return nil, err
-	}
-	r.emit(svc, s.Done)
-	r.logFor(ctx, s.Cluster).Info("submitted serve config", "reason", s.Reason, "targetCapacity", s.TargetCapacity)
-	return nil, nil
+	tag := submissionTag{svc: svc.DeepCopy(), cluster: s.Cluster, reason: s.Reason, done: s.Done}
+	tag.svc.Spec, tag.svc.Status = rayv1.RayServiceSpec{}, rayv1.RayServiceStatuses{}
+	r.dashboards.Submit(t, dashboard.Submission{ID: id, Body: cfg.body(s.TargetCapacity), Tag: tag})
+	r.logFor(ctx, s.Cluster).Info("submitting serve config", "reason", s.Reason, "hash", s.Hash, "targetCapacity", percent(s.TargetCapacity))
+	return nil
 }
 
 // apply carries out actions in order and stops at the first failure: the status that relies
@@ -117,7 +118,7 @@ func (r *Reconciler) applyOne(ctx context.Context, svc *rayv1.RayService, a acti
 		}
 		r.emit(svc, a.Done)
 	case annotateCluster:
-		if err := r.annotate(ctx, a.Cluster, a.Annotations); err != nil {
+		if err := r.annotate(ctx, a.Cluster, a.Annotations, a.Remove...); err != nil {
 			return err
 		}
 		if a.Done != nil {
@@ -132,6 +133,10 @@ func (r *Reconciler) applyOne(ctx context.Context, svc *rayv1.RayService, a acti
 	case createObject:
 		if err := r.client.Create(ctx, a.Object); err != nil {
 			kind := kindOf(a.Object)
+			if apierrors.IsAlreadyExists(err) {
+				r.suspect(a.Object, client.ObjectKeyFromObject(a.Object))
+				return &nameTaken{kind: kind, name: a.Object.GetName()}
+			}
 			r.emit(svc, warningEvent(nil, failedEventReason(kind), "Create"+kind, "creating %s %s: %v", kind, a.Object.GetName(), err))
 			return fmt.Errorf("creating %s %s: %w", kind, a.Object.GetName(), err)
 		}
@@ -142,7 +147,8 @@ func (r *Reconciler) applyOne(ctx context.Context, svc *rayv1.RayService, a acti
 			return fmt.Errorf("updating %s %s: %w", kind, a.Object.GetName(), err)
 		}
 	case labelPod:
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{rayv1.ServeLabelKey: a.Value}}})
+		// The UID makes the patch fail on any other pod of that name.
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": a.Pod.UID, "labels": map[string]string{rayv1.ServeLabelKey: a.Value}}})
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: a.Pod.Namespace, Name: a.Pod.Name}}
 		if err := r.client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("labelling head pod %s: %w", a.Pod.Name, err)
@@ -160,9 +166,17 @@ func failedEventReason(kind string) string {
 	return EventFailedGateway
 }
 
-// annotate merge-patches annotations onto a cluster.
-func (r *Reconciler) annotate(ctx context.Context, rc *rayv1.RayCluster, ann map[string]string) error {
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+// annotate merge-patches annotations onto a cluster, removing those in remove. The UID
+// makes the patch fail on any other cluster of that name.
+func (r *Reconciler) annotate(ctx context.Context, rc *rayv1.RayCluster, ann map[string]string, remove ...string) error {
+	values := make(map[string]any, len(ann)+len(remove))
+	for k, v := range ann {
+		values[k] = v
+	}
+	for _, k := range remove {
+		values[k] = nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": rc.UID, "annotations": values}})
 	target := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Namespace: rc.Namespace, Name: rc.Name}}
 	if err := r.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("annotating RayCluster %s: %w", rc.Name, err)
@@ -170,16 +184,25 @@ func (r *Reconciler) annotate(ctx context.Context, rc *rayv1.RayCluster, ann map
 	return nil
 }
 
-// deleteCluster deletes a cluster and its per-cluster serve Service. The cluster owns that
-// Service; deleting it now keeps the namespace tidy where garbage collection lags (or, in
-// envtest, does not run).
+// deleteCluster deletes a cluster, and its per-cluster serve Service if the cluster controls
+// it, each with a UID precondition: an object of that name made since it was read is never
+// deleted. The cluster owns that Service; deleting it now keeps the namespace tidy where
+// garbage collection lags (or, in envtest, does not run).
 func (r *Reconciler) deleteCluster(ctx context.Context, rc *rayv1.RayCluster) error {
 	target := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Namespace: rc.Namespace, Name: rc.Name}}
-	if err := r.client.Delete(ctx, target, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+	uid := rc.UID
+	if err := r.client.Delete(ctx, target, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting RayCluster %s: %w", rc.Name, err)
 	}
-	serve := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: rc.Namespace, Name: rayspec.ClusterServeServiceName(rc.Name)}}
-	if err := r.client.Delete(ctx, serve); err != nil && !apierrors.IsNotFound(err) {
+	serve := &corev1.Service{}
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: rc.Namespace, Name: rayspec.ClusterServeServiceName(rc.Name)}, serve)
+	if apierrors.IsNotFound(err) || (err == nil && !metav1.IsControlledBy(serve, rc)) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading Service %s: %w", rayspec.ClusterServeServiceName(rc.Name), err)
+	}
+	if err := r.client.Delete(ctx, serve, client.Preconditions{UID: &serve.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting Service %s: %w", serve.Name, err)
 	}
 	return nil

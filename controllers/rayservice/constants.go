@@ -7,11 +7,24 @@ import (
 )
 
 const (
-	// ServeConfigKey holds, on a RayService's RayCluster, the serve config (JSON, without
-	// target_capacity) its dashboard last accepted. During an incremental upgrade the active
-	// cluster's target capacity is changed by resubmitting exactly this config, so an operator
-	// restart can never push the new config to the active cluster by accident.
-	ServeConfigKey = "raygate.ray.io/serve-config"
+	// LegacyServeConfigKey held, on clusters made by raygate before serve configs moved to a
+	// ConfigMap, the accepted serve config (JSON). It is still read, so an upgrade that was
+	// in progress when raygate was updated keeps its active cluster's config, and removed
+	// when the cluster records its next accepted config. A config near the size limit does
+	// not fit in an annotation, so raygate no longer writes it.
+	LegacyServeConfigKey = "raygate.ray.io/serve-config"
+
+	// serveConfigRecordSuffix names the ConfigMap (`<cluster>-serve-configs`, owned by the
+	// cluster) that keeps, by hash, the serve configs the cluster was given. It is written
+	// before a config is submitted, so an operator restart never loses the config a frozen
+	// cluster must be sent again (during an upgrade the active cluster's config is no longer
+	// in the spec), and read only when sending it.
+	serveConfigRecordSuffix = "-serve-configs"
+
+	// conflictRecheck is how often a RayService with an object it cannot manage looks again:
+	// a foreign object is not cached (the cache holds objects raygate labels), so its removal
+	// is noticed by looking.
+	conflictRecheck = 30 * time.Second
 
 	// rayServiceKind is the value of ray.io/originated-from-crd on our RayClusters.
 	rayServiceKind = "RayService"
@@ -31,6 +44,9 @@ const (
 const (
 	// ReasonGatewayAPIUnavailable: the incremental strategy needs the Gateway API CRDs.
 	ReasonGatewayAPIUnavailable = "GatewayAPIUnavailable"
+	// ReasonFeatureGateDisabled is the UpgradeStrategyFallback reason: the strategy's gate is
+	// off, so the RayService upgrades with NewCluster.
+	ReasonFeatureGateDisabled = "FeatureGateDisabled"
 )
 
 // Event reasons.
@@ -51,4 +67,8 @@ const (
 	EventPendingUnhealthy      = "PendingApplicationsUnhealthy"
 	EventFailedService         = "FailedToReconcileService"
 	EventFailedGateway         = "FailedToReconcileGateway"
+	EventOwnershipConflict     = "OwnershipConflict"
+	EventStrategyFallback      = "UpgradeStrategyFallback"
+	EventPodsRefused           = "RayClusterReplicaFailure"
+	EventCappedAtPodLimits     = "CappedAtPodLimits"
 )

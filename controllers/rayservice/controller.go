@@ -3,7 +3,6 @@ package rayservice
 import (
 	"context"
 	"maps"
-	"net/http"
 	"sync"
 	"time"
 
@@ -27,28 +26,36 @@ import (
 	"github.com/raygate/raygate/internal/dashboard"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/rayspec"
+	"github.com/raygate/raygate/internal/validation"
 )
 
 // +kubebuilder:rbac:groups=ray.io,resources=rayservices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=ray.io,resources=rayservices/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=ray.io,resources=rayservices/finalizers,verbs=update
+// Garbage collection deletes what a RayService owns when it goes: raygate deletes only retired
+// clusters and their per-cluster serve Services, each with a UID precondition. ConfigMaps
+// (the clusters' serve config records) are read from the API server, never listed or watched.
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways;httproutes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;update
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways;httproutes,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Config is what the RayService controller needs besides the manager.
 type Config struct {
-	// Resolver locates each RayCluster's Ray dashboard.
+	// Resolver turns a cluster's head pod into its dashboard's URL (nil: the pod's IP).
 	Resolver dashboard.Resolver
 	// Gates is the feature gate state (features.Default() in production).
 	Gates features.Gates
+	// Limits are the admin's pod bounds; clusters are created within them (zero: defaults).
+	Limits validation.Limits
 	// Version is this raygate's version, stamped on the clusters it creates.
 	Version string
-	// DashboardTimeout bounds each dashboard request (0: dashboard.DefaultTimeout).
-	DashboardTimeout time.Duration
+	// Dashboards configures the dashboard pool: workers, requests per namespace, the
+	// timeout of each request, backoff (zero values: the pool's defaults).
+	Dashboards dashboard.PoolOptions
 	// DeployingPoll is how soon applications that are DEPLOYING are looked at again: the
 	// dashboard cannot be watched, so this is the one place raygate polls (default 1 s).
 	DeployingPoll time.Duration
@@ -68,7 +75,12 @@ type Reconciler struct {
 	client    client.Client
 	apiReader client.Reader
 	recorder  events.EventRecorder
-	http      *http.Client
+	// dashboards carries out dashboard requests off the reconcile workers; queue is where
+	// its word that a request ended goes.
+	dashboards *dashboard.Pool
+	queue      queueRef
+	// taken remembers names a create found taken by an object the cache lacks (ownership.go).
+	taken sync.Map
 	// gatewayAPI: the Gateway API CRDs were installed when raygate started.
 	gatewayAPI bool
 	// written remembers, per RayService, the resourceVersion of raygate's last status write,
@@ -86,7 +98,7 @@ func New(mgr ctrl.Manager, cfg Config) *Reconciler {
 		cfg.Gates = features.Default()
 	}
 	if cfg.Resolver == nil {
-		cfg.Resolver = dashboard.ServiceResolver{}
+		cfg.Resolver = dashboard.PodResolver{}
 	}
 	if cfg.DeployingPoll <= 0 {
 		cfg.DeployingPoll = time.Second
@@ -97,16 +109,17 @@ func New(mgr ctrl.Manager, cfg Config) *Reconciler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Reconciler{
+	r := &Reconciler{
 		Config:     cfg,
 		Metrics:    processMetrics,
 		client:     mgr.GetClient(),
 		apiReader:  mgr.GetAPIReader(),
 		recorder:   mgr.GetEventRecorder("raygate-rayservice"),
-		http:       &http.Client{Transport: http.DefaultTransport},
 		gatewayAPI: gatewayAPIInstalled(mgr.GetRESTMapper()),
 		newName:    func(s string) string { return s + "-" + utilrand.String(5) },
 	}
+	r.dashboards = r.newPool(cfg.Dashboards)
+	return r
 }
 
 // gatewayAPIInstalled asks the RESTMapper whether the Gateway and HTTPRoute kinds exist, so
@@ -123,8 +136,11 @@ func gatewayAPIInstalled(m meta.RESTMapper) bool {
 // GatewayAPI reports whether the controller manages Gateways and HTTPRoutes.
 func (r *Reconciler) GatewayAPI() bool { return r.gatewayAPI }
 
-// SetupWithManager registers the controller and its watches.
+// SetupWithManager registers the controller, its watches and the dashboard pool.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	if err := mgr.Add(r.dashboards); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("rayservice").
 		For(&rayv1.RayService{}, builder.WithPredicates(predicate.Or(
@@ -132,6 +148,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		Owns(&rayv1.RayCluster{}).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(byOriginLabel)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podToService), builder.WithPredicates(podChange)).
+		WatchesRawSource(r.queueSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)})
 	if r.gatewayAPI {
 		b = b.Owns(&gwv1.Gateway{}).Owns(&gwv1.HTTPRoute{})

@@ -1,6 +1,9 @@
 package rayservice
 
 import (
+	"fmt"
+	"strings"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -9,8 +12,8 @@ import (
 	"github.com/raygate/raygate/internal/validation"
 )
 
-// desired is the RayService's spec as the plan reads it: defaulted, validated as the
-// admission webhook would, and digested into what the decisions compare.
+// desired is the RayService's spec as the plan reads it: defaulted, validated with the rules
+// for stored objects, and digested into what the decisions compare.
 type desired struct {
 	// Service is the RayService with its spec defaulted (its status is left empty: the plan
 	// gets the stored status separately).
@@ -24,16 +27,23 @@ type desired struct {
 	Serve    *serveConfig
 	// Version is this raygate's version, stamped on the clusters it creates.
 	Version string
+	// Fallback, when set, says why the strategy the spec asks for is not the one used.
+	Fallback string
+	// Capped says which worker groups were lowered to the admin's pod bounds ("": none).
+	Capped string
 }
 
-// admit defaults a copy of the RayService and validates it as the admission webhook would,
-// so a spec stored while the webhook was off cannot make the controller misbehave.
-func admit(svc *rayv1.RayService, gates features.Gates, version string) *desired {
+// admit defaults a copy of the RayService and validates it with the rules for stored
+// objects, so a spec stored while the webhook was off cannot make the controller
+// misbehave, while one admitted under older rules or gates keeps being served: a strategy
+// whose gate is off falls back to NewCluster, and clusters are capped at the pod bounds.
+func admit(svc *rayv1.RayService, gates features.Gates, limits validation.Limits, version string) *desired {
 	s := svc.DeepCopy()
 	s.Status = rayv1.RayServiceStatuses{}
 	defaulting.RayService(s)
 	want := &desired{Service: s, Version: version}
-	errs, _ := validation.RayService(s, gates)
+	errs := validation.Validator{Gates: gates, Limits: limits}.StoredRayService(s)
+	errs = append(errs, unsafeOverrides(s)...)
 	if len(errs) == 0 {
 		var err error
 		if want.Serve, err = parseServeConfig(s.Spec.ServeConfigV2); err != nil {
@@ -46,7 +56,45 @@ func admit(svc *rayv1.RayService, gates features.Gates, version string) *desired
 		return &desired{Service: s, Version: version, Invalid: errs.ToAggregate().Error()}
 	}
 	want.Strategy, want.Pacing = strategyOf(&s.Spec), pacingOf(&s.Spec)
+	if want.Strategy == rayv1.NewClusterWithIncrementalUpgrade && !gates.Enabled(features.RayServiceIncrementalUpgrade) {
+		want.Strategy = rayv1.NewCluster
+		want.Fallback = fmt.Sprintf("spec.upgradeStrategy.type is %s, but the %s feature gate is off: the RayService keeps serving and upgrades with %s (%s)",
+			rayv1.NewClusterWithIncrementalUpgrade, features.RayServiceIncrementalUpgrade, rayv1.NewCluster, validation.GateHint(string(features.RayServiceIncrementalUpgrade)))
+	}
+	// The hash leaves replica counts out, so capping never looks like a spec change.
+	want.Capped = strings.Join(validation.CapPods(&want.Goal.Spec, limits), "; ")
 	return want
+}
+
+// unsafeOverrides refuses, whatever validation let through, Service overrides that could
+// send traffic outside the cluster's pods: a serve or head Service of type ExternalName, or
+// with an externalName or external IPs.
+func unsafeOverrides(s *rayv1.RayService) field.ErrorList {
+	var errs field.ErrorList
+	if o := s.Spec.ServeService; o != nil {
+		errs = append(errs, unsafeSpec(field.NewPath("spec", "serveService", "spec"), string(o.Spec.Type), o.Spec.ExternalName, len(o.Spec.ExternalIPs))...)
+	}
+	head := s.Spec.RayClusterSpec.HeadGroupSpec
+	hp := field.NewPath("spec", "rayClusterConfig", "headGroupSpec")
+	errs = append(errs, unsafeSpec(hp, string(head.ServiceType), "", 0)...)
+	if o := head.HeadService; o != nil {
+		errs = append(errs, unsafeSpec(hp.Child("headService", "spec"), string(o.Spec.Type), o.Spec.ExternalName, len(o.Spec.ExternalIPs))...)
+	}
+	return errs
+}
+
+func unsafeSpec(p *field.Path, typ, externalName string, externalIPs int) field.ErrorList {
+	var errs field.ErrorList
+	if typ == "ExternalName" {
+		errs = append(errs, field.Forbidden(p.Child("type"), "ExternalName is not allowed: raygate creates only Services that select the cluster's pods"))
+	}
+	if externalName != "" {
+		errs = append(errs, field.Forbidden(p.Child("externalName"), "not allowed: raygate creates only Services that select the cluster's pods"))
+	}
+	if externalIPs > 0 {
+		errs = append(errs, field.Forbidden(p.Child("externalIPs"), "not allowed: every node would intercept traffic meant for those addresses"))
+	}
+	return errs
 }
 
 func (d *desired) incremental() bool { return d.Strategy == rayv1.NewClusterWithIncrementalUpgrade }

@@ -3,21 +3,25 @@
 //
 // A reconcile is observe → plan → carry out → record:
 //
-//   - admit (desired.go) defaults and validates the spec as the admission webhook would;
-//   - observe (observe.go) reads, changing nothing, the RayService's clusters, their pods
-//     and Serve applications (from the dashboards), and the Services, Gateway and HTTPRoute
-//     raygate manages for it;
+//   - admit (desired.go) defaults the spec and validates it with the rules for stored objects;
+//   - observe (observe.go) reads, changing nothing in the API, the RayService's clusters,
+//     their pods, what the dashboard pool last heard from their heads (dashboards.go; it asks
+//     the pool to read again when that is old), and the Services, Gateway and HTTPRoute
+//     raygate manages for it. No reconcile waits on a dashboard;
 //   - plan (plan*.go) is one pure function of what was observed, the desired spec, the stored
 //     status and the time. It returns the new status, the actions that bring the world in
 //     line with it (actions.go), the events and when to look again. It calls no client,
 //     dashboard or clock;
 //   - carryOut and apply (apply.go) carry the actions out: the new-cluster decision, then
-//     the serve config submissions (a refusal makes the plan run again knowing it), then
-//     the rest; a failed action stops the pass before the status is written;
+//     the serve config submissions, handed to the pool after the config is kept in the
+//     cluster's record (records.go), then the rest; a failed action stops the pass before
+//     the status is written. The pool's answers come back on a later pass;
 //   - record (reconcile.go) writes the status once, only when it changed, and only then
 //     emits the events that announce what it records.
 //
 // State that must survive an operator restart is in the API, never in memory: the status,
-// and on each RayCluster the serve config its dashboard accepted and, once it is retired,
-// when it may be deleted.
+// on each RayCluster the hash of the serve config its dashboard accepted and, once it is
+// retired, when it may be deleted, and in a ConfigMap the cluster owns the configs it was
+// given. What is in memory (the pool's last answers, names found taken) is a cache of API
+// and dashboard facts that a restart only has to read again.
 package rayservice

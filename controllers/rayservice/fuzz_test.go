@@ -1,6 +1,7 @@
 package rayservice
 
 import (
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -45,6 +47,10 @@ func FuzzPlan(f *testing.F) {
 		refuse     = []byte{21, 0, 127} // dashboards refuse (bad request)
 		failAction = []byte{24, 1, 127} // the second action fails
 		conflict   = []byte{27, 127}    // the status write conflicts
+		hang       = []byte{45, 0, 127} // the first cluster's dashboard hangs (or stops hanging)
+		restartOp  = []byte{48, 127}    // the operator restarts: the dashboard pool forgets
+		legacy     = []byte{51, 0, 127} // the first cluster recorded its config as an older raygate did
+		podsRefuse = []byte{54, 1, 127} // the second cluster's pods are refused (or admitted again)
 	)
 	f.Add(int32(20), int32(5), int32(10), int32(60), int32(1), incremental, script(quiet(10), upgrade, quiet(120)))
 	f.Add(int32(50), int32(25), int32(1), int32(1), int32(1), incremental, script(quiet(10), upgrade, quiet(8), rollback, quiet(60)))
@@ -55,6 +61,8 @@ func FuzzPlan(f *testing.F) {
 	f.Add(int32(20), int32(5), int32(1), int32(3), int32(1), newCluster, script(quiet(5), upgrade, conflict, rollback, quiet(30)))
 	f.Add(int32(20), int32(5), int32(1), int32(0), int32(1), none, script(quiet(10), upgrade, brokenApps, quiet(20)))
 	f.Add(int32(30), int32(10), int32(2), int32(5), int32(3), incremental, []byte("a script of faults: restarts, refusals, conflicts, stalls"))
+	f.Add(int32(50), int32(25), int32(1), int32(2), int32(1), incremental, script(quiet(10), legacy, upgrade, quiet(3), hang, quiet(6), hang, restartOp, podsRefuse, quiet(8), restartOp, quiet(60)))
+	f.Add(int32(20), int32(5), int32(1), int32(3), int32(1), newCluster, script(quiet(10), upgrade, restartOp, hang, quiet(10), podsRefuse, quiet(30)))
 	// Extreme integers: zero, negative, the largest and smallest int32.
 	f.Add(int32(0), int32(0), int32(0), int32(0), int32(0), incremental, script(quiet(5), upgrade, quiet(40)))
 	f.Add(int32(-1), int32(-1), int32(-1), int32(-1), int32(-1), incremental, script(quiet(5), upgrade, quiet(40)))
@@ -141,7 +149,7 @@ func (s scenario) run(t *testing.T, d *dice) {
 	var clusters []string
 	for _, n := range slices.Sorted(maps.Keys(w.clusters)) {
 		c := w.clusters[n]
-		clusters = append(clusters, fmt.Sprintf("%s: ready=%v apps=%v broken=%v runs=%+v", n, c.ready(w.now), c.reportedApps(), c.brokenConfig, submittedOn(c.rc)))
+		clusters = append(clusters, fmt.Sprintf("%s: ready=%v apps=%v broken=%v runs=%+v pool=%+v", n, c.ready(w.now), c.reportedApps(), c.brokenConfig, submittedOn(c.rc), c.pool.snap.Submission))
 	}
 	t.Fatalf("did not converge after the faults were cleared: status %+v\nclusters:\n%s\nhistory:\n%s",
 		w.svc.Status, strings.Join(clusters, "\n"), strings.Join(history, "\n"))
@@ -211,8 +219,8 @@ func perturb(w *world, d *dice) string {
 			return fmt.Sprintf("fault: applications of %s unhealthy=%v", n, w.clusters[n].unhealthy)
 		}
 	case 7:
-		w.refuseSubmits, w.badRequest = true, d.intn(2) == 0
-		return "fault: dashboards refuse serve configs"
+		w.refuseNext, w.badRequest = 2, d.intn(2) == 0
+		return "fault: dashboards refuse the next serve configs"
 	case 8:
 		w.failAction = d.intn(6)
 		return fmt.Sprintf("fault: action %d fails", w.failAction)
@@ -254,6 +262,41 @@ func perturb(w *world, d *dice) string {
 			w.clusters[n].changed()
 			return "fault: " + n + " stamped by an older raygate"
 		}
+	case 15:
+		if n := pick(); n != "" {
+			w.clusters[n].dashboardHung = !w.clusters[n].dashboardHung
+			return fmt.Sprintf("fault: dashboard of %s hung=%v (accepts connections, never answers)", n, w.clusters[n].dashboardHung)
+		}
+	case 16:
+		w.restartOperator()
+		return "fault: the operator restarts (the dashboard pool forgets everything)"
+	case 17:
+		// A cluster made by an older raygate: its config recorded in an annotation, no
+		// ConfigMap (and nothing on its way to the dashboard: an older raygate had no pool).
+		if n := pick(); n != "" {
+			c := w.clusters[n]
+			acc := c.pool.snap.Accepted
+			settled := c.pool.inflight == nil && c.pool.wantSubmit == nil && (acc == nil || acc.ID == submissionID(submittedOn(c.rc).Hash, submittedOn(c.rc).TargetCapacity))
+			if cfg := w.records[n][submittedOn(c.rc).Hash]; cfg != nil && settled {
+				b, _ := json.Marshal(cfg.doc)
+				setAnnotations(c.rc, map[string]string{LegacyServeConfigKey: string(b)})
+				delete(w.records, n)
+				c.changed()
+				return "fault: " + n + " recorded its config as an older raygate did"
+			}
+		}
+	case 18:
+		// The platform refuses (or lets through again) a cluster's pods.
+		if n := pick(); n != "" {
+			rc := w.clusters[n].rc
+			if len(rc.Status.Conditions) > 0 {
+				rc.Status.Conditions = nil
+				return "fault: pods of " + n + " admitted again"
+			}
+			rc.Status.Conditions = []metav1.Condition{{Type: string(rayv1.RayClusterReplicaFailure), Status: metav1.ConditionTrue,
+				Reason: rayv1.FailedCreateWorkerPod, Message: `creating worker pods: pods "` + n + `-w-x" is forbidden: exceeded quota`}}
+			return "fault: pods of " + n + " refused"
+		}
 	case 13:
 		r := []int32{0, 1, 5, math.MaxInt32, -3}[d.intn(5)]
 		w.updateSpec(func(s *rayv1.RayService) { s.Spec.RayClusterSpec.WorkerGroupSpecs[0].Replicas = ptr.To(r) })
@@ -274,9 +317,10 @@ func setTestImage(svc *rayv1.RayService, image string) {
 // active cluster whose frozen config fails cannot take traffic back, so a user would go
 // forward: the spec becomes the pending cluster's.
 func calm(w *world) {
-	w.gatewayPaused = false
+	w.gatewayPaused, w.refuseNext = false, 0
 	for _, c := range w.clusters {
-		c.dashboardDown, c.unhealthy = false, false
+		c.dashboardDown, c.dashboardHung, c.unhealthy = false, false, false
+		c.rc.Status.Conditions = nil
 	}
 	if strings.Contains(w.svc.Spec.ServeConfigV2, brokenImportPath) {
 		w.updateSpec(func(s *rayv1.RayService) { s.Spec.ServeConfigV2 = builders.DefaultServeConfig })

@@ -244,8 +244,8 @@ func checkActiveConfig(p *reconciled) []string {
 		name := s.Cluster.Name
 		frozen := (name == next.ActiveServiceStatus.RayClusterName && next.PendingServiceStatus.RayClusterName != "") ||
 			(name == st.ActiveServiceStatus.RayClusterName && name != next.ActiveServiceStatus.RayClusterName)
-		if rec := p.recorded[name]; frozen && (rec.Hash == "" || rec.Hash != s.Config.hash) {
-			out = append(out, fmt.Sprintf("submits config %s to the active cluster %s, which runs %q", s.Config.hash, name, rec.Hash))
+		if rec := p.recorded[name]; frozen && (rec.Hash == "" || rec.Hash != s.Hash || (s.Config != nil && s.Config.hash != s.Hash)) {
+			out = append(out, fmt.Sprintf("submits config %s to the active cluster %s, which runs %q", s.Hash, name, rec.Hash))
 		}
 	}
 	return out
@@ -345,7 +345,7 @@ func TestInvariantChecksCatchBrokenPasses(t *testing.T) {
 		{ruleDeleteAfterDelay, func(p *reconciled) { p.deleted = []string{active(p)} }},
 		{ruleActiveConfigFixed, func(p *reconciled) {
 			cfg, _ := parseServeConfig(serveConfigs[1])
-			p.submits = append(p.submits, submitServeConfig{Cluster: p.clusters[active(p)], Config: cfg})
+			p.submits = append(p.submits, submitServeConfig{Cluster: p.clusters[active(p)], Hash: cfg.hash, Config: cfg})
 		}},
 		{rulePacing, func(p *reconciled) { p.out.Status.PendingServiceStatus.TrafficRoutedPercent = ptr.To[int32](100) }},
 		{rulePacing, func(p *reconciled) {

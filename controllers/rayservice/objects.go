@@ -21,11 +21,13 @@ func ownerRef(svc *rayv1.RayService) metav1.OwnerReference {
 	return *metav1.NewControllerRef(svc, rayv1.GroupVersion.WithKind(rayv1.RayServiceKind))
 }
 
-// serviceLabels mark objects created for a RayService (KubeRay's keys).
+// serviceLabels mark objects created for a RayService (KubeRay's keys). The created-by label
+// is what raygate's cache selects Services, Gateways and HTTPRoutes on.
 func serviceLabels(svc *rayv1.RayService) map[string]string {
 	return map[string]string{
 		rayv1.OriginatedFromCRNameLabelKey: svc.Name,
 		rayv1.OriginatedFromCRDLabelKey:    rayServiceKind,
+		rayv1.KubernetesCreatedByLabelKey:  rayv1.ComponentName,
 	}
 }
 

@@ -3,7 +3,6 @@ package rayservice
 import (
 	"context"
 	"fmt"
-	"maps"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,32 +33,47 @@ type observed struct {
 	// Services are the Services raygate manages for the RayService that exist, by name: the
 	// head and serve Services and the per-cluster serve Services.
 	Services map[string]*corev1.Service
-	// Refused are the serve configs a dashboard refused earlier in this pass, by cluster.
-	Refused map[string]refusal
+	// ForeignRecords are, by cluster, the serve config records (ConfigMaps) whose names are
+	// taken by an object the cluster does not control, described.
+	ForeignRecords map[string]string
 }
 
 // clusterView is one RayCluster and, when it may serve, its pods and Serve applications.
 type clusterView struct {
 	Cluster *rayv1.RayCluster
-	// Pods are read for the clusters the status names and those the plan could adopt.
+	// Pods are the pods the cluster controls, read for the clusters the status names and
+	// those the plan could adopt.
 	Pods  []corev1.Pod
 	Serve serveView
 }
 
-// serveView is what a cluster's dashboard said about its Serve applications.
+// serveView is what the dashboard pool last heard from a cluster's head.
 type serveView struct {
-	// Apps are the applications by name; nil when the dashboard was not asked (the head pod
-	// is not ready) or did not answer.
+	// Apps are the applications by name; nil when the dashboard was not read yet (or not
+	// since it accepted a config, or the head pod is not ready).
 	Apps map[string]rayv1.AppStatus
-	// Err is why the dashboard did not answer.
+	// Err is why the last read failed.
 	Err string
+	// Submission is the last serve config asked of this head and what became of it.
+	Submission *submission
+	// Accepted is the last serve config this head accepted (nil: none seen by this
+	// process).
+	Accepted *acceptedConfig
 }
 
-// refusal is a dashboard's answer to a serve config it did not accept.
-type refusal struct {
-	Message string
-	// BadRequest: the config itself was refused; sending it again fails the same way.
+// submission is what became of the last serve config asked of a head.
+type submission struct {
+	ID      string
+	Outcome dashboard.Outcome
+	// BadRequest: the dashboard refused the config itself.
 	BadRequest bool
+	Message    string
+}
+
+// acceptedConfig is a serve config and target capacity a dashboard accepted.
+type acceptedConfig struct {
+	Hash           string
+	TargetCapacity *int32
 }
 
 func (o *observed) cluster(name string) *clusterView {
@@ -71,23 +85,24 @@ func (o *observed) cluster(name string) *clusterView {
 	return nil
 }
 
-// withRefusals is the same observation plus the dashboards' refusals.
-func (o *observed) withRefusals(refused map[string]refusal) *observed {
-	c := *o
-	c.Refused = maps.Clone(refused)
-	return &c
+// observation is what observe read, and, by cluster, the dashboards to send submissions to.
+type observation struct {
+	*observed
+	targets map[string]dashboard.Target
 }
 
 // observe reads, without changing anything, what the plan needs: the RayService's clusters;
-// for those that may serve, their pods and (when the head pod is ready) their Serve
-// applications; and the Services, Gateway and HTTPRoute raygate manages for it.
-func (r *Reconciler) observe(ctx context.Context, svc *rayv1.RayService, want *desired) (*observed, error) {
-	obs := &observed{GatewayAPI: r.gatewayAPI, NewClusterName: r.newName(svc.Name), Services: map[string]*corev1.Service{}}
+// for those that may serve, their pods and what the dashboard pool last heard from their
+// heads (asking it to read again when that is old); and the Services, Gateway and HTTPRoute
+// raygate manages for it.
+func (r *Reconciler) observe(ctx context.Context, svc *rayv1.RayService, want *desired) (observation, error) {
+	obs := &observed{GatewayAPI: r.gatewayAPI, NewClusterName: r.newName(svc.Name), Services: map[string]*corev1.Service{}, ForeignRecords: map[string]string{}}
+	res := observation{observed: obs, targets: map[string]dashboard.Target{}}
 	var list rayv1.RayClusterList
 	if err := r.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingLabels{
 		rayv1.OriginatedFromCRNameLabelKey: svc.Name, rayv1.OriginatedFromCRDLabelKey: rayServiceKind,
 	}); err != nil {
-		return nil, fmt.Errorf("listing RayClusters: %w", err)
+		return res, fmt.Errorf("listing RayClusters: %w", err)
 	}
 	for i := range list.Items {
 		if metav1.IsControlledBy(&list.Items[i], svc) {
@@ -101,34 +116,41 @@ func (r *Reconciler) observe(ctx context.Context, svc *rayv1.RayService, want *d
 		if !mayServe(v.Cluster, &svc.Status, want.Goal) {
 			continue
 		}
-		if err := r.observeCluster(ctx, v); err != nil {
-			return nil, err
+		t, err := r.observeCluster(ctx, svc, v)
+		if err != nil {
+			return res, err
+		}
+		if t != nil {
+			res.targets[v.Cluster.Name] = *t
+		}
+		if err := r.observeRecord(ctx, v.Cluster, obs); err != nil {
+			return res, err
 		}
 		serviceNames = append(serviceNames, rayspec.ClusterServeServiceName(v.Cluster.Name))
 	}
 	for _, name := range serviceNames {
 		s := &corev1.Service{}
 		if found, err := r.getIfExists(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: name}, s); err != nil {
-			return nil, err
+			return res, err
 		} else if found {
 			obs.Services[name] = s
 		}
 	}
 	if !r.gatewayAPI {
-		return obs, nil
+		return res, nil
 	}
 	gw, rt := &gwv1.Gateway{}, &gwv1.HTTPRoute{}
 	if found, err := r.getIfExists(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: rayspec.GatewayName(svc.Name)}, gw); err != nil {
-		return nil, err
+		return res, err
 	} else if found {
 		obs.Gateway = gw
 	}
 	if found, err := r.getIfExists(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: rayspec.HTTPRouteName(svc.Name)}, rt); err != nil {
-		return nil, err
+		return res, err
 	} else if found {
 		obs.Route = rt
 	}
-	return obs, nil
+	return res, nil
 }
 
 // mayServe picks the clusters whose pods and applications are read: those the status names
@@ -141,45 +163,49 @@ func mayServe(rc *rayv1.RayCluster, st *rayv1.RayServiceStatuses, g goal) bool {
 	return recordedIn(st, rc.Name) || (rc.Annotations[rayv1.DeleteAfterKey] == "" && stampOf(rc).Hash == g.Hash && submittedOn(rc).Hash == "")
 }
 
-// observeCluster reads a cluster's pods and, once its head pod is ready, its Serve
-// applications. A dashboard that does not answer is a fact for the plan, not an error: it
-// starts a little after the head pod is ready.
-func (r *Reconciler) observeCluster(ctx context.Context, v *clusterView) error {
+// observeCluster reads the pods a cluster controls and, once its head pod is ready, what
+// the dashboard pool last heard from it; it returns the head's dashboard (nil: none to
+// call). A dashboard that does not answer is a fact for the plan, not an error.
+func (r *Reconciler) observeCluster(ctx context.Context, svc *rayv1.RayService, v *clusterView) (*dashboard.Target, error) {
 	rc := v.Cluster
 	var pods corev1.PodList
 	if err := r.client.List(ctx, &pods, client.InNamespace(rc.Namespace), client.MatchingLabels{rayv1.ClusterLabelKey: rc.Name}); err != nil {
-		return fmt.Errorf("listing pods of RayCluster %s: %w", rc.Name, err)
+		return nil, fmt.Errorf("listing pods of RayCluster %s: %w", rc.Name, err)
 	}
-	v.Pods = pods.Items
+	// Pods with the cluster's labels that the cluster does not control are someone else's:
+	// they are neither called nor labelled.
+	for i := range pods.Items {
+		if metav1.IsControlledBy(&pods.Items[i], rc) {
+			v.Pods = append(v.Pods, pods.Items[i])
+		}
+	}
 	if !headReady(v.Pods) {
-		return nil
+		return nil, nil
 	}
-	dc, err := r.dashboardOf(ctx, rc)
+	t, err := r.targetOf(ctx, svc, rc, v.Pods)
 	if err != nil {
-		return err
-	}
-	details, err := dc.GetServeDetails(ctx)
-	if err != nil {
-		r.logFor(ctx, rc).Info("cannot read Serve applications", "error", err.Error())
 		v.Serve.Err = err.Error()
-		return nil
+		return nil, nil
 	}
-	v.Serve.Apps = appStatuses(details)
-	return nil
+	snap := r.dashboards.Snapshot(t)
+	v.Serve = serveViewOf(snap)
+	if needsRefresh(snap, r.Now(), r.DeployingPoll, r.AppStatusResync) {
+		r.dashboards.Refresh(t)
+	}
+	return &t, nil
 }
 
-// dashboardOf is a client for a cluster's dashboard.
-func (r *Reconciler) dashboardOf(ctx context.Context, rc *rayv1.RayCluster) (*dashboard.HTTPClient, error) {
-	url, err := r.Resolver.DashboardURL(ctx, types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name})
-	if err != nil {
-		return nil, fmt.Errorf("locating the dashboard of %s: %w", rc.Name, err)
-	}
-	return &dashboard.HTTPClient{BaseURL: url, HTTP: r.http, Timeout: r.DashboardTimeout}, nil
-}
-
-// getIfExists reads an object; a missing one is not an error.
+// getIfExists reads an object from the cache, or, when the cache does not have it and a
+// create found its name taken (the cache holds only objects raygate labels), from the API.
+// A missing object is not an error.
 func (r *Reconciler) getIfExists(ctx context.Context, key types.NamespacedName, obj client.Object) (bool, error) {
 	err := r.client.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) && r.suspected(obj, key) {
+		err = r.apiReader.Get(ctx, key, obj)
+		if apierrors.IsNotFound(err) {
+			r.unsuspect(obj, key)
+		}
+	}
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}

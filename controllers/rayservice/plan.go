@@ -22,9 +22,10 @@ type planned struct {
 	// Finished is the upgrade Status ends, observed once it is stored.
 	Finished *finishedUpgrade
 	Wake     wakeup
-	// Err, when set, is returned after the status write (the pass is retried with
-	// backoff): an object raygate must manage belongs to someone else.
-	Err error
+	// Conflicts describe objects raygate must manage that belong to someone else: they are
+	// left untouched, the OwnershipConflict condition names them, and nothing moves until
+	// they are gone.
+	Conflicts []string
 	// Decisions say what was decided and why, for the operator's log.
 	Decisions []string
 }
@@ -34,6 +35,11 @@ func (o *planned) do(a action)                { o.Actions = append(o.Actions, a)
 func (o *planned) tell(e event)               { o.Events = append(o.Events, e) }
 func (o *planned) note(decision string)       { o.Decisions = append(o.Decisions, decision) }
 func (o *planned) submit(s submitServeConfig) { o.Submits = append(o.Submits, s) }
+
+// conflict notes an object raygate must leave alone; it is looked at again after a while.
+func (o *planned) conflict(description string) {
+	o.Conflicts = append(o.Conflicts, description)
+}
 
 // inputs are the plan's arguments, read by every step and changed by none.
 type inputs struct {
@@ -62,12 +68,14 @@ func plan(obs *observed, want *desired, stored *rayv1.RayServiceStatuses, now ti
 	r, traffic := planTraffic(in, r, serve, &out)
 	serving := planServices(in, r, serve, traffic, &out)
 	var prog progress
-	if out.Err == nil {
+	if len(out.Conflicts) == 0 {
 		// Nothing moves while an object raygate must manage belongs to someone else.
 		r, prog = advance(in, r, serve, traffic, serving, &out)
 		planCleanup(in, r, &out)
+	} else {
+		out.Wake.due(now.Add(conflictRecheck))
 	}
-	out.Status = buildStatus(in, r, serve, serving, prog)
+	out.Status = buildStatus(in, r, serve, serving, prog, &out)
 	return out
 }
 

@@ -164,6 +164,9 @@ func createPending(in inputs, r roles, reason string, out *planned) roles {
 			rc.Name, in.want.Strategy, r.Active.name(), reason)
 	}
 	out.doFirst(createCluster{Cluster: rc, Done: done})
+	if in.want.Capped != "" {
+		out.tell(warningEvent(rc, EventCappedAtPodLimits, "Create", "RayCluster %s is created with fewer pods than the spec asks for: %s", rc.Name, in.want.Capped))
+	}
 	r.Pending = slot{View: &clusterView{Cluster: rc.DeepCopy()}, Status: rayv1.RayServiceStatus{RayClusterName: rc.Name}}
 	out.Wake.Soon = true
 	return withPendingDefaults(r, in.want)

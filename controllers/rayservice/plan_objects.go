@@ -1,7 +1,6 @@
 package rayservice
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 
@@ -15,21 +14,29 @@ import (
 
 // The ensure functions compare an object raygate wants with the one observed and ask for
 // the write that makes them match, if any. changed: a write was asked for. ok: false when
-// the object belongs to someone else; raygate then leaves it alone, warns, and fails the
-// pass so it is retried.
+// the object is not controlled (by UID) by the owner raygate gives it; raygate then leaves
+// it alone and reports it (OwnershipConflict), and nothing moves until it is gone.
 
 // ensureService sets the fields raygate owns, leaving what the API server filled in
 // (clusterIP, nodePorts, ...) alone.
 func ensureService(in inputs, want *corev1.Service, out *planned) (changed, ok bool) {
 	cur := in.obs.Services[want.Name]
 	if cur == nil {
+		if why := unsafeService(want); why != "" {
+			out.conflict(fmt.Sprintf("Service %s would be %s; raygate does not create it", want.Name, why))
+			return false, false
+		}
 		out.do(createObject{Object: want})
 		return true, true
 	}
 	if !ownedBySameController(cur, want) {
-		conflict(out, warningEvent(nil, EventFailedService, "UpdateService",
-			"Service %s exists and is not managed by this RayService; rename or delete it", want.Name),
-			fmt.Errorf("service %s is not controlled by %s", want.Name, in.want.Service.Name))
+		out.conflict(foreign("Service", cur, want))
+		return false, false
+	}
+	if why := unsafeService(want); why != "" {
+		// Admission and the controller's own validation refuse such overrides; a Service
+		// that could point outside the cluster's pods is never written, whatever the spec.
+		out.conflict(fmt.Sprintf("Service %s would be %s; raygate does not write it", want.Name, why))
 		return false, false
 	}
 	labels, annotations := merge(cur.Labels, want.Labels), merge(cur.Annotations, want.Annotations)
@@ -51,11 +58,10 @@ func ensureGateway(in inputs, want *gwv1.Gateway, out *planned) (changed, ok boo
 		return true, true
 	}
 	if !ownedBySameController(cur, want) {
-		conflict(out, warningEvent(nil, EventFailedGateway, "UpdateGateway", "Gateway %s exists and is not managed by this RayService", want.Name),
-			fmt.Errorf("gateway %s is not controlled by %s", want.Name, in.want.Service.Name))
+		out.conflict(foreign("Gateway", cur, want))
 		return false, false
 	}
-	if equality.Semantic.DeepDerivative(want.Spec, cur.Spec) && len(want.Spec.Listeners) == len(cur.Spec.Listeners) {
+	if equality.Semantic.DeepDerivative(want.Spec, cur.Spec) && len(want.Spec.Listeners) == len(cur.Spec.Listeners) && hasLabels(cur.Labels, want.Labels) {
 		return false, true
 	}
 	next := cur.DeepCopy()
@@ -73,11 +79,10 @@ func ensureRoute(in inputs, want *gwv1.HTTPRoute, out *planned) (changed bool, b
 		return true, nil, true
 	}
 	if !ownedBySameController(cur, want) {
-		conflict(out, warningEvent(nil, EventFailedGateway, "UpdateHTTPRoute", "HTTPRoute %s exists and is not managed by this RayService", want.Name),
-			fmt.Errorf("httproute %s is not controlled by %s", want.Name, in.want.Service.Name))
+		out.conflict(foreign("HTTPRoute", cur, want))
 		return false, nil, false
 	}
-	if routeSpecMatches(want, cur) {
+	if routeSpecMatches(want, cur) && hasLabels(cur.Labels, want.Labels) {
 		return false, nil, true
 	}
 	next := cur.DeepCopy()
@@ -87,9 +92,43 @@ func ensureRoute(in inputs, want *gwv1.HTTPRoute, out *planned) (changed bool, b
 	return true, rayspec.RouteWeights(cur), true
 }
 
-func conflict(out *planned, warning event, err error) {
-	out.tell(warning)
-	out.Err = errors.Join(out.Err, err)
+// foreign describes an object with a wanted name that the wanted owner does not control.
+func foreign(kind string, cur, want metav1.Object) string {
+	owner := "it has no controller"
+	if ref := metav1.GetControllerOf(cur); ref != nil {
+		owner = "it is controlled by " + ref.Kind + " " + ref.Name
+	}
+	wantOwner := "this RayService"
+	if ref := metav1.GetControllerOf(want); ref != nil && ref.Kind != "RayService" {
+		wantOwner = ref.Kind + " " + ref.Name
+	}
+	return fmt.Sprintf("%s %s exists and is not controlled by %s (%s)", kind, cur.GetName(), wantOwner, owner)
+}
+
+// hasLabels: every wanted label is set (objects made by an older raygate lack the label the
+// cache selects on, and get it).
+func hasLabels(cur, want map[string]string) bool {
+	for k, v := range want {
+		if cur[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// unsafeService says why a Service could send traffic outside the cluster's pods ("": it
+// cannot): type ExternalName, an externalName, or external IPs (every node intercepts
+// traffic to those addresses).
+func unsafeService(s *corev1.Service) string {
+	switch {
+	case s.Spec.Type == corev1.ServiceTypeExternalName:
+		return "of type ExternalName"
+	case s.Spec.ExternalName != "":
+		return "given an externalName"
+	case len(s.Spec.ExternalIPs) > 0:
+		return "given externalIPs"
+	}
+	return ""
 }
 
 // routeSpecMatches: every field raygate sets has its value (the API server's defaults

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/dashboard"
 )
 
 // serveState is what the plan concludes about one cluster's Serve applications.
@@ -15,8 +16,7 @@ type serveState struct {
 	Note string
 	// Apps are the applications as the dashboard reported them (nil: not read this pass).
 	Apps map[string]rayv1.AppStatus
-	// Runs is the serve config and target capacity the cluster runs once this pass's
-	// submission, if any, landed (the submissions are carried out before anything else).
+	// Runs is the serve config and target capacity the cluster's dashboard accepted last.
 	Runs submitted
 	// NothingToRun: the cluster is to run no serve config, so it has no target capacity.
 	NothingToRun bool
@@ -45,8 +45,14 @@ func planServe(in inputs, r roles, out *planned) serveStates {
 
 func planServeFor(in inputs, r roles, s slot, active bool, out *planned) serveState {
 	rc, v := s.cluster(), s.View
-	cfg, tc, known := wantedServe(in, r, s, active)
-	st := serveState{Runs: submittedOn(rc), NothingToRun: known && cfg.empty()}
+	w := wantedServe(in, r, s, active)
+	st := serveState{Runs: submittedOn(rc), NothingToRun: w.empty()}
+	if acc := v.Serve.Accepted; acc != nil && !st.Runs.is(acc.Hash, acc.TargetCapacity) {
+		// The dashboard accepted a config since the record was written: record it first,
+		// so the record never lags what the cluster runs for longer than a pass.
+		out.doFirst(annotateCluster{Cluster: rc, Annotations: recordAnnotations(acc.Hash, acc.TargetCapacity), Remove: legacyAnnotations(rc)})
+		st.Runs = submitted{Hash: acc.Hash, TargetCapacity: acc.TargetCapacity}
+	}
 	switch {
 	case !headReady(v.Pods):
 		st.Note = "waiting for the head pod of " + rc.Name + " to be ready"
@@ -61,41 +67,22 @@ func planServeFor(in inputs, r roles, s slot, active bool, out *planned) serveSt
 		return st
 	}
 	st.Apps = v.Serve.Apps
-	if !known {
-		// The cluster must keep the config it runs, and raygate cannot tell which it is:
-		// nothing is submitted, so its target capacity cannot change either.
-		st.Note = "the serve config recorded on " + rc.Name + " (annotation " + ServeConfigKey + ") is missing or unreadable; it keeps what it runs"
-		st.Ready = appsRunning(st.Apps, appNames(st.Apps))
-		return st
-	}
-	d := decideSubmit(st.Runs, cfg, tc, len(st.Apps))
-	redeployed := false
+	acceptedHere := v.Serve.Accepted != nil && v.Serve.Accepted.Hash == w.Hash
+	d := decideSubmit(st.Runs, w, len(st.Apps), acceptedHere)
 	if d.Submit {
-		if ref, refused := in.obs.Refused[rc.Name]; refused {
-			st.Note = "the dashboard of " + rc.Name + " rejected the serve config: " + ref.Message
-			// A config refused as a bad request fails the same way again: wait for a spec
-			// change (or the resync). Other refusals are retried soon.
-			out.Wake.Poll = out.Wake.Poll || !ref.BadRequest
+		redeploy := st.Runs.Hash != w.Hash || len(st.Apps) == 0
+		if note, sent := submitServe(in, rc, v, w, st.Runs, d.Reason, redeploy, out); !sent || note != "" {
+			st.Note = note
 			return st
 		}
-		redeployed = st.Runs.Hash != cfg.hash || len(st.Apps) == 0
-		done := normalEvent(rc, EventTargetCapacity, "SetTargetCapacity", "set Serve target_capacity of %s to %s", rc.Name, percent(tc))
-		if redeployed {
-			done = normalEvent(rc, EventSubmittedServeConfig, "SubmitServeConfig", "submitted the serve config to %s: %s", rc.Name, d.Reason)
-		}
-		out.submit(submitServeConfig{Cluster: rc, Config: cfg, TargetCapacity: tc, Reason: d.Reason, Done: done})
-		st.Runs = submitted{Hash: cfg.hash, Config: cfg.json(), TargetCapacity: tc}
 	}
 	switch {
-	case cfg.empty():
+	case w.empty():
 		st.Ready = true
-	case redeployed:
-		st.Note = "Serve applications of " + rc.Name + " are deploying"
-		out.Wake.Poll = true
-	case appsRunning(st.Apps, cfg.apps):
+	case appsRunning(st.Apps, w.appNames(st.Apps)):
 		st.Ready = true
 	default:
-		st.Note = describeApps(rc.Name, st.Apps, cfg.apps)
+		st.Note = describeApps(rc.Name, st.Apps, w.appNames(st.Apps))
 		if len(unhealthyApps(st.Apps)) == 0 {
 			out.Wake.Poll = true
 		}
@@ -103,30 +90,101 @@ func planServeFor(in inputs, r roles, s slot, active bool, out *planned) serveSt
 	return st
 }
 
+// submitServe asks for a cluster's serve config to be submitted and says what the cluster
+// waits for: "" when its applications keep running meanwhile (only the target capacity
+// changes). sent is false when the config cannot be submitted (its record's name is taken).
+func submitServe(in inputs, rc *rayv1.RayCluster, v *clusterView, w wanted, runs submitted, reason string, redeploy bool, out *planned) (note string, sent bool) {
+	if foreign := in.obs.ForeignRecords[rc.Name]; foreign != "" {
+		out.conflict(foreign)
+		return "the serve config of " + rc.Name + " cannot be recorded: " + foreign, false
+	}
+	done := normalEvent(rc, EventTargetCapacity, "SetTargetCapacity", "set Serve target_capacity of %s to %s", rc.Name, percent(w.TC))
+	if redeploy {
+		done = normalEvent(rc, EventSubmittedServeConfig, "SubmitServeConfig", "submitted the serve config to %s: %s", rc.Name, reason)
+	}
+	keep := []string{runs.Hash}
+	if h := submittedOn(rc).Hash; h != runs.Hash {
+		keep = append(keep, h)
+	}
+	out.submit(submitServeConfig{Cluster: rc, Hash: w.Hash, Config: w.Config, TargetCapacity: w.TC, Keep: keep, Reason: reason, Done: done})
+	if sub := v.Serve.Submission; sub != nil && sub.ID == submissionID(w.Hash, w.TC) {
+		switch sub.Outcome {
+		case dashboard.Refused:
+			// A config refused as a bad request fails the same way again: it is sent again
+			// only after a while, or when the spec changes.
+			out.Wake.Poll = out.Wake.Poll || !sub.BadRequest
+			return "the dashboard of " + rc.Name + " rejected the serve config: " + sub.Message, true
+		case dashboard.Failed:
+			out.Wake.Poll = true
+			return "cannot submit the serve config to " + rc.Name + " (retrying): " + sub.Message, true
+		}
+	}
+	// The dashboard's answer comes back on a later pass (the pool says when); poll in case
+	// that word is lost.
+	out.Wake.Poll = true
+	if redeploy {
+		return "submitting the serve config to " + rc.Name + ": " + reason, true
+	}
+	return "", true
+}
+
+// wanted is the serve config a cluster should run and its target capacity.
+type wanted struct {
+	Hash string
+	// Config is nil when only the hash is known: the config recorded for a frozen cluster,
+	// read from the cluster's record when it must be sent again.
+	Config *serveConfig
+	TC     *int32
+}
+
+func (w wanted) empty() bool {
+	if w.Config != nil {
+		return w.Config.empty()
+	}
+	return w.Hash == emptyConfigHash
+}
+
+// hasApps: the config names applications (assumed of a config known only by its hash).
+func (w wanted) hasApps() bool { return w.Config == nil || len(w.Config.apps) > 0 }
+
+// appNames are the applications that must run: the config's, or for a config known only
+// by its hash, every application the dashboard reports.
+func (w wanted) appNames(reported map[string]rayv1.AppStatus) []string {
+	if w.Config != nil {
+		return w.Config.apps
+	}
+	return appNames(reported)
+}
+
 // wantedServe is the config and target capacity a cluster should run. During an upgrade
 // (or rollback) the active cluster keeps exactly the config it was given before: only its
 // target capacity changes, by resubmitting that recorded config. The same holds for a
 // pending cluster being rolled back (it may still carry traffic; a third spec goes to a
-// fresh cluster). known is false for such a frozen cluster without a readable record.
-func wantedServe(in inputs, r roles, s slot, active bool) (cfg *serveConfig, tc *int32, known bool) {
+// fresh cluster).
+func wantedServe(in inputs, r roles, s slot, active bool) wanted {
+	var tc *int32
 	if in.want.incremental() {
 		tc = s.Status.TargetCapacity
 	}
 	frozen := (active && r.Pending.View != nil) || (!active && r.Rollback != "")
 	if !frozen {
-		return in.want.Serve, tc, true
+		return wanted{Hash: in.want.Serve.hash, Config: in.want.Serve, TC: tc}
 	}
 	rec := submittedOn(s.cluster())
-	if rec.Hash == "" && rec.Config == "" {
+	if rec.Hash == "" {
 		// Never given a config: it keeps running none.
 		empty, _ := newServeConfig(map[string]any{})
-		return empty, tc, true
+		return wanted{Hash: empty.hash, Config: empty, TC: tc}
 	}
-	cfg, err := parseSubmittedConfig(rec.Config)
-	if err != nil {
-		return nil, tc, false
+	if rec.Hash == in.want.Serve.hash {
+		return wanted{Hash: rec.Hash, Config: in.want.Serve, TC: tc}
 	}
-	return cfg, tc, true
+	if rec.Legacy != "" {
+		if cfg, err := parseLegacyConfig(rec.Legacy); err == nil && cfg.hash == rec.Hash {
+			return wanted{Hash: rec.Hash, Config: cfg, TC: tc}
+		}
+	}
+	return wanted{Hash: rec.Hash, TC: tc}
 }
 
 func appNames(apps map[string]rayv1.AppStatus) []string {

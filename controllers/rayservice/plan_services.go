@@ -36,7 +36,11 @@ func planServices(in inputs, r roles, serve serveStates, traffic trafficState, o
 		return serving{}
 	}
 	ensureService(in, headService(in.want.Service, v.Cluster), out)
-	ensureService(in, serveService(in.want.Service, v.Cluster), out)
+	if _, ok := ensureService(in, serveService(in.want.Service, v.Cluster), out); !ok {
+		// The serve Service raygate would point at the cluster is someone else's: nothing
+		// reaches the cluster through it.
+		return serving{View: v}
+	}
 	return serving{View: v, Endpoints: serveEndpoints(v, labels)}
 }
 
@@ -82,7 +86,7 @@ func labelHead(in inputs, s slot, serve serveStates, labels map[string]string, o
 			want = "true"
 		}
 		if want != cur {
-			out.do(labelPod{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}, Value: want})
+			out.do(labelPod{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}, Value: want})
 			labels[pod.Name] = want
 		}
 	}

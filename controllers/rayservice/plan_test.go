@@ -12,6 +12,7 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/validation"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -205,36 +206,48 @@ func TestPlanWithoutTheGatewayAPI(t *testing.T) {
 func TestPlanLeavesAForeignServiceAlone(t *testing.T) {
 	w := newWorld(builders.RayService("svc", "ns").Obj())
 	w.services["svc-serve-svc"] = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc-serve-svc", Namespace: "ns"}}
-	p := stepUntil(t, w, "the first cluster to be ready", func(p *reconciled) bool { return p.out.Err != nil })
-	if p.out.Status.ActiveServiceStatus.RayClusterName != "" || len(eventsOf(p.out, EventFailedService)) != 1 {
+	p := stepUntil(t, w, "the conflict", func(p *reconciled) bool { return len(p.out.Conflicts) > 0 })
+	if p.out.Status.ActiveServiceStatus.RayClusterName != "" || len(eventsOf(p.out, EventOwnershipConflict)) != 1 {
 		t.Fatalf("promoted %q, events %v", p.out.Status.ActiveServiceStatus.RayClusterName, p.out.Events)
+	}
+	c := findCondition(p.out.Status.Conditions, rayv1.RayServiceOwnershipConflict)
+	if c == nil || c.Reason != rayv1.ForeignObject || !strings.Contains(c.Message, "Service svc-serve-svc exists and is not controlled by this RayService (it has no controller)") {
+		t.Fatalf("condition %+v", c)
 	}
 	for _, a := range p.out.Actions {
 		if u, ok := a.(updateObject); ok && u.Object.GetName() == "svc-serve-svc" {
 			t.Fatal("updated a Service raygate does not control")
 		}
 	}
+	// Looked at again after a while, announced once; gone, the condition goes too.
+	if d := p.out.Wake.after(p.now, time.Second, time.Minute); d > conflictRecheck {
+		t.Errorf("looks again after %v", d)
+	}
+	w.advance(time.Second)
+	if p, _ = w.reconcile(); len(eventsOf(p.out, EventOwnershipConflict)) != 0 {
+		t.Errorf("announced again: %v", p.out.Events)
+	}
+	delete(w.services, "svc-serve-svc")
+	p = stepUntil(t, w, "promotion", func(p *reconciled) bool { return p.out.Status.ActiveServiceStatus.RayClusterName != "" })
+	if findCondition(p.out.Status.Conditions, rayv1.RayServiceOwnershipConflict) != nil {
+		t.Error("the condition outlived the conflict")
+	}
 }
 
+// A refused config is an answer: the status says why, a bad request is not sent again
+// unchanged for a while (nothing polls for it), other refusals are retried.
 func TestPlanAfterARefusedServeConfig(t *testing.T) {
 	for _, badRequest := range []bool{true, false} {
 		w := newWorld(builders.RayService("svc", "ns").Obj())
-		for c := w.clusters["svc-00001"]; c == nil || !c.ready(w.now); c = w.clusters["svc-00001"] {
-			if _, err := w.step(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		w.refuseSubmits, w.badRequest = true, badRequest
-		p, _ := w.reconcile()
-		if len(p.submits) != 1 || len(p.out.Submits) != 0 {
-			t.Fatalf("attempted %v, the second plan asks for %v", p.submits, p.out.Submits)
-		}
-		if c := findCondition(p.out.Status.Conditions, rayv1.RayServiceReady); c == nil || !strings.Contains(c.Message, "rejected the serve config") {
-			t.Errorf("Ready %+v", c)
-		}
+		w.refuseNext, w.badRequest = 1, badRequest
+		p := stepUntil(t, w, "the refusal", func(p *reconciled) bool {
+			c := findCondition(p.out.Status.Conditions, rayv1.RayServiceReady)
+			return c != nil && strings.Contains(c.Message, "rejected the serve config")
+		})
 		if p.out.Wake.Poll == badRequest {
 			t.Errorf("bad request %v: poll %v (a refused config fails the same way until the spec changes)", badRequest, p.out.Wake.Poll)
 		}
+		settle(t, w)
 	}
 }
 
@@ -276,12 +289,50 @@ func TestWakeupAfter(t *testing.T) {
 	}
 }
 
-func TestAdmitWithTheIncrementalGateOff(t *testing.T) {
-	// The controller checks the spec as the webhook would: with the gate off, an
-	// incremental RayService is rejected, and nothing is done for it.
-	want := admit(incrementalService(20, 5, 10), features.Static{features.RayServiceIncrementalUpgrade: false}, "v1")
-	if !strings.Contains(want.Invalid, string(features.RayServiceIncrementalUpgrade)) {
-		t.Fatalf("invalid %q", want.Invalid)
+// A stored incremental RayService is never frozen by the gate being off: it is served and
+// upgraded as NewCluster, with a condition and one Warning event saying so.
+func TestPlanWithTheIncrementalGateOffFallsBackToNewCluster(t *testing.T) {
+	want := admit(incrementalService(20, 5, 10), features.Static{features.RayServiceIncrementalUpgrade: false}, validation.Limits{}, "v1")
+	if want.Invalid != "" || want.Strategy != rayv1.NewCluster || !strings.Contains(want.Fallback, string(features.RayServiceIncrementalUpgrade)) {
+		t.Fatalf("invalid %q, strategy %s, fallback %q", want.Invalid, want.Strategy, want.Fallback)
+	}
+	w := newWorld(incrementalService(20, 5, 10))
+	w.gates = features.Static{features.RayServiceIncrementalUpgrade: false}
+	p, _ := w.reconcile()
+	if got := condition(p.out.Status, rayv1.UpgradeStrategyFallback); got != "True/"+ReasonFeatureGateDisabled || len(eventsOf(p.out, EventStrategyFallback)) != 1 {
+		t.Fatalf("UpgradeStrategyFallback %s, events %v", got, p.out.Events)
+	}
+	settle(t, w)
+	w.updateSpec(func(s *rayv1.RayService) { setTestImage(s, "rayproject/ray:2.53.0") })
+	p = stepUntil(t, w, "the blue/green switch", func(p *reconciled) bool {
+		return p.out.Status.ActiveServiceStatus.RayClusterName != p.stored.ActiveServiceStatus.RayClusterName
+	})
+	if len(eventsOf(p.out, EventStrategyFallback)) != 0 || w.route != nil {
+		t.Errorf("announced again %v, or routed through a Gateway %v", p.out.Events, w.route)
+	}
+	// The gate back on: the condition goes.
+	w.gates = allGates
+	w.want = nil
+	p, _ = w.reconcile()
+	if condition(p.out.Status, rayv1.UpgradeStrategyFallback) != "" {
+		t.Error("the fallback condition outlived the gate")
+	}
+}
+
+// A cluster spec over the admin's pod bounds is created at the bounds, with a warning.
+func TestPlanCapsClustersAtThePodBounds(t *testing.T) {
+	svc := builders.RayService("svc", "ns").Obj()
+	svc.Spec.RayClusterSpec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](50)
+	svc.Spec.RayClusterSpec.WorkerGroupSpecs[0].MaxReplicas = ptr.To[int32](100)
+	w := newWorld(svc)
+	w.limits = validation.Limits{MaxPodsPerGroup: 10, MaxPodsPerCluster: 100}
+	p, _ := w.reconcile()
+	created := actionsOf[createCluster](p.out)
+	if len(created) != 1 || ptr.Deref(created[0].Cluster.Spec.WorkerGroupSpecs[0].Replicas, 0) != 10 {
+		t.Fatalf("created %v", created)
+	}
+	if es := eventsOf(p.out, EventCappedAtPodLimits); len(es) != 1 || !strings.Contains(es[0].Note, "capped at 10 replicas") {
+		t.Errorf("events %v", p.out.Events)
 	}
 }
 
@@ -316,7 +367,7 @@ func TestServingCluster(t *testing.T) {
 		{name: "rolling back keeps the active", svc: nc, active: "a", pending: "p", ready: []string{"p"}, rollback: true, want: "a"},
 	}
 	for _, tc := range cases {
-		want := admit(tc.svc, allGates, "v1")
+		want := admit(tc.svc, allGates, validation.Limits{}, "v1")
 		r := roles{}
 		if tc.active != "" {
 			r.Active = slot{View: view(tc.active), Status: rayv1.RayServiceStatus{RayClusterName: tc.active, TargetCapacity: ptr.To(tc.activeCapacity)}}

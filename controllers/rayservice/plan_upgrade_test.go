@@ -1,6 +1,7 @@
 package rayservice
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -222,8 +223,8 @@ func TestPlanKeepsTheActiveClustersConfig(t *testing.T) {
 		for _, s := range p.submits {
 			if s.Cluster.Name == blue {
 				capacityChanges++
-				if s.Config.hash != runs {
-					t.Fatalf("the active cluster got config %s during the upgrade; it runs %s", s.Config.hash, runs)
+				if s.Hash != runs || s.Config != nil {
+					t.Fatalf("the active cluster got config %s (%v) during the upgrade; it runs %s, sent from its record", s.Hash, s.Config, runs)
 				}
 			}
 		}
@@ -233,26 +234,43 @@ func TestPlanKeepsTheActiveClustersConfig(t *testing.T) {
 		t.Error("the active cluster's target capacity never changed")
 	}
 
-	// Without a record of what it runs, the active cluster gets nothing during an upgrade.
+	// Without a record of what it runs, the active cluster gets nothing during an upgrade,
+	// and the upgrade says why it waits.
 	w = newWorld(incrementalService(50, 50, 1))
 	settle(t, w)
 	blue = w.svc.Status.ActiveServiceStatus.RayClusterName
-	delete(w.clusters[blue].rc.Annotations, ServeConfigKey)
+	delete(w.records, blue)
 	w.updateSpec(func(s *rayv1.RayService) {
 		setTestImage(s, "rayproject/ray:2.53.0")
 		s.Spec.ServeConfigV2 = serveConfigs[1]
 	})
+	before := w.clusters[blue].runningTC
 	for range 30 {
-		p, _ := w.step()
-		for _, s := range p.submits {
-			if s.Cluster.Name == blue {
-				t.Fatalf("submitted %s to the active cluster whose config is unknown", s)
-			}
+		if _, err := w.step(); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if c := findCondition(w.svc.Status.Conditions, rayv1.UpgradeInProgress); c == nil || !strings.Contains(c.Message, ServeConfigKey) {
+	if w.clusters[blue].runningTC != before {
+		t.Fatalf("the active cluster whose config is unknown was sent a config")
+	}
+	if c := findCondition(w.svc.Status.Conditions, rayv1.UpgradeInProgress); c == nil || !strings.Contains(c.Message, "ConfigMap "+blue+serveConfigRecordSuffix+" is missing") {
 		t.Errorf("the upgrade should say it waits for the record: %+v", c)
 	}
+
+	// A cluster made by an older raygate records its config in an annotation: it is sent
+	// from there.
+	w = newWorld(incrementalService(50, 50, 1))
+	settle(t, w)
+	blue = w.svc.Status.ActiveServiceStatus.RayClusterName
+	cfg := w.records[blue][submittedOn(w.clusters[blue].rc).Hash]
+	legacy, _ := json.Marshal(cfg.doc)
+	setAnnotations(w.clusters[blue].rc, map[string]string{LegacyServeConfigKey: string(legacy)})
+	delete(w.records, blue)
+	w.updateSpec(func(s *rayv1.RayService) {
+		setTestImage(s, "rayproject/ray:2.53.0")
+		s.Spec.ServeConfigV2 = serveConfigs[1]
+	})
+	stepUntil(t, w, "promotion", func(p *reconciled) bool { return p.out.Status.ActiveServiceStatus.RayClusterName != blue })
 }
 
 func TestPlanResumesAfterACrashBetweenCreateAndStatusWrite(t *testing.T) {

@@ -2,6 +2,7 @@ package rayservice
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -30,14 +31,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // owner references delete what raygate created
 	}
 	now := r.Now()
-	want := admit(svc, r.Gates, r.Version)
-	obs := &observed{}
+	want := admit(svc, r.Gates, r.Limits, r.Version)
+	obs := observation{observed: &observed{}}
 	if want.Invalid == "" {
 		if obs, err = r.observe(ctx, svc, want); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	out, err := carryOut(obs, want, &svc.Status, now, reconcilerExecutor{ctx: ctx, r: r, svc: svc})
+	out, err := carryOut(obs.observed, want, &svc.Status, now, reconcilerExecutor{ctx: ctx, r: r, svc: svc, targets: obs.targets})
 	for _, d := range out.Decisions {
 		r.logFor(ctx, nil).V(1).Info(d, "rayservice", req.NamespacedName)
 	}
@@ -69,11 +70,9 @@ func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out plan
 	if !equality.Semantic.DeepEqual(svc.Status, out.Status) {
 		svc.Status = out.Status
 		if err := r.client.Status().Update(ctx, svc); err != nil {
-			if apierrors.IsConflict(err) {
-				ctrl.LoggerFrom(ctx).V(1).Info("status write conflicted; retrying with a fresh object")
-				return ctrl.Result{RequeueAfter: stepRequeue}, nil
-			}
-			return ctrl.Result{}, err
+			// A conflict (the cache was behind) is retried through the rate limiter, so
+			// repeated conflicts back off instead of looping.
+			return ctrl.Result{}, fmt.Errorf("writing the status: %w", err)
 		}
 		r.written.Store(client.ObjectKeyFromObject(svc), svc.ResourceVersion)
 	}
@@ -83,9 +82,6 @@ func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out plan
 	}
 	if f := out.Finished; f != nil {
 		r.Metrics.UpgradeFinished(f.Strategy, f.Result, f.Seconds)
-	}
-	if out.Err != nil {
-		return ctrl.Result{}, out.Err
 	}
 	return ctrl.Result{RequeueAfter: out.Wake.after(now, r.DeployingPoll, r.AppStatusResync)}, nil
 }

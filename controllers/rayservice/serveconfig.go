@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -17,7 +18,17 @@ type serveConfig struct {
 	doc  map[string]any
 	hash string
 	apps []string
+	// source is the text it was parsed from (serveConfigV2, or a record), kept in the
+	// cluster's serve config record: at most the serveConfigV2 size limit, where the JSON
+	// form, with YAML aliases expanded, can be four times larger.
+	source string
 }
+
+// emptyConfigHash is the hash of "no applications", the config of a cluster never given one.
+var emptyConfigHash = func() string {
+	c, _ := newServeConfig(map[string]any{})
+	return c.hash
+}()
 
 // parseServeConfig turns serveConfigV2 (YAML) into the JSON document the dashboard takes.
 // An empty config means "no applications": nothing is submitted.
@@ -29,16 +40,25 @@ func parseServeConfig(yamlText string) (*serveConfig, error) {
 	if doc == nil {
 		doc = map[string]any{}
 	}
-	return newServeConfig(doc)
+	c, err := newServeConfig(doc)
+	if c != nil {
+		c.source = yamlText
+	}
+	return c, err
 }
 
-// parseSubmittedConfig reads the config recorded on a RayCluster (JSON, no target_capacity).
-func parseSubmittedConfig(jsonText string) (*serveConfig, error) {
+// parseLegacyConfig reads the config older raygate versions recorded in an annotation
+// (JSON, no target_capacity).
+func parseLegacyConfig(jsonText string) (*serveConfig, error) {
 	doc := map[string]any{}
 	if err := json.Unmarshal([]byte(jsonText), &doc); err != nil {
-		return nil, fmt.Errorf("annotation %s is not a JSON object: %w", ServeConfigKey, err)
+		return nil, fmt.Errorf("annotation %s is not a JSON object: %w", LegacyServeConfigKey, err)
 	}
-	return newServeConfig(doc)
+	c, err := newServeConfig(doc)
+	if c != nil {
+		c.source = jsonText
+	}
+	return c, err
 }
 
 func newServeConfig(doc map[string]any) (*serveConfig, error) {
@@ -67,12 +87,6 @@ func newServeConfig(doc map[string]any) (*serveConfig, error) {
 // empty reports whether there is nothing to submit.
 func (c *serveConfig) empty() bool { return c == nil || len(c.doc) == 0 }
 
-// json is the config without target_capacity (what is recorded on the cluster).
-func (c *serveConfig) json() string {
-	b, _ := json.Marshal(c.doc)
-	return string(b)
-}
-
 // body is what is PUT to the dashboard: the config plus target_capacity when set.
 func (c *serveConfig) body(targetCapacity *int32) []byte {
 	doc := make(map[string]any, len(c.doc)+1)
@@ -89,17 +103,49 @@ func (c *serveConfig) body(targetCapacity *int32) []byte {
 // submitted is what a RayCluster's annotations say was last accepted by its dashboard.
 type submitted struct {
 	Hash           string
-	Config         string
 	TargetCapacity *int32
+	// Legacy is the config an older raygate recorded with it ("": none).
+	Legacy string
 }
 
 func submittedOn(c *rayv1.RayCluster) submitted {
-	s := submitted{Hash: c.Annotations[rayv1.ServeConfigHashKey], Config: c.Annotations[ServeConfigKey]}
+	s := submitted{Hash: c.Annotations[rayv1.ServeConfigHashKey], Legacy: c.Annotations[LegacyServeConfigKey]}
 	if v, err := strconv.ParseInt(c.Annotations[rayv1.ServeConfigTargetCapacityKey], 10, 32); err == nil {
 		tc := int32(v)
 		s.TargetCapacity = &tc
 	}
 	return s
+}
+
+// is reports whether the record says the cluster runs hash at target capacity tc.
+func (s submitted) is(hash string, tc *int32) bool {
+	return s.Hash == hash && equalPtr(s.TargetCapacity, tc)
+}
+
+// submissionID names a submission of a config at a target capacity, for the dashboard
+// pool: the same ID is the same request.
+func submissionID(hash string, tc *int32) string {
+	if tc == nil {
+		return hash + "@-"
+	}
+	return hash + "@" + strconv.Itoa(int(*tc))
+}
+
+// parseSubmissionID is submissionID's inverse.
+func parseSubmissionID(id string) (hash string, tc *int32, ok bool) {
+	hash, v, ok := strings.Cut(id, "@")
+	if !ok || hash == "" {
+		return "", nil, false
+	}
+	if v == "-" {
+		return hash, nil, true
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return "", nil, false
+	}
+	t := int32(n)
+	return hash, &t, true
 }
 
 // submitDecision says whether a cluster needs its Serve config (re)submitted, and why.
@@ -109,19 +155,21 @@ type submitDecision struct {
 }
 
 // decideSubmit compares what a cluster should run with what its annotations record and what
-// its dashboard reports. Nothing is kept in memory, so an operator restart neither resubmits
-// a config the cluster already has nor forgets one it lost.
-func decideSubmit(rec submitted, want *serveConfig, wantTC *int32, dashboardApps int) submitDecision {
+// its dashboard reports. Nothing but a cache of the dashboards' answers is kept in memory,
+// so an operator restart neither resubmits a config the cluster already has nor forgets one
+// it lost. acceptedHere: this head accepted the wanted config since it started, so no
+// applications means the config has none (not that the head restarted).
+func decideSubmit(rec submitted, want wanted, dashboardApps int, acceptedHere bool) submitDecision {
 	switch {
 	case want.empty():
 		return submitDecision{Reason: "serveConfigV2 is empty"}
 	case rec.Hash == "":
 		return submitDecision{Submit: true, Reason: "no serve config submitted to this cluster yet"}
-	case rec.Hash != want.hash:
+	case rec.Hash != want.Hash:
 		return submitDecision{Submit: true, Reason: "the serve config changed"}
-	case len(want.apps) > 0 && dashboardApps == 0:
+	case want.hasApps() && dashboardApps == 0 && !acceptedHere:
 		return submitDecision{Submit: true, Reason: "the dashboard reports no Serve applications (head restarted?)"}
-	case !equalPtr(rec.TargetCapacity, wantTC):
+	case !equalPtr(rec.TargetCapacity, want.TC):
 		return submitDecision{Submit: true, Reason: "the target capacity changed"}
 	}
 	return submitDecision{Reason: "the cluster runs the wanted serve config"}

@@ -36,9 +36,13 @@ func TestParseServeConfig(t *testing.T) {
 	if strings.Contains(string(cfg.body(nil)), "target_capacity") {
 		t.Error("target_capacity sent while unset")
 	}
-	rec, err := parseSubmittedConfig(cfg.json())
+	legacy, _ := json.Marshal(cfg.doc)
+	rec, err := parseLegacyConfig(string(legacy))
 	if err != nil || rec.hash != cfg.hash {
-		t.Errorf("recorded config round trip: %v %v", rec, err)
+		t.Errorf("legacy recorded config: %v %v", rec, err)
+	}
+	if again, _ := parseServeConfig(cfg.source); again.hash != cfg.hash {
+		t.Error("the recorded source does not give the same hash")
 	}
 	if _, err := parseServeConfig("applications: [unclosed"); err == nil {
 		t.Error("invalid YAML accepted")
@@ -58,25 +62,29 @@ func TestDecideSubmit(t *testing.T) {
 	changed, _ := parseServeConfig(strings.Replace(builders.DefaultServeConfig, "num_replicas: 2", "num_replicas: 3", 1))
 	empty, _ := parseServeConfig("")
 	tc := func(v int32) *int32 { return &v }
+	known := func(c *serveConfig, tc *int32) wanted { return wanted{Hash: c.hash, Config: c, TC: tc} }
 	cases := []struct {
-		name   string
-		rec    submitted
-		want   *serveConfig
-		wantTC *int32
-		apps   int
-		submit bool
+		name         string
+		rec          submitted
+		want         wanted
+		apps         int
+		acceptedHere bool
+		submit       bool
 	}{
-		{"nothing submitted yet", submitted{}, cfg, nil, 0, true},
-		{"up to date", submitted{Hash: cfg.hash}, cfg, nil, 1, false},
-		{"config changed", submitted{Hash: cfg.hash}, changed, nil, 1, true},
-		{"head restarted: no applications", submitted{Hash: cfg.hash}, cfg, nil, 0, true},
-		{"target capacity changed", submitted{Hash: cfg.hash, TargetCapacity: tc(20)}, cfg, tc(40), 1, true},
-		{"target capacity first set", submitted{Hash: cfg.hash}, cfg, tc(100), 1, true},
-		{"target capacity up to date", submitted{Hash: cfg.hash, TargetCapacity: tc(40)}, cfg, tc(40), 1, false},
-		{"empty config", submitted{}, empty, nil, 0, false},
+		{"nothing submitted yet", submitted{}, known(cfg, nil), 0, false, true},
+		{"up to date", submitted{Hash: cfg.hash}, known(cfg, nil), 1, false, false},
+		{"config changed", submitted{Hash: cfg.hash}, known(changed, nil), 1, false, true},
+		{"head restarted: no applications", submitted{Hash: cfg.hash}, known(cfg, nil), 0, false, true},
+		{"only the hash known, head restarted", submitted{Hash: cfg.hash}, wanted{Hash: cfg.hash}, 0, false, true},
+		{"this head accepted it and reports no applications", submitted{Hash: cfg.hash}, wanted{Hash: cfg.hash}, 0, true, false},
+		{"target capacity changed", submitted{Hash: cfg.hash, TargetCapacity: tc(20)}, known(cfg, tc(40)), 1, false, true},
+		{"target capacity first set", submitted{Hash: cfg.hash}, known(cfg, tc(100)), 1, false, true},
+		{"target capacity up to date", submitted{Hash: cfg.hash, TargetCapacity: tc(40)}, known(cfg, tc(40)), 1, false, false},
+		{"empty config", submitted{}, known(empty, nil), 0, false, false},
+		{"empty config known by its hash", submitted{Hash: emptyConfigHash}, wanted{Hash: emptyConfigHash}, 0, false, false},
 	}
 	for _, c := range cases {
-		got := decideSubmit(c.rec, c.want, c.wantTC, c.apps)
+		got := decideSubmit(c.rec, c.want, c.apps, c.acceptedHere)
 		if got.Submit != c.submit || got.Reason == "" {
 			t.Errorf("%s: %+v, want submit=%v", c.name, got, c.submit)
 		}
@@ -85,13 +93,27 @@ func TestDecideSubmit(t *testing.T) {
 
 func TestSubmittedOn(t *testing.T) {
 	rc := &rayv1.RayCluster{}
-	rc.Annotations = map[string]string{rayv1.ServeConfigHashKey: "h", rayv1.ServeConfigTargetCapacityKey: "35", ServeConfigKey: "{}"}
+	rc.Annotations = map[string]string{rayv1.ServeConfigHashKey: "h", rayv1.ServeConfigTargetCapacityKey: "35", LegacyServeConfigKey: "{}"}
 	s := submittedOn(rc)
-	if s.Hash != "h" || ptr.Deref(s.TargetCapacity, -1) != 35 || s.Config != "{}" {
+	if s.Hash != "h" || ptr.Deref(s.TargetCapacity, -1) != 35 || s.Legacy != "{}" || !s.is("h", ptr.To[int32](35)) {
 		t.Errorf("%+v", s)
 	}
 	rc.Annotations[rayv1.ServeConfigTargetCapacityKey] = ""
 	if submittedOn(rc).TargetCapacity != nil {
 		t.Error("empty target capacity annotation read as a value")
+	}
+}
+
+func TestSubmissionID(t *testing.T) {
+	for _, tc := range []*int32{nil, ptr.To[int32](0), ptr.To[int32](100)} {
+		h, got, ok := parseSubmissionID(submissionID("abc", tc))
+		if !ok || h != "abc" || !equalPtr(got, tc) {
+			t.Errorf("%v: %q %v %v", tc, h, got, ok)
+		}
+	}
+	for _, bad := range []string{"", "abc", "@5", "abc@x"} {
+		if _, _, ok := parseSubmissionID(bad); ok {
+			t.Errorf("%q parsed", bad)
+		}
 	}
 }

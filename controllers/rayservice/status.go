@@ -32,6 +32,8 @@ type conditionInputs struct {
 	// RollingBack is set while traffic and capacity move back to the active cluster.
 	RollingBack     bool
 	RollbackMessage string
+	// PodsRefused says which of the clusters cannot create pods and why ("": none).
+	PodsRefused string
 }
 
 // setConditions computes Ready, UpgradeInProgress and RollbackInProgress. meta's helper
@@ -55,11 +57,11 @@ func setConditions(st *rayv1.RayServiceStatuses, generation int64, in conditionI
 
 	switch {
 	case in.Endpoints > 0:
-		set(rayv1.RayServiceReady, true, rayv1.NonZeroServeEndpoints, fmt.Sprintf("%d serve endpoint(s) ready", in.Endpoints))
+		set(rayv1.RayServiceReady, true, rayv1.NonZeroServeEndpoints, joinNotes(fmt.Sprintf("%d serve endpoint(s) ready", in.Endpoints), in.PodsRefused))
 	case in.ActiveName == "":
 		set(rayv1.RayServiceReady, false, rayv1.RayServiceInitializing, orDefault(in.FirstClusterMessage, "preparing the first RayCluster"))
 	default:
-		set(rayv1.RayServiceReady, false, rayv1.ZeroServeEndpoints, "no ready pod behind the serve Service")
+		set(rayv1.RayServiceReady, false, rayv1.ZeroServeEndpoints, joinNotes("no ready pod behind the serve Service", in.PodsRefused))
 	}
 	st.ServiceStatus = rayv1.NotRunning
 	if meta.IsStatusConditionTrue(st.Conditions, string(rayv1.RayServiceReady)) {
@@ -71,7 +73,8 @@ func setConditions(st *rayv1.RayServiceStatuses, generation int64, in conditionI
 		set(rayv1.UpgradeInProgress, true, rayv1.PendingApplicationsUnhealthy,
 			fmt.Sprintf("no traffic moves to pending cluster %s: Serve applications not RUNNING: %s", in.PendingName, strings.Join(in.PendingUnhealthy, "; ")))
 	case in.ActiveName != "" && in.PendingName != "":
-		set(rayv1.UpgradeInProgress, true, rayv1.BothActivePendingClustersExist, orDefault(in.UpgradeMessage, "active cluster "+in.ActiveName+", pending cluster "+in.PendingName))
+		set(rayv1.UpgradeInProgress, true, rayv1.BothActivePendingClustersExist,
+			joinNotes(in.PodsRefused, orDefault(in.UpgradeMessage, "active cluster "+in.ActiveName+", pending cluster "+in.PendingName)))
 	case in.Blocked != "":
 		set(rayv1.UpgradeInProgress, false, ReasonGatewayAPIUnavailable, in.Blocked)
 	case in.ActiveName != "":
@@ -132,8 +135,10 @@ func statusChanged(old, cur *rayv1.RayServiceStatuses) bool {
 }
 
 // buildStatus is the status the pass leaves: the roles' upgrade fields, each cluster's
-// status and applications as observed, the serve endpoints and the conditions.
-func buildStatus(in inputs, r roles, serve serveStates, sv serving, prog progress) rayv1.RayServiceStatuses {
+// status and applications as observed, the serve endpoints and the conditions. It tells the
+// events that announce a condition raygate adds (ownership conflicts, the strategy
+// fallback, pods refused), once: when the stored status does not say so yet.
+func buildStatus(in inputs, r roles, serve serveStates, sv serving, prog progress, out *planned) rayv1.RayServiceStatuses {
 	st := *in.stored.DeepCopy()
 	gen := in.want.Service.Generation
 	st.ObservedGeneration = gen
@@ -151,15 +156,20 @@ func buildStatus(in inputs, r roles, serve serveStates, sv serving, prog progres
 		}
 	}
 	st.NumServeEndpoints = sv.Endpoints
+	refused := podsRefused(r)
 	conds := conditionInputs{
 		ActiveName: r.Active.name(), PendingName: r.Pending.name(), Endpoints: sv.Endpoints,
-		FirstClusterMessage: prog.First, UpgradeMessage: prog.Upgrade, PendingUnhealthy: prog.Unhealthy,
-		Blocked: r.Blocked, RollingBack: r.Rollback != "",
+		FirstClusterMessage: joinNotes(refused, prog.First), UpgradeMessage: prog.Upgrade, PendingUnhealthy: prog.Unhealthy,
+		Blocked: r.Blocked, RollingBack: r.Rollback != "", PodsRefused: refused,
 	}
 	if conds.RollingBack {
 		conds.RollbackMessage = r.Rollback + "; " + prog.Upgrade
 	}
-	setConditions(&st, gen, conds, metav1.NewTime(in.now))
+	now := metav1.NewTime(in.now)
+	setConditions(&st, gen, conds, now)
+	tellPodsRefused(in, refused, out)
+	setOwnershipConflict(in, &st, out.Conflicts, now, out)
+	setStrategyFallback(in, &st, now, out)
 	stampUpdate(in, &st)
 	return st
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/rayspec"
+	"github.com/raygate/raygate/internal/validation"
 )
 
 // world simulates what the controller talks to, for driving plan the way Reconcile does: the
@@ -37,11 +38,14 @@ type world struct {
 	created    int // RayClusters created so far, for names
 	passes     int // reconciles so far
 
-	// Faults met by the next pass.
-	refuseSubmits  bool // dashboards refuse serve configs
+	// records are the clusters' serve config records (ConfigMaps), by cluster and hash.
+	records map[string]map[string]*serveConfig
+
+	// Faults.
+	refuseNext     int  // the dashboards refuse the next serve configs they are sent
 	badRequest     bool // ... as a bad request
-	failAction     int  // the action with this index fails (-1: none)
-	conflictStatus bool // the status write conflicts
+	failAction     int  // the action with this index of the next pass fails (-1: none)
+	conflictStatus bool // the next pass's status write conflicts
 	// gatewayPaused: the gateway controller does not accept changes.
 	gatewayPaused bool
 	// acceptAt is when the gateway controller accepts the Gateway's and the HTTPRoute's
@@ -50,6 +54,9 @@ type world struct {
 
 	want           *desired // for the spec at wantGeneration
 	wantGeneration int64
+	// gates and limits are the operator's feature gates and pod bounds.
+	gates  features.Gates
+	limits validation.Limits
 }
 
 // simCluster is a RayCluster with a head and one worker pod and a Ray dashboard.
@@ -59,11 +66,17 @@ type simCluster struct {
 	headLabel string
 	// readyAt is when the pods are ready (creation or a head restart plus headStart).
 	readyAt time.Time
-	// dashboardDown: the dashboard does not answer.
-	dashboardDown bool
-	// apps are what the dashboard reports; deployedHash the config they run.
+	// dashboardDown: the dashboard refuses connections; dashboardHung: it accepts them and
+	// never answers (requests end at the pool's timeout).
+	dashboardDown, dashboardHung bool
+	// apps are what the dashboard reports; deployedHash the config they run, at runningTC.
 	apps         map[string]rayv1.AppStatus
 	deployedHash string
+	runningTC    *int32
+	// head counts head restarts: the dashboard pool forgets what an old head said.
+	head int
+	// pool is what the controller's dashboard pool knows of this head.
+	pool         simPool
 	appsDueAt    time.Time // DEPLOYING applications settle then
 	brokenConfig bool      // the deployed config's applications fail
 	// unhealthy: the applications fail (a fault, whatever the config).
@@ -89,8 +102,8 @@ func newWorld(svc *rayv1.RayService) *world {
 		svc.Generation = 1
 	}
 	return &world{
-		now: t0, svc: svc, version: "v1", gatewayAPI: true, failAction: -1,
-		clusters: map[string]*simCluster{}, services: map[string]*corev1.Service{},
+		now: t0, svc: svc, version: "v1", gatewayAPI: true, failAction: -1, gates: allGates,
+		clusters: map[string]*simCluster{}, services: map[string]*corev1.Service{}, records: map[string]map[string]*serveConfig{},
 	}
 }
 
@@ -106,7 +119,7 @@ func (w *world) desired() *desired {
 }
 
 func (w *world) admitAnyway() *desired {
-	want := admit(w.svc, allGates, w.version)
+	want := admit(w.svc, w.gates, w.limits, w.version)
 	if want.Invalid == "" {
 		return want
 	}
@@ -121,7 +134,8 @@ func (w *world) admitAnyway() *desired {
 	if err != nil {
 		return want
 	}
-	return &desired{Service: s, Goal: g, Strategy: strategyOf(&s.Spec), Pacing: pacingOf(&s.Spec), Serve: cfg, Version: w.version}
+	return &desired{Service: s, Goal: g, Strategy: strategyOf(&s.Spec), Pacing: pacingOf(&s.Spec), Serve: cfg, Version: w.version,
+		Capped: strings.Join(validation.CapPods(&g.Spec, w.limits), "; ")}
 }
 
 // updateSpec changes the RayService's spec, as kubectl apply would.
@@ -139,12 +153,13 @@ func (w *world) observe(want *desired) *observed {
 		v := &clusterView{Cluster: c.rc.DeepCopy()}
 		if mayServe(c.rc, &w.svc.Status, want.Goal) {
 			v.Pods = c.pods(w.now)
-			switch {
-			case !headReady(v.Pods):
-			case c.dashboardDown:
-				v.Serve.Err = "connection refused"
-			default:
-				v.Serve.Apps = c.reportedApps()
+			if headReady(v.Pods) {
+				snap := w.snapshot(c)
+				v.Serve = serveViewOf(snap)
+				if needsRefresh(snap, w.now, time.Second, time.Minute) {
+					c.pool.wantRead = true
+					w.kick(c)
+				}
 			}
 			names = append(names, rayspec.ClusterServeServiceName(name))
 		}
@@ -212,7 +227,7 @@ type reconciled struct {
 	applied      bool                         // every action was carried out
 	actionsTried int                          // actions the world was asked to carry out
 	written      bool                         // the status was stored
-	tcAfter      map[string]*int32            // each cluster's accepted target capacity after the pass
+	tcAfter      map[string]*int32            // the target capacity each cluster's dashboard runs after the pass
 	obsCopy      *observed                    // obs deep-copied before planning, to prove plan changes nothing
 	clusters     map[string]*rayv1.RayCluster // the clusters before the pass
 }
@@ -263,32 +278,10 @@ func (w *world) reconcile() (*reconciled, error) {
 	p.after = w.traffic()
 	p.tcAfter = map[string]*int32{}
 	for n, c := range w.clusters {
-		p.tcAfter[n] = submittedOn(c.rc).TargetCapacity
+		p.tcAfter[n] = c.runningTC
 	}
-	w.refuseSubmits, w.badRequest, w.failAction, w.conflictStatus = false, false, -1, false
+	w.failAction, w.conflictStatus = -1, false
 	return p, nil
-}
-
-// submit is the dashboard's PUT and the annotation that records it.
-func (w *world) submit(s submitServeConfig) (*refusal, error) {
-	c := w.clusters[s.Cluster.Name]
-	if c == nil {
-		return nil, errors.New("cluster " + s.Cluster.Name + " not found")
-	}
-	if w.refuseSubmits {
-		return &refusal{Message: "simulated refusal", BadRequest: w.badRequest}, nil
-	}
-	if c.deployedHash != s.Config.hash || len(c.apps) == 0 {
-		c.apps = map[string]rayv1.AppStatus{}
-		for _, a := range s.Config.apps {
-			c.apps[a] = rayv1.AppStatus{Status: rayv1.ApplicationStatusDeploying}
-		}
-		c.deployedHash, c.appsDueAt = s.Config.hash, w.now.Add(deployDelay)
-		c.brokenConfig = strings.Contains(s.Config.json(), brokenImportPath)
-	}
-	setAnnotations(c.rc, s.record())
-	c.changed()
-	return nil, nil
 }
 
 // changed gives the cluster a new resourceVersion, as every write does.
@@ -309,7 +302,7 @@ type actionFailed struct{ action string }
 
 func (e actionFailed) Error() string { return e.action + " failed" }
 
-func (x worldExecutor) submit(s submitServeConfig) (*refusal, error) {
+func (x worldExecutor) submit(s submitServeConfig) error {
 	x.p.submits = append(x.p.submits, s)
 	return x.w.submit(s)
 }
@@ -348,14 +341,16 @@ func (w *world) apply(actions []action, p *reconciled) bool {
 			c.changed()
 		case annotateCluster:
 			c := w.clusters[a.Cluster.Name]
-			if c == nil {
+			if c == nil || c.rc.UID != a.Cluster.UID {
 				return false
 			}
 			setAnnotations(c.rc, a.Annotations)
+			for _, k := range a.Remove {
+				delete(c.rc.Annotations, k)
+			}
 			c.changed()
 		case deleteCluster:
-			delete(w.clusters, a.Cluster.Name)
-			delete(w.services, rayspec.ClusterServeServiceName(a.Cluster.Name))
+			w.deleteCluster(a.Cluster.Name)
 			p.deleted = append(p.deleted, a.Cluster.Name)
 		case createObject:
 			if !w.write(a.Object, true) {
@@ -420,23 +415,21 @@ func (w *world) write(o any, create bool) bool {
 	return true
 }
 
-// advance moves the clock: pods start, applications settle, and the gateway controller
-// accepts the Gateway and the HTTPRoute at their current generation.
+// advance moves the clock: dashboard requests end, pods start, applications settle, and
+// the gateway controller accepts the Gateway and the HTTPRoute at their current generation.
 func (w *world) advance(d time.Duration) {
-	w.now = w.now.Add(d)
-	for _, c := range w.clusters {
-		if !w.now.Before(c.appsDueAt) {
-			for n, a := range c.apps {
-				if a.Status == rayv1.ApplicationStatusDeploying {
-					a.Status = rayv1.ApplicationStatusRunning
-					if c.brokenConfig {
-						a = rayv1.AppStatus{Status: rayv1.ApplicationStatusUnhealthy, Message: "ModuleNotFoundError"}
-					}
-					c.apps[n] = a
-				}
-			}
+	until := w.now.Add(d)
+	for {
+		at := w.nextPoolEvent()
+		if at.IsZero() || at.After(until) {
+			break
 		}
+		w.now = at
+		w.settleApps()
+		w.runPool()
 	}
+	w.now = until
+	w.settleApps()
 	if w.gatewayPaused || w.acceptAt.IsZero() || w.now.Before(w.acceptAt) {
 		return
 	}
@@ -456,11 +449,38 @@ func (w *world) advance(d time.Duration) {
 	}
 }
 
-// restartHead restarts a cluster's head pod: the dashboard forgets the applications.
+// settleApps turns DEPLOYING applications RUNNING (or failed) once their time has come.
+func (w *world) settleApps() {
+	for _, c := range w.clusters {
+		if w.now.Before(c.appsDueAt) {
+			continue
+		}
+		for n, a := range c.apps {
+			if a.Status == rayv1.ApplicationStatusDeploying {
+				a.Status = rayv1.ApplicationStatusRunning
+				if c.brokenConfig {
+					a = rayv1.AppStatus{Status: rayv1.ApplicationStatusUnhealthy, Message: "ModuleNotFoundError"}
+				}
+				c.apps[n] = a
+			}
+		}
+	}
+}
+
+// restartHead restarts a cluster's head pod: the dashboard forgets the applications, and
+// the pool what the old head said.
 func (w *world) restartHead(name string) {
 	if c := w.clusters[name]; c != nil {
-		c.readyAt, c.apps, c.deployedHash = w.now.Add(headStart), nil, ""
+		c.readyAt, c.apps, c.deployedHash, c.runningTC = w.now.Add(headStart), nil, "", nil
+		c.head++
 	}
+}
+
+// deleteCluster removes a cluster and what it owns.
+func (w *world) deleteCluster(name string) {
+	delete(w.clusters, name)
+	delete(w.services, rayspec.ClusterServeServiceName(name))
+	delete(w.records, name)
 }
 
 // step runs one pass and moves the clock to when the plan wants the next one, or earlier
@@ -484,6 +504,9 @@ func (w *world) untilNext(d time.Duration) time.Duration {
 	}
 	for _, c := range w.clusters {
 		next(c.readyAt)
+		if r := c.pool.inflight; r != nil {
+			next(r.doneAt) // the pool's word brings the controller back
+		}
 	}
 	if !w.gatewayPaused {
 		next(w.acceptAt)
@@ -495,7 +518,15 @@ func deepCopyObserved(o *observed) *observed {
 	c := *o
 	c.Clusters = nil
 	for _, v := range o.Clusters {
-		cv := &clusterView{Cluster: v.Cluster.DeepCopy(), Serve: serveView{Err: v.Serve.Err}}
+		cv := &clusterView{Cluster: v.Cluster.DeepCopy(), Serve: serveView{Err: v.Serve.Err, Submission: v.Serve.Submission, Accepted: v.Serve.Accepted}}
+		if s := v.Serve.Submission; s != nil {
+			c := *s
+			cv.Serve.Submission = &c
+		}
+		if a := v.Serve.Accepted; a != nil {
+			c := *a
+			cv.Serve.Accepted = &c
+		}
 		for i := range v.Pods {
 			cv.Pods = append(cv.Pods, *v.Pods[i].DeepCopy())
 		}
@@ -517,6 +548,6 @@ func deepCopyObserved(o *observed) *observed {
 	if o.Route != nil {
 		c.Route = o.Route.DeepCopy()
 	}
-	c.Refused = maps.Clone(o.Refused)
+	c.ForeignRecords = maps.Clone(o.ForeignRecords)
 	return &c
 }

@@ -1,11 +1,18 @@
 package app
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 )
@@ -18,13 +25,33 @@ import (
 //     and nothing else), and of each only what they read: metadata, status, container names,
 //     restartPolicy and nodeName. Pods are only ever patched (never updated) from the cache,
 //     so a slim copy can never overwrite a pod's spec.
-func cacheOptions(o Options) cache.Options {
+//   - Services, ServiceAccounts, Roles, RoleBindings, Gateways and HTTPRoutes are cached only
+//     when raygate labelled them (app.kubernetes.io/created-by: kuberay-operator, KubeRay's
+//     label, on everything raygate creates), so other tenants' objects, however many, cost
+//     nothing. An object with a name raygate wants that the cache lacks is found when a
+//     create meets it, read from the API server, and relabelled if raygate's (made by an
+//     older raygate) or reported if not.
+//   - ConfigMaps (RayService serve config records) are never cached: read from the API
+//     server, only when needed.
+//
+// gatewayAPI says whether the Gateway API is served (the cache cannot be told about kinds the
+// API server does not have).
+func cacheOptions(o Options, gatewayAPI bool) cache.Options {
+	created := createdBySelector()
 	opts := cache.Options{
 		SyncPeriod:       &o.SyncPeriod,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: rayPodSelector(), Transform: slimPod},
+			&corev1.Pod{}:            {Label: rayPodSelector(), Transform: slimPod},
+			&corev1.Service{}:        {Label: created},
+			&corev1.ServiceAccount{}: {Label: created},
+			&rbacv1.Role{}:           {Label: created},
+			&rbacv1.RoleBinding{}:    {Label: created},
 		},
+	}
+	if gatewayAPI {
+		opts.ByObject[&gwv1.Gateway{}] = cache.ByObject{Label: created}
+		opts.ByObject[&gwv1.HTTPRoute{}] = cache.ByObject{Label: created}
 	}
 	if len(o.WatchNamespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
@@ -33,6 +60,31 @@ func cacheOptions(o Options) cache.Options {
 		}
 	}
 	return opts
+}
+
+// gatewayAPIServed reports whether the API server serves the Gateway API kinds raygate uses.
+func gatewayAPIServed(cfg *rest.Config) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	list, err := dc.ServerResourcesForGroupVersion(gwv1.GroupVersion.String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discovering the Gateway API: %w", err)
+	}
+	found := map[string]bool{}
+	for _, r := range list.APIResources {
+		found[r.Kind] = true
+	}
+	return found["Gateway"] && found["HTTPRoute"], nil
+}
+
+// createdBySelector selects the objects raygate creates.
+func createdBySelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{rayv1.KubernetesCreatedByLabelKey: rayv1.ComponentName})
 }
 
 func rayPodSelector() labels.Selector {

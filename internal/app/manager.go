@@ -22,6 +22,10 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	scheme := rayscheme.New()
+	gatewayAPI, err := gatewayAPIServed(cfg)
+	if err != nil {
+		return nil, err
+	}
 	metrics := metricsserver.Options{
 		BindAddress:   o.MetricsAddr,
 		SecureServing: o.SecureMetrics,
@@ -38,7 +42,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cacheOptions(o),
+		Cache:                         cacheOptions(o, gatewayAPI),
 		PprofBindAddress:              o.PprofAddr,
 		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 	}

@@ -42,7 +42,7 @@ type Options struct {
 	PprofAddr string
 	// DashboardURLTemplate, when set, locates each RayCluster's Ray dashboard by filling
 	// {namespace} and {name} (e.g. an operator outside the cluster reaching dashboards
-	// through a proxy). Empty: the head Service's in-cluster DNS name.
+	// through a proxy). Empty: the head pod's IP and the dashboard port.
 	DashboardURLTemplate string
 	// MaxPodsPerGroup and MaxPodsPerCluster bound the pods one RayCluster (or a RayService's
 	// cluster) may ask for: admission refuses more.
@@ -111,7 +111,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.ReconcileConcurrency, "reconcile-concurrency", o.ReconcileConcurrency, "Concurrent reconciles per controller.")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "Period of a full resync of cached objects.")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address of the pprof endpoint (/debug/pprof/); empty or \"0\" turns it off. Do not expose it beyond localhost.")
-	fs.StringVar(&o.DashboardURLTemplate, "dashboard-url-template", o.DashboardURLTemplate, "URL of a RayCluster's Ray dashboard with {namespace} and {name} placeholders; empty means http://<cluster>-head-svc.<namespace>.svc.$CLUSTER_DOMAIN:8265.")
+	fs.StringVar(&o.DashboardURLTemplate, "dashboard-url-template", o.DashboardURLTemplate, "URL of a RayCluster's Ray dashboard with {namespace} and {name} placeholders; empty means the head pod's IP and the dashboard port.")
 	fs.Int32Var(&o.MaxPodsPerGroup, "max-pods-per-group", o.MaxPodsPerGroup, "Most pods a RayCluster worker group may ask for (replicas × numOfHosts, and minReplicas × numOfHosts); admission refuses more.")
 	fs.Int32Var(&o.MaxPodsPerCluster, "max-pods-per-cluster", o.MaxPodsPerCluster, "Most pods a RayCluster (or each cluster of a RayService) may ask for: the head plus every worker group; admission refuses more.")
 	fs.StringSliceVar(&o.AllowedGatewayClasses, "allowed-gateway-classes", o.AllowedGatewayClasses, "GatewayClasses a RayService's incremental upgrade may use; empty: any.")

@@ -15,6 +15,7 @@ func setupRayServiceController(mgr ctrl.Manager, o Options) error {
 	r := rayservice.New(mgr, rayservice.Config{
 		Resolver: dashboardResolver(o),
 		Gates:    features.Default(),
+		Limits:   o.Limits(),
 		Version:  version.Version,
 	})
 	if err := r.Metrics.Register(metrics.Registry); err != nil {
@@ -24,7 +25,7 @@ func setupRayServiceController(mgr ctrl.Manager, o Options) error {
 }
 
 // dashboardResolver is Options.DashboardResolver, else --dashboard-url-template, else the
-// head Service's in-cluster DNS name.
+// head pod's IP.
 func dashboardResolver(o Options) dashboard.Resolver {
 	switch {
 	case o.DashboardResolver != nil:
@@ -32,5 +33,5 @@ func dashboardResolver(o Options) dashboard.Resolver {
 	case o.DashboardURLTemplate != "":
 		return dashboard.TemplateResolver(o.DashboardURLTemplate)
 	}
-	return dashboard.ServiceResolver{}
+	return dashboard.PodResolver{}
 }

@@ -311,21 +311,34 @@ func TestUnreachable(t *testing.T) {
 
 func TestResolvers(t *testing.T) {
 	c := types.NamespacedName{Namespace: "team-a", Name: "svc-x7k2p"}
-	t.Setenv("CLUSTER_DOMAIN", "")
-	got, _ := ServiceResolver{}.DashboardURL(context.Background(), c)
-	if want := "http://svc-x7k2p-head-svc.team-a.svc.cluster.local:8265"; got != want {
-		t.Errorf("ServiceResolver = %q, want %q", got, want)
+	head := Head{Cluster: c, Pod: "pod-uid", PodIP: "10.244.1.7", Port: 8265}
+	got, err := PodResolver{}.DashboardURL(context.Background(), head)
+	if want := "http://10.244.1.7:8265"; got != want || err != nil {
+		t.Errorf("PodResolver = %q, %v; want %q", got, err, want)
 	}
-	t.Setenv("CLUSTER_DOMAIN", "corp.example")
-	got, _ = ServiceResolver{}.DashboardURL(context.Background(), c)
-	if want := "http://svc-x7k2p-head-svc.team-a.svc.corp.example:8265"; got != want {
-		t.Errorf("ServiceResolver with CLUSTER_DOMAIN = %q, want %q", got, want)
+	head.PodIP, head.Port = "fd00::7", 9999
+	if got, _ = (PodResolver{}).DashboardURL(context.Background(), head); got != "http://[fd00::7]:9999" {
+		t.Errorf("PodResolver IPv6 = %q", got)
 	}
-	got, _ = ServiceResolver{ClusterDomain: "k.local", Port: 9999}.DashboardURL(context.Background(), c)
-	if want := "http://svc-x7k2p-head-svc.team-a.svc.k.local:9999"; got != want {
-		t.Errorf("ServiceResolver explicit = %q, want %q", got, want)
+	// Addresses a pod cannot legitimately have: the operator's own loopback, cloud metadata
+	// (link-local), no address at all, a name instead of an address, a port out of range.
+	for _, bad := range []Head{
+		{Cluster: c, PodIP: "127.0.0.1", Port: 8265},
+		{Cluster: c, PodIP: "::1", Port: 8265},
+		{Cluster: c, PodIP: "169.254.169.254", Port: 80},
+		{Cluster: c, PodIP: "fe80::1%eth0", Port: 8265},
+		{Cluster: c, PodIP: "0.0.0.0", Port: 8265},
+		{Cluster: c, PodIP: "255.255.255.255", Port: 8265},
+		{Cluster: c, PodIP: "", Port: 8265},
+		{Cluster: c, PodIP: "evil.example.com", Port: 8265},
+		{Cluster: c, PodIP: "10.0.0.1", Port: 0},
+		{Cluster: c, PodIP: "10.0.0.1", Port: 70000},
+	} {
+		if got, err := (PodResolver{}).DashboardURL(context.Background(), bad); err == nil {
+			t.Errorf("PodResolver(%s:%d) = %q, want a refusal", bad.PodIP, bad.Port, got)
+		}
 	}
-	got, _ = TemplateResolver("http://127.0.0.1:9000/{namespace}/{name}").DashboardURL(context.Background(), c)
+	got, _ = TemplateResolver("http://127.0.0.1:9000/{namespace}/{name}").DashboardURL(context.Background(), head)
 	if want := "http://127.0.0.1:9000/team-a/svc-x7k2p"; got != want {
 		t.Errorf("TemplateResolver = %q, want %q", got, want)
 	}

@@ -3,51 +3,65 @@ package dashboard
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"net/url"
-	"os"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/raygate/raygate/internal/rayspec"
 )
+
+// Head is a RayCluster's head pod as the controller observed it: a pod the cluster controls
+// (by UID) that is ready. Its address comes from the pod's status, which the kubelet writes,
+// never from a name the tenant could point elsewhere (a Service of type ExternalName, a DNS
+// record).
+type Head struct {
+	// Cluster is the RayCluster.
+	Cluster types.NamespacedName
+	// Pod is the head pod's UID and Restarts how often its Ray container restarted: a new
+	// head pod, or a restarted Ray, knows nothing of what the old one ran.
+	Pod      types.UID
+	Restarts int32
+	// PodIP is the pod's status.podIP.
+	PodIP string
+	// Port is the dashboard port (rayStartParams dashboard-port, else 8265).
+	Port int32
+}
 
 // Resolver gives the base URL of a RayCluster's dashboard.
 type Resolver interface {
-	DashboardURL(ctx context.Context, cluster types.NamespacedName) (string, error)
+	DashboardURL(ctx context.Context, head Head) (string, error)
 }
 
 // ResolverFunc adapts a function to Resolver.
-type ResolverFunc func(ctx context.Context, cluster types.NamespacedName) (string, error)
+type ResolverFunc func(ctx context.Context, head Head) (string, error)
 
 // DashboardURL implements Resolver.
-func (f ResolverFunc) DashboardURL(ctx context.Context, cluster types.NamespacedName) (string, error) {
-	return f(ctx, cluster)
+func (f ResolverFunc) DashboardURL(ctx context.Context, head Head) (string, error) {
+	return f(ctx, head)
 }
 
-// ServiceResolver is the production resolver: the cluster's head Service through cluster
-// DNS, http://<cluster>-head-svc.<ns>.svc.<domain>:8265.
-type ServiceResolver struct {
-	// ClusterDomain is the cluster's DNS domain (empty: $CLUSTER_DOMAIN or cluster.local).
-	ClusterDomain string
-	// Port is the dashboard port (0: 8265).
-	Port int
-}
+// PodResolver is the production resolver: http://<head pod IP>:<dashboard port>. It refuses
+// addresses a pod cannot legitimately have, so a head pod can never make raygate call its
+// own loopback (the operator's metrics and pprof listeners), a link-local address (cloud
+// metadata services) or a broadcast address.
+type PodResolver struct{}
 
 // DashboardURL implements Resolver.
-func (r ServiceResolver) DashboardURL(_ context.Context, c types.NamespacedName) (string, error) {
-	domain := r.ClusterDomain
-	if domain == "" {
-		domain = os.Getenv("CLUSTER_DOMAIN")
+func (PodResolver) DashboardURL(_ context.Context, h Head) (string, error) {
+	ip, err := netip.ParseAddr(h.PodIP)
+	if err != nil || ip.Zone() != "" {
+		return "", fmt.Errorf("the head pod of %s has no usable IP (%q)", h.Cluster.Name, h.PodIP)
 	}
-	if domain == "" {
-		domain = "cluster.local"
+	if ip.IsUnspecified() || ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsMulticast() ||
+		ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+		return "", fmt.Errorf("the head pod of %s has IP %s, which raygate does not call", h.Cluster.Name, ip)
 	}
-	port := r.Port
-	if port == 0 {
-		port = rayspec.DefaultDashboardPort
+	if h.Port < 1 || h.Port > 65535 {
+		return "", fmt.Errorf("the dashboard port of %s is %d, not a port", h.Cluster.Name, h.Port)
 	}
-	return fmt.Sprintf("http://%s.%s.svc.%s:%d", rayspec.HeadServiceName(c.Name), c.Namespace, domain, port), nil
+	return "http://" + net.JoinHostPort(ip.Unmap().String(), strconv.Itoa(int(h.Port))), nil
 }
 
 // TemplateResolver fills {namespace} and {name} in a URL template, e.g.
@@ -56,8 +70,8 @@ func (r ServiceResolver) DashboardURL(_ context.Context, c types.NamespacedName)
 type TemplateResolver string
 
 // DashboardURL implements Resolver.
-func (t TemplateResolver) DashboardURL(_ context.Context, c types.NamespacedName) (string, error) {
-	s := strings.NewReplacer("{namespace}", url.PathEscape(c.Namespace), "{name}", url.PathEscape(c.Name)).Replace(string(t))
+func (t TemplateResolver) DashboardURL(_ context.Context, h Head) (string, error) {
+	s := strings.NewReplacer("{namespace}", url.PathEscape(h.Cluster.Namespace), "{name}", url.PathEscape(h.Cluster.Name)).Replace(string(t))
 	return s, nil
 }
 

@@ -2,8 +2,9 @@
 // RayService needs: read the status of the Serve applications (GET /api/serve/applications/)
 // and declaratively deploy a Serve config with a target capacity (PUT on the same path).
 //
-// A Resolver turns a RayCluster into the dashboard's base URL, so the controller talks to
-// the in-cluster head Service in production and to simulators in tests and the local mode.
+// A Resolver turns a RayCluster's head pod into the dashboard's base URL, so the controller
+// talks to the head pod's IP in production and to simulators in tests and the local mode. A
+// Pool carries out the requests off the controller's reconciles, with bounds per namespace.
 package dashboard
 
 import "encoding/json"

@@ -58,6 +58,15 @@ const (
 	// RollbackInProgress: the spec went back to the active cluster's during an upgrade and
 	// traffic and capacity are moving back to it.
 	RollbackInProgress RayServiceConditionType = "RollbackInProgress"
+	// RayServiceOwnershipConflict (raygate-only) is present while an object raygate needs for
+	// the RayService (a Service, the Gateway, the HTTPRoute, a cluster's serve config
+	// ConfigMap) exists under the name it would use but is not controlled by the RayService
+	// (or its cluster): raygate leaves it untouched and the upgrade does not move.
+	RayServiceOwnershipConflict RayServiceConditionType = "OwnershipConflict"
+	// UpgradeStrategyFallback (raygate-only) is present while the spec asks for a strategy
+	// whose feature gate is off (NewClusterWithIncrementalUpgrade without
+	// RayServiceIncrementalUpgrade): the RayService keeps serving and upgrades with NewCluster.
+	UpgradeStrategyFallback RayServiceConditionType = "UpgradeStrategyFallback"
 )
 
 // RayService condition reasons.

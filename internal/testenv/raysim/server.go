@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -90,6 +91,10 @@ type Server struct {
 	targetCapacity *float64
 	submissions    []Submission
 	unavailable    bool
+	fault          Fault
+	held           chan struct{} // closed to let requests held by FaultHang go
+	requests       atomic.Int64  // every request, faulty ones included
+	track          func(in bool) // counts requests in progress (set by a Registry)
 	onSubmit       func(types.NamespacedName, Submission)
 
 	listener net.Listener
@@ -115,14 +120,15 @@ func newUnstarted(cluster types.NamespacedName, opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Server{cluster: cluster, opts: opts, apps: map[string]*appState{}}
+	return &Server{cluster: cluster, opts: opts, apps: map[string]*appState{}, held: make(chan struct{})}
 }
 
 // URL is the dashboard's base URL.
 func (s *Server) URL() string { return s.url }
 
-// Close stops the HTTP server.
+// Close stops the HTTP server (requests held by FaultHang are let go).
 func (s *Server) Close() error {
+	s.releaseHeld()
 	if s.http == nil {
 		return nil
 	}
@@ -131,13 +137,25 @@ func (s *Server) Close() error {
 
 // ServeHTTP serves GET and PUT /api/serve/applications/.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
+	s.mu.Lock()
+	track := s.track
+	s.mu.Unlock()
+	if track != nil {
+		track(true)
+		defer track(false)
+	}
 	if strings.TrimRight(r.URL.Path, "/") != strings.TrimRight(dashboard.ApplicationsPath, "/") {
 		http.NotFound(w, r)
 		return
 	}
 	s.mu.Lock()
-	down := s.unavailable
+	down, fault := s.unavailable, s.fault
 	s.mu.Unlock()
+	if fault.Mode != FaultNone {
+		s.misbehave(w, r, fault)
+		return
+	}
 	if down {
 		http.Error(w, "Failed to get a response from the controller. The GCS may be down, please retry later.", http.StatusServiceUnavailable)
 		return
@@ -361,24 +379,41 @@ func (s *Server) TargetCapacity() *float64 {
 type Registry struct {
 	opts Options
 
-	mu       sync.Mutex
-	servers  map[types.NamespacedName]*Server
-	onSubmit []func(types.NamespacedName, Submission)
-	closed   bool
+	mu      sync.Mutex
+	servers map[types.NamespacedName]*Server
+	heads   map[types.NamespacedName]dashboard.Head
+	faults  map[string]Fault // by namespace, for simulators made from now on too
+	// concurrent and maxConcurrent count, by namespace, requests in progress.
+	concurrent, maxConcurrent map[string]int64
+	onSubmit                  []func(types.NamespacedName, Submission)
+	closed                    bool
 }
 
 // NewRegistry returns an empty registry whose simulators use opts.
 func NewRegistry(opts Options) *Registry {
-	return &Registry{opts: opts, servers: map[types.NamespacedName]*Server{}}
+	return &Registry{opts: opts, servers: map[types.NamespacedName]*Server{}, heads: map[types.NamespacedName]dashboard.Head{}, faults: map[string]Fault{},
+		concurrent: map[string]int64{}, maxConcurrent: map[string]int64{}}
 }
 
 // DashboardURL implements dashboard.Resolver, starting the cluster's simulator if needed.
-func (r *Registry) DashboardURL(_ context.Context, c types.NamespacedName) (string, error) {
-	s, err := r.ensure(c)
+// It remembers the head the controller named, so tests can check which pod it trusted.
+func (r *Registry) DashboardURL(_ context.Context, h dashboard.Head) (string, error) {
+	s, err := r.ensure(h.Cluster)
 	if err != nil {
 		return "", err
 	}
+	r.mu.Lock()
+	r.heads[h.Cluster] = h
+	r.mu.Unlock()
 	return s.URL(), nil
+}
+
+// LastHead is the head the controller last resolved for a cluster (false: never).
+func (r *Registry) LastHead(c types.NamespacedName) (dashboard.Head, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, ok := r.heads[c]
+	return h, ok
 }
 
 func (r *Registry) ensure(c types.NamespacedName) (*Server, error) {
@@ -395,6 +430,18 @@ func (r *Registry) ensure(c types.NamespacedName) (*Server, error) {
 		return nil, err
 	}
 	s.onSubmit = r.dispatch
+	s.mu.Lock()
+	s.track = func(in bool) {
+		if in {
+			r.enter(c.Namespace)
+		} else {
+			r.leave(c.Namespace)
+		}
+	}
+	s.mu.Unlock()
+	if f, ok := r.faults[c.Namespace]; ok {
+		s.SetFault(f)
+	}
 	r.servers[c] = s
 	return s, nil
 }

@@ -237,14 +237,17 @@ func TestRegistry(t *testing.T) {
 	if r.Server(a) != nil {
 		t.Fatal("simulator exists before use")
 	}
-	urlA, err := r.DashboardURL(ctx, a)
+	urlA, err := r.DashboardURL(ctx, dashboard.Head{Cluster: a, Pod: "head-a", PodIP: "10.244.0.5", Port: 8265})
 	if err != nil {
 		t.Fatal(err)
 	}
-	urlA2, _ := r.DashboardURL(ctx, a)
-	urlB, _ := r.DashboardURL(ctx, b)
+	urlA2, _ := r.DashboardURL(ctx, dashboard.Head{Cluster: a})
+	urlB, _ := r.DashboardURL(ctx, dashboard.Head{Cluster: b})
 	if urlA != urlA2 || urlA == urlB {
 		t.Fatalf("urls a=%s a'=%s b=%s", urlA, urlA2, urlB)
+	}
+	if h, ok := r.LastHead(b); !ok || h.Cluster != b {
+		t.Fatalf("last head of b: %+v %v", h, ok)
 	}
 	if err := dashboard.New(urlA, nil).DeployApplications(ctx, []byte(`{"applications":[{"name":"x","import_path":"m.x"}]}`)); err != nil {
 		t.Fatal(err)
@@ -258,7 +261,7 @@ func TestRegistry(t *testing.T) {
 	srv := newTestServer(t, front)
 	tmpl := dashboard.TemplateResolver(srv + "/{namespace}/{name}")
 	c := types.NamespacedName{Namespace: "other", Name: "c"}
-	u, _ := tmpl.DashboardURL(ctx, c)
+	u, _ := tmpl.DashboardURL(ctx, dashboard.Head{Cluster: c})
 	if err := dashboard.New(u, nil).DeployApplications(ctx, []byte(`{"applications":[{"name":"y","import_path":"m.y"}]}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -284,4 +287,41 @@ func equal(a, b map[string]string) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return string(ja) == string(jb)
+}
+
+// Each fault mode answers as a hostile head would; FaultNone restores Ray's behaviour.
+func TestFaults(t *testing.T) {
+	ctx := context.Background()
+	s, err := NewServer(types.NamespacedName{Namespace: "ns", Name: "c"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	c := dashboard.New(s.URL(), nil)
+
+	s.SetFault(Fault{Mode: FaultRedirect, Location: "http://127.0.0.1:1/elsewhere"})
+	if err := c.DeployApplications(ctx, []byte(`{"applications":[]}`)); err == nil || !strings.Contains(err.Error(), "307") {
+		t.Errorf("redirect: %v", err)
+	}
+	s.SetFault(Fault{Mode: FaultHuge, Bytes: 2 << 20})
+	if _, err := c.GetServeDetails(ctx); err == nil || !strings.Contains(err.Error(), "bytes") {
+		t.Errorf("huge: %v", err)
+	}
+	s.SetFault(Fault{Mode: FaultNoisy})
+	if _, err := c.GetServeDetails(ctx); err == nil || strings.ContainsAny(err.Error(), "\x1b\x00\r\n\t") {
+		t.Errorf("noisy: %q", err)
+	}
+	s.SetFault(Fault{Mode: FaultHang})
+	short := &dashboard.HTTPClient{BaseURL: s.URL(), Timeout: 200 * time.Millisecond}
+	start := time.Now()
+	if _, err := short.GetServeDetails(ctx); err == nil || time.Since(start) < 200*time.Millisecond {
+		t.Errorf("hang: %v after %v", err, time.Since(start))
+	}
+	s.SetFault(Fault{})
+	if _, err := c.GetServeDetails(ctx); err != nil {
+		t.Errorf("no fault: %v", err)
+	}
+	if s.Requests() != 5 {
+		t.Errorf("%d requests counted, want 5", s.Requests())
+	}
 }

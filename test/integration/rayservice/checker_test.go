@@ -26,7 +26,7 @@ var _ = Describe("The invariant checker", func() {
 		defer c.Stop()
 
 		By("a simulated cluster running its applications at 10% capacity")
-		url, err := dashboards.DashboardURL(ctx, types.NamespacedName{Namespace: ns, Name: "low"})
+		url, err := dashboards.DashboardURL(ctx, dashboard.Head{Cluster: types.NamespacedName{Namespace: ns, Name: "low"}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(dashboard.New(url, nil).DeployApplications(ctx, []byte(`{"applications":[{"name":"a","import_path":"m.a"}],"target_capacity":10}`))).To(Succeed())
 		Eventually(simulatorOf(ns, "low").AllRunning).Should(BeTrue())

@@ -1,0 +1,162 @@
+package rayservice
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/dashboard"
+	"github.com/raygate/raygate/internal/rayspec"
+)
+
+// Dashboard I/O never runs in a reconcile: observe reads what the dashboard pool last heard
+// from each head and asks it to read again when that is old; submissions are handed to the
+// pool; when a request ends, the pool's word puts the RayService back in the queue.
+
+// targetOf is the dashboard of the cluster's ready head pod: a pod the cluster controls
+// (the caller passes only those), at the pod's IP and the cluster's dashboard port.
+func (r *Reconciler) targetOf(ctx context.Context, svc *rayv1.RayService, rc *rayv1.RayCluster, pods []corev1.Pod) (dashboard.Target, error) {
+	var heads []*corev1.Pod
+	for i := range pods {
+		p := &pods[i]
+		if p.Labels[rayv1.NodeTypeLabelKey] == string(rayv1.HeadNode) && p.DeletionTimestamp == nil && rayspec.Serving(p) {
+			heads = append(heads, p)
+		}
+	}
+	if len(heads) != 1 {
+		return dashboard.Target{}, fmt.Errorf("RayCluster %s has %d ready head pods; raygate calls a dashboard only when there is one", rc.Name, len(heads))
+	}
+	head := heads[0]
+	h := dashboard.Head{
+		Cluster: types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name},
+		Pod:     head.UID, Restarts: rayRestarts(head),
+		PodIP: head.Status.PodIP, Port: dashboardPort(&rc.Spec),
+	}
+	url, err := r.Resolver.DashboardURL(ctx, h)
+	if err != nil {
+		return dashboard.Target{}, fmt.Errorf("locating the dashboard of %s: %w", rc.Name, err)
+	}
+	return dashboard.Target{Head: h, URL: url, Owner: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}}, nil
+}
+
+// rayRestarts is how often the head's Ray container restarted: a restarted Ray forgets the
+// serve config it was given, as a new pod does.
+func rayRestarts(p *corev1.Pod) int32 {
+	var n int32
+	for _, c := range p.Status.ContainerStatuses {
+		n = max(n, c.RestartCount)
+	}
+	return n
+}
+
+// dashboardPort is where the head's dashboard listens: rayStartParams dashboard-port, else
+// Ray's default.
+func dashboardPort(spec *rayv1.RayClusterSpec) int32 {
+	if v, err := strconv.ParseInt(spec.HeadGroupSpec.RayStartParams["dashboard-port"], 10, 32); err == nil && v > 0 && v < 65536 {
+		return int32(v)
+	}
+	return rayspec.DefaultDashboardPort
+}
+
+// serveViewOf is what the plan reads of a pool snapshot. Applications read before the head
+// accepted a config say nothing about that config: they count as not read.
+func serveViewOf(s dashboard.Snapshot) serveView {
+	v := serveView{}
+	if sub := s.Submission; sub != nil {
+		v.Submission = &submission{ID: sub.ID, Outcome: sub.Outcome, BadRequest: sub.BadRequest, Message: sub.Message}
+	}
+	if s.Err != "" && !s.ErrAt.Before(s.ReadAt) {
+		v.Err = s.Err
+	}
+	if s.Details != nil && !s.Stale {
+		v.Apps = appStatuses(s.Details)
+	}
+	if a := s.Accepted; a != nil {
+		if hash, tc, ok := parseSubmissionID(a.ID); ok {
+			v.Accepted = &acceptedConfig{Hash: hash, TargetCapacity: tc}
+		}
+	}
+	return v
+}
+
+// needsRefresh: what the pool knows of a dashboard is old enough to read it again — after
+// the deploying poll while applications are not all RUNNING (or the last read failed),
+// after the resync once they are (never with a negative resync).
+func needsRefresh(s dashboard.Snapshot, now time.Time, poll, resync time.Duration) bool {
+	age := now.Sub(s.LastAttempt())
+	switch {
+	case s.LastAttempt().IsZero():
+		return true
+	case s.Details == nil || s.Stale || s.Err != "" || !allRunning(s.Details):
+		return age >= poll
+	case resync < 0:
+		return false
+	}
+	return age >= resync
+}
+
+func allRunning(d *dashboard.ServeDetails) bool {
+	for _, a := range d.Applications {
+		if a.Status != rayv1.ApplicationStatusRunning {
+			return false
+		}
+	}
+	return true
+}
+
+// submissionTag travels with a submission through the pool, to announce its outcome.
+type submissionTag struct {
+	svc     *rayv1.RayService
+	cluster *rayv1.RayCluster
+	reason  string
+	done    event
+}
+
+// newPool builds the dashboard pool; its word goes to the controller's queue once the
+// controller started (before, nothing is waiting for it).
+func (r *Reconciler) newPool(o dashboard.PoolOptions) *dashboard.Pool {
+	o.OnDone = r.dashboardDone
+	return dashboard.NewPool(o)
+}
+
+// dashboardDone puts the RayService back in the queue, and announces what became of a
+// submission.
+func (r *Reconciler) dashboardDone(d dashboard.Done) {
+	if q := r.queue.Load(); q != nil {
+		(*q).Add(reconcile.Request{NamespacedName: d.Target.Owner})
+	}
+	if d.Submission == nil {
+		return
+	}
+	t, ok := d.Submission.Tag.(submissionTag)
+	if !ok {
+		return
+	}
+	switch d.Outcome {
+	case dashboard.Accepted:
+		r.emit(t.svc, t.done)
+	case dashboard.Refused, dashboard.Failed:
+		r.emit(t.svc, warningEvent(t.cluster, EventFailedServeConfig, "SubmitServeConfig", "submitting the serve config to %s (%s): %s",
+			t.cluster.Name, t.reason, dashboard.Sanitize(d.Err.Error(), 300)))
+	}
+}
+
+// queueSource hands the controller's queue to the pool's word.
+func (r *Reconciler) queueSource() source.Source {
+	return source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		r.queue.Store(&q)
+		return nil
+	})
+}
+
+// queueRef is the controller's queue, set when the controller starts.
+type queueRef = atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]

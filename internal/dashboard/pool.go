@@ -1,0 +1,580 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// A Pool carries out dashboard requests off the reconcile workers, so a head pod that
+// accepts connections and never answers holds a pool worker for at most Timeout and never a
+// reconcile. Reconciles read the last answer (Snapshot) and ask for work (Refresh, Submit);
+// when a request ends, OnDone tells the controller, which looks again.
+//
+// The bound it keeps, with W workers, at most P requests in flight per namespace and a
+// per-request timeout T:
+//
+//   - the dashboards of one namespace never occupy more than P of the W workers, so while
+//     fewer than W/P namespaces have slow dashboards, every other namespace's request starts
+//     at once;
+//   - namespaces take turns (round robin), so a request waits behind at most one request of
+//     each other namespace with work queued, and no request lasts longer than T: with A
+//     namespaces queueing, a request starts within ceil(A/W)·T of being asked for;
+//   - a cluster whose dashboard fails is asked again only after a backoff that doubles from
+//     MinBackoff to MaxBackoff, so a failing head costs at most one request per backoff.
+type Pool struct {
+	o    PoolOptions
+	http *http.Client
+
+	mu       sync.Mutex
+	ctx      context.Context // set by Start; requests run under it
+	entries  map[types.NamespacedName]*entry
+	queues   map[string]*nsQueue
+	ring     []*nsQueue // namespaces with queued work, in turn order
+	cursor   int        // index in ring of the namespace whose turn is next
+	busy     int        // requests in flight
+	kick     chan struct{}
+	maxSeen  map[string]int // most requests in flight per namespace, for tests
+	maxTotal int
+}
+
+// PoolOptions configure a Pool; zero values take the defaults.
+type PoolOptions struct {
+	// Workers is how many requests may be in flight at once (default 16).
+	Workers int
+	// PerNamespace is how many of them may be for one namespace's clusters (default 4).
+	PerNamespace int
+	// Timeout bounds each request (default DefaultTimeout).
+	Timeout time.Duration
+	// MinBackoff and MaxBackoff bound the wait before a failing cluster is asked again
+	// (defaults 1 s and 60 s).
+	MinBackoff, MaxBackoff time.Duration
+	// RefusedRetry is how long a serve config the dashboard refused (HTTP 4xx) is not sent
+	// again unchanged (default 60 s).
+	RefusedRetry time.Duration
+	// Idle is how long a cluster nobody asked about is remembered (default 10 min).
+	Idle time.Duration
+	// HTTP is the client (default NewHTTP()).
+	HTTP *http.Client
+	// OnDone is called, outside the pool's lock, after every request.
+	OnDone func(Done)
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Pool defaults.
+const (
+	DefaultWorkers      = 16
+	DefaultPerNamespace = 4
+	DefaultMinBackoff   = time.Second
+	DefaultMaxBackoff   = time.Minute
+)
+
+// Target is a cluster's dashboard: the head observed, its URL, and the object to tell when
+// a request ends.
+type Target struct {
+	Head  Head
+	URL   string
+	Owner types.NamespacedName
+}
+
+// Submission is a serve config to PUT. Two submissions with the same ID are the same
+// request: one queued or refused a moment ago is not sent again.
+type Submission struct {
+	ID   string
+	Body []byte
+	// Tag comes back in Done (e.g. what to announce once the dashboard accepted it).
+	Tag any
+}
+
+// Outcome is the dashboard's answer to a submission.
+type Outcome int
+
+const (
+	// NotAnswered: the submission is queued or being sent.
+	NotAnswered Outcome = iota
+	// Accepted: HTTP 2xx.
+	Accepted
+	// Refused: HTTP 4xx; sending it unchanged fails the same way.
+	Refused
+	// Failed: no answer in time, or HTTP 5xx; it is sent again after the backoff.
+	Failed
+)
+
+func (o Outcome) String() string {
+	return [...]string{"not answered", "accepted", "refused", "failed"}[o]
+}
+
+// SubmissionState is what became of a submission.
+type SubmissionState struct {
+	ID      string
+	Outcome Outcome
+	// BadRequest: the dashboard refused the config itself (HTTP 400).
+	BadRequest bool
+	// Message is the sanitized error ("" when accepted).
+	Message string
+	// At is when it was answered.
+	At time.Time
+	// Sending: it is queued or in flight (again, after a failure).
+	Sending bool
+}
+
+// Snapshot is what the pool knows of one head's dashboard.
+type Snapshot struct {
+	// Details is the last Serve status read (nil: none yet). It is shared: read only.
+	Details *ServeDetails
+	// ReadAt is when Details was read.
+	ReadAt time.Time
+	// Err is why the last read failed ("" when it succeeded); ErrAt is when.
+	Err   string
+	ErrAt time.Time
+	// Stale: a serve config was accepted after Details was read.
+	Stale bool
+	// Submission is the last serve config asked for (nil: none since this head appeared).
+	Submission *SubmissionState
+	// Accepted is the last serve config the dashboard accepted (nil: none seen).
+	Accepted *SubmissionState
+}
+
+// LastAttempt is when the dashboard was last read, successfully or not.
+func (s Snapshot) LastAttempt() time.Time {
+	if s.ErrAt.After(s.ReadAt) {
+		return s.ErrAt
+	}
+	return s.ReadAt
+}
+
+// Done reports the end of one request.
+type Done struct {
+	Target Target
+	// Submission is the request's submission (nil: a read).
+	Submission *Submission
+	// Outcome is a submission's answer.
+	Outcome Outcome
+	// Err is why a read or submission did not succeed.
+	Err error
+}
+
+// entry is one cluster's dashboard.
+type entry struct {
+	target     Target
+	details    *ServeDetails
+	readAt     time.Time
+	err        string
+	errAt      time.Time
+	stale      bool
+	sub        *SubmissionState
+	accepted   *SubmissionState
+	failures   int
+	retryAt    time.Time
+	wantRead   bool
+	wantSubmit *Submission
+	queued     bool // in its namespace's queue
+	running    bool // a request is in flight
+	touched    time.Time
+}
+
+type nsQueue struct {
+	name     string
+	waiting  []*entry
+	inflight int
+}
+
+type job struct {
+	e      *entry
+	target Target
+	sub    *Submission
+}
+
+// NewPool returns a pool; Start runs it.
+func NewPool(o PoolOptions) *Pool {
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.PerNamespace <= 0 {
+		o.PerNamespace = DefaultPerNamespace
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = DefaultMinBackoff
+	}
+	if o.MaxBackoff < o.MinBackoff {
+		o.MaxBackoff = max(DefaultMaxBackoff, o.MinBackoff)
+	}
+	if o.RefusedRetry <= 0 {
+		o.RefusedRetry = time.Minute
+	}
+	if o.Idle <= 0 {
+		o.Idle = 10 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	hc := o.HTTP
+	if hc == nil {
+		hc = NewHTTP()
+	}
+	return &Pool{
+		o: o, http: hc, entries: map[types.NamespacedName]*entry{}, queues: map[string]*nsQueue{},
+		kick: make(chan struct{}, 1), maxSeen: map[string]int{},
+	}
+}
+
+// Timeout is the longest a request may take.
+func (p *Pool) Timeout() time.Duration { return p.o.Timeout }
+
+// Snapshot returns what the pool knows of the target's dashboard. A target whose head pod
+// changed starts afresh: a new head runs nothing the old one was given.
+func (p *Pool) Snapshot(t Target) Snapshot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.entryFor(t)
+	s := Snapshot{Details: e.details, ReadAt: e.readAt, Err: e.err, ErrAt: e.errAt, Stale: e.stale}
+	if e.sub != nil {
+		c := *e.sub
+		s.Submission = &c
+	}
+	if e.accepted != nil {
+		c := *e.accepted
+		s.Accepted = &c
+	}
+	return s
+}
+
+// Refresh asks for the target's Serve status to be read (once, however often asked before
+// it is).
+func (p *Pool) Refresh(t Target) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.entryFor(t)
+	e.wantRead = true
+	p.enqueue(e)
+}
+
+// Wants reports whether Submit would send a submission with this ID (it is not queued, in
+// flight or refused a moment ago), so a caller can skip preparing one.
+func (p *Pool) Wants(t Target, id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.holds(p.entryFor(t), id)
+}
+
+// Reject records a submission that could not be made (what it would send is missing) as
+// refused, with message as the reason: it is not attempted again for RefusedRetry.
+func (p *Pool) Reject(t Target, id, message string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.entryFor(t)
+	e.sub = &SubmissionState{ID: id, Outcome: Refused, BadRequest: true, Message: Sanitize(message, maxErrorMessage), At: p.o.Now()}
+}
+
+// holds: the submission is queued, in flight, or was refused less than RefusedRetry ago.
+func (p *Pool) holds(e *entry, id string) bool {
+	cur := e.sub
+	return cur != nil && cur.ID == id && (cur.Sending || (cur.Outcome == Refused && p.o.Now().Sub(cur.At) < p.o.RefusedRetry))
+}
+
+// Submit asks for a serve config to be sent. The same submission is not sent again while
+// it is queued or in flight, nor for RefusedRetry after the dashboard refused it; a failed
+// one is sent again after the cluster's backoff. A newer submission replaces one not yet
+// sent.
+func (p *Pool) Submit(t Target, s Submission) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.entryFor(t)
+	if p.holds(e, s.ID) {
+		return
+	}
+	if e.sub == nil || e.sub.ID != s.ID {
+		e.sub = &SubmissionState{ID: s.ID}
+	}
+	e.sub.Sending = true
+	e.wantSubmit = &s
+	p.enqueue(e)
+}
+
+// MaxInFlight is the most requests that were in flight at once, in all and for one
+// namespace.
+func (p *Pool) MaxInFlight(namespace string) (total, inNamespace int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.maxTotal, p.maxSeen[namespace]
+}
+
+// entryFor finds or creates the target's entry; the caller holds the lock.
+func (p *Pool) entryFor(t Target) *entry {
+	now := p.o.Now()
+	e := p.entries[t.Head.Cluster]
+	if e == nil {
+		e = &entry{target: t}
+		p.entries[t.Head.Cluster] = e
+	}
+	if !sameHead(e.target.Head, t.Head) {
+		// What the old head said or was given no longer holds. A request in flight for it
+		// finds the head changed when it ends and is dropped.
+		*e = entry{target: t, queued: e.queued, running: e.running}
+	}
+	e.target, e.touched = t, now
+	return e
+}
+
+// enqueue puts an entry with work in its namespace's queue; the caller holds the lock.
+func (p *Pool) enqueue(e *entry) {
+	if e.queued || e.running {
+		return // queued already, or re-queued when its request ends
+	}
+	ns := e.target.Head.Cluster.Namespace
+	q := p.queues[ns]
+	if q == nil {
+		q = &nsQueue{name: ns}
+		p.queues[ns] = q
+		p.ring = append(p.ring, q)
+	}
+	q.waiting = append(q.waiting, e)
+	e.queued = true
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the pool until ctx ends (a manager Runnable; it needs the leader: only the
+// leader talks to dashboards).
+func (p *Pool) Start(ctx context.Context) error {
+	p.mu.Lock()
+	p.ctx = ctx
+	p.mu.Unlock()
+	sweep := time.NewTicker(time.Minute)
+	defer sweep.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		wait := p.dispatch()
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.kick:
+		case <-timer.C:
+		case <-sweep.C:
+			p.forgetIdle()
+		}
+	}
+}
+
+// dispatch starts every request a worker and its namespace have room for and returns how
+// long until a cluster's backoff ends.
+func (p *Pool) dispatch() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.o.Now()
+	for p.busy < p.o.Workers {
+		j := p.next(now)
+		if j == nil {
+			break
+		}
+		p.busy++
+		p.maxTotal = max(p.maxTotal, p.busy)
+		go p.run(p.ctx, j)
+	}
+	p.dropEmptyQueues()
+	wait := time.Hour
+	for _, q := range p.ring {
+		for _, e := range q.waiting {
+			if d := e.retryAt.Sub(now); d > 0 && d < wait {
+				wait = d
+			}
+		}
+	}
+	return wait
+}
+
+// next takes the next runnable request, the namespaces taking turns; the caller holds the
+// lock.
+func (p *Pool) next(now time.Time) *job {
+	n := len(p.ring)
+	for i := range n {
+		idx := (p.cursor + i) % n
+		q := p.ring[idx]
+		if q.inflight >= p.o.PerNamespace {
+			continue
+		}
+		for k, e := range q.waiting {
+			if e.retryAt.After(now) {
+				continue
+			}
+			q.waiting = append(q.waiting[:k:k], q.waiting[k+1:]...)
+			e.queued, e.running = false, true
+			q.inflight++
+			p.maxSeen[q.name] = max(p.maxSeen[q.name], q.inflight)
+			p.cursor = (idx + 1) % n
+			j := &job{e: e, target: e.target}
+			if e.wantSubmit != nil {
+				j.sub, e.wantSubmit = e.wantSubmit, nil
+			} else {
+				e.wantRead = false
+			}
+			return j
+		}
+	}
+	return nil
+}
+
+// dropEmptyQueues removes namespaces with nothing queued or in flight from the ring; the
+// turn stays with the namespace it was at (or the next one kept). The caller holds the lock.
+func (p *Pool) dropEmptyQueues() {
+	if len(p.ring) == 0 {
+		return
+	}
+	turn := p.cursor % len(p.ring)
+	kept, cursor := p.ring[:0], -1
+	for i, q := range p.ring {
+		if len(q.waiting) == 0 && q.inflight == 0 {
+			delete(p.queues, q.name)
+			continue
+		}
+		if cursor < 0 && i >= turn {
+			cursor = len(kept)
+		}
+		kept = append(kept, q)
+	}
+	clear(p.ring[len(kept):])
+	p.ring, p.cursor = kept, max(cursor, 0)
+}
+
+// run carries out one request and records its answer.
+func (p *Pool) run(ctx context.Context, j *job) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	rctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
+	c := &HTTPClient{BaseURL: j.target.URL, HTTP: p.http, Timeout: p.o.Timeout}
+	var details *ServeDetails
+	var err error
+	if j.sub != nil {
+		err = c.DeployApplications(rctx, j.sub.Body)
+	} else {
+		details, err = c.GetServeDetails(rctx)
+	}
+	timedOut := errors.Is(rctx.Err(), context.DeadlineExceeded)
+	cancel()
+	if err != nil && timedOut {
+		err = &timeoutError{op: map[bool]string{true: "PUT", false: "GET"}[j.sub != nil], url: j.target.URL, after: p.o.Timeout}
+	}
+	done := Done{Target: j.target, Submission: j.sub, Err: err}
+	p.mu.Lock()
+	done.Outcome = p.record(j, details, err)
+	p.mu.Unlock()
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+	if p.o.OnDone != nil && ctx.Err() == nil {
+		p.o.OnDone(done)
+	}
+}
+
+// record stores a request's answer; the caller holds the lock.
+func (p *Pool) record(j *job, details *ServeDetails, err error) Outcome {
+	e := j.e
+	now := p.o.Now()
+	p.busy--
+	if q := p.queues[e.target.Head.Cluster.Namespace]; q != nil {
+		q.inflight--
+	}
+	e.running = false
+	defer func() {
+		if e.wantRead || e.wantSubmit != nil {
+			p.enqueue(e)
+		}
+	}()
+	outcome := classify(j.sub, err)
+	if !sameHead(e.target.Head, j.target.Head) || p.entries[e.target.Head.Cluster] != e {
+		return outcome // the head changed meanwhile: the answer was the old head's
+	}
+	if outcome == Failed || (j.sub == nil && err != nil) {
+		e.failures++
+		e.retryAt = now.Add(p.backoff(e.failures))
+	} else {
+		e.failures, e.retryAt = 0, time.Time{}
+	}
+	if j.sub == nil {
+		if err != nil {
+			e.err, e.errAt = Sanitize(err.Error(), maxErrorMessage), now
+			return outcome
+		}
+		e.details, e.readAt, e.err, e.stale = details, now, "", false
+		return outcome
+	}
+	st := SubmissionState{ID: j.sub.ID, Outcome: outcome, At: now}
+	if err != nil {
+		st.Message, st.BadRequest = Sanitize(err.Error(), maxErrorMessage), IsBadRequest(err)
+	}
+	if outcome == Accepted {
+		// What was read before no longer tells what runs: read again before anyone relies
+		// on it.
+		c := st
+		e.accepted, e.stale, e.wantRead = &c, true, true
+	}
+	if e.sub != nil && e.sub.ID == j.sub.ID {
+		st.Sending = e.wantSubmit != nil
+		e.sub = &st
+	}
+	return outcome
+}
+
+func sameHead(a, b Head) bool { return a.Pod == b.Pod && a.Restarts == b.Restarts }
+
+func classify(sub *Submission, err error) Outcome {
+	if sub == nil {
+		return NotAnswered
+	}
+	var he *Error
+	switch {
+	case err == nil:
+		return Accepted
+	case errors.As(err, &he) && he.StatusCode >= 400 && he.StatusCode < 500 && he.StatusCode != http.StatusRequestTimeout && he.StatusCode != http.StatusTooManyRequests:
+		return Refused
+	}
+	return Failed
+}
+
+func (p *Pool) backoff(failures int) time.Duration {
+	d := p.o.MinBackoff
+	for i := 1; i < failures && d < p.o.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, p.o.MaxBackoff)
+}
+
+// forgetIdle drops clusters nobody asked about for Idle (deleted ones, mostly).
+func (p *Pool) forgetIdle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.o.Now()
+	for k, e := range p.entries {
+		if !e.queued && !e.running && now.Sub(e.touched) > p.o.Idle {
+			delete(p.entries, k)
+		}
+	}
+}
+
+// maxErrorMessage is the longest error kept for the status.
+const maxErrorMessage = 300
+
+// timeoutError is a request that got no answer in time; its text does not change from one
+// attempt to the next, so a status quoting it is not rewritten every time.
+type timeoutError struct {
+	op, url string
+	after   time.Duration
+}
+
+func (e *timeoutError) Error() string {
+	return e.op + " " + e.url + ApplicationsPath + ": no answer within " + e.after.String()
+}
