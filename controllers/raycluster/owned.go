@@ -63,18 +63,18 @@ func conflictMessage(cs []conflict) string {
 // getUncached reads an object from the API server: a create that finds the name taken may
 // be racing the cache, or the object may be one the cache does not hold (it holds only
 // objects raygate labels).
-func (r *Reconciler) getUncached(ctx context.Context, obj client.Object) error {
+func (r *Reconciler) getUncached(ctx context.Context, k client.ObjectKey, obj client.Object) error {
 	reader := r.APIReader
 	if reader == nil {
 		reader = r.Client
 	}
-	return reader.Get(ctx, key(obj), obj)
+	return reader.Get(ctx, k, obj)
 }
 
 // reportTaken turns a create refused with AlreadyExists into a conflict when the object is
 // not the cluster's; nil error means the pass goes on.
 func (r *Reconciler) reportTaken(ctx context.Context, p *pass, kind string, desired, existing client.Object) error {
-	if err := r.getUncached(ctx, existing); err != nil {
+	if err := r.getUncached(ctx, key(desired), existing); err != nil {
 		return fmt.Errorf("reading %s %s: %w", kind, desired.GetName(), err)
 	}
 	if c, foreign := conflictOf(p, kind, existing); foreign {

@@ -2,6 +2,7 @@ package raycluster_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -12,9 +13,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -27,6 +30,7 @@ import (
 	"github.com/raygate/raygate/controllers/raycluster"
 	"github.com/raygate/raygate/internal/expectations"
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/owned"
 	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/validation"
 	"github.com/raygate/raygate/test/builders"
@@ -267,7 +271,9 @@ func TestForeignObjectsAreLeftUntouchedAndReported(t *testing.T) {
 	live := framework.NewCountingClient(store)
 	rec := events.NewFakeRecorder(100)
 	r := &raycluster.Reconciler{
-		Client: live, Recorder: rec, Gates: features.Static{features.RayClusterStatusConditions: true},
+		// The manager's cache holds only objects raygate labelled: the foreign ones are found
+		// only when a create is refused, by reading the API server.
+		Client: labelledOnly{live}, APIReader: store, Recorder: rec, Gates: features.Static{features.RayClusterStatusConditions: true},
 		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now,
 	}
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
@@ -393,4 +399,22 @@ func TestStoredClusterAboveThePodBoundsIsServedAtThem(t *testing.T) {
 	if capped != 1 {
 		t.Errorf("%d CappedAtPodLimits events, want 1", capped)
 	}
+}
+
+// labelledOnly reads Services, ServiceAccounts, Roles and RoleBindings the way the manager's
+// cache does: only those raygate labelled exist.
+type labelledOnly struct{ client.Client }
+
+func (c labelledOnly) Get(ctx context.Context, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	switch obj.(type) {
+	case *corev1.Service, *corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding:
+		found := obj.DeepCopyObject().(client.Object)
+		if err := c.Client.Get(ctx, k, found, opts...); err != nil {
+			return err
+		}
+		if !owned.Labelled(found) {
+			return apierrors.NewNotFound(schema.GroupResource{Resource: fmt.Sprintf("%T", obj)}, k.Name)
+		}
+	}
+	return c.Client.Get(ctx, k, obj, opts...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -55,6 +56,14 @@ func (w *Writes) SnapshotIn(namespaces ...string) map[string]int {
 		}
 	}
 	return out
+}
+
+// Namespaces lists the namespaces written to, sorted ("" stands for cluster-scoped
+// objects).
+func (w *Writes) Namespaces() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Sorted(maps.Keys(w.byNS))
 }
 
 // Total is the number of writes counted.

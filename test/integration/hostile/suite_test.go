@@ -1,0 +1,192 @@
+// Package hostile plays a hostile tenant against the whole operator: the real manager with
+// its webhooks served over TLS to a real API server, both controllers, the fake kubelet,
+// simulated Ray dashboards and a stand-in gateway controller. The attacker does everything
+// it can at once while another tenant upgrades a RayService; the specs assert what the
+// other tenant and the platform team would see.
+package hostile
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/defaulting"
+	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/raysim"
+	"github.com/raygate/raygate/test/builders"
+)
+
+const (
+	gatewayClass = "fake-gw"
+	// maxPodsPerCluster is the manager's --max-pods-per-cluster here: low enough that a
+	// cluster at the bound is quick to run, so the attacker can ask for exactly that.
+	maxPodsPerCluster = 150
+	// heapBound is what the test process's heap (operator, webhooks, fake kubelet, simulated
+	// dashboards and gateway, and the test's own clients) must stay under during the attack.
+	heapBound = 160 << 20
+)
+
+var (
+	env        *controlplane.Env
+	k8s        client.Client
+	kubelet    *framework.Kubelet
+	gw         *framework.Gateway
+	dashboards *framework.Dashboards
+	mgr        *framework.Manager
+)
+
+func TestHostileTenant(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(60 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	RunSpecs(t, "Hostile tenant")
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	Expect(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(features.RayServiceIncrementalUpgrade): true})).To(Succeed())
+	var err error
+	env, err = controlplane.Start(controlplane.Options{GatewayAPI: true, Webhooks: true})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Stop)
+	k8s = env.Client
+	kubelet, err = framework.StartKubelet(env.Config, framework.KubeletOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(kubelet.Stop)
+	gw, err = framework.StartGateway(env.Config, framework.GatewayOptions{ClassName: gatewayClass, Delay: 50 * time.Millisecond})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(gw.Stop)
+	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: 300 * time.Millisecond})
+	DeferCleanup(dashboards.Close)
+
+	opts := dashboards.Wire(framework.ManagerOptions())
+	opts.EnableWebhooks = true
+	opts.MaxPodsPerCluster = maxPodsPerCluster
+	opts.MaxPodsPerGroup = maxPodsPerCluster
+	mgr, err = framework.StartManager(env, opts)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
+
+	// Ready once the API server gets an answer from the webhooks over TLS.
+	probe := builders.RayService("probe", "default").Obj()
+	defaulting.RayService(probe)
+	Eventually(func() error { return k8s.Create(context.Background(), probe.DeepCopy(), client.DryRunAll) }, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+})
+
+func newNamespace(ctx context.Context, prefix string) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	Expect(k8s.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+func getService(ctx context.Context, ns, name string) *rayv1.RayService {
+	svc := &rayv1.RayService{}
+	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, svc)).To(Succeed())
+	return svc
+}
+
+// readyCondition is "Status/Reason: message" of a RayService's Ready condition.
+func readyCondition(ctx context.Context, ns, name string) func() string {
+	return func() string {
+		c := meta.FindStatusCondition(getService(ctx, ns, name).Status.Conditions, string(rayv1.RayServiceReady))
+		if c == nil {
+			return ""
+		}
+		return string(c.Status) + "/" + c.Reason + ": " + c.Message
+	}
+}
+
+func activeName(ctx context.Context, ns, name string) func() string {
+	return func() string { return getService(ctx, ns, name).Status.ActiveServiceStatus.RayClusterName }
+}
+
+// waitServing waits until the RayService is Ready with no upgrade under way and returns its
+// active cluster.
+func waitServing(ctx context.Context, ns, name string) string {
+	Eventually(readyCondition(ctx, ns, name)).Should(HavePrefix("True/NonZeroServeEndpoints"))
+	Eventually(func() string { return getService(ctx, ns, name).Status.PendingServiceStatus.RayClusterName }).Should(BeEmpty())
+	return activeName(ctx, ns, name)()
+}
+
+// setImage changes the image of every Ray container of a RayService, retrying on conflicts.
+func setImage(ctx context.Context, ns, name, image string) {
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		svc := getService(ctx, ns, name)
+		s := &svc.Spec.RayClusterSpec
+		s.HeadGroupSpec.Template.Spec.Containers[0].Image = image
+		for i := range s.WorkerGroupSpecs {
+			s.WorkerGroupSpecs[i].Template.Spec.Containers[0].Image = image
+		}
+		return k8s.Update(ctx, svc)
+	})).To(Succeed())
+}
+
+// events lists the events about an object, one "Type Reason: note" per line.
+func events(ctx context.Context, ns, name string) func() string {
+	return func() string {
+		var list eventsv1.EventList
+		Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		var notes []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == name {
+				notes = append(notes, e.Type+" "+e.Reason+": "+e.Note)
+			}
+		}
+		return strings.Join(notes, "\n")
+	}
+}
+
+// heapWatch samples the process's heap until stopped and keeps the largest value seen.
+type heapWatch struct {
+	peak atomic.Uint64
+	stop chan struct{}
+	done chan struct{}
+}
+
+func watchHeap() *heapWatch {
+	h := &heapWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > h.peak.Load() {
+				h.peak.Store(m.HeapInuse)
+			}
+			select {
+			case <-h.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return h
+}
+
+// Stop ends the sampling and returns the peak heap in use, in bytes.
+func (h *heapWatch) Stop() uint64 {
+	close(h.stop)
+	<-h.done
+	return h.peak.Load()
+}
