@@ -3,7 +3,6 @@ package rayservice
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -61,10 +60,7 @@ func rayRestarts(p *corev1.Pod) int32 {
 // dashboardPort is where the head's dashboard listens: rayStartParams dashboard-port, else
 // Ray's default.
 func dashboardPort(spec *rayv1.RayClusterSpec) int32 {
-	if v, err := strconv.ParseInt(spec.HeadGroupSpec.RayStartParams["dashboard-port"], 10, 32); err == nil && v > 0 && v < 65536 {
-		return int32(v)
-	}
-	return rayspec.DefaultDashboardPort
+	return rayspec.PortParam(spec.HeadGroupSpec.RayStartParams, "dashboard-port", rayspec.DefaultDashboardPort)
 }
 
 // serveViewOf is what the plan reads of a pool snapshot. Applications read before the head

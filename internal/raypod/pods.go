@@ -274,26 +274,15 @@ func autoscalerV2(spec *rayv1.RayClusterSpec) bool {
 	return o != nil && o.Version != nil && *o.Version == rayv1.AutoscalerVersionV2
 }
 
-func portParam(params map[string]string, key string, def int32) int32 {
-	if v, err := strconv.ParseInt(params[key], 10, 32); err == nil && v > 0 {
-		return int32(v)
-	}
-	return def
-}
-
 func metricsPort(params map[string]string) int32 {
-	return portParam(params, "metrics-export-port", rayspec.DefaultMetricsPort)
+	return rayspec.PortParam(params, "metrics-export-port", rayspec.DefaultMetricsPort)
 }
 
 // addHeadPorts declares every port the head listens on, so the head Service exposes them.
 func addHeadPorts(c *corev1.Container, params map[string]string) {
-	gcs, _ := strconv.ParseInt(params["port"], 10, 32)
-	if gcs <= 0 {
-		gcs = rayspec.DefaultGCSPort
-	}
-	addPortIfMissing(c, rayspec.GCSPortName, int32(gcs))
-	addPortIfMissing(c, rayspec.DashboardPortName, portParam(params, "dashboard-port", rayspec.DefaultDashboardPort))
-	addPortIfMissing(c, rayspec.ClientPortName, portParam(params, "ray-client-server-port", rayspec.DefaultClientPort))
+	addPortIfMissing(c, rayspec.GCSPortName, rayspec.PortParam(params, "port", rayspec.DefaultGCSPort))
+	addPortIfMissing(c, rayspec.DashboardPortName, rayspec.PortParam(params, "dashboard-port", rayspec.DefaultDashboardPort))
+	addPortIfMissing(c, rayspec.ClientPortName, rayspec.PortParam(params, "ray-client-server-port", rayspec.DefaultClientPort))
 	addPortIfMissing(c, rayspec.ServePortName, rayspec.DefaultServePort)
 	addPortIfMissing(c, rayspec.MetricsPortName, metricsPort(params))
 }
@@ -363,10 +352,10 @@ func wgetCheck(timeout, port int32, path string) string {
 }
 
 func setProbes(rc *rayv1.RayCluster, c *corev1.Container, node rayv1.RayNodeType, params map[string]string) {
-	agent := portParam(params, "dashboard-agent-listen-port", rayspec.DefaultDashboardAgentPort)
+	agent := rayspec.PortParam(params, "dashboard-agent-listen-port", rayspec.DefaultDashboardAgentPort)
 	checks := []string{wgetCheck(readinessTimeout, agent, "api/local_raylet_healthz")}
 	if node == rayv1.HeadNode {
-		checks = append(checks, wgetCheck(readinessTimeout, portParam(params, "dashboard-port", rayspec.DefaultDashboardPort), "api/gcs_healthz"))
+		checks = append(checks, wgetCheck(readinessTimeout, rayspec.PortParam(params, "dashboard-port", rayspec.DefaultDashboardPort), "api/gcs_healthz"))
 	}
 	handler := corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"bash", "-c", strings.Join(checks, " && ")}}}
 	if v, err := version.ParseGeneric(rc.Spec.RayVersion); err == nil && v.AtLeast(unifiedHealthVersion) {

@@ -26,10 +26,7 @@ var explicitBoolFlags = []string{"log-color", "include-dashboard", "include-log-
 
 // headPort is the GCS port workers and drivers connect to.
 func headPort(spec *rayv1.RayClusterSpec) string {
-	if p, ok := spec.HeadGroupSpec.RayStartParams["port"]; ok && p != "" {
-		return p
-	}
-	return strconv.Itoa(rayspec.DefaultGCSPort)
+	return strconv.Itoa(int(rayspec.PortParam(spec.HeadGroupSpec.RayStartParams, "port", rayspec.DefaultGCSPort)))
 }
 
 // startParams completes a group's rayStartParams into the flags `ray start` gets: the group's

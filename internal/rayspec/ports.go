@@ -1,6 +1,8 @@
 package rayspec
 
 import (
+	"strconv"
+
 	corev1 "k8s.io/api/core/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -51,4 +53,25 @@ func ServePort(spec *rayv1.RayClusterSpec) int32 {
 		return ContainerServePort(&c[rayv1.RayContainerIndex])
 	}
 	return DefaultServePort
+}
+
+// PortParams are the rayStartParams that set a port Ray listens on.
+var PortParams = []string{"port", "dashboard-port", "ray-client-server-port", "metrics-export-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port", "node-manager-port", "object-manager-port", "min-worker-port", "max-worker-port"}
+
+// ValidPort parses a port rayStartParams value: a decimal integer from 1 to 65535.
+func ValidPort(v string) (int32, bool) {
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 1 || n > 65535 {
+		return 0, false
+	}
+	return int32(n), true
+}
+
+// PortParam is the port rayStartParams[key] sets, or def when it sets none (or none that is
+// a valid port: admission refuses those, so only an object stored past the webhook has one).
+func PortParam(params map[string]string, key string, def int32) int32 {
+	if p, ok := ValidPort(params[key]); ok {
+		return p
+	}
+	return def
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/rayspec"
 )
 
 // NotSupportedYet is the detail of the error on a KubeRay field raygate does not implement.
@@ -124,6 +125,13 @@ func (c *check) group(tmpl *corev1.PodTemplateSpec, rayStartParams, resources, l
 		}
 		if _, ok := rayStartParams["labels"]; ok {
 			errs = append(errs, field.Forbidden(path.Child("rayStartParams").Key("labels"), "use the labels field for Ray node labels"))
+		}
+		for _, k := range rayspec.PortParams {
+			if v, ok := rayStartParams[k]; ok {
+				if _, valid := rayspec.ValidPort(v); !valid {
+					errs = append(errs, field.Invalid(path.Child("rayStartParams").Key(k), v, "must be a port number from 1 to 65535"))
+				}
+			}
 		}
 	}
 	labelsPath := path.Child("labels")

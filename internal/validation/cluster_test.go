@@ -137,6 +137,18 @@ func TestRayCluster(t *testing.T) {
 			mutate: func(rc *rayv1.RayCluster) { worker(rc).RayStartParams = map[string]string{"labels": "a=b"} },
 			want:   field.ErrorList{field.Forbidden(p("spec.workerGroupSpecs[0].rayStartParams[labels]"), "")},
 		},
+		"ports in rayStartParams that are not ports": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.HeadGroupSpec.RayStartParams = map[string]string{"dashboard-port": "65536", "port": "6379 ", "metrics-export-port": "8080"}
+				worker(rc).RayStartParams = map[string]string{"min-worker-port": "0", "max-worker-port": "-1", "num-cpus": "1"}
+			},
+			want: field.ErrorList{
+				field.Invalid(p("spec.headGroupSpec.rayStartParams[port]"), nil, ""),
+				field.Invalid(p("spec.headGroupSpec.rayStartParams[dashboard-port]"), nil, ""),
+				field.Invalid(p("spec.workerGroupSpecs[0].rayStartParams[min-worker-port]"), nil, ""),
+				field.Invalid(p("spec.workerGroupSpecs[0].rayStartParams[max-worker-port]"), nil, ""),
+			},
+		},
 		"invalid Ray node labels": {
 			mutate: func(rc *rayv1.RayCluster) {
 				rc.Spec.HeadGroupSpec.Labels = map[string]string{"bad key": "v", "zone": "not valid!"}
