@@ -120,15 +120,16 @@ func quotaWarnings(ns *Namespace, old, rc *rayv1.RayCluster, path *field.Path) [
 // upgradeQuotaWarnings warns when a RayService update starts an upgrade whose new cluster
 // the namespace's quotas cannot hold next to the current one: NewCluster needs room for the
 // whole new cluster, an incremental upgrade for its head and maxSurgePercent of its workers.
-// It returns ok=false when the update starts no upgrade.
+// It returns ok=false when the update starts no upgrade (ok=true without quotas: the
+// caller then has no quota to warn about either).
 func upgradeQuotaWarnings(ns *Namespace, old, svc *rayv1.RayService) ([]string, bool) {
+	if ns == nil || len(ns.Quotas) == 0 {
+		return nil, true // nothing to warn about either way; spares hashing both specs
+	}
 	strategy := effectiveStrategy(&svc.Spec)
 	t := *strategy.Type
 	if t == rayv1.None || UpgradeInProgress(old) || !startsNewCluster(&old.Spec.RayClusterSpec, &svc.Spec.RayClusterSpec) {
 		return nil, false
-	}
-	if ns == nil || len(ns.Quotas) == 0 {
-		return nil, true
 	}
 	pods, ok := podquota.ClusterPods(podsecurity.ClusterOf(svc))
 	if !ok {
