@@ -79,8 +79,10 @@ func FuzzPlanPods(f *testing.F) {
 		if c.Pods() > max(maxCreatesPerPass, int(group.NumOfHosts)) {
 			t.Fatalf("one pass creates %d pods (cap %d, numOfHosts %d)", c.Pods(), maxCreatesPerPass, group.NumOfHosts)
 		}
-		if want := int(max(ptr.Deref(group.Replicas, 0), ptr.Deref(group.MinReplicas, 0))); c.Replicas > want {
-			t.Fatalf("creates %d replicas; the group wants %d", c.Replicas, want)
+		// A multi-host group without RayMultiHostIndexing is managed pod by pod: a creation
+		// then counts pods, not replicas.
+		if want := int(max(ptr.Deref(group.Replicas, 0), ptr.Deref(group.MinReplicas, 0))) * int(max(group.NumOfHosts, 1)); c.Pods() > want {
+			t.Fatalf("creates %d pods; the group wants %d", c.Pods(), want)
 		}
 		if c.Indices != nil && len(c.Indices) != c.Replicas {
 			t.Fatalf("%d indices for %d replicas", len(c.Indices), c.Replicas)

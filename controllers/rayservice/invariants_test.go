@@ -2,6 +2,7 @@ package rayservice
 
 import (
 	"fmt"
+	"github.com/google/go-cmp/cmp"
 	"reflect"
 	"strings"
 	"testing"
@@ -286,7 +287,7 @@ func checkPure(p *reconciled) []string {
 	}
 	a, b := plan(p.obsCopy, p.want, &p.stored, p.now), plan(p.obsCopy, p.want, &p.stored, p.now)
 	if !reflect.DeepEqual(a, b) {
-		out = append(out, "two plans of the same inputs differ")
+		out = append(out, "two plans of the same inputs differ: "+cmp.Diff(a, b, cmp.Exporter(func(reflect.Type) bool { return true })))
 	}
 	return out
 }

@@ -2,6 +2,8 @@ package rayservice
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -187,12 +189,10 @@ func wantedServe(in inputs, r roles, s slot, active bool) wanted {
 	return wanted{Hash: rec.Hash, TC: tc}
 }
 
+// appNames are the applications' names in order, so a message built from them is the same
+// on every pass (a changed message would rewrite the status).
 func appNames(apps map[string]rayv1.AppStatus) []string {
-	out := make([]string, 0, len(apps))
-	for n := range apps {
-		out = append(out, n)
-	}
-	return out
+	return slices.Sorted(maps.Keys(apps))
 }
 
 func describeApps(cluster string, apps map[string]rayv1.AppStatus, wanted []string) string {
