@@ -3,6 +3,7 @@ package raysim
 import (
 	"net/http"
 	"strings"
+	"time"
 )
 
 // FaultMode is how a hostile or broken head pod answers the Serve API.
@@ -86,24 +87,79 @@ func (r *Registry) SetNamespaceFault(namespace string, f Fault) {
 	}
 }
 
+// closeGrace is how long the simulator may take to notice that a client gave up on a
+// request (closed its connection): a client that gives up on one request and sends the next
+// at once must not look like two requests in flight.
+const closeGrace = 50 * time.Millisecond
+
+// maxRequestLog bounds the requests remembered per namespace.
+const maxRequestLog = 4096
+
+// requestSpan is one request: when it started and ended (zero: in progress).
+type requestSpan struct{ start, end time.Time }
+
+// requestLog is a namespace's recent requests and the most seen at once among those
+// forgotten.
+type requestLog struct {
+	spans     []*requestSpan
+	forgotten int64
+}
+
+// maxAt is the most requests in flight at once at any instant up to horizon, counting a
+// request as ended closeGrace before the simulator saw it end.
+func (l *requestLog) maxAt(horizon time.Time) int64 {
+	var most int64
+	for _, x := range l.spans {
+		if x.start.After(horizon) {
+			continue
+		}
+		var n int64
+		for _, t := range l.spans {
+			if !t.start.After(x.start) && (t.end.IsZero() || x.start.Before(t.end.Add(-closeGrace))) {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return max(most, l.forgotten)
+}
+
 // MaxConcurrent is the most requests the simulators of a namespace were answering (or
-// holding) at once.
+// holding) at once, up to closeGrace ago.
 func (r *Registry) MaxConcurrent(namespace string) int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.maxConcurrent[namespace]
+	l := r.requests[namespace]
+	if l == nil {
+		return 0
+	}
+	return l.maxAt(time.Now().Add(-closeGrace))
 }
 
-// enter and leave count a namespace's requests in progress.
-func (r *Registry) enter(namespace string) {
+// enter records a request of the namespace; the function it returns records its end.
+func (r *Registry) enter(namespace string) func() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.concurrent[namespace]++
-	r.maxConcurrent[namespace] = max(r.maxConcurrent[namespace], r.concurrent[namespace])
-}
-
-func (r *Registry) leave(namespace string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.concurrent[namespace]--
+	l := r.requests[namespace]
+	if l == nil {
+		l = &requestLog{}
+		r.requests[namespace] = l
+	}
+	if len(l.spans) >= maxRequestLog {
+		l.forgotten = l.maxAt(time.Now().Add(-closeGrace))
+		kept := l.spans[:0]
+		for _, sp := range l.spans {
+			if sp.end.IsZero() || time.Since(sp.end) < time.Second {
+				kept = append(kept, sp)
+			}
+		}
+		l.spans = kept
+	}
+	sp := &requestSpan{start: time.Now()}
+	l.spans = append(l.spans, sp)
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		sp.end = time.Now()
+	}
 }

@@ -94,7 +94,7 @@ type Server struct {
 	fault          Fault
 	held           chan struct{} // closed to let requests held by FaultHang go
 	requests       atomic.Int64  // every request, faulty ones included
-	track          func(in bool) // counts requests in progress (set by a Registry)
+	track          func() (done func()) // counts requests in progress (set by a Registry)
 	onSubmit       func(types.NamespacedName, Submission)
 
 	listener net.Listener
@@ -142,8 +142,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	track := s.track
 	s.mu.Unlock()
 	if track != nil {
-		track(true)
-		defer track(false)
+		defer track()()
 	}
 	if strings.TrimRight(r.URL.Path, "/") != strings.TrimRight(dashboard.ApplicationsPath, "/") {
 		http.NotFound(w, r)
@@ -383,8 +382,8 @@ type Registry struct {
 	servers map[types.NamespacedName]*Server
 	heads   map[types.NamespacedName]dashboard.Head
 	faults  map[string]Fault // by namespace, for simulators made from now on too
-	// concurrent and maxConcurrent count, by namespace, requests in progress.
-	concurrent, maxConcurrent map[string]int64
+	// requests holds, by namespace, when recent requests started and ended.
+	requests map[string]*requestLog
 	onSubmit                  []func(types.NamespacedName, Submission)
 	closed                    bool
 }
@@ -392,7 +391,7 @@ type Registry struct {
 // NewRegistry returns an empty registry whose simulators use opts.
 func NewRegistry(opts Options) *Registry {
 	return &Registry{opts: opts, servers: map[types.NamespacedName]*Server{}, heads: map[types.NamespacedName]dashboard.Head{}, faults: map[string]Fault{},
-		concurrent: map[string]int64{}, maxConcurrent: map[string]int64{}}
+		requests: map[string]*requestLog{}}
 }
 
 // DashboardURL implements dashboard.Resolver, starting the cluster's simulator if needed.
@@ -431,13 +430,7 @@ func (r *Registry) ensure(c types.NamespacedName) (*Server, error) {
 	}
 	s.onSubmit = r.dispatch
 	s.mu.Lock()
-	s.track = func(in bool) {
-		if in {
-			r.enter(c.Namespace)
-		} else {
-			r.leave(c.Namespace)
-		}
-	}
+	s.track = func() func() { return r.enter(c.Namespace) }
 	s.mu.Unlock()
 	if f, ok := r.faults[c.Namespace]; ok {
 		s.SetFault(f)
