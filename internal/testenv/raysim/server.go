@@ -92,8 +92,8 @@ type Server struct {
 	submissions    []Submission
 	unavailable    bool
 	fault          Fault
-	held           chan struct{} // closed to let requests held by FaultHang go
-	requests       atomic.Int64  // every request, faulty ones included
+	held           chan struct{}        // closed to let requests held by FaultHang go
+	requests       atomic.Int64         // every request, faulty ones included
 	track          func() (done func()) // counts requests in progress (set by a Registry)
 	onSubmit       func(types.NamespacedName, Submission)
 
@@ -384,8 +384,8 @@ type Registry struct {
 	faults  map[string]Fault // by namespace, for simulators made from now on too
 	// requests holds, by namespace, when recent requests started and ended.
 	requests map[string]*requestLog
-	onSubmit                  []func(types.NamespacedName, Submission)
-	closed                    bool
+	onSubmit []func(types.NamespacedName, Submission)
+	closed   bool
 }
 
 // NewRegistry returns an empty registry whose simulators use opts.
