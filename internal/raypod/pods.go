@@ -202,7 +202,7 @@ func headServiceName(rc *rayv1.RayCluster) string {
 }
 
 func headFQDN(rc *rayv1.RayCluster) string {
-	return fmt.Sprintf("%s.%s.svc.%s", headServiceName(rc), rc.Namespace, ClusterDomain)
+	return fmt.Sprintf("%s.%s.svc.%s", headServiceName(rc), rc.Namespace, ClusterDomain())
 }
 
 // headAddress is where workers find the GCS.

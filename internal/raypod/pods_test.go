@@ -161,3 +161,31 @@ func TestUserLabelsCannotHijackSelectors(t *testing.T) {
 		}
 	}
 }
+
+// Workers find the GCS at the head Service's name in the cluster's DNS domain, which the
+// operator's CLUSTER_DOMAIN gives (the chart sets it from clusterDomain); a value that is
+// not a DNS name falls back to cluster.local.
+func TestWorkersUseTheClusterDomain(t *testing.T) {
+	rc := builders.RayCluster("demo", "team-a").Obj()
+	for _, tc := range []struct{ env, want string }{
+		{"", "demo-head-svc.team-a.svc.cluster.local"},
+		{"corp.example", "demo-head-svc.team-a.svc.corp.example"},
+		{"corp.example.", "demo-head-svc.team-a.svc.corp.example"},
+		{"not a domain; rm -rf /", "demo-head-svc.team-a.svc.cluster.local"},
+	} {
+		t.Setenv(EnvClusterDomain, tc.env)
+		pod := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+		var found bool
+		for _, e := range pod.Spec.Containers[0].Env {
+			if e.Name == "FQ_RAY_IP" {
+				found = true
+				if e.Value != tc.want {
+					t.Errorf("CLUSTER_DOMAIN=%q: FQ_RAY_IP = %q, want %q", tc.env, e.Value, tc.want)
+				}
+			}
+		}
+		if !found {
+			t.Fatalf("no FQ_RAY_IP in %v", pod.Spec.Containers[0].Env)
+		}
+	}
+}
