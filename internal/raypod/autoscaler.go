@@ -100,13 +100,16 @@ func AutoscalerServiceAccount(rc *rayv1.RayCluster) *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{ObjectMeta: ownedMeta(rc, name)}
 }
 
-// AutoscalerRole grants the autoscaler exactly what it uses: reading the cluster's pods,
-// and reading and patching its RayCluster (replicas and workersToDelete).
+// AutoscalerRole grants the autoscaler what Ray's autoscaler uses: reading the cluster's
+// pods and patching them and their resize subresource (autoscaler v2, the default from Ray
+// 2.47, resizes pods in place), and reading and patching its RayCluster (replicas and
+// workersToDelete). These are KubeRay's rules, and raygate holds each of them itself.
 func AutoscalerRole(rc *rayv1.RayCluster) *rbacv1.Role {
 	return &rbacv1.Role{
 		ObjectMeta: ownedMeta(rc, rayspec.AutoscalerServiceAccountName(rc.Name)),
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "patch"}},
+			{APIGroups: []string{""}, Resources: []string{"pods/resize"}, Verbs: []string{"patch"}},
 			{APIGroups: []string{rayv1.GroupVersion.Group}, Resources: []string{"rayclusters"}, ResourceNames: []string{rc.Name}, Verbs: []string{"get", "patch"}},
 		},
 	}

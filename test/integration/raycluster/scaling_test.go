@@ -71,7 +71,8 @@ var _ = Describe("the in-tree autoscaler", func() {
 		role := &rbacv1.Role{}
 		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "auto"}, role)).To(Succeed())
 		Expect(role.Rules).To(ConsistOf(
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "patch"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/resize"}, Verbs: []string{"patch"}},
 			rbacv1.PolicyRule{APIGroups: []string{"ray.io"}, Resources: []string{"rayclusters"}, ResourceNames: []string{"auto"}, Verbs: []string{"get", "patch"}},
 		))
 		rb := &rbacv1.RoleBinding{}
