@@ -5,6 +5,7 @@ import (
 	"maps"
 	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,14 +41,31 @@ func stampAnnotations(g goal, version string) map[string]string {
 	}
 }
 
-// newRayCluster builds a RayService's cluster.
+// propagated is what a new cluster gets of the RayService's labels or annotations, as
+// KubeRay copies them (queue labels, ray.io/overwrite-container-cmd, tools' annotations),
+// minus what would be wrong on a RayCluster: raygate's own bookkeeping (raygate.ray.io/…)
+// and kubectl's copy of the whole RayService. raygate's keys are set over them.
+func propagated(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if strings.HasPrefix(k, rayv1.RaygateKeyPrefix) || k == corev1.LastAppliedConfigAnnotation {
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// newRayCluster builds a RayService's cluster. Labels and annotations are copied when the
+// cluster is created, as in KubeRay: changing them on the RayService later starts no upgrade
+// and does not reach the running cluster.
 func newRayCluster(svc *rayv1.RayService, name string, g goal, version string, incrementalUpgrade bool) *rayv1.RayCluster {
 	return &rayv1.RayCluster{
 		TypeMeta: metav1.TypeMeta{APIVersion: rayv1.GroupVersion.String(), Kind: rayv1.RayClusterKind},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: svc.Namespace,
-			Labels:          serviceLabels(svc),
-			Annotations:     stampAnnotations(g, version),
+			Labels:          merge(propagated(svc.Labels), serviceLabels(svc)),
+			Annotations:     merge(propagated(svc.Annotations), stampAnnotations(g, version)),
 			OwnerReferences: []metav1.OwnerReference{ownerRef(svc)},
 		},
 		Spec: pendingClusterSpec(g, incrementalUpgrade),

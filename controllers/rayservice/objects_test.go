@@ -159,3 +159,30 @@ func TestClusterServeServiceOwnedByCluster(t *testing.T) {
 		t.Errorf("owner %+v", c)
 	}
 }
+
+// A new cluster carries the RayService's labels and annotations, as in KubeRay (a queue
+// label reaches Kueue, ray.io/overwrite-container-cmd reaches the pods), but raygate's own
+// keys are its own: a RayService cannot set a cluster's deletion time or its spec hash.
+func TestNewClusterCarriesTheRayServicesLabelsAndAnnotations(t *testing.T) {
+	svc := testService()
+	svc.Labels = map[string]string{"team": "a", "kueue.x-k8s.io/queue-name": "q", rayv1.OriginatedFromCRNameLabelKey: "someone-else"}
+	svc.Annotations = map[string]string{
+		rayv1.OverwriteContainerCmdKey:                 "true",
+		rayv1.DeleteAfterKey:                           "2000-01-01T00:00:00Z",
+		rayv1.HashWithoutReplicasAndWorkersToDeleteKey: "forged",
+		corev1.LastAppliedConfigAnnotation:             `{"kind":"RayService"}`,
+	}
+	g := mustGoal(t, svc.Spec.RayClusterSpec)
+	rc := newRayCluster(svc, "svc-aaaaa", g, "v1", false)
+	if rc.Labels["team"] != "a" || rc.Labels["kueue.x-k8s.io/queue-name"] != "q" || rc.Labels[rayv1.OriginatedFromCRNameLabelKey] != svc.Name {
+		t.Errorf("labels %v", rc.Labels)
+	}
+	if rc.Annotations[rayv1.OverwriteContainerCmdKey] != "true" || rc.Annotations[rayv1.HashWithoutReplicasAndWorkersToDeleteKey] != g.Hash {
+		t.Errorf("annotations %v", rc.Annotations)
+	}
+	for _, k := range []string{rayv1.DeleteAfterKey, corev1.LastAppliedConfigAnnotation} {
+		if _, ok := rc.Annotations[k]; ok {
+			t.Errorf("annotation %s copied to the cluster", k)
+		}
+	}
+}

@@ -62,6 +62,9 @@ const (
 	// EnableServeServiceKey: "true" on a RayCluster that serves traffic directly.
 	EnableServeServiceKey = "ray.io/enable-serve-service"
 
+	// RaygateKeyPrefix starts every annotation and label key raygate keeps for itself.
+	RaygateKeyPrefix = "raygate.ray.io/"
+
 	// ServeConfigHashKey holds the hash of the serve config last accepted by a RayService
 	// cluster's dashboard, and ServeConfigTargetCapacityKey the target_capacity sent with it.
 	// They live on the RayCluster so an operator restart never resubmits or forgets a config.

@@ -130,4 +130,26 @@ var _ = Describe("RayServices under Kueue", func() {
 		}).Should(Equal(cluster + " True"))
 		Expect(flavorsOf(clusterPods(ctx, ns, cluster)())).To(Equal([]string{flavor, flavor}))
 	})
+	// raygate copies a RayService's labels to the clusters it creates, as KubeRay does, so a
+	// queue-name label on the RayService queues each of its clusters.
+	It("queues a RayService's cluster in the LocalQueue its queue-name label names", func(ctx context.Context) {
+		ns := newQueue(ctx, "ray", "1") // the cluster needs 2 CPUs
+		labelled := strings.Replace(strings.ReplaceAll(rayService, "NAMESPACE", ns), "  namespace: "+ns+"\n",
+			"  namespace: "+ns+"\n  labels:\n    kueue.x-k8s.io/queue-name: ray\n", 1)
+		Expect(kubectlOK(ctx, labelled, "apply", "-f", "-")).To(Equal("rayservice.ray.io/serve created\n"))
+		var cluster string
+		Eventually(func() string {
+			cluster = kubectlOK(ctx, "", "-n", ns, "get", "raycluster", "-l", "ray.io/originated-from-cr-name=serve", "-o=jsonpath={.items[*].metadata.name}")
+			return cluster
+		}).ShouldNot(BeEmpty())
+		Expect(kubectlOK(ctx, "", "-n", ns, "get", "raycluster", cluster, "-o=jsonpath={.metadata.labels.kueue\\.x-k8s\\.io/queue-name}")).To(Equal("ray"))
+		Eventually(workloadCondition(ctx, ns, cluster, "QuotaReserved")).Should(HavePrefix("False Pending"))
+		Eventually(clusterState(ctx, ns, cluster)).Should(Equal("true suspended True"))
+		Expect(clusterPods(ctx, ns, cluster)()).To(BeEmpty())
+
+		kubectlOK(ctx, "", "patch", "clusterqueue", ns, "--type=json", "-p", setCPUQuota("2"))
+		Eventually(func() string {
+			return kubectlOK(ctx, "", "-n", ns, "get", "rayservice", "serve", `-o=jsonpath={.status.activeServiceStatus.rayClusterName} {.status.conditions[?(@.type=="Ready")].status}`)
+		}).Should(Equal(cluster + " True"))
+	})
 })
