@@ -69,8 +69,8 @@ func addAutoscaler(rc *rayv1.RayCluster, pod *corev1.Pod) {
 	}
 	pod.Spec.Containers = append(pod.Spec.Containers, c)
 	last := len(pod.Spec.Containers) - 1
-	addEmptyDir(pod, &pod.Spec.Containers[rayv1.RayContainerIndex], RayLogsVolumeName, RayLogsMountPath, nil)
-	addEmptyDir(pod, &pod.Spec.Containers[last], RayLogsVolumeName, RayLogsMountPath, nil)
+	addEmptyDir(pod, &pod.Spec.Containers[rayv1.RayContainerIndex], RayLogsVolumeName, RayLogsMountPath, corev1.StorageMediumDefault, nil)
+	addEmptyDir(pod, &pod.Spec.Containers[last], RayLogsVolumeName, RayLogsMountPath, corev1.StorageMediumDefault, nil)
 }
 
 func rbacLabels(rc *rayv1.RayCluster) map[string]string {

@@ -149,7 +149,7 @@ func finishPod(rc *rayv1.RayCluster, pod *corev1.Pod, node rayv1.RayNodeType, pa
 		}
 	}
 	if _, ok := params["plasma-directory"]; !ok {
-		addEmptyDir(pod, ray, SharedMemoryVolumeName, SharedMemoryMountPath, sharedMemorySize(*ray))
+		addEmptyDir(pod, ray, SharedMemoryVolumeName, SharedMemoryMountPath, corev1.StorageMediumMemory, sharedMemorySize(*ray))
 	}
 	setRayEnv(rc, pod, node, startCmd)
 	for i := range pod.Spec.InitContainers {
@@ -159,8 +159,9 @@ func finishPod(rc *rayv1.RayCluster, pod *corev1.Pod, node rayv1.RayNodeType, pa
 	setProbes(rc, ray, node, params)
 }
 
-// sharedMemorySize sizes /dev/shm like the container's memory (limit, else request): the
-// object store lives there and Docker's 64 MiB default cripples it.
+// sharedMemorySize sizes /dev/shm like the container's memory (limit, else request); nil:
+// no size limit. /dev/shm is memory-backed either way, as in KubeRay: the object store lives
+// there and a container runtime's 64 MiB default cripples it.
 func sharedMemorySize(c corev1.Container) *resource.Quantity {
 	if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
 		return &q
@@ -171,9 +172,9 @@ func sharedMemorySize(c corev1.Container) *resource.Quantity {
 	return nil
 }
 
-// addEmptyDir mounts an emptyDir volume (memory-backed when size is given) into the
-// container unless something is already mounted at the path.
-func addEmptyDir(pod *corev1.Pod, c *corev1.Container, name, path string, size *resource.Quantity) {
+// addEmptyDir mounts an emptyDir volume on the given medium, with size as its limit when
+// given, into the container unless something is already mounted at the path.
+func addEmptyDir(pod *corev1.Pod, c *corev1.Container, name, path string, medium corev1.StorageMedium, size *resource.Quantity) {
 	for _, m := range c.VolumeMounts {
 		if m.MountPath == path {
 			return
@@ -184,10 +185,7 @@ func addEmptyDir(pod *corev1.Pod, c *corev1.Container, name, path string, size *
 		exists = exists || v.Name == name
 	}
 	if !exists {
-		src := &corev1.EmptyDirVolumeSource{}
-		if size != nil {
-			src.Medium, src.SizeLimit = corev1.StorageMediumMemory, size
-		}
+		src := &corev1.EmptyDirVolumeSource{Medium: medium, SizeLimit: size}
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: src}})
 	}
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: path})

@@ -189,3 +189,21 @@ func TestWorkersUseTheClusterDomain(t *testing.T) {
 		}
 	}
 }
+
+// /dev/shm is memory-backed even when the Ray container sets no memory (as in KubeRay):
+// the object store lives there. Only its size limit needs the container's memory.
+func TestSharedMemoryIsMemoryBackedWithoutAMemorySetting(t *testing.T) {
+	rc := builders.RayCluster("demo", "team-a").Obj()
+	g := &rc.Spec.WorkerGroupSpecs[0]
+	g.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+	pod := WorkerPod(rc, g, nil)
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == SharedMemoryVolumeName {
+			if v.EmptyDir == nil || v.EmptyDir.Medium != corev1.StorageMediumMemory || v.EmptyDir.SizeLimit != nil {
+				t.Errorf("shared memory volume %+v, want a memory-backed emptyDir without a size limit", v.VolumeSource)
+			}
+			return
+		}
+	}
+	t.Fatalf("no %s volume in %v", SharedMemoryVolumeName, pod.Spec.Volumes)
+}
