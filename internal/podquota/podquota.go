@@ -13,6 +13,7 @@ package podquota
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -384,30 +385,20 @@ func crossNamespaceAffinity(pod *corev1.Pod) bool {
 	if a == nil {
 		return false
 	}
-	cross := func(t corev1.PodAffinityTerm) bool { return len(t.Namespaces) > 0 || t.NamespaceSelector != nil }
+	var terms []corev1.PodAffinityTerm
 	if pa := a.PodAffinity; pa != nil {
-		for _, t := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-			if cross(t) {
-				return true
-			}
-		}
-		for _, t := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
-			if cross(t.PodAffinityTerm) {
-				return true
-			}
-		}
+		terms = appendAffinityTerms(terms, pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
 	}
 	if pa := a.PodAntiAffinity; pa != nil {
-		for _, t := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-			if cross(t) {
-				return true
-			}
-		}
-		for _, t := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
-			if cross(t.PodAffinityTerm) {
-				return true
-			}
-		}
+		terms = appendAffinityTerms(terms, pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
 	}
-	return false
+	return slices.ContainsFunc(terms, func(t corev1.PodAffinityTerm) bool { return len(t.Namespaces) > 0 || t.NamespaceSelector != nil })
+}
+
+func appendAffinityTerms(terms, required []corev1.PodAffinityTerm, preferred []corev1.WeightedPodAffinityTerm) []corev1.PodAffinityTerm {
+	terms = append(terms, required...)
+	for _, w := range preferred {
+		terms = append(terms, w.PodAffinityTerm)
+	}
+	return terms
 }

@@ -170,3 +170,32 @@ func TestMissingRequests(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 }
+
+// The CrossNamespacePodAffinity scope holds pods with any affinity or anti-affinity term,
+// required or preferred, that names other namespaces.
+func TestCrossNamespacePodAffinityScope(t *testing.T) {
+	q := &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeCrossNamespacePodAffinity}}}
+	term := func(cross bool) corev1.PodAffinityTerm {
+		t := corev1.PodAffinityTerm{TopologyKey: "zone"}
+		if cross {
+			t.NamespaceSelector = &metav1.LabelSelector{}
+		}
+		return t
+	}
+	for _, tt := range []struct {
+		name     string
+		affinity *corev1.Affinity
+		want     bool
+	}{
+		{"no affinity", nil, false},
+		{"same-namespace terms", &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term(false)}}}, false},
+		{"required affinity across namespaces", &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term(false), term(true)}}}, true},
+		{"preferred anti-affinity across namespaces", &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: term(true)}}}}, true},
+		{"namespaces listed", &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "zone", Namespaces: []string{"other"}}}}}, true},
+	} {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{Affinity: tt.affinity}}
+		if got := Matches(q, pod); got != tt.want {
+			t.Errorf("%s: matches %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -2,8 +2,8 @@ package podsecurity
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -163,10 +163,10 @@ func podLevel(c levelCheck, meta *metav1.ObjectMeta, podOnly *corev1.PodSpec, wh
 	}
 	fails := func(segs []any) bool { return !run(segs).Allowed }
 	var candidates [][]any
-	for _, k := range sortedKeys(spec) {
+	for _, k := range slices.Sorted(maps.Keys(spec)) {
 		candidates = append(candidates, []any{"spec", k})
 	}
-	for _, k := range sortedKeys(annotations) {
+	for _, k := range slices.Sorted(maps.Keys(annotations)) {
 		candidates = append(candidates, []any{"metadata", "annotations", mapKey(k)})
 	}
 	var out []located
@@ -282,7 +282,7 @@ func narrowContainer(c levelCheck, meta *metav1.ObjectMeta, podOnly *corev1.PodS
 		return ok && !c.fn(meta, withContainers(podOnly, witness{init, part})).Allowed
 	}
 	var out []narrowed
-	for _, k := range sortedKeys(doc) {
+	for _, k := range slices.Sorted(maps.Keys(doc)) {
 		if k == "name" || !fails([]any{k}) {
 			continue
 		}
@@ -366,7 +366,7 @@ func children(value any) []any {
 	var out []any
 	switch v := value.(type) {
 	case map[string]any:
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			out = append(out, k)
 		}
 	case []any:
@@ -448,13 +448,4 @@ func isolate(doc any, segs []any) any {
 		m, _ := doc.(map[string]any)
 		return map[string]any{segKey(s): isolate(m[segKey(s)], segs[1:])}
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

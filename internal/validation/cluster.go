@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"maps"
 	"slices"
 	"strings"
 
@@ -135,7 +136,7 @@ func (c *check) group(tmpl *corev1.PodTemplateSpec, rayStartParams, resources, l
 		}
 	}
 	labelsPath := path.Child("labels")
-	for _, k := range sortedKeys(labels) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		for _, msg := range utilvalidation.IsQualifiedName(k) {
 			errs = append(errs, field.Invalid(labelsPath, k, msg))
 		}
@@ -178,15 +179,6 @@ func (c *check) replicas(g *rayv1.WorkerGroupSpec, path *field.Path) (field.Erro
 		return errs, []string{fmt.Sprintf(WarnReplicasClamped, path.Child("replicas"), r, minR, maxR, min(max(r, minR), maxR))}
 	}
 	return errs, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // validateClusterUpgradeStrategy: Recreate or None, and none at all on a cluster that a
