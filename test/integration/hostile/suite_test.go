@@ -8,20 +8,13 @@ package hostile
 import (
 	"context"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -33,6 +26,7 @@ import (
 	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/raysim"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rstest"
 )
 
 const (
@@ -93,66 +87,33 @@ var _ = BeforeSuite(func() {
 })
 
 func newNamespace(ctx context.Context, prefix string) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
-	Expect(k8s.Create(ctx, ns)).To(Succeed())
-	return ns.Name
-}
-
-func getService(ctx context.Context, ns, name string) *rayv1.RayService {
-	svc := &rayv1.RayService{}
-	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, svc)).To(Succeed())
-	return svc
+	return rstest.NewNamespace(ctx, k8s, prefix)
 }
 
 // readyCondition is "Status/Reason: message" of a RayService's Ready condition.
 func readyCondition(ctx context.Context, ns, name string) func() string {
 	return func() string {
-		c := meta.FindStatusCondition(getService(ctx, ns, name).Status.Conditions, string(rayv1.RayServiceReady))
-		if c == nil {
-			return ""
-		}
-		return string(c.Status) + "/" + c.Reason + ": " + c.Message
+		return rstest.Condition(ctx, k8s, ns, name, rayv1.RayServiceReady)() + ": " + rstest.ConditionMessage(ctx, k8s, ns, name, rayv1.RayServiceReady)
 	}
 }
 
 func activeName(ctx context.Context, ns, name string) func() string {
-	return func() string { return getService(ctx, ns, name).Status.ActiveServiceStatus.RayClusterName }
+	return rstest.ActiveName(ctx, k8s, ns, name)
 }
 
-// waitServing waits until the RayService is Ready with no upgrade under way and returns its
+// waitServing waits until the RayService serves with no upgrade under way and returns its
 // active cluster.
 func waitServing(ctx context.Context, ns, name string) string {
-	Eventually(readyCondition(ctx, ns, name)).Should(HavePrefix("True/NonZeroServeEndpoints"))
-	Eventually(func() string { return getService(ctx, ns, name).Status.PendingServiceStatus.RayClusterName }).Should(BeEmpty())
-	return activeName(ctx, ns, name)()
+	return rstest.WaitServing(ctx, k8s, ns, name)
 }
 
-// setImage changes the image of every Ray container of a RayService, retrying on conflicts.
+// setImage changes the image of every Ray container of a RayService.
 func setImage(ctx context.Context, ns, name, image string) {
-	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		svc := getService(ctx, ns, name)
-		s := &svc.Spec.RayClusterSpec
-		s.HeadGroupSpec.Template.Spec.Containers[0].Image = image
-		for i := range s.WorkerGroupSpecs {
-			s.WorkerGroupSpecs[i].Template.Spec.Containers[0].Image = image
-		}
-		return k8s.Update(ctx, svc)
-	})).To(Succeed())
+	rstest.Update(ctx, k8s, ns, name, func(svc *rayv1.RayService) { rstest.SetImage(svc, image) })
 }
 
-// events lists the events about an object, one "Type Reason: note" per line.
 func events(ctx context.Context, ns, name string) func() string {
-	return func() string {
-		var list eventsv1.EventList
-		Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-		var notes []string
-		for _, e := range list.Items {
-			if e.Regarding.Name == name {
-				notes = append(notes, e.Type+" "+e.Reason+": "+e.Note)
-			}
-		}
-		return strings.Join(notes, "\n")
-	}
+	return rstest.Events(ctx, k8s, ns, name)
 }
 
 // heapWatch samples the process's heap until stopped and keeps the largest value seen.

@@ -7,19 +7,14 @@ package rayservice
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -31,6 +26,7 @@ import (
 	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/invariants"
 	"github.com/raygate/raygate/internal/testenv/raysim"
+	"github.com/raygate/raygate/test/integration/internal/rstest"
 )
 
 const (
@@ -113,11 +109,7 @@ func restartManager(pause time.Duration) {
 	startManager()
 }
 
-func newNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rs-"}}
-	Expect(k8s.Create(ctx, ns)).To(Succeed())
-	return ns.Name
-}
+func newNamespace(ctx context.Context) string { return rstest.NewNamespace(ctx, k8s, "rs-") }
 
 // watchInvariants checks every invariant for the rest of the test and fails it on any
 // violation.
@@ -148,63 +140,37 @@ func watchInvariants(ctx context.Context, ns string) *invariants.Checker {
 }
 
 func getService(ctx context.Context, ns, name string) *rayv1.RayService {
-	svc := &rayv1.RayService{}
-	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, svc)).To(Succeed())
-	return svc
+	return rstest.Get(ctx, k8s, ns, name)
 }
 
 func activeName(ctx context.Context, ns, name string) func() string {
-	return func() string { return getService(ctx, ns, name).Status.ActiveServiceStatus.RayClusterName }
+	return rstest.ActiveName(ctx, k8s, ns, name)
 }
 
 func pendingName(ctx context.Context, ns, name string) func() string {
-	return func() string { return getService(ctx, ns, name).Status.PendingServiceStatus.RayClusterName }
+	return rstest.PendingName(ctx, k8s, ns, name)
 }
 
 // condition is "Status/Reason" of a RayService condition.
 func condition(ctx context.Context, ns, name string, t rayv1.RayServiceConditionType) func() string {
-	return func() string {
-		c := meta.FindStatusCondition(getService(ctx, ns, name).Status.Conditions, string(t))
-		if c == nil {
-			return ""
-		}
-		return string(c.Status) + "/" + c.Reason
-	}
+	return rstest.Condition(ctx, k8s, ns, name, t)
 }
 
 func conditionMessage(ctx context.Context, ns, name string, t rayv1.RayServiceConditionType) string {
-	c := meta.FindStatusCondition(getService(ctx, ns, name).Status.Conditions, string(t))
-	if c == nil {
-		return ""
-	}
-	return c.Message
+	return rstest.ConditionMessage(ctx, k8s, ns, name, t)
 }
 
 // waitServing waits until the RayService is Ready on an active cluster and returns its name.
 func waitServing(ctx context.Context, ns, name string) string {
-	Eventually(condition(ctx, ns, name, rayv1.RayServiceReady)).Should(Equal("True/NonZeroServeEndpoints"))
-	Eventually(pendingName(ctx, ns, name)).Should(BeEmpty())
-	active := activeName(ctx, ns, name)()
-	Expect(active).To(HavePrefix(name + "-"))
-	return active
+	return rstest.WaitServing(ctx, k8s, ns, name)
 }
 
 // update changes a RayService's spec, retrying on conflicts.
 func update(ctx context.Context, ns, name string, change func(*rayv1.RayService)) {
-	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		svc := getService(ctx, ns, name)
-		change(svc)
-		return k8s.Update(ctx, svc)
-	})).To(Succeed())
+	rstest.Update(ctx, k8s, ns, name, change)
 }
 
-func setImage(svc *rayv1.RayService, image string) {
-	s := &svc.Spec.RayClusterSpec
-	s.HeadGroupSpec.Template.Spec.Containers[0].Image = image
-	for i := range s.WorkerGroupSpecs {
-		s.WorkerGroupSpecs[i].Template.Spec.Containers[0].Image = image
-	}
-}
+func setImage(svc *rayv1.RayService, image string) { rstest.SetImage(svc, image) }
 
 func clusterNames(ctx context.Context, ns string) func() []string {
 	return func() []string {
@@ -252,19 +218,7 @@ func route(ctx context.Context, ns, svc string) *gwv1.HTTPRoute {
 	return rt
 }
 
-// events lists the notes of the events about an object, oldest first.
-// events lists an object's events, one "Type Reason: note" per line. The recorder writes
-// events asynchronously, after the status of the same pass, so tests poll it with Eventually.
+// events lists an object's events, one "Type Reason: note" per line, to poll.
 func events(ctx context.Context, ns, name string) func() string {
-	return func() string {
-		var list eventsv1.EventList
-		Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-		var notes []string
-		for _, e := range list.Items {
-			if e.Regarding.Name == name {
-				notes = append(notes, e.Type+" "+e.Reason+": "+e.Note)
-			}
-		}
-		return strings.Join(notes, "\n")
-	}
+	return rstest.Events(ctx, k8s, ns, name)
 }
