@@ -8,6 +8,8 @@ import (
 	yamlv2 "go.yaml.in/yaml/v2"
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/raygate/raygate/internal/rayspec"
 )
 
 // defaultRoutePrefix is Ray Serve's route_prefix for an application that does not set one.
@@ -19,8 +21,8 @@ var omit = field.OmitValueType{}
 // validateServeConfig checks serveConfigV2: at most MaxServeConfigBytes (checked before
 // parsing), YAML that stays within MaxServeConfigValues and MaxServeConfigJSONBytes once
 // its aliases are expanded, and applications (at most MaxServeApplications, with at most
-// MaxServeDeployments deployments in all) that each have a unique non-empty name, an
-// import_path, and a unique route_prefix starting with "/". The document is parsed once.
+// MaxServeDeployments deployments in all) that each have a unique name (Ray Serve's
+// "default" when left out), an import_path, and a unique route_prefix starting with "/". The document is parsed once.
 // Paths below spec.serveConfigV2 follow the YAML keys, e.g.
 // spec.serveConfigV2.applications[1].route_prefix.
 func validateServeConfig(config string, path *field.Path) field.ErrorList {
@@ -82,17 +84,30 @@ func validateServeConfig(config string, path *field.Path) field.ErrorList {
 	return errs
 }
 
+// validateAppName: an application without name runs as Ray Serve's "default"
+// (rayspec.ServeAppName), which counts for uniqueness; a name that is there must be a
+// non-blank string (Ray refuses an empty one).
 func validateAppName(name *yaml.Node, seen map[string]bool, path *field.Path) field.ErrorList {
-	s, isString := stringOf(name)
-	switch {
-	case name == nil || isNull(name) || (isString && strings.TrimSpace(s) == ""):
-		return field.ErrorList{field.Required(path, "every application needs a name")}
-	case !isString:
-		return field.ErrorList{field.Invalid(path, omit, "must be a string, not "+kindOf(name))}
-	case seen[s]:
-		return field.ErrorList{field.Duplicate(path, s)}
+	stated := ""
+	if name != nil {
+		s, isString := stringOf(name)
+		switch {
+		case isNull(name) || (isString && strings.TrimSpace(s) == ""):
+			return field.ErrorList{field.Required(path, `an application's name cannot be empty; leave name out to use Ray Serve's "`+rayspec.DefaultServeAppName+`"`)}
+		case !isString:
+			return field.ErrorList{field.Invalid(path, omit, "must be a string, not "+kindOf(name))}
+		}
+		stated = s
 	}
-	seen[s] = true
+	n := rayspec.ServeAppName(stated)
+	if seen[n] {
+		e := field.Duplicate(path, n)
+		if name == nil {
+			e.Detail = `applications without name are named "` + rayspec.DefaultServeAppName + `"`
+		}
+		return field.ErrorList{e}
+	}
+	seen[n] = true
 	return nil
 }
 

@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
+
+	"github.com/raygate/raygate/internal/rayspec"
 )
 
 // referenceServeConfig is the serve config validation as it was before serveConfigV2 was
@@ -41,16 +43,17 @@ func referenceServeConfig(config string, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(appPath, omit, "must be a mapping"))
 			continue
 		}
-		name, isString := app["name"].(string)
+		rawName, named := app["name"]
+		name, isString := rawName.(string)
 		switch namePath := appPath.Child("name"); {
-		case app["name"] == nil || (isString && strings.TrimSpace(name) == ""):
+		case named && (rawName == nil || (isString && strings.TrimSpace(name) == "")):
 			errs = append(errs, field.Required(namePath, ""))
-		case !isString:
+		case named && !isString:
 			errs = append(errs, field.Invalid(namePath, omit, ""))
-		case names[name]:
-			errs = append(errs, field.Duplicate(namePath, name))
+		case names[rayspec.ServeAppName(name)]:
+			errs = append(errs, field.Duplicate(namePath, rayspec.ServeAppName(name)))
 		default:
-			names[name] = true
+			names[rayspec.ServeAppName(name)] = true
 		}
 		ip, isString := app["import_path"].(string)
 		switch ipPath := appPath.Child("import_path"); {

@@ -46,14 +46,23 @@ applications:
 			config: "applications:\n  - fruit\n",
 			want:   field.ErrorList{field.Invalid(root.Child("applications").Index(0), nil, "")},
 		},
-		"missing name and import_path": {
-			config: "applications:\n  - route_prefix: /a\n  - name: ''\n    import_path: ' '\n    route_prefix: /b\n",
+		"blank name and missing import_path": {
+			config: "applications:\n  - route_prefix: /a\n  - name: ''\n    import_path: ' '\n    route_prefix: /b\n  - {name: null, import_path: m:c, route_prefix: /c}\n",
 			want: field.ErrorList{
-				field.Required(root.Child("applications").Index(0).Child("name"), ""),
 				field.Required(root.Child("applications").Index(0).Child("import_path"), ""),
 				field.Required(root.Child("applications").Index(1).Child("name"), ""),
 				field.Required(root.Child("applications").Index(1).Child("import_path"), ""),
+				field.Required(root.Child("applications").Index(2).Child("name"), ""),
 			},
+		},
+		"no name: Ray Serve's default": {config: "applications:\n  - import_path: m:app\n"},
+		"two apps without name are both default": {
+			config: "applications:\n  - {import_path: m:a, route_prefix: /a}\n  - {import_path: m:b, route_prefix: /b}\n",
+			want:   field.ErrorList{field.Duplicate(root.Child("applications").Index(1).Child("name"), nil)},
+		},
+		"an app without name and one named default": {
+			config: "applications:\n  - {import_path: m:a, route_prefix: /a}\n  - {name: default, import_path: m:b, route_prefix: /b}\n",
+			want:   field.ErrorList{field.Duplicate(root.Child("applications").Index(1).Child("name"), nil)},
 		},
 		"duplicate names and routes": {
 			config: "applications:\n  - {name: a, import_path: m:app, route_prefix: /x}\n  - {name: a, import_path: m:app, route_prefix: /x}\n",
@@ -229,5 +238,17 @@ func TestServeConfigReadsScalarsAsTheControllersDo(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			diffErrors(t, tc.want, validateServeConfig(tc.config, root))
 		})
+	}
+}
+
+func TestServeAppWithoutNameWording(t *testing.T) {
+	for config, want := range map[string]string{
+		"applications:\n  - {import_path: m:a, route_prefix: /a}\n  - {import_path: m:b, route_prefix: /b}\n": `spec.serveConfigV2.applications[1].name: Duplicate value: "default": applications without name are named "default"`,
+		"applications:\n  - {name: '', import_path: m:a}\n": `spec.serveConfigV2.applications[0].name: Required value: an application's name cannot be empty; leave name out to use Ray Serve's "default"`,
+	} {
+		errs := validateServeConfig(config, field.NewPath("spec", "serveConfigV2"))
+		if len(errs) != 1 || errs[0].Error() != want {
+			t.Errorf("config %q:\ngot  %v\nwant %s", config, errs, want)
+		}
 	}
 }
