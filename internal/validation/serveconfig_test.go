@@ -244,7 +244,7 @@ func TestServeConfigReadsScalarsAsTheControllersDo(t *testing.T) {
 func TestServeAppWithoutNameWording(t *testing.T) {
 	for config, want := range map[string]string{
 		"applications:\n  - {import_path: m:a, route_prefix: /a}\n  - {import_path: m:b, route_prefix: /b}\n": `spec.serveConfigV2.applications[1].name: Duplicate value: "default": applications without name are named "default"`,
-		"applications:\n  - {name: '', import_path: m:a}\n": `spec.serveConfigV2.applications[0].name: Required value: an application's name cannot be empty; leave name out to use Ray Serve's "default"`,
+		"applications:\n  - {name: '', import_path: m:a}\n":                                                   `spec.serveConfigV2.applications[0].name: Required value: an application's name cannot be empty; leave name out to use Ray Serve's "default"`,
 	} {
 		errs := validateServeConfig(config, field.NewPath("spec", "serveConfigV2"))
 		if len(errs) != 1 || errs[0].Error() != want {
