@@ -47,7 +47,8 @@ func (c *check) clusterSpec(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 		errs, warnings = append(errs, e...), append(warnings, w...)
 	}
 	if c.admission() {
-		errs = append(errs, c.autoscaler(spec, path)...)
+		e, w := c.autoscaler(spec, path)
+		errs, warnings = append(errs, e...), append(warnings, w...)
 	}
 	if !c.admission() {
 		// A stored cluster over the pod bounds is not refused: the controller creates at

@@ -171,13 +171,38 @@ func TestRayCluster(t *testing.T) {
 				field.Invalid(p("spec.workerGroupSpecs[0].template.spec.restartPolicy"), nil, ""),
 			},
 		},
-		"autoscaler v2 chosen by rayVersion": {
+		"autoscaler v2 chosen by rayVersion: a warning, as KubeRay checks only an explicit version": {
 			mutate: func(rc *rayv1.RayCluster) {
 				rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
 				rc.Spec.HeadGroupSpec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+				worker(rc).Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 			},
-			want: field.ErrorList{field.Invalid(p("spec.headGroupSpec.template.spec.restartPolicy"), nil, "")},
+			warnings: []string{
+				"spec.headGroupSpec.template.spec.restartPolicy is Always while autoscaler v2 runs because of rayVersion 2.52.0 (Ray's default from 2.47.0), " +
+					"not autoscalerOptions.version, so raygate leaves the policy as it is: autoscaler v2 replaces a Ray pod whose node died, " +
+					"and a container the kubelet restarts in place can leave it tracking a node that no longer exists; use Never, or choose the autoscaler with autoscalerOptions.version",
+				"spec.workerGroupSpecs[0].template.spec.restartPolicy is OnFailure while autoscaler v2 runs because of rayVersion 2.52.0 (Ray's default from 2.47.0), " +
+					"not autoscalerOptions.version, so raygate leaves the policy as it is: autoscaler v2 replaces a Ray pod whose node died, " +
+					"and a container the kubelet restarts in place can leave it tracking a node that no longer exists; use Never, or choose the autoscaler with autoscalerOptions.version",
+			},
 		},
+		"autoscaler v2 chosen by the head's RAY_enable_autoscaler_v2: a warning": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.RayVersion = "2.40.0"
+				rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
+				rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: AutoscalerV2EnvVar, Value: "true"}}
+				worker(rc).Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+			},
+			warnings: []string{
+				"spec.workerGroupSpecs[0].template.spec.restartPolicy is Always while autoscaler v2 runs because of RAY_enable_autoscaler_v2 in the head container, " +
+					"not autoscalerOptions.version, so raygate leaves the policy as it is: autoscaler v2 replaces a Ray pod whose node died, " +
+					"and a container the kubelet restarts in place can leave it tracking a node that no longer exists; use Never, or choose the autoscaler with autoscalerOptions.version",
+			},
+		},
+		"restartPolicy Never is quiet with implicit autoscaler v2": {mutate: func(rc *rayv1.RayCluster) {
+			rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
+			rc.Spec.HeadGroupSpec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+		}},
 		"autoscaler v1 may restart pods": {mutate: func(rc *rayv1.RayCluster) {
 			rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
 			rc.Spec.AutoscalerOptions = &rayv1.AutoscalerOptions{Version: ptr.To(rayv1.AutoscalerVersionV1)}
@@ -197,6 +222,59 @@ func TestRayCluster(t *testing.T) {
 		"negative idleTimeoutSeconds": {
 			mutate: func(rc *rayv1.RayCluster) { v2(rc); worker(rc).IdleTimeoutSeconds = ptr.To[int32](-1) },
 			want:   field.ErrorList{field.Invalid(p("spec.workerGroupSpecs[0].idleTimeoutSeconds"), nil, "")},
+		},
+		"negative autoscalerOptions.idleTimeoutSeconds, with or without the autoscaler": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.AutoscalerOptions = &rayv1.AutoscalerOptions{IdleTimeoutSeconds: ptr.To[int32](-5)}
+			},
+			want: field.ErrorList{field.Invalid(p("spec.autoscalerOptions.idleTimeoutSeconds"), nil, "")},
+		},
+		"autoscalerOptions.idleTimeoutSeconds 0": {mutate: func(rc *rayv1.RayCluster) {
+			v2(rc)
+			rc.Spec.AutoscalerOptions.IdleTimeoutSeconds = ptr.To[int32](0)
+		}},
+		"the generated autoscaler command variable in autoscalerOptions.env": {
+			mutate: func(rc *rayv1.RayCluster) {
+				v2(rc)
+				rc.Spec.AutoscalerOptions.Env = []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "KUBERAY_GEN_AUTOSCALER_START_CMD", Value: "sleep infinity"}}
+			},
+			want: field.ErrorList{field.Forbidden(p("spec.autoscalerOptions.env[1]"), "")},
+		},
+		"priority with Ray 2.56 and implicit autoscaler v2": {mutate: func(rc *rayv1.RayCluster) {
+			rc.Spec.RayVersion = "2.56.0"
+			rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
+			worker(rc).Priority = ptr.To[int32](10)
+		}},
+		"priority with Ray 2.56 and explicit autoscaler v2": {mutate: func(rc *rayv1.RayCluster) {
+			v2(rc)
+			rc.Spec.RayVersion = "2.56.1"
+			worker(rc).Priority = ptr.To[int32](-3)
+		}},
+		"priority 0 is the default, allowed on any Ray": {mutate: func(rc *rayv1.RayCluster) { worker(rc).Priority = ptr.To[int32](0) }},
+		"priority on Ray older than 2.56": {
+			mutate: func(rc *rayv1.RayCluster) { v2(rc); worker(rc).Priority = ptr.To[int32](10) },
+			want:   field.ErrorList{field.Forbidden(p("spec.workerGroupSpecs[0].priority"), "")},
+		},
+		"priority without rayVersion": {
+			mutate: func(rc *rayv1.RayCluster) { v2(rc); rc.Spec.RayVersion = ""; worker(rc).Priority = ptr.To[int32](1) },
+			want:   field.ErrorList{field.Forbidden(p("spec.workerGroupSpecs[0].priority"), "")},
+		},
+		"priority with an unparsable rayVersion": {
+			mutate: func(rc *rayv1.RayCluster) { v2(rc); rc.Spec.RayVersion = "nightly"; worker(rc).Priority = ptr.To[int32](1) },
+			want:   field.ErrorList{field.Forbidden(p("spec.workerGroupSpecs[0].priority"), "")},
+		},
+		"priority without the autoscaler": {
+			mutate: func(rc *rayv1.RayCluster) { rc.Spec.RayVersion = "2.56.0"; worker(rc).Priority = ptr.To[int32](1) },
+			want:   field.ErrorList{field.Forbidden(p("spec.workerGroupSpecs[0].priority"), "")},
+		},
+		"priority with autoscaler v1": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.RayVersion = "2.56.0"
+				rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
+				rc.Spec.AutoscalerOptions = &rayv1.AutoscalerOptions{Version: ptr.To(rayv1.AutoscalerVersionV1)}
+				worker(rc).Priority = ptr.To[int32](1)
+			},
+			want: field.ErrorList{field.Forbidden(p("spec.workerGroupSpecs[0].priority"), "")},
 		},
 		"suspended worker group with the autoscaler": {
 			mutate: func(rc *rayv1.RayCluster) {
@@ -353,4 +431,68 @@ func TestRayClusterToleratesEmptyObjects(t *testing.T) {
 	if errs, _ := RayCluster(nil, gateOff); errs != nil {
 		t.Fatal("nil object")
 	}
+}
+
+// TestKubeRayAutoscalerRulesWording: the rules KubeRay has for the autoscaler's options, as
+// kubectl prints them.
+func TestKubeRayAutoscalerRulesWording(t *testing.T) {
+	v2 := func(rc *rayv1.RayCluster) {
+		rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
+		rc.Spec.AutoscalerOptions = &rayv1.AutoscalerOptions{Version: ptr.To(rayv1.AutoscalerVersionV2)}
+	}
+	cases := map[string]struct {
+		mutate func(*rayv1.RayCluster)
+		want   string
+	}{
+		"priority on an old Ray": {
+			mutate: func(rc *rayv1.RayCluster) { v2(rc); rc.Spec.WorkerGroupSpecs[0].Priority = ptr.To[int32](10) },
+			want:   "spec.workerGroupSpecs[0].priority: Forbidden: needs Ray 2.56.0 or later, whose autoscaler v2 reads it; spec.rayVersion is 2.52.0",
+		},
+		"priority without autoscaler v2": {
+			mutate: func(rc *rayv1.RayCluster) { rc.Spec.RayVersion = "2.56.0"; rc.Spec.WorkerGroupSpecs[0].Priority = ptr.To[int32](10) },
+			want:   "spec.workerGroupSpecs[0].priority: Forbidden: needs autoscaler v2: set enableInTreeAutoscaling: true (and leave autoscalerOptions.version unset or v2)",
+		},
+		"negative autoscaler idle timeout": {
+			mutate: func(rc *rayv1.RayCluster) { v2(rc); rc.Spec.AutoscalerOptions.IdleTimeoutSeconds = ptr.To[int32](-1) },
+			want:   "spec.autoscalerOptions.idleTimeoutSeconds: Invalid value: -1: must be greater than or equal to 0",
+		},
+		"the generated command variable": {
+			mutate: func(rc *rayv1.RayCluster) {
+				v2(rc)
+				rc.Spec.AutoscalerOptions.Env = []corev1.EnvVar{{Name: "KUBERAY_GEN_AUTOSCALER_START_CMD", Value: "x"}}
+			},
+			want: "spec.autoscalerOptions.env[0]: Forbidden: KUBERAY_GEN_AUTOSCALER_START_CMD is set by raygate to the autoscaler's generated start command, " +
+				"which custom args can run as $KUBERAY_GEN_AUTOSCALER_START_CMD; remove it from env",
+		},
+		"restartPolicy with explicit autoscaler v2": {
+			mutate: func(rc *rayv1.RayCluster) { v2(rc); rc.Spec.HeadGroupSpec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways },
+			want:   `spec.headGroupSpec.template.spec.restartPolicy: Invalid value: "Always": must be Never or unset with autoscalerOptions.version v2: autoscaler v2 replaces failed Ray pods itself`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			errs, _ := RayCluster(cluster(tc.mutate), gateOff)
+			if len(errs) != 1 || errs[0].Error() != tc.want {
+				t.Errorf("got  %v\nwant %s", errs, tc.want)
+			}
+		})
+	}
+}
+
+// TestPriorityRuleRatchets: a cluster stored with a priority its Ray cannot use is refused
+// only when an update touches what the rule reads (here rayVersion), not on other edits.
+func TestPriorityRuleRatchets(t *testing.T) {
+	old := cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
+		rc.Spec.WorkerGroupSpecs[0].Priority = ptr.To[int32](5)
+	})
+	relabelled := old.DeepCopy()
+	relabelled.Labels = map[string]string{"team": "ml"}
+	if errs, _ := RayClusterUpdate(old, relabelled, gateOff); len(errs) != 0 {
+		t.Errorf("relabelling was refused: %v", errs)
+	}
+	downgraded := old.DeepCopy()
+	downgraded.Spec.RayVersion = "2.50.0"
+	errs, _ := RayClusterUpdate(old, downgraded, gateOff)
+	diffErrors(t, field.ErrorList{field.Forbidden(p("spec.workerGroupSpecs[0].priority"), "")}, errs)
 }

@@ -163,6 +163,9 @@ func TestErrorPathsResolve(t *testing.T) {
 			g := &rc.Spec.WorkerGroupSpecs[0]
 			g.IdleTimeoutSeconds, g.NumOfHosts, g.Replicas = ptr.To[int32](5), -1, ptr.To[int32](-1)
 			g.Template.Spec.Containers[0].Image = ""
+			g.Priority = ptr.To[int32](3)
+			rc.Spec.AutoscalerOptions = &rayv1.AutoscalerOptions{IdleTimeoutSeconds: ptr.To[int32](-1),
+				Env: []corev1.EnvVar{{Name: "KUBERAY_GEN_AUTOSCALER_START_CMD"}}}
 		}),
 		incremental(func(s *rayv1.RayService) {
 			s.Spec.RayClusterSpec.EnableInTreeAutoscaling = ptr.To(false)

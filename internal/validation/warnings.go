@@ -24,6 +24,13 @@ const (
 	// WarnGatewayClassNotFound: the GatewayClass named for incremental upgrades does not exist.
 	WarnGatewayClassNotFound = "%s: GatewayClass %q does not exist yet; an incremental upgrade cannot route traffic until it is created"
 
+	// WarnRestartPolicyImplicitV2: a Ray pod's restartPolicy other than Never while autoscaler
+	// v2 runs because of Ray's default or RAY_enable_autoscaler_v2 (autoscalerOptions.version
+	// v2 makes it an error instead, as in KubeRay). The last argument says what chose v2.
+	WarnRestartPolicyImplicitV2 = "%s is %s while autoscaler v2 runs because of %s, not autoscalerOptions.version, so raygate leaves the policy as it is: " +
+		"autoscaler v2 replaces a Ray pod whose node died, and a container the kubelet restarts in place can leave it tracking a node that no longer exists; " +
+		"use Never, or choose the autoscaler with autoscalerOptions.version"
+
 	// WarnGatewayAPINotInstalled: the Gateway API CRDs are missing from the cluster.
 	WarnGatewayAPINotInstalled = "%s: the Gateway API CRDs (gateway.networking.k8s.io) are not installed in this cluster; incremental upgrades need them and a Gateway controller"
 )
