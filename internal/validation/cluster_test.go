@@ -260,8 +260,12 @@ func TestRayCluster(t *testing.T) {
 			want:   field.ErrorList{field.Forbidden(p("spec.workerGroupSpecs[0].priority"), "")},
 		},
 		"priority with an unparsable rayVersion": {
-			mutate: func(rc *rayv1.RayCluster) { v2(rc); rc.Spec.RayVersion = "nightly"; worker(rc).Priority = ptr.To[int32](1) },
-			want:   field.ErrorList{field.Forbidden(p("spec.workerGroupSpecs[0].priority"), "")},
+			mutate: func(rc *rayv1.RayCluster) {
+				v2(rc)
+				rc.Spec.RayVersion = "nightly"
+				worker(rc).Priority = ptr.To[int32](1)
+			},
+			want: field.ErrorList{field.Forbidden(p("spec.workerGroupSpecs[0].priority"), "")},
 		},
 		"priority without the autoscaler": {
 			mutate: func(rc *rayv1.RayCluster) { rc.Spec.RayVersion = "2.56.0"; worker(rc).Priority = ptr.To[int32](1) },
@@ -449,8 +453,11 @@ func TestKubeRayAutoscalerRulesWording(t *testing.T) {
 			want:   "spec.workerGroupSpecs[0].priority: Forbidden: needs Ray 2.56.0 or later, whose autoscaler v2 reads it; spec.rayVersion is 2.52.0",
 		},
 		"priority without autoscaler v2": {
-			mutate: func(rc *rayv1.RayCluster) { rc.Spec.RayVersion = "2.56.0"; rc.Spec.WorkerGroupSpecs[0].Priority = ptr.To[int32](10) },
-			want:   "spec.workerGroupSpecs[0].priority: Forbidden: needs autoscaler v2: set enableInTreeAutoscaling: true (and leave autoscalerOptions.version unset or v2)",
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.RayVersion = "2.56.0"
+				rc.Spec.WorkerGroupSpecs[0].Priority = ptr.To[int32](10)
+			},
+			want: "spec.workerGroupSpecs[0].priority: Forbidden: needs autoscaler v2: set enableInTreeAutoscaling: true (and leave autoscalerOptions.version unset or v2)",
 		},
 		"negative autoscaler idle timeout": {
 			mutate: func(rc *rayv1.RayCluster) { v2(rc); rc.Spec.AutoscalerOptions.IdleTimeoutSeconds = ptr.To[int32](-1) },
@@ -465,8 +472,11 @@ func TestKubeRayAutoscalerRulesWording(t *testing.T) {
 				"which custom args can run as $KUBERAY_GEN_AUTOSCALER_START_CMD; remove it from env",
 		},
 		"restartPolicy with explicit autoscaler v2": {
-			mutate: func(rc *rayv1.RayCluster) { v2(rc); rc.Spec.HeadGroupSpec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways },
-			want:   `spec.headGroupSpec.template.spec.restartPolicy: Invalid value: "Always": must be Never or unset with autoscalerOptions.version v2: autoscaler v2 replaces failed Ray pods itself`,
+			mutate: func(rc *rayv1.RayCluster) {
+				v2(rc)
+				rc.Spec.HeadGroupSpec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+			},
+			want: `spec.headGroupSpec.template.spec.restartPolicy: Invalid value: "Always": must be Never or unset with autoscalerOptions.version v2: autoscaler v2 replaces failed Ray pods itself`,
 		},
 	}
 	for name, tc := range cases {
