@@ -47,6 +47,7 @@ func (c *check) clusterSpec(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 		errs, warnings = append(errs, e...), append(warnings, w...)
 	}
 	if c.admission() {
+		errs = append(errs, gcsSettings(head, headPath)...)
 		e, w := c.autoscaler(spec, path)
 		errs, warnings = append(errs, e...), append(warnings, w...)
 	}

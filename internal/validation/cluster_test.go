@@ -352,6 +352,22 @@ func TestRayCluster(t *testing.T) {
 				field.Forbidden(p("spec.headGroupSpec.ingressOptions"), ""),
 			},
 		},
+		"GCS fault tolerance through the head's env and rayStartParams": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.HeadGroupSpec.RayStartParams = map[string]string{"redis-username": "ray"}
+				rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Env = []corev1.EnvVar{
+					{Name: "A", Value: "1"}, {Name: "RAY_REDIS_ADDRESS", Value: "redis:6379"}, {Name: "REDIS_USERNAME", Value: "ray"}}
+			},
+			want: field.ErrorList{
+				field.Forbidden(p("spec.headGroupSpec.rayStartParams[redis-username]"), ""),
+				field.Forbidden(p("spec.headGroupSpec.template.spec.containers[0].env[1]"), ""),
+				field.Forbidden(p("spec.headGroupSpec.template.spec.containers[0].env[2]"), ""),
+			},
+		},
+		"Redis settings of workers and an empty redis-username are KubeRay's too": {mutate: func(rc *rayv1.RayCluster) {
+			rc.Spec.HeadGroupSpec.RayStartParams = map[string]string{"redis-username": ""}
+			rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "RAY_REDIS_ADDRESS", Value: "redis:6379"}}
+		}},
 		"enableIngress false is harmless": {mutate: func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(false) }},
 		"GCS fault tolerance by annotation": {
 			mutate: func(rc *rayv1.RayCluster) { rc.Annotations = map[string]string{rayv1.FTEnabledKey: "true"} },
@@ -437,8 +453,8 @@ func TestRayClusterToleratesEmptyObjects(t *testing.T) {
 	}
 }
 
-// TestKubeRayAutoscalerRulesWording: the rules KubeRay has for the autoscaler's options, as
-// kubectl prints them.
+// TestKubeRayAutoscalerRulesWording: rules raygate took over from KubeRay, as kubectl prints
+// them.
 func TestKubeRayAutoscalerRulesWording(t *testing.T) {
 	v2 := func(rc *rayv1.RayCluster) {
 		rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
@@ -470,6 +486,13 @@ func TestKubeRayAutoscalerRulesWording(t *testing.T) {
 			},
 			want: "spec.autoscalerOptions.env[0]: Forbidden: KUBERAY_GEN_AUTOSCALER_START_CMD is set by raygate to the autoscaler's generated start command, " +
 				"which custom args can run as $KUBERAY_GEN_AUTOSCALER_START_CMD; remove it from env",
+		},
+		"RAY_REDIS_ADDRESS in the head": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "RAY_REDIS_ADDRESS", Value: "redis:6379"}}
+			},
+			want: "spec.headGroupSpec.template.spec.containers[0].env[0]: Forbidden: RAY_REDIS_ADDRESS keeps the GCS in an external Redis (GCS fault tolerance), " +
+				"which raygate does not support yet: it would neither configure the cluster for it nor clean that Redis up when the cluster is deleted; remove it",
 		},
 		"restartPolicy with explicit autoscaler v2": {
 			mutate: func(rc *rayv1.RayCluster) {

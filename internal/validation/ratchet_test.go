@@ -157,9 +157,9 @@ func TestErrorPathsResolve(t *testing.T) {
 		cluster(func(rc *rayv1.RayCluster) {
 			rc.Annotations = map[string]string{rayv1.FTEnabledKey: "true"}
 			rc.Spec.EnableInTreeAutoscaling = ptr.To(false)
-			rc.Spec.HeadGroupSpec.RayStartParams = map[string]string{"labels": "a=b"}
+			rc.Spec.HeadGroupSpec.RayStartParams = map[string]string{"labels": "a=b", "redis-username": "ray"}
 			rc.Spec.HeadGroupSpec.Labels = map[string]string{"bad key!": "v"}
-			rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: AutoscalerV2EnvVar, Value: "1"}}
+			rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: AutoscalerV2EnvVar, Value: "1"}, {Name: "RAY_REDIS_ADDRESS", Value: "r:6379"}}
 			g := &rc.Spec.WorkerGroupSpecs[0]
 			g.IdleTimeoutSeconds, g.NumOfHosts, g.Replicas = ptr.To[int32](5), -1, ptr.To[int32](-1)
 			g.Template.Spec.Containers[0].Image = ""

@@ -83,4 +83,18 @@ var _ = Describe("admission parity with KubeRay through kubectl", func() {
 		Expect(err).NotTo(HaveOccurred(), stderr)
 		Expect(stdout).To(Equal("raycluster.ray.io/priority-ok created (server dry run)\n"))
 	})
+
+	It("refuses GCS fault tolerance given through the head's env or rayStartParams", func(ctx context.Context) {
+		manifest := edit(rayCluster("redis-by-env", 1, 1, 4), "            image: rayproject/ray:2.52.0\n",
+			"            image: rayproject/ray:2.52.0\n            env:\n              - name: RAY_REDIS_ADDRESS\n                value: redis:6379\n")
+		manifest = edit(manifest, "    rayStartParams: {}", "    rayStartParams:\n      redis-username: ray")
+		_, stderr, err := kubectl(ctx, manifest, "apply", "-f", "-")
+		Expect(err).To(HaveOccurred())
+		Expect(stderr).To(Equal(strings.Join([]string{
+			`The RayCluster "redis-by-env" is invalid: `,
+			`* spec.headGroupSpec.rayStartParams[redis-username]: Forbidden: a Redis username belongs to GCS fault tolerance (gcsFaultToleranceOptions.redisUsername), which raygate does not support yet; remove it`,
+			`* spec.headGroupSpec.template.spec.containers[0].env[0]: Forbidden: RAY_REDIS_ADDRESS keeps the GCS in an external Redis (GCS fault tolerance), which raygate does not support yet: ` +
+				`it would neither configure the cluster for it nor clean that Redis up when the cluster is deleted; remove it`,
+		}, "\n") + "\n"))
+	})
 })
