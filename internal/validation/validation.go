@@ -105,7 +105,7 @@ func (v Validator) AdmitRayCluster(ns *Namespace, old, rc *rayv1.RayCluster) (fi
 // Create/update-only, not checked here: Ray resources given both in rayStartParams and
 // resources, rayStartParams[labels], the autoscaler's consistency rules (restartPolicy,
 // idleTimeoutSeconds, priority, suspend, RAY_enable_autoscaler_v2, autoscalerOptions'
-// idleTimeoutSeconds and env), warnings, and the update rules
+// idleTimeoutSeconds and env), the head's Redis settings, warnings, and the update rules
 // of RayClusterUpdate.
 func (v Validator) StoredRayCluster(rc *rayv1.RayCluster) field.ErrorList {
 	if rc == nil || rc.DeletionTimestamp != nil {
