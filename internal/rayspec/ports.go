@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 )
@@ -74,4 +75,24 @@ func PortParam(params map[string]string, key string, def int32) int32 {
 		return p
 	}
 	return def
+}
+
+// ServeServicePort is the port of a serve Service: the head Ray container's port named
+// "serve", or Serve's default port. Only that port is exposed, as in KubeRay: other ports of
+// the head, whatever their names, are not Serve's HTTP proxy. head may be nil (a spec without
+// containers, refused elsewhere).
+func ServeServicePort(head *corev1.Container) corev1.ServicePort {
+	port := int32(DefaultServePort)
+	if head != nil {
+		port = ContainerServePort(head)
+	}
+	return corev1.ServicePort{Name: ServePortName, Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP}
+}
+
+// HeadRayContainer is the head's Ray container, or nil when the head template has none.
+func HeadRayContainer(spec *rayv1.RayClusterSpec) *corev1.Container {
+	if c := spec.HeadGroupSpec.Template.Spec.Containers; len(c) > rayv1.RayContainerIndex {
+		return &c[rayv1.RayContainerIndex]
+	}
+	return nil
 }
