@@ -126,26 +126,26 @@ func (r *Reconciler) applyOptionalService(ctx context.Context, p *pass, what, na
 		case apierrors.IsAlreadyExists(err):
 			return r.reportTaken(ctx, p, "Service", desired, &corev1.Service{})
 		case err != nil:
-			p.warn(EventFailedService, actionCreate, "Failed to create %s %s: %v", what, name, err)
+			p.warnAbout(desired, EventFailedService, actionCreate, "Failed to create %s %s: %v", what, name, err)
 			return fmt.Errorf("creating %s: %w", what, err)
 		}
-		p.normal(EventCreatedService, actionCreate, "Created %s %s", what, name)
+		p.normalAbout(desired, EventCreatedService, actionCreate, "Created %s %s", what, name)
 	case serviceUpdate:
 		if err := r.Update(ctx, updated); err != nil {
-			p.warn(EventFailedService, actionUpdate, "Failed to update %s %s: %v", what, name, err)
+			p.warnAbout(updated, EventFailedService, actionUpdate, "Failed to update %s %s: %v", what, name, err)
 			return fmt.Errorf("updating %s: %w", what, err)
 		}
-		p.normal(EventUpdatedService, actionUpdate, "Updated %s %s", what, name)
+		p.normalAbout(updated, EventUpdatedService, actionUpdate, "Updated %s %s", what, name)
 	case serviceRecreate, serviceDelete:
 		if err := r.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); err != nil && !apierrors.IsNotFound(err) {
-			p.warn(EventFailedService, actionDelete, "Failed to delete %s %s: %v", what, name, err)
+			p.warnAbout(existing, EventFailedService, actionDelete, "Failed to delete %s %s: %v", what, name, err)
 			return fmt.Errorf("deleting %s: %w", what, err)
 		}
 		why := "to recreate it with a different cluster IP mode"
 		if step == serviceDelete {
 			why = "the cluster no longer asks for it"
 		}
-		p.normal(EventDeletedService, actionDelete, "Deleted %s %s: %s", what, name, why)
+		p.normalAbout(existing, EventDeletedService, actionDelete, "Deleted %s %s: %s", what, name, why)
 	case serviceConflict:
 		c, _ := conflictOf(p, "Service", existing)
 		p.conflicts = append(p.conflicts, c)
