@@ -149,7 +149,8 @@ func serveServiceName(svc *rayv1.RayService) string {
 // namespace are raygate's (KubeRay's rules).
 func serveService(svc *rayv1.RayService, cluster *rayv1.RayCluster) *corev1.Service {
 	s := &corev1.Service{}
-	port := rayspec.ServeServicePort(rayspec.HeadRayContainer(&cluster.Spec))
+	ports := rayspec.ServePorts(rayspec.HeadRayContainer(&cluster.Spec))
+	port := ports[0]
 	if u := svc.Spec.ServeService; u != nil {
 		s.Labels, s.Annotations = maps.Clone(u.Labels), maps.Clone(u.Annotations)
 		s.Spec = *u.Spec.DeepCopy()
@@ -171,7 +172,7 @@ func serveService(svc *rayv1.RayService, cluster *rayv1.RayCluster) *corev1.Serv
 	if s.Spec.Type == "" {
 		s.Spec.Type = corev1.ServiceTypeClusterIP
 	}
-	s.Spec.Ports = []corev1.ServicePort{port}
+	s.Spec.Ports = rayspec.WithServePort(ports, port)
 	s.Spec.Selector = serveSelector(cluster.Name)
 	s.OwnerReferences = []metav1.OwnerReference{ownerRef(svc)}
 	return s
@@ -202,7 +203,7 @@ func clusterServeService(svc *rayv1.RayService, cluster *rayv1.RayCluster) *core
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: serveSelector(cluster.Name),
-			Ports:    []corev1.ServicePort{rayspec.ServeServicePort(rayspec.HeadRayContainer(&cluster.Spec))},
+			Ports:    rayspec.ServePorts(rayspec.HeadRayContainer(&cluster.Spec)),
 		},
 	}
 }

@@ -133,7 +133,7 @@ func WantsServeService(rc *rayv1.RayCluster) bool {
 }
 
 // ClusterServeService is `<cluster>-serve-svc` of a standalone cluster that asks for it, with
-// KubeRay's labels: every pod of the cluster on the head's serve port (Serve runs a proxy on
+// KubeRay's labels: every pod of the cluster on the head's serve ports (Serve runs a proxy on
 // each node; there is no RayService to mark which pods serve), of the head Service's type.
 func ClusterServeService(rc *rayv1.RayCluster) *corev1.Service {
 	t := rc.Spec.HeadGroupSpec.ServiceType
@@ -156,7 +156,7 @@ func ClusterServeService(rc *rayv1.RayCluster) *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			Type:     t,
 			Selector: map[string]string{rayv1.ClusterLabelKey: rc.Name},
-			Ports:    []corev1.ServicePort{rayspec.ServeServicePort(rayspec.HeadRayContainer(&rc.Spec))},
+			Ports:    rayspec.ServePorts(rayspec.HeadRayContainer(&rc.Spec)),
 		},
 	}
 }
