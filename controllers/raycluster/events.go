@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Event reasons, for `kubectl describe raycluster` and `kubectl get events`. An event reports
@@ -52,6 +53,10 @@ const (
 // write, so `kubectl describe` never shows an event before the status that goes with it.
 type event struct {
 	kind, reason, action, note string
+	// related is the object the event is about besides the cluster, or nil. Events with the
+	// same reason and action about the same objects are merged into one series (keeping the
+	// first note), so two Services created in one pass need it to be told apart.
+	related runtime.Object
 }
 
 // maxEventNote is the API server's limit on an event's note, in bytes: a longer event is
@@ -59,16 +64,28 @@ type event struct {
 const maxEventNote = 1024
 
 func (p *pass) normal(reason, action, format string, args ...any) {
-	p.events = append(p.events, event{corev1.EventTypeNormal, reason, action, cutBytes(fmt.Sprintf(format, args...), maxEventNote)})
+	p.events = append(p.events, event{kind: corev1.EventTypeNormal, reason: reason, action: action, note: cutBytes(fmt.Sprintf(format, args...), maxEventNote)})
 }
 
 func (p *pass) warn(reason, action, format string, args ...any) {
-	p.events = append(p.events, event{corev1.EventTypeWarning, reason, action, cutBytes(fmt.Sprintf(format, args...), maxEventNote)})
+	p.events = append(p.events, event{kind: corev1.EventTypeWarning, reason: reason, action: action, note: cutBytes(fmt.Sprintf(format, args...), maxEventNote)})
+}
+
+// normalAbout is normal for an event about one of the cluster's objects.
+func (p *pass) normalAbout(related runtime.Object, reason, action, format string, args ...any) {
+	p.normal(reason, action, format, args...)
+	p.events[len(p.events)-1].related = related
+}
+
+// warnAbout is warn for an event about one of the cluster's objects.
+func (p *pass) warnAbout(related runtime.Object, reason, action, format string, args ...any) {
+	p.warn(reason, action, format, args...)
+	p.events[len(p.events)-1].related = related
 }
 
 // emit sends the pass's events.
 func (r *Reconciler) emit(p *pass) {
 	for _, e := range p.events {
-		r.Recorder.Eventf(p.object, nil, e.kind, e.reason, e.action, "%s", e.note)
+		r.Recorder.Eventf(p.object, e.related, e.kind, e.reason, e.action, "%s", e.note)
 	}
 }

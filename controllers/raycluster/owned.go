@@ -110,7 +110,7 @@ func (r *Reconciler) reconcileHeadService(ctx context.Context, p *pass) error {
 		p.conflicts = append(p.conflicts, c)
 		return nil
 	}
-	updated, recreate := mergeHeadService(existing, desired)
+	updated, recreate := mergeService(existing, desired)
 	switch {
 	case recreate:
 		// A Service cannot switch between headless and a cluster IP in place.

@@ -260,7 +260,7 @@ func (r *Reconciler) podsInput(p *pass) podsInput {
 func (r *Reconciler) apply(ctx context.Context, p *pass, plan podPlan) error {
 	for _, phase := range []func(context.Context, *pass) error{
 		r.reconcileAutoscalerRBAC,
-		r.reconcileHeadService,
+		r.reconcileServices,
 		func(ctx context.Context, p *pass) error { return r.applyPodPlan(ctx, p, plan) },
 		r.clearHandledWorkersToDelete,
 	} {

@@ -11,11 +11,12 @@ import (
 // isHeadless reports whether a Service has no virtual IP.
 func isHeadless(s *corev1.Service) bool { return s.Spec.ClusterIP == corev1.ClusterIPNone }
 
-// mergeHeadService returns the existing Service with the desired fields applied, keeping what
+// mergeService returns one of the cluster's existing Services (head, headless worker, serve)
+// with the desired fields applied, keeping what
 // the API server defaulted or allocated (cluster IPs, node ports, session affinity, ...), or
 // nil when nothing differs. recreate is true when the change cannot be an update (a Service
 // cannot switch between headless and a cluster IP).
-func mergeHeadService(existing, desired *corev1.Service) (updated *corev1.Service, recreate bool) {
+func mergeService(existing, desired *corev1.Service) (updated *corev1.Service, recreate bool) {
 	if desired.Spec.ClusterIP != "" && isHeadless(desired) != isHeadless(existing) {
 		return nil, true
 	}

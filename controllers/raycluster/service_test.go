@@ -48,14 +48,14 @@ func TestMergeHeadService(t *testing.T) {
 	rc := cluster()
 	desired := raypod.HeadService(rc)
 	existing := apiDefaults(desired)
-	if u, re := mergeHeadService(existing, desired); u != nil || re {
+	if u, re := mergeService(existing, desired); u != nil || re {
 		t.Fatalf("a Service as created (plus API defaults) must not be updated; got update=%v recreate=%v", u != nil, re)
 	}
 
 	np := cluster(func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.ServiceType = corev1.ServiceTypeNodePort })
 	npDesired := raypod.HeadService(np)
 	npExisting := apiDefaults(npDesired)
-	if u, _ := mergeHeadService(npExisting, npDesired); u != nil {
+	if u, _ := mergeService(npExisting, npDesired); u != nil {
 		t.Fatal("allocated node ports must be kept, not fought")
 	}
 
@@ -63,7 +63,7 @@ func TestMergeHeadService(t *testing.T) {
 		rc.Spec.HeadServiceAnnotations = map[string]string{"new": "yes"}
 		rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "extra", ContainerPort: 9999}}
 	})
-	u, re := mergeHeadService(existing, raypod.HeadService(changed))
+	u, re := mergeService(existing, raypod.HeadService(changed))
 	if u == nil || re {
 		t.Fatalf("a new port and annotation must update the Service in place")
 	}
@@ -81,7 +81,7 @@ func TestMergeHeadService(t *testing.T) {
 	withIP := cluster(func(rc *rayv1.RayCluster) {
 		rc.Spec.HeadGroupSpec.HeadService = &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.99"}}
 	})
-	if _, re := mergeHeadService(existing, raypod.HeadService(withIP)); !re {
+	if _, re := mergeService(existing, raypod.HeadService(withIP)); !re {
 		t.Error("switching from headless to a cluster IP needs the Service recreated")
 	}
 }

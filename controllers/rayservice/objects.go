@@ -149,7 +149,8 @@ func serveServiceName(svc *rayv1.RayService) string {
 // namespace are raygate's (KubeRay's rules).
 func serveService(svc *rayv1.RayService, cluster *rayv1.RayCluster) *corev1.Service {
 	s := &corev1.Service{}
-	port := corev1.ServicePort{Name: servePortName, Port: rayspec.ServePort(&cluster.Spec), TargetPort: intstr.FromInt32(rayspec.ServePort(&cluster.Spec)), Protocol: corev1.ProtocolTCP}
+	ports := rayspec.ServePorts(rayspec.HeadRayContainer(&cluster.Spec))
+	port := ports[0]
 	if u := svc.Spec.ServeService; u != nil {
 		s.Labels, s.Annotations = maps.Clone(u.Labels), maps.Clone(u.Annotations)
 		s.Spec = *u.Spec.DeepCopy()
@@ -171,7 +172,7 @@ func serveService(svc *rayv1.RayService, cluster *rayv1.RayCluster) *corev1.Serv
 	if s.Spec.Type == "" {
 		s.Spec.Type = corev1.ServiceTypeClusterIP
 	}
-	s.Spec.Ports = []corev1.ServicePort{port}
+	s.Spec.Ports = rayspec.WithServePort(ports, port)
 	s.Spec.Selector = serveSelector(cluster.Name)
 	s.OwnerReferences = []metav1.OwnerReference{ownerRef(svc)}
 	return s
@@ -191,7 +192,6 @@ func headNamesServePort(spec *rayv1.RayClusterSpec) bool {
 // clusterServeService is `<cluster>-serve-svc`, an HTTPRoute backend during incremental
 // upgrades. The RayCluster owns it, so it goes away with the cluster.
 func clusterServeService(svc *rayv1.RayService, cluster *rayv1.RayCluster) *corev1.Service {
-	port := rayspec.ServePort(&cluster.Spec)
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: rayspec.ClusterServeServiceName(cluster.Name), Namespace: cluster.Namespace,
@@ -203,7 +203,7 @@ func clusterServeService(svc *rayv1.RayService, cluster *rayv1.RayCluster) *core
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: serveSelector(cluster.Name),
-			Ports:    []corev1.ServicePort{{Name: servePortName, Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP}},
+			Ports:    rayspec.ServePorts(rayspec.HeadRayContainer(&cluster.Spec)),
 		},
 	}
 }

@@ -207,3 +207,16 @@ func TestSharedMemoryIsMemoryBackedWithoutAMemorySetting(t *testing.T) {
 	}
 	t.Fatalf("no %s volume in %v", SharedMemoryVolumeName, pod.Spec.Volumes)
 }
+
+// A worker group name with upper-case letters is kept as written in the labels (selectors
+// and the autoscaler match on it) and lower-cased in pod names, which must be DNS names.
+func TestWorkerPodOfAnUpperCaseGroup(t *testing.T) {
+	rc := cluster(func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].GroupName = "GPU-Workers" })
+	pod := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+	if want := "demo-gpu-workers-worker-"; pod.GenerateName != want {
+		t.Errorf("generateName = %q, want %q", pod.GenerateName, want)
+	}
+	if got := pod.Labels[rayv1.NodeGroupLabelKey]; got != "GPU-Workers" {
+		t.Errorf("label %s = %q, want the group name as written", rayv1.NodeGroupLabelKey, got)
+	}
+}

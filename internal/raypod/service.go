@@ -95,3 +95,68 @@ func HeadService(rc *rayv1.RayCluster) *corev1.Service {
 	}
 	return svc
 }
+
+// HeadlessWorkerService is `<cluster>-headless`, KubeRay's headless Service over all worker
+// pods of a cluster with a multi-host worker group: the hosts of a replica find each other
+// through it. It publishes pods before they are ready, since the hosts must talk to each other
+// to become ready. It has no ports (DNS only).
+func HeadlessWorkerService(rc *rayv1.RayCluster) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      rayspec.HeadlessWorkerServiceName(rc.Name),
+			Namespace: rc.Namespace,
+			Labels: map[string]string{
+				rayv1.HeadlessWorkerServiceLabelKey: rc.Name,
+				rayv1.KubernetesCreatedByLabelKey:   rayv1.ComponentName,
+			},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rc, rayv1.GroupVersion.WithKind(rayv1.RayClusterKind))},
+		},
+		Spec: corev1.ServiceSpec{
+			Type:                     corev1.ServiceTypeClusterIP,
+			ClusterIP:                corev1.ClusterIPNone,
+			Selector:                 map[string]string{rayv1.ClusterLabelKey: rc.Name, rayv1.NodeTypeLabelKey: string(rayv1.WorkerNode)},
+			PublishNotReadyAddresses: true,
+		},
+	}
+}
+
+// NeedsHeadlessWorkerService reports whether a worker group spans several hosts.
+func NeedsHeadlessWorkerService(spec *rayv1.RayClusterSpec) bool {
+	return slices.ContainsFunc(spec.WorkerGroupSpecs, func(g rayv1.WorkerGroupSpec) bool { return g.NumOfHosts > 1 })
+}
+
+// WantsServeService reports whether a standalone cluster asks for its own serve Service
+// (annotation ray.io/enable-serve-service: "true", exactly, as KubeRay reads it).
+func WantsServeService(rc *rayv1.RayCluster) bool {
+	return rc.Annotations[rayv1.EnableServeServiceKey] == "true"
+}
+
+// ClusterServeService is `<cluster>-serve-svc` of a standalone cluster that asks for it, with
+// KubeRay's labels: every pod of the cluster on the head's serve ports (Serve runs a proxy on
+// each node; there is no RayService to mark which pods serve), of the head Service's type.
+func ClusterServeService(rc *rayv1.RayCluster) *corev1.Service {
+	t := rc.Spec.HeadGroupSpec.ServiceType
+	if t == "" {
+		t = corev1.ServiceTypeClusterIP
+	}
+	return &corev1.Service{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      rayspec.ClusterServeServiceName(rc.Name),
+			Namespace: rc.Namespace,
+			Labels: map[string]string{
+				rayv1.OriginatedFromCRNameLabelKey: rc.Name,
+				rayv1.OriginatedFromCRDLabelKey:    rayv1.RayClusterKind,
+				rayv1.ServeLabelKey:                rc.Name + "-serve",
+				rayv1.KubernetesCreatedByLabelKey:  rayv1.ComponentName,
+			},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rc, rayv1.GroupVersion.WithKind(rayv1.RayClusterKind))},
+		},
+		Spec: corev1.ServiceSpec{
+			Type:     t,
+			Selector: map[string]string{rayv1.ClusterLabelKey: rc.Name},
+			Ports:    rayspec.ServePorts(rayspec.HeadRayContainer(&rc.Spec)),
+		},
+	}
+}

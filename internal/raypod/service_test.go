@@ -22,3 +22,49 @@ func TestHeadServiceGoldens(t *testing.T) {
 		}
 	})))
 }
+
+func TestOptionalServiceGoldens(t *testing.T) {
+	golden(t, "service-headless-workers", HeadlessWorkerService(cluster()))
+	golden(t, "service-serve-default", ClusterServeService(cluster()))
+	golden(t, "service-serve-nodeport-custom-port", ClusterServeService(cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.HeadGroupSpec.ServiceType = corev1.ServiceTypeNodePort
+		rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{
+			{Name: "serve", ContainerPort: 9000}, {Name: "serve-grpc", ContainerPort: 9001}, {Name: "dashboard", ContainerPort: 8265},
+		}
+	})))
+}
+
+func TestNeedsHeadlessWorkerService(t *testing.T) {
+	cases := map[string]struct {
+		hosts []int32
+		want  bool
+	}{
+		"no worker groups":             {nil, false},
+		"single-host groups":           {[]int32{1, 1}, false},
+		"one multi-host group":         {[]int32{1, 2}, true},
+		"zero hosts (before defaults)": {[]int32{0}, false},
+	}
+	for name, tc := range cases {
+		spec := &rayv1.RayClusterSpec{}
+		for _, h := range tc.hosts {
+			spec.WorkerGroupSpecs = append(spec.WorkerGroupSpecs, rayv1.WorkerGroupSpec{NumOfHosts: h})
+		}
+		if got := NeedsHeadlessWorkerService(spec); got != tc.want {
+			t.Errorf("%s: NeedsHeadlessWorkerService = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+func TestWantsServeService(t *testing.T) {
+	for value, want := range map[string]bool{"true": true, "True": false, "false": false, "": false} {
+		rc := cluster(func(rc *rayv1.RayCluster) {
+			rc.Annotations = map[string]string{rayv1.EnableServeServiceKey: value}
+		})
+		if got := WantsServeService(rc); got != want {
+			t.Errorf("annotation %q: WantsServeService = %v, want %v", value, got, want)
+		}
+	}
+	if WantsServeService(cluster()) {
+		t.Error("a cluster without the annotation must not get a serve Service")
+	}
+}

@@ -1,9 +1,13 @@
 package rayspec
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 )
@@ -74,4 +78,55 @@ func PortParam(params map[string]string, key string, def int32) int32 {
 		return p
 	}
 	return def
+}
+
+// ServePorts are the ports of a serve Service: first "serve" (the head Ray container's port of
+// that name, or Serve's default port), then every port of the container named "serve-..."
+// (such as serve-grpc for Serve's gRPC proxy), sorted by name, as KubeRay exposes them. A
+// "serve-..." port on a number already exposed is left out: a Service cannot have it twice.
+// head may be nil (a spec without containers, refused elsewhere).
+func ServePorts(head *corev1.Container) []corev1.ServicePort {
+	port := int32(DefaultServePort)
+	if head != nil {
+		port = ContainerServePort(head)
+	}
+	out := []corev1.ServicePort{{Name: ServePortName, Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP}}
+	if head == nil {
+		return out
+	}
+	extra := slices.Clone(head.Ports)
+	slices.SortStableFunc(extra, func(a, b corev1.ContainerPort) int { return cmp.Compare(a.Name, b.Name) })
+	for _, p := range extra {
+		if !strings.HasPrefix(p.Name, ServePortName+"-") ||
+			slices.ContainsFunc(out, func(q corev1.ServicePort) bool { return q.Port == p.ContainerPort || q.Name == p.Name }) {
+			continue
+		}
+		proto := p.Protocol
+		if proto == "" {
+			proto = corev1.ProtocolTCP
+		}
+		out = append(out, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort, TargetPort: intstr.FromInt32(p.ContainerPort), Protocol: proto})
+	}
+	return out
+}
+
+// WithServePort is ports (as ServePorts returns them) with the "serve" port replaced by serve
+// (a user's serve Service may give it another port number), leaving out any other port now
+// on the same number.
+func WithServePort(ports []corev1.ServicePort, serve corev1.ServicePort) []corev1.ServicePort {
+	out := []corev1.ServicePort{serve}
+	for _, p := range ports {
+		if p.Name != ServePortName && p.Port != serve.Port {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// HeadRayContainer is the head's Ray container, or nil when the head template has none.
+func HeadRayContainer(spec *rayv1.RayClusterSpec) *corev1.Container {
+	if c := spec.HeadGroupSpec.Template.Spec.Containers; len(c) > rayv1.RayContainerIndex {
+		return &c[rayv1.RayContainerIndex]
+	}
+	return nil
 }

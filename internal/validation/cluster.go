@@ -87,15 +87,20 @@ func unsupportedAnnotations(meta *metav1.ObjectMeta) field.ErrorList {
 	return nil
 }
 
-// groupName: set, a DNS-1123 label, unique. A duplicate is reported at the later group and
-// compared on update with the earlier one's name too.
+// groupName: set, a DNS-1123 label once lower-cased, unique. Upper-case letters are accepted
+// as in KubeRay: pod names use the name lower-cased, labels keep it as written. A duplicate
+// is reported at the later group and compared on update with the earlier one's name too.
 func (c *check) groupName(name string, i int, firstIndex map[string]int, groupsPath *field.Path) field.ErrorList {
 	path := groupsPath.Index(i).Child("groupName")
 	if name == "" {
 		return field.ErrorList{field.Required(path, "every worker group needs a name")}
 	}
 	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsDNS1123Label(name) {
+	lower := strings.ToLower(name)
+	for _, msg := range utilvalidation.IsDNS1123Label(lower) {
+		if lower != name {
+			msg += " (upper-case letters are allowed: pod names use the name lower-cased)"
+		}
 		errs = append(errs, field.Invalid(path, name, msg))
 	}
 	if first, seen := firstIndex[name]; seen {

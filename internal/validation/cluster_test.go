@@ -75,6 +75,17 @@ func TestRayCluster(t *testing.T) {
 			mutate: func(rc *rayv1.RayCluster) { worker(rc).GroupName = "GPU_workers" },
 			want:   field.ErrorList{field.Invalid(p("spec.workerGroupSpecs[0].groupName"), nil, "")},
 		},
+		"upper-case worker group name (pod names are lower-cased)": {
+			mutate: func(rc *rayv1.RayCluster) { worker(rc).GroupName = "GPU-Workers" },
+		},
+		"upper-case worker group name with an underscore": {
+			mutate: func(rc *rayv1.RayCluster) { worker(rc).GroupName = "GPU_Workers" },
+			want:   field.ErrorList{field.Invalid(p("spec.workerGroupSpecs[0].groupName"), nil, "")},
+		},
+		"worker group name over 63 characters": {
+			mutate: func(rc *rayv1.RayCluster) { worker(rc).GroupName = strings.Repeat("G", 64) },
+			want:   field.ErrorList{field.Invalid(p("spec.workerGroupSpecs[0].groupName"), nil, "")},
+		},
 		"duplicate worker group names": {
 			mutate: func(rc *rayv1.RayCluster) {
 				rc.Spec.WorkerGroupSpecs = append(rc.Spec.WorkerGroupSpecs, builders.WorkerGroup("gpu", 1), builders.WorkerGroup("workers", 1))

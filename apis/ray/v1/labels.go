@@ -25,6 +25,8 @@ const (
 	WorkerReplicaIndexLabelKey = "ray.io/worker-group-replica-index"
 	// ReplicaHostIndexLabelKey is a pod's host index within its multi-host replica.
 	ReplicaHostIndexLabelKey = "ray.io/replica-host-index"
+	// HeadlessWorkerServiceLabelKey names the cluster on its headless worker Service.
+	HeadlessWorkerServiceLabelKey = "ray.io/headless-worker-svc"
 
 	// KubernetesApplicationNameLabelKey and KubernetesCreatedByLabelKey are the well-known
 	// Kubernetes labels.
