@@ -31,7 +31,8 @@ func (r *Reconciler) syncBatchScheduling(ctx context.Context, p *pass) error {
 	if r.BatchScheduler == nil || ptr.Deref(p.cluster.Spec.Suspend, false) {
 		return nil
 	}
-	action, err := r.BatchScheduler.Sync(ctx, p.cluster)
+	res, err := r.BatchScheduler.Sync(ctx, p.cluster)
+	kind := r.BatchScheduler.Scheduler.PodGroupKind()
 	switch {
 	case err != nil && errors.Is(err, batchscheduler.ErrNotInstalled):
 		p.warn(EventFailedSyncPodGroup, actionCreate, "No pods are created: %v", err)
@@ -39,10 +40,10 @@ func (r *Reconciler) syncBatchScheduling(ctx context.Context, p *pass) error {
 	case err != nil:
 		p.warn(EventFailedSyncPodGroup, actionCreate, "Failed to create or update the PodGroup; no pods are created until it exists: %v", err)
 		return failure(reasonFailedSyncPodGroup, "creating or updating the PodGroup: %w", err)
-	case action == batchscheduler.Created:
-		p.normal(EventCreatedPodGroup, actionCreate, "Created %s PodGroup for batch scheduler %s", r.BatchScheduler.Scheduler.PodGroupKind().Group, r.BatchScheduler.Scheduler.Name())
-	case action == batchscheduler.Updated:
-		p.normal(EventUpdatedPodGroup, actionUpdate, "Updated the %s PodGroup to the cluster's size", r.BatchScheduler.Scheduler.PodGroupKind().Group)
+	case res.Action == batchscheduler.Created:
+		p.normal(EventCreatedPodGroup, actionCreate, "Created PodGroup %s (%s) for batch scheduler %s", res.Name, kind.Group, r.BatchScheduler.Scheduler.Name())
+	case res.Action == batchscheduler.Updated:
+		p.normal(EventUpdatedPodGroup, actionUpdate, "Updated PodGroup %s (%s) to the cluster's size", res.Name, kind.Group)
 	}
 	return nil
 }

@@ -97,19 +97,19 @@ func TestSyncCreatesThenUpdatesOnScale(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(rayscheme.New()).Build()
 	s := &Syncer{Scheduler: volcano.Scheduler{}, Client: c, Reader: c, APIReader: c, Installed: true}
 	rc := sample()
-	if a, err := s.Sync(ctx, rc); err != nil || a != Created {
-		t.Fatalf("first Sync: %q, %v", a, err)
+	if r, err := s.Sync(ctx, rc); err != nil || r != (Result{Created, "ray-c-pg"}) {
+		t.Fatalf("first Sync: %v, %v", r, err)
 	}
 	pg := readPodGroup(t, c)
 	if !metav1.IsControlledBy(pg, rc) || pg.GetLabels()[rayv1.KubernetesCreatedByLabelKey] != rayv1.ComponentName || pg.GetLabels()[rayv1.ClusterLabelKey] != "c" {
 		t.Errorf("owner %v, labels %v", pg.GetOwnerReferences(), pg.GetLabels())
 	}
-	if a, err := s.Sync(ctx, rc); err != nil || a != Unchanged {
-		t.Fatalf("second Sync: %q, %v", a, err)
+	if r, err := s.Sync(ctx, rc); err != nil || r.Action != Unchanged {
+		t.Fatalf("second Sync: %v, %v", r, err)
 	}
 	rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](3)
-	if a, err := s.Sync(ctx, rc); err != nil || a != Updated {
-		t.Fatalf("Sync after a scale-up: %q, %v", a, err)
+	if r, err := s.Sync(ctx, rc); err != nil || r.Action != Updated {
+		t.Fatalf("Sync after a scale-up: %v, %v", r, err)
 	}
 	if m, _, _ := unstructured.NestedInt64(readPodGroup(t, c).Object, "spec", "minMember"); m != 4 {
 		t.Errorf("minMember = %d, want 4", m)
@@ -124,8 +124,8 @@ func TestSyncLeavesForeignPodGroupAlone(t *testing.T) {
 	foreign.SetName("ray-c-pg")
 	c := fake.NewClientBuilder().WithScheme(rayscheme.New()).WithObjects(foreign).Build()
 	s := &Syncer{Scheduler: volcano.Scheduler{}, Client: c, Reader: c, APIReader: c, Installed: true}
-	if a, err := s.Sync(ctx, sample()); err != nil || a != Unchanged {
-		t.Fatalf("Sync: %q, %v", a, err)
+	if r, err := s.Sync(ctx, sample()); err != nil || r.Action != Unchanged {
+		t.Fatalf("Sync: %v, %v", r, err)
 	}
 	if m, _, _ := unstructured.NestedInt64(readPodGroup(t, c).Object, "spec", "minMember"); m != 1 {
 		t.Errorf("a PodGroup the cluster does not own was changed: minMember %d", m)

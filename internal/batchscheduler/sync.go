@@ -17,6 +17,12 @@ import (
 // Action is what Sync did to a cluster's PodGroup.
 type Action string
 
+// Result is what Sync did, and to which PodGroup (empty when the cluster needs none).
+type Result struct {
+	Action Action
+	Name   string
+}
+
 const (
 	Unchanged Action = ""
 	Created   Action = "Created"
@@ -60,11 +66,16 @@ func (s *Syncer) DecoratePod(rc *rayv1.RayCluster, pod *corev1.Pod) { s.Schedule
 // Sync creates the cluster's PodGroup, or updates an existing one the scheduler keeps up to
 // date. rc is the defaulted cluster as stored (with its UID). A PodGroup of that name that the
 // cluster does not own is left alone.
-func (s *Syncer) Sync(ctx context.Context, rc *rayv1.RayCluster) (Action, error) {
+func (s *Syncer) Sync(ctx context.Context, rc *rayv1.RayCluster) (Result, error) {
 	desired, err := s.Scheduler.DesiredPodGroup(rc)
 	if err != nil || desired == nil {
-		return Unchanged, err
+		return Result{}, err
 	}
+	a, err := s.sync(ctx, rc, desired)
+	return Result{Action: a, Name: desired.GetName()}, err
+}
+
+func (s *Syncer) sync(ctx context.Context, rc *rayv1.RayCluster, desired *unstructured.Unstructured) (Action, error) {
 	gvk := desired.GroupVersionKind()
 	if !s.Installed {
 		return Unchanged, fmt.Errorf("%w: %s is not served by the API server (it was not when raygate started); install %s, then restart raygate, or run raygate without --batch-scheduler=%s",
@@ -72,7 +83,7 @@ func (s *Syncer) Sync(ctx context.Context, rc *rayv1.RayCluster) (Action, error)
 	}
 	current := &unstructured.Unstructured{}
 	current.SetGroupVersionKind(gvk)
-	err = s.Reader.Get(ctx, client.ObjectKeyFromObject(desired), current)
+	err := s.Reader.Get(ctx, client.ObjectKeyFromObject(desired), current)
 	if apierrors.IsNotFound(err) {
 		stamp(desired, rc)
 		err = s.Client.Create(ctx, desired)
