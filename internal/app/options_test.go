@@ -41,7 +41,7 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "a registry is a host", args: []string{"--allowed-image-registries=docker.io/rayproject"}, wantErr: `--allowed-image-registries: "docker.io/rayproject" is not a registry host`},
 		{name: "bad Pod Security check", args: []string{"--pod-security-check=audit"}, wantErr: `--pod-security-check must be enforce, warn or off, not "audit"`},
 		{name: "batch scheduler", args: []string{"--batch-scheduler=scheduler-plugins"}},
-		{name: "unknown batch scheduler", args: []string{"--batch-scheduler=yunikorn"}, wantErr: `--batch-scheduler must be one of volcano, scheduler-plugins, kai-scheduler or empty, not "yunikorn"`},
+		{name: "unknown batch scheduler", args: []string{"--batch-scheduler=slurm"}, wantErr: `--batch-scheduler must be one of volcano, scheduler-plugins, yunikorn, kai-scheduler or empty, not "slurm"`},
 		{name: "deprecated batch scheduler flag", args: []string{"--enable-batch-scheduler"}},
 		{name: "both batch scheduler flags", args: []string{"--enable-batch-scheduler", "--batch-scheduler=volcano"}, wantErr: "--enable-batch-scheduler (deprecated) and --batch-scheduler are both set"},
 		{name: "all errors at once", args: []string{"--log-format=xml", "--tls-min-version=1.0"}, wantErr: "--tls-min-version must be 1.2 or 1.3, not \"1.0\"; --log-format"},

@@ -1,5 +1,5 @@
 // Package batchscheduler hands RayCluster pods to a batch scheduler (Volcano,
-// scheduler-plugins' coscheduling, KAI), chosen with the operator's --batch-scheduler flag,
+// scheduler-plugins' coscheduling, YuniKorn, KAI), chosen with the operator's --batch-scheduler flag,
 // as KubeRay's batch scheduler integrations do. Before creating a cluster's pods, the
 // RayCluster controller has the cluster's PodGroup created or updated (Syncer.Sync); each
 // pod it builds is then marked for the scheduler (Scheduler.DecoratePod).
@@ -22,6 +22,7 @@ import (
 	"github.com/raygate/raygate/internal/batchscheduler/kai"
 	"github.com/raygate/raygate/internal/batchscheduler/schedulerplugins"
 	"github.com/raygate/raygate/internal/batchscheduler/volcano"
+	"github.com/raygate/raygate/internal/batchscheduler/yunikorn"
 )
 
 // Scheduler is one batch scheduler integration. Its methods are pure.
@@ -43,11 +44,11 @@ type Scheduler interface {
 
 // Names are the supported --batch-scheduler values ("" turns the integration off).
 func Names() []string {
-	return []string{volcano.Name, schedulerplugins.Name, kai.Name}
+	return []string{volcano.Name, schedulerplugins.Name, yunikorn.Name, kai.Name}
 }
 
 // New returns the integration a --batch-scheduler value names: nil for "", an error for a
-// name raygate does not support (yunikorn, which KubeRay also supports, is not implemented).
+// name raygate does not support.
 func New(name string) (Scheduler, error) {
 	switch name {
 	case "":
@@ -56,6 +57,8 @@ func New(name string) (Scheduler, error) {
 		return volcano.Scheduler{}, nil
 	case schedulerplugins.Name:
 		return schedulerplugins.Scheduler{}, nil
+	case yunikorn.Name:
+		return yunikorn.Scheduler{}, nil
 	case kai.Name:
 		return kai.Scheduler{}, nil
 	}

@@ -30,8 +30,8 @@ func TestNew(t *testing.T) {
 	if s, err := New(""); s != nil || err != nil {
 		t.Errorf(`New("") = %v, %v; want off`, s, err)
 	}
-	if _, err := New("yunikorn"); err == nil || !strings.Contains(err.Error(), "volcano, scheduler-plugins, kai-scheduler") {
-		t.Errorf("New(yunikorn): %v", err)
+	if _, err := New("slurm"); err == nil || !strings.Contains(err.Error(), "volcano, scheduler-plugins, yunikorn, kai-scheduler") {
+		t.Errorf("New(slurm): %v", err)
 	}
 }
 
@@ -47,10 +47,13 @@ func TestLabelWarnings(t *testing.T) {
 		{name: "volcano sample without a batch scheduler", labels: map[string]string{"ray.io/scheduler-name": "volcano", "volcano.sh/queue-name": "q"},
 			want: []string{`metadata.labels[ray.io/scheduler-name] is for the volcano batch scheduler, but raygate runs without one`, `metadata.labels[volcano.sh/queue-name] is for the volcano`}},
 		{name: "gang label on volcano", labels: map[string]string{"ray.io/gang-scheduling-enabled": "true"}, configured: "volcano",
-			want: []string{"is for the scheduler-plugins batch scheduler, but raygate runs with --batch-scheduler=volcano"}},
+			want: []string{"is for the scheduler-plugins or yunikorn batch scheduler, but raygate runs with --batch-scheduler=volcano"}},
+		{name: "gang label on yunikorn", labels: map[string]string{"ray.io/gang-scheduling-enabled": "true", "yunikorn.apache.org/queue": "root.q"}, configured: "yunikorn"},
 		{name: "gang label on scheduler-plugins", labels: map[string]string{"ray.io/gang-scheduling-enabled": "true"}, configured: "scheduler-plugins"},
-		{name: "yunikorn", labels: map[string]string{"yunikorn.apache.org/queue": "root.q"}, configured: "volcano",
-			want: []string{"raygate has no yunikorn integration"}},
+		{name: "yunikorn label on volcano", labels: map[string]string{"yunikorn.apache.org/queue": "root.q"}, configured: "volcano",
+			want: []string{"metadata.labels[yunikorn.apache.org/queue] is for the yunikorn batch scheduler, but raygate runs with --batch-scheduler=volcano"}},
+		{name: "unknown scheduler name", labels: map[string]string{"ray.io/scheduler-name": "slurm"}, configured: "volcano",
+			want: []string{"metadata.labels[ray.io/scheduler-name]: raygate has no slurm integration"}},
 		{name: "bad tier", labels: map[string]string{"volcano.sh/network-topology-mode": "hard", "volcano.sh/network-topology-highest-tier-allowed": "x"}, configured: "volcano",
 			want: []string{`"x" is not an integer`}},
 		{name: "kai without queue", configured: "kai-scheduler", want: []string{"metadata.labels[kai.scheduler/queue] is not set"}},

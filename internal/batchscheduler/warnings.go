@@ -4,35 +4,34 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/raygate/raygate/internal/batchscheduler/kai"
 	"github.com/raygate/raygate/internal/batchscheduler/schedulerplugins"
 	"github.com/raygate/raygate/internal/batchscheduler/volcano"
+	"github.com/raygate/raygate/internal/batchscheduler/yunikorn"
 )
 
 // SchedulerNameLabelKey is the label KubeRay's samples put on clusters meant for a batch
 // scheduler; the operator's --batch-scheduler decides, the label only documents intent.
 const SchedulerNameLabelKey = "ray.io/scheduler-name"
 
-// YuniKorn's labels, which raygate does not act on.
-const (
-	yuniKornQueueLabelKey = "yunikorn.apache.org/queue"
-	yuniKornAppLabelKey   = "yunikorn.apache.org/app-id"
-)
-
-// labelScheduler says which --batch-scheduler acts on a label of a RayCluster.
+// labelScheduler says which --batch-scheduler acts on a label of a RayCluster. The gang
+// label is used by both scheduler-plugins and YuniKorn (see gangSchedulers).
 var labelScheduler = map[string]string{
 	volcano.QueueLabelKey:                      volcano.Name,
 	volcano.PriorityClassLabelKey:              volcano.Name,
 	volcano.NetworkTopologyModeLabelKey:        volcano.Name,
 	volcano.NetworkTopologyHighestTierLabelKey: volcano.Name,
-	schedulerplugins.GangLabelKey:              schedulerplugins.Name,
 	kai.QueueLabelKey:                          kai.Name,
-	yuniKornQueueLabelKey:                      "yunikorn",
-	yuniKornAppLabelKey:                        "yunikorn",
+	yunikorn.QueueLabelKey:                     yunikorn.Name,
+	yunikorn.AppIDLabelKey:                     yunikorn.Name,
 }
+
+// gangSchedulers act on ray.io/gang-scheduling-enabled.
+var gangSchedulers = []string{schedulerplugins.Name, yunikorn.Name}
 
 // LabelWarnings are admission warnings about the batch-scheduler labels of a RayCluster
 // (or of a RayService, whose clusters get its labels) given the operator's
@@ -47,15 +46,18 @@ func LabelWarnings(labels map[string]string, labelsPath *field.Path, configured 
 	slices.Sort(keys)
 	for _, k := range keys {
 		want, ok := labelScheduler[k]
-		if k == SchedulerNameLabelKey {
+		switch k {
+		case SchedulerNameLabelKey:
 			want, ok = labels[k], true
+		case schedulerplugins.GangLabelKey:
+			want, ok = strings.Join(gangSchedulers, " or "), !slices.Contains(gangSchedulers, configured)
 		}
 		if !ok || want == configured {
 			continue
 		}
 		p := labelsPath.Key(k).String()
 		switch {
-		case want == "yunikorn" || (k == SchedulerNameLabelKey && !Valid(want)):
+		case k == SchedulerNameLabelKey && !Valid(want):
 			warnings = append(warnings, fmt.Sprintf("%s: raygate has no %s integration; the label is ignored", p, want))
 		case configured == "":
 			warnings = append(warnings, fmt.Sprintf("%s is for the %s batch scheduler, but raygate runs without one (--batch-scheduler is not set); the label is ignored", p, want))

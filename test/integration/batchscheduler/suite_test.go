@@ -2,7 +2,8 @@
 // server with the real webhooks over TLS: Volcano's PodGroup and Queue CRDs (generated from
 // volcano.sh/apis by `make tools`) and scheduler-plugins' PodGroup CRD (from its module) are
 // installed, kube-controller-manager's garbage collector runs, and the fake kubelet runs
-// the pods. Each Describe starts raygate with its own --batch-scheduler.
+// the pods (the schedulers themselves do not run). Each Describe starts raygate with its own
+// --batch-scheduler.
 package batchscheduler
 
 import (

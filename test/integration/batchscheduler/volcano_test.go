@@ -123,7 +123,7 @@ spec:
         - name: ray-head
           image: rayproject/ray:2.46.0
 `)
-		Expect(stderr).To(ContainSubstring("Warning: metadata.labels[ray.io/gang-scheduling-enabled] is for the scheduler-plugins batch scheduler, but raygate runs with --batch-scheduler=volcano; the label is ignored"))
+		Expect(stderr).To(ContainSubstring("Warning: metadata.labels[ray.io/gang-scheduling-enabled] is for the scheduler-plugins or yunikorn batch scheduler, but raygate runs with --batch-scheduler=volcano; the label is ignored"))
 		Eventually(podGroup(ctx, volcanoPodGroup, ns, "ray-gang-pg")).Should(field(BeEquivalentTo(1), "spec", "minMember"), "every cluster gets a Volcano PodGroup")
 	})
 
