@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 
 	"github.com/raygate/raygate/internal/batchscheduler"
@@ -34,6 +35,8 @@ func (r *Reconciler) syncBatchScheduling(ctx context.Context, p *pass) error {
 	res, err := r.BatchScheduler.Sync(ctx, p.cluster)
 	kind := r.BatchScheduler.Scheduler.PodGroupKind()
 	switch {
+	case apierrors.IsConflict(err):
+		return err // the cache was behind (the scheduler wrote the PodGroup): retried, not a failure
 	case err != nil && errors.Is(err, batchscheduler.ErrNotInstalled):
 		p.warn(EventFailedSyncPodGroup, actionCreate, "No pods are created: %v", err)
 		return failure(reasonFailedSyncPodGroup, "%s", err.Error())

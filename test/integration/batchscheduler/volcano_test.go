@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // volcanoSample is shaped like KubeRay's Volcano queue sample: a Queue and a RayCluster
@@ -125,6 +126,18 @@ spec:
 `)
 		Expect(stderr).To(ContainSubstring("Warning: metadata.labels[ray.io/gang-scheduling-enabled] is for the scheduler-plugins or yunikorn batch scheduler, but raygate runs with --batch-scheduler=volcano; the label is ignored"))
 		Eventually(podGroup(ctx, volcanoPodGroup, ns, "ray-gang-pg")).Should(field(BeEquivalentTo(1), "spec", "minMember"), "every cluster gets a Volcano PodGroup")
+	})
+
+	It("recreates a PodGroup someone deleted", func(ctx context.Context) {
+		old := podGroup(ctx, volcanoPodGroup, ns, pgName)()
+		Expect(old).NotTo(BeNil())
+		_, stderr, err := kubectl(ctx, ns, "", "delete", "podgroups.scheduling.volcano.sh", pgName)
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Eventually(podGroup(ctx, volcanoPodGroup, ns, pgName)).Should(And(
+			Not(BeNil()),
+			WithTransform(func(u *unstructured.Unstructured) types.UID { return u.GetUID() }, Not(Equal(old.GetUID()))),
+			field(BeEquivalentTo(4), "spec", "minMember"),
+		))
 	})
 
 	It("has the PodGroup garbage-collected with its cluster", func(ctx context.Context) {
