@@ -58,6 +58,7 @@ func TestLabelWarnings(t *testing.T) {
 			want: []string{`"x" is not an integer`}},
 		{name: "kai without queue", configured: "kai-scheduler", want: []string{"metadata.labels[kai.scheduler/queue] is not set"}},
 		{name: "unrelated labels", labels: map[string]string{"app": "x"}},
+		{name: "empty scheduler name", labels: map[string]string{"ray.io/scheduler-name": ""}, configured: "volcano"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

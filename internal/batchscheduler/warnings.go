@@ -2,6 +2,7 @@ package batchscheduler
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,16 +40,11 @@ var gangSchedulers = []string{schedulerplugins.Name, yunikorn.Name}
 // running one cannot use. labelsPath is the labels' field path.
 func LabelWarnings(labels map[string]string, labelsPath *field.Path, configured string) []string {
 	var warnings []string
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		want, ok := labelScheduler[k]
 		switch k {
 		case SchedulerNameLabelKey:
-			want, ok = labels[k], true
+			want, ok = labels[k], labels[k] != ""
 		case schedulerplugins.GangLabelKey:
 			want, ok = strings.Join(gangSchedulers, " or "), !slices.Contains(gangSchedulers, configured)
 		}
