@@ -166,13 +166,12 @@ build_kueue_manifests() {
 # (its API module ships no CRD files), so the same is done here from the pinned module.
 # Needs controller-gen, so install builds it in a second phase.
 build_volcano_crds() {
-	local dir tmp; dir=$(path_of volcano-crds); mkdir -p "$(dirname "$dir")"
-	tmp=$(mktemp -d "$dir.tmp.XXXXXX")
+	# Every step checks its result: install runs builders where `set -e` does not apply.
+	local dir tmp; dir=$(path_of volcano-crds) && mkdir -p "$(dirname "$dir")" || return 1
+	tmp=$(mktemp -d "$dir.tmp.XXXXXX") && [[ -d $tmp ]] || return 1
 	(cd "$tools_mod/volcano" && "$(path_of controller-gen)" crd:crdVersions=v1 \
-		paths=volcano.sh/apis/pkg/apis/scheduling/v1beta1 output:crd:artifacts:config="$tmp")
-	rm -rf "$dir"
-	mv "$tmp" "$dir"
-	touch "$dir/.complete"
+		paths=volcano.sh/apis/pkg/apis/scheduling/v1beta1 output:crd:artifacts:config="$tmp") || { rm -rf "$tmp"; return 1; }
+	rm -rf "$dir" && mv "$tmp" "$dir" && touch "$dir/.complete"
 }
 
 # scheduler-plugins' coscheduling PodGroup CRD (config/crd/bases of its module), which the
