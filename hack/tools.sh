@@ -177,13 +177,12 @@ build_volcano_crds() {
 # scheduler-plugins' coscheduling PodGroup CRD (config/crd/bases of its module), which the
 # batchscheduler integration suite installs.
 build_scheduler_plugins_crds() {
-	local dir src; dir=$(path_of scheduler-plugins-crds)
+	local dir src; dir=$(path_of scheduler-plugins-crds) || return 1
 	src=$(cd "$tools_mod/scheduler-plugins" && go mod download -json sigs.k8s.io/scheduler-plugins | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-	rm -rf "$dir"
-	mkdir -p "$dir"
-	cp "$src/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml" "$dir/"
-	chmod -R u+w "$dir"
-	touch "$dir/.complete"
+	[[ -n $src ]] || return 1
+	rm -rf "$dir" && mkdir -p "$dir" || return 1
+	cp "$src/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml" "$dir/" || return 1
+	chmod -R u+w "$dir" && touch "$dir/.complete"
 }
 
 build_helm() {
