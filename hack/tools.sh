@@ -11,7 +11,9 @@
 #                                kube-controller-manager and kube-scheduler), kwok, kwok-stages
 #                                (kwok's stage files), helm, helm3, controller-gen,
 #                                golangci-lint, cert-manager-crds, kueue, kueue-crds,
-#                                kueue-webhooks (Kueue's CRDs and webhook configuration)
+#                                kueue-webhooks (Kueue's CRDs and webhook configuration),
+#                                volcano-crds (Volcano's PodGroup and Queue CRDs),
+#                                scheduler-plugins-crds (the coscheduling PodGroup CRD)
 #   hack/tools.sh list           print every tool's path, one per line
 #
 # The cache root is $RAYGATE_CACHE, else ~/.cache/raygate.
@@ -54,6 +56,8 @@ path_of() {
 	kueue) echo "$(tool_dir kueue "$tools_mod/kueue" sigs.k8s.io/kueue)/kueue" ;;
 	kueue-crds) echo "$(tool_dir kueue "$tools_mod/kueue" sigs.k8s.io/kueue)/crds" ;;
 	kueue-webhooks) echo "$(tool_dir kueue "$tools_mod/kueue" sigs.k8s.io/kueue)/webhooks" ;;
+	volcano-crds) echo "$(tool_dir volcano "$tools_mod/volcano" volcano.sh/apis)/crds" ;;
+	scheduler-plugins-crds) echo "$(tool_dir scheduler-plugins "$tools_mod/scheduler-plugins" sigs.k8s.io/scheduler-plugins)/crds" ;;
 	*) echo "unknown tool: $1" >&2; return 2 ;;
 	esac
 }
@@ -72,7 +76,7 @@ present() {
 	local m p
 	for m in $(members "$1"); do
 		p=$(path_of "$m")
-		if [[ $m == kwok-stages || $m == cert-manager-crds || $m == kueue-crds || $m == kueue-webhooks ]]; then [[ -f $p/.complete ]] || return 1; else [[ -x $p ]] || return 1; fi
+		if [[ $m == kwok-stages || $m == cert-manager-crds || $m == kueue-crds || $m == kueue-webhooks || $m == *-crds ]]; then [[ -f $p/.complete ]] || return 1; else [[ -x $p ]] || return 1; fi
 	done
 }
 
@@ -157,6 +161,30 @@ build_kueue_manifests() {
 	for dir in "$(path_of kueue-crds)" "$(path_of kueue-webhooks)"; do chmod -R u+w "$dir"; touch "$dir/.complete"; done
 }
 
+# Volcano's PodGroup and Queue CRDs, which the batchscheduler integration suite installs.
+# Volcano generates them with controller-gen from the kubebuilder markers of volcano.sh/apis
+# (its API module ships no CRD files), so the same is done here from the pinned module.
+# Needs controller-gen, so install builds it in a second phase.
+build_volcano_crds() {
+	# Every step checks its result: install runs builders where `set -e` does not apply.
+	local dir tmp; dir=$(path_of volcano-crds) && mkdir -p "$(dirname "$dir")" || return 1
+	tmp=$(mktemp -d "$dir.tmp.XXXXXX") && [[ -d $tmp ]] || return 1
+	(cd "$tools_mod/volcano" && "$(path_of controller-gen)" crd:crdVersions=v1 \
+		paths=volcano.sh/apis/pkg/apis/scheduling/v1beta1 output:crd:artifacts:config="$tmp") || { rm -rf "$tmp"; return 1; }
+	rm -rf "$dir" && mv "$tmp" "$dir" && touch "$dir/.complete"
+}
+
+# scheduler-plugins' coscheduling PodGroup CRD (config/crd/bases of its module), which the
+# batchscheduler integration suite installs.
+build_scheduler_plugins_crds() {
+	local dir src; dir=$(path_of scheduler-plugins-crds) || return 1
+	src=$(cd "$tools_mod/scheduler-plugins" && go mod download -json sigs.k8s.io/scheduler-plugins | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+	[[ -n $src ]] || return 1
+	rm -rf "$dir" && mkdir -p "$dir" || return 1
+	cp "$src/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml" "$dir/" || return 1
+	chmod -R u+w "$dir" && touch "$dir/.complete"
+}
+
 build_helm() {
 	local v dir; v=$(modver "$tools_mod/helm" helm.sh/helm/v4); dir=$(dirname "$(path_of helm)"); mkdir -p "$dir"
 	gobuild "$tools_mod/helm" "$dir" "-X helm.sh/helm/v4/internal/version.version=$v" helm.sh/helm/v4/cmd/helm
@@ -227,16 +255,23 @@ install() {
 	start "helm3" build_helm3 helm3
 	start "kueue" build_kueue kueue
 	start "kueue CRDs and webhook configuration" build_kueue_manifests kueue-manifests
+	start "scheduler-plugins CRDs" build_scheduler_plugins_crds scheduler-plugins-crds
 	local failed=0 fn
 	for fn in "${order[@]}"; do wait "${jobs[$fn]}" || failed=1; done
+	# Second phase: what runs a tool built above.
+	local built=${#order[@]}
+	order=()
+	if present controller-gen; then start "Volcano CRDs" build_volcano_crds volcano-crds; fi
+	for fn in "${order[@]}"; do wait "${jobs[$fn]}" || failed=1; done
+	built=$((built + ${#order[@]}))
 	rm -rf "$logs"
 	if ((failed)); then echo "tools: some builds failed (see above)" >&2; return 1; fi
-	if ((${#order[@]} > 0)); then echo "tools: all tools ready in $cache_root ($((SECONDS - t0))s)"; fi
+	if ((built > 0)); then echo "tools: all tools ready in $cache_root ($((SECONDS - t0))s)"; fi
 }
 
 list() {
 	local n
-	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager-crds kueue kueue-crds kueue-webhooks; do
+	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager-crds kueue kueue-crds kueue-webhooks volcano-crds scheduler-plugins-crds; do
 		printf '%-24s %s\n' "$n" "$(path_of "$n")"
 	done
 }

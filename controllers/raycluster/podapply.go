@@ -154,6 +154,9 @@ func (r *Reconciler) createPods(ctx context.Context, p *pass, g groupPlan) error
 	)
 	err := slowStartBatches(c.Pods(), func(i int) error {
 		pod := build(i)
+		if r.BatchScheduler != nil {
+			r.BatchScheduler.DecoratePod(p.cluster, pod)
+		}
 		if err := r.Create(ctx, pod); err != nil {
 			return err
 		}

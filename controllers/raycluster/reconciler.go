@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/batchscheduler"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/expectations"
 	"github.com/raygate/raygate/internal/features"
@@ -84,6 +85,9 @@ type Reconciler struct {
 	RandomPodDelete string
 	// Now is the clock (time.Now in production).
 	Now func() time.Time
+	// BatchScheduler, when --batch-scheduler is set, creates the clusters' PodGroups and
+	// marks their pods for the batch scheduler; nil: the default scheduler.
+	BatchScheduler *batchscheduler.Syncer
 }
 
 // NewReconciler returns a reconciler with production settings.
@@ -110,7 +114,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	}); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.BatchScheduler != nil && r.BatchScheduler.Owned() != nil {
+		b = b.Owns(r.BatchScheduler.Owned())
+	}
+	return b.
 		Named("raycluster").
 		For(&rayv1.RayCluster{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
@@ -261,6 +269,7 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, plan podPlan) error {
 	for _, phase := range []func(context.Context, *pass) error{
 		r.reconcileAutoscalerRBAC,
 		r.reconcileServices,
+		r.syncBatchScheduling,
 		func(ctx context.Context, p *pass) error { return r.applyPodPlan(ctx, p, plan) },
 		r.clearHandledWorkersToDelete,
 	} {

@@ -26,6 +26,10 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	batch, err := discoverBatchScheduling(cfg, o)
+	if err != nil {
+		return nil, err
+	}
 	metrics := metricsserver.Options{
 		BindAddress:   o.MetricsAddr,
 		SecureServing: o.SecureMetrics,
@@ -46,6 +50,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		PprofBindAddress:              o.PprofAddr,
 		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 	}
+	batch.cacheOptions(&mgrOpts.Cache)
 
 	if o.EnableWebhooks {
 		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{
@@ -71,6 +76,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		return nil, err
 	}
+	o.batch = batch
 	if err := setup(mgr, o); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,8 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
+	"github.com/raygate/raygate/internal/batchscheduler"
+	"github.com/raygate/raygate/internal/batchscheduler/volcano"
 	"github.com/raygate/raygate/internal/dashboard"
 	"github.com/raygate/raygate/internal/validation"
 )
@@ -57,6 +59,11 @@ type Options struct {
 	// create: enforce, warn or off. PodSecurityExemptNamespaces are not checked.
 	PodSecurityCheck            string
 	PodSecurityExemptNamespaces []string
+	// BatchScheduler hands the pods of every RayCluster to a batch scheduler (volcano,
+	// scheduler-plugins, kai-scheduler), as KubeRay's flag of the same name; empty: the
+	// default scheduler. EnableBatchScheduler is KubeRay's deprecated way to say volcano.
+	BatchScheduler       string
+	EnableBatchScheduler bool
 
 	// DashboardResolver (not a flag) locates Ray dashboards; tests and the local mode inject
 	// simulators here. Nil: built from DashboardURLTemplate, or the in-cluster resolver.
@@ -64,6 +71,8 @@ type Options struct {
 	// WebhooksOnly (not a flag) serves admission without running the controllers: suites
 	// about admission, whose objects must stay exactly as admission left them.
 	WebhooksOnly bool
+	// batch (not a flag) is --batch-scheduler resolved against the API server by NewManager.
+	batch batchScheduling
 	// SkipControllerNameValidation (not a flag) lets a process build managers more than once
 	// (controller names are process-wide in controller-runtime): tests restarting the operator.
 	SkipControllerNameValidation bool
@@ -119,7 +128,19 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.AllowedImageRegistries, "allowed-image-registries", o.AllowedImageRegistries, "Registry hosts (docker.io, registry.example.com, localhost:5000) the images of Ray pods may come from; empty: any.")
 	fs.StringVar(&o.PodSecurityCheck, "pod-security-check", o.PodSecurityCheck, "Check the pods raygate would create against the namespace's Pod Security labels at admission: enforce (reject what the API server would refuse, warn for warn and audit), warn (only warn) or off.")
 	fs.StringSliceVar(&o.PodSecurityExemptNamespaces, "pod-security-exempt-namespaces", o.PodSecurityExemptNamespaces, "Namespaces whose Pod Security admission does not check, e.g. those the API server's PodSecurity configuration exempts (raygate cannot read it).")
+	fs.StringVar(&o.BatchScheduler, "batch-scheduler", o.BatchScheduler, "Batch scheduler of RayCluster pods: "+strings.Join(batchscheduler.Names(), ", ")+"; empty: the default scheduler. With volcano and scheduler-plugins raygate creates the clusters' PodGroups, whose CRD must be installed before raygate starts.")
+	fs.BoolVar(&o.EnableBatchScheduler, "enable-batch-scheduler", o.EnableBatchScheduler, "Deprecated: use --batch-scheduler=volcano.")
+	_ = fs.MarkDeprecated("enable-batch-scheduler", "use --batch-scheduler=volcano")
 	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
+}
+
+// BatchSchedulerName is the batch scheduler in effect: --batch-scheduler, or volcano with
+// the deprecated --enable-batch-scheduler.
+func (o *Options) BatchSchedulerName() string {
+	if o.EnableBatchScheduler && o.BatchScheduler == "" {
+		return volcano.Name
+	}
+	return o.BatchScheduler
 }
 
 // Limits are the pod bounds for validation.
@@ -139,6 +160,7 @@ func (o *Options) Policy() validation.Policy {
 		AllowedImageRegistries:      o.AllowedImageRegistries,
 		PodSecurity:                 validation.PodSecurityMode(o.PodSecurityCheck),
 		PodSecurityExemptNamespaces: o.PodSecurityExemptNamespaces,
+		BatchScheduler:              o.BatchSchedulerName(),
 	}
 }
 
@@ -169,6 +191,12 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Sprintf("--max-pods-per-cluster must be at least 2 (the head and a worker), not %d", o.MaxPodsPerCluster))
 	}
 	errs = append(errs, o.validatePolicy()...)
+	if !batchscheduler.Valid(o.BatchScheduler) {
+		errs = append(errs, fmt.Sprintf("--batch-scheduler must be one of %s or empty, not %q", strings.Join(batchscheduler.Names(), ", "), o.BatchScheduler))
+	}
+	if o.EnableBatchScheduler && o.BatchScheduler != "" {
+		errs = append(errs, "--enable-batch-scheduler (deprecated) and --batch-scheduler are both set; use --batch-scheduler only")
+	}
 	if o.DashboardURLTemplate != "" {
 		if err := dashboard.ValidateTemplate(o.DashboardURLTemplate); err != nil {
 			errs = append(errs, err.Error())

@@ -40,6 +40,10 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "bad GatewayClass", args: []string{"--allowed-gateway-classes=Istio_1"}, wantErr: `--allowed-gateway-classes: "Istio_1"`},
 		{name: "a registry is a host", args: []string{"--allowed-image-registries=docker.io/rayproject"}, wantErr: `--allowed-image-registries: "docker.io/rayproject" is not a registry host`},
 		{name: "bad Pod Security check", args: []string{"--pod-security-check=audit"}, wantErr: `--pod-security-check must be enforce, warn or off, not "audit"`},
+		{name: "batch scheduler", args: []string{"--batch-scheduler=scheduler-plugins"}},
+		{name: "unknown batch scheduler", args: []string{"--batch-scheduler=slurm"}, wantErr: `--batch-scheduler must be one of volcano, scheduler-plugins, yunikorn, kai-scheduler or empty, not "slurm"`},
+		{name: "deprecated batch scheduler flag", args: []string{"--enable-batch-scheduler"}},
+		{name: "both batch scheduler flags", args: []string{"--enable-batch-scheduler", "--batch-scheduler=volcano"}, wantErr: "--enable-batch-scheduler (deprecated) and --batch-scheduler are both set"},
 		{name: "all errors at once", args: []string{"--log-format=xml", "--tls-min-version=1.0"}, wantErr: "--tls-min-version must be 1.2 or 1.3, not \"1.0\"; --log-format"},
 	}
 	for _, tc := range cases {
@@ -128,5 +132,29 @@ func TestSlimPodKeepsWhatControllersRead(t *testing.T) {
 	sel := rayPodSelector()
 	if !sel.Matches(labels.Set{"ray.io/cluster": "x"}) || sel.Matches(labels.Set{"app": "web"}) {
 		t.Fatalf("selector %s must select exactly the pods with a ray.io/cluster label", sel)
+	}
+}
+
+func TestBatchSchedulerName(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"--batch-scheduler=kai-scheduler"}, "kai-scheduler"},
+		{[]string{"--enable-batch-scheduler"}, "volcano"}, // KubeRay's deprecated flag
+	} {
+		o := DefaultOptions()
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		o.BindFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if got := o.BatchSchedulerName(); got != tc.want {
+			t.Errorf("%v: BatchSchedulerName() = %q, want %q", tc.args, got, tc.want)
+		}
+		if got := o.Policy().BatchScheduler; got != tc.want {
+			t.Errorf("%v: Policy().BatchScheduler = %q, want %q", tc.args, got, tc.want)
+		}
 	}
 }

@@ -14,6 +14,7 @@ func setupRayClusterController(mgr ctrl.Manager, o Options) error {
 	r := raycluster.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("raycluster-controller"))
 	r.APIReader = mgr.GetAPIReader()
 	r.Limits = o.Limits()
+	r.BatchScheduler = o.batch.syncer(mgr)
 	if err := r.Metrics.Register(metrics.Registry); err != nil {
 		return err
 	}

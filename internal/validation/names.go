@@ -14,6 +14,7 @@ import (
 var (
 	namePath         = field.NewPath("metadata", "name")
 	generateNamePath = field.NewPath("metadata", "generateName")
+	labelsPath       = field.NewPath("metadata", "labels")
 )
 
 // generatedSuffix stands in for the random suffix the API server appends to generateName.

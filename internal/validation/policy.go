@@ -31,6 +31,9 @@ type Policy struct {
 	// PodSecurityExemptNamespaces are not checked for Pod Security, like the namespaces the
 	// API server's PodSecurity configuration exempts (which raygate cannot read).
 	PodSecurityExemptNamespaces []string
+	// BatchScheduler is the operator's --batch-scheduler (empty: none); a RayCluster or
+	// RayService with labels for another batch scheduler gets a warning.
+	BatchScheduler string
 }
 
 // PodSecurityMode is how admission treats the Pod Security of the pods raygate would create.

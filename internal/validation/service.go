@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/batchscheduler"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/rayspec"
@@ -78,6 +79,7 @@ func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []strin
 	errs = append(errs, validateServiceOverride(spec.ServeService, specPath.Child("serveService"), serveServiceWhy)...)
 	errs = append(errs, c.policyService(svc)...)
 	errs = append(errs, validateServeConfig(spec.ServeConfigV2, specPath.Child("serveConfigV2"))...)
+	warnings = append(warnings, batchscheduler.LabelWarnings(svc.Labels, labelsPath, c.policy.BatchScheduler)...)
 	return errs, warnings
 }
 

@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/batchscheduler"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/podsecurity"
@@ -281,6 +282,7 @@ func (c *check) rayCluster(old, rc *rayv1.RayCluster) (field.ErrorList, []string
 		oldSpec = &old.Spec
 	}
 	specErrs, warnings := c.clusterSpec(oldSpec, &rc.Spec, specPath)
+	warnings = append(warnings, batchscheduler.LabelWarnings(rc.Labels, labelsPath, c.policy.BatchScheduler)...)
 	return append(errs, specErrs...), warnings
 }
 
