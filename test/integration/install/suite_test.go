@@ -1,6 +1,6 @@
 // Package install tests how platform admins install raygate: the Helm chart (lint,
 // template in each mode, the objects it renders), the kustomize config, and both applied to
-// a real API server with the cert-manager and Gateway API CRDs installed (server-side
+// a real API server with the cert-manager, Gateway API and batch schedulers' CRDs installed (server-side
 // dry-run, RBAC as the operator's ServiceAccount sees it, Pod Security admission).
 package install
 
@@ -39,11 +39,15 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Stop)
 
-	dir, err := tools.Path("cert-manager-crds")
-	Expect(err).NotTo(HaveOccurred())
-	crds, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(crds).NotTo(BeEmpty())
+	// The batch schedulers' PodGroup CRDs too: the RBAC specs ask the API server about every
+	// generated rule, and it only answers for resources it serves.
+	for _, tool := range []string{"cert-manager-crds", "volcano-crds", "scheduler-plugins-crds"} {
+		dir, err := tools.Path(tool)
+		Expect(err).NotTo(HaveOccurred())
+		crds, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(crds).NotTo(BeEmpty(), tool)
+	}
 
 	// The operator's namespace enforces the restricted Pod Security Standard, as
 	// docs/install.md recommends; the tenants' namespaces are plain.
