@@ -347,7 +347,7 @@ func converged(w *world) bool {
 	if c := findCondition(st.Conditions, rayv1.RayServiceReady); c == nil || c.Reason != rayv1.NonZeroServeEndpoints {
 		return false
 	}
-	if matchGoal(stampOf(active.rc), want.Goal, want.Version) != matchSame {
+	if matchGoal(stampOf(active.rc), want.Goal) != matchSame {
 		return false
 	}
 	if want.incremental() && w.gatewayAPI && w.route == nil {

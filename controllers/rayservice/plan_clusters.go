@@ -70,13 +70,13 @@ func rolesInStatus(in inputs, out *planned) roles {
 // previous pass looks the same until it is retired), so it is retired with the deletion
 // delay instead.
 func adopt(in inputs, r roles, out *planned) roles {
-	if r.Pending.View != nil || (r.Active.View != nil && matchGoal(stampOf(r.Active.cluster()), in.want.Goal, in.want.Version) == matchSame) {
+	if r.Pending.View != nil || (r.Active.View != nil && matchGoal(stampOf(r.Active.cluster()), in.want.Goal).runsGoal()) {
 		return r
 	}
 	for _, v := range in.obs.Clusters {
 		c := v.Cluster
 		if c.DeletionTimestamp == nil && c.Name != r.Active.name() && c.Annotations[rayv1.DeleteAfterKey] == "" &&
-			stampOf(c).Hash == in.want.Goal.Hash && submittedOn(c).Hash == "" {
+			matchGoal(stampOf(c), in.want.Goal).runsGoal() && submittedOn(c).Hash == "" {
 			out.note("adopting RayCluster " + c.Name + ", created for the current spec, as the pending cluster")
 			r.Pending = slot{View: v, Status: rayv1.RayServiceStatus{RayClusterName: c.Name}}
 			return withPendingDefaults(r, in.want)
@@ -111,7 +111,7 @@ func withPendingDefaults(r roles, want *desired) roles {
 // planClusters carries the new-cluster decision into actions and roles.
 func planClusters(in inputs, r roles, out *planned) roles {
 	d := decideClusters(clusterInputs{
-		Strategy: in.want.Strategy, Goal: in.want.Goal, Version: in.want.Version, GatewayAPI: in.obs.GatewayAPI,
+		Strategy: in.want.Strategy, Goal: in.want.Goal, GatewayAPI: in.obs.GatewayAPI,
 		Active: stampIn(r.Active), Pending: stampIn(r.Pending),
 	})
 	if d.Change != actNone {
