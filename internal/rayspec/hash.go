@@ -17,8 +17,7 @@ import (
 // rayv1.SpecHashKey). It is HashWithoutReplicas without the pod templates' tolerations and
 // scheduling gates: admission controllers such as Kueue add those to a cluster's templates,
 // and that must neither replace a serving cluster nor look like a user change. Callers pass
-// the *defaulted* spec. Changing what this function covers requires a new annotation key
-// (it is stored under rayv1.SpecHashKey),
+// the *defaulted* spec. Changing what this function covers requires a new annotation key,
 // or every running cluster would look changed.
 func SpecHash(spec rayv1.RayClusterSpec) (string, error) {
 	s := spec.DeepCopy()
