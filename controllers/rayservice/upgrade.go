@@ -155,10 +155,9 @@ type clusterChange string
 const (
 	actNone           clusterChange = "None"
 	actCreatePending  clusterChange = "CreatePending"
-	actUpdateActive   clusterChange = "UpdateActiveInPlace"
+	actNotApplied     clusterChange = "NotAppliedWithStrategyNone"
 	actAppendActive   clusterChange = "AppendWorkerGroupsToActive"
 	actRestampActive  clusterChange = "RestampActive"
-	actUpdatePending  clusterChange = "UpdatePendingInPlace"
 	actAppendPending  clusterChange = "AppendWorkerGroupsToPending"
 	actRestampPending clusterChange = "RestampPending"
 	actReplacePending clusterChange = "ReplacePending"
@@ -190,7 +189,10 @@ type clusterPlan struct {
 //     never served) or roll back step by step (incremental: it may carry traffic);
 //   - a third spec: replace the pending cluster (NewCluster), or first return to the active
 //     cluster as a rollback, then start afresh (incremental);
-//   - no pending cluster: a real change starts an upgrade (None: update in place).
+//   - no pending cluster: a real change starts an upgrade;
+//   - with the None strategy a real change is not applied at all, as in KubeRay: no new
+//     cluster, and the running one keeps its spec and pods (only appended worker groups are
+//     added, and serveConfigV2 changes are still submitted).
 func decideClusters(in clusterInputs) clusterPlan {
 	incremental := in.Strategy == rayv1.NewClusterWithIncrementalUpgrade
 	if in.Active == nil && in.Pending == nil {
@@ -206,7 +208,7 @@ func decideClusters(in clusterInputs) clusterPlan {
 			return clusterPlan{actRestampPending, restampReason("pending", *in.Pending)}
 		}
 		if in.Strategy == rayv1.None {
-			return clusterPlan{actUpdatePending, "the None strategy updates clusters in place"}
+			return clusterPlan{actNotApplied, noneReason}
 		}
 		if in.Active == nil {
 			return clusterPlan{actReplacePending, "the spec changed before the first cluster served; replacing it"}
@@ -233,12 +235,16 @@ func decideClusters(in clusterInputs) clusterPlan {
 	}
 	switch {
 	case in.Strategy == rayv1.None:
-		return clusterPlan{actUpdateActive, "the cluster spec changed; the None strategy updates the active cluster in place"}
+		return clusterPlan{actNotApplied, noneReason}
 	case incremental && !in.GatewayAPI:
 		return clusterPlan{actBlockedNoGwAPI, "NewClusterWithIncrementalUpgrade needs the Gateway API CRDs (Gateway, HTTPRoute); install them and restart raygate"}
 	}
 	return clusterPlan{actCreatePending, "the cluster spec changed; preparing a new cluster"}
 }
+
+// noneReason says what the None strategy does with a rayClusterConfig change: nothing.
+const noneReason = "rayClusterConfig changed, but upgradeStrategy None neither replaces nor modifies a running RayCluster: " +
+	"it keeps its spec and pods (serveConfigV2 changes are still applied); switch to NewCluster to apply the change"
 
 func restampReason(role string, s stamp) string {
 	if o := s.origin(); o != "raygate" {
@@ -262,29 +268,16 @@ func pendingClusterSpec(g goal, incrementalUpgrade bool) rayv1.RayClusterSpec {
 	return s
 }
 
-// inPlaceSpec is the spec an existing cluster gets when updated in place. With the
-// autoscaler on, the replica counts and pending deletions of groups that keep their name
-// stay as the autoscaler set them; onlyAppend keeps the existing groups untouched.
-func inPlaceSpec(current rayv1.RayClusterSpec, g goal, onlyAppend bool) rayv1.RayClusterSpec {
+// appendedGroupsSpec is a cluster's spec with the worker groups appended to the goal added
+// at the end. The groups it has stay exactly as they are (replica counts and pending
+// deletions are the autoscaler's), as do their pods.
+func appendedGroupsSpec(current rayv1.RayClusterSpec, g goal) rayv1.RayClusterSpec {
 	want := pendingClusterSpec(g, false)
-	if onlyAppend && len(current.WorkerGroupSpecs) <= len(want.WorkerGroupSpecs) {
-		out := *current.DeepCopy()
-		out.WorkerGroupSpecs = append(out.WorkerGroupSpecs, want.WorkerGroupSpecs[len(current.WorkerGroupSpecs):]...)
-		return out
+	out := *current.DeepCopy()
+	if len(out.WorkerGroupSpecs) < len(want.WorkerGroupSpecs) {
+		out.WorkerGroupSpecs = append(out.WorkerGroupSpecs, want.WorkerGroupSpecs[len(out.WorkerGroupSpecs):]...)
 	}
-	if rayspec.AutoscalingEnabled(&want) {
-		prev := map[string]rayv1.WorkerGroupSpec{}
-		for _, wg := range current.WorkerGroupSpecs {
-			prev[wg.GroupName] = wg
-		}
-		for i, wg := range want.WorkerGroupSpecs {
-			if p, ok := prev[wg.GroupName]; ok {
-				want.WorkerGroupSpecs[i].Replicas = p.Replicas
-				want.WorkerGroupSpecs[i].ScaleStrategy = p.ScaleStrategy
-			}
-		}
-	}
-	return want
+	return out
 }
 
 // deletionDelaySeconds is rayClusterDeletionDelaySeconds with its default.

@@ -183,7 +183,8 @@ func TestDecideClusters(t *testing.T) {
 		{"spec changed: NewCluster", nc, s(v1), nil, v2, false, actCreatePending},
 		{"spec changed: incremental", inc, s(v1), nil, v2, false, actCreatePending},
 		{"spec changed: incremental without Gateway API", inc, s(v1), nil, v2, true, actBlockedNoGwAPI},
-		{"spec changed: None", none, s(v1), nil, v2, false, actUpdateActive},
+		{"spec changed: None (not applied, as in KubeRay)", none, s(v1), nil, v2, false, actNotApplied},
+		{"only a worker group appended: None", none, s(v1), nil, v1plus, false, actAppendActive},
 		{"only a worker group appended", nc, s(v1), nil, v1plus, false, actAppendActive},
 		{"only a worker group appended, incremental", inc, s(v1), nil, v1plus, false, actAppendActive},
 		{"active stamped by KubeRay, spec unchanged", nc, kuberay, nil, v1, false, actRestampActive},
@@ -206,7 +207,7 @@ func TestDecideClusters(t *testing.T) {
 		{"incremental: a third spec", inc, s(v1), s(v2), v3, false, actRollback},
 		{"first cluster not serving yet, spec changed", nc, nil, s(v1), v2, false, actReplacePending},
 		{"first cluster not serving yet, spec changed, incremental", inc, nil, s(v1), v2, false, actReplacePending},
-		{"None with a pending first cluster", none, nil, s(v1), v2, false, actUpdatePending},
+		{"None with a pending first cluster", none, nil, s(v1), v2, false, actNotApplied},
 	}
 	for _, tc := range cases {
 		got := decideClusters(clusterInputs{Strategy: tc.strategy, Active: tc.active, Pending: tc.pending, Goal: mustGoal(t, tc.goal), GatewayAPI: !tc.noGatewayAPI})
@@ -245,32 +246,18 @@ func TestPendingClusterSpec(t *testing.T) {
 	}
 }
 
-func TestInPlaceSpec(t *testing.T) {
-	current := builders.ClusterSpec()
-	current.EnableInTreeAutoscaling = ptr.To(true)
-	current.WorkerGroupSpecs[0].Replicas = ptr.To[int32](4) // set by the autoscaler
-	current.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete = []string{"w-1"}
-
-	goalSpec := withImage("rayproject/ray:2.53.0")
-	goalSpec.EnableInTreeAutoscaling = ptr.To(true)
-	goalSpec.WorkerGroupSpecs = append(goalSpec.WorkerGroupSpecs, builders.WorkerGroup("gpu", 2))
-	got := inPlaceSpec(current, mustGoal(t, goalSpec), false)
-	if got.HeadGroupSpec.Template.Spec.Containers[0].Image != "rayproject/ray:2.53.0" {
-		t.Error("in-place update did not take the new image")
-	}
-	if ptr.Deref(got.WorkerGroupSpecs[0].Replicas, -1) != 4 || len(got.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete) != 1 {
-		t.Error("in-place update with the autoscaler on overwrote the autoscaler's replicas")
-	}
-	if len(got.WorkerGroupSpecs) != 2 || ptr.Deref(got.WorkerGroupSpecs[1].Replicas, -1) != 2 {
-		t.Error("new group missing or without its replicas")
-	}
-
+func TestAppendedGroupsSpec(t *testing.T) {
 	appendOnly := builders.ClusterSpec()
 	appendOnly.WorkerGroupSpecs = append(appendOnly.WorkerGroupSpecs, builders.WorkerGroup("gpu", 3))
 	cur := builders.ClusterSpec()
-	cur.WorkerGroupSpecs[0].Replicas = ptr.To[int32](9)
-	got = inPlaceSpec(cur, mustGoal(t, appendOnly), true)
-	if len(got.WorkerGroupSpecs) != 2 || ptr.Deref(got.WorkerGroupSpecs[0].Replicas, -1) != 9 || got.WorkerGroupSpecs[1].GroupName != "gpu" {
+	cur.WorkerGroupSpecs[0].Replicas = ptr.To[int32](9) // set by the autoscaler
+	cur.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete = []string{"w-1"}
+	got := appendedGroupsSpec(cur, mustGoal(t, appendOnly))
+	if len(got.WorkerGroupSpecs) != 2 || ptr.Deref(got.WorkerGroupSpecs[0].Replicas, -1) != 9 || len(got.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete) != 1 ||
+		got.WorkerGroupSpecs[1].GroupName != "gpu" || ptr.Deref(got.WorkerGroupSpecs[1].Replicas, -1) != 3 {
 		t.Errorf("append-only update: %+v", got.WorkerGroupSpecs)
+	}
+	if again := appendedGroupsSpec(got, mustGoal(t, appendOnly)); len(again.WorkerGroupSpecs) != 2 {
+		t.Errorf("appending twice: %d groups", len(again.WorkerGroupSpecs))
 	}
 }
