@@ -261,3 +261,53 @@ func TestAppendedGroupsSpec(t *testing.T) {
 		t.Errorf("appending twice: %d groups", len(again.WorkerGroupSpecs))
 	}
 }
+
+// Taking over a RayService whose active cluster KubeRay made: the cluster is re-stamped, the
+// serve config is recorded on it (KubeRay keeps no record there; here the dashboard pool
+// still knows it was accepted, a fresh operator submits the unchanged config once), and
+// nothing is created, updated or deleted; then a pass changes nothing.
+func TestPlanAdoptsKubeRayCluster(t *testing.T) {
+	for _, svc := range []*rayv1.RayService{builders.RayService("svc", "ns").Obj(), incrementalService(20, 5, 10)} {
+		w := newWorld(svc)
+		settle(t, w)
+		name := w.svc.Status.ActiveServiceStatus.RayClusterName
+		rc := w.clusters[name].rc
+		h, err := rayspec.KubeRayHash(w.svc.Spec.RayClusterSpec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{rayv1.SpecHashKey, rayv1.ServeConfigHashKey, rayv1.ServeConfigTargetCapacityKey} {
+			delete(rc.Annotations, k)
+		}
+		rc.Annotations[rayv1.HashWithoutReplicasAndWorkersToDeleteKey] = h
+		rc.Annotations[rayv1.KubeRayVersionKey] = "v1.5.1"
+
+		p, err := w.reconcile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(actionsOf[createCluster](p.out)) + len(actionsOf[updateCluster](p.out)) + len(actionsOf[deleteCluster](p.out)); n != 0 {
+			t.Fatalf("%s: %d cluster changes on adoption: %v", strategyOf(&svc.Spec), n, p.out.ClusterActions)
+		}
+		var stamps []annotateCluster
+		for _, a := range actionsOf[annotateCluster](p.out) {
+			if _, ok := a.Annotations[rayv1.SpecHashKey]; ok {
+				stamps = append(stamps, a)
+			}
+		}
+		if len(stamps) != 1 || stamps[0].Annotations[rayv1.SpecHashKey] != w.desired().Goal.Hash || stamps[0].Annotations[rayv1.HashWithoutReplicasAndWorkersToDeleteKey] != h {
+			t.Fatalf("%s: re-stamp %+v", strategyOf(&svc.Spec), stamps)
+		}
+		settle(t, w)
+		if got := w.svc.Status.ActiveServiceStatus.RayClusterName; got != name || len(w.clusters) != 1 {
+			t.Fatalf("%s: active %s, %d clusters; want %s alone", strategyOf(&svc.Spec), got, len(w.clusters), name)
+		}
+		if rc := w.clusters[name].rc; rc.Annotations[rayv1.ServeConfigHashKey] != w.desired().Serve.hash {
+			t.Errorf("%s: the serve config was not recorded after the one submission", strategyOf(&svc.Spec))
+		}
+		p, _ = w.reconcile()
+		if n := len(p.out.ClusterActions) + len(p.out.Submits) + len(p.out.Actions); n != 0 {
+			t.Errorf("%s: after adoption a pass asks for %d things", strategyOf(&svc.Spec), n)
+		}
+	}
+}
