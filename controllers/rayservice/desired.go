@@ -48,7 +48,7 @@ func admit(svc *rayv1.RayService, gates features.Gates, limits validation.Limits
 		var err error
 		if want.Serve, err = parseServeConfig(s.Spec.ServeConfigV2); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "serveConfigV2"), "", err.Error()))
-		} else if want.Goal, err = newGoal(s.Spec.RayClusterSpec); err != nil {
+		} else if want.Goal, err = newGoal(svc.Spec.RayClusterSpec, s.Spec.RayClusterSpec); err != nil {
 			errs = append(errs, field.InternalError(field.NewPath("spec", "rayClusterConfig"), err))
 		}
 	}

@@ -347,7 +347,8 @@ func converged(w *world) bool {
 	if c := findCondition(st.Conditions, rayv1.RayServiceReady); c == nil || c.Reason != rayv1.NonZeroServeEndpoints {
 		return false
 	}
-	if matchGoal(stampOf(active.rc), want.Goal, want.Version) != matchSame {
+	// With None a rayClusterConfig change is never applied to the running cluster.
+	if m := matchGoal(stampOf(active.rc), want.Goal); m != matchSame && (want.Strategy != rayv1.None || m != matchChanged) {
 		return false
 	}
 	if want.incremental() && w.gatewayAPI && w.route == nil {

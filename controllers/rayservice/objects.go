@@ -32,10 +32,13 @@ func serviceLabels(svc *rayv1.RayService) map[string]string {
 	}
 }
 
-// stampAnnotations record which spec a cluster was built from, for the new-cluster decision.
+// stampAnnotations record which spec a cluster was built from, for the new-cluster decision:
+// raygate's hash under its own key, KubeRay's under KubeRay's, so that KubeRay run on the same
+// objects sees the cluster as current.
 func stampAnnotations(g goal, version string) map[string]string {
 	return map[string]string{
-		rayv1.HashWithoutReplicasAndWorkersToDeleteKey: g.Hash,
+		rayv1.SpecHashKey: g.Hash,
+		rayv1.HashWithoutReplicasAndWorkersToDeleteKey: g.KubeRayHash,
 		rayv1.NumWorkerGroupsKey:                       strconv.Itoa(len(g.Spec.WorkerGroupSpecs)),
 		rayv1.KubeRayVersionKey:                        version,
 	}

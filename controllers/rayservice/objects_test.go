@@ -136,7 +136,8 @@ func TestNewRayCluster(t *testing.T) {
 	if rc.Labels[rayv1.OriginatedFromCRNameLabelKey] != "svc" || rc.Labels[rayv1.OriginatedFromCRDLabelKey] != "RayService" {
 		t.Errorf("labels %v", rc.Labels)
 	}
-	if rc.Annotations[rayv1.HashWithoutReplicasAndWorkersToDeleteKey] != g.Hash || rc.Annotations[rayv1.NumWorkerGroupsKey] != "1" || rc.Annotations[rayv1.KubeRayVersionKey] != "v9" {
+	if rc.Annotations[rayv1.SpecHashKey] != g.Hash || rc.Annotations[rayv1.HashWithoutReplicasAndWorkersToDeleteKey] != g.KubeRayHash ||
+		rc.Annotations[rayv1.NumWorkerGroupsKey] != "1" || rc.Annotations[rayv1.KubeRayVersionKey] != "v9" {
 		t.Errorf("annotations %v", rc.Annotations)
 	}
 	if c := metav1.GetControllerOf(rc); c == nil || c.Name != "svc" || !*c.BlockOwnerDeletion {
@@ -170,6 +171,7 @@ func TestNewClusterCarriesTheRayServicesLabelsAndAnnotations(t *testing.T) {
 		rayv1.OverwriteContainerCmdKey:                 "true",
 		rayv1.DeleteAfterKey:                           "2000-01-01T00:00:00Z",
 		rayv1.HashWithoutReplicasAndWorkersToDeleteKey: "forged",
+		rayv1.SpecHashKey:                              "forged",
 		corev1.LastAppliedConfigAnnotation:             `{"kind":"RayService"}`,
 	}
 	g := mustGoal(t, svc.Spec.RayClusterSpec)
@@ -177,7 +179,7 @@ func TestNewClusterCarriesTheRayServicesLabelsAndAnnotations(t *testing.T) {
 	if rc.Labels["team"] != "a" || rc.Labels["kueue.x-k8s.io/queue-name"] != "q" || rc.Labels[rayv1.OriginatedFromCRNameLabelKey] != svc.Name {
 		t.Errorf("labels %v", rc.Labels)
 	}
-	if rc.Annotations[rayv1.OverwriteContainerCmdKey] != "true" || rc.Annotations[rayv1.HashWithoutReplicasAndWorkersToDeleteKey] != g.Hash {
+	if rc.Annotations[rayv1.OverwriteContainerCmdKey] != "true" || rc.Annotations[rayv1.HashWithoutReplicasAndWorkersToDeleteKey] != g.KubeRayHash || rc.Annotations[rayv1.SpecHashKey] != g.Hash {
 		t.Errorf("annotations %v", rc.Annotations)
 	}
 	for _, k := range []string{rayv1.DeleteAfterKey, corev1.LastAppliedConfigAnnotation} {

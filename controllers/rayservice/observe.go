@@ -160,7 +160,7 @@ func mayServe(rc *rayv1.RayCluster, st *rayv1.RayServiceStatuses, g goal) bool {
 	if rc.DeletionTimestamp != nil {
 		return false
 	}
-	return recordedIn(st, rc.Name) || (rc.Annotations[rayv1.DeleteAfterKey] == "" && stampOf(rc).Hash == g.Hash && submittedOn(rc).Hash == "")
+	return recordedIn(st, rc.Name) || (rc.Annotations[rayv1.DeleteAfterKey] == "" && matchGoal(stampOf(rc), g).runsGoal() && submittedOn(rc).Hash == "")
 }
 
 // observeCluster reads the pods a cluster controls and, once its head pod is ready, what

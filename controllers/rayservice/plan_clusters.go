@@ -70,13 +70,13 @@ func rolesInStatus(in inputs, out *planned) roles {
 // previous pass looks the same until it is retired), so it is retired with the deletion
 // delay instead.
 func adopt(in inputs, r roles, out *planned) roles {
-	if r.Pending.View != nil || (r.Active.View != nil && matchGoal(stampOf(r.Active.cluster()), in.want.Goal, in.want.Version) == matchSame) {
+	if r.Pending.View != nil || (r.Active.View != nil && matchGoal(stampOf(r.Active.cluster()), in.want.Goal).runsGoal()) {
 		return r
 	}
 	for _, v := range in.obs.Clusters {
 		c := v.Cluster
 		if c.DeletionTimestamp == nil && c.Name != r.Active.name() && c.Annotations[rayv1.DeleteAfterKey] == "" &&
-			stampOf(c).Hash == in.want.Goal.Hash && submittedOn(c).Hash == "" {
+			matchGoal(stampOf(c), in.want.Goal).runsGoal() && submittedOn(c).Hash == "" {
 			out.note("adopting RayCluster " + c.Name + ", created for the current spec, as the pending cluster")
 			r.Pending = slot{View: v, Status: rayv1.RayServiceStatus{RayClusterName: c.Name}}
 			return withPendingDefaults(r, in.want)
@@ -111,7 +111,7 @@ func withPendingDefaults(r roles, want *desired) roles {
 // planClusters carries the new-cluster decision into actions and roles.
 func planClusters(in inputs, r roles, out *planned) roles {
 	d := decideClusters(clusterInputs{
-		Strategy: in.want.Strategy, Goal: in.want.Goal, Version: in.want.Version, GatewayAPI: in.obs.GatewayAPI,
+		Strategy: in.want.Strategy, Goal: in.want.Goal, GatewayAPI: in.obs.GatewayAPI,
 		Active: stampIn(r.Active), Pending: stampIn(r.Pending),
 	})
 	if d.Change != actNone {
@@ -128,10 +128,15 @@ func planClusters(in inputs, r roles, out *planned) roles {
 		dropCluster(in, r.Pending, d.Reason, out)
 		r.Pending = slot{}
 		out.Wake.Soon = true
-	case actUpdateActive, actAppendActive:
-		r.Active = updateInPlace(in, r.Active, d.Change == actAppendActive, d.Reason, out)
-	case actUpdatePending, actAppendPending:
-		r.Pending = updateInPlace(in, r.Pending, d.Change == actAppendPending, d.Reason, out)
+	case actAppendActive:
+		r.Active = updateInPlace(in, r.Active, d.Reason, out)
+	case actAppendPending:
+		r.Pending = updateInPlace(in, r.Pending, d.Reason, out)
+	case actNotApplied:
+		// Said once per spec edit: the pass that first sees a generation.
+		if in.stored.ObservedGeneration != in.want.Service.Generation {
+			out.tell(normalEvent(nil, EventSpecNotApplied, "Upgrade", "%s", d.Reason))
+		}
 	case actRestampActive:
 		r.Active = restamp(in, r.Active, d.Reason, out)
 	case actRestampPending:
@@ -196,9 +201,10 @@ func selectedByServeService(in inputs, cluster string) bool {
 	return s != nil && s.Spec.Selector[rayv1.ClusterLabelKey] == cluster
 }
 
-func updateInPlace(in inputs, s slot, onlyAppend bool, reason string, out *planned) slot {
+// updateInPlace adds the worker groups appended to the spec to a cluster.
+func updateInPlace(in inputs, s slot, reason string, out *planned) slot {
 	rc := s.cluster().DeepCopy()
-	rc.Spec = inPlaceSpec(rc.Spec, in.want.Goal, onlyAppend)
+	rc.Spec = appendedGroupsSpec(rc.Spec, in.want.Goal)
 	setAnnotations(rc, stampAnnotations(in.want.Goal, in.want.Version))
 	out.doFirst(updateCluster{Cluster: rc, Done: normalEvent(rc, EventUpdatedCluster, "Update", "updated RayCluster %s in place: %s", rc.Name, reason)})
 	return s.withCluster(rc.DeepCopy())

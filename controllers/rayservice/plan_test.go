@@ -251,16 +251,23 @@ func TestPlanAfterARefusedServeConfig(t *testing.T) {
 	}
 }
 
-func TestPlanNoneStrategyUpdatesInPlace(t *testing.T) {
+// With None, as in KubeRay, a rayClusterConfig change reaches no cluster: the running one
+// keeps its spec and pods, and one event per spec edit says so.
+func TestPlanNoneStrategyDoesNotApplyClusterChanges(t *testing.T) {
 	w := newWorld(builders.RayService("svc", "ns").Strategy(rayv1.None).Obj())
 	settle(t, w)
 	w.updateSpec(func(s *rayv1.RayService) { setTestImage(s, "rayproject/ray:2.53.0") })
 	p, _ := w.reconcile()
-	updated := actionsOf[updateCluster](p.out)
-	if len(updated) != 1 || len(actionsOf[createCluster](p.out)) != 0 || updated[0].Cluster.Spec.HeadGroupSpec.Template.Spec.Containers[0].Image != "rayproject/ray:2.53.0" {
-		t.Fatalf("updated %v", updated)
+	if n := len(actionsOf[updateCluster](p.out)) + len(actionsOf[createCluster](p.out)) + len(actionsOf[annotateCluster](p.out)); n != 0 {
+		t.Fatalf("%d cluster actions, want none: %v", n, p.out.ClusterActions)
+	}
+	if es := eventsOf(p.out, EventSpecNotApplied); len(es) != 1 || !strings.Contains(es[0].Note, "switch to NewCluster") {
+		t.Fatalf("events %v", p.out.Events)
 	}
 	settle(t, w)
+	if p, _ = w.reconcile(); len(p.out.Events) != 0 {
+		t.Fatalf("the event is repeated: %v", p.out.Events)
+	}
 }
 
 func TestWakeupAfter(t *testing.T) {

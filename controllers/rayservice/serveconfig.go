@@ -62,9 +62,10 @@ func parseLegacyConfig(jsonText string) (*serveConfig, error) {
 }
 
 func newServeConfig(doc map[string]any) (*serveConfig, error) {
-	// target_capacity is raygate's to set during incremental upgrades, and is recorded on its
-	// own; it never takes part in "did the config change".
-	delete(doc, "target_capacity")
+	// A target_capacity the user wrote is part of the config, as in KubeRay: it reaches the
+	// dashboard, and a change of it alone resubmits the config (to the serving cluster; it
+	// never makes a new cluster). With the incremental strategy raygate sets the target
+	// capacity of each cluster over it (see body).
 	b, err := json.Marshal(doc) // map keys are sorted: the encoding is canonical
 	if err != nil {
 		return nil, fmt.Errorf("encoding serve config: %w", err)
@@ -87,7 +88,8 @@ func newServeConfig(doc map[string]any) (*serveConfig, error) {
 // empty reports whether there is nothing to submit.
 func (c *serveConfig) empty() bool { return c == nil || len(c.doc) == 0 }
 
-// body is what is PUT to the dashboard: the config plus target_capacity when set.
+// body is what is PUT to the dashboard: the config, with targetCapacity, when set, over the
+// config's own target_capacity.
 func (c *serveConfig) body(targetCapacity *int32) []byte {
 	doc := make(map[string]any, len(c.doc)+1)
 	for k, v := range c.doc {

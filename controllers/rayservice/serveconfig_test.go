@@ -19,10 +19,24 @@ func TestParseServeConfig(t *testing.T) {
 	if len(cfg.apps) != 1 || cfg.apps[0] != "fruit" {
 		t.Errorf("apps = %v", cfg.apps)
 	}
-	// Same content, other YAML layout and a target_capacity: same hash.
-	other, _ := parseServeConfig("target_capacity: 30\napplications: [{name: fruit, route_prefix: /fruit, import_path: fruit.deployment_graph, deployments: [{name: MangoStand, num_replicas: 2}]}]")
+	// Same content, other YAML layout: same hash.
+	flow := "applications: [{name: fruit, route_prefix: /fruit, import_path: fruit.deployment_graph, deployments: [{name: MangoStand, num_replicas: 2}]}]"
+	other, _ := parseServeConfig(flow)
 	if other.hash != cfg.hash {
-		t.Error("layout or target_capacity changed the config hash")
+		t.Error("the YAML layout changed the config hash")
+	}
+	// A target_capacity the user wrote is part of the config: a change of it alone resubmits
+	// it (as in KubeRay), and it reaches the dashboard unless raygate sets its own.
+	withTC, _ := parseServeConfig("target_capacity: 30\n" + flow)
+	if withTC.hash == cfg.hash {
+		t.Error("the user's target_capacity is not part of the config hash")
+	}
+	var userBody map[string]any
+	if err := json.Unmarshal(withTC.body(nil), &userBody); err != nil || userBody["target_capacity"] != float64(30) {
+		t.Errorf("the user's target_capacity did not reach the body: %v %v", userBody, err)
+	}
+	if err := json.Unmarshal(withTC.body(ptr.To[int32](70)), &userBody); err != nil || userBody["target_capacity"] != float64(70) {
+		t.Errorf("raygate's target capacity does not override the user's: %v %v", userBody, err)
 	}
 	changed, _ := parseServeConfig(strings.Replace(builders.DefaultServeConfig, "num_replicas: 2", "num_replicas: 3", 1))
 	if changed.hash == cfg.hash {

@@ -8,24 +8,56 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/defaulting"
+	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/test/builders"
 )
 
+// mustGoal is the goal for a spec as stored (KubeRay hashes it) and defaulted.
 func mustGoal(t *testing.T, spec rayv1.RayClusterSpec) goal {
 	t.Helper()
-	svc := &rayv1.RayService{Spec: rayv1.RayServiceSpec{RayClusterSpec: spec}}
+	svc := &rayv1.RayService{Spec: rayv1.RayServiceSpec{RayClusterSpec: *spec.DeepCopy()}}
 	defaulting.RayService(svc)
-	g, err := newGoal(svc.Spec.RayClusterSpec)
+	g, err := newGoal(spec, svc.Spec.RayClusterSpec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return g
 }
 
+// stampFor is the stamp this raygate writes on a cluster made for spec.
 func stampFor(t *testing.T, spec rayv1.RayClusterSpec, version string) *stamp {
 	t.Helper()
 	g := mustGoal(t, spec)
-	return &stamp{Hash: g.Hash, NumWorkerGroups: len(g.Spec.WorkerGroupSpecs), Version: version}
+	return &stamp{SpecHash: g.Hash, Hash: g.KubeRayHash, NumWorkerGroups: len(g.Spec.WorkerGroupSpecs), Version: version}
+}
+
+// kubeRayStamp is the stamp KubeRay v1.5.1 writes on a cluster made for spec (stored as is).
+func kubeRayStamp(t *testing.T, spec rayv1.RayClusterSpec) *stamp {
+	t.Helper()
+	h, err := rayspec.KubeRayHash(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stamp{Hash: h, NumWorkerGroups: len(spec.WorkerGroupSpecs), Version: "v1.5.1"}
+}
+
+// oldRaygateStamp is the stamp raygate wrote before raygate.ray.io/spec-hash existed: its
+// hash of the defaulted spec under KubeRay's key.
+func oldRaygateStamp(t *testing.T, spec rayv1.RayClusterSpec) *stamp {
+	t.Helper()
+	g := mustGoal(t, spec)
+	h, err := rayspec.HashWithoutReplicas(g.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stamp{Hash: h, NumWorkerGroups: len(spec.WorkerGroupSpecs), Version: "v0.1.0"}
+}
+
+func withTolerations(s rayv1.RayClusterSpec) rayv1.RayClusterSpec {
+	out := *s.DeepCopy()
+	out.HeadGroupSpec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "kueue", Operator: corev1.TolerationOpExists}}
+	out.WorkerGroupSpecs[0].Template.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/gate"}}
+	return out
 }
 
 func withImage(image string) rayv1.RayClusterSpec {
@@ -89,6 +121,12 @@ func TestMatchGoal(t *testing.T) {
 	removed := builders.ClusterSpec()
 	removed.WorkerGroupSpecs = nil
 
+	// What raygate's webhook stores into a RayService KubeRay made: rayStartParams {}.
+	kubeRayStored := builders.ClusterSpec()
+	kubeRayStored.HeadGroupSpec.RayStartParams = nil
+	kubeRayDefaulted := *kubeRayStored.DeepCopy()
+	kubeRayDefaulted.HeadGroupSpec.RayStartParams = map[string]string{}
+
 	cases := []struct {
 		name    string
 		cluster *stamp
@@ -100,12 +138,21 @@ func TestMatchGoal(t *testing.T) {
 		{"a group appended", stampFor(t, base, "v1"), appended, matchAppendedGroups},
 		{"a group appended and an old one changed", stampFor(t, base, "v1"), appendedAndChanged, matchChanged},
 		{"a group removed", stampFor(t, base, "v1"), removed, matchChanged},
-		{"stamped by another raygate version", stampFor(t, base, "v0"), withImage("x"), matchOtherVersion},
-		{"never stamped with a version", stampFor(t, base, ""), withImage("x"), matchOtherVersion},
-		{"same hash, other version", stampFor(t, base, "v0"), base, matchSame},
+		{"same hash, other raygate version", stampFor(t, base, "v0"), base, matchSame},
+		{"spec changed, other raygate version", stampFor(t, base, "v0"), withImage("x"), matchChanged},
+		{"only tolerations and scheduling gates changed", stampFor(t, base, "v1"), withTolerations(base), matchRestamp},
+		{"KubeRay's stamp, same spec", kubeRayStamp(t, base), base, matchRestamp},
+		{"KubeRay's stamp, raygate's defaults stored since", kubeRayStamp(t, kubeRayStored), kubeRayDefaulted, matchRestamp},
+		{"KubeRay's stamp, image changed", kubeRayStamp(t, base), withImage("x"), matchChanged},
+		{"KubeRay's stamp, a group appended", kubeRayStamp(t, base), appended, matchAppendedGroups},
+		{"KubeRay's stamp, tolerations changed (KubeRay's hash covers them)", kubeRayStamp(t, base), withTolerations(base), matchChanged},
+		{"older raygate's stamp, same spec", oldRaygateStamp(t, base), base, matchRestamp},
+		{"older raygate's stamp, image changed", oldRaygateStamp(t, base), withImage("x"), matchChanged},
+		{"older raygate's stamp, a group appended", oldRaygateStamp(t, base), appended, matchAppendedGroups},
+		{"never stamped", &stamp{}, base, matchChanged},
 	}
 	for _, tc := range cases {
-		if got := matchGoal(*tc.cluster, mustGoal(t, tc.goal), "v1"); got != tc.want {
+		if got := matchGoal(*tc.cluster, mustGoal(t, tc.goal)); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -118,7 +165,7 @@ func TestDecideClusters(t *testing.T) {
 	v1plus := builders.ClusterSpec()
 	v1plus.WorkerGroupSpecs = append(v1plus.WorkerGroupSpecs, builders.WorkerGroup("gpu", 1))
 	s := func(spec rayv1.RayClusterSpec) *stamp { return stampFor(t, spec, "v1") }
-	old := stampFor(t, v1, "v0")
+	kuberay, older := kubeRayStamp(t, v1), oldRaygateStamp(t, v1)
 
 	nc, inc, none := rayv1.NewCluster, rayv1.NewClusterWithIncrementalUpgrade, rayv1.None
 	cases := []struct {
@@ -136,23 +183,34 @@ func TestDecideClusters(t *testing.T) {
 		{"spec changed: NewCluster", nc, s(v1), nil, v2, false, actCreatePending},
 		{"spec changed: incremental", inc, s(v1), nil, v2, false, actCreatePending},
 		{"spec changed: incremental without Gateway API", inc, s(v1), nil, v2, true, actBlockedNoGwAPI},
-		{"spec changed: None", none, s(v1), nil, v2, false, actUpdateActive},
+		{"spec changed: None (not applied, as in KubeRay)", none, s(v1), nil, v2, false, actNotApplied},
+		{"only a worker group appended: None", none, s(v1), nil, v1plus, false, actAppendActive},
 		{"only a worker group appended", nc, s(v1), nil, v1plus, false, actAppendActive},
 		{"only a worker group appended, incremental", inc, s(v1), nil, v1plus, false, actAppendActive},
-		{"active stamped by another version", nc, old, nil, v2, false, actRestampActive},
+		{"active stamped by KubeRay, spec unchanged", nc, kuberay, nil, v1, false, actRestampActive},
+		{"active stamped by KubeRay, spec unchanged, incremental", inc, kuberay, nil, v1, false, actRestampActive},
+		{"active stamped by KubeRay, spec changed", nc, kuberay, nil, v2, false, actCreatePending},
+		{"active stamped by an older raygate, spec unchanged", nc, older, nil, v1, false, actRestampActive},
+		{"active stamped by an older raygate, spec unchanged, None", none, older, nil, v1, false, actRestampActive},
+		{"active stamped by an older raygate, spec changed", nc, older, nil, v2, false, actCreatePending},
+		{"only tolerations changed: NewCluster", nc, s(v1), nil, withTolerations(v1), false, actRestampActive},
+		{"only tolerations changed: incremental", inc, s(v1), nil, withTolerations(v1), false, actRestampActive},
+		{"only tolerations changed: None", none, s(v1), nil, withTolerations(v1), false, actRestampActive},
+		{"older raygate's active, upgrade to v2 in flight, back to v1", nc, older, s(v2), v1, false, actDropPending},
 		{"upgrade in flight", nc, s(v1), s(v2), v2, false, actNone},
 		{"worker group appended to the pending spec", nc, s(v1), s(v2), withGroup(v2), false, actAppendPending},
-		{"pending stamped by another version", nc, s(v1), stampFor(t, v2, "v0"), v3, false, actRestampPending},
+		{"pending stamped by an older raygate", nc, s(v1), oldRaygateStamp(t, v2), v2, false, actRestampPending},
+		{"pending stamped by an older raygate, a third spec", nc, s(v1), oldRaygateStamp(t, v2), v3, false, actReplacePending},
 		{"NewCluster: back to the active spec", nc, s(v1), s(v2), v1, false, actDropPending},
 		{"NewCluster: a third spec", nc, s(v1), s(v2), v3, false, actReplacePending},
 		{"incremental: back to the active spec", inc, s(v1), s(v2), v1, false, actRollback},
 		{"incremental: a third spec", inc, s(v1), s(v2), v3, false, actRollback},
 		{"first cluster not serving yet, spec changed", nc, nil, s(v1), v2, false, actReplacePending},
 		{"first cluster not serving yet, spec changed, incremental", inc, nil, s(v1), v2, false, actReplacePending},
-		{"None with a pending first cluster", none, nil, s(v1), v2, false, actUpdatePending},
+		{"None with a pending first cluster", none, nil, s(v1), v2, false, actNotApplied},
 	}
 	for _, tc := range cases {
-		got := decideClusters(clusterInputs{Strategy: tc.strategy, Active: tc.active, Pending: tc.pending, Goal: mustGoal(t, tc.goal), Version: "v1", GatewayAPI: !tc.noGatewayAPI})
+		got := decideClusters(clusterInputs{Strategy: tc.strategy, Active: tc.active, Pending: tc.pending, Goal: mustGoal(t, tc.goal), GatewayAPI: !tc.noGatewayAPI})
 		if got.Change != tc.want {
 			t.Errorf("%s: %s (%s), want %s", tc.name, got.Change, got.Reason, tc.want)
 		}
@@ -188,32 +246,68 @@ func TestPendingClusterSpec(t *testing.T) {
 	}
 }
 
-func TestInPlaceSpec(t *testing.T) {
-	current := builders.ClusterSpec()
-	current.EnableInTreeAutoscaling = ptr.To(true)
-	current.WorkerGroupSpecs[0].Replicas = ptr.To[int32](4) // set by the autoscaler
-	current.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete = []string{"w-1"}
-
-	goalSpec := withImage("rayproject/ray:2.53.0")
-	goalSpec.EnableInTreeAutoscaling = ptr.To(true)
-	goalSpec.WorkerGroupSpecs = append(goalSpec.WorkerGroupSpecs, builders.WorkerGroup("gpu", 2))
-	got := inPlaceSpec(current, mustGoal(t, goalSpec), false)
-	if got.HeadGroupSpec.Template.Spec.Containers[0].Image != "rayproject/ray:2.53.0" {
-		t.Error("in-place update did not take the new image")
-	}
-	if ptr.Deref(got.WorkerGroupSpecs[0].Replicas, -1) != 4 || len(got.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete) != 1 {
-		t.Error("in-place update with the autoscaler on overwrote the autoscaler's replicas")
-	}
-	if len(got.WorkerGroupSpecs) != 2 || ptr.Deref(got.WorkerGroupSpecs[1].Replicas, -1) != 2 {
-		t.Error("new group missing or without its replicas")
-	}
-
+func TestAppendedGroupsSpec(t *testing.T) {
 	appendOnly := builders.ClusterSpec()
 	appendOnly.WorkerGroupSpecs = append(appendOnly.WorkerGroupSpecs, builders.WorkerGroup("gpu", 3))
 	cur := builders.ClusterSpec()
-	cur.WorkerGroupSpecs[0].Replicas = ptr.To[int32](9)
-	got = inPlaceSpec(cur, mustGoal(t, appendOnly), true)
-	if len(got.WorkerGroupSpecs) != 2 || ptr.Deref(got.WorkerGroupSpecs[0].Replicas, -1) != 9 || got.WorkerGroupSpecs[1].GroupName != "gpu" {
+	cur.WorkerGroupSpecs[0].Replicas = ptr.To[int32](9) // set by the autoscaler
+	cur.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete = []string{"w-1"}
+	got := appendedGroupsSpec(cur, mustGoal(t, appendOnly))
+	if len(got.WorkerGroupSpecs) != 2 || ptr.Deref(got.WorkerGroupSpecs[0].Replicas, -1) != 9 || len(got.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete) != 1 ||
+		got.WorkerGroupSpecs[1].GroupName != "gpu" || ptr.Deref(got.WorkerGroupSpecs[1].Replicas, -1) != 3 {
 		t.Errorf("append-only update: %+v", got.WorkerGroupSpecs)
+	}
+	if again := appendedGroupsSpec(got, mustGoal(t, appendOnly)); len(again.WorkerGroupSpecs) != 2 {
+		t.Errorf("appending twice: %d groups", len(again.WorkerGroupSpecs))
+	}
+}
+
+// Taking over a RayService whose active cluster KubeRay made: the cluster is re-stamped, the
+// serve config is recorded on it (KubeRay keeps no record there; here the dashboard pool
+// still knows it was accepted, a fresh operator submits the unchanged config once), and
+// nothing is created, updated or deleted; then a pass changes nothing.
+func TestPlanAdoptsKubeRayCluster(t *testing.T) {
+	for _, svc := range []*rayv1.RayService{builders.RayService("svc", "ns").Obj(), incrementalService(20, 5, 10)} {
+		w := newWorld(svc)
+		settle(t, w)
+		name := w.svc.Status.ActiveServiceStatus.RayClusterName
+		rc := w.clusters[name].rc
+		h, err := rayspec.KubeRayHash(w.svc.Spec.RayClusterSpec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{rayv1.SpecHashKey, rayv1.ServeConfigHashKey, rayv1.ServeConfigTargetCapacityKey} {
+			delete(rc.Annotations, k)
+		}
+		rc.Annotations[rayv1.HashWithoutReplicasAndWorkersToDeleteKey] = h
+		rc.Annotations[rayv1.KubeRayVersionKey] = "v1.5.1"
+
+		p, err := w.reconcile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(actionsOf[createCluster](p.out)) + len(actionsOf[updateCluster](p.out)) + len(actionsOf[deleteCluster](p.out)); n != 0 {
+			t.Fatalf("%s: %d cluster changes on adoption: %v", strategyOf(&svc.Spec), n, p.out.ClusterActions)
+		}
+		var stamps []annotateCluster
+		for _, a := range actionsOf[annotateCluster](p.out) {
+			if _, ok := a.Annotations[rayv1.SpecHashKey]; ok {
+				stamps = append(stamps, a)
+			}
+		}
+		if len(stamps) != 1 || stamps[0].Annotations[rayv1.SpecHashKey] != w.desired().Goal.Hash || stamps[0].Annotations[rayv1.HashWithoutReplicasAndWorkersToDeleteKey] != h {
+			t.Fatalf("%s: re-stamp %+v", strategyOf(&svc.Spec), stamps)
+		}
+		settle(t, w)
+		if got := w.svc.Status.ActiveServiceStatus.RayClusterName; got != name || len(w.clusters) != 1 {
+			t.Fatalf("%s: active %s, %d clusters; want %s alone", strategyOf(&svc.Spec), got, len(w.clusters), name)
+		}
+		if rc := w.clusters[name].rc; rc.Annotations[rayv1.ServeConfigHashKey] != w.desired().Serve.hash {
+			t.Errorf("%s: the serve config was not recorded after the one submission", strategyOf(&svc.Spec))
+		}
+		p, _ = w.reconcile()
+		if n := len(p.out.ClusterActions) + len(p.out.Submits) + len(p.out.Actions); n != 0 {
+			t.Errorf("%s: after adoption a pass asks for %d things", strategyOf(&svc.Spec), n)
+		}
 	}
 }

@@ -130,7 +130,7 @@ func (w *world) admitAnyway() *desired {
 	if err != nil {
 		return want
 	}
-	g, err := newGoal(s.Spec.RayClusterSpec)
+	g, err := newGoal(w.svc.Spec.RayClusterSpec, s.Spec.RayClusterSpec)
 	if err != nil {
 		return want
 	}

@@ -28,8 +28,8 @@ const (
 // Specs are the defaults and maturity of every gate.
 var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	RayClusterStatusConditions:   {Default: true, PreRelease: featuregate.Beta},
-	RayServiceIncrementalUpgrade: {Default: false, PreRelease: featuregate.Alpha},
-	RayMultiHostIndexing:         {Default: false, PreRelease: featuregate.Alpha},
+	RayServiceIncrementalUpgrade: {Default: true, PreRelease: featuregate.Beta},
+	RayMultiHostIndexing:         {Default: true, PreRelease: featuregate.Beta},
 }
 
 func init() {

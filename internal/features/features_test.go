@@ -11,8 +11,8 @@ import (
 func TestDefaults(t *testing.T) {
 	want := map[string]bool{
 		string(RayClusterStatusConditions):   true,
-		string(RayServiceIncrementalUpgrade): false,
-		string(RayMultiHostIndexing):         false,
+		string(RayServiceIncrementalUpgrade): true,
+		string(RayMultiHostIndexing):         true,
 	}
 	for name, on := range want {
 		if got := utilfeature.DefaultFeatureGate.Enabled(Feature(name)); got != on {
@@ -27,8 +27,9 @@ func TestFlagParsing(t *testing.T) {
 		wantErr string
 		want    map[string]bool
 	}{
-		{flag: "RayServiceIncrementalUpgrade=true", want: map[string]bool{"RayServiceIncrementalUpgrade": true, "RayClusterStatusConditions": true}},
-		{flag: "RayClusterStatusConditions=false,RayMultiHostIndexing=true", want: map[string]bool{"RayClusterStatusConditions": false, "RayMultiHostIndexing": true}},
+		{flag: "RayServiceIncrementalUpgrade=false", want: map[string]bool{"RayServiceIncrementalUpgrade": false, "RayClusterStatusConditions": true, "RayMultiHostIndexing": true}},
+		{flag: "RayClusterStatusConditions=false,RayMultiHostIndexing=false", want: map[string]bool{"RayClusterStatusConditions": false, "RayMultiHostIndexing": false, "RayServiceIncrementalUpgrade": true}},
+		{flag: "RayServiceIncrementalUpgrade=true", want: map[string]bool{"RayServiceIncrementalUpgrade": true}},
 		{flag: "NoSuchGate=true", wantErr: "unrecognized feature gate: NoSuchGate"},
 		{flag: "RayMultiHostIndexing=maybe", wantErr: "invalid value of RayMultiHostIndexing=maybe"},
 	}
@@ -58,19 +59,19 @@ func TestFlagParsing(t *testing.T) {
 
 func TestSetForTestRestores(t *testing.T) {
 	t.Run("inner", func(t *testing.T) {
-		SetForTest(t, RayServiceIncrementalUpgrade, true)
-		if !Enabled(RayServiceIncrementalUpgrade) {
+		SetForTest(t, RayServiceIncrementalUpgrade, false)
+		if Enabled(RayServiceIncrementalUpgrade) {
 			t.Fatal("gate not set")
 		}
 	})
-	if Enabled(RayServiceIncrementalUpgrade) {
+	if !Enabled(RayServiceIncrementalUpgrade) {
 		t.Fatal("gate not restored after the test")
 	}
 }
 
 func TestStatic(t *testing.T) {
-	s := Static{RayMultiHostIndexing: true}
-	if !s.Enabled(RayMultiHostIndexing) || s.Enabled(RayServiceIncrementalUpgrade) || !s.Enabled(RayClusterStatusConditions) {
+	s := Static{RayMultiHostIndexing: false}
+	if s.Enabled(RayMultiHostIndexing) || !s.Enabled(RayServiceIncrementalUpgrade) || !s.Enabled(RayClusterStatusConditions) {
 		t.Fatal("Static does not fall back to defaults")
 	}
 }

@@ -19,7 +19,9 @@ import (
 // HashWithoutReplicas hashes a cluster spec without the fields that change while a cluster
 // runs (replicas, minReplicas, maxReplicas, workersToDelete) and without upgradeStrategy, so
 // only a change to what the pods run gives a different hash. Callers pass the *defaulted*
-// spec: a default added by a newer raygate must not look like a user change.
+// spec: a default added by a newer raygate must not look like a user change. It drives the
+// RayCluster Recreate strategy; RayServices decide on SpecHash (clusters they stamped
+// before SpecHash existed carry this hash).
 func HashWithoutReplicas(spec rayv1.RayClusterSpec) (string, error) {
 	s := spec.DeepCopy()
 	for i := range s.WorkerGroupSpecs {
@@ -30,17 +32,6 @@ func HashWithoutReplicas(spec rayv1.RayClusterSpec) (string, error) {
 	}
 	s.UpgradeStrategy = nil
 	return hashJSON(s)
-}
-
-// HashWithWorkerGroups hashes the spec as HashWithoutReplicas does but keeping only the
-// first n worker groups. A RayService compares it with the hash recorded on its cluster to
-// tell "worker groups were only appended" (update in place) from a real change.
-func HashWithWorkerGroups(spec rayv1.RayClusterSpec, n int) (string, error) {
-	s := spec.DeepCopy()
-	if n < len(s.WorkerGroupSpecs) {
-		s.WorkerGroupSpecs = s.WorkerGroupSpecs[:n]
-	}
-	return HashWithoutReplicas(*s)
 }
 
 func hashJSON(v any) (string, error) {

@@ -99,16 +99,16 @@ func TestHashWithoutReplicas(t *testing.T) {
 	}
 }
 
-func TestHashWithWorkerGroupsDetectsAppendOnly(t *testing.T) {
+func TestFirstWorkerGroupsDetectsAppendOnly(t *testing.T) {
 	old := spec("ray:1", group("a", 1))
 	appended := spec("ray:1", group("a", 3), group("b", 1))
 	oldHash, _ := HashWithoutReplicas(old)
-	prefixHash, _ := HashWithWorkerGroups(appended, len(old.WorkerGroupSpecs))
+	prefixHash, _ := HashWithoutReplicas(FirstWorkerGroups(appended, len(old.WorkerGroupSpecs)))
 	if oldHash != prefixHash {
 		t.Fatal("appending a worker group must keep the hash of the existing groups")
 	}
 	changed := spec("ray:2", group("a", 1), group("b", 1))
-	prefixHash, _ = HashWithWorkerGroups(changed, 1)
+	prefixHash, _ = HashWithoutReplicas(FirstWorkerGroups(changed, 1))
 	if oldHash == prefixHash {
 		t.Fatal("a changed image must change the prefix hash")
 	}

@@ -151,15 +151,16 @@ func upgradeQuotaWarnings(ns *Namespace, old, svc *rayv1.RayService) ([]string, 
 }
 
 // startsNewCluster reports whether a RayService's cluster spec changed in a way its
-// controller answers with a new cluster: anything but replicas and appended worker groups.
+// controller answers with a new cluster: anything but replicas, tolerations, scheduling
+// gates and appended worker groups (the controller's spec hash).
 func startsNewCluster(old, spec *rayv1.RayClusterSpec) bool {
-	oldHash, err1 := rayspec.HashWithoutReplicas(*old)
-	newHash, err2 := rayspec.HashWithoutReplicas(*spec)
+	oldHash, err1 := rayspec.SpecHash(*old)
+	newHash, err2 := rayspec.SpecHash(*spec)
 	if err1 != nil || err2 != nil || oldHash == newHash {
 		return false
 	}
 	if n := len(old.WorkerGroupSpecs); n > 0 && len(spec.WorkerGroupSpecs) > n {
-		if prefix, err := rayspec.HashWithWorkerGroups(*spec, n); err == nil && prefix == oldHash {
+		if prefix, err := rayspec.SpecHash(rayspec.FirstWorkerGroups(*spec, n)); err == nil && prefix == oldHash {
 			return false // groups appended: updated in place
 		}
 	}

@@ -43,9 +43,11 @@ const (
 
 // Annotation keys.
 const (
-	// HashWithoutReplicasAndWorkersToDeleteKey holds the hash of the defaulted cluster spec,
-	// without replica counts, workersToDelete and upgradeStrategy. On a RayService's cluster
-	// it says which rayClusterConfig the cluster runs; on a head pod it drives Recreate.
+	// HashWithoutReplicasAndWorkersToDeleteKey holds a hash of the cluster spec without
+	// replica counts and workersToDelete. On a head pod it is raygate's hash of the defaulted
+	// spec and drives Recreate. On a RayService's cluster it is KubeRay's hash of the stored
+	// rayClusterConfig (so KubeRay, run on the same objects, sees the cluster as current);
+	// clusters stamped by raygate before SpecHashKey existed hold raygate's hash there.
 	HashWithoutReplicasAndWorkersToDeleteKey = "ray.io/hash-without-replicas-and-workers-to-delete"
 	// NumWorkerGroupsKey is the number of worker groups when the hash was taken; a larger
 	// number with the same groups means groups were only added.
@@ -72,6 +74,10 @@ const (
 	// They live on the RayCluster so an operator restart never resubmits or forgets a config.
 	ServeConfigHashKey           = "raygate.ray.io/serve-config-hash"
 	ServeConfigTargetCapacityKey = "raygate.ray.io/serve-target-capacity"
+	// SpecHashKey holds, on a RayService's cluster, raygate's hash of the defaulted
+	// rayClusterConfig it runs (replica counts, tolerations and scheduling gates left out):
+	// what the RayService decides "new cluster" on.
+	SpecHashKey = "raygate.ray.io/spec-hash"
 	// DeleteAfterKey holds the RFC 3339 time after which a RayService's old cluster may be
 	// deleted; recorded once, so a restart neither forgets nor hurries the deletion.
 	DeleteAfterKey = "raygate.ray.io/delete-after"

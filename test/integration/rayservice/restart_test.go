@@ -91,7 +91,7 @@ var _ = Describe("Operator upgrades", func() {
 var _ = Describe("None strategy", func() {
 	const name = "inplace"
 
-	It("updates the active cluster in place, resubmits a changed serve config to it, and keeps an excluded head out of the serve Service", func(ctx context.Context) {
+	It("leaves the running cluster and its pods alone on a rayClusterConfig change, adds appended worker groups, resubmits a changed serve config, and keeps an excluded head out of the serve Service", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		watchInvariants(ctx, ns)
 		svc := builders.RayService(name, ns).Strategy(rayv1.None).Obj()
@@ -99,13 +99,39 @@ var _ = Describe("None strategy", func() {
 		Expect(k8s.Create(ctx, svc)).To(Succeed())
 		blue := waitServing(ctx, ns, name)
 		Expect(getService(ctx, ns, name).Status.NumServeEndpoints).To(BeNumerically("==", 1), "the worker only: the head is excluded")
+		image := getCluster(ctx, ns, blue).Spec.HeadGroupSpec.Template.Spec.Containers[0].Image
+		pods := func() []string {
+			var list corev1.PodList
+			Expect(k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{rayv1.ClusterLabelKey: blue})).To(Succeed())
+			var uids []string
+			for _, p := range list.Items {
+				uids = append(uids, string(p.UID))
+			}
+			return uids
+		}
+		before := pods()
 
+		By("appending a worker group: added to the running cluster")
+		update(ctx, ns, name, func(s *rayv1.RayService) {
+			s.Spec.RayClusterSpec.WorkerGroupSpecs = append(s.Spec.RayClusterSpec.WorkerGroupSpecs, builders.WorkerGroup("extra", 1))
+		})
+		Eventually(func() int { return len(getCluster(ctx, ns, blue).Spec.WorkerGroupSpecs) }).Should(Equal(2))
+		Expect(clusterNames(ctx, ns)()).To(ConsistOf(blue))
+		Eventually(pods).Should(HaveLen(len(before) + 1))
+		Expect(pods()).To(ContainElements(before), "the existing pods are kept")
+		before = pods()
+
+		By("changing the image: not applied, as in KubeRay")
 		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
-		Eventually(func() string {
+		Eventually(events(ctx, ns, name)).Should(ContainSubstring("Normal ClusterSpecNotApplied"))
+		Consistently(func() string {
 			return getCluster(ctx, ns, blue).Spec.HeadGroupSpec.Template.Spec.Containers[0].Image
-		}).Should(Equal("rayproject/ray:2.53.0"))
-		Consistently(clusterNames(ctx, ns), time.Second).Should(ConsistOf(blue))
+		}, time.Second).Should(Equal(image))
+		Expect(clusterNames(ctx, ns)()).To(ConsistOf(blue))
 		Expect(pendingName(ctx, ns, name)()).To(BeEmpty())
+		Expect(pods()).To(ConsistOf(before), "no pod was recreated")
+		Expect(getCluster(ctx, ns, blue).Spec.WorkerGroupSpecs).To(HaveLen(2))
+		Expect(condition(ctx, ns, name, rayv1.RayServiceReady)()).To(Equal("True/NonZeroServeEndpoints"))
 
 		update(ctx, ns, name, func(s *rayv1.RayService) {
 			s.Spec.ServeConfigV2 = builders.DefaultServeConfig + "  - name: veggie\n    route_prefix: /veggie\n    import_path: veggie.deployment_graph\n"

@@ -14,7 +14,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -54,8 +53,8 @@ func TestRayService(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	// The suite runs the incremental strategy; the gate is process-wide, like --feature-gates.
-	Expect(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(features.RayServiceIncrementalUpgrade): true})).To(Succeed())
+	// The suite runs the incremental strategy, whose gate is on by default.
+	Expect(features.Enabled(features.RayServiceIncrementalUpgrade)).To(BeTrue())
 	var err error
 	env, err = controlplane.Start(controlplane.Options{GatewayAPI: true})
 	Expect(err).NotTo(HaveOccurred())
