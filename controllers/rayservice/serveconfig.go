@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/rayspec"
 )
 
 // serveConfig is a Serve config ready to submit: the user's serveConfigV2 as a JSON object.
@@ -76,10 +77,7 @@ func newServeConfig(doc map[string]any) (*serveConfig, error) {
 		for _, a := range apps {
 			m, _ := a.(map[string]any)
 			name, _ := m["name"].(string)
-			if name == "" {
-				name = "default" // Ray's default application name
-			}
-			c.apps = append(c.apps, name)
+			c.apps = append(c.apps, rayspec.ServeAppName(name))
 		}
 	}
 	return c, nil
