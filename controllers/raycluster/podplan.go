@@ -225,7 +225,8 @@ func planWorkerGroup(in groupInput) groupPlan {
 		return p
 	}
 
-	shape := groupShape{atomic: in.Indexing && rayspec.NumOfHosts(*g) > 1, hosts: 1}
+	indexing := in.Indexing && !(rayspec.NumOfHosts(*g) > 1 && predatesIndexing(in.Pods))
+	shape := groupShape{atomic: indexing && rayspec.NumOfHosts(*g) > 1, hosts: 1}
 	if shape.atomic {
 		shape.hosts = int(rayspec.NumOfHosts(*g))
 	}
@@ -251,7 +252,7 @@ func planWorkerGroup(in groupInput) groupPlan {
 
 	switch diff := shape.desired(g) - len(kept); {
 	case diff > 0:
-		p.Create = planCreation(kept, diff, shape.hosts, in.Indexing)
+		p.Create = planCreation(kept, diff, shape.hosts, indexing)
 	case diff < 0 && in.RandomDelete:
 		// Without RandomDelete the autoscaler picks the workers to remove, through
 		// workersToDelete.
@@ -263,6 +264,19 @@ func planWorkerGroup(in groupInput) groupPlan {
 		})...)
 	}
 	return p
+}
+
+// predatesIndexing reports whether a group's pods were all created without
+// RayMultiHostIndexing (none carries a replica name). Such a group stays managed pod by pod
+// until its pods are gone, so turning the gate on (it is on by default, and KubeRay v1.5.1
+// has it off) never recreates running pods; a group with indexed replicas deletes strays.
+func predatesIndexing(pods []corev1.Pod) bool {
+	for i := range pods {
+		if pods[i].Labels[rayv1.WorkerReplicaNameLabelKey] != "" {
+			return false
+		}
+	}
+	return len(pods) > 0
 }
 
 // planCreation creates diff replicas, at most maxCreatesPerPass pods (but at least one whole
