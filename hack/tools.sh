@@ -11,7 +11,8 @@
 #                                kube-controller-manager and kube-scheduler), kwok, kwok-stages
 #                                (kwok's stage files), helm, helm3, controller-gen,
 #                                golangci-lint, cert-manager-crds, kueue, kueue-crds,
-#                                kueue-webhooks (Kueue's CRDs and webhook configuration)
+#                                kueue-webhooks (Kueue's CRDs and webhook configuration),
+#                                kuberay (KubeRay's operator), kuberay-crds (KubeRay's RayJob CRD)
 #   hack/tools.sh list           print every tool's path, one per line
 #
 # The cache root is $RAYGATE_CACHE, else ~/.cache/raygate.
@@ -54,6 +55,8 @@ path_of() {
 	kueue) echo "$(tool_dir kueue "$tools_mod/kueue" sigs.k8s.io/kueue)/kueue" ;;
 	kueue-crds) echo "$(tool_dir kueue "$tools_mod/kueue" sigs.k8s.io/kueue)/crds" ;;
 	kueue-webhooks) echo "$(tool_dir kueue "$tools_mod/kueue" sigs.k8s.io/kueue)/webhooks" ;;
+	kuberay) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/kuberay" ;;
+	kuberay-crds) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/crds" ;;
 	*) echo "unknown tool: $1" >&2; return 2 ;;
 	esac
 }
@@ -68,11 +71,20 @@ members() {
 	esac
 }
 
+# Tools that are a directory of files rather than one program.
+is_dir_tool() {
+	case "$1" in
+	kwok-stages | cert-manager-crds | kueue-crds | kueue-webhooks) return 0 ;;
+	kuberay-crds) return 0 ;;
+	*) return 1 ;;
+	esac
+}
+
 present() {
 	local m p
 	for m in $(members "$1"); do
 		p=$(path_of "$m")
-		if [[ $m == kwok-stages || $m == cert-manager-crds || $m == kueue-crds || $m == kueue-webhooks ]]; then [[ -f $p/.complete ]] || return 1; else [[ -x $p ]] || return 1; fi
+		if is_dir_tool "$m"; then [[ -f $p/.complete ]] || return 1; else [[ -x $p ]] || return 1; fi
 	done
 }
 
@@ -157,6 +169,25 @@ build_kueue_manifests() {
 	for dir in "$(path_of kueue-crds)" "$(path_of kueue-webhooks)"; do chmod -R u+w "$dir"; touch "$dir/.complete"; done
 }
 
+# KubeRay's operator (the module's root main package), which the migration suite runs against
+# the envtest API server to check that raygate takes over from it, and back.
+build_kuberay() {
+	local dir; dir=$(dirname "$(path_of kuberay)"); mkdir -p "$dir"
+	name=kuberay gobuild "$tools_mod/kuberay" "$dir" "" github.com/ray-project/kuberay/ray-operator
+}
+
+# KubeRay's RayJob CRD: KubeRay watches RayJobs and stops when the API server does not serve
+# them; raygate's own CRDs cover RayCluster and RayService.
+build_kuberay_crds() {
+	local dir src; dir=$(path_of kuberay-crds)
+	src=$(cd "$tools_mod/kuberay" && go mod download -json github.com/ray-project/kuberay/ray-operator | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	cp "$src/config/crd/bases/ray.io_rayjobs.yaml" "$dir/"
+	chmod -R u+w "$dir"
+	touch "$dir/.complete"
+}
+
 build_helm() {
 	local v dir; v=$(modver "$tools_mod/helm" helm.sh/helm/v4); dir=$(dirname "$(path_of helm)"); mkdir -p "$dir"
 	gobuild "$tools_mod/helm" "$dir" "-X helm.sh/helm/v4/internal/version.version=$v" helm.sh/helm/v4/cmd/helm
@@ -227,6 +258,8 @@ install() {
 	start "helm3" build_helm3 helm3
 	start "kueue" build_kueue kueue
 	start "kueue CRDs and webhook configuration" build_kueue_manifests kueue-manifests
+	start "kuberay" build_kuberay kuberay
+	start "kuberay RayJob CRD" build_kuberay_crds kuberay-crds
 	local failed=0 fn
 	for fn in "${order[@]}"; do wait "${jobs[$fn]}" || failed=1; done
 	rm -rf "$logs"
@@ -236,7 +269,7 @@ install() {
 
 list() {
 	local n
-	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager-crds kueue kueue-crds kueue-webhooks; do
+	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager-crds kueue kueue-crds kueue-webhooks kuberay kuberay-crds; do
 		printf '%-24s %s\n' "$n" "$(path_of "$n")"
 	done
 }
