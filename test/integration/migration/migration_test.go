@@ -169,6 +169,8 @@ var _ = Describe("Switching between KubeRay and raygate", Ordered, ContinueOnFai
 		pods := podUIDs(ctx, ns)()
 		clusters := clusterNames(ctx, ns)()
 		facts := serviceFacts(ctx, ns, service)()
+		adoptedFacts := clusterFacts(ctx, ns, adopted)()
+		logFacts("RayCluster status under raygate", adoptedFacts)
 		requests := simulator(active).Requests()
 		hash := getCluster(ctx, ns, active).Annotations[rayv1.HashWithoutReplicasAndWorkersToDeleteKey]
 
@@ -182,6 +184,7 @@ var _ = Describe("Switching between KubeRay and raygate", Ordered, ContinueOnFai
 		Consistently(podUIDs(ctx, ns), settle).Should(Equal(pods))
 		Expect(clusterNames(ctx, ns)()).To(Equal(clusters))
 		Expect(serviceFacts(ctx, ns, service)()).To(Equal(facts))
+		Expect(clusterFacts(ctx, ns, adopted)()).To(Equal(adoptedFacts))
 		logFacts("RayService status back under KubeRay", serviceFacts(ctx, ns, service)())
 		ready.expectReadyThroughout()
 		Expect(withHost(proxy.Refused())).To(BeEmpty(), "KubeRay called addresses the test proxy does not serve")
