@@ -109,6 +109,8 @@ var _ = Describe("Switching between KubeRay and raygate", Ordered, ContinueOnFai
 		By("checking that no pod was recreated and no cluster created")
 		Consistently(podUIDs(ctx, ns), settle).Should(Equal(podsUnderKubeRay))
 		Expect(clusterNames(ctx, ns)()).To(Equal(clustersUnderKR))
+		GinkgoWriter.Printf("raygate's writes on taking over: %v\n", raygate.Writes.SnapshotIn(ns))
+		Expect(podWrites(raygate.Writes.SnapshotIn(ns))).To(BeEmpty(), "raygate wrote to pods KubeRay made")
 
 		By("checking that the RayService stayed Ready")
 		ready.expectReadyThroughout()
@@ -202,6 +204,17 @@ func lastDeploys(s *raysim.Server) map[string]float64 {
 	out := map[string]float64{}
 	for name, app := range s.Details().Applications {
 		out[name] = app.LastDeploy
+	}
+	return out
+}
+
+// podWrites are the writes to pods among counted writes.
+func podWrites(writes map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, n := range writes {
+		if strings.HasSuffix(k, " pods") || strings.Contains(k, " pods/") {
+			out[k] = n
+		}
 	}
 	return out
 }

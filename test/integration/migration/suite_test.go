@@ -36,6 +36,8 @@ var (
 	kubelet    *framework.Kubelet
 	dashboards *framework.Dashboards
 	proxy      *kuberay.Proxy
+	// raygate is the running raygate manager (nil while it is stopped).
+	raygate *framework.Manager
 	// webhooks are raygate's webhook configurations, installed only while raygate runs: with
 	// raygate stopped they would point at nothing and block KubeRay's writes.
 	mutating   *admissionregistrationv1.MutatingWebhookConfigurationList
@@ -105,6 +107,7 @@ func startRaygate() (stop func()) {
 	opts.EnableWebhooks = true
 	mgr, err := framework.StartManager(env, opts)
 	Expect(err).NotTo(HaveOccurred())
+	raygate = mgr
 	stopped := false
 	stop = func() {
 		if stopped {
@@ -113,6 +116,7 @@ func startRaygate() (stop func()) {
 		stopped = true
 		By("stopping raygate and removing its webhooks")
 		Expect(mgr.Stop()).To(Succeed())
+		raygate = nil
 		removeWebhooks(context.Background())
 	}
 	return stop
