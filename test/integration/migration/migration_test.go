@@ -19,6 +19,7 @@ import (
 
 const (
 	standalone = "standalone" // a RayCluster KubeRay creates
+	autoscaled = "autoscaled" // one with the autoscaler sidecar, its ServiceAccount, Role and RoleBinding
 	adopted    = "made-by-raygate"
 	service    = "fruit"
 	newImage   = "rayproject/ray:2.52.1"
@@ -67,20 +68,22 @@ var _ = Describe("Switching between KubeRay and raygate", Ordered, ContinueOnFai
 		stopKubeRay = startKubeRay(ctx)
 		By("creating a RayCluster and a RayService, as a KubeRay user does")
 		Expect(k8s.Create(ctx, builders.RayCluster(standalone, ns).Obj())).To(Succeed())
+		Expect(k8s.Create(ctx, builders.RayCluster(autoscaled, ns).Autoscaling().Obj())).To(Succeed())
 		Expect(k8s.Create(ctx, builders.RayService(service, ns).DeletionDelay(1).Obj())).To(Succeed())
 
 		By("waiting until KubeRay reports the RayCluster ready and the RayService serving")
 		Eventually(func() rayv1.ClusterState { return getCluster(ctx, ns, standalone).Status.State }).Should(Equal(rayv1.Ready))
+		Eventually(func() rayv1.ClusterState { return getCluster(ctx, ns, autoscaled).Status.State }).Should(Equal(rayv1.Ready))
 		activeUnderKR = rstest.WaitServing(ctx, k8s, ns, service)
 		Eventually(func() bool { s := simulator(activeUnderKR); return s != nil && s.AllRunning() }).Should(BeTrue())
 		Eventually(serviceFacts(ctx, ns, service)).Should(ContainSubstring("active applications=fruit:RUNNING"))
 
 		By("letting KubeRay settle: no pod changes any more")
-		Eventually(func() int { return len(podUIDs(ctx, ns)()) }).Should(Equal(4)) // two heads, two workers
+		Eventually(func() int { return len(podUIDs(ctx, ns)()) }).Should(Equal(6)) // three heads, three workers
 		podsUnderKubeRay = podUIDs(ctx, ns)()
 		Consistently(podUIDs(ctx, ns)).Should(Equal(podsUnderKubeRay))
 		clustersUnderKR = clusterNames(ctx, ns)()
-		Expect(clustersUnderKR).To(ConsistOf(standalone, activeUnderKR))
+		Expect(clustersUnderKR).To(ConsistOf(standalone, autoscaled, activeUnderKR))
 		standaloneFacts = clusterFacts(ctx, ns, standalone)()
 		serviceFactsUnderKR = serviceFacts(ctx, ns, service)()
 		submissionsUnderKR = submissions(activeUnderKR)
@@ -157,7 +160,7 @@ var _ = Describe("Switching between KubeRay and raygate", Ordered, ContinueOnFai
 		active := rstest.WaitServing(ctx, k8s, ns, service)
 		Expect(imagesOf(ctx, ns, active)()).To(Equal([]string{newImage}))
 		By("waiting until the old cluster is deleted")
-		Eventually(clusterNames(ctx, ns)).Should(Equal(sorted(standalone, active)))
+		Eventually(clusterNames(ctx, ns)).Should(Equal(sorted(standalone, autoscaled, active)))
 		ready.expectReadyThroughout()
 	})
 
@@ -167,7 +170,7 @@ var _ = Describe("Switching between KubeRay and raygate", Ordered, ContinueOnFai
 		Eventually(func() rayv1.ClusterState { return getCluster(ctx, ns, adopted).Status.State }).Should(Equal(rayv1.Ready))
 		Eventually(raygateIdle).Should(BeTrue())
 		active := rstest.WaitServing(ctx, k8s, ns, service)
-		Eventually(func() int { return len(podUIDs(ctx, ns)()) }).Should(Equal(6))
+		Eventually(func() int { return len(podUIDs(ctx, ns)()) }).Should(Equal(8))
 		pods := podUIDs(ctx, ns)()
 		clusters := clusterNames(ctx, ns)()
 		facts := serviceFacts(ctx, ns, service)()
