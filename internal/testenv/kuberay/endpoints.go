@@ -23,6 +23,13 @@ import (
 	rayscheme "github.com/raygate/raygate/apis/scheme"
 )
 
+// KubeRay v1.5.1 counts a RayService's serve endpoints from v1 Endpoints, deprecated since
+// Kubernetes v1.33 but still served: that is what this controller must write.
+type (
+	v1Endpoints    = corev1.Endpoints      //nolint:staticcheck // what KubeRay reads
+	endpointSubset = corev1.EndpointSubset //nolint:staticcheck // what KubeRay reads
+)
+
 // Endpoints writes the v1 Endpoints of every Service with a selector, as
 // kube-controller-manager's Endpoints controller does, for pods the fake kubelet runs.
 // KubeRay counts a RayService's serve endpoints from them. The real controller cannot be
@@ -100,10 +107,10 @@ func (e *Endpoints) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		return ctrl.Result{}, err
 	}
 	want := endpointSubsets(svc, pods.Items)
-	cur := &corev1.Endpoints{}
+	cur := &v1Endpoints{}
 	err := e.c.Get(ctx, req.NamespacedName, cur)
 	if apierrors.IsNotFound(err) {
-		ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name, Labels: svc.Labels}, Subsets: want}
+		ep := &v1Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name, Labels: svc.Labels}, Subsets: want}
 		return ctrl.Result{}, client.IgnoreAlreadyExists(e.c.Create(ctx, ep))
 	}
 	if err != nil {
@@ -119,7 +126,7 @@ func (e *Endpoints) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 // endpointSubsets is the Endpoints content for a Service: one subset with every selected
 // pod that has an IP, ready ones (or all, with publishNotReadyAddresses) as addresses, the
 // others as notReadyAddresses, and the Service's ports resolved against the pods.
-func endpointSubsets(svc *corev1.Service, pods []corev1.Pod) []corev1.EndpointSubset {
+func endpointSubsets(svc *corev1.Service, pods []corev1.Pod) []endpointSubset {
 	var ready, notReady []corev1.EndpointAddress
 	var ports []corev1.EndpointPort
 	for _, p := range pods {
@@ -144,7 +151,7 @@ func endpointSubsets(svc *corev1.Service, pods []corev1.Pod) []corev1.EndpointSu
 	}
 	byIP(ready)
 	byIP(notReady)
-	return []corev1.EndpointSubset{{Addresses: ready, NotReadyAddresses: notReady, Ports: ports}}
+	return []endpointSubset{{Addresses: ready, NotReadyAddresses: notReady, Ports: ports}}
 }
 
 func podReady(p *corev1.Pod) bool {

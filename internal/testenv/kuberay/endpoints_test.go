@@ -41,7 +41,7 @@ func TestEndpointSubsets(t *testing.T) {
 	ports := []corev1.EndpointPort{{Name: "serve", Port: 8000, Protocol: corev1.ProtocolTCP}, {Name: "dashboard", Port: 8265}, {Name: "plain", Port: 10001}}
 
 	got := endpointSubsets(svc, pods)
-	want := []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{addr("a", "10.0.0.1"), addr("b", "10.0.0.2")},
+	want := []endpointSubset{{Addresses: []corev1.EndpointAddress{addr("a", "10.0.0.1"), addr("b", "10.0.0.2")},
 		NotReadyAddresses: []corev1.EndpointAddress{addr("c", "10.0.0.3")}, Ports: ports}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("endpoints (-want +got):\n%s", d)
@@ -49,7 +49,7 @@ func TestEndpointSubsets(t *testing.T) {
 
 	svc.Spec.PublishNotReadyAddresses = true
 	got = endpointSubsets(svc, pods)
-	want = []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{addr("a", "10.0.0.1"), addr("b", "10.0.0.2"), addr("c", "10.0.0.3")}, Ports: ports}}
+	want = []endpointSubset{{Addresses: []corev1.EndpointAddress{addr("a", "10.0.0.1"), addr("b", "10.0.0.2"), addr("c", "10.0.0.3")}, Ports: ports}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("publishNotReadyAddresses (-want +got):\n%s", d)
 	}

@@ -32,7 +32,7 @@ func TestServiceHost(t *testing.T) {
 func TestProxyRoutesAndRefuses(t *testing.T) {
 	answer := func(what string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.WriteString(w, what+" "+r.Method+" "+r.URL.RequestURI()+" host="+r.URL.Host)
+			_, _ = io.WriteString(w, what+" "+r.Method+" "+r.URL.RequestURI()+" host="+r.URL.Host) //nolint:gosec // echoes the test's own request back to it
 		})
 	}
 	p, err := StartProxy(Routes{
