@@ -71,20 +71,13 @@ members() {
 	esac
 }
 
-# Tools that are a directory of files rather than one program.
-is_dir_tool() {
-	case "$1" in
-	kwok-stages | cert-manager-crds | kueue-crds | kueue-webhooks) return 0 ;;
-	kuberay-crds) return 0 ;;
-	*) return 1 ;;
-	esac
-}
-
 present() {
 	local m p
 	for m in $(members "$1"); do
 		p=$(path_of "$m")
-		if is_dir_tool "$m"; then [[ -f $p/.complete ]] || return 1; else [[ -x $p ]] || return 1; fi
+		# KubeRay's CRDs are a directory of files, like kwok's stages.
+		if [[ $m == kuberay-crds ]]; then [[ -f $p/.complete ]] || return 1; continue; fi
+		if [[ $m == kwok-stages || $m == cert-manager-crds || $m == kueue-crds || $m == kueue-webhooks ]]; then [[ -f $p/.complete ]] || return 1; else [[ -x $p ]] || return 1; fi
 	done
 }
 
@@ -176,8 +169,8 @@ build_kuberay() {
 	name=kuberay gobuild "$tools_mod/kuberay" "$dir" "" github.com/ray-project/kuberay/ray-operator
 }
 
-# KubeRay's RayJob CRD: KubeRay watches RayJobs and stops when the API server does not serve
-# them; raygate's own CRDs cover RayCluster and RayService.
+# KubeRay's RayJob CRD: KubeRay always runs its RayJob controller, which watches RayJobs;
+# raygate's own CRDs cover RayCluster and RayService.
 build_kuberay_crds() {
 	local dir src; dir=$(path_of kuberay-crds)
 	src=$(cd "$tools_mod/kuberay" && go mod download -json github.com/ray-project/kuberay/ray-operator | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')

@@ -52,8 +52,8 @@ type KubeRay struct {
 	ProbePort int
 }
 
-// InstallCRDs installs the KubeRay CRDs raygate does not serve (RayJob), which KubeRay
-// watches and waits for at start.
+// InstallCRDs installs the KubeRay CRD raygate does not serve (RayJob), which KubeRay's
+// RayJob controller, always started, watches.
 func InstallCRDs(env *controlplane.Env) error {
 	dir, err := tools.Path("kuberay-crds")
 	if err != nil {
