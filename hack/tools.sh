@@ -14,6 +14,7 @@
 #                                kueue-webhooks (Kueue's CRDs and webhook configuration),
 #                                volcano-crds (Volcano's PodGroup and Queue CRDs),
 #                                scheduler-plugins-crds (the coscheduling PodGroup CRD)
+#                                kuberay (KubeRay's operator), kuberay-crds (KubeRay's RayJob CRD)
 #   hack/tools.sh list           print every tool's path, one per line
 #
 # The cache root is $RAYGATE_CACHE, else ~/.cache/raygate.
@@ -58,6 +59,8 @@ path_of() {
 	kueue-webhooks) echo "$(tool_dir kueue "$tools_mod/kueue" sigs.k8s.io/kueue)/webhooks" ;;
 	volcano-crds) echo "$(tool_dir volcano "$tools_mod/volcano" volcano.sh/apis)/crds" ;;
 	scheduler-plugins-crds) echo "$(tool_dir scheduler-plugins "$tools_mod/scheduler-plugins" sigs.k8s.io/scheduler-plugins)/crds" ;;
+	kuberay) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/kuberay" ;;
+	kuberay-crds) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/crds" ;;
 	*) echo "unknown tool: $1" >&2; return 2 ;;
 	esac
 }
@@ -185,6 +188,25 @@ build_scheduler_plugins_crds() {
 	chmod -R u+w "$dir" && touch "$dir/.complete"
 }
 
+# KubeRay's operator (the module's root main package), which the migration suite runs against
+# the envtest API server to check that raygate takes over from it, and back.
+build_kuberay() {
+	local dir; dir=$(dirname "$(path_of kuberay)"); mkdir -p "$dir"
+	name=kuberay gobuild "$tools_mod/kuberay" "$dir" "" github.com/ray-project/kuberay/ray-operator
+}
+
+# KubeRay's RayJob CRD: KubeRay always runs its RayJob controller, which watches RayJobs;
+# raygate's own CRDs cover RayCluster and RayService.
+build_kuberay_crds() {
+	local dir src; dir=$(path_of kuberay-crds)
+	src=$(cd "$tools_mod/kuberay" && go mod download -json github.com/ray-project/kuberay/ray-operator | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	cp "$src/config/crd/bases/ray.io_rayjobs.yaml" "$dir/"
+	chmod -R u+w "$dir"
+	touch "$dir/.complete"
+}
+
 build_helm() {
 	local v dir; v=$(modver "$tools_mod/helm" helm.sh/helm/v4); dir=$(dirname "$(path_of helm)"); mkdir -p "$dir"
 	gobuild "$tools_mod/helm" "$dir" "-X helm.sh/helm/v4/internal/version.version=$v" helm.sh/helm/v4/cmd/helm
@@ -256,6 +278,8 @@ install() {
 	start "kueue" build_kueue kueue
 	start "kueue CRDs and webhook configuration" build_kueue_manifests kueue-manifests
 	start "scheduler-plugins CRDs" build_scheduler_plugins_crds scheduler-plugins-crds
+	start "kuberay" build_kuberay kuberay
+	start "kuberay RayJob CRD" build_kuberay_crds kuberay-crds
 	local failed=0 fn
 	for fn in "${order[@]}"; do wait "${jobs[$fn]}" || failed=1; done
 	# Second phase: what runs a tool built above.
@@ -271,7 +295,7 @@ install() {
 
 list() {
 	local n
-	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager-crds kueue kueue-crds kueue-webhooks volcano-crds scheduler-plugins-crds; do
+	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager-crds kueue kueue-crds kueue-webhooks volcano-crds scheduler-plugins-crds kuberay kuberay-crds; do
 		printf '%-24s %s\n' "$n" "$(path_of "$n")"
 	done
 }

@@ -23,7 +23,8 @@ func RepoRoot() string {
 
 // Path returns where a tool is: "envtest" and "cluster" name the directory of the
 // control-plane binaries, the other names one program ("kwok", "helm", "helm3", ...) or, for
-// "kwok-stages", kwok's stage files. See hack/tools.sh for the list.
+// "kwok-stages", kwok's stage files; "kuberay" is KubeRay's operator and "kuberay-crds" the
+// directory of its RayJob CRD. See hack/tools.sh for the list.
 func Path(name string) (string, error) {
 	cmd := exec.Command(filepath.Join(RepoRoot(), "hack", "tools.sh"), "path", name)
 	var stderr bytes.Buffer

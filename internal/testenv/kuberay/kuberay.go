@@ -1,0 +1,175 @@
+// Package kuberay runs KubeRay's operator (built by `make tools` from
+// github.com/ray-project/kuberay/ray-operator) against a test control plane, to check that
+// raygate takes over the objects KubeRay made, and that KubeRay accepts raygate's.
+//
+// KubeRay calls Ray dashboards at <head Service>.<namespace>.svc.cluster.local:8265 and Serve
+// proxies at pod IPs, which do not exist here. Its HTTP clients honour HTTP_PROXY, so the
+// process runs with HTTP_PROXY set to a Proxy on loopback that answers those addresses from
+// the test's simulators and refuses everything else.
+package kuberay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/tools"
+)
+
+const (
+	readyTimeout    = time.Minute
+	stopGracePeriod = 20 * time.Second
+)
+
+// Options configure the KubeRay process.
+type Options struct {
+	// ProxyURL is the HTTP_PROXY the process uses (a Proxy's URL).
+	ProxyURL string
+	// Args are extra flags, e.g. "--feature-gates=...".
+	Args []string
+	// Log receives KubeRay's output.
+	Log io.Writer
+}
+
+// KubeRay is a running KubeRay operator.
+type KubeRay struct {
+	cmd  *exec.Cmd
+	done chan error
+	// ProbePort is where its health probes listen on 127.0.0.1.
+	ProbePort int
+}
+
+// InstallCRDs installs the KubeRay CRD raygate does not serve (RayJob), which KubeRay's
+// RayJob controller, always started, watches.
+func InstallCRDs(env *controlplane.Env) error {
+	dir, err := tools.Path("kuberay-crds")
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "ray.io_rayjobs.yaml"))
+	if err != nil {
+		return err
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(data, crd); err != nil {
+		return fmt.Errorf("KubeRay's RayJob CRD: %w", err)
+	}
+	_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+	return err
+}
+
+// Start starts KubeRay (no leader election, metrics and probes on loopback) with env's admin
+// kubeconfig and returns once it reports ready. Stop it when done.
+func Start(ctx context.Context, env *controlplane.Env, opts Options) (*KubeRay, error) {
+	bin, err := tools.Path("kuberay")
+	if err != nil {
+		return nil, err
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	k := &KubeRay{done: make(chan error, 1)}
+	metricsPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	if k.ProbePort, err = freePort(); err != nil {
+		return nil, err
+	}
+	args := append([]string{
+		"--enable-leader-election=false",
+		fmt.Sprintf("--metrics-addr=127.0.0.1:%d", metricsPort),
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", k.ProbePort),
+		"--log-stdout-encoder=console",
+	}, opts.Args...)
+	k.cmd = exec.Command(bin, args...)
+	env2 := append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
+	if opts.ProxyURL != "" {
+		// Loopback (the API server) is never proxied by Go's HTTP client.
+		env2 = append(env2, "HTTP_PROXY="+opts.ProxyURL, "http_proxy="+opts.ProxyURL, "NO_PROXY=", "no_proxy=")
+	}
+	k.cmd.Env = env2
+	k.cmd.Stdout, k.cmd.Stderr = opts.Log, opts.Log
+	if err := k.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting kuberay: %w", err)
+	}
+	go func() { k.done <- k.cmd.Wait() }()
+	if err := k.waitReady(ctx); err != nil {
+		_ = k.Stop()
+		return nil, err
+	}
+	return k, nil
+}
+
+func (k *KubeRay) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", k.ProbePort)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case err := <-k.done:
+			k.done <- err
+			return fmt.Errorf("kuberay exited before it was ready: %w", err)
+		case <-ctx.Done():
+			return fmt.Errorf("kuberay was not ready within %s", readyTimeout)
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop ends the process (SIGTERM, then SIGKILL after a grace period) and waits for it.
+// Stop is safe to call twice.
+func (k *KubeRay) Stop() error {
+	if k.cmd == nil || k.cmd.Process == nil {
+		return nil
+	}
+	_ = k.cmd.Process.Signal(syscall.SIGTERM)
+	var err error
+	select {
+	case err = <-k.done:
+	case <-time.After(stopGracePeriod):
+		_ = k.cmd.Process.Kill()
+		err = fmt.Errorf("kuberay did not stop within %s of SIGTERM: %w", stopGracePeriod, <-k.done)
+	}
+	k.done <- err
+	k.cmd = nil
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signaled() {
+		return nil // ended by our SIGTERM
+	}
+	return err
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

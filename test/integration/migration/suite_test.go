@@ -1,0 +1,153 @@
+// Package migration checks the switch between KubeRay and raygate on live objects: KubeRay's
+// operator (v1.5.1, the real binary) creates a RayCluster and a RayService; KubeRay stops and
+// raygate (manager and webhooks) takes over without recreating a pod or dropping the
+// RayService's readiness, then upgrades the RayService; raygate stops and KubeRay takes the
+// objects back, again without recreating a pod.
+//
+// Pods are run by the fake kubelet, Serve by the dashboard simulators. raygate reaches the
+// simulators in-process; KubeRay reaches the same simulators through a loopback HTTP proxy
+// (its HTTP_PROXY) that answers the in-cluster addresses it calls. A stand-in for
+// kube-controller-manager's Endpoints controller writes the Endpoints from which KubeRay
+// counts serve endpoints.
+package migration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/kuberay"
+	"github.com/raygate/raygate/internal/testenv/raysim"
+)
+
+var (
+	env        *controlplane.Env
+	k8s        client.Client
+	kubelet    *framework.Kubelet
+	dashboards *framework.Dashboards
+	proxy      *kuberay.Proxy
+	// raygate is the running raygate manager (nil while it is stopped).
+	raygate *framework.Manager
+	// webhooks are raygate's webhook configurations, installed only while raygate runs: with
+	// raygate stopped they would point at nothing and block KubeRay's writes.
+	mutating   *admissionregistrationv1.MutatingWebhookConfigurationList
+	validating *admissionregistrationv1.ValidatingWebhookConfigurationList
+)
+
+func TestMigration(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(60 * time.Second)
+	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	SetDefaultConsistentlyDuration(5 * time.Second)
+	SetDefaultConsistentlyPollingInterval(250 * time.Millisecond)
+	RunSpecs(t, "Migration between KubeRay and raygate")
+}
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	var err error
+	env, err = controlplane.Start(controlplane.Options{Webhooks: true})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Stop)
+	k8s = env.Client
+	Expect(kuberay.InstallCRDs(env)).To(Succeed())
+	endpoints, err := kuberay.StartEndpoints(env.Config)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(endpoints.Stop)
+	kubelet, err = framework.StartKubelet(env.Config, framework.KubeletOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(kubelet.Stop)
+	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: 300 * time.Millisecond})
+	DeferCleanup(dashboards.Close)
+	proxy, err = kuberay.StartProxy(kuberay.SimulatorRoutes(k8s, dashboards.Registry))
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(proxy.Close)
+	mutating, validating = &admissionregistrationv1.MutatingWebhookConfigurationList{}, &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+	Expect(k8s.List(ctx, mutating)).To(Succeed())
+	Expect(k8s.List(ctx, validating)).To(Succeed())
+	Expect(mutating.Items).NotTo(BeEmpty())
+	removeWebhooks(ctx)
+})
+
+// startKubeRay runs KubeRay's operator until the returned function stops it (the caller
+// stops it, also when a spec fails: a cleanup registered here would run at the end of the
+// spec that started it).
+func startKubeRay(ctx context.Context) (stop func()) {
+	By("starting KubeRay v1.5.1")
+	k, err := kuberay.Start(ctx, env, kuberay.Options{ProxyURL: proxy.URL(), Log: GinkgoWriter})
+	Expect(err).NotTo(HaveOccurred())
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		By("stopping KubeRay")
+		Expect(k.Stop()).To(Succeed())
+	}
+	return stop
+}
+
+// startRaygate installs raygate's webhooks and runs its manager with them until the returned
+// function stops both (the caller stops them, as with startKubeRay).
+func startRaygate() (stop func()) {
+	By("starting raygate (manager and webhooks)")
+	restoreWebhooks(context.Background())
+	opts := dashboards.Wire(framework.ManagerOptions())
+	opts.EnableWebhooks = true
+	mgr, err := framework.StartManager(env, opts)
+	Expect(err).NotTo(HaveOccurred())
+	raygate = mgr
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		By("stopping raygate and removing its webhooks")
+		Expect(mgr.Stop()).To(Succeed())
+		raygate = nil
+		removeWebhooks(context.Background())
+	}
+	return stop
+}
+
+// raygateIdle: raygate's controllers have handled every event they have seen.
+func raygateIdle() bool {
+	ok, err := framework.Idle("rayservice", "raycluster")
+	Expect(err).NotTo(HaveOccurred())
+	return ok
+}
+
+func removeWebhooks(ctx context.Context) {
+	for i := range mutating.Items {
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, mutating.Items[i].DeepCopy()))).To(Succeed())
+	}
+	for i := range validating.Items {
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, validating.Items[i].DeepCopy()))).To(Succeed())
+	}
+}
+
+func restoreWebhooks(ctx context.Context) {
+	fresh := func(m metav1.ObjectMeta) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: m.Name, Labels: m.Labels, Annotations: m.Annotations}
+	}
+	for _, w := range mutating.Items {
+		c := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: fresh(w.ObjectMeta), Webhooks: w.Webhooks}
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+	}
+	for _, w := range validating.Items {
+		c := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: fresh(w.ObjectMeta), Webhooks: w.Webhooks}
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+	}
+}
