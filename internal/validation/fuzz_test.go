@@ -121,7 +121,7 @@ func FuzzServeConfig(f *testing.F) {
 		"{{{", "applications: [1, null, {name: {}}]", "a: &x [*x]",
 		"applications:\n  - &a {name: yes, import_path: 0x1F, route_prefix: ~}\n  - <<: *a\n    name: b\n",
 		"applications:\n  - {name: !!str 1, import_path: !!int '7', route_prefix: !!null ''}\n",
-		"x: &a [1, 2]\ny: [*a, *a, *a]\napplications: []\n", "? [a]\n: 1\n", "null: 1\n", "a: {<<: 1}\n",
+		"x: &a [1, 2]\ny: [*a, *a, *a]\napplications: []\n", "? [a]\n: 1\n", "null: 1\n", "a: {<<: 1}\n", "{}:",
 	} {
 		f.Add(s)
 	}
@@ -144,6 +144,11 @@ func FuzzServeConfig(f *testing.F) {
 			// go-yaml v3's grammar is stricter in places (e.g. text after the document's
 			// first node, which v2 ignores): refusing such a document is safe; accepting one
 			// v2 refuses would not be. Every other refusal must be v2's too.
+			if strings.Contains(got[0].Detail, "a mapping key must be") {
+				// A key that is a mapping or a list cannot be JSON; v2 misreads some of
+				// them ("{}:" as an empty document), so refusing them is the safe reading.
+				return
+			}
 			if _, err := parseServeYAML(config); err == nil {
 				t.Fatalf("config %q: refused (%v) although both parsers read it", config, got)
 			}
