@@ -14,7 +14,8 @@
 #                                kueue-webhooks (Kueue's CRDs and webhook configuration),
 #                                volcano-crds (Volcano's PodGroup and Queue CRDs),
 #                                scheduler-plugins-crds (the coscheduling PodGroup CRD)
-#                                kuberay (KubeRay's operator), kuberay-crds (KubeRay's RayJob CRD)
+#                                kuberay (KubeRay's operator), kuberay-crds (KubeRay's RayJob CRD),
+#                                kuberay-samples (KubeRay's sample manifests, config/samples)
 #   hack/tools.sh list           print every tool's path, one per line
 #
 # The cache root is $RAYGATE_CACHE, else ~/.cache/raygate.
@@ -61,6 +62,7 @@ path_of() {
 	scheduler-plugins-crds) echo "$(tool_dir scheduler-plugins "$tools_mod/scheduler-plugins" sigs.k8s.io/scheduler-plugins)/crds" ;;
 	kuberay) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/kuberay" ;;
 	kuberay-crds) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/crds" ;;
+	kuberay-samples) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/samples" ;;
 	*) echo "unknown tool: $1" >&2; return 2 ;;
 	esac
 }
@@ -79,7 +81,7 @@ present() {
 	local m p
 	for m in $(members "$1"); do
 		p=$(path_of "$m")
-		if [[ $m == kwok-stages || $m == cert-manager-crds || $m == kueue-crds || $m == kueue-webhooks || $m == *-crds ]]; then [[ -f $p/.complete ]] || return 1; else [[ -x $p ]] || return 1; fi
+		if [[ $m == kwok-stages || $m == cert-manager-crds || $m == kueue-crds || $m == kueue-webhooks || $m == *-crds || $m == *-samples ]]; then [[ -f $p/.complete ]] || return 1; else [[ -x $p ]] || return 1; fi
 	done
 }
 
@@ -207,6 +209,17 @@ build_kuberay_crds() {
 	touch "$dir/.complete"
 }
 
+# KubeRay's sample manifests, which the admission suite applies unchanged through raygate's
+# webhooks: what a KubeRay user switching brings.
+build_kuberay_samples() {
+	local dir src; dir=$(path_of kuberay-samples) || return 1
+	src=$(cd "$tools_mod/kuberay" && go mod download -json github.com/ray-project/kuberay/ray-operator | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+	[[ -n $src ]] || return 1
+	rm -rf "$dir" && mkdir -p "$dir" || return 1
+	cp "$src"/config/samples/*.yaml "$dir/" || return 1
+	chmod -R u+w "$dir" && touch "$dir/.complete"
+}
+
 build_helm() {
 	local v dir; v=$(modver "$tools_mod/helm" helm.sh/helm/v4); dir=$(dirname "$(path_of helm)"); mkdir -p "$dir"
 	gobuild "$tools_mod/helm" "$dir" "-X helm.sh/helm/v4/internal/version.version=$v" helm.sh/helm/v4/cmd/helm
@@ -280,6 +293,7 @@ install() {
 	start "scheduler-plugins CRDs" build_scheduler_plugins_crds scheduler-plugins-crds
 	start "kuberay" build_kuberay kuberay
 	start "kuberay RayJob CRD" build_kuberay_crds kuberay-crds
+	start "kuberay samples" build_kuberay_samples kuberay-samples
 	local failed=0 fn
 	for fn in "${order[@]}"; do wait "${jobs[$fn]}" || failed=1; done
 	# Second phase: what runs a tool built above.
@@ -295,7 +309,7 @@ install() {
 
 list() {
 	local n
-	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager-crds kueue kueue-crds kueue-webhooks volcano-crds scheduler-plugins-crds kuberay kuberay-crds; do
+	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager-crds kueue kueue-crds kueue-webhooks volcano-crds scheduler-plugins-crds kuberay kuberay-crds kuberay-samples; do
 		printf '%-24s %s\n' "$n" "$(path_of "$n")"
 	done
 }
