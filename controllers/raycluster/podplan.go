@@ -225,7 +225,7 @@ func planWorkerGroup(in groupInput) groupPlan {
 		return p
 	}
 
-	indexing := in.Indexing && !(rayspec.NumOfHosts(*g) > 1 && predatesIndexing(in.Pods))
+	indexing := in.Indexing && (rayspec.NumOfHosts(*g) <= 1 || !predatesIndexing(in.Pods))
 	shape := groupShape{atomic: indexing && rayspec.NumOfHosts(*g) > 1, hosts: 1}
 	if shape.atomic {
 		shape.hosts = int(rayspec.NumOfHosts(*g))
