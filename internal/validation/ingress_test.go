@@ -37,7 +37,9 @@ func TestIngress(t *testing.T) {
 		"anything goes with ImplementationSpecific": {mutate: enabled(&rayv1.IngressOptions{
 			Path: ptr.To("/a//b"), PathType: pathType(rayv1.IngressPathTypeImplementationSpecific)})},
 		"ingressOptions without enableIngress: a warning": {
-			mutate:   func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.IngressOptions = &rayv1.IngressOptions{Host: ptr.To("ray.example.com")} },
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.HeadGroupSpec.IngressOptions = &rayv1.IngressOptions{Host: ptr.To("ray.example.com")}
+			},
 			warnings: []string{fmt.Sprintf(WarnIngressOptionsUnused, "spec.headGroupSpec.ingressOptions")},
 		},
 		"bad host, path, TLS host and secret": {
