@@ -54,8 +54,9 @@ func decideIngress(desired, existing *networkingv1.Ingress, controlled bool) (st
 }
 
 // mergeIngress returns the existing Ingress with raygate's labels, annotations and spec, or
-// nil when nothing differs. Annotations others added (an Ingress controller's) are kept; the
-// status is the controller's. Without a class annotation on the cluster the ingressClassName
+// nil when nothing differs. Annotations raygate copied from the cluster earlier and the
+// cluster no longer has are removed; those others added (an Ingress controller's) are kept.
+// The status is the Ingress controller's. Without a class annotation on the cluster the ingressClassName
 // the API server's DefaultIngressClass admission set on create is kept.
 func mergeIngress(existing, desired *networkingv1.Ingress) *networkingv1.Ingress {
 	u := existing.DeepCopy()
@@ -63,12 +64,15 @@ func mergeIngress(existing, desired *networkingv1.Ingress) *networkingv1.Ingress
 		u.Labels = map[string]string{}
 	}
 	maps.Copy(u.Labels, desired.Labels)
-	if len(desired.Annotations) > 0 {
-		if u.Annotations == nil {
-			u.Annotations = map[string]string{}
+	for _, k := range raypod.CopiedAnnotations(existing) {
+		if _, still := desired.Annotations[k]; !still {
+			delete(u.Annotations, k)
 		}
-		maps.Copy(u.Annotations, desired.Annotations)
 	}
+	if u.Annotations == nil {
+		u.Annotations = map[string]string{}
+	}
+	maps.Copy(u.Annotations, desired.Annotations)
 	u.Spec = *desired.Spec.DeepCopy()
 	if u.Spec.IngressClassName == nil {
 		u.Spec.IngressClassName = existing.Spec.IngressClassName

@@ -45,11 +45,12 @@ func TestDecideIngress(t *testing.T) {
 			i.Spec.IngressClassName = ptr.To("default-class")
 		}), true, serviceKeep},
 		{"an Ingress controller's annotation and status are kept", desired, stored(desired, func(i *networkingv1.Ingress) {
-			i.Annotations = map[string]string{"controller.example.com/seen": "yes"}
+			i.Annotations["controller.example.com/seen"] = "yes"
 			i.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "127.0.0.9"}}
 		}), true, serviceKeep},
 		{"ingressOptions changed", newHost, stored(desired), true, serviceUpdate},
 		{"a cluster annotation added", annotated, stored(desired), true, serviceUpdate},
+		{"a cluster annotation removed", desired, stored(annotated), true, serviceUpdate},
 		{"edited by hand: put back", desired, stored(desired, func(i *networkingv1.Ingress) {
 			i.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port.Number = 80
 		}), true, serviceUpdate},
@@ -75,6 +76,18 @@ func TestDecideIngress(t *testing.T) {
 			}
 			if updated.ResourceVersion != tc.existing.ResourceVersion {
 				t.Error("the update must carry the stored resourceVersion")
+			}
+			for k, v := range tc.desired.Annotations {
+				if updated.Annotations[k] != v {
+					t.Errorf("annotation %s = %q, want %q", k, updated.Annotations[k], v)
+				}
+			}
+			for k := range tc.existing.Annotations {
+				if _, ok := tc.desired.Annotations[k]; !ok {
+					if _, kept := updated.Annotations[k]; kept {
+						t.Errorf("annotation %s copied from the cluster earlier is still there", k)
+					}
+				}
 			}
 		})
 	}

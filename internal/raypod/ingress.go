@@ -2,6 +2,8 @@ package raypod
 
 import (
 	"maps"
+	"slices"
+	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +21,11 @@ const IngressClassAnnotationKey = "kubernetes.io/ingress.class"
 // lastAppliedAnnotation is kubectl's record of the RayCluster manifest; copied to the Ingress
 // it would only mislead kubectl about the Ingress.
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// CopiedAnnotationsKey lists, on the Ingress, the annotation keys raygate copied from the
+// cluster, so one removed from the cluster is removed from the Ingress too while annotations
+// others add to the Ingress are left alone.
+const CopiedAnnotationsKey = rayv1.RaygateKeyPrefix + "copied-annotations"
 
 // HeadIngressName is the dashboard Ingress of a cluster (KubeRay's name).
 func HeadIngressName(cluster string) string { return cluster + "-head-ingress" }
@@ -46,16 +53,20 @@ func IngressLabels(cluster string) map[string]string {
 // HeadIngress is the Ingress exposing the dashboard port of a (defaulted) cluster's head
 // Service. The cluster's annotations are copied, so users configure their Ingress controller
 // through them (rewrite rules, auth, ...); kubernetes.io/ingress.class becomes
-// ingressClassName. ingressOptions set the rule's host, path and pathType and the TLS
+// ingressClassName. The operators' own bookkeeping (ray.io/ and raygate.ray.io/ keys, which a
+// RayService rewrites on its clusters at every serve config change) is not copied: it would
+// only churn the Ingress. ingressOptions set the rule's host, path and pathType and the TLS
 // section; without them the rule matches any host on DefaultIngressPath, exactly.
 func HeadIngress(rc *rayv1.RayCluster) *networkingv1.Ingress {
 	annotations := map[string]string{}
-	maps.Copy(annotations, rc.Annotations)
+	for k, v := range rc.Annotations {
+		if !operatorAnnotation(k) {
+			annotations[k] = v
+		}
+	}
 	delete(annotations, IngressClassAnnotationKey)
 	delete(annotations, lastAppliedAnnotation)
-	if len(annotations) == 0 {
-		annotations = nil
-	}
+	annotations[CopiedAnnotationsKey] = strings.Join(slices.Sorted(maps.Keys(annotations)), ",")
 
 	path, pathType := DefaultIngressPath(rc.Name), networkingv1.PathTypeExact
 	var host string
@@ -103,6 +114,21 @@ func HeadIngress(rc *rayv1.RayCluster) *networkingv1.Ingress {
 		ing.Spec.IngressClassName = ptr.To(class)
 	}
 	return ing
+}
+
+// CopiedAnnotations are the keys an Ingress records as copied from its cluster.
+func CopiedAnnotations(ing *networkingv1.Ingress) []string {
+	v := ing.Annotations[CopiedAnnotationsKey]
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
+// operatorAnnotation reports whether an annotation key is KubeRay's or raygate's.
+func operatorAnnotation(key string) bool {
+	prefix, _, found := strings.Cut(key, "/")
+	return found && (prefix == "ray.io" || strings.HasSuffix(prefix, ".ray.io"))
 }
 
 // dashboardServicePort is the head Service's port named "dashboard" (a headService override

@@ -18,6 +18,9 @@ func TestHeadIngressGolden(t *testing.T) {
 			IngressClassAnnotationKey:                    "nginx",
 			"nginx.ingress.kubernetes.io/rewrite-target": "/$1",
 			lastAppliedAnnotation:                        `{"kind":"RayCluster"}`,
+			rayv1.OverwriteContainerCmdKey:               "false",
+			"raygate.ray.io/anything":                    "x",
+			"example.ray.io.example.com/keep":            "kept",
 		}
 		rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
 	})
@@ -35,8 +38,8 @@ func TestHeadIngress(t *testing.T) {
 			if ing.Spec.IngressClassName != nil {
 				t.Errorf("ingressClassName = %q, want unset", *ing.Spec.IngressClassName)
 			}
-			if ing.Annotations != nil {
-				t.Errorf("annotations = %v, want none", ing.Annotations)
+			if d := cmp.Diff(map[string]string{CopiedAnnotationsKey: ""}, ing.Annotations); d != "" {
+				t.Errorf("annotations (-want +got):\n%s", d)
 			}
 		}},
 		{"KubeRay's name, labels and owner", nil, func(t *testing.T, ing *networkingv1.Ingress) {

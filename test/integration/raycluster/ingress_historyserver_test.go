@@ -77,12 +77,22 @@ var _ = Describe("the dashboard Ingress of a RayCluster", func() {
 		Expect(ingress(ctx, ns, "dash-head-ingress")().Spec.TLS).To(Equal([]networkingv1.IngressTLS{{Hosts: []string{"ray.example.com"}, SecretName: "ray-tls"}}))
 		Eventually(events(ctx, ns, "dash")).Should(ContainElement("Normal UpdatedIngress: Updated ingress dash-head-ingress"))
 
-		By("an edit by hand is put back")
+		By("an edit of the rule by hand is put back; an annotation added to the Ingress stays")
 		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "dash-head-ingress"}, ing)).To(Succeed())
 		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port.Number = 80
+		ing.Annotations["controller.example.com/seen"] = "yes"
 		Expect(k8s.Update(ctx, ing)).To(Succeed())
 		Eventually(func() string { return ingressRule(ingress(ctx, ns, "dash-head-ingress")()) }).
 			Should(Equal("ray.example.com / Prefix -> dash-head-svc:8265"))
+		Expect(ingress(ctx, ns, "dash-head-ingress")().Annotations).To(HaveKeyWithValue("controller.example.com/seen", "yes"))
+
+		By("an annotation removed from the cluster is removed from the Ingress")
+		updateCluster(ctx, ns, "dash", func(rc *rayv1.RayCluster) {
+			delete(rc.Annotations, "nginx.ingress.kubernetes.io/rewrite-target")
+		})
+		Eventually(func() map[string]string { return ingress(ctx, ns, "dash-head-ingress")().Annotations }).
+			ShouldNot(HaveKey("nginx.ingress.kubernetes.io/rewrite-target"))
+		Expect(ingress(ctx, ns, "dash-head-ingress")().Annotations).To(HaveKeyWithValue("controller.example.com/seen", "yes"))
 
 		By("enableIngress: false removes it")
 		updateCluster(ctx, ns, "dash", func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(false) })
