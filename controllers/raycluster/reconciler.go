@@ -224,6 +224,11 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*pass, error) 
 	if p.hash, err = rayspec.HashWithoutReplicas(p.cluster.Spec); err != nil {
 		return nil, err
 	}
+	if !r.Gates.Enabled(features.RayClusterHistoryServer) {
+		// As KubeRay: with the gate off the pods get no collector (the hash above still
+		// covers the options, so turning the gate off restarts nothing).
+		p.cluster.Spec.HistoryServerOptions = nil
+	}
 	if p.pods, err = r.listPods(ctx, rc); err != nil {
 		return nil, err
 	}

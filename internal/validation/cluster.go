@@ -52,7 +52,7 @@ func (c *check) clusterSpec(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 		errs, warnings = append(errs, e...), append(warnings, w...)
 		e, w = headIngress(head, headPath)
 		errs, warnings = append(errs, e...), append(warnings, w...)
-		e, w = historyServer(spec, path)
+		e, w = c.historyServer(spec, path)
 		errs, warnings = append(errs, e...), append(warnings, w...)
 	}
 	if !c.admission() {

@@ -10,14 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/raypod"
 )
 
 // Warnings about the history server collector.
 const (
-	// WarnHistoryServerNoCollector: historyServerOptions without collectorOptions add nothing.
-	WarnHistoryServerNoCollector = "%s has no effect without collectorOptions: no collector sidecar is added to the pods"
-
 	// WarnCollectorDefaultImage: no image given, so the pods run a moving tag.
 	WarnCollectorDefaultImage = "%s is not set: the collector sidecar runs %s, a moving tag; pin a version"
 
@@ -28,18 +26,25 @@ const (
 
 var pullPolicies = []string{string(corev1.PullAlways), string(corev1.PullIfNotPresent), string(corev1.PullNever)}
 
-// historyServer checks historyServerOptions (create/update-only): the collector container
-// raygate adds to every Ray pod must be one the API server accepts, and must not clash with
-// the templates' containers.
-func historyServer(spec *rayv1.RayClusterSpec, path *field.Path) (field.ErrorList, []string) {
+// historyServer checks historyServerOptions (create/update-only): the feature gate, as
+// KubeRay; then the collector container raygate adds to every Ray pod must be one the API
+// server accepts, and must not clash with the templates' containers.
+func (c *check) historyServer(spec *rayv1.RayClusterSpec, path *field.Path) (field.ErrorList, []string) {
 	hs := spec.HistoryServerOptions
 	if hs == nil {
 		return nil, nil
 	}
 	hsPath := path.Child("historyServerOptions")
+	if gate := string(features.RayClusterHistoryServer); !c.gates.Enabled(features.RayClusterHistoryServer) {
+		// On update the ratchet lets an unchanged historyServerOptions through, so a cluster
+		// stored before the gate was turned off can still be changed otherwise; its pods then
+		// get no collector, as under KubeRay.
+		return field.ErrorList{field.Forbidden(hsPath, fmt.Sprintf(
+			"historyServerOptions needs the %s feature gate, which is disabled; %s", gate, GateHint(gate)))}, nil
+	}
 	o := hs.CollectorOptions
 	if o == nil {
-		return nil, []string{fmt.Sprintf(WarnHistoryServerNoCollector, hsPath)}
+		return field.ErrorList{field.Required(hsPath.Child("collectorOptions"), "the collector sidecar is what historyServerOptions adds")}, nil
 	}
 	oPath := hsPath.Child("collectorOptions")
 	var errs field.ErrorList

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/raypod"
 )
 
@@ -37,9 +38,9 @@ func TestHistoryServer(t *testing.T) {
 			},
 			Env: []corev1.EnvVar{{Name: "STORAGE_BUCKET", Value: "s3://ray-history"}},
 		})},
-		"no collectorOptions: a warning": {
-			mutate:   func(rc *rayv1.RayCluster) { rc.Spec.HistoryServerOptions = &rayv1.HistoryServerOptions{} },
-			warnings: []string{fmt.Sprintf(WarnHistoryServerNoCollector, "spec.historyServerOptions")},
+		"no collectorOptions, as KubeRay": {
+			mutate: func(rc *rayv1.RayCluster) { rc.Spec.HistoryServerOptions = &rayv1.HistoryServerOptions{} },
+			want:   field.ErrorList{field.Required(p("spec.historyServerOptions.collectorOptions"), "")},
 		},
 		"no image: a warning about the moving default": {mutate: collector(rayv1.CollectorOptions{}), warnings: []string{defaultImage}},
 		"bad pull policy, request over limit, bad and reserved env": {
@@ -88,10 +89,42 @@ func TestHistoryServer(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			errs, warnings := RayCluster(cluster(tc.mutate), gateOff)
+			errs, warnings := RayCluster(cluster(tc.mutate), historyGateOn)
 			diffErrors(t, tc.want, errs)
 			diffWarnings(t, tc.warnings, warnings)
 		})
+	}
+}
+
+var historyGateOn = features.Static{features.RayClusterHistoryServer: true}
+
+// The gate is off by default, as in KubeRay: historyServerOptions are refused on create with
+// the gate's name and how to enable it; a cluster stored with them can still be changed
+// otherwise.
+func TestHistoryServerGate(t *testing.T) {
+	rc := cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.HistoryServerOptions = &rayv1.HistoryServerOptions{CollectorOptions: &rayv1.CollectorOptions{Image: ptr.To("c:1")}}
+	})
+	errs, _ := RayCluster(rc, features.Static{})
+	diffErrors(t, field.ErrorList{field.Forbidden(p("spec.historyServerOptions"), "")}, errs)
+	want := "spec.historyServerOptions: Forbidden: historyServerOptions needs the RayClusterHistoryServer feature gate, which is disabled; " +
+		"enable it with --feature-gates=RayClusterHistoryServer=true on the manager, or the Helm value featureGates.RayClusterHistoryServer=true"
+	if len(errs) == 1 && errs[0].Error() != want {
+		t.Errorf("message:\n got %s\nwant %s", errs[0].Error(), want)
+	}
+
+	scaled := rc.DeepCopy()
+	scaled.Spec.WorkerGroupSpecs[0].Replicas = ptr.To(*scaled.Spec.WorkerGroupSpecs[0].Replicas + 1)
+	errs, _ = RayClusterUpdate(rc, scaled, features.Static{})
+	diffErrors(t, nil, errs)
+
+	changed := rc.DeepCopy()
+	changed.Spec.HistoryServerOptions.CollectorOptions.Image = ptr.To("c:2")
+	errs, _ = RayClusterUpdate(rc, changed, features.Static{})
+	diffErrors(t, field.ErrorList{field.Forbidden(p("spec.historyServerOptions"), "")}, errs)
+
+	if errs := (Validator{Gates: features.Static{}}).StoredRayCluster(rc); len(errs) != 0 {
+		t.Errorf("a stored cluster is not frozen by the gate: %v", errs)
 	}
 }
 
@@ -104,6 +137,6 @@ func TestHistoryServerRatchet(t *testing.T) {
 	})
 	scaled := old.DeepCopy()
 	scaled.Spec.WorkerGroupSpecs[0].Replicas = ptr.To(*scaled.Spec.WorkerGroupSpecs[0].Replicas + 1)
-	errs, _ := RayClusterUpdate(old, scaled, gateOff)
+	errs, _ := RayClusterUpdate(old, scaled, historyGateOn)
 	diffErrors(t, nil, errs)
 }

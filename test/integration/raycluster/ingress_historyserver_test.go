@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -122,8 +123,9 @@ var _ = Describe("the dashboard Ingress of a RayCluster", func() {
 	})
 })
 
-var _ = Describe("the history server collector", func() {
+var _ = Describe("the history server collector (RayClusterHistoryServer)", func() {
 	It("runs next to Ray in the head and every worker pod, sharing /tmp/ray, with Ray's event export pointed at it", func(ctx context.Context) {
+		setGate(features.RayClusterHistoryServer, true)
 		ns := newNamespace(ctx)
 		rc := builders.RayCluster("hist", ns).Obj()
 		rc.Spec.HistoryServerOptions = &rayv1.HistoryServerOptions{CollectorOptions: &rayv1.CollectorOptions{
@@ -156,6 +158,19 @@ var _ = Describe("the history server collector", func() {
 				corev1.EnvVar{Name: "RAY_DASHBOARD_AGGREGATOR_AGENT_EVENTS_EXPORT_ADDR", Value: "http://localhost:8084/v1/events"}))
 			Expect(ray.Lifecycle).NotTo(BeNil())
 			Expect(ray.Lifecycle.PostStart.Exec.Command).To(HaveLen(3))
+		}
+	})
+
+	It("is left out while the gate is off, as in KubeRay (a cluster stored with the options keeps running)", func(ctx context.Context) {
+		setGate(features.RayClusterHistoryServer, false)
+		ns := newNamespace(ctx)
+		rc := builders.RayCluster("nohist", ns).Obj()
+		rc.Spec.HistoryServerOptions = &rayv1.HistoryServerOptions{CollectorOptions: &rayv1.CollectorOptions{Image: ptr.To("quay.io/kuberay/collector:v1.6.0")}}
+		Expect(k8s.Create(ctx, rc)).To(Succeed()) // no webhook in this suite: as if stored before the gate went off
+		waitReady(ctx, ns, "nohist")
+		for _, pod := range pods(ctx, ns, "nohist") {
+			Expect(pod.Spec.Containers).To(HaveLen(1), pod.Name)
+			Expect(pod.Spec.Containers[0].Env).NotTo(ContainElement(HaveField("Name", "RAY_enable_ray_event")))
 		}
 	})
 })
