@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -130,6 +131,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
+		Owns(&networkingv1.Ingress{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
@@ -222,6 +224,11 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*pass, error) 
 	if p.hash, err = rayspec.HashWithoutReplicas(p.cluster.Spec); err != nil {
 		return nil, err
 	}
+	if !r.Gates.Enabled(features.RayClusterHistoryServer) {
+		// As KubeRay: with the gate off the pods get no collector (the hash above still
+		// covers the options, so turning the gate off restarts nothing).
+		p.cluster.Spec.HistoryServerOptions = nil
+	}
 	if p.pods, err = r.listPods(ctx, rc); err != nil {
 		return nil, err
 	}
@@ -269,6 +276,7 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, plan podPlan) error {
 	for _, phase := range []func(context.Context, *pass) error{
 		r.reconcileAutoscalerRBAC,
 		r.reconcileServices,
+		r.reconcileIngress,
 		r.syncBatchScheduling,
 		func(ctx context.Context, p *pass) error { return r.applyPodPlan(ctx, p, plan) },
 		r.clearHandledWorkersToDelete,

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,7 +21,7 @@ func TestCacheHoldsOnlyLabelledObjects(t *testing.T) {
 	theirs := labels.Set{"app": "other"}
 	for _, gatewayAPI := range []bool{true, false} {
 		opts := cacheOptions(DefaultOptions(), gatewayAPI)
-		kinds := []client.Object{&corev1.Service{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}}
+		kinds := []client.Object{&corev1.Service{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &networkingv1.Ingress{}}
 		if gatewayAPI {
 			kinds = append(kinds, &gwv1.Gateway{}, &gwv1.HTTPRoute{})
 		}

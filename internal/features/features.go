@@ -23,6 +23,10 @@ const (
 	// RayMultiHostIndexing labels multi-host worker pods with replica and host indices and
 	// manages each multi-host replica as one unit.
 	RayMultiHostIndexing featuregate.Feature = "RayMultiHostIndexing"
+
+	// RayClusterHistoryServer allows spec.historyServerOptions: the history server collector
+	// sidecar in every Ray pod. Alpha and off, as in KubeRay.
+	RayClusterHistoryServer featuregate.Feature = "RayClusterHistoryServer"
 )
 
 // Specs are the defaults and maturity of every gate.
@@ -30,6 +34,7 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	RayClusterStatusConditions:   {Default: true, PreRelease: featuregate.Beta},
 	RayServiceIncrementalUpgrade: {Default: true, PreRelease: featuregate.Beta},
 	RayMultiHostIndexing:         {Default: true, PreRelease: featuregate.Beta},
+	RayClusterHistoryServer:      {Default: false, PreRelease: featuregate.Alpha},
 }
 
 func init() {

@@ -13,6 +13,7 @@ func TestDefaults(t *testing.T) {
 		string(RayClusterStatusConditions):   true,
 		string(RayServiceIncrementalUpgrade): true,
 		string(RayMultiHostIndexing):         true,
+		string(RayClusterHistoryServer):      false,
 	}
 	for name, on := range want {
 		if got := utilfeature.DefaultFeatureGate.Enabled(Feature(name)); got != on {

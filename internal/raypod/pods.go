@@ -43,6 +43,7 @@ func HeadPod(rc *rayv1.RayCluster, hash string) *corev1.Pod {
 	}
 	addHeadPorts(&pod.Spec.Containers[rayv1.RayContainerIndex], params)
 	finishPod(rc, pod, rayv1.HeadNode, params)
+	addHistoryCollector(rc, pod, rayv1.HeadNode)
 	return pod
 }
 
@@ -62,6 +63,7 @@ func WorkerPod(rc *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, idx *ReplicaI
 	addPortIfMissing(&pod.Spec.Containers[rayv1.RayContainerIndex], rayspec.MetricsPortName, metricsPort(params))
 	pod.Spec.InitContainers = append(pod.Spec.InitContainers, waitGCSContainer(rc, pod.Spec.Containers[rayv1.RayContainerIndex]))
 	finishPod(rc, pod, rayv1.WorkerNode, params)
+	addHistoryCollector(rc, pod, rayv1.WorkerNode)
 	return pod
 }
 

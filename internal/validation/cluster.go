@@ -50,6 +50,10 @@ func (c *check) clusterSpec(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 		errs = append(errs, gcsSettings(head, headPath)...)
 		e, w := c.autoscaler(spec, path)
 		errs, warnings = append(errs, e...), append(warnings, w...)
+		e, w = headIngress(head, headPath)
+		errs, warnings = append(errs, e...), append(warnings, w...)
+		e, w = c.historyServer(spec, path)
+		errs, warnings = append(errs, e...), append(warnings, w...)
 	}
 	if !c.admission() {
 		// A stored cluster over the pod bounds is not refused: the controller creates at
@@ -69,11 +73,8 @@ func unsupportedClusterFields(spec *rayv1.RayClusterSpec, path *field.Path) fiel
 	}
 	forbid(spec.AuthOptions != nil, path.Child("authOptions"))
 	forbid(spec.GcsFaultToleranceOptions != nil, path.Child("gcsFaultToleranceOptions"))
-	forbid(spec.HistoryServerOptions != nil, path.Child("historyServerOptions"))
 	forbid(spec.NetworkPolicy != nil, path.Child("networkPolicy"))
 	forbid(spec.TLSOptions != nil, path.Child("tlsOptions"))
-	forbid(ptr.Deref(spec.HeadGroupSpec.EnableIngress, false), path.Child("headGroupSpec", "enableIngress"))
-	forbid(spec.HeadGroupSpec.IngressOptions != nil, path.Child("headGroupSpec", "ingressOptions"))
 	return errs
 }
 

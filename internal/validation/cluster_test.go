@@ -347,20 +347,14 @@ func TestRayCluster(t *testing.T) {
 			mutate: func(rc *rayv1.RayCluster) {
 				rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken}
 				rc.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{RedisAddress: "redis:6379"}
-				rc.Spec.HistoryServerOptions = &rayv1.HistoryServerOptions{}
 				rc.Spec.NetworkPolicy = &rayv1.NetworkPolicyConfig{}
 				rc.Spec.TLSOptions = &rayv1.TLSOptions{}
-				rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
-				rc.Spec.HeadGroupSpec.IngressOptions = &rayv1.IngressOptions{}
 			},
 			want: field.ErrorList{
 				field.Forbidden(p("spec.authOptions"), ""),
 				field.Forbidden(p("spec.gcsFaultToleranceOptions"), ""),
-				field.Forbidden(p("spec.historyServerOptions"), ""),
 				field.Forbidden(p("spec.networkPolicy"), ""),
 				field.Forbidden(p("spec.tlsOptions"), ""),
-				field.Forbidden(p("spec.headGroupSpec.enableIngress"), ""),
-				field.Forbidden(p("spec.headGroupSpec.ingressOptions"), ""),
 			},
 		},
 		"GCS fault tolerance through the head's env and rayStartParams": {

@@ -47,8 +47,8 @@ func TestEveryUnsupportedFieldIsRejected(t *testing.T) {
 			return false
 		})
 	}
-	if found < 8 {
-		t.Fatalf("found only %d unsupported fields; did the doc comments change?", found)
+	if found == 0 {
+		t.Fatalf("found no unsupported fields; did the doc comments change?")
 	}
 }
 

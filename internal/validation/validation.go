@@ -276,6 +276,9 @@ func (c *check) decide(errs ...*field.Error) field.ErrorList {
 func (c *check) rayCluster(old, rc *rayv1.RayCluster) (field.ErrorList, []string) {
 	errs := validateName(&rc.ObjectMeta, rayspec.ClusterDerivedNames)
 	errs = append(errs, unsupportedAnnotations(&rc.ObjectMeta)...)
+	if c.admission() {
+		errs = append(errs, ingressClassAnnotation(&rc.ObjectMeta, &rc.Spec)...)
+	}
 	errs = append(errs, validateClusterUpgradeStrategy(rc)...)
 	var oldSpec *rayv1.RayClusterSpec
 	if old != nil {

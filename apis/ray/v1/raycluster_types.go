@@ -41,7 +41,7 @@ type RayClusterSpec struct {
 	// Not supported by raygate yet.
 	// +optional
 	GcsFaultToleranceOptions *GcsFaultToleranceOptions `json:"gcsFaultToleranceOptions,omitempty"`
-	// HistoryServerOptions configures the Ray history server collector. Not supported by raygate yet.
+	// HistoryServerOptions adds the Ray history server collector sidecar to every Ray pod.
 	// +optional
 	HistoryServerOptions *HistoryServerOptions `json:"historyServerOptions,omitempty"`
 	// NetworkPolicy isolates the cluster's pods with NetworkPolicies. Not supported by raygate yet.
@@ -87,10 +87,10 @@ type HeadGroupSpec struct {
 	// HeadService overrides fields of the generated head Service.
 	// +optional
 	HeadService *corev1.Service `json:"headService,omitempty"`
-	// EnableIngress creates an Ingress for the dashboard. Not supported by raygate yet.
+	// EnableIngress creates the Ingress `<cluster>-head-ingress` to the dashboard port of the head Service.
 	// +optional
 	EnableIngress *bool `json:"enableIngress,omitempty"`
-	// IngressOptions configures the dashboard Ingress. Not supported by raygate yet.
+	// IngressOptions sets the host, path, path type and TLS of the dashboard Ingress.
 	// +optional
 	IngressOptions *IngressOptions `json:"ingressOptions,omitempty"`
 	// Resources are Ray logical resources of the head node (e.g. {"CPU": "0"}). They override
