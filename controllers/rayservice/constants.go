@@ -71,4 +71,5 @@ const (
 	EventStrategyFallback      = "UpgradeStrategyFallback"
 	EventPodsRefused           = "RayClusterReplicaFailure"
 	EventCappedAtPodLimits     = "CappedAtPodLimits"
+	EventInitializingTimeout   = "RayServiceInitializingTimeout"
 )
