@@ -72,4 +72,7 @@ const (
 	EventPodsRefused           = "RayClusterReplicaFailure"
 	EventCappedAtPodLimits     = "CappedAtPodLimits"
 	EventInitializingTimeout   = "RayServiceInitializingTimeout"
+	// KubeRay's reasons for the head pod's serve label.
+	EventUpdatedHeadPodServeLabel = "UpdatedHeadPodServeLabel"
+	EventFailedHeadPodServeLabel  = "FailedToUpdateHeadPodServeLabel"
 )
