@@ -45,7 +45,9 @@ func TestPlanWithZeroDowntimeOffCreatesNoSecondCluster(t *testing.T) {
 	svc.Spec.UpgradeStrategy = nil
 	w := newWorld(withUpgradeDefault(svc, false))
 	settle(t, w)
-	w.updateSpec(func(s *rayv1.RayService) { s.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image = "rayproject/ray:2.53.0" })
+	w.updateSpec(func(s *rayv1.RayService) {
+		s.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image = "rayproject/ray:2.53.0"
+	})
 	p, err := w.reconcile()
 	if err != nil {
 		t.Fatal(err)
