@@ -37,6 +37,10 @@ type Options struct {
 	// the Pod Security and quota checks. A namespace the cache does not hold yet is read
 	// with Reader.
 	Namespaces client.Reader
+	// DisableZeroDowntime is the operator's ENABLE_ZERO_DOWNTIME=false: an unset RayService
+	// spec.upgradeStrategy.type is left unset (not defaulted to NewCluster), so the
+	// controller follows the setting for it (see defaulting.RayServiceWith).
+	DisableZeroDowntime bool
 }
 
 // Handlers are the four admission handlers, by path.
@@ -51,8 +55,10 @@ func Handlers(o Options) map[string]admission.Handler {
 	validator := validation.Validator{Gates: o.Gates, Limits: o.Limits, Policy: o.Policy}
 	namespaces := namespaceLookup{reader: o.Namespaces, live: o.Reader, timeout: o.LookupTimeout}
 	return map[string]admission.Handler{
-		MutateRayClusterPath:   &mutator[*rayv1.RayCluster]{decoder: decoder, newObj: func() *rayv1.RayCluster { return &rayv1.RayCluster{} }, apply: defaulting.RayCluster},
-		MutateRayServicePath:   &mutator[*rayv1.RayService]{decoder: decoder, newObj: func() *rayv1.RayService { return &rayv1.RayService{} }, apply: defaulting.RayService},
+		MutateRayClusterPath: &mutator[*rayv1.RayCluster]{decoder: decoder, newObj: func() *rayv1.RayCluster { return &rayv1.RayCluster{} }, apply: defaulting.RayCluster},
+		MutateRayServicePath: &mutator[*rayv1.RayService]{decoder: decoder, newObj: func() *rayv1.RayService { return &rayv1.RayService{} }, apply: func(svc *rayv1.RayService) {
+			defaulting.RayServiceWith(svc, !o.DisableZeroDowntime)
+		}},
 		ValidateRayClusterPath: &rayClusterValidator{decoder: decoder, validator: validator, namespaces: namespaces},
 		ValidateRayServicePath: &rayServiceValidator{decoder: decoder, validator: validator, namespaces: namespaces,
 			gatewayClasses: gatewayClassLookup{reader: o.Reader, timeout: o.LookupTimeout}},

@@ -53,6 +53,8 @@ type updateObject struct{ Object client.Object }
 type labelPod struct {
 	Pod   *corev1.Pod
 	Value string
+	// Done is announced once the label is set (nil: nothing).
+	Done *event
 }
 
 // submitServeConfig asks a cluster's dashboard, through the dashboard pool, to run a serve

@@ -150,8 +150,15 @@ func (r *Reconciler) applyOne(ctx context.Context, svc *rayv1.RayService, a acti
 		// The UID makes the patch fail on any other pod of that name.
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": a.Pod.UID, "labels": map[string]string{rayv1.ServeLabelKey: a.Value}}})
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: a.Pod.Namespace, Name: a.Pod.Name}}
-		if err := r.client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			r.emit(svc, warningEvent(nil, EventFailedHeadPodServeLabel, "Label", "setting %s=%s on head pod %s: %v", rayv1.ServeLabelKey, a.Value, a.Pod.Name, err))
 			return fmt.Errorf("labelling head pod %s: %w", a.Pod.Name, err)
+		}
+		if a.Done != nil {
+			r.emit(svc, *a.Done)
 		}
 	default:
 		return fmt.Errorf("unknown action %T", a)

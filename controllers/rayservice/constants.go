@@ -72,4 +72,8 @@ const (
 	EventPodsRefused           = "RayClusterReplicaFailure"
 	EventCappedAtPodLimits     = "CappedAtPodLimits"
 	EventSpecNotApplied        = "ClusterSpecNotApplied"
+	EventInitializingTimeout   = "RayServiceInitializingTimeout"
+	// KubeRay's reasons for the head pod's serve label.
+	EventUpdatedHeadPodServeLabel = "UpdatedHeadPodServeLabel"
+	EventFailedHeadPodServeLabel  = "FailedToUpdateHeadPodServeLabel"
 )

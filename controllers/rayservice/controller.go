@@ -63,6 +63,9 @@ type Config struct {
 	// notices an application turning unhealthy (default 60 s; negative: never). It reads the
 	// dashboard only; an unchanged status makes no API write.
 	AppStatusResync time.Duration
+	// DisableZeroDowntime is the operator's ENABLE_ZERO_DOWNTIME=false: a RayService whose
+	// spec sets no upgrade strategy type upgrades with None (its cluster is kept).
+	DisableZeroDowntime bool
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }

@@ -22,7 +22,9 @@ import (
 // pool; when a request ends, the pool's word puts the RayService back in the queue.
 
 // targetOf is the dashboard of the cluster's ready head pod: a pod the cluster controls
-// (the caller passes only those), at the pod's IP and the cluster's dashboard port.
+// (the caller passes only those), at the pod's IP and the cluster's dashboard port; and,
+// unless the head is kept out of the serve endpoints, its Serve proxy, whose health decides
+// whether the head is in them, at the pod's IP and the Ray container's serve port.
 func (r *Reconciler) targetOf(ctx context.Context, svc *rayv1.RayService, rc *rayv1.RayCluster, pods []corev1.Pod) (dashboard.Target, error) {
 	var heads []*corev1.Pod
 	for i := range pods {
@@ -38,13 +40,28 @@ func (r *Reconciler) targetOf(ctx context.Context, svc *rayv1.RayService, rc *ra
 	h := dashboard.Head{
 		Cluster: types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name},
 		Pod:     head.UID, Restarts: rayRestarts(head),
-		PodIP: head.Status.PodIP, Port: dashboardPort(&rc.Spec),
+		PodIP: head.Status.PodIP, Port: dashboardPort(&rc.Spec), ServePort: servePortOf(head),
 	}
 	url, err := r.Resolver.DashboardURL(ctx, h)
 	if err != nil {
 		return dashboard.Target{}, fmt.Errorf("locating the dashboard of %s: %w", rc.Name, err)
 	}
-	return dashboard.Target{Head: h, URL: url, Owner: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}}, nil
+	t := dashboard.Target{Head: h, URL: url, Owner: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}}
+	if !svc.Spec.ExcludeHeadPodFromServeSvc {
+		if t.ProxyURL, err = dashboard.ProxyURL(ctx, r.Resolver, h); err != nil {
+			return dashboard.Target{}, fmt.Errorf("locating the Serve proxy of %s: %w", rc.Name, err)
+		}
+	}
+	return t, nil
+}
+
+// servePortOf is where the head pod's Serve proxy listens: the Ray container's port named
+// serve, else Ray's default.
+func servePortOf(p *corev1.Pod) int32 {
+	if len(p.Spec.Containers) > rayv1.RayContainerIndex {
+		return rayspec.ContainerServePort(&p.Spec.Containers[rayv1.RayContainerIndex])
+	}
+	return rayspec.DefaultServePort
 }
 
 // rayRestarts is how often the head's Ray container restarted: a restarted Ray forgets the
@@ -81,23 +98,37 @@ func serveViewOf(s dashboard.Snapshot) serveView {
 			v.Accepted = &acceptedConfig{Hash: hash, TargetCapacity: tc}
 		}
 	}
+	if p := s.Proxy; p != nil {
+		v.Proxy = &proxyHealth{Healthy: p.Healthy, Err: p.Err}
+	}
 	return v
 }
 
 // needsRefresh: what the pool knows of a dashboard is old enough to read it again — after
-// the deploying poll while applications are not all RUNNING (or the last read failed),
-// after the resync once they are (never with a negative resync).
+// the deploying poll while applications are not all RUNNING, the last read failed or the
+// head's Serve proxy was unhealthy (so the head rejoins the serve endpoints soon after it
+// recovers), after the resync once they are (never with a negative resync).
 func needsRefresh(s dashboard.Snapshot, now time.Time, poll, resync time.Duration) bool {
 	age := now.Sub(s.LastAttempt())
 	switch {
 	case s.LastAttempt().IsZero():
 		return true
-	case s.Details == nil || s.Stale || s.Err != "" || !allRunning(s.Details):
+	case s.Details == nil || s.Stale || s.Err != "" || !allRunning(s.Details) || (s.Proxy != nil && !s.Proxy.Healthy):
 		return age >= poll
 	case resync < 0:
 		return false
 	}
 	return age >= resync
+}
+
+// readResync is how old the answer of a converged head may get: the resync, or, when the
+// read also checks the head's Serve proxy, at most proxyRecheck, as often as the head's place
+// in the serve endpoints is reconsidered.
+func readResync(resync time.Duration, checksProxy bool) time.Duration {
+	if checksProxy && (resync < 0 || resync > proxyRecheck) {
+		return proxyRecheck
+	}
+	return resync
 }
 
 func allRunning(d *dashboard.ServeDetails) bool {

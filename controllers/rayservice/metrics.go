@@ -1,8 +1,11 @@
 package rayservice
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/promgauge"
@@ -11,7 +14,9 @@ import (
 // Metrics are the RayService metrics: KubeRay's three (same names and labels, so existing
 // dashboards work) and raygate's upgrade progress — the rollback condition and, per cluster
 // role, the traffic share and Serve target capacity — so a platform team can graph and alert
-// on an upgrade without reading statuses. A RayService's series go when it is deleted.
+// on an upgrade without reading statuses. Every per-RayService series carries the object's
+// name, namespace and uid, as KubeRay's do, so a RayService deleted and created again under
+// the same name starts new series. A RayService's series go when it is deleted.
 type Metrics struct {
 	info        *prometheus.GaugeVec
 	ready       *prometheus.GaugeVec
@@ -22,6 +27,11 @@ type Metrics struct {
 	// upgrades are finished upgrades by strategy and result, without per-object labels, for
 	// SLOs over many RayServices; the per-object story is in the events.
 	upgrades *prometheus.HistogramVec
+
+	mu sync.Mutex
+	// uids are the uid each RayService's series carry, so the series of an object deleted
+	// and created again before a pass saw it gone are replaced, not kept beside the new ones.
+	uids map[types.NamespacedName]types.UID
 }
 
 // Results label finished upgrades.
@@ -46,7 +56,7 @@ var processMetrics = NewMetrics()
 // NewMetrics creates the metrics; Register adds them to a registry.
 func NewMetrics() *Metrics {
 	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
-		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, append([]string{"name", "namespace"}, labels...))
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, append([]string{"name", "namespace", "uid"}, labels...))
 	}
 	return &Metrics{
 		info:        gauge("kuberay_service_info", "Metadata of RayServices (always 1)."),
@@ -61,6 +71,7 @@ func NewMetrics() *Metrics {
 			// From a few seconds (small clusters, short intervals) to hours (large models).
 			Buckets: []float64{30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400},
 		}, []string{"strategy", "result"}),
+		uids: map[types.NamespacedName]types.UID{},
 	}
 }
 
@@ -79,20 +90,27 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 
 // Observe records a RayService's status as computed by the last pass.
 func (m *Metrics) Observe(svc *rayv1.RayService) {
-	name, ns, st := svc.Name, svc.Namespace, &svc.Status
-	m.info.WithLabelValues(name, ns).Set(1)
+	name, ns, uid, st := svc.Name, svc.Namespace, string(svc.UID), &svc.Status
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	m.mu.Lock()
+	if prev, ok := m.uids[key]; ok && prev != svc.UID {
+		m.forget(ns, name)
+	}
+	m.uids[key] = svc.UID
+	m.mu.Unlock()
+	m.info.WithLabelValues(name, ns, uid).Set(1)
 	for v, t := range map[*prometheus.GaugeVec]rayv1.RayServiceConditionType{
 		m.ready: rayv1.RayServiceReady, m.upgrading: rayv1.UpgradeInProgress, m.rollingBack: rayv1.RollbackInProgress,
 	} {
-		promgauge.SetCondition(v, meta.IsStatusConditionTrue(st.Conditions, string(t)), name, ns)
+		promgauge.SetCondition(v, meta.IsStatusConditionTrue(st.Conditions, string(t)), name, ns, uid)
 	}
 	for role, cs := range map[string]*rayv1.RayServiceStatus{roleActive: &st.ActiveServiceStatus, rolePending: &st.PendingServiceStatus} {
 		var traffic, capacity *int32
 		if cs.RayClusterName != "" {
 			traffic, capacity = cs.TrafficRoutedPercent, cs.TargetCapacity
 		}
-		setPercent(m.traffic, traffic, name, ns, role)
-		setPercent(m.capacity, capacity, name, ns, role)
+		setPercent(m.traffic, traffic, name, ns, uid, role)
+		setPercent(m.capacity, capacity, name, ns, uid, role)
 	}
 }
 
@@ -113,6 +131,13 @@ func (m *Metrics) UpgradeFinished(strategy rayv1.RayServiceUpgradeType, result s
 
 // Forget removes every series of a deleted RayService.
 func (m *Metrics) Forget(namespace, name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.uids, types.NamespacedName{Namespace: namespace, Name: name})
+	m.forget(namespace, name)
+}
+
+func (m *Metrics) forget(namespace, name string) {
 	for _, v := range m.vecs() {
 		v.DeletePartialMatch(prometheus.Labels{"name": name, "namespace": namespace})
 	}

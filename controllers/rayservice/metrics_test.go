@@ -36,7 +36,7 @@ func seriesOf(t *testing.T, reg *prometheus.Registry) []string {
 }
 
 func serviceWith(conds map[rayv1.RayServiceConditionType]bool, active, pending rayv1.RayServiceStatus) *rayv1.RayService {
-	svc := &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}}
+	svc := &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: "u1"}}
 	for t, on := range conds {
 		st := metav1.ConditionFalse
 		if on {
@@ -49,7 +49,7 @@ func serviceWith(conds map[rayv1.RayServiceConditionType]bool, active, pending r
 }
 
 func TestMetricsFollowAnUpgrade(t *testing.T) {
-	const l = "name=s,namespace=ns"
+	const l, u = "name=s,namespace=ns", "uid=u1"
 	cases := []struct {
 		name string
 		svc  *rayv1.RayService
@@ -59,10 +59,10 @@ func TestMetricsFollowAnUpgrade(t *testing.T) {
 		svc: serviceWith(map[rayv1.RayServiceConditionType]bool{rayv1.RayServiceReady: true, rayv1.UpgradeInProgress: false},
 			rayv1.RayServiceStatus{RayClusterName: "s-a"}, rayv1.RayServiceStatus{}),
 		want: []string{
-			"kuberay_service_condition_ready{condition=true," + l + "} 1",
-			"kuberay_service_condition_upgrade_in_progress{condition=false," + l + "} 1",
-			"kuberay_service_info{" + l + "} 1",
-			"raygate_service_condition_rollback_in_progress{condition=false," + l + "} 1",
+			"kuberay_service_condition_ready{condition=true," + l + "," + u + "} 1",
+			"kuberay_service_condition_upgrade_in_progress{condition=false," + l + "," + u + "} 1",
+			"kuberay_service_info{" + l + "," + u + "} 1",
+			"raygate_service_condition_rollback_in_progress{condition=false," + l + "," + u + "} 1",
 		},
 	}, {
 		name: "incremental upgrade half way",
@@ -70,14 +70,14 @@ func TestMetricsFollowAnUpgrade(t *testing.T) {
 			rayv1.RayServiceStatus{RayClusterName: "s-a", TrafficRoutedPercent: ptr.To[int32](70), TargetCapacity: ptr.To[int32](100)},
 			rayv1.RayServiceStatus{RayClusterName: "s-b", TrafficRoutedPercent: ptr.To[int32](30), TargetCapacity: ptr.To[int32](40)}),
 		want: []string{
-			"kuberay_service_condition_ready{condition=true," + l + "} 1",
-			"kuberay_service_condition_upgrade_in_progress{condition=true," + l + "} 1",
-			"kuberay_service_info{" + l + "} 1",
-			"raygate_service_condition_rollback_in_progress{condition=false," + l + "} 1",
-			"raygate_service_target_capacity_percent{" + l + ",role=active} 100",
-			"raygate_service_target_capacity_percent{" + l + ",role=pending} 40",
-			"raygate_service_traffic_routed_percent{" + l + ",role=active} 70",
-			"raygate_service_traffic_routed_percent{" + l + ",role=pending} 30",
+			"kuberay_service_condition_ready{condition=true," + l + "," + u + "} 1",
+			"kuberay_service_condition_upgrade_in_progress{condition=true," + l + "," + u + "} 1",
+			"kuberay_service_info{" + l + "," + u + "} 1",
+			"raygate_service_condition_rollback_in_progress{condition=false," + l + "," + u + "} 1",
+			"raygate_service_target_capacity_percent{" + l + ",role=active," + u + "} 100",
+			"raygate_service_target_capacity_percent{" + l + ",role=pending," + u + "} 40",
+			"raygate_service_traffic_routed_percent{" + l + ",role=active," + u + "} 70",
+			"raygate_service_traffic_routed_percent{" + l + ",role=pending," + u + "} 30",
 		},
 	}, {
 		name: "rolling back",
@@ -85,14 +85,14 @@ func TestMetricsFollowAnUpgrade(t *testing.T) {
 			rayv1.RayServiceStatus{RayClusterName: "s-a", TrafficRoutedPercent: ptr.To[int32](95), TargetCapacity: ptr.To[int32](100)},
 			rayv1.RayServiceStatus{RayClusterName: "s-b", TrafficRoutedPercent: ptr.To[int32](5), TargetCapacity: ptr.To[int32](5)}),
 		want: []string{
-			"kuberay_service_condition_ready{condition=true," + l + "} 1",
-			"kuberay_service_condition_upgrade_in_progress{condition=true," + l + "} 1",
-			"kuberay_service_info{" + l + "} 1",
-			"raygate_service_condition_rollback_in_progress{condition=true," + l + "} 1",
-			"raygate_service_target_capacity_percent{" + l + ",role=active} 100",
-			"raygate_service_target_capacity_percent{" + l + ",role=pending} 5",
-			"raygate_service_traffic_routed_percent{" + l + ",role=active} 95",
-			"raygate_service_traffic_routed_percent{" + l + ",role=pending} 5",
+			"kuberay_service_condition_ready{condition=true," + l + "," + u + "} 1",
+			"kuberay_service_condition_upgrade_in_progress{condition=true," + l + "," + u + "} 1",
+			"kuberay_service_info{" + l + "," + u + "} 1",
+			"raygate_service_condition_rollback_in_progress{condition=true," + l + "," + u + "} 1",
+			"raygate_service_target_capacity_percent{" + l + ",role=active," + u + "} 100",
+			"raygate_service_target_capacity_percent{" + l + ",role=pending," + u + "} 5",
+			"raygate_service_traffic_routed_percent{" + l + ",role=active," + u + "} 95",
+			"raygate_service_traffic_routed_percent{" + l + ",role=pending," + u + "} 5",
 		},
 	}, {
 		name: "promoted: the pending series are gone, the condition series flipped",
@@ -101,12 +101,12 @@ func TestMetricsFollowAnUpgrade(t *testing.T) {
 			// A stale percentage without a cluster is not reported.
 			rayv1.RayServiceStatus{TrafficRoutedPercent: ptr.To[int32](0)}),
 		want: []string{
-			"kuberay_service_condition_ready{condition=true," + l + "} 1",
-			"kuberay_service_condition_upgrade_in_progress{condition=false," + l + "} 1",
-			"kuberay_service_info{" + l + "} 1",
-			"raygate_service_condition_rollback_in_progress{condition=false," + l + "} 1",
-			"raygate_service_target_capacity_percent{" + l + ",role=active} 100",
-			"raygate_service_traffic_routed_percent{" + l + ",role=active} 100",
+			"kuberay_service_condition_ready{condition=true," + l + "," + u + "} 1",
+			"kuberay_service_condition_upgrade_in_progress{condition=false," + l + "," + u + "} 1",
+			"kuberay_service_info{" + l + "," + u + "} 1",
+			"raygate_service_condition_rollback_in_progress{condition=false," + l + "," + u + "} 1",
+			"raygate_service_target_capacity_percent{" + l + ",role=active," + u + "} 100",
+			"raygate_service_traffic_routed_percent{" + l + ",role=active," + u + "} 100",
 		},
 	}}
 	// One Metrics through every step, as one RayService moves through an upgrade.
@@ -123,7 +123,7 @@ func TestMetricsFollowAnUpgrade(t *testing.T) {
 	}
 
 	other := serviceWith(nil, rayv1.RayServiceStatus{}, rayv1.RayServiceStatus{})
-	other.Name = "other"
+	other.Name, other.UID = "other", "u2"
 	m.Observe(other)
 	m.Forget("ns", "s")
 	for _, s := range seriesOf(t, reg) {
@@ -133,6 +133,31 @@ func TestMetricsFollowAnUpgrade(t *testing.T) {
 	}
 	if got := seriesOf(t, reg); len(got) != 4 {
 		t.Errorf("Forget removed another RayService's series: %v", got)
+	}
+}
+
+func TestMetricsOfARecreatedRayServiceStartAfresh(t *testing.T) {
+	m, reg := NewMetrics(), prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	old := serviceWith(map[rayv1.RayServiceConditionType]bool{rayv1.RayServiceReady: true, rayv1.UpgradeInProgress: true},
+		rayv1.RayServiceStatus{RayClusterName: "s-a"}, rayv1.RayServiceStatus{RayClusterName: "s-b"})
+	m.Observe(old)
+	// Deleted and created again before a pass saw it gone: only the new uid's series remain.
+	fresh := serviceWith(map[rayv1.RayServiceConditionType]bool{rayv1.RayServiceReady: false, rayv1.UpgradeInProgress: false},
+		rayv1.RayServiceStatus{}, rayv1.RayServiceStatus{})
+	fresh.UID = "u2"
+	m.Observe(fresh)
+	const l = "name=s,namespace=ns,uid=u2"
+	want := []string{
+		"kuberay_service_condition_ready{condition=false," + l + "} 1",
+		"kuberay_service_condition_upgrade_in_progress{condition=false," + l + "} 1",
+		"kuberay_service_info{" + l + "} 1",
+		"raygate_service_condition_rollback_in_progress{condition=false," + l + "} 1",
+	}
+	if got := seriesOf(t, reg); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 }
 

@@ -59,6 +59,14 @@ type serveView struct {
 	// Accepted is the last serve config this head accepted (nil: none seen by this
 	// process).
 	Accepted *acceptedConfig
+	// Proxy is what the last check of the head's Serve proxy found (nil: not checked).
+	Proxy *proxyHealth
+}
+
+// proxyHealth is whether a head's Serve proxy answered its health check, and why not.
+type proxyHealth struct {
+	Healthy bool
+	Err     string
 }
 
 // submission is what became of the last serve config asked of a head.
@@ -189,7 +197,7 @@ func (r *Reconciler) observeCluster(ctx context.Context, svc *rayv1.RayService, 
 	}
 	snap := r.dashboards.Snapshot(t)
 	v.Serve = serveViewOf(snap)
-	if needsRefresh(snap, r.Now(), r.DeployingPoll, r.AppStatusResync) {
+	if needsRefresh(snap, r.Now(), r.DeployingPoll, readResync(r.AppStatusResync, t.ProxyURL != "")) {
 		r.dashboards.Refresh(t)
 	}
 	return &t, nil

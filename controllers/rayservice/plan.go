@@ -58,6 +58,10 @@ type inputs struct {
 func plan(obs *observed, want *desired, stored *rayv1.RayServiceStatuses, now time.Time) planned {
 	var out planned
 	in := inputs{obs: obs, want: want, stored: stored, now: now}
+	if st, failed := planInitializingTimeout(in, &out); failed {
+		out.Status = st
+		return out
+	}
 	if want.Invalid != "" {
 		out.Status = rejectedStatus(in, &out)
 		return out
@@ -76,6 +80,7 @@ func plan(obs *observed, want *desired, stored *rayv1.RayServiceStatuses, now ti
 		out.Wake.due(now.Add(conflictRecheck))
 	}
 	out.Status = buildStatus(in, r, serve, serving, prog, &out)
+	wakeForInitializingTimeout(in, &out)
 	return out
 }
 

@@ -1,6 +1,8 @@
 package rayservice
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -68,28 +70,57 @@ func servingCluster(in inputs, r roles, serve serveStates, traffic trafficState)
 	return r.Active.View
 }
 
-// labelHead adds the head pod to its cluster's serve endpoints (ray.io/serve=true) once
-// the cluster's applications run, unless excludeHeadPodFromServeSvc; the RayCluster
-// controller creates RayService head pods with ray.io/serve=false.
+// labelHead keeps the head pod's ray.io/serve label (its place in the cluster's serve
+// endpoints; the RayCluster controller creates RayService head pods with "false") in line
+// with headServeLabel. While the head's Serve proxy is checked, the pass comes back to
+// check it again, soon when it failed.
 func labelHead(in inputs, s slot, serve serveStates, labels map[string]string, out *planned) {
+	proxy := s.View.Serve.Proxy
+	if proxy != nil {
+		out.Wake.due(in.now.Add(proxyRecheck))
+		out.Wake.Poll = out.Wake.Poll || !proxy.Healthy
+	}
 	for i := range s.View.Pods {
 		pod := &s.View.Pods[i]
 		if pod.Labels[rayv1.NodeTypeLabelKey] != string(rayv1.HeadNode) || pod.DeletionTimestamp != nil {
 			continue
 		}
 		cur := pod.Labels[rayv1.ServeLabelKey]
-		want := cur
-		switch {
-		case in.want.Service.Spec.ExcludeHeadPodFromServeSvc:
-			want = "false"
-		case serve.ready(s):
-			want = "true"
-		}
+		want, why := headServeLabel(cur, in.want.Service.Spec.ExcludeHeadPodFromServeSvc, serve.ready(s), proxy)
 		if want != cur {
-			out.do(labelPod{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}, Value: want})
+			done := normalEvent(s.cluster(), EventUpdatedHeadPodServeLabel, "Label", "set %s=%s on head pod %s of RayCluster %s: %s",
+				rayv1.ServeLabelKey, want, pod.Name, s.name(), why)
+			out.do(labelPod{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}, Value: want, Done: &done})
 			labels[pod.Name] = want
 		}
 	}
+}
+
+// proxyRecheck is how often the Serve proxy of a head that may serve is checked, as KubeRay
+// checks it on every pass: a head whose proxy fails leaves the serve endpoints within about
+// this long.
+const proxyRecheck = 10 * time.Second
+
+// headServeLabel is the head pod's ray.io/serve label after this pass, and why it changes:
+//
+//   - "false" with excludeHeadPodFromServeSvc, whatever the proxy says;
+//   - "false" when the last check of the head's Serve proxy failed (KubeRay checks it on
+//     every pass and takes the head out of the serve endpoints when it fails);
+//   - "true" once the cluster's applications run and the proxy (when checked) is healthy;
+//   - otherwise unchanged: applications that stop running do not take the head out (the
+//     status says they fail), and a proxy not checked yet says nothing.
+func headServeLabel(cur string, exclude, appsRun bool, proxy *proxyHealth) (label, why string) {
+	switch {
+	case exclude:
+		return "false", "spec.excludeHeadPodFromServeSvc is set"
+	case proxy != nil && !proxy.Healthy:
+		return "false", "its Serve proxy health check failed: " + orDefault(proxy.Err, "unhealthy")
+	case appsRun && proxy != nil:
+		return "true", "its Serve proxy is healthy and the Serve applications run"
+	case appsRun:
+		return "true", "the Serve applications run"
+	}
+	return cur, ""
 }
 
 // serveEndpoints counts the ready pods the serve Service selects (a ready pod is what an

@@ -31,7 +31,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // owner references delete what raygate created
 	}
 	now := r.Now()
-	want := admit(svc, r.Gates, r.Limits, r.Version)
+	want := admit(withUpgradeDefault(svc, !r.DisableZeroDowntime), r.Gates, r.Limits, r.Version)
 	obs := observation{observed: &observed{}}
 	if want.Invalid == "" {
 		if obs, err = r.observe(ctx, svc, want); err != nil {

@@ -193,6 +193,12 @@ func (w *world) answer(c *simCluster, r *simRequest) {
 			return
 		}
 		p.snap.Details, p.snap.ReadAt, p.snap.Err, p.snap.Stale = c.details(), w.now, "", false
+		if w.proxyChecks {
+			p.snap.Proxy = &dashboard.ProxyHealth{Healthy: !c.proxyDown, At: w.now}
+			if c.proxyDown {
+				p.snap.Proxy.Err = "GET http://head:8000/-/healthz: HTTP 503: This node is being drained."
+			}
+		}
 		return
 	}
 	st := dashboard.SubmissionState{ID: r.put.id, Outcome: dashboard.Accepted, At: w.now}

@@ -58,7 +58,7 @@ func setConditions(st *rayv1.RayServiceStatuses, generation int64, in conditionI
 	switch {
 	case in.Endpoints > 0:
 		set(rayv1.RayServiceReady, true, rayv1.NonZeroServeEndpoints, joinNotes(fmt.Sprintf("%d serve endpoint(s) ready", in.Endpoints), in.PodsRefused))
-	case in.ActiveName == "":
+	case in.ActiveName == "" && !servedBefore(st):
 		set(rayv1.RayServiceReady, false, rayv1.RayServiceInitializing, orDefault(in.FirstClusterMessage, "preparing the first RayCluster"))
 	default:
 		set(rayv1.RayServiceReady, false, rayv1.ZeroServeEndpoints, joinNotes("no ready pod behind the serve Service", in.PodsRefused))
@@ -88,6 +88,14 @@ func setConditions(st *rayv1.RayServiceStatuses, generation int64, in conditionI
 	} else {
 		set(rayv1.RollbackInProgress, false, rayv1.NoRollback, "the spec does not ask to go back to the active cluster")
 	}
+}
+
+// servedBefore: the RayService had serve endpoints once. As in KubeRay it is then never
+// Initializing again (its active cluster deleted by hand, say): Ready says
+// ZeroServeEndpoints, and ray.io/initializing-timeout no longer applies.
+func servedBefore(st *rayv1.RayServiceStatuses) bool {
+	c := findCondition(st.Conditions, rayv1.RayServiceReady)
+	return c != nil && (c.Reason == rayv1.NonZeroServeEndpoints || c.Reason == rayv1.ZeroServeEndpoints)
 }
 
 func orDefault(s, def string) string {

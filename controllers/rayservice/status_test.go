@@ -11,6 +11,28 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 )
 
+// A RayService that served is never Initializing again, as in KubeRay: losing its active
+// cluster leaves it ZeroServeEndpoints, so an initializing timeout cannot fail it.
+func TestServedOnceIsNeverInitializingAgain(t *testing.T) {
+	st := &rayv1.RayServiceStatuses{}
+	setConditions(st, 1, conditionInputs{ActiveName: "s-1", Endpoints: 2}, metav1.Now())
+	setConditions(st, 1, conditionInputs{PendingName: "s-2", FirstClusterMessage: "preparing s-2"}, metav1.Now())
+	if got := cond(st, rayv1.RayServiceReady); got != "False/ZeroServeEndpoints" {
+		t.Errorf("Ready %s after the active cluster went", got)
+	}
+	setConditions(st, 1, conditionInputs{PendingName: "s-2"}, metav1.Now())
+	if got := cond(st, rayv1.RayServiceReady); got != "False/ZeroServeEndpoints" {
+		t.Errorf("Ready %s on the next pass", got)
+	}
+	// A rejected spec that is fixed before anything served initializes again.
+	st = &rayv1.RayServiceStatuses{}
+	setConditions(st, 1, conditionInputs{ValidationError: "bad"}, metav1.Now())
+	setConditions(st, 2, conditionInputs{PendingName: "s-1"}, metav1.Now())
+	if got := cond(st, rayv1.RayServiceReady); got != "False/Initializing" {
+		t.Errorf("Ready %s after a fixed spec", got)
+	}
+}
+
 func TestSetConditions(t *testing.T) {
 	type want struct{ ready, upgrading, rollback string }
 	cases := []struct {

@@ -52,6 +52,10 @@ type world struct {
 	// latest generation (zero: nothing to accept).
 	acceptAt time.Time
 
+	// proxyChecks: every read also checks the head's Serve proxy, as the controller's pool
+	// does for a head that may serve.
+	proxyChecks bool
+
 	want           *desired // for the spec at wantGeneration
 	wantGeneration int64
 	// gates and limits are the operator's feature gates and pod bounds.
@@ -81,6 +85,8 @@ type simCluster struct {
 	brokenConfig bool      // the deployed config's applications fail
 	// unhealthy: the applications fail (a fault, whatever the config).
 	unhealthy bool
+	// proxyDown: the head's Serve proxy fails its health check (when the world checks it).
+	proxyDown bool
 }
 
 const (
@@ -156,7 +162,7 @@ func (w *world) observe(want *desired) *observed {
 			if headReady(v.Pods) {
 				snap := w.snapshot(c)
 				v.Serve = serveViewOf(snap)
-				if needsRefresh(snap, w.now, time.Second, time.Minute) {
+				if needsRefresh(snap, w.now, time.Second, readResync(time.Minute, w.proxyChecks)) {
 					c.pool.wantRead = true
 					w.kick(c)
 				}

@@ -1,11 +1,14 @@
 package app
 
 import (
+	"os"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/raygate/raygate/controllers/rayservice"
 	"github.com/raygate/raygate/internal/dashboard"
+	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/version"
 )
@@ -17,6 +20,8 @@ func setupRayServiceController(mgr ctrl.Manager, o Options) error {
 		Gates:    features.Default(),
 		Limits:   o.Limits(),
 		Version:  version.Version,
+		// KubeRay's switch, read from the environment as KubeRay reads it.
+		DisableZeroDowntime: !defaulting.ZeroDowntime(os.Getenv(defaulting.EnvEnableZeroDowntime)),
 	})
 	if err := r.Metrics.Register(metrics.Registry); err != nil {
 		return err

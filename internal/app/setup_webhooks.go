@@ -3,11 +3,13 @@ package app
 import (
 	"context"
 	"fmt"
+	"os"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/webhooks"
 )
@@ -39,6 +41,8 @@ func setupWebhooks(mgr ctrl.Manager, o Options) error {
 		Limits:     o.Limits(),
 		Policy:     o.Policy(),
 		Namespaces: mgr.GetCache(),
+		// KubeRay's switch, read from the environment as KubeRay reads it.
+		DisableZeroDowntime: !defaulting.ZeroDowntime(os.Getenv(defaulting.EnvEnableZeroDowntime)),
 	})
 	return nil
 }

@@ -22,10 +22,16 @@ import (
 //     fewer than W/P namespaces have slow dashboards, every other namespace's request starts
 //     at once;
 //   - namespaces take turns (round robin), so a request waits behind at most one request of
-//     each other namespace with work queued, and no request lasts longer than T: with A
-//     namespaces queueing, a request starts within ceil(A/W)·T of being asked for;
+//     each other namespace with work queued, and no request lasts longer than T (a read
+//     that checks a Serve proxy too, T + ProxyTimeout): with A namespaces queueing, a
+//     request starts within ceil(A/W)·(T + ProxyTimeout) of being asked for;
 //   - a cluster whose dashboard fails is asked again only after a backoff that doubles from
 //     MinBackoff to MaxBackoff, so a failing head costs at most one request per backoff.
+//
+// A read of a target with a ProxyURL then checks the head's Serve proxy, one request after
+// the other (a head never has more than one request of the pool at a time), the check
+// bounded by ProxyTimeout: a read holds its worker for at most T + ProxyTimeout, and a
+// proxy that does not answer in time backs the cluster off as a failing dashboard does.
 type Pool struct {
 	o    PoolOptions
 	http *http.Client
@@ -77,9 +83,12 @@ const (
 // Target is a cluster's dashboard: the head observed, its URL, and the object to tell when
 // a request ends.
 type Target struct {
-	Head  Head
-	URL   string
-	Owner types.NamespacedName
+	Head Head
+	URL  string
+	// ProxyURL is the base URL of the head's Serve proxy, checked with every read ("": not
+	// checked).
+	ProxyURL string
+	Owner    types.NamespacedName
 }
 
 // Submission is a serve config to PUT. Two submissions with the same ID are the same
@@ -138,6 +147,9 @@ type Snapshot struct {
 	Submission *SubmissionState
 	// Accepted is the last serve config the dashboard accepted (nil: none seen).
 	Accepted *SubmissionState
+	// Proxy is what the last check of the head's Serve proxy found (nil: not checked since
+	// this head appeared).
+	Proxy *ProxyHealth
 }
 
 // LastAttempt is when the dashboard was last read, successfully or not.
@@ -169,6 +181,7 @@ type entry struct {
 	stale      bool
 	sub        *SubmissionState
 	accepted   *SubmissionState
+	proxy      *ProxyHealth
 	failures   int
 	retryAt    time.Time
 	wantRead   bool
@@ -243,6 +256,10 @@ func (p *Pool) Snapshot(t Target) Snapshot {
 	if e.accepted != nil {
 		c := *e.accepted
 		s.Accepted = &c
+	}
+	if e.proxy != nil {
+		c := *e.proxy
+		s.Proxy = &c
 	}
 	return s
 }
@@ -319,6 +336,9 @@ func (p *Pool) entryFor(t Target) *entry {
 		// What the old head said or was given no longer holds. A request in flight for it
 		// finds the head changed when it ends and is dropped.
 		*e = entry{target: t, queued: e.queued, running: e.running}
+	}
+	if e.target.ProxyURL != t.ProxyURL {
+		e.proxy = nil // what another address said is not this proxy's health
 	}
 	e.target, e.touched = t, now
 	return e
@@ -465,11 +485,17 @@ func (p *Pool) run(ctx context.Context, j *job) {
 	timedOut := errors.Is(rctx.Err(), context.DeadlineExceeded)
 	cancel()
 	if err != nil && timedOut {
-		err = &timeoutError{op: map[bool]string{true: "PUT", false: "GET"}[j.sub != nil], url: j.target.URL, after: p.o.Timeout}
+		err = &timeoutError{op: map[bool]string{true: "PUT", false: "GET"}[j.sub != nil], url: j.target.URL + ApplicationsPath, after: p.o.Timeout}
+	}
+	var health *ProxyHealth
+	if j.sub == nil && j.target.ProxyURL != "" {
+		var proxyTimedOut bool
+		health, proxyTimedOut = p.checkProxy(ctx, j.target.ProxyURL)
+		timedOut = timedOut || proxyTimedOut
 	}
 	done := Done{Target: j.target, Submission: j.sub, Err: err}
 	p.mu.Lock()
-	done.Outcome = p.record(j, details, err)
+	done.Outcome = p.record(j, details, err, health, timedOut)
 	p.mu.Unlock()
 	select {
 	case p.kick <- struct{}{}:
@@ -480,8 +506,31 @@ func (p *Pool) run(ctx context.Context, j *job) {
 	}
 }
 
+// checkProxy asks the Serve proxy at url for its health, within ProxyTimeout.
+func (p *Pool) checkProxy(ctx context.Context, url string) (*ProxyHealth, bool) {
+	timeout := p.ProxyTimeout()
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := (&HTTPClient{BaseURL: url, HTTP: p.http, Timeout: timeout}).CheckProxyHealth(pctx)
+	timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded)
+	if err != nil && timedOut {
+		err = &timeoutError{op: "GET", url: url + ProxyHealthPath, after: timeout}
+	}
+	h := &ProxyHealth{Healthy: err == nil}
+	if err != nil {
+		h.Err = Sanitize(err.Error(), maxErrorMessage)
+	}
+	return h, timedOut
+}
+
+// ProxyTimeout bounds a Serve proxy health check: KubeRay's 2 s, or Timeout when shorter.
+func (p *Pool) ProxyTimeout() time.Duration { return min(DefaultProxyTimeout, p.o.Timeout) }
+
+// DefaultProxyTimeout bounds a Serve proxy health check: a healthy proxy answers at once.
+const DefaultProxyTimeout = 2 * time.Second
+
 // record stores a request's answer; the caller holds the lock.
-func (p *Pool) record(j *job, details *ServeDetails, err error) Outcome {
+func (p *Pool) record(j *job, details *ServeDetails, err error, proxy *ProxyHealth, timedOut bool) Outcome {
 	e := j.e
 	now := p.o.Now()
 	p.busy--
@@ -498,7 +547,11 @@ func (p *Pool) record(j *job, details *ServeDetails, err error) Outcome {
 	if !sameHead(e.target.Head, j.target.Head) || p.entries[e.target.Head.Cluster] != e {
 		return outcome // the head changed meanwhile: the answer was the old head's
 	}
-	if outcome == Failed || (j.sub == nil && err != nil) {
+	if proxy != nil && e.target.ProxyURL == j.target.ProxyURL {
+		proxy.At = now
+		e.proxy = proxy
+	}
+	if outcome == Failed || (j.sub == nil && (err != nil || timedOut)) {
 		e.failures++
 		e.retryAt = now.Add(p.backoff(e.failures))
 	} else {
@@ -576,5 +629,5 @@ type timeoutError struct {
 }
 
 func (e *timeoutError) Error() string {
-	return e.op + " " + e.url + ApplicationsPath + ": no answer within " + e.after.String()
+	return e.op + " " + e.url + ": no answer within " + e.after.String()
 }

@@ -27,6 +27,9 @@ type Head struct {
 	PodIP string
 	// Port is the dashboard port (rayStartParams dashboard-port, else 8265).
 	Port int32
+	// ServePort is where the head's Serve proxy listens (the Ray container's port named
+	// serve, else 8000).
+	ServePort int32
 }
 
 // Resolver gives the base URL of a RayCluster's dashboard.

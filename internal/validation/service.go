@@ -37,6 +37,7 @@ func GateHint(gate string) string {
 func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []string) {
 	errs := validateName(&svc.ObjectMeta, rayspec.ServiceDerivedNames)
 	errs = append(errs, unsupportedAnnotations(&svc.ObjectMeta)...)
+	errs = append(errs, rayServiceAnnotations(&svc.ObjectMeta)...)
 	spec := &svc.Spec
 	if spec.Suspend {
 		errs = append(errs, field.Forbidden(specPath.Child("suspend"), NotSupportedYet))

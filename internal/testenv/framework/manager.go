@@ -22,6 +22,9 @@ type Manager struct {
 	done     chan error
 	stopOnce sync.Once
 	stopErr  error
+	// stale is, by controller, what the process's workqueue depth gauge said before this
+	// manager started: items an earlier, stopped manager's queue never took stay in it.
+	stale map[string]float64
 	// Writes counts every write the manager sends to the API server, by verb and resource
 	// ("create pods", "update rayclusters/status", "create events", ...).
 	Writes *Writes
@@ -53,8 +56,12 @@ func StartManager(env *controlplane.Env, opts app.Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	stale, err := queuedBeforeStart()
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Manager{Manager: mgr, cancel: cancel, done: make(chan error, 1), Writes: writes}
+	m := &Manager{Manager: mgr, cancel: cancel, done: make(chan error, 1), Writes: writes, stale: stale}
 	go func() { m.done <- mgr.Start(ctx) }()
 	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
 	defer syncCancel()
@@ -78,4 +85,39 @@ func (m *Manager) Stop() error {
 		}
 	})
 	return m.stopErr
+}
+
+// managedControllers are the controllers a raygate manager runs.
+var managedControllers = []string{"raycluster", "rayservice"}
+
+func queuedBeforeStart() (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, c := range managedControllers {
+		depth, err := Sum("workqueue_depth", map[string]string{"controller": c})
+		if err != nil {
+			return nil, err
+		}
+		out[c] = depth
+	}
+	return out, nil
+}
+
+// Idle is the package's Idle for this manager: the workqueue gauges are per controller name
+// and process, so what earlier managers' queues were left holding when they stopped is not
+// counted as this manager's work.
+func (m *Manager) Idle(controllers ...string) (bool, error) {
+	for _, c := range controllers {
+		depth, err := Sum("workqueue_depth", map[string]string{"controller": c})
+		if err != nil {
+			return false, err
+		}
+		active, err := Sum("controller_runtime_active_workers", map[string]string{"controller": c})
+		if err != nil {
+			return false, err
+		}
+		if depth-m.stale[c] > 0 || active > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
 }

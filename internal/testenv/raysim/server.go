@@ -91,9 +91,11 @@ type Server struct {
 	targetCapacity *float64
 	submissions    []Submission
 	unavailable    bool
+	proxyDown      bool
 	fault          Fault
 	held           chan struct{}        // closed to let requests held by FaultHang go
 	requests       atomic.Int64         // every request, faulty ones included
+	proxyChecks    atomic.Int64         // requests for the proxy's health, faulty ones included
 	track          func() (done func()) // counts requests in progress (set by a Registry)
 	onSubmit       func(types.NamespacedName, Submission)
 
@@ -135,7 +137,8 @@ func (s *Server) Close() error {
 	return s.http.Close()
 }
 
-// ServeHTTP serves GET and PUT /api/serve/applications/.
+// ServeHTTP serves GET and PUT /api/serve/applications/ and, as the head's Serve proxy
+// would on the serve port, GET /-/healthz.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
 	s.mu.Lock()
@@ -144,15 +147,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if track != nil {
 		defer track()()
 	}
-	if strings.TrimRight(r.URL.Path, "/") != strings.TrimRight(dashboard.ApplicationsPath, "/") {
+	proxy := r.URL.Path == dashboard.ProxyHealthPath
+	if proxy {
+		s.proxyChecks.Add(1)
+	}
+	if !proxy && strings.TrimRight(r.URL.Path, "/") != strings.TrimRight(dashboard.ApplicationsPath, "/") {
 		http.NotFound(w, r)
 		return
 	}
 	s.mu.Lock()
-	down, fault := s.unavailable, s.fault
+	down, fault, proxyDown := s.unavailable, s.fault, s.proxyDown
 	s.mu.Unlock()
 	if fault.Mode != FaultNone {
 		s.misbehave(w, r, fault)
+		return
+	}
+	if proxy {
+		s.proxyHealth(w, r, proxyDown)
 		return
 	}
 	if down {
@@ -322,6 +333,31 @@ func (s *Server) Restart() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.apps, s.order, s.targetCapacity = map[string]*appState{}, nil, nil
+}
+
+// proxyHealth answers as Ray's proxy: 200 "success", or 503 while it is draining.
+func (s *Server) proxyHealth(w http.ResponseWriter, r *http.Request, down bool) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if down {
+		http.Error(w, "This node is being drained.", http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = io.WriteString(w, "success")
+}
+
+// ProxyChecks is how often the head's Serve proxy health was asked for.
+func (s *Server) ProxyChecks() int64 { return s.proxyChecks.Load() }
+
+// SetProxyHealthy makes the head's Serve proxy health check fail (false) or pass again
+// (true, the start state), whatever the dashboard answers.
+func (s *Server) SetProxyHealthy(healthy bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.proxyDown = !healthy
 }
 
 // SetUnavailable makes every request fail with HTTP 503 (GCS down) until called with false.

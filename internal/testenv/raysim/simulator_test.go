@@ -325,3 +325,28 @@ func TestFaults(t *testing.T) {
 		t.Errorf("%d requests counted, want 5", s.Requests())
 	}
 }
+
+func TestServeProxyHealth(t *testing.T) {
+	s, c := start(t, Options{})
+	if err := c.CheckProxyHealth(context.Background()); err != nil {
+		t.Fatalf("a new head's proxy: %v", err)
+	}
+	s.SetProxyHealthy(false)
+	err := c.CheckProxyHealth(context.Background())
+	var he *dashboard.Error
+	if !errors.As(err, &he) || he.StatusCode != http.StatusServiceUnavailable || !strings.Contains(he.Body, "drained") {
+		t.Fatalf("unhealthy proxy: %v", err)
+	}
+	if _, err := c.GetServeDetails(context.Background()); err != nil {
+		t.Errorf("the dashboard still answers while the proxy is unhealthy: %v", err)
+	}
+	s.SetProxyHealthy(true)
+	if err := c.CheckProxyHealth(context.Background()); err != nil {
+		t.Errorf("healthy again: %v", err)
+	}
+	// A hostile head's faults reach its proxy too.
+	s.SetFault(Fault{Mode: FaultNoisy})
+	if err := c.CheckProxyHealth(context.Background()); err == nil {
+		t.Error("a noisy head's proxy is healthy")
+	}
+}

@@ -48,6 +48,16 @@ var _ = Describe("metrics", func() {
 		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(50, 50, 1, gatewayClass).DeletionDelay(1).Obj())).To(Succeed())
 		waitServing(ctx, ns, name)
 		Eventually(metric("kuberay_service_info", ns, name)).Should(Equal(map[string]float64{"": 1}))
+		By("every series carries the RayService's uid, as KubeRay's do")
+		uid := string(getService(ctx, ns, name).UID)
+		for _, m := range []string{"kuberay_service_info", "kuberay_service_condition_ready", "kuberay_service_condition_upgrade_in_progress"} {
+			labels, _, err := framework.MetricSeries(m, ns, name)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(labels).NotTo(BeEmpty(), m)
+			for _, l := range labels {
+				Expect(l).To(HaveKeyWithValue("uid", uid), m)
+			}
+		}
 		Eventually(metric("kuberay_service_condition_ready", ns, name)).Should(Equal(map[string]float64{"condition=true": 1}))
 		Eventually(metric("kuberay_service_condition_upgrade_in_progress", ns, name)).Should(Equal(map[string]float64{"condition=false": 1}))
 		Eventually(metric("raygate_service_traffic_routed_percent", ns, name)).Should(Equal(map[string]float64{"role=active": 100}))

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -25,10 +26,18 @@ var _ = Describe("Operator restarts", func() {
 		Consistently(func() int { return len(simulatorOf(ns, blue).Submissions()) }, time.Second).Should(Equal(1), "a restart resubmits nothing")
 
 		By("restarting while the pending cluster is prepared")
+		// Its pods stay unready until the operator restarted: with pods ready at once, the
+		// restart could otherwise fall between the dashboard accepting the config and the
+		// pass recording it, which no restart can survive without sending it again.
+		preparing := func(p *corev1.Pod) bool {
+			return p.Namespace == ns && p.Spec.Containers[0].Image == "rayproject/ray:2.53.0"
+		}
+		Expect(kubelet.SetBehavior(ctx, preparing, framework.NotReady)).To(Succeed())
 		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
 		Eventually(pendingName(ctx, ns, name)).ShouldNot(BeEmpty())
 		green := pendingName(ctx, ns, name)()
 		restartManager(500 * time.Millisecond)
+		Expect(kubelet.SetBehavior(ctx, preparing, framework.Ready)).To(Succeed())
 		Eventually(activeName(ctx, ns, name)).Should(Equal(green))
 		Expect(pendingName(ctx, ns, name)()).To(BeEmpty())
 		Expect(clusterNames(ctx, ns)()).To(ConsistOf(blue, green), "no second pending cluster was created")

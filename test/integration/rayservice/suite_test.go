@@ -88,7 +88,7 @@ func startManager() {
 
 // idle: the manager has handled every event it has seen (nothing queued, nothing running).
 func idle() bool {
-	ok, err := framework.Idle("rayservice", "raycluster")
+	ok, err := mgr.Idle("rayservice", "raycluster")
 	Expect(err).NotTo(HaveOccurred())
 	return ok
 }
