@@ -55,7 +55,9 @@ func TestGCSFaultTolerance(t *testing.T) {
 			o.Backend = rayv1.GcsFTBackendRedis
 		})},
 		"inline password is legal but warned about": {
-			mutate:   redisOpts(func(o *rayv1.GcsFaultToleranceOptions) { o.RedisPassword = &rayv1.RedisCredential{Value: "5241590000000000"} }),
+			mutate: redisOpts(func(o *rayv1.GcsFaultToleranceOptions) {
+				o.RedisPassword = &rayv1.RedisCredential{Value: "5241590000000000"}
+			}),
 			warnings: []string{fmt.Sprintf(WarnInlineRedisPassword, opts+".redisPassword.value")},
 		},
 		"address missing": {
