@@ -223,4 +223,3 @@ var _ = Describe("GCS fault tolerance", func() {
 		Expect(cleanupJob(ctx, ns, "toggled")()).To(BeNil())
 	})
 })
-
