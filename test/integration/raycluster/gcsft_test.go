@@ -41,27 +41,18 @@ func startRedis(ctx context.Context, ns string) *gcsredis.Server {
 	return srv
 }
 
-// envOf resolves a container's env as the kubelet would (values and Secret keys).
+// envOf resolves a container's env as the kubelet would.
 func envOf(ctx context.Context, ns string, c corev1.Container) map[string]string {
 	GinkgoHelper()
-	out := map[string]string{}
-	for _, e := range c.Env {
-		switch {
-		case e.ValueFrom == nil:
-			out[e.Name] = e.Value
-		case e.ValueFrom.SecretKeyRef != nil:
-			var s corev1.Secret
-			Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: e.ValueFrom.SecretKeyRef.Name}, &s)).To(Succeed())
-			out[e.Name] = string(s.Data[e.ValueFrom.SecretKeyRef.Key])
-		}
-	}
-	return out
+	env, err := gcsredis.ContainerEnv(ctx, k8s, ns, c)
+	Expect(err).NotTo(HaveOccurred())
+	return env
 }
 
 // dialAs connects to Redis with the settings a pod's Ray container gets.
 func dialAs(env map[string]string) *gcsredis.Conn {
 	GinkgoHelper()
-	c, err := gcsredis.Dial(env["RAY_REDIS_ADDRESS"], env["REDIS_USERNAME"], env["REDIS_PASSWORD"])
+	c, err := gcsredis.DialEnv(env)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(c.Close)
 	return c
