@@ -24,7 +24,7 @@ const (
 // Warnings about GCS fault tolerance.
 const (
 	// WarnInlineRedisPassword: the password is readable by anyone who can read the object.
-	WarnInlineRedisPassword = "%s: the Redis password is stored in plain text in this object; use valueFrom.secretKeyRef"
+	WarnInlineRedisPassword = "%s: the Redis password is stored in plain text in this object; use valueFrom.secretKeyRef" //nolint:gosec // a warning text, not a credential
 	// WarnLegacyFTWithoutAddress: the legacy annotation without RAY_REDIS_ADDRESS persists nothing.
 	WarnLegacyFTWithoutAddress = "%s is true but the head's Ray container sets no RAY_REDIS_ADDRESS, so the GCS has no external Redis to keep its state in; " +
 		"set spec.gcsFaultToleranceOptions.redisAddress (and remove the annotation) instead"
