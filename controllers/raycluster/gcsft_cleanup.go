@@ -120,6 +120,13 @@ func planRedisCleanup(in cleanupInput) cleanupStep {
 	return cleanupStep{CreateJob: true, RequeueAfter: wait}
 }
 
+// redisCleanupWanted: the cluster keeps its GCS state in Redis and the operator cleans it up.
+// (A rocksdb backend, refused at admission, may still be stored: it has nothing in Redis.)
+func redisCleanupWanted(rc *rayv1.RayCluster, enabled bool) bool {
+	return enabled && rayspec.GCSFaultToleranceEnabled(&rc.Spec, rc.Annotations) &&
+		rayspec.GCSFaultToleranceBackend(rc.Spec.GcsFaultToleranceOptions) == rayv1.GcsFTBackendRedis
+}
+
 // redisCleanupEnabled is the operator's ENABLE_GCS_FT_REDIS_CLEANUP (on unless "false").
 func redisCleanupEnabled() bool {
 	return !strings.EqualFold(os.Getenv(EnvEnableGCSFTRedisCleanup), "false")
@@ -139,7 +146,7 @@ func (r *Reconciler) reconcileGCSFaultTolerance(ctx context.Context, req reconci
 		return reconcile.Result{}, false, nil
 	}
 	has := controllerutil.ContainsFinalizer(rc, rayv1.GCSFTRedisCleanupFinalizer)
-	wanted := redisCleanupEnabled() && rayspec.GCSFaultToleranceEnabled(&rc.Spec, rc.Annotations)
+	wanted := redisCleanupWanted(rc, redisCleanupEnabled())
 	deleting := !rc.DeletionTimestamp.IsZero()
 	switch {
 	case !deleting && wanted && !has:

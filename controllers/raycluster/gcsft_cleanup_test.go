@@ -155,3 +155,28 @@ func TestRedisCleanupJob(t *testing.T) {
 		t.Errorf("template metadata: %+v", j.Spec.Template.ObjectMeta)
 	}
 }
+
+func TestRedisCleanupWanted(t *testing.T) {
+	redis := &rayv1.GcsFaultToleranceOptions{RedisAddress: "r:6379"}
+	cases := []struct {
+		name        string
+		annotations map[string]string
+		opts        *rayv1.GcsFaultToleranceOptions
+		enabled     bool
+		want        bool
+	}{
+		{"no fault tolerance", nil, nil, true, false},
+		{"options", nil, redis, true, true},
+		{"legacy annotation", map[string]string{rayv1.FTEnabledKey: "true"}, nil, true, true},
+		{"annotation false", map[string]string{rayv1.FTEnabledKey: "false"}, nil, true, false},
+		{"cleanup turned off on the operator", nil, redis, false, false},
+		{"rocksdb keeps nothing in Redis", nil, &rayv1.GcsFaultToleranceOptions{Backend: rayv1.GcsFTBackendRocksDB}, true, false},
+	}
+	for _, tc := range cases {
+		rc := builders.RayCluster("demo", "ns").Obj()
+		rc.Annotations, rc.Spec.GcsFaultToleranceOptions = tc.annotations, tc.opts
+		if got := redisCleanupWanted(rc, tc.enabled); got != tc.want {
+			t.Errorf("%s: got %v", tc.name, got)
+		}
+	}
+}
