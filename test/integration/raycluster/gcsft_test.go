@@ -6,15 +6,19 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/gcsredis"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/webhooks"
 )
 
 const redisPassword = "5ecret-for-tests"
@@ -212,5 +216,40 @@ var _ = Describe("GCS fault tolerance", func() {
 		Expect(k8s.Delete(ctx, getCluster(ctx, ns, "toggled"))).To(Succeed())
 		Eventually(gone(ctx, ns, "toggled")).Should(BeTrue())
 		Expect(cleanupJob(ctx, ns, "toggled")()).To(BeNil())
+	})
+
+	It("releases the finalizer while the webhooks are down", Serial, func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		srv := startRedis(ctx, ns)
+		rc := faultTolerant("webhook-down", ns, srv)
+		rc.Annotations = map[string]string{rayv1.GCSFTDeletionTimeoutKey: "2s"}
+		Expect(k8s.Create(ctx, rc)).To(Succeed())
+		Eventually(func() []string { return getCluster(ctx, ns, "webhook-down").Finalizers }).Should(ContainElement(rayv1.GCSFTRedisCleanupFinalizer))
+
+		By("webhooks for RayClusters, as shipped (failurePolicy Fail, the shipped matchConditions), where nothing listens")
+		url := "https://127.0.0.1:1/unreachable"
+		rules := []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"ray.io"}, APIVersions: []string{"v1"}, Resources: []string{"rayclusters"}},
+		}}
+		none := admissionregistrationv1.SideEffectClassNone
+		down := &admissionregistrationv1.ValidatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: "gcsft-webhook-down"},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+				Name: "vraycluster.ray.io", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url}, Rules: rules,
+				FailurePolicy: ptr.To(admissionregistrationv1.Fail), SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+				MatchConditions: webhooks.MatchConditions,
+			}},
+		}
+		Expect(k8s.Create(ctx, down)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(k8s.Delete(ctx, down)).To(Succeed()) })
+		Eventually(func() error {
+			return k8s.Create(ctx, builders.RayCluster("refused", ns).Obj(), client.DryRunAll)
+		}).Should(MatchError(ContainSubstring(`failed calling webhook "vraycluster.ray.io"`)))
+
+		By("deleting the cluster: the finalizer is released without the webhook (the timeout path, nobody runs the Job)")
+		Expect(k8s.Delete(ctx, rc)).To(Succeed())
+		Eventually(gone(ctx, ns, "webhook-down")).Should(BeTrue())
+		Eventually(events(ctx, ns, "webhook-down")).Should(ContainElement(HavePrefix("Warning ForceDeletedStuckCluster: ")))
 	})
 })
