@@ -171,6 +171,9 @@ type pass struct {
 // RBAC, the head Service and the plan, writes the status once (only when it changed) and
 // then sends the pass's events. An invalid spec is not acted on, only reported.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if res, done, err := r.reconcileGCSFaultTolerance(ctx, req); done || err != nil {
+		return res, err
+	}
 	p, err := r.read(ctx, req)
 	if p == nil || err != nil {
 		return ctrl.Result{}, err

@@ -34,10 +34,10 @@ func HeadPod(rc *rayv1.RayCluster, hash string) *corev1.Pod {
 	pod.GenerateName = rayspec.HeadPodGenerateName(rc.Name)
 	pod.Annotations[rayv1.HashWithoutReplicasAndWorkersToDeleteKey] = hash
 	pod.Annotations[rayv1.KubeRayVersionKey] = raygateversion.Version
-	pod.Annotations[rayv1.FTEnabledKey] = "false"
+	gcsFaultTolerance(rc, pod, rayv1.HeadNode)
 
 	autoscaling := rayspec.AutoscalingEnabled(spec)
-	params := startParams(rayv1.HeadNode, head.RayStartParams, head.Resources, head.Labels, pod.Spec.Containers[rayv1.RayContainerIndex], "", autoscaling)
+	params := startParams(rayv1.HeadNode, gcsFaultToleranceStartParams(rc, head.RayStartParams), head.Resources, head.Labels, pod.Spec.Containers[rayv1.RayContainerIndex], "", autoscaling)
 	if autoscaling {
 		addAutoscaler(rc, pod)
 	}
@@ -62,6 +62,7 @@ func WorkerPod(rc *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, idx *ReplicaI
 	params := startParams(rayv1.WorkerNode, group.RayStartParams, group.Resources, group.Labels, pod.Spec.Containers[rayv1.RayContainerIndex], headAddress(rc), rayspec.AutoscalingEnabled(&rc.Spec))
 	addPortIfMissing(&pod.Spec.Containers[rayv1.RayContainerIndex], rayspec.MetricsPortName, metricsPort(params))
 	pod.Spec.InitContainers = append(pod.Spec.InitContainers, waitGCSContainer(rc, pod.Spec.Containers[rayv1.RayContainerIndex]))
+	gcsFaultTolerance(rc, pod, rayv1.WorkerNode)
 	finishPod(rc, pod, rayv1.WorkerNode, params)
 	addHistoryCollector(rc, pod, rayv1.WorkerNode)
 	return pod

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -47,7 +46,6 @@ func (c *check) clusterSpec(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 		errs, warnings = append(errs, e...), append(warnings, w...)
 	}
 	if c.admission() {
-		errs = append(errs, gcsSettings(head, headPath)...)
 		e, w := c.autoscaler(spec, path)
 		errs, warnings = append(errs, e...), append(warnings, w...)
 		e, w = headIngress(head, headPath)
@@ -72,20 +70,9 @@ func unsupportedClusterFields(spec *rayv1.RayClusterSpec, path *field.Path) fiel
 		}
 	}
 	forbid(spec.AuthOptions != nil, path.Child("authOptions"))
-	forbid(spec.GcsFaultToleranceOptions != nil, path.Child("gcsFaultToleranceOptions"))
 	forbid(spec.NetworkPolicy != nil, path.Child("networkPolicy"))
 	forbid(spec.TLSOptions != nil, path.Child("tlsOptions"))
 	return errs
-}
-
-// unsupportedAnnotations rejects KubeRay's annotation switch for GCS fault tolerance, the
-// older way to ask for what gcsFaultToleranceOptions does.
-func unsupportedAnnotations(meta *metav1.ObjectMeta) field.ErrorList {
-	if v, ok := meta.Annotations[rayv1.FTEnabledKey]; ok && strings.EqualFold(v, "true") {
-		return field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations").Key(rayv1.FTEnabledKey),
-			"GCS fault tolerance is "+NotSupportedYet)}
-	}
-	return nil
 }
 
 // groupName: set, a DNS-1123 label once lower-cased, unique. Upper-case letters are accepted

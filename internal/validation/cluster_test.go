@@ -346,13 +346,11 @@ func TestRayCluster(t *testing.T) {
 		"unsupported KubeRay fields": {
 			mutate: func(rc *rayv1.RayCluster) {
 				rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken}
-				rc.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{RedisAddress: "redis:6379"}
 				rc.Spec.NetworkPolicy = &rayv1.NetworkPolicyConfig{}
 				rc.Spec.TLSOptions = &rayv1.TLSOptions{}
 			},
 			want: field.ErrorList{
 				field.Forbidden(p("spec.authOptions"), ""),
-				field.Forbidden(p("spec.gcsFaultToleranceOptions"), ""),
 				field.Forbidden(p("spec.networkPolicy"), ""),
 				field.Forbidden(p("spec.tlsOptions"), ""),
 			},
@@ -374,10 +372,6 @@ func TestRayCluster(t *testing.T) {
 			rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "RAY_REDIS_ADDRESS", Value: "redis:6379"}}
 		}},
 		"enableIngress false is harmless": {mutate: func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(false) }},
-		"GCS fault tolerance by annotation": {
-			mutate: func(rc *rayv1.RayCluster) { rc.Annotations = map[string]string{rayv1.FTEnabledKey: "true"} },
-			want:   field.ErrorList{field.Forbidden(p("metadata.annotations[ray.io/ft-enabled]"), "")},
-		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -496,8 +490,8 @@ func TestKubeRayAutoscalerRulesWording(t *testing.T) {
 			mutate: func(rc *rayv1.RayCluster) {
 				rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "RAY_REDIS_ADDRESS", Value: "redis:6379"}}
 			},
-			want: "spec.headGroupSpec.template.spec.containers[0].env[0]: Forbidden: RAY_REDIS_ADDRESS keeps the GCS in an external Redis (GCS fault tolerance), " +
-				"which raygate does not support yet: it would neither configure the cluster for it nor clean that Redis up when the cluster is deleted; remove it",
+			want: "spec.headGroupSpec.template.spec.containers[0].env[0]: Forbidden: RAY_REDIS_ADDRESS keeps the GCS in an external Redis, which needs GCS fault tolerance: " +
+				"set spec.gcsFaultToleranceOptions.redisAddress instead, so that the cluster is configured for it and the Redis keys are deleted with the cluster",
 		},
 		"restartPolicy with explicit autoscaler v2": {
 			mutate: func(rc *rayv1.RayCluster) {

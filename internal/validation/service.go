@@ -36,7 +36,6 @@ func GateHint(gate string) string {
 // otherwise), for the rules that compare.
 func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []string) {
 	errs := validateName(&svc.ObjectMeta, rayspec.ServiceDerivedNames)
-	errs = append(errs, unsupportedAnnotations(&svc.ObjectMeta)...)
 	errs = append(errs, rayServiceAnnotations(&svc.ObjectMeta)...)
 	spec := &svc.Spec
 	if spec.Suspend {
@@ -66,6 +65,9 @@ func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []strin
 		oldCluster = &old.Spec.RayClusterSpec
 	}
 	clusterErrs, clusterWarnings := c.clusterSpec(oldCluster, &spec.RayClusterSpec, rayClusterConfigPath)
+	errs, warnings = append(errs, clusterErrs...), append(warnings, clusterWarnings...)
+	// No old spec: a RayService changes its clusters' backend by building a new cluster.
+	clusterErrs, clusterWarnings = c.gcsFaultTolerance(nil, &svc.ObjectMeta, &spec.RayClusterSpec, rayClusterConfigPath)
 	errs, warnings = append(errs, clusterErrs...), append(warnings, clusterWarnings...)
 	warnings = append(warnings, c.upgradeSurgeWarnings(svc)...)
 	if spec.RayClusterSpec.UpgradeStrategy != nil && c.admission() {

@@ -275,7 +275,6 @@ func (c *check) decide(errs ...*field.Error) field.ErrorList {
 
 func (c *check) rayCluster(old, rc *rayv1.RayCluster) (field.ErrorList, []string) {
 	errs := validateName(&rc.ObjectMeta, rayspec.ClusterDerivedNames)
-	errs = append(errs, unsupportedAnnotations(&rc.ObjectMeta)...)
 	if c.admission() {
 		errs = append(errs, ingressClassAnnotation(&rc.ObjectMeta, &rc.Spec)...)
 	}
@@ -285,6 +284,8 @@ func (c *check) rayCluster(old, rc *rayv1.RayCluster) (field.ErrorList, []string
 		oldSpec = &old.Spec
 	}
 	specErrs, warnings := c.clusterSpec(oldSpec, &rc.Spec, specPath)
+	ftErrs, ftWarnings := c.gcsFaultTolerance(oldSpec, &rc.ObjectMeta, &rc.Spec, specPath)
+	specErrs, warnings = append(specErrs, ftErrs...), append(warnings, ftWarnings...)
 	warnings = append(warnings, batchscheduler.LabelWarnings(rc.Labels, labelsPath, c.policy.BatchScheduler)...)
 	return append(errs, specErrs...), warnings
 }

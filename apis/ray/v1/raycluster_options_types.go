@@ -53,7 +53,7 @@ const (
 
 // GcsFaultToleranceOptions configures GCS fault tolerance.
 type GcsFaultToleranceOptions struct {
-	// Backend is "redis" (the default) or "rocksdb". Immutable.
+	// Backend is "redis" (the default) or "rocksdb" (not implemented by raygate yet). Immutable.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="gcsFaultToleranceOptions.backend is immutable"
 	// +optional
 	Backend GcsFaultToleranceBackend `json:"backend,omitempty"`

@@ -37,8 +37,8 @@ type RayClusterSpec struct {
 	// decides worker replicas and which workers to remove.
 	// +optional
 	EnableInTreeAutoscaling *bool `json:"enableInTreeAutoscaling,omitempty"`
-	// GcsFaultToleranceOptions makes the GCS state survive a head pod restart.
-	// Not supported by raygate yet.
+	// GcsFaultToleranceOptions makes the GCS state survive a head pod restart by keeping it
+	// in an external Redis.
 	// +optional
 	GcsFaultToleranceOptions *GcsFaultToleranceOptions `json:"gcsFaultToleranceOptions,omitempty"`
 	// HistoryServerOptions adds the Ray history server collector sidecar to every Ray pod.

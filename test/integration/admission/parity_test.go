@@ -92,9 +92,9 @@ var _ = Describe("admission parity with KubeRay through kubectl", func() {
 		Expect(err).To(HaveOccurred())
 		Expect(stderr).To(Equal(strings.Join([]string{
 			`The RayCluster "redis-by-env" is invalid: `,
-			`* spec.headGroupSpec.rayStartParams[redis-username]: Forbidden: a Redis username belongs to GCS fault tolerance (gcsFaultToleranceOptions.redisUsername), which raygate does not support yet; remove it`,
-			`* spec.headGroupSpec.template.spec.containers[0].env[0]: Forbidden: RAY_REDIS_ADDRESS keeps the GCS in an external Redis (GCS fault tolerance), which raygate does not support yet: ` +
-				`it would neither configure the cluster for it nor clean that Redis up when the cluster is deleted; remove it`,
+			`* spec.headGroupSpec.rayStartParams[redis-username]: Forbidden: set the Redis username in spec.gcsFaultToleranceOptions.redisUsername instead`,
+			`* spec.headGroupSpec.template.spec.containers[0].env[0]: Forbidden: RAY_REDIS_ADDRESS keeps the GCS in an external Redis, which needs GCS fault tolerance: ` +
+				`set spec.gcsFaultToleranceOptions.redisAddress instead, so that the cluster is configured for it and the Redis keys are deleted with the cluster`,
 		}, "\n") + "\n"))
 	})
 })
