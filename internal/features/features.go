@@ -23,6 +23,9 @@ const (
 	// RayMultiHostIndexing labels multi-host worker pods with replica and host indices and
 	// manages each multi-host replica as one unit.
 	RayMultiHostIndexing featuregate.Feature = "RayMultiHostIndexing"
+	// RayClusterNetworkPolicy allows spec.networkPolicy: raygate-owned NetworkPolicies that
+	// isolate a cluster's pods (Alpha and off, as in KubeRay).
+	RayClusterNetworkPolicy featuregate.Feature = "RayClusterNetworkPolicy"
 )
 
 // Specs are the defaults and maturity of every gate.
@@ -30,6 +33,7 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	RayClusterStatusConditions:   {Default: true, PreRelease: featuregate.Beta},
 	RayServiceIncrementalUpgrade: {Default: true, PreRelease: featuregate.Beta},
 	RayMultiHostIndexing:         {Default: true, PreRelease: featuregate.Beta},
+	RayClusterNetworkPolicy:      {Default: false, PreRelease: featuregate.Alpha},
 }
 
 func init() {

@@ -51,12 +51,14 @@ func (c *check) clusterSpec(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 		e, w := c.autoscaler(spec, path)
 		errs, warnings = append(errs, e...), append(warnings, w...)
 	}
+	e, w := c.authAndIsolation(oldSpec, spec, path)
+	errs, warnings = append(errs, e...), append(warnings, w...)
 	if !c.admission() {
 		// A stored cluster over the pod bounds is not refused: the controller creates at
 		// most the bounds (CapPods) and keeps reconciling, so it can still be scaled down.
 		return errs, warnings
 	}
-	e, w := c.podBounds(oldSpec, spec, path)
+	e, w = c.podBounds(oldSpec, spec, path)
 	return append(errs, e...), append(warnings, w...)
 }
 
@@ -67,10 +69,8 @@ func unsupportedClusterFields(spec *rayv1.RayClusterSpec, path *field.Path) fiel
 			errs = append(errs, field.Forbidden(p, NotSupportedYet))
 		}
 	}
-	forbid(spec.AuthOptions != nil, path.Child("authOptions"))
 	forbid(spec.GcsFaultToleranceOptions != nil, path.Child("gcsFaultToleranceOptions"))
 	forbid(spec.HistoryServerOptions != nil, path.Child("historyServerOptions"))
-	forbid(spec.NetworkPolicy != nil, path.Child("networkPolicy"))
 	forbid(spec.TLSOptions != nil, path.Child("tlsOptions"))
 	forbid(ptr.Deref(spec.HeadGroupSpec.EnableIngress, false), path.Child("headGroupSpec", "enableIngress"))
 	forbid(spec.HeadGroupSpec.IngressOptions != nil, path.Child("headGroupSpec", "ingressOptions"))

@@ -345,23 +345,22 @@ func TestRayCluster(t *testing.T) {
 		// Fields raygate does not implement yet.
 		"unsupported KubeRay fields": {
 			mutate: func(rc *rayv1.RayCluster) {
-				rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken}
+				rc.Spec.AuthOptions = &rayv1.AuthOptions{EnableK8sTokenAuth: ptr.To(true)}
 				rc.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{RedisAddress: "redis:6379"}
 				rc.Spec.HistoryServerOptions = &rayv1.HistoryServerOptions{}
-				rc.Spec.NetworkPolicy = &rayv1.NetworkPolicyConfig{}
 				rc.Spec.TLSOptions = &rayv1.TLSOptions{}
 				rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
 				rc.Spec.HeadGroupSpec.IngressOptions = &rayv1.IngressOptions{}
 			},
 			want: field.ErrorList{
-				field.Forbidden(p("spec.authOptions"), ""),
 				field.Forbidden(p("spec.gcsFaultToleranceOptions"), ""),
 				field.Forbidden(p("spec.historyServerOptions"), ""),
-				field.Forbidden(p("spec.networkPolicy"), ""),
 				field.Forbidden(p("spec.tlsOptions"), ""),
 				field.Forbidden(p("spec.headGroupSpec.enableIngress"), ""),
 				field.Forbidden(p("spec.headGroupSpec.ingressOptions"), ""),
+				field.Forbidden(p("spec.authOptions.enableK8sTokenAuth"), ""),
 			},
+			warnings: []string{"spec.authOptions.mode is not set: authentication stays off (as under KubeRay, only mode: token turns it on); set mode: token to require a token"},
 		},
 		"GCS fault tolerance through the head's env and rayStartParams": {
 			mutate: func(rc *rayv1.RayCluster) {
@@ -407,8 +406,8 @@ func TestClusterNameErrorSaysWhichDerivedNameAndTheLimit(t *testing.T) {
 }
 
 func TestUnsupportedFieldWording(t *testing.T) {
-	errs, _ := RayCluster(cluster(func(rc *rayv1.RayCluster) { rc.Spec.AuthOptions = &rayv1.AuthOptions{} }), gateOff)
-	want := "spec.authOptions: Forbidden: not supported by raygate yet; remove it (raygate would otherwise ignore it)"
+	errs, _ := RayCluster(cluster(func(rc *rayv1.RayCluster) { rc.Spec.TLSOptions = &rayv1.TLSOptions{} }), gateOff)
+	want := "spec.tlsOptions: Forbidden: not supported by raygate yet; remove it (raygate would otherwise ignore it)"
 	if len(errs) != 1 || errs[0].Error() != want {
 		t.Errorf("got %v, want %q", errs, want)
 	}
