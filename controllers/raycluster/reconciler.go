@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -33,7 +34,8 @@ import (
 	"github.com/raygate/raygate/internal/version"
 )
 
-// Least privilege: raygate never reads Secrets; it creates the autoscaler's Role only with
+// Least privilege: raygate reads only the token Secrets of clusters with authOptions (see
+// authsecret.go); it creates the autoscaler's Role only with
 // permissions it holds itself (so it needs neither "escalate" nor "bind").
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters/status,verbs=get;update;patch
@@ -88,6 +90,9 @@ type Reconciler struct {
 	// BatchScheduler, when --batch-scheduler is set, creates the clusters' PodGroups and
 	// marks their pods for the batch scheduler; nil: the default scheduler.
 	BatchScheduler *batchscheduler.Syncer
+	// OperatorNamespace is where raygate's pods run; the head's NetworkPolicy admits them
+	// to the dashboard ("": unknown, no such rule).
+	OperatorNamespace string
 }
 
 // NewReconciler returns a reconciler with production settings.
@@ -130,6 +135,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
+		Owns(&corev1.Secret{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
@@ -268,6 +275,8 @@ func (r *Reconciler) podsInput(p *pass) podsInput {
 func (r *Reconciler) apply(ctx context.Context, p *pass, plan podPlan) error {
 	for _, phase := range []func(context.Context, *pass) error{
 		r.reconcileAutoscalerRBAC,
+		r.reconcileAuthSecret,
+		r.reconcileNetworkPolicies,
 		r.reconcileServices,
 		r.syncBatchScheduling,
 		func(ctx context.Context, p *pass) error { return r.applyPodPlan(ctx, p, plan) },

@@ -44,7 +44,11 @@ func (r *Reconciler) targetOf(ctx context.Context, svc *rayv1.RayService, rc *ra
 	if err != nil {
 		return dashboard.Target{}, fmt.Errorf("locating the dashboard of %s: %w", rc.Name, err)
 	}
-	return dashboard.Target{Head: h, URL: url, Owner: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}}, nil
+	token, err := r.dashboardToken(ctx, rc)
+	if err != nil {
+		return dashboard.Target{}, err
+	}
+	return dashboard.Target{Head: h, URL: url, Owner: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}, Token: token}, nil
 }
 
 // rayRestarts is how often the head's Ray container restarted: a restarted Ray forgets the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
@@ -25,8 +26,8 @@ import (
 //     and nothing else), and of each only what they read: metadata, status, container names,
 //     restartPolicy and nodeName. Pods are only ever patched (never updated) from the cache,
 //     so a slim copy can never overwrite a pod's spec.
-//   - Services, ServiceAccounts, Roles, RoleBindings, Gateways and HTTPRoutes are cached only
-//     when raygate labelled them (app.kubernetes.io/created-by: kuberay-operator, KubeRay's
+//   - Services, ServiceAccounts, Roles, RoleBindings, token Secrets, NetworkPolicies,
+//     Gateways and HTTPRoutes are cached only when raygate labelled them (app.kubernetes.io/created-by: kuberay-operator, KubeRay's
 //     label, on everything raygate creates), so other tenants' objects, however many, cost
 //     nothing. An object with a name raygate wants that the cache lacks is found when a
 //     create meets it, read from the API server, and relabelled if raygate's (made by an
@@ -47,6 +48,9 @@ func cacheOptions(o Options, gatewayAPI bool) cache.Options {
 			&corev1.ServiceAccount{}: {Label: created},
 			&rbacv1.Role{}:           {Label: created},
 			&rbacv1.RoleBinding{}:    {Label: created},
+			// Only the token Secrets raygate generated: no other Secret is ever cached.
+			&corev1.Secret{}:              {Label: created},
+			&networkingv1.NetworkPolicy{}: {Label: created},
 		},
 	}
 	if gatewayAPI {
