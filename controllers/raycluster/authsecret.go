@@ -17,9 +17,9 @@ import (
 )
 
 // raygate creates the token Secret of a cluster with authOptions.mode token and no
-// secretName, and reads (get) only that Secret or the one the spec names, in the cluster's
-// namespace. Its cache holds only the Secrets it labelled (those it created).
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
+// secretName, and reads it back by name; it never lists, watches, caches, updates or deletes
+// Secrets (the garbage collector deletes the generated one with its cluster).
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
 
 // Events about the token Secret. They never carry the token.
 const (
@@ -60,7 +60,8 @@ func newAuthToken() (string, error) {
 	return base64.StdEncoding.EncodeToString(b), nil
 }
 
-// reconcileAuthSecret creates the cluster's token Secret once. An existing one is never
+// reconcileAuthSecret creates the cluster's token Secret once. Secrets are not cached, so
+// this is one GET per pass of a token-authenticated cluster, and no write once it exists. An existing one is never
 // changed: rotating means deleting it (raygate then creates a new token, which pods created
 // from then on get). A Secret of that name the cluster does not control is reported as an
 // ownership conflict and left alone; the pods would not start without their Secret, so none
@@ -72,7 +73,7 @@ func (r *Reconciler) reconcileAuthSecret(ctx context.Context, p *pass) error {
 	}
 	name := rayspec.GeneratedAuthSecretName(p.cluster.Name)
 	existing := &corev1.Secret{}
-	err := r.Get(ctx, key(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.cluster.Namespace, Name: name}}), existing)
+	err := r.getUncached(ctx, key(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.cluster.Namespace, Name: name}}), existing)
 	switch {
 	case err == nil:
 		if c, foreign := conflictOf(p, "Secret", existing); foreign {

@@ -34,8 +34,8 @@ import (
 	"github.com/raygate/raygate/internal/version"
 )
 
-// Least privilege: raygate reads only the token Secrets of clusters with authOptions (see
-// authsecret.go); it creates the autoscaler's Role only with
+// Least privilege: of Secrets raygate only creates and gets by name the token Secrets of
+// clusters with authOptions (authsecret.go); it creates the autoscaler's Role only with
 // permissions it holds itself (so it needs neither "escalate" nor "bind").
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters/status,verbs=get;update;patch
@@ -135,7 +135,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
-		Owns(&corev1.Secret{}).
 		Owns(&networkingv1.NetworkPolicy{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
