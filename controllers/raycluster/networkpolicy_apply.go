@@ -17,7 +17,8 @@ import (
 
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
 
-// Events about the cluster's NetworkPolicies (KubeRay's reasons).
+// Events about the cluster's NetworkPolicies (KubeRay's reasons), each related to its
+// policy so the events of several policies are not merged into one series.
 const (
 	EventCreatedNetworkPolicy = "CreatedNetworkPolicy"
 	EventUpdatedNetworkPolicy = "UpdatedNetworkPolicy"
@@ -53,10 +54,10 @@ func (r *Reconciler) reconcileNetworkPolicies(ctx context.Context, p *pass) erro
 			continue
 		}
 		if err := r.Delete(ctx, e, client.Preconditions{UID: &e.UID}); err != nil && !apierrors.IsNotFound(err) {
-			p.warn(EventFailedNetworkPolicy, actionDelete, "Failed to delete NetworkPolicy %s: %v", name, err)
+			p.warnAbout(e, EventFailedNetworkPolicy, actionDelete, "Failed to delete NetworkPolicy %s: %v", name, err)
 			return fmt.Errorf("deleting NetworkPolicy %s: %w", name, err)
 		}
-		p.normal(EventDeletedNetworkPolicy, actionDelete, "Deleted NetworkPolicy %s: the cluster no longer asks for it", name)
+		p.normalAbout(e, EventDeletedNetworkPolicy, actionDelete, "Deleted NetworkPolicy %s: the cluster no longer asks for it", name)
 	}
 	return nil
 }
@@ -68,10 +69,10 @@ func (r *Reconciler) applyNetworkPolicy(ctx context.Context, p *pass, desired, e
 		case apierrors.IsAlreadyExists(err):
 			return r.reportTaken(ctx, p, "NetworkPolicy", desired, &networkingv1.NetworkPolicy{})
 		case err != nil:
-			p.warn(EventFailedNetworkPolicy, actionCreate, "Failed to create NetworkPolicy %s: %v", desired.Name, err)
+			p.warnAbout(desired, EventFailedNetworkPolicy, actionCreate, "Failed to create NetworkPolicy %s: %v", desired.Name, err)
 			return fmt.Errorf("creating NetworkPolicy %s: %w", desired.Name, err)
 		}
-		p.normal(EventCreatedNetworkPolicy, actionCreate, "Created NetworkPolicy %s", desired.Name)
+		p.normalAbout(desired, EventCreatedNetworkPolicy, actionCreate, "Created NetworkPolicy %s", desired.Name)
 		return nil
 	}
 	if c, foreign := conflictOf(p, "NetworkPolicy", existing); foreign {
@@ -83,10 +84,10 @@ func (r *Reconciler) applyNetworkPolicy(ctx context.Context, p *pass, desired, e
 		return nil
 	}
 	if err := r.Update(ctx, updated); err != nil {
-		p.warn(EventFailedNetworkPolicy, actionUpdate, "Failed to update NetworkPolicy %s: %v", desired.Name, err)
+		p.warnAbout(updated, EventFailedNetworkPolicy, actionUpdate, "Failed to update NetworkPolicy %s: %v", desired.Name, err)
 		return fmt.Errorf("updating NetworkPolicy %s: %w", desired.Name, err)
 	}
-	p.normal(EventUpdatedNetworkPolicy, actionUpdate, "Updated NetworkPolicy %s", desired.Name)
+	p.normalAbout(updated, EventUpdatedNetworkPolicy, actionUpdate, "Updated NetworkPolicy %s", desired.Name)
 	return nil
 }
 
