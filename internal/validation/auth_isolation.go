@@ -38,8 +38,11 @@ func (c *check) authAndIsolation(oldSpec, spec *rayv1.RayClusterSpec, path *fiel
 
 func (c *check) authOptions(oldSpec, spec *rayv1.RayClusterSpec, path *field.Path) (field.ErrorList, []string) {
 	ao := spec.AuthOptions
+	// A RayService's change of authOptions makes a new cluster, so only a RayCluster's
+	// running pods keep old settings.
+	isService := path.String() == rayClusterConfigPath.String()
 	if ao == nil {
-		if oldSpec != nil && oldSpec.AuthOptions != nil && c.admission() {
+		if oldSpec != nil && oldSpec.AuthOptions != nil && c.admission() && !isService {
 			return nil, []string{fmt.Sprintf(WarnAuthChangeRunningPods, path.Child("authOptions"))}
 		}
 		return nil, nil
@@ -48,7 +51,7 @@ func (c *check) authOptions(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 	var errs field.ErrorList
 	if ptr.Deref(ao.EnableK8sTokenAuth, false) {
 		why := "Kubernetes-delegated token authentication is " + NotSupportedYet + "; use mode: token, with the Secret raygate generates or one named in secretName"
-		if path.String() == rayClusterConfigPath.String() {
+		if isService {
 			why = "KubeRay does not support Kubernetes-delegated token authentication on a RayService; use mode: token, with the Secret raygate generates or one named in secretName"
 		}
 		// Any change under authOptions counts on update: the refused field is still there.
@@ -61,7 +64,7 @@ func (c *check) authOptions(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 	if ao.Mode == "" {
 		warnings = append(warnings, fmt.Sprintf(WarnAuthWithoutMode, p.Child("mode")))
 	}
-	if oldSpec != nil && !equality.Semantic.DeepEqual(oldSpec.AuthOptions, ao) {
+	if oldSpec != nil && !isService && !equality.Semantic.DeepEqual(oldSpec.AuthOptions, ao) {
 		warnings = append(warnings, fmt.Sprintf(WarnAuthChangeRunningPods, p))
 	}
 	if name := ao.SecretName; name != nil {
