@@ -17,7 +17,6 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/features"
-	"github.com/raygate/raygate/internal/validation"
 )
 
 // kubectl runs the real kubectl and logs what a user would see, for docs/admission.md.
@@ -291,7 +290,7 @@ func bypassWebhooks(ctx context.Context) (restore func()) {
 		Eventually(func() string {
 			_, stderr, _ := env.Kubectl(ctx, probe, "create", "--dry-run=server", "-f", "-")
 			return stderr
-		}, 10*time.Second, 100*time.Millisecond).Should(ContainSubstring(validation.NotSupportedYet), "webhooks back in force")
+		}, 10*time.Second, 100*time.Millisecond).Should(ContainSubstring(k8sTokenAuthOnRayService), "webhooks back in force")
 	}
 	DeferCleanup(restore)
 	return restore
