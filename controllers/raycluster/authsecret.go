@@ -106,6 +106,10 @@ func (r *Reconciler) reconcileAuthSecret(ctx context.Context, p *pass) error {
 	return nil
 }
 
+// errStopPass ends a pass's apply phases without an error: what stopped it is already
+// recorded (an ownership conflict, shown in the status and rechecked after conflictRecheck).
+var errStopPass = errors.New("stop the pass")
+
 // errAuthSecretTaken stops the pass before pods are created: they would read a token from a
 // Secret the cluster does not control.
-var errAuthSecretTaken = errors.New("the token Secret's name is taken by an object the cluster does not control")
+var errAuthSecretTaken = fmt.Errorf("the token Secret's name is taken by an object the cluster does not control: %w", errStopPass)

@@ -2,6 +2,7 @@ package raycluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -282,6 +283,9 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, plan podPlan) error {
 		r.clearHandledWorkersToDelete,
 	} {
 		if err := phase(ctx, p); err != nil {
+			if errors.Is(err, errStopPass) {
+				return nil // reported in the status; looked at again after conflictRecheck
+			}
 			return err
 		}
 	}

@@ -171,6 +171,29 @@ var _ = Describe("Ray token authentication", func() {
 		Expect(err).To(MatchError(ContainSubstring("not found")))
 	})
 
+	It("never uses a Secret of the token's name that the cluster does not control, and creates no pods meanwhile", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		squatter := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: ns},
+			Data:       map[string][]byte{"auth_token": []byte("chosen-by-someone-else")},
+		}
+		Expect(k8s.Create(ctx, squatter)).To(Succeed())
+		Expect(k8s.Create(ctx, tokenCluster("taken", ns))).To(Succeed())
+		Eventually(clusterStatus(ctx, ns, "taken")).Should(haveCondition(rayv1.OwnershipConflict, metav1.ConditionTrue, rayv1.ForeignObject))
+		Consistently(func() int { return len(pods(ctx, ns, "taken")) }, 2*time.Second).Should(BeZero())
+		s, err := secretOf(ctx, ns, "taken")()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(s.Data["auth_token"])).To(Equal("chosen-by-someone-else"), "left untouched")
+
+		By("once the Secret is gone, raygate generates its own and the pods start (Secrets are not watched: the conflict is looked at again every 30 s)")
+		Expect(k8s.Delete(ctx, squatter)).To(Succeed())
+		Eventually(clusterStatus(ctx, ns, "taken"), 90*time.Second).Should(stateIs(rayv1.Ready))
+		s, err = secretOf(ctx, ns, "taken")()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(metav1.GetControllerOf(s)).NotTo(BeNil())
+		Expect(string(s.Data["auth_token"])).NotTo(Equal("chosen-by-someone-else"))
+	})
+
 	It("sends the token with raygate's own dashboard calls", func(ctx context.Context) {
 		dashboards := withTokenDashboards(ctx)
 		ns := newNamespace(ctx)
