@@ -23,7 +23,7 @@ import (
 
 // Events about the token Secret. They never carry the token.
 const (
-	EventCreatedAuthSecret = "CreatedAuthSecret"
+	EventCreatedAuthSecret = "CreatedAuthSecret" // #nosec G101 -- an event reason, not a credential
 	EventFailedAuthSecret  = "FailedToCreateAuthSecret"
 )
 
