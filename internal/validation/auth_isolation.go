@@ -4,7 +4,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
@@ -19,6 +21,8 @@ import (
 const (
 	// WarnAuthWithoutMode: KubeRay turns authentication on only with mode "token".
 	WarnAuthWithoutMode = "%s is not set: authentication stays off (as under KubeRay, only mode: token turns it on); set mode: token to require a token"
+	// WarnNoDNSEgress: workers reach the head through its Service's DNS name.
+	WarnNoDNSEgress = "%s: mode %s restricts egress and no egress rule of %s allows DNS (port 53): the pods cannot resolve the head Service's name, so workers will not start; add a rule such as ports: [{port: 53, protocol: UDP}, {port: 53, protocol: TCP}]"
 	// WarnAuthChangeRunningPods: pods get the token settings when they are created.
 	WarnAuthChangeRunningPods = "%s changed: pods get authentication settings when they are created, so running pods keep the old ones until they are replaced (upgradeStrategy.type Recreate replaces them now)"
 )
@@ -32,6 +36,7 @@ func (c *check) authAndIsolation(oldSpec, spec *rayv1.RayClusterSpec, path *fiel
 	errs, warnings := c.authOptions(oldSpec, spec, path)
 	if c.admission() {
 		errs = append(errs, c.networkPolicy(spec, path)...)
+		warnings = append(warnings, dnsWarnings(spec, path)...)
 	}
 	return errs, warnings
 }
@@ -179,4 +184,50 @@ func (c *check) networkPolicy(spec *rayv1.RayClusterSpec, path *field.Path) fiel
 		seen[wg.GroupName] = true
 	}
 	return errs
+}
+
+// dnsWarnings: under a mode that restricts egress, raygate (as KubeRay) allows only traffic
+// between the cluster's pods, so without a rule for DNS the workers never find the head.
+func dnsWarnings(spec *rayv1.RayClusterSpec, path *field.Path) []string {
+	np := spec.NetworkPolicy
+	if np == nil {
+		return nil
+	}
+	mode := ptr.Deref(np.Mode, rayv1.NetworkPolicyDenyAll)
+	if mode != rayv1.NetworkPolicyDenyAll && mode != rayv1.NetworkPolicyDenyAllEgress {
+		return nil
+	}
+	p := path.Child("networkPolicy")
+	var out []string
+	if np.Head == nil || !allowsDNS(np.Head.EgressRules) {
+		out = append(out, fmt.Sprintf(WarnNoDNSEgress, p, mode, "the head"))
+	}
+	for i := range spec.WorkerGroupSpecs {
+		g := spec.WorkerGroupSpecs[i].GroupName
+		rules := np.Worker
+		for j := range np.WorkerGroups {
+			if np.WorkerGroups[j].GroupName == g {
+				rules = &np.WorkerGroups[j].NetworkPolicyRules
+			}
+		}
+		if rules == nil || !allowsDNS(rules.EgressRules) {
+			out = append(out, fmt.Sprintf(WarnNoDNSEgress, p, mode, "worker group "+g))
+		}
+	}
+	return out
+}
+
+// allowsDNS: some rule allows port 53 (or every port) to some destination.
+func allowsDNS(rules []networkingv1.NetworkPolicyEgressRule) bool {
+	for _, r := range rules {
+		if len(r.Ports) == 0 {
+			return true
+		}
+		for _, port := range r.Ports {
+			if port.Port == nil || (port.Port.Type == intstr.Int && port.Port.IntVal <= 53 && ptr.Deref(port.EndPort, port.Port.IntVal) >= 53) {
+				return true
+			}
+		}
+	}
+	return false
 }

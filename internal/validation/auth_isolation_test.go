@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -205,4 +206,41 @@ func TestNetworkPolicy(t *testing.T) {
 	// would open the cluster.
 	stored := Validator{Gates: gateOff}.StoredRayCluster(cluster(np(rayv1.NetworkPolicyDenyAll, nil)))
 	diffErrors(t, nil, stored)
+}
+
+func TestNetworkPolicyDNSWarnings(t *testing.T) {
+	port := func(p int32) *intstr.IntOrString { v := intstr.FromInt32(p); return &v }
+	dns := []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolUDP), Port: port(53)}}}}
+	https := []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{{Port: port(443)}}}}
+	anything := []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8"}}}}}
+	portRange := []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{{Port: port(1), EndPort: ptr.To[int32](1024)}}}}
+	warn := func(mode, who string) string {
+		return "spec.networkPolicy: mode " + mode + " restricts egress and no egress rule of " + who +
+			" allows DNS (port 53): the pods cannot resolve the head Service's name, so workers will not start; add a rule such as ports: [{port: 53, protocol: UDP}, {port: 53, protocol: TCP}]"
+	}
+	cases := map[string]struct {
+		np   *rayv1.NetworkPolicyConfig
+		want []string
+	}{
+		"DenyAll without rules": {np: &rayv1.NetworkPolicyConfig{}, want: []string{warn("DenyAll", "the head"), warn("DenyAll", "worker group workers")}},
+		"DNS for the head, HTTPS only for workers": {
+			np:   &rayv1.NetworkPolicyConfig{Head: &rayv1.NetworkPolicyRules{EgressRules: dns}, Worker: &rayv1.NetworkPolicyRules{EgressRules: https}},
+			want: []string{warn("DenyAll", "worker group workers")},
+		},
+		"all ports to a range, or a port range with 53": {np: &rayv1.NetworkPolicyConfig{
+			Mode: ptr.To(rayv1.NetworkPolicyDenyAllEgress),
+			Head: &rayv1.NetworkPolicyRules{EgressRules: anything}, Worker: &rayv1.NetworkPolicyRules{EgressRules: portRange}}},
+		"a group's own rules replace worker's": {
+			np: &rayv1.NetworkPolicyConfig{Head: &rayv1.NetworkPolicyRules{EgressRules: dns}, Worker: &rayv1.NetworkPolicyRules{EgressRules: https},
+				WorkerGroups: []rayv1.WorkerGroupNetworkPolicyRules{{GroupName: "workers", NetworkPolicyRules: rayv1.NetworkPolicyRules{EgressRules: dns}}}},
+		},
+		"egress open": {np: &rayv1.NetworkPolicyConfig{Mode: ptr.To(rayv1.NetworkPolicyDenyAllIngress)}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			errs, warnings := RayCluster(cluster(func(rc *rayv1.RayCluster) { rc.Spec.NetworkPolicy = tc.np }), netpolOn)
+			diffErrors(t, nil, errs)
+			diffWarnings(t, tc.want, warnings)
+		})
+	}
 }

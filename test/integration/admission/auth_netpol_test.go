@@ -49,8 +49,14 @@ var _ = Describe("authentication and network isolation through kubectl", func() 
 		Expect(stderr).To(Equal("Warning: spec.authOptions.mode is not set: authentication stays off (as under KubeRay, only mode: token turns it on); set mode: token to require a token\n"))
 	})
 
-	It("admits networkPolicy only with its feature gate, and refuses rules the mode ignores", func(ctx context.Context) {
-		isolated := autoscaling("isolated", "2.52.0", "  networkPolicy:\n    mode: DenyAllEgress\n    head:\n      ingressRules:\n        - from:\n            - podSelector: {}\n", "", "")
+	It("admits networkPolicy only with its feature gate, refuses rules the mode ignores, and warns when DNS is denied", func(ctx context.Context) {
+		const dnsRule = "        - ports: [{port: 53, protocol: UDP}, {port: 53, protocol: TCP}]\n"
+		policy := func(mode, headIngress string) string {
+			return "  networkPolicy:\n    mode: " + mode + "\n    head:\n" + headIngress +
+				"      egressRules:\n" + dnsRule + "    worker:\n      egressRules:\n" + dnsRule
+		}
+		fromAnyPod := "      ingressRules:\n        - from:\n            - podSelector: {}\n"
+		isolated := autoscaling("isolated", "2.52.0", policy("DenyAllEgress", fromAnyPod), "", "")
 		_, stderr, err := kubectl(ctx, isolated, "apply", "-f", "-")
 		Expect(err).To(HaveOccurred())
 		Expect(stderr).To(Equal(`The RayCluster "isolated" is invalid: ` + "\n" +
@@ -61,9 +67,16 @@ var _ = Describe("authentication and network isolation through kubectl", func() 
 		_, stderr, err = kubectl(ctx, isolated, "apply", "-f", "-")
 		Expect(err).To(HaveOccurred())
 		Expect(stderr).To(Equal(`The RayCluster "isolated" is invalid: spec.networkPolicy.head.ingressRules: Forbidden: mode DenyAllEgress does not restrict ingress, so ingress rules would have no effect; remove them or use mode DenyAll` + "\n"))
-		denyAll := autoscaling("isolated", "2.52.0", "  networkPolicy:\n    mode: DenyAll\n    head:\n      ingressRules:\n        - from:\n            - podSelector: {}\n", "", "")
-		stdout, stderr, err := kubectl(ctx, denyAll, "apply", "-f", "-")
+		stdout, stderr, err := kubectl(ctx, autoscaling("isolated", "2.52.0", policy("DenyAll", fromAnyPod), "", ""), "apply", "-f", "-")
 		Expect(err).NotTo(HaveOccurred(), stderr)
 		Expect(stdout).To(Equal("raycluster.ray.io/isolated created\n"))
+		Expect(stderr).To(BeEmpty())
+
+		stdout, stderr, err = kubectl(ctx, autoscaling("no-dns", "2.52.0", "  networkPolicy:\n    mode: DenyAll\n", "", ""), "apply", "-f", "-")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Expect(stdout).To(Equal("raycluster.ray.io/no-dns created\n"))
+		Expect(stderr).To(Equal(
+			"Warning: spec.networkPolicy: mode DenyAll restricts egress and no egress rule of the head allows DNS (port 53): the pods cannot resolve the head Service's name, so workers will not start; add a rule such as ports: [{port: 53, protocol: UDP}, {port: 53, protocol: TCP}]\n" +
+				"Warning: spec.networkPolicy: mode DenyAll restricts egress and no egress rule of worker group cpu allows DNS (port 53): the pods cannot resolve the head Service's name, so workers will not start; add a rule such as ports: [{port: 53, protocol: UDP}, {port: 53, protocol: TCP}]\n"))
 	})
 })
