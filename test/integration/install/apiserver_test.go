@@ -272,7 +272,7 @@ func expectNoSecretsNoWildcards(ctx context.Context, sa, ns string) {
 		f := strings.Fields(line)
 		resourceRows++
 		if f[0] == "secrets" {
-			Expect(f[len(f)-1]).To(Equal("[create get]"), "in %s: %s", ns, line)
+			Expect(strings.TrimSpace(line)).To(HaveSuffix(" [create get]"), "in %s: %s", ns, line)
 			continue
 		}
 		Expect(f[0]).NotTo(Or(HavePrefix("secrets/"), ContainSubstring("*")), "in %s: %s", ns, line)
