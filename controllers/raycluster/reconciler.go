@@ -2,6 +2,7 @@ package raycluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -34,7 +35,8 @@ import (
 	"github.com/raygate/raygate/internal/version"
 )
 
-// Least privilege: raygate never reads Secrets; it creates the autoscaler's Role only with
+// Least privilege: of Secrets raygate only creates and gets by name the token Secrets of
+// clusters with authOptions (authsecret.go); it creates the autoscaler's Role only with
 // permissions it holds itself (so it needs neither "escalate" nor "bind").
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters/status,verbs=get;update;patch
@@ -89,6 +91,9 @@ type Reconciler struct {
 	// BatchScheduler, when --batch-scheduler is set, creates the clusters' PodGroups and
 	// marks their pods for the batch scheduler; nil: the default scheduler.
 	BatchScheduler *batchscheduler.Syncer
+	// OperatorNamespace is where raygate's pods run; the head's NetworkPolicy admits them
+	// to the dashboard ("": unknown, no such rule).
+	OperatorNamespace string
 }
 
 // NewReconciler returns a reconciler with production settings.
@@ -132,6 +137,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&networkingv1.Ingress{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
@@ -278,6 +284,8 @@ func (r *Reconciler) podsInput(p *pass) podsInput {
 func (r *Reconciler) apply(ctx context.Context, p *pass, plan podPlan) error {
 	for _, phase := range []func(context.Context, *pass) error{
 		r.reconcileAutoscalerRBAC,
+		r.reconcileAuthSecret,
+		r.reconcileNetworkPolicies,
 		r.reconcileServices,
 		r.reconcileIngress,
 		r.syncBatchScheduling,
@@ -285,6 +293,9 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, plan podPlan) error {
 		r.clearHandledWorkersToDelete,
 	} {
 		if err := phase(ctx, p); err != nil {
+			if errors.Is(err, errStopPass) {
+				return nil // reported in the status; looked at again after conflictRecheck
+			}
 			return err
 		}
 	}

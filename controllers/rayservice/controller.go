@@ -93,6 +93,8 @@ type Reconciler struct {
 	written sync.Map
 	// newName generates cluster names (tests make it deterministic).
 	newName func(service string) string
+	// tokens are the clusters' Ray auth tokens, briefly (authtoken.go).
+	tokens tokenCache
 }
 
 // New builds the reconciler for a manager.

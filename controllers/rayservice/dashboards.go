@@ -46,7 +46,11 @@ func (r *Reconciler) targetOf(ctx context.Context, svc *rayv1.RayService, rc *ra
 	if err != nil {
 		return dashboard.Target{}, fmt.Errorf("locating the dashboard of %s: %w", rc.Name, err)
 	}
-	t := dashboard.Target{Head: h, URL: url, Owner: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}}
+	token, err := r.dashboardToken(ctx, rc)
+	if err != nil {
+		return dashboard.Target{}, err
+	}
+	t := dashboard.Target{Head: h, URL: url, Owner: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}, Token: token}
 	if !svc.Spec.ExcludeHeadPodFromServeSvc {
 		if t.ProxyURL, err = dashboard.ProxyURL(ctx, r.Resolver, h); err != nil {
 			return dashboard.Target{}, fmt.Errorf("locating the Serve proxy of %s: %w", rc.Name, err)

@@ -26,14 +26,14 @@ import (
 //     and nothing else), and of each only what they read: metadata, status, container names,
 //     restartPolicy and nodeName. Pods are only ever patched (never updated) from the cache,
 //     so a slim copy can never overwrite a pod's spec.
-//   - Services, ServiceAccounts, Roles, RoleBindings, Ingresses, Gateways and HTTPRoutes are cached only
-//     when raygate labelled them (app.kubernetes.io/created-by: kuberay-operator, KubeRay's
+//   - Services, ServiceAccounts, Roles, RoleBindings, Ingresses, NetworkPolicies, Gateways
+//     and HTTPRoutes are cached only when raygate labelled them (app.kubernetes.io/created-by: kuberay-operator, KubeRay's
 //     label, on everything raygate creates), so other tenants' objects, however many, cost
 //     nothing. An object with a name raygate wants that the cache lacks is found when a
 //     create meets it, read from the API server, and relabelled if raygate's (made by an
 //     older raygate) or reported if not.
-//   - ConfigMaps (RayService serve config records) are never cached: read from the API
-//     server, only when needed.
+//   - ConfigMaps (RayService serve config records) and Secrets (Ray auth tokens) are never
+//     cached: read from the API server by name, only when needed.
 //
 // gatewayAPI says whether the Gateway API is served (the cache cannot be told about kinds the
 // API server does not have).
@@ -43,12 +43,13 @@ func cacheOptions(o Options, gatewayAPI bool) cache.Options {
 		SyncPeriod:       &o.SyncPeriod,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:            {Label: rayPodSelector(), Transform: slimPod},
-			&corev1.Service{}:        {Label: created},
-			&corev1.ServiceAccount{}: {Label: created},
-			&rbacv1.Role{}:           {Label: created},
-			&rbacv1.RoleBinding{}:    {Label: created},
-			&networkingv1.Ingress{}:  {Label: created},
+			&corev1.Pod{}:                 {Label: rayPodSelector(), Transform: slimPod},
+			&corev1.Service{}:             {Label: created},
+			&corev1.ServiceAccount{}:      {Label: created},
+			&rbacv1.Role{}:                {Label: created},
+			&rbacv1.RoleBinding{}:         {Label: created},
+			&networkingv1.NetworkPolicy{}: {Label: created},
+			&networkingv1.Ingress{}:       {Label: created},
 		},
 	}
 	if gatewayAPI {

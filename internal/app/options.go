@@ -64,6 +64,10 @@ type Options struct {
 	// default scheduler. EnableBatchScheduler is KubeRay's deprecated way to say volcano.
 	BatchScheduler       string
 	EnableBatchScheduler bool
+	// OperatorNamespace is the namespace raygate's pods run in; the head NetworkPolicies of
+	// spec.networkPolicy admit them to the dashboard. Default: $POD_NAMESPACE (the chart sets
+	// it from the downward API), else the pod's service account namespace.
+	OperatorNamespace string
 
 	// DashboardResolver (not a flag) locates Ray dashboards; tests and the local mode inject
 	// simulators here. Nil: built from DashboardURLTemplate, or the in-cluster resolver.
@@ -97,6 +101,7 @@ func DefaultOptions() Options {
 		MaxPodsPerCluster:    validation.DefaultMaxPodsPerCluster,
 		AllowedServiceTypes:  []string{string(corev1.ServiceTypeClusterIP)},
 		PodSecurityCheck:     string(validation.PodSecurityEnforce),
+		OperatorNamespace:    operatorNamespace(),
 	}
 }
 
@@ -131,6 +136,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BatchScheduler, "batch-scheduler", o.BatchScheduler, "Batch scheduler of RayCluster pods: "+strings.Join(batchscheduler.Names(), ", ")+"; empty: the default scheduler. With volcano and scheduler-plugins raygate creates the clusters' PodGroups, whose CRD must be installed before raygate starts.")
 	fs.BoolVar(&o.EnableBatchScheduler, "enable-batch-scheduler", o.EnableBatchScheduler, "Deprecated: use --batch-scheduler=volcano.")
 	_ = fs.MarkDeprecated("enable-batch-scheduler", "use --batch-scheduler=volcano")
+	fs.StringVar(&o.OperatorNamespace, "operator-namespace", o.OperatorNamespace, "Namespace of raygate's pods, which spec.networkPolicy admits to Ray dashboards (default: $POD_NAMESPACE, else the service account's namespace).")
 	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
 }
 

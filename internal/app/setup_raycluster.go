@@ -15,6 +15,7 @@ func setupRayClusterController(mgr ctrl.Manager, o Options) error {
 	r.APIReader = mgr.GetAPIReader()
 	r.Limits = o.Limits()
 	r.BatchScheduler = o.batch.syncer(mgr)
+	r.OperatorNamespace = o.OperatorNamespace
 	if err := r.Metrics.Register(metrics.Registry); err != nil {
 		return err
 	}

@@ -40,6 +40,8 @@ type HTTPClient struct {
 	HTTP *http.Client
 	// Timeout bounds every request (0: DefaultTimeout).
 	Timeout time.Duration
+	// Token is sent as a bearer token when the cluster requires one ("": none).
+	Token BearerToken
 }
 
 var defaultHTTP = NewHTTP()
@@ -134,6 +136,7 @@ func (c *HTTPClient) do(ctx context.Context, method, path string, body []byte) (
 		return nil, fmt.Errorf("%s %s: %w", method, url, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	c.Token.authorize(req)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -89,6 +89,8 @@ type Target struct {
 	// checked).
 	ProxyURL string
 	Owner    types.NamespacedName
+	// Token is the cluster's Ray auth token, sent with every request ("": none).
+	Token BearerToken
 }
 
 // Submission is a serve config to PUT. Two submissions with the same ID are the same
@@ -474,7 +476,7 @@ func (p *Pool) run(ctx context.Context, j *job) {
 		ctx = context.Background()
 	}
 	rctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
-	c := &HTTPClient{BaseURL: j.target.URL, HTTP: p.http, Timeout: p.o.Timeout}
+	c := &HTTPClient{BaseURL: j.target.URL, HTTP: p.http, Timeout: p.o.Timeout, Token: j.target.Token}
 	var details *ServeDetails
 	var err error
 	if j.sub != nil {

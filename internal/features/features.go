@@ -27,6 +27,9 @@ const (
 	// RayClusterHistoryServer allows spec.historyServerOptions: the history server collector
 	// sidecar in every Ray pod. Alpha and off, as in KubeRay.
 	RayClusterHistoryServer featuregate.Feature = "RayClusterHistoryServer"
+	// RayClusterNetworkPolicy allows spec.networkPolicy: raygate-owned NetworkPolicies that
+	// isolate a cluster's pods (Alpha and off, as in KubeRay).
+	RayClusterNetworkPolicy featuregate.Feature = "RayClusterNetworkPolicy"
 )
 
 // Specs are the defaults and maturity of every gate.
@@ -35,6 +38,7 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	RayServiceIncrementalUpgrade: {Default: true, PreRelease: featuregate.Beta},
 	RayMultiHostIndexing:         {Default: true, PreRelease: featuregate.Beta},
 	RayClusterHistoryServer:      {Default: false, PreRelease: featuregate.Alpha},
+	RayClusterNetworkPolicy:      {Default: false, PreRelease: featuregate.Alpha},
 }
 
 func init() {

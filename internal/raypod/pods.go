@@ -160,6 +160,7 @@ func finishPod(rc *rayv1.RayCluster, pod *corev1.Pod, node rayv1.RayNodeType, pa
 		addEnv(&pod.Spec.InitContainers[i], corev1.EnvVar{Name: EnvRayIP, Value: headServiceName(rc)}, true)
 	}
 	setProbes(rc, ray, node, params)
+	addTokenAuth(rc, pod)
 }
 
 // sharedMemorySize sizes /dev/shm like the container's memory (limit, else request); nil:

@@ -53,12 +53,14 @@ func (c *check) clusterSpec(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 		e, w = c.historyServer(spec, path)
 		errs, warnings = append(errs, e...), append(warnings, w...)
 	}
+	e, w := c.authAndIsolation(oldSpec, spec, path)
+	errs, warnings = append(errs, e...), append(warnings, w...)
 	if !c.admission() {
 		// A stored cluster over the pod bounds is not refused: the controller creates at
 		// most the bounds (CapPods) and keeps reconciling, so it can still be scaled down.
 		return errs, warnings
 	}
-	e, w := c.podBounds(oldSpec, spec, path)
+	e, w = c.podBounds(oldSpec, spec, path)
 	return append(errs, e...), append(warnings, w...)
 }
 
@@ -69,8 +71,6 @@ func unsupportedClusterFields(spec *rayv1.RayClusterSpec, path *field.Path) fiel
 			errs = append(errs, field.Forbidden(p, NotSupportedYet))
 		}
 	}
-	forbid(spec.AuthOptions != nil, path.Child("authOptions"))
-	forbid(spec.NetworkPolicy != nil, path.Child("networkPolicy"))
 	forbid(spec.TLSOptions != nil, path.Child("tlsOptions"))
 	return errs
 }

@@ -345,15 +345,14 @@ func TestRayCluster(t *testing.T) {
 		// Fields raygate does not implement yet.
 		"unsupported KubeRay fields": {
 			mutate: func(rc *rayv1.RayCluster) {
-				rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken}
-				rc.Spec.NetworkPolicy = &rayv1.NetworkPolicyConfig{}
+				rc.Spec.AuthOptions = &rayv1.AuthOptions{EnableK8sTokenAuth: ptr.To(true)}
 				rc.Spec.TLSOptions = &rayv1.TLSOptions{}
 			},
 			want: field.ErrorList{
-				field.Forbidden(p("spec.authOptions"), ""),
-				field.Forbidden(p("spec.networkPolicy"), ""),
 				field.Forbidden(p("spec.tlsOptions"), ""),
+				field.Forbidden(p("spec.authOptions.enableK8sTokenAuth"), ""),
 			},
+			warnings: []string{"spec.authOptions.mode is not set: authentication stays off (as under KubeRay, only mode: token turns it on); set mode: token to require a token"},
 		},
 		"GCS fault tolerance through the head's env and rayStartParams": {
 			mutate: func(rc *rayv1.RayCluster) {
@@ -395,8 +394,8 @@ func TestClusterNameErrorSaysWhichDerivedNameAndTheLimit(t *testing.T) {
 }
 
 func TestUnsupportedFieldWording(t *testing.T) {
-	errs, _ := RayCluster(cluster(func(rc *rayv1.RayCluster) { rc.Spec.AuthOptions = &rayv1.AuthOptions{} }), gateOff)
-	want := "spec.authOptions: Forbidden: not supported by raygate yet; remove it (raygate would otherwise ignore it)"
+	errs, _ := RayCluster(cluster(func(rc *rayv1.RayCluster) { rc.Spec.TLSOptions = &rayv1.TLSOptions{} }), gateOff)
+	want := "spec.tlsOptions: Forbidden: not supported by raygate yet; remove it (raygate would otherwise ignore it)"
 	if len(errs) != 1 || errs[0].Error() != want {
 		t.Errorf("got %v, want %q", errs, want)
 	}

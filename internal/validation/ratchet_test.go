@@ -48,7 +48,7 @@ func TestResolvePath(t *testing.T) {
 // storedInvalid is a RayCluster stored while the webhook was off (or under older rules),
 // with one mistake of each kind.
 func storedInvalid(rc *rayv1.RayCluster) {
-	rc.Spec.AuthOptions = &rayv1.AuthOptions{}
+	rc.Spec.AuthOptions = &rayv1.AuthOptions{EnableK8sTokenAuth: ptr.To(true)}
 	rc.Spec.HeadGroupSpec.HeadService = &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "x.example"}}
 	rc.Spec.HeadGroupSpec.Resources = map[string]string{"CPU": "0"}
 	g := &rc.Spec.WorkerGroupSpecs[0]
@@ -78,8 +78,8 @@ func TestRatchetingOfARayCluster(t *testing.T) {
 			rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Image = "rayproject/ray:2.53.0"
 		})},
 		"changing an invalid field": {
-			new:  edit(func(rc *rayv1.RayCluster) { rc.Spec.AuthOptions.Mode = rayv1.AuthModeToken }),
-			want: field.ErrorList{field.Forbidden(p("spec.authOptions"), "")},
+			new:  edit(func(rc *rayv1.RayCluster) { rc.Spec.AuthOptions.Mode = rayv1.AuthModeDisabled }),
+			want: field.ErrorList{field.Forbidden(p("spec.authOptions.enableK8sTokenAuth"), "")},
 		},
 		"a rule that reads two fields counts when either changed": {
 			new: edit(func(rc *rayv1.RayCluster) {

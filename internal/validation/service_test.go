@@ -130,13 +130,14 @@ func TestRayService(t *testing.T) {
 		"unsupported fields": {
 			svc: service(func(s *rayv1.RayService) {
 				s.Spec.Suspend = true
-				s.Spec.RayClusterSpec.AuthOptions = &rayv1.AuthOptions{}
+				s.Spec.RayClusterSpec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
+				s.Spec.RayClusterSpec.RayVersion = "2.52.0"
 				s.Spec.RayClusterSpec.TLSOptions = &rayv1.TLSOptions{}
 			}),
 			want: field.ErrorList{
 				field.Forbidden(p("spec.suspend"), ""),
-				field.Forbidden(p("spec.rayClusterConfig.authOptions"), ""),
 				field.Forbidden(p("spec.rayClusterConfig.tlsOptions"), ""),
+				field.Forbidden(p("spec.rayClusterConfig.authOptions.enableK8sTokenAuth"), ""),
 			},
 		},
 

@@ -66,6 +66,9 @@ func checkUnsupported(t *testing.T, structName, fieldName string) {
 			target, path = reflect.ValueOf(&svc.Spec.RayClusterSpec.HeadGroupSpec).Elem(), rayClusterConfigPath.Child("headGroupSpec")
 		case "RayServiceSpec":
 			target, path = reflect.ValueOf(&svc.Spec).Elem(), specPath
+		case "AuthOptions":
+			svc.Spec.RayClusterSpec.AuthOptions = &rayv1.AuthOptions{}
+			target, path = reflect.ValueOf(svc.Spec.RayClusterSpec.AuthOptions).Elem(), rayClusterConfigPath.Child("authOptions")
 		default:
 			t.Fatalf("an unsupported field in %s: teach this test (and validation) where it lives", structName)
 		}

@@ -128,12 +128,12 @@ func TestUpgradeInProgressErrorExplains(t *testing.T) {
 }
 
 func TestRayClusterUpdate(t *testing.T) {
-	invalid := func(rc *rayv1.RayCluster) { rc.Spec.AuthOptions = &rayv1.AuthOptions{} }
+	invalid := func(rc *rayv1.RayCluster) { rc.Spec.TLSOptions = &rayv1.TLSOptions{} }
 	old := cluster(invalid)
 	if errs, _ := RayClusterUpdate(old, cluster(func(rc *rayv1.RayCluster) { invalid(rc); rc.Labels = map[string]string{"team": "ml"} }), gateOff); len(errs) != 0 {
 		t.Errorf("relabelling a stored invalid object must pass (ratcheting), got %v", errs)
 	}
-	changed := cluster(func(rc *rayv1.RayCluster) { rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken} })
+	changed := cluster(func(rc *rayv1.RayCluster) { rc.Spec.TLSOptions = &rayv1.TLSOptions{Enabled: ptr.To(true)} })
 	if errs, _ := RayClusterUpdate(old, changed, gateOff); len(errs) != 1 {
 		t.Errorf("changing the invalid field must be rejected, got %v", errs)
 	}

@@ -6,8 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// Optional RayCluster features that raygate accepts in the schema for KubeRay wire
-// compatibility but does not implement yet; the admission webhook rejects them when set.
+// Optional RayCluster features. Those raygate does not implement yet are documented as such
+// on their fields; the admission webhook rejects them when set.
 
 // TLSOptions configures mutual TLS between the pods of a Ray cluster.
 type TLSOptions struct {
@@ -29,12 +29,14 @@ const (
 // AuthOptions configures authentication of a Ray cluster.
 type AuthOptions struct {
 	// EnableK8sTokenAuth delegates token checks to the Kubernetes API server.
+	// Not supported by raygate yet: the admission webhook rejects it rather than ignore it.
 	// +optional
 	EnableK8sTokenAuth *bool `json:"enableK8sTokenAuth,omitempty"`
-	// SecretName names a Secret whose `auth_token` key holds the token to use.
+	// SecretName names a Secret in the cluster's namespace whose `auth_token` key holds the
+	// token to use; raygate then generates no Secret. Only with mode "token".
 	// +optional
 	SecretName *string `json:"secretName,omitempty"`
-	// Mode is "disabled" or "token".
+	// Mode is "disabled" or "token"; only "token" turns authentication on.
 	// +kubebuilder:validation:Enum=disabled;token
 	// +optional
 	Mode AuthMode `json:"mode,omitempty"`

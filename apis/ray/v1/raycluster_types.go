@@ -12,8 +12,9 @@ type RayClusterSpec struct {
 	// UpgradeStrategy says what happens to running pods when the pod templates change.
 	// +optional
 	UpgradeStrategy *RayClusterUpgradeStrategy `json:"upgradeStrategy,omitempty"`
-	// AuthOptions configures authentication of the Ray cluster's endpoints.
-	// Not supported by raygate yet: the admission webhook rejects it rather than ignore it.
+	// AuthOptions configures token authentication of the Ray cluster's endpoints: with mode
+	// "token", every Ray process requires a token read from a Secret (generated per cluster,
+	// or named in secretName).
 	// +optional
 	AuthOptions *AuthOptions `json:"authOptions,omitempty"`
 	// Suspend deletes every pod of the cluster while keeping the object, so it can be
@@ -44,7 +45,7 @@ type RayClusterSpec struct {
 	// HistoryServerOptions adds the Ray history server collector sidecar to every Ray pod.
 	// +optional
 	HistoryServerOptions *HistoryServerOptions `json:"historyServerOptions,omitempty"`
-	// NetworkPolicy isolates the cluster's pods with NetworkPolicies. Not supported by raygate yet.
+	// NetworkPolicy isolates the cluster's pods with NetworkPolicies raygate creates and owns.
 	// +optional
 	NetworkPolicy *NetworkPolicyConfig `json:"networkPolicy,omitempty"`
 	// TLSOptions enables mutual TLS between Ray pods. Not supported by raygate yet.

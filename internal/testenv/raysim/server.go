@@ -38,6 +38,9 @@ type Options struct {
 	Outcome func(cluster types.NamespacedName, app App) (status, message string)
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// RequireToken, when set, gives the token a cluster's dashboard requires ("": none), as
+	// Ray's token authentication does: requests without it get HTTP 401.
+	RequireToken func(cluster types.NamespacedName) string
 }
 
 // App is a deployed application as Outcome sees it.
@@ -96,6 +99,7 @@ type Server struct {
 	held           chan struct{}        // closed to let requests held by FaultHang go
 	requests       atomic.Int64         // every request, faulty ones included
 	proxyChecks    atomic.Int64         // requests for the proxy's health, faulty ones included
+	unauthorized   atomic.Int64         // requests refused for a missing or wrong token
 	track          func() (done func()) // counts requests in progress (set by a Registry)
 	onSubmit       func(types.NamespacedName, Submission)
 
@@ -153,6 +157,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !proxy && strings.TrimRight(r.URL.Path, "/") != strings.TrimRight(dashboard.ApplicationsPath, "/") {
 		http.NotFound(w, r)
+		return
+	}
+	if !s.authorized(w, r) {
 		return
 	}
 	s.mu.Lock()

@@ -17,7 +17,6 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/features"
-	"github.com/raygate/raygate/internal/validation"
 )
 
 // kubectl runs the real kubectl and logs what a user would see, for docs/admission.md.
@@ -42,9 +41,11 @@ func getService(ctx context.Context, name string) (*rayv1.RayService, error) {
 // What kubectl prints for a rejection: the API server relays the webhook's 422 Invalid
 // status with its causes, and kubectl lists one cause per line.
 const threeMistakesRejected = `The RayService "three-mistakes" is invalid: ` + "\n" +
-	`* spec.rayClusterConfig.authOptions: Forbidden: not supported by raygate yet; remove it (raygate would otherwise ignore it)` + "\n" +
 	`* spec.rayClusterConfig.workerGroupSpecs[0].maxReplicas: Invalid value: 2: must be greater than or equal to minReplicas (5)` + "\n" +
+	`* spec.rayClusterConfig.authOptions.enableK8sTokenAuth: Forbidden: ` + k8sTokenAuthOnRayService + "\n" +
 	`* spec.serveConfigV2.applications[0].route_prefix: Invalid value: "fruit": must start with "/"` + "\n"
+
+const k8sTokenAuthOnRayService = "KubeRay does not support Kubernetes-delegated token authentication on a RayService; use mode: token, with the Secret raygate generates or one named in secretName"
 
 const gateForbidden = `spec.upgradeStrategy.type: Forbidden: NewClusterWithIncrementalUpgrade needs the RayServiceIncrementalUpgrade feature gate, which is disabled; ` +
 	`enable it with --feature-gates=RayServiceIncrementalUpgrade=true on the manager, or the Helm value featureGates.RayServiceIncrementalUpgrade=true`
@@ -217,7 +218,7 @@ var _ = Describe("an invalid object that is being deleted", Serial, func() {
 		By("checking that the webhooks refuse changing what is invalid")
 		_, stderr, err = kubectl(ctx, "", "patch", "rayservice", "stored-invalid", "--type=merge", "-p", `{"spec":{"rayClusterConfig":{"authOptions":{"mode":"disabled"}}}}`)
 		Expect(err).To(HaveOccurred())
-		Expect(stderr).To(Equal(`The RayService "stored-invalid" is invalid: spec.rayClusterConfig.authOptions: Forbidden: not supported by raygate yet; remove it (raygate would otherwise ignore it)` + "\n"))
+		Expect(stderr).To(Equal(`The RayService "stored-invalid" is invalid: spec.rayClusterConfig.authOptions.enableK8sTokenAuth: Forbidden: ` + k8sTokenAuthOnRayService + "\n"))
 
 		By("deleting it and updating it while it waits for its finalizer")
 		stdout, stderr, err := kubectl(ctx, "", "delete", "rayservice", "stored-invalid", "--wait=false")
@@ -289,7 +290,7 @@ func bypassWebhooks(ctx context.Context) (restore func()) {
 		Eventually(func() string {
 			_, stderr, _ := env.Kubectl(ctx, probe, "create", "--dry-run=server", "-f", "-")
 			return stderr
-		}, 10*time.Second, 100*time.Millisecond).Should(ContainSubstring(validation.NotSupportedYet), "webhooks back in force")
+		}, 10*time.Second, 100*time.Millisecond).Should(ContainSubstring(k8sTokenAuthOnRayService), "webhooks back in force")
 	}
 	DeferCleanup(restore)
 	return restore

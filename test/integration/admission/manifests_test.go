@@ -68,8 +68,9 @@ func edit(manifest, old, replacement string) string {
 	return strings.Replace(manifest, old, replacement, 1)
 }
 
-// threeMistakes has three independent mistakes: an unsupported field, inverted replica
-// bounds, and a route prefix without its slash.
+// threeMistakes has three independent mistakes: an unsupported field (Kubernetes token auth,
+// which KubeRay does not support on a RayService either), inverted replica bounds, and a
+// route prefix without its slash.
 const threeMistakes = `apiVersion: ray.io/v1
 kind: RayService
 metadata:
@@ -84,6 +85,7 @@ spec:
     rayVersion: "2.52.0"
     authOptions:
       mode: token
+      enableK8sTokenAuth: true
     headGroupSpec:
       rayStartParams: {}
       template:

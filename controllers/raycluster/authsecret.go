@@ -1,0 +1,115 @@
+package raycluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/rayspec"
+)
+
+// raygate creates the token Secret of a cluster with authOptions.mode token and no
+// secretName, and reads it back by name; it never lists, watches, caches, updates or deletes
+// Secrets (the garbage collector deletes the generated one with its cluster).
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
+
+// Events about the token Secret. They never carry the token.
+const (
+	EventCreatedAuthSecret = "CreatedAuthSecret" // #nosec G101 -- an event reason, not a credential
+	EventFailedAuthSecret  = "FailedToCreateAuthSecret"
+)
+
+// authTokenBytes is how much randomness a generated token carries (KubeRay's 32 bytes,
+// base64-encoded).
+const authTokenBytes = 32
+
+// authSecret is the token Secret raygate generates for a cluster: owned by it (deleted with
+// it), labelled for raygate's cache, immutable so the token is never changed in place. The
+// token is random; nothing else about it is logged or reported.
+func authSecret(rc *rayv1.RayCluster, token string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      rayspec.GeneratedAuthSecretName(rc.Name),
+			Namespace: rc.Namespace,
+			Labels: map[string]string{
+				rayv1.ClusterLabelKey:                   rc.Name,
+				rayv1.KubernetesApplicationNameLabelKey: rayv1.ApplicationName,
+				rayv1.KubernetesCreatedByLabelKey:       rayv1.ComponentName,
+			},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rc, rayv1.GroupVersion.WithKind(rayv1.RayClusterKind))},
+		},
+		Type:      corev1.SecretTypeOpaque,
+		Immutable: ptr.To(true),
+		Data:      map[string][]byte{rayspec.AuthTokenKey: []byte(token)},
+	}
+}
+
+func newAuthToken() (string, error) {
+	b := make([]byte, authTokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generating a token: %w", err)
+	}
+	return base64.StdEncoding.EncodeToString(b), nil
+}
+
+// reconcileAuthSecret creates the cluster's token Secret once. Secrets are not cached, so
+// this is one GET per pass of a token-authenticated cluster, and no write once it exists. An existing one is never
+// changed: rotating means deleting it (raygate then creates a new token, which pods created
+// from then on get). A Secret of that name the cluster does not control is reported as an
+// ownership conflict and left alone; the pods would not start without their Secret, so none
+// is created meanwhile.
+func (r *Reconciler) reconcileAuthSecret(ctx context.Context, p *pass) error {
+	spec := &p.cluster.Spec
+	if !rayspec.AuthEnabled(spec) || rayspec.UserAuthSecret(spec) != "" {
+		return nil
+	}
+	name := rayspec.GeneratedAuthSecretName(p.cluster.Name)
+	existing := &corev1.Secret{}
+	err := r.getUncached(ctx, key(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.cluster.Namespace, Name: name}}), existing)
+	switch {
+	case err == nil:
+		if c, foreign := conflictOf(p, "Secret", existing); foreign {
+			p.conflicts = append(p.conflicts, c)
+			return errAuthSecretTaken
+		}
+		return nil
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading Secret %s: %w", name, err)
+	}
+	token, err := newAuthToken()
+	if err != nil {
+		return err
+	}
+	desired := authSecret(p.object, token)
+	switch err := r.Create(ctx, desired); {
+	case apierrors.IsAlreadyExists(err):
+		if err := r.reportTaken(ctx, p, "Secret", desired, &corev1.Secret{}); err != nil {
+			return err
+		}
+		if len(p.conflicts) > 0 && p.conflicts[len(p.conflicts)-1].name == name {
+			return errAuthSecretTaken
+		}
+		return nil
+	case err != nil:
+		p.warn(EventFailedAuthSecret, actionCreate, "Failed to create Secret %s for the Ray auth token: %v", name, err)
+		return fmt.Errorf("creating Secret %s: %w", name, err)
+	}
+	p.normal(EventCreatedAuthSecret, actionCreate, "Created Secret %s with a new random Ray auth token (key %s)", name, rayspec.AuthTokenKey)
+	return nil
+}
+
+// errStopPass ends a pass's apply phases without an error: what stopped it is already
+// recorded (an ownership conflict, shown in the status and rechecked after conflictRecheck).
+var errStopPass = errors.New("stop the pass")
+
+// errAuthSecretTaken stops the pass before pods are created: they would read a token from a
+// Secret the cluster does not control.
+var errAuthSecretTaken = fmt.Errorf("the token Secret's name is taken by an object the cluster does not control: %w", errStopPass)

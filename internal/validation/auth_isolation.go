@@ -1,0 +1,233 @@
+package validation
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/utils/ptr"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/rayspec"
+)
+
+// Warnings of the authentication and network isolation rules.
+const (
+	// WarnAuthWithoutMode: KubeRay turns authentication on only with mode "token".
+	WarnAuthWithoutMode = "%s is not set: authentication stays off (as under KubeRay, only mode: token turns it on); set mode: token to require a token"
+	// WarnNoDNSEgress: workers reach the head through its Service's DNS name.
+	WarnNoDNSEgress = "%s: mode %s restricts egress and no egress rule of %s allows DNS (port 53): the pods cannot resolve the head Service's name, so workers will not start; add a rule such as ports: [{port: 53, protocol: UDP}, {port: 53, protocol: TCP}]"
+	// WarnAuthChangeRunningPods: pods get the token settings when they are created.
+	WarnAuthChangeRunningPods = "%s changed: pods get authentication settings when they are created, so running pods keep the old ones until they are replaced (upgradeStrategy.type Recreate replaces them now)"
+)
+
+var minTokenAuthVersion = utilversion.MustParseGeneric(rayspec.MinRayVersionForTokenAuth)
+
+// authAndIsolation checks authOptions and networkPolicy. Only enableK8sTokenAuth, which
+// raygate does not implement, is refused on a stored object too: the others concern what
+// admission can still prevent, and the controller acts sensibly on a stored object anyway.
+func (c *check) authAndIsolation(oldSpec, spec *rayv1.RayClusterSpec, path *field.Path) (field.ErrorList, []string) {
+	errs, warnings := c.authOptions(oldSpec, spec, path)
+	if c.admission() {
+		errs = append(errs, c.networkPolicy(spec, path)...)
+		warnings = append(warnings, dnsWarnings(spec, path)...)
+	}
+	return errs, warnings
+}
+
+func (c *check) authOptions(oldSpec, spec *rayv1.RayClusterSpec, path *field.Path) (field.ErrorList, []string) {
+	ao := spec.AuthOptions
+	// A RayService's change of authOptions makes a new cluster, so only a RayCluster's
+	// running pods keep old settings.
+	isService := path.String() == rayClusterConfigPath.String()
+	if ao == nil {
+		if oldSpec != nil && oldSpec.AuthOptions != nil && c.admission() && !isService {
+			return nil, []string{fmt.Sprintf(WarnAuthChangeRunningPods, path.Child("authOptions"))}
+		}
+		return nil, nil
+	}
+	p := path.Child("authOptions")
+	var errs field.ErrorList
+	if ptr.Deref(ao.EnableK8sTokenAuth, false) {
+		why := "Kubernetes-delegated token authentication is " + NotSupportedYet + "; use mode: token, with the Secret raygate generates or one named in secretName"
+		if isService {
+			why = "KubeRay does not support Kubernetes-delegated token authentication on a RayService; use mode: token, with the Secret raygate generates or one named in secretName"
+		}
+		// Any change under authOptions counts on update: the refused field is still there.
+		errs = append(errs, c.related(field.Forbidden(p.Child("enableK8sTokenAuth"), why), p))
+	}
+	if !c.admission() {
+		return errs, nil
+	}
+	var warnings []string
+	if ao.Mode == "" {
+		warnings = append(warnings, fmt.Sprintf(WarnAuthWithoutMode, p.Child("mode")))
+	}
+	if oldSpec != nil && !isService && !equality.Semantic.DeepEqual(oldSpec.AuthOptions, ao) {
+		warnings = append(warnings, fmt.Sprintf(WarnAuthChangeRunningPods, p))
+	}
+	if name := ao.SecretName; name != nil {
+		sp := p.Child("secretName")
+		switch {
+		case ao.Mode != rayv1.AuthModeToken:
+			errs = append(errs, c.related(field.Forbidden(sp, "a token Secret is used only with mode: token"), p.Child("mode")))
+		case *name == "":
+			errs = append(errs, field.Required(sp, "name the Secret holding the token, or leave secretName out to have raygate generate one"))
+		default:
+			for _, msg := range utilvalidation.IsDNS1123Subdomain(*name) {
+				errs = append(errs, field.Invalid(sp, *name, msg))
+			}
+		}
+	}
+	if ao.Mode == rayv1.AuthModeToken {
+		errs = append(errs, c.tokenAuthRayVersion(spec, path)...)
+		errs = append(errs, managedAuthEnv(spec, path)...)
+	}
+	return errs, warnings
+}
+
+// tokenAuthRayVersion: Ray older than 2.52.0 ignores RAY_AUTH_MODE, so the cluster would run
+// open while its owner believes it requires a token.
+func (c *check) tokenAuthRayVersion(spec *rayv1.RayClusterSpec, path *field.Path) field.ErrorList {
+	vp, mode := path.Child("rayVersion"), path.Child("authOptions", "mode")
+	const need = "authOptions.mode token needs Ray " + rayspec.MinRayVersionForTokenAuth + " or newer"
+	if spec.RayVersion == "" {
+		return field.ErrorList{c.related(field.Required(vp, need+"; set rayVersion to the version of the image"), mode)}
+	}
+	v, err := utilversion.ParseGeneric(spec.RayVersion)
+	switch {
+	case err != nil:
+		return field.ErrorList{c.related(field.Invalid(vp, spec.RayVersion, need+"; rayVersion is not a version"), mode)}
+	case v.LessThan(minTokenAuthVersion):
+		return field.ErrorList{c.related(field.Invalid(vp, spec.RayVersion, need), mode)}
+	}
+	return nil
+}
+
+// managedAuthEnv refuses RAY_AUTH_MODE and RAY_AUTH_TOKEN in the Ray containers and the
+// autoscaler's env of a token-authenticated cluster: raygate sets them from the Secret, and
+// a value given here would put the token inline in the pod spec.
+func managedAuthEnv(spec *rayv1.RayClusterSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	check := func(env []corev1.EnvVar, p *field.Path) {
+		for i, e := range env {
+			if e.Name == rayspec.EnvRayAuthMode || e.Name == rayspec.EnvRayAuthToken {
+				errs = append(errs, field.Forbidden(p.Index(i).Child("name"),
+					fmt.Sprintf("raygate sets %s from the cluster's token Secret when authOptions.mode is token; remove it", e.Name)))
+			}
+		}
+	}
+	containers := func(t *corev1.PodTemplateSpec, p *field.Path) {
+		if len(t.Spec.Containers) > rayv1.RayContainerIndex {
+			check(t.Spec.Containers[rayv1.RayContainerIndex].Env, p.Child("template", "spec", "containers").Index(rayv1.RayContainerIndex).Child("env"))
+		}
+	}
+	containers(&spec.HeadGroupSpec.Template, path.Child("headGroupSpec"))
+	for i := range spec.WorkerGroupSpecs {
+		containers(&spec.WorkerGroupSpecs[i].Template, path.Child("workerGroupSpecs").Index(i))
+	}
+	if o := spec.AutoscalerOptions; o != nil {
+		check(o.Env, path.Child("autoscalerOptions", "env"))
+	}
+	return errs
+}
+
+// networkPolicy checks spec.networkPolicy at admission: the feature gate, rules that the
+// mode would ignore (KubeRay refuses them too) and per-group rules naming no group.
+func (c *check) networkPolicy(spec *rayv1.RayClusterSpec, path *field.Path) field.ErrorList {
+	np := spec.NetworkPolicy
+	if np == nil {
+		return nil
+	}
+	p := path.Child("networkPolicy")
+	var errs field.ErrorList
+	if gate := features.RayClusterNetworkPolicy; !c.gates.Enabled(gate) {
+		errs = append(errs, field.Forbidden(p, fmt.Sprintf("the %s feature gate is off; %s", gate, GateHint(string(gate)))))
+	}
+	mode := ptr.Deref(np.Mode, rayv1.NetworkPolicyDenyAll)
+	rules := func(r *rayv1.NetworkPolicyRules, rp *field.Path) {
+		if r == nil {
+			return
+		}
+		if mode == rayv1.NetworkPolicyDenyAllEgress && len(r.IngressRules) > 0 {
+			errs = append(errs, c.related(field.Forbidden(rp.Child("ingressRules"),
+				fmt.Sprintf("mode %s does not restrict ingress, so ingress rules would have no effect; remove them or use mode DenyAll", mode)), p.Child("mode")))
+		}
+		if mode == rayv1.NetworkPolicyDenyAllIngress && len(r.EgressRules) > 0 {
+			errs = append(errs, c.related(field.Forbidden(rp.Child("egressRules"),
+				fmt.Sprintf("mode %s does not restrict egress, so egress rules would have no effect; remove them or use mode DenyAll", mode)), p.Child("mode")))
+		}
+	}
+	rules(np.Head, p.Child("head"))
+	rules(np.Worker, p.Child("worker"))
+	groups := map[string]bool{}
+	for i := range spec.WorkerGroupSpecs {
+		groups[spec.WorkerGroupSpecs[i].GroupName] = true
+	}
+	seen := map[string]bool{}
+	for i := range np.WorkerGroups {
+		wg := &np.WorkerGroups[i]
+		wp := p.Child("workerGroups").Index(i)
+		rules(&wg.NetworkPolicyRules, wp)
+		switch {
+		case seen[wg.GroupName]:
+			errs = append(errs, field.Duplicate(wp.Child("groupName"), wg.GroupName))
+		case !groups[wg.GroupName]:
+			errs = append(errs, c.related(field.Invalid(wp.Child("groupName"), wg.GroupName, "no worker group in workerGroupSpecs has this name"), path.Child("workerGroupSpecs")))
+		}
+		seen[wg.GroupName] = true
+	}
+	return errs
+}
+
+// dnsWarnings: under a mode that restricts egress, raygate (as KubeRay) allows only traffic
+// between the cluster's pods, so without a rule for DNS the workers never find the head.
+func dnsWarnings(spec *rayv1.RayClusterSpec, path *field.Path) []string {
+	np := spec.NetworkPolicy
+	if np == nil {
+		return nil
+	}
+	mode := ptr.Deref(np.Mode, rayv1.NetworkPolicyDenyAll)
+	if mode != rayv1.NetworkPolicyDenyAll && mode != rayv1.NetworkPolicyDenyAllEgress {
+		return nil
+	}
+	p := path.Child("networkPolicy")
+	var out []string
+	if np.Head == nil || !allowsDNS(np.Head.EgressRules) {
+		out = append(out, fmt.Sprintf(WarnNoDNSEgress, p, mode, "the head"))
+	}
+	for i := range spec.WorkerGroupSpecs {
+		g := spec.WorkerGroupSpecs[i].GroupName
+		rules := np.Worker
+		for j := range np.WorkerGroups {
+			if np.WorkerGroups[j].GroupName == g {
+				rules = &np.WorkerGroups[j].NetworkPolicyRules
+			}
+		}
+		if rules == nil || !allowsDNS(rules.EgressRules) {
+			out = append(out, fmt.Sprintf(WarnNoDNSEgress, p, mode, "worker group "+g))
+		}
+	}
+	return out
+}
+
+// allowsDNS: some rule allows port 53 (or every port) to some destination.
+func allowsDNS(rules []networkingv1.NetworkPolicyEgressRule) bool {
+	for _, r := range rules {
+		if len(r.Ports) == 0 {
+			return true
+		}
+		for _, port := range r.Ports {
+			if port.Port == nil || (port.Port.Type == intstr.Int && port.Port.IntVal <= 53 && ptr.Deref(port.EndPort, port.Port.IntVal) >= 53) {
+				return true
+			}
+		}
+	}
+	return false
+}
