@@ -17,25 +17,19 @@ import (
 )
 
 // kubeRaySampleRejections are the RayCluster and RayService objects of KubeRay's samples
-// that raygate refuses today, with a fragment of the reason kubectl prints: features raygate
-// does not serve yet, refused by name rather than ignored, and Service types beyond
+// that raygate refuses, with a fragment of the reason kubectl prints: Service types beyond
 // ClusterIP, which the platform admin allows (policy.allowedServiceTypes; ClusterIP only by
-// default, so a tenant cannot expose a cluster outside without the admin's say). Anything
-// else in the samples must be admitted unchanged.
+// default, so a tenant cannot expose a cluster outside without the admin's say). Everything
+// else in the samples, GCS fault tolerance and token authentication included, must be
+// admitted unchanged.
 var kubeRaySampleRejections = map[string]string{
-	"ray-cluster.auth.yaml RayCluster/ray-cluster-with-auth":                       "spec.authOptions: Forbidden: not supported by raygate yet",
-	"ray-cluster.deprecate-gcs-ft.yaml RayCluster/raycluster-external-redis":       "GCS fault tolerance is not supported by raygate yet",
-	"ray-cluster.external-redis-uri.yaml RayCluster/raycluster-external-redis-uri": "spec.gcsFaultToleranceOptions: Forbidden: not supported by raygate yet",
-	"ray-cluster.external-redis.yaml RayCluster/raycluster-external-redis":         "spec.gcsFaultToleranceOptions: Forbidden: not supported by raygate yet",
-	"ray-cluster.persistent-redis.yaml RayCluster/raycluster-external-redis":       "spec.gcsFaultToleranceOptions: Forbidden: not supported by raygate yet",
-	"ray-service.high-availability.yaml RayService/rayservice-ha":                  "spec.rayClusterConfig.gcsFaultToleranceOptions: Forbidden: not supported by raygate yet",
-	"ray-cluster.custom-head-service.yaml RayCluster/custom-head-svc":              "Service type LoadBalancer is not allowed here",
-	"ray-cluster.separate-ingress.yaml RayCluster/raycluster-ingress":              "Service type NodePort is not allowed here",
-	"ray-service.custom-serve-service.yaml RayService/rayservice-sample":           "Service type LoadBalancer is not allowed here",
+	"ray-cluster.custom-head-service.yaml RayCluster/custom-head-svc":    "Service type LoadBalancer is not allowed here",
+	"ray-cluster.separate-ingress.yaml RayCluster/raycluster-ingress":    "Service type NodePort is not allowed here",
+	"ray-service.custom-serve-service.yaml RayService/rayservice-sample": "Service type LoadBalancer is not allowed here",
 }
 
 var _ = Describe("KubeRay's sample manifests", func() {
-	It("apply unchanged through the webhooks, but for the features raygate refuses by name", func(ctx context.Context) {
+	It("apply unchanged through the webhooks, but for Service types the admin has not allowed", func(ctx context.Context) {
 		dir, err := tools.Path("kuberay-samples")
 		Expect(err).NotTo(HaveOccurred())
 		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
