@@ -94,6 +94,9 @@ type Reconciler struct {
 	// OperatorNamespace is where raygate's pods run; the head's NetworkPolicy admits them
 	// to the dashboard ("": unknown, no such rule).
 	OperatorNamespace string
+	// TokenAuthentication is the operator's --token-authentication: without it raygate holds
+	// no rights on Secrets, so a cluster with authOptions.mode token is not acted on.
+	TokenAuthentication bool
 }
 
 // NewReconciler returns a reconciler with production settings.
@@ -223,6 +226,9 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*pass, error) 
 	p.invalid = validation.Validator{Gates: r.Gates, Limits: r.Limits}.StoredRayCluster(p.cluster)
 	if len(p.invalid) == 0 {
 		p.invalid = buildable(&p.cluster.Spec)
+	}
+	if len(p.invalid) == 0 {
+		p.invalid = tokenAuthRefused(&p.cluster.Spec, r.TokenAuthentication)
 	}
 	if len(p.invalid) > 0 {
 		return p, nil
