@@ -35,8 +35,9 @@ import (
 	"github.com/raygate/raygate/internal/version"
 )
 
-// Least privilege: of Secrets raygate only creates and gets by name the token Secrets of
-// clusters with authOptions (authsecret.go); it creates the autoscaler's Role only with
+// Least privilege: no rights on Secrets are generated; with --token-authentication (and the
+// RBAC the chart adds with it) raygate only creates and gets by name the token Secrets of
+// clusters with authOptions (authsecret.go). It creates the autoscaler's Role only with
 // permissions it holds itself (so it needs neither "escalate" nor "bind").
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters/status,verbs=get;update;patch

@@ -291,7 +291,7 @@ func expectTokenSecretsRBAC(objs objects, watchNamespaces ...string) {
 	}
 	Expect(secretRules).To(Equal([]string{"ClusterRole /" + tokenSecretsRole}))
 	Expect(typed[rbacv1.ClusterRole](objs.get("ClusterRole", tokenSecretsRole)).Rules).To(Equal([]rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "get"}},
 	}))
 	if len(watchNamespaces) == 0 {
 		expectBoundToOperator(objs, "ClusterRoleBinding", tokenSecretsRole, "ClusterRole")
