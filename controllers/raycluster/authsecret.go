@@ -10,16 +10,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/rayspec"
+	"github.com/raygate/raygate/internal/validation"
 )
 
 // raygate creates the token Secret of a cluster with authOptions.mode token and no
 // secretName, and reads it back by name; it never lists, watches, caches, updates or deletes
-// Secrets (the garbage collector deletes the generated one with its cluster).
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
+// Secrets (the garbage collector deletes the generated one with its cluster). Getting and
+// creating Secrets is not in the generated ClusterRole: it comes with the operator's
+// --token-authentication (Helm value tokenAuthentication.enabled), and without it no Secret
+// is touched (tokenAuthRefused).
 
 // Events about the token Secret. They never carry the token.
 const (
@@ -50,6 +54,16 @@ func authSecret(rc *rayv1.RayCluster, token string) *corev1.Secret {
 		Immutable: ptr.To(true),
 		Data:      map[string][]byte{rayspec.AuthTokenKey: []byte(token)},
 	}
+}
+
+// tokenAuthRefused: a stored cluster with mode token (admitted before the option was turned
+// off, or while the webhook was off) on a raygate without --token-authentication is reported
+// as invalid, so no Secret is read or created and no pod is created for it.
+func tokenAuthRefused(spec *rayv1.RayClusterSpec, tokenAuthentication bool) field.ErrorList {
+	if tokenAuthentication || !rayspec.AuthEnabled(spec) {
+		return nil
+	}
+	return field.ErrorList{validation.TokenAuthenticationOff(field.NewPath("spec", "authOptions", "mode"))}
 }
 
 func newAuthToken() (string, error) {

@@ -35,8 +35,9 @@ import (
 	"github.com/raygate/raygate/internal/version"
 )
 
-// Least privilege: of Secrets raygate only creates and gets by name the token Secrets of
-// clusters with authOptions (authsecret.go); it creates the autoscaler's Role only with
+// Least privilege: no rights on Secrets are generated; with --token-authentication (and the
+// RBAC the chart adds with it) raygate only creates and gets by name the token Secrets of
+// clusters with authOptions (authsecret.go). It creates the autoscaler's Role only with
 // permissions it holds itself (so it needs neither "escalate" nor "bind").
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters/status,verbs=get;update;patch
@@ -94,6 +95,9 @@ type Reconciler struct {
 	// OperatorNamespace is where raygate's pods run; the head's NetworkPolicy admits them
 	// to the dashboard ("": unknown, no such rule).
 	OperatorNamespace string
+	// TokenAuthentication is the operator's --token-authentication: without it raygate holds
+	// no rights on Secrets, so a cluster with authOptions.mode token is not acted on.
+	TokenAuthentication bool
 }
 
 // NewReconciler returns a reconciler with production settings.
@@ -223,6 +227,9 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*pass, error) 
 	p.invalid = validation.Validator{Gates: r.Gates, Limits: r.Limits}.StoredRayCluster(p.cluster)
 	if len(p.invalid) == 0 {
 		p.invalid = buildable(&p.cluster.Spec)
+	}
+	if len(p.invalid) == 0 {
+		p.invalid = tokenAuthRefused(&p.cluster.Spec, r.TokenAuthentication)
 	}
 	if len(p.invalid) > 0 {
 		return p, nil

@@ -20,7 +20,8 @@ import (
 // the one raygate generated (only if the cluster controls it), or the one named in
 // authOptions.secretName. Secrets are never listed, watched or cached by the informers; the
 // token is kept in memory for tokenTTL and goes into the Authorization header only.
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// That needs get on Secrets, which the default install does not grant: the operator's
+// --token-authentication (Helm value tokenAuthentication.enabled) comes with it.
 
 // tokenTTL is how long a token read from a Secret is reused: a user who replaces the token
 // in a named Secret sees raygate use the new one within it.
@@ -42,10 +43,11 @@ type tokenKey struct {
 	secret  types.NamespacedName
 }
 
-// dashboardToken is the token to send to the cluster's dashboard; "" without token auth.
+// dashboardToken is the token to send to the cluster's dashboard; "" without token auth, and
+// without --token-authentication (no Secret is read: raygate has no right to).
 func (r *Reconciler) dashboardToken(ctx context.Context, rc *rayv1.RayCluster) (dashboard.BearerToken, error) {
 	spec := &rc.Spec
-	if !rayspec.AuthEnabled(spec) {
+	if !r.TokenAuthentication || !rayspec.AuthEnabled(spec) {
 		return "", nil
 	}
 	k := tokenKey{cluster: rc.UID, secret: types.NamespacedName{Namespace: rc.Namespace, Name: rayspec.AuthSecretName(rc.Name, spec)}}

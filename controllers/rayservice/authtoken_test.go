@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/dashboard"
@@ -53,7 +54,7 @@ func TestDashboardToken(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).Build()
-			r := &Reconciler{Config: Config{Now: time.Now}, apiReader: c}
+			r := &Reconciler{Config: Config{Now: time.Now, TokenAuthentication: true}, apiReader: c}
 			cluster := rc.DeepCopy()
 			cluster.Spec.AuthOptions = tc.auth
 			got, err := r.dashboardToken(context.Background(), cluster)
@@ -83,7 +84,7 @@ func TestDashboardTokenIsKeptBriefly(t *testing.T) {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: "ns"}, Data: map[string][]byte{"auth_token": []byte("one")}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(s).Build()
 	now := time.Unix(1000, 0)
-	r := &Reconciler{Config: Config{Now: func() time.Time { return now }}, apiReader: c}
+	r := &Reconciler{Config: Config{Now: func() time.Time { return now }, TokenAuthentication: true}, apiReader: c}
 	ctx := context.Background()
 	token := func() string {
 		t.Helper()
@@ -107,5 +108,24 @@ func TestDashboardTokenIsKeptBriefly(t *testing.T) {
 	now = now.Add(2 * time.Second)
 	if got := token(); got != "two" {
 		t.Errorf("after the TTL: got %q, want the new token", got)
+	}
+}
+
+// TestDashboardTokenWithoutTokenAuthentication: without --token-authentication raygate has
+// no right to read Secrets, so it sends no token and does not try.
+func TestDashboardTokenWithoutTokenAuthentication(t *testing.T) {
+	rc := builders.RayCluster("c", "ns").Obj()
+	rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, SecretName: ptr.To("team")}
+	reads := 0
+	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			reads++
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}).Build()
+	r := &Reconciler{Config: Config{Now: time.Now}, apiReader: c}
+	got, err := r.dashboardToken(context.Background(), rc)
+	if err != nil || got != "" || reads != 0 {
+		t.Fatalf("got %q, %v after %d reads; want no token, no error, no read", string(got), err, reads)
 	}
 }

@@ -66,6 +66,9 @@ type Config struct {
 	// DisableZeroDowntime is the operator's ENABLE_ZERO_DOWNTIME=false: a RayService whose
 	// spec sets no upgrade strategy type upgrades with None (its cluster is kept).
 	DisableZeroDowntime bool
+	// TokenAuthentication is the operator's --token-authentication; off, raygate may not read
+	// Secrets, so dashboard calls carry no token.
+	TokenAuthentication bool
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }

@@ -68,6 +68,11 @@ type Options struct {
 	// spec.networkPolicy admit them to the dashboard. Default: $POD_NAMESPACE (the chart sets
 	// it from the downward API), else the pod's service account namespace.
 	OperatorNamespace string
+	// TokenAuthentication lets RayClusters use authOptions.mode token: raygate then gets and
+	// creates their token Secrets, which needs RBAC the default install does not grant
+	// (Helm value tokenAuthentication.enabled). Off: admission refuses mode token and
+	// raygate never reads or writes a Secret.
+	TokenAuthentication bool
 
 	// DashboardResolver (not a flag) locates Ray dashboards; tests and the local mode inject
 	// simulators here. Nil: built from DashboardURLTemplate, or the in-cluster resolver.
@@ -137,6 +142,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.EnableBatchScheduler, "enable-batch-scheduler", o.EnableBatchScheduler, "Deprecated: use --batch-scheduler=volcano.")
 	_ = fs.MarkDeprecated("enable-batch-scheduler", "use --batch-scheduler=volcano")
 	fs.StringVar(&o.OperatorNamespace, "operator-namespace", o.OperatorNamespace, "Namespace of raygate's pods, which spec.networkPolicy admits to Ray dashboards (default: $POD_NAMESPACE, else the service account's namespace).")
+	fs.BoolVar(&o.TokenAuthentication, "token-authentication", o.TokenAuthentication, "Allow RayClusters and RayServices with authOptions.mode token; raygate then gets and creates their token Secrets, which needs RBAC on Secrets (Helm value tokenAuthentication.enabled). Off: admission refuses mode token.")
 	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
 }
 
@@ -167,6 +173,7 @@ func (o *Options) Policy() validation.Policy {
 		PodSecurity:                 validation.PodSecurityMode(o.PodSecurityCheck),
 		PodSecurityExemptNamespaces: o.PodSecurityExemptNamespaces,
 		BatchScheduler:              o.BatchSchedulerName(),
+		TokenAuthenticationOff:      !o.TokenAuthentication,
 	}
 }
 

@@ -158,3 +158,26 @@ func TestBatchSchedulerName(t *testing.T) {
 		}
 	}
 }
+
+// Token authentication is off unless the admin passes --token-authentication; off, the
+// admission policy refuses authOptions.mode token.
+func TestTokenAuthentication(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"--token-authentication"}, true},
+		{[]string{"--token-authentication=false"}, false},
+	} {
+		o := DefaultOptions()
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		o.BindFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if o.TokenAuthentication != tc.want || o.Policy().TokenAuthenticationOff == tc.want {
+			t.Errorf("%v: TokenAuthentication = %v, Policy().TokenAuthenticationOff = %v; want %v", tc.args, o.TokenAuthentication, o.Policy().TokenAuthenticationOff, tc.want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ func setupRayClusterController(mgr ctrl.Manager, o Options) error {
 	r.Limits = o.Limits()
 	r.BatchScheduler = o.batch.syncer(mgr)
 	r.OperatorNamespace = o.OperatorNamespace
+	r.TokenAuthentication = o.TokenAuthentication
 	if err := r.Metrics.Register(metrics.Registry); err != nil {
 		return err
 	}

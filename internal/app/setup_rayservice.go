@@ -20,6 +20,8 @@ func setupRayServiceController(mgr ctrl.Manager, o Options) error {
 		Gates:    features.Default(),
 		Limits:   o.Limits(),
 		Version:  version.Version,
+		// Without it raygate may not read Secrets, so it sends no token.
+		TokenAuthentication: o.TokenAuthentication,
 		// KubeRay's switch, read from the environment as KubeRay reads it.
 		DisableZeroDowntime: !defaulting.ZeroDowntime(os.Getenv(defaulting.EnvEnableZeroDowntime)),
 	})

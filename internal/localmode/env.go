@@ -179,6 +179,8 @@ func (e *Env) startManager(ctx context.Context) error {
 	opts.LogFormat = "console"
 	opts.WebhookHost, opts.WebhookPort, opts.WebhookCertDir = e.Cluster.WebhookServing()
 	opts.DashboardResolver = e.Dashboards
+	// The local operator runs as the local cluster's admin, so it may read and create Secrets.
+	opts.TokenAuthentication = true
 	mgr, err := app.NewManager(e.Config, opts)
 	if err != nil {
 		return err

@@ -27,6 +27,18 @@ const (
 	WarnAuthChangeRunningPods = "%s changed: pods get authentication settings when they are created, so running pods keep the old ones until they are replaced (upgradeStrategy.type Recreate replaces them now)"
 )
 
+// TokenAuthenticationOffMessage explains why mode token is refused by a raygate without
+// --token-authentication, and who can change that.
+const TokenAuthenticationOffMessage = "token authentication is off on this raygate; a cluster admin enables it with the Helm value " +
+	"tokenAuthentication.enabled=true (the manager's --token-authentication), which lets raygate get and create Secrets"
+
+// TokenAuthenticationOff is the error of authOptions.mode token (at path) on a raygate
+// without --token-authentication: admission's, and the RayCluster controller's for a stored
+// cluster, which it then does not act on.
+func TokenAuthenticationOff(path *field.Path) *field.Error {
+	return field.Forbidden(path, TokenAuthenticationOffMessage)
+}
+
 var minTokenAuthVersion = utilversion.MustParseGeneric(rayspec.MinRayVersionForTokenAuth)
 
 // authAndIsolation checks authOptions and networkPolicy. Only enableK8sTokenAuth, which
@@ -86,6 +98,9 @@ func (c *check) authOptions(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 		}
 	}
 	if ao.Mode == rayv1.AuthModeToken {
+		if c.policy.TokenAuthenticationOff {
+			errs = append(errs, TokenAuthenticationOff(p.Child("mode")))
+		}
 		errs = append(errs, c.tokenAuthRayVersion(spec, path)...)
 		errs = append(errs, managedAuthEnv(spec, path)...)
 	}

@@ -34,6 +34,9 @@ type Policy struct {
 	// BatchScheduler is the operator's --batch-scheduler (empty: none); a RayCluster or
 	// RayService with labels for another batch scheduler gets a warning.
 	BatchScheduler string
+	// TokenAuthenticationOff is an operator without --token-authentication: it may not get or
+	// create Secrets, so authOptions.mode token is refused. The zero value allows it.
+	TokenAuthenticationOff bool
 }
 
 // PodSecurityMode is how admission treats the Pod Security of the pods raygate would create.

@@ -36,6 +36,9 @@ var _ = BeforeSuite(func() {
 	opts := app.DefaultOptions()
 	opts.WebhookHost, opts.WebhookPort, opts.WebhookCertDir = env.WebhookServing()
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	// Specs here check token authentication's own rules; refusing it when the option is off
+	// is unit-tested (internal/validation).
+	opts.TokenAuthentication = true
 	// The controllers cache only a namespace no test uses: this suite is about admission,
 	// and the objects it stores must stay exactly as admission left them.
 	opts.WatchNamespaces = []string{"raygate-admission-unused"}

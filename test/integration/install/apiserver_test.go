@@ -139,13 +139,14 @@ var _ = Describe("the install on an API server", func() {
 			})
 		}
 
-		It("cluster-wide: Secrets only by name (get, create), no wildcards anywhere, the generated rules everywhere", func(ctx context.Context) {
+		It("cluster-wide: no Secrets at all, no wildcards anywhere, the generated rules everywhere", func(ctx context.Context) {
 			applyRBAC(ctx, render())
 			for _, ns := range []string{"default", releaseNS, "team-a"} {
-				expectNoSecretsNoWildcards(ctx, sa, ns)
+				expectNoSecretsNoWildcards(ctx, sa, ns, "")
 			}
-			Expect(canI(ctx, "list", "secrets", "--all-namespaces")).To(BeFalse())
-			Expect(canI(ctx, "watch", "secrets", "-n", releaseNS)).To(BeFalse(), "Ray auth tokens are read by name, never watched or cached")
+			for _, verb := range []string{"get", "create", "list", "watch"} {
+				Expect(canI(ctx, verb, "secrets", "--all-namespaces")).To(BeFalse(), "%s secrets", verb)
+			}
 			Expect(canI(ctx, "create", "leases.coordination.k8s.io", "-n", releaseNS)).To(BeTrue())
 			Expect(canI(ctx, "create", "leases.coordination.k8s.io", "-n", "default")).To(BeFalse())
 			for _, r := range readGenerated(filepath.Join(repoRoot, "config", "rbac", "role.yaml"), "").clusterRules {
@@ -159,8 +160,9 @@ var _ = Describe("the install on an API server", func() {
 			objs := render("-f", filepath.Join(chartDir, "ci", "namespaced-values.yaml"))
 			applyRBAC(ctx, objs)
 			for _, ns := range []string{"default", releaseNS, "team-a"} {
-				expectNoSecretsNoWildcards(ctx, sa, ns)
+				expectNoSecretsNoWildcards(ctx, sa, ns, "")
 			}
+			Expect(canI(ctx, "get", "secrets", "-n", "team-a")).To(BeFalse())
 			Expect(canI(ctx, "list", "secrets", "--all-namespaces")).To(BeFalse())
 			for _, rules := range objs.rules("Role") {
 				for _, r := range rules {
@@ -173,6 +175,31 @@ var _ = Describe("the install on an API server", func() {
 					Expect(canI(ctx, r.Verbs[0], res, "--all-namespaces")).To(BeFalse(), "%s %s cluster-wide", r.Verbs[0], res)
 				}
 			}
+		})
+
+		It("tokenAuthentication.enabled, cluster-wide: Secrets get and create by name in every namespace, never list or watch", func(ctx context.Context) {
+			applyRBAC(ctx, render("--set", "tokenAuthentication.enabled=true"))
+			for _, ns := range []string{"default", releaseNS, "team-a"} {
+				expectNoSecretsNoWildcards(ctx, sa, ns, "[create get]")
+				Expect(canI(ctx, "get", "secrets", "-n", ns)).To(BeTrue(), ns)
+				Expect(canI(ctx, "create", "secrets", "-n", ns)).To(BeTrue(), ns)
+			}
+			for _, verb := range []string{"list", "watch", "update", "patch", "delete"} {
+				Expect(canI(ctx, verb, "secrets", "-n", releaseNS)).To(BeFalse(), "%s secrets: Ray auth tokens are read by name, never watched or cached", verb)
+			}
+		})
+
+		It("tokenAuthentication.enabled, namespace-scoped: Secrets get and create only in the watched namespaces", func(ctx context.Context) {
+			applyRBAC(ctx, render("-f", filepath.Join(chartDir, "ci", "namespaced-values.yaml"), "--set", "tokenAuthentication.enabled=true"))
+			for _, ns := range []string{"team-a", "team-b"} {
+				expectNoSecretsNoWildcards(ctx, sa, ns, "[create get]")
+				Expect(canI(ctx, "get", "secrets", "-n", ns)).To(BeTrue(), ns)
+			}
+			for _, ns := range []string{"default", releaseNS} {
+				expectNoSecretsNoWildcards(ctx, sa, ns, "")
+			}
+			Expect(canI(ctx, "get", "secrets", "--all-namespaces")).To(BeFalse())
+			Expect(canI(ctx, "list", "secrets", "-n", "team-a")).To(BeFalse())
 		})
 	})
 
@@ -255,30 +282,34 @@ var _ = Describe("the install on an API server", func() {
 })
 
 // expectNoSecretsNoWildcards reads `kubectl auth can-i --list` as the operator in a
-// namespace: on Secrets only get and create (a cluster's Ray auth token Secret, by name),
-// and no wildcard resource or verb. (Non-resource URL rows come from the built-in discovery
-// roles every authenticated user has.)
-func expectNoSecretsNoWildcards(ctx context.Context, sa, ns string) {
+// namespace: on Secrets exactly secretVerbs ("": no row at all, the default install; "[create
+// get]" with tokenAuthentication.enabled), and no wildcard resource or verb. (Non-resource URL
+// rows come from the built-in discovery roles every authenticated user has.)
+func expectNoSecretsNoWildcards(ctx context.Context, sa, ns, secretVerbs string) {
 	GinkgoHelper()
 	out, stderr, err := env.Kubectl(ctx, "", "auth", "can-i", "--list", "--as="+sa, "-n", ns)
 	Expect(err).NotTo(HaveOccurred(), stderr)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	Expect(lines[0]).To(MatchRegexp(`^Resources\s+Non-Resource URLs\s+Resource Names\s+Verbs`))
-	resourceRows := 0
+	resourceRows, secretRows := 0, 0
 	for _, line := range lines[1:] {
 		if strings.HasPrefix(line, " ") {
 			continue // a non-resource URL row
 		}
 		f := strings.Fields(line)
 		resourceRows++
-		if f[0] == "secrets" {
-			Expect(strings.TrimSpace(line)).To(HaveSuffix(" [create get]"), "in %s: %s", ns, line)
+		if f[0] == "secrets" && secretVerbs != "" {
+			secretRows++
+			Expect(strings.TrimSpace(line)).To(HaveSuffix(" "+secretVerbs), "in %s: %s", ns, line)
 			continue
 		}
-		Expect(f[0]).NotTo(Or(HavePrefix("secrets/"), ContainSubstring("*")), "in %s: %s", ns, line)
+		Expect(f[0]).NotTo(Or(HavePrefix("secrets"), ContainSubstring("*")), "in %s: %s", ns, line)
 		Expect(f[len(f)-1]).NotTo(ContainSubstring("*"), "in %s: %s", ns, line)
 	}
 	Expect(resourceRows).To(BeNumerically(">", 0), "can-i printed no rules:\n%s", out)
+	if secretVerbs != "" {
+		Expect(secretRows).To(Equal(1), "in %s: one secrets row:\n%s", ns, out)
+	}
 }
 
 // resourceArg is how kubectl names a resource of a group: "pods" or "rayclusters.ray.io".

@@ -109,7 +109,7 @@ var _ = Describe("the Helm chart", func() {
 			expectCAChain(objs, "raygate-webhook-cert")
 		})
 
-		It("grants no wildcards, and of Secrets only get and create", func() {
+		It("grants no wildcards and no rights on Secrets", func() {
 			expectLeastPrivilege(objs)
 		})
 
@@ -124,6 +124,23 @@ var _ = Describe("the Helm chart", func() {
 			Expect(sm).To(HaveLen(1))
 			Expect(sm[0].Object["spec"]).To(HaveKeyWithValue("endpoints", ContainElement(HaveKeyWithValue("scheme", "https"))))
 		})
+	})
+
+	It("grants get and create on Secrets, and passes --token-authentication, only with tokenAuthentication.enabled", func() {
+		Expect(render().deployment().Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement("--token-authentication"))
+		Expect(render("-f", filepath.Join(chartDir, "ci", "namespaced-values.yaml")).get("ClusterRole", tokenSecretsRole)).To(BeNil())
+
+		on := render("--set", "tokenAuthentication.enabled=true")
+		expectTokenSecretsRBAC(on)
+		Expect(on.deployment().Spec.Template.Spec.Containers[0].Args).To(ContainElement("--token-authentication"))
+		expectManagerAccepts(on)
+
+		scoped := render("-f", filepath.Join(chartDir, "ci", "namespaced-values.yaml"), "--set", "tokenAuthentication.enabled=true")
+		expectTokenSecretsRBAC(scoped, "team-a", "team-b")
+		Expect(scoped.deployment().Spec.Template.Spec.Containers[0].Args).To(ContainElement("--token-authentication"))
+
+		_, err := runHelmBin(helm, "template", release, chartDir, "--namespace", releaseNS, "--set", "tokenAuthentication.enabled=yes")
+		Expect(err).To(HaveOccurred(), "the schema types the value")
 	})
 
 	It("renders feature gates sorted into one --feature-gates flag", func() {

@@ -240,9 +240,22 @@ func nested[T any](u *unstructured.Unstructured, path ...string) T {
 	return t
 }
 
-// expectLeastPrivilege: no wildcard anywhere, and of Secrets only get and create (a Ray
-// auth token Secret, by name): never list, watch, update or delete.
+// expectLeastPrivilege: no wildcard anywhere, and no rule on Secrets at all: the rights
+// of token authentication (get and create on Secrets) come only with the opt-in
+// tokenAuthentication.enabled (expectTokenSecretsRBAC).
 func expectLeastPrivilege(objs objects) {
+	GinkgoHelper()
+	expectNoWildcards(objs)
+	for _, kind := range []string{"ClusterRole", "Role"} {
+		for name, rules := range objs.rules(kind) {
+			for _, r := range rules {
+				Expect(r.Resources).NotTo(ContainElement(HavePrefix("secrets")), "%s %s: no rights on Secrets without tokenAuthentication.enabled", kind, name)
+			}
+		}
+	}
+}
+
+func expectNoWildcards(objs objects) {
 	GinkgoHelper()
 	for _, kind := range []string{"ClusterRole", "Role"} {
 		for name, rules := range objs.rules(kind) {
@@ -252,12 +265,50 @@ func expectLeastPrivilege(objs objects) {
 						Expect(v).NotTo(ContainSubstring("*"), "%s %s: %+v", kind, name, r)
 					}
 				}
-				if slices.Contains(r.Resources, "secrets") {
-					Expect(r.Verbs).To(ConsistOf("get", "create"), "%s %s: Secrets only by name", kind, name)
+			}
+		}
+	}
+}
+
+// tokenSecretsRole is the ClusterRole of tokenAuthentication.enabled.
+const tokenSecretsRole = "raygate-system-raygate-token-secrets"
+
+// expectTokenSecretsRBAC: with tokenAuthentication.enabled, exactly one rule names Secrets,
+// in its own ClusterRole: get and create, nothing else (never list, watch, update, delete).
+// It is bound cluster-wide, or with a RoleBinding in each of watchNamespaces.
+func expectTokenSecretsRBAC(objs objects, watchNamespaces ...string) {
+	GinkgoHelper()
+	expectNoWildcards(objs)
+	var secretRules []string
+	for _, kind := range []string{"ClusterRole", "Role"} {
+		for name, rules := range objs.rules(kind) {
+			for _, r := range rules {
+				if slices.ContainsFunc(r.Resources, func(res string) bool { return strings.HasPrefix(res, "secrets") }) {
+					secretRules = append(secretRules, kind+" "+name)
 				}
 			}
 		}
 	}
+	Expect(secretRules).To(Equal([]string{"ClusterRole /" + tokenSecretsRole}))
+	Expect(typed[rbacv1.ClusterRole](objs.get("ClusterRole", tokenSecretsRole)).Rules).To(Equal([]rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "get"}},
+	}))
+	if len(watchNamespaces) == 0 {
+		expectBoundToOperator(objs, "ClusterRoleBinding", tokenSecretsRole, "ClusterRole")
+		return
+	}
+	Expect(objs.get("ClusterRoleBinding", tokenSecretsRole)).To(BeNil(), "namespace-scoped: no Secrets outside the watched namespaces")
+	var bound []string
+	for _, u := range objs.ofKind("RoleBinding") {
+		rb := typed[rbacv1.RoleBinding](u)
+		if rb.RoleRef.Name != tokenSecretsRole {
+			continue
+		}
+		Expect(rb.RoleRef.Kind).To(Equal("ClusterRole"))
+		Expect(rb.Subjects).To(Equal([]rbacv1.Subject{{Kind: "ServiceAccount", Name: "raygate", Namespace: releaseNS}}))
+		bound = append(bound, rb.Namespace)
+	}
+	Expect(bound).To(ConsistOf(watchNamespaces))
 }
 
 // expectClusterWideRBAC: the manager ClusterRole holds exactly the generated rules, bound to

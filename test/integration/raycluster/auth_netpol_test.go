@@ -45,7 +45,7 @@ func withTokenDashboards(ctx context.Context) *framework.Dashboards {
 		return string(secret.Data["auth_token"])
 	}})
 	Expect(mgr.Stop()).To(Succeed())
-	opts := dashboards.Wire(framework.ManagerOptions())
+	opts := dashboards.Wire(managerOptions())
 	opts.OperatorNamespace = operatorNS
 	var err error
 	mgr, err = framework.StartManager(env, opts)
@@ -54,7 +54,7 @@ func withTokenDashboards(ctx context.Context) *framework.Dashboards {
 		Expect(mgr.Stop()).To(Succeed())
 		dashboards.Close()
 		var err error
-		mgr, err = framework.StartManager(env, framework.ManagerOptions())
+		mgr, err = framework.StartManager(env, managerOptions())
 		Expect(err).NotTo(HaveOccurred())
 	})
 	return dashboards

@@ -16,7 +16,7 @@ var _ = Describe("a manager watching some namespaces, then restarted", func() {
 	It("reconciles only the watched namespaces, and a fresh manager picks up the rest", func(ctx context.Context) {
 		watched, other := newNamespace(ctx), newNamespace(ctx)
 		Expect(mgr.Stop()).To(Succeed())
-		opts := framework.ManagerOptions()
+		opts := managerOptions()
 		opts.WatchNamespaces = []string{watched}
 		scoped, err := framework.StartManager(env, opts)
 		Expect(err).NotTo(HaveOccurred())
@@ -24,7 +24,7 @@ var _ = Describe("a manager watching some namespaces, then restarted", func() {
 		DeferCleanup(func() {
 			if !restarted { // keep the suite's manager running for the next specs
 				Expect(scoped.Stop()).To(Succeed())
-				mgr, err = framework.StartManager(env, framework.ManagerOptions())
+				mgr, err = framework.StartManager(env, managerOptions())
 				Expect(err).NotTo(HaveOccurred())
 			}
 		})
@@ -36,7 +36,7 @@ var _ = Describe("a manager watching some namespaces, then restarted", func() {
 		Expect(getCluster(ctx, other, "out").Status.State).To(BeEmpty())
 
 		Expect(scoped.Stop()).To(Succeed())
-		mgr, err = framework.StartManager(env, framework.ManagerOptions())
+		mgr, err = framework.StartManager(env, managerOptions())
 		Expect(err).NotTo(HaveOccurred())
 		restarted = true
 		waitReady(ctx, other, "out")

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/app"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
 )
@@ -50,10 +51,18 @@ var _ = BeforeSuite(func() {
 	kubelet, err = framework.StartKubelet(env.Config, framework.KubeletOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(kubelet.Stop)
-	mgr, err = framework.StartManager(env, framework.ManagerOptions())
+	mgr, err = framework.StartManager(env, managerOptions())
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() error { return mgr.Stop() }) // mgr may be replaced by a spec
 })
+
+// managerOptions are the suite's: the framework's, with token authentication allowed (specs
+// here create token-authenticated clusters; the option's off state is unit-tested).
+func managerOptions() app.Options {
+	o := framework.ManagerOptions()
+	o.TokenAuthentication = true
+	return o
+}
 
 // newNamespace gives each test its own namespace.
 func newNamespace(ctx context.Context) string {
