@@ -164,7 +164,7 @@ func TestMutatorRestoresDefaultsAnUpdateDropped(t *testing.T) {
 
 func TestValidatorRejectsWithEveryCause(t *testing.T) {
 	svc := builders.RayService("svc", "ns").Incremental(40, 0, 30, "istio").Obj()
-	svc.Spec.RayClusterSpec.AuthOptions = &rayv1.AuthOptions{}
+	svc.Spec.RayClusterSpec.TLSOptions = &rayv1.TLSOptions{}
 	svc.Spec.ServiceUnhealthySecondThreshold = ptr.To[int32](60)
 	defaulting.RayService(svc)
 
@@ -178,7 +178,7 @@ func TestValidatorRejectsWithEveryCause(t *testing.T) {
 	}
 	wantMsg := `RayService.ray.io "svc" is invalid: [` +
 		`spec.upgradeStrategy.clusterUpgradeOptions.stepSizePercent: Invalid value: 0: must be between 1 and maxSurgePercent (40): 0 would never move traffic, and a step larger than the surge outruns the new cluster's capacity, ` +
-		`spec.rayClusterConfig.authOptions: Forbidden: not supported by raygate yet; remove it (raygate would otherwise ignore it)]`
+		`spec.rayClusterConfig.tlsOptions: Forbidden: not supported by raygate yet; remove it (raygate would otherwise ignore it)]`
 	if st.Message != wantMsg {
 		t.Errorf("message\n got: %s\nwant: %s", st.Message, wantMsg)
 	}
@@ -186,7 +186,7 @@ func TestValidatorRejectsWithEveryCause(t *testing.T) {
 	for _, c := range st.Details.Causes {
 		causes = append(causes, c.Field)
 	}
-	if diff := cmp.Diff([]string{"spec.upgradeStrategy.clusterUpgradeOptions.stepSizePercent", "spec.rayClusterConfig.authOptions"}, causes); diff != "" {
+	if diff := cmp.Diff([]string{"spec.upgradeStrategy.clusterUpgradeOptions.stepSizePercent", "spec.rayClusterConfig.tlsOptions"}, causes); diff != "" {
 		t.Errorf("causes (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"spec.serviceUnhealthySecondThreshold is deprecated and ignored; remove it"}, resp.Warnings); diff != "" {

@@ -492,7 +492,7 @@ func (p *Pool) run(ctx context.Context, j *job) {
 	var health *ProxyHealth
 	if j.sub == nil && j.target.ProxyURL != "" {
 		var proxyTimedOut bool
-		health, proxyTimedOut = p.checkProxy(ctx, j.target.ProxyURL)
+		health, proxyTimedOut = p.checkProxy(ctx, j.target.ProxyURL, j.target.Token)
 		timedOut = timedOut || proxyTimedOut
 	}
 	done := Done{Target: j.target, Submission: j.sub, Err: err}
@@ -508,12 +508,13 @@ func (p *Pool) run(ctx context.Context, j *job) {
 	}
 }
 
-// checkProxy asks the Serve proxy at url for its health, within ProxyTimeout.
-func (p *Pool) checkProxy(ctx context.Context, url string) (*ProxyHealth, bool) {
+// checkProxy asks the Serve proxy at url for its health, within ProxyTimeout, with the
+// cluster's token when it has one (a token-authenticated Ray may guard the proxy too).
+func (p *Pool) checkProxy(ctx context.Context, url string, token BearerToken) (*ProxyHealth, bool) {
 	timeout := p.ProxyTimeout()
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := (&HTTPClient{BaseURL: url, HTTP: p.http, Timeout: timeout}).CheckProxyHealth(pctx)
+	err := (&HTTPClient{BaseURL: url, HTTP: p.http, Timeout: timeout, Token: token}).CheckProxyHealth(pctx)
 	timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded)
 	if err != nil && timedOut {
 		err = &timeoutError{op: "GET", url: url + ProxyHealthPath, after: timeout}
