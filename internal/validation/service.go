@@ -39,9 +39,6 @@ func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []strin
 	errs = append(errs, unsupportedAnnotations(&svc.ObjectMeta)...)
 	errs = append(errs, rayServiceAnnotations(&svc.ObjectMeta)...)
 	spec := &svc.Spec
-	if spec.Suspend {
-		errs = append(errs, field.Forbidden(specPath.Child("suspend"), NotSupportedYet))
-	}
 	var warnings []string
 	for _, d := range []struct {
 		set  bool

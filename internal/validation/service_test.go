@@ -129,12 +129,10 @@ func TestRayService(t *testing.T) {
 		},
 		"unsupported fields": {
 			svc: service(func(s *rayv1.RayService) {
-				s.Spec.Suspend = true
 				s.Spec.RayClusterSpec.AuthOptions = &rayv1.AuthOptions{}
 				s.Spec.RayClusterSpec.TLSOptions = &rayv1.TLSOptions{}
 			}),
 			want: field.ErrorList{
-				field.Forbidden(p("spec.suspend"), ""),
 				field.Forbidden(p("spec.rayClusterConfig.authOptions"), ""),
 				field.Forbidden(p("spec.rayClusterConfig.tlsOptions"), ""),
 			},

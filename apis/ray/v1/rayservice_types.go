@@ -106,8 +106,9 @@ type RayServiceSpec struct {
 	// +optional
 	ExcludeHeadPodFromServeSvc bool `json:"excludeHeadPodFromServeSvc,omitempty"`
 	// Suspend, when true, removes the service's RayClusters and Services while keeping the
-	// object, e.g. while a queueing system such as Kueue holds the workload.
-	// Not supported by raygate yet: the admission webhook rejects true rather than ignore it.
+	// object, e.g. while a queueing system such as Kueue holds the workload. Once started, a
+	// suspension completes (conditions Suspending, then Suspended); false again starts the
+	// service from scratch with a new RayCluster.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 }
