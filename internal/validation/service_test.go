@@ -127,6 +127,16 @@ func TestRayService(t *testing.T) {
 			}),
 			want: field.ErrorList{field.Forbidden(p("spec.rayClusterConfig.headGroupSpec.headService.metadata.name"), "")},
 		},
+		"managedBy MultiKueue": {
+			svc: service(func(s *rayv1.RayService) { s.Spec.ManagedBy = ptr.To(MultiKueueManager) }),
+		},
+		"managedBy unknown": {
+			svc:  service(func(s *rayv1.RayService) { s.Spec.ManagedBy = ptr.To("someone/else") }),
+			want: field.ErrorList{field.NotSupported[string](p("spec.managedBy"), nil, nil)},
+		},
+		"suspend": {
+			svc: service(func(s *rayv1.RayService) { s.Spec.Suspend = true }),
+		},
 		"unsupported fields": {
 			svc: service(func(s *rayv1.RayService) {
 				s.Spec.RayClusterSpec.AuthOptions = &rayv1.AuthOptions{}

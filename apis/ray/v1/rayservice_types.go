@@ -111,6 +111,13 @@ type RayServiceSpec struct {
 	// service from scratch with a new RayCluster.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+	// ManagedBy names the controller responsible for this service. Unset or
+	// 'ray.io/kuberay-operator' means this operator; 'kueue.x-k8s.io/multikueue' hands the
+	// service to Kueue's MultiKueue, and this operator leaves it alone. Immutable.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="the managedBy field is immutable"
+	// +kubebuilder:validation:XValidation:rule="self in ['ray.io/kuberay-operator', 'kueue.x-k8s.io/multikueue']",message="the managedBy field value must be either 'ray.io/kuberay-operator' or 'kueue.x-k8s.io/multikueue'"
+	// +optional
+	ManagedBy *string `json:"managedBy,omitempty"`
 }
 
 // RayServiceStatuses is the observed state of a RayService.
