@@ -58,7 +58,10 @@ var _ = Describe("spec.suspend", func() {
 			ContainSubstring("Normal Suspended: every RayCluster and Service of the RayService was deleted")))
 
 		By("changing the spec while suspended: observed, nothing created")
-		update(ctx, ns, name, func(s *rayv1.RayService) { s.Annotations = map[string]string{"x": "y"}; s.Spec.ExcludeHeadPodFromServeSvc = true })
+		update(ctx, ns, name, func(s *rayv1.RayService) {
+			s.Annotations = map[string]string{"x": "y"}
+			s.Spec.ExcludeHeadPodFromServeSvc = true
+		})
 		Eventually(func() bool { s := getService(ctx, ns, name); return s.Status.ObservedGeneration == s.Generation }).Should(BeTrue())
 		Consistently(clusterNames(ctx, ns), time.Second).Should(BeEmpty())
 
