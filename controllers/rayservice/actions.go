@@ -46,6 +46,10 @@ type deleteCluster struct {
 // createObject creates a Service, Gateway or HTTPRoute.
 type createObject struct{ Object client.Object }
 
+// deleteObject deletes a Service, Gateway or HTTPRoute the RayService controls (UID
+// precondition; already gone is fine).
+type deleteObject struct{ Object client.Object }
+
 // updateObject writes a Service, Gateway or HTTPRoute as observed with raygate's fields set.
 type updateObject struct{ Object client.Object }
 
@@ -102,6 +106,7 @@ func (a annotateCluster) String() string {
 }
 func (a deleteCluster) String() string { return "delete RayCluster " + a.Cluster.Name }
 func (a createObject) String() string  { return "create " + kindOf(a.Object) + " " + a.Object.GetName() }
+func (a deleteObject) String() string  { return "delete " + kindOf(a.Object) + " " + a.Object.GetName() }
 func (a updateObject) String() string  { return "update " + kindOf(a.Object) + " " + a.Object.GetName() }
 func (a labelPod) String() string {
 	return fmt.Sprintf("label pod %s %s=%s", a.Pod.Name, rayv1.ServeLabelKey, a.Value)

@@ -146,6 +146,13 @@ func (r *Reconciler) applyOne(ctx context.Context, svc *rayv1.RayService, a acti
 			r.emit(svc, warningEvent(nil, failedEventReason(kind), "Update"+kind, "updating %s %s: %v", kind, a.Object.GetName(), err))
 			return fmt.Errorf("updating %s %s: %w", kind, a.Object.GetName(), err)
 		}
+	case deleteObject:
+		uid := a.Object.GetUID()
+		if err := r.client.Delete(ctx, a.Object, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+			kind := kindOf(a.Object)
+			r.emit(svc, warningEvent(nil, failedEventReason(kind), "Delete"+kind, "deleting %s %s: %v", kind, a.Object.GetName(), err))
+			return fmt.Errorf("deleting %s %s: %w", kind, a.Object.GetName(), err)
+		}
 	case labelPod:
 		// The UID makes the patch fail on any other pod of that name.
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": a.Pod.UID, "labels": map[string]string{rayv1.ServeLabelKey: a.Value}}})

@@ -73,6 +73,9 @@ const (
 	EventCappedAtPodLimits     = "CappedAtPodLimits"
 	EventSpecNotApplied        = "ClusterSpecNotApplied"
 	EventInitializingTimeout   = "RayServiceInitializingTimeout"
+	EventSuspending            = "Suspending"
+	EventSuspended             = "Suspended"
+	EventResumed               = "Resumed"
 	// KubeRay's reasons for the head pod's serve label.
 	EventUpdatedHeadPodServeLabel = "UpdatedHeadPodServeLabel"
 	EventFailedHeadPodServeLabel  = "FailedToUpdateHeadPodServeLabel"

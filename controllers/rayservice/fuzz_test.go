@@ -23,7 +23,7 @@ import (
 // FuzzPlan drives plan through a simulated world, pass after pass, with the integers of the
 // spec (pacing, deletion delay, replicas) chosen by the fuzzer and a script of spec changes
 // and faults: image and serve config changes (including going back and a third spec
-// mid-upgrade), head restarts, dashboards down or refusing configs, applications failing,
+// mid-upgrade, suspend and resume), head restarts, dashboards down or refusing configs, applications failing,
 // actions failing, status writes conflicting, the gateway controller stalling, clusters
 // deleted by hand. Every pass is judged on the upgrade invariants; a status edited by hand
 // with extreme integers is planned for too. At the end, with the faults gone, the world must
@@ -51,6 +51,7 @@ func FuzzPlan(f *testing.F) {
 		restartOp  = []byte{48, 127}    // the operator restarts: the dashboard pool forgets
 		legacy     = []byte{51, 0, 127} // the first cluster recorded its config as an older raygate did
 		podsRefuse = []byte{54, 1, 127} // the second cluster's pods are refused (or admitted again)
+		suspend    = []byte{57, 0, 127} // spec.suspend flips
 	)
 	f.Add(int32(20), int32(5), int32(10), int32(60), int32(1), incremental, script(quiet(10), upgrade, quiet(120)))
 	f.Add(int32(50), int32(25), int32(1), int32(1), int32(1), incremental, script(quiet(10), upgrade, quiet(8), rollback, quiet(60)))
@@ -63,6 +64,8 @@ func FuzzPlan(f *testing.F) {
 	f.Add(int32(30), int32(10), int32(2), int32(5), int32(3), incremental, []byte("a script of faults: restarts, refusals, conflicts, stalls"))
 	f.Add(int32(50), int32(25), int32(1), int32(2), int32(1), incremental, script(quiet(10), legacy, upgrade, quiet(3), hang, quiet(6), hang, restartOp, podsRefuse, quiet(8), restartOp, quiet(60)))
 	f.Add(int32(20), int32(5), int32(1), int32(3), int32(1), newCluster, script(quiet(10), upgrade, restartOp, hang, quiet(10), podsRefuse, quiet(30)))
+	f.Add(int32(50), int32(25), int32(1), int32(2), int32(1), incremental, script(quiet(10), upgrade, quiet(4), suspend, quiet(3), suspend, quiet(60)))
+	f.Add(int32(20), int32(5), int32(1), int32(3), int32(1), newCluster, script(quiet(10), suspend, conflict, failAction, suspend, quiet(40)))
 	// Extreme integers: zero, negative, the largest and smallest int32.
 	f.Add(int32(0), int32(0), int32(0), int32(0), int32(0), incremental, script(quiet(5), upgrade, quiet(40)))
 	f.Add(int32(-1), int32(-1), int32(-1), int32(-1), int32(-1), incremental, script(quiet(5), upgrade, quiet(40)))
@@ -297,6 +300,11 @@ func perturb(w *world, d *dice) string {
 				Reason: rayv1.FailedCreateWorkerPod, Message: `creating worker pods: pods "` + n + `-w-x" is forbidden: exceeded quota`}}
 			return "fault: pods of " + n + " refused"
 		}
+	case 19:
+		if d.intn(3) == 0 {
+			w.updateSpec(func(s *rayv1.RayService) { s.Spec.Suspend = !s.Spec.Suspend })
+			return fmt.Sprintf("spec: suspend=%v", w.svc.Spec.Suspend)
+		}
 	case 13:
 		r := []int32{0, 1, 5, math.MaxInt32, -3}[d.intn(5)]
 		w.updateSpec(func(s *rayv1.RayService) { s.Spec.RayClusterSpec.WorkerGroupSpecs[0].Replicas = ptr.To(r) })
@@ -324,6 +332,9 @@ func calm(w *world) {
 	}
 	if strings.Contains(w.svc.Spec.ServeConfigV2, brokenImportPath) {
 		w.updateSpec(func(s *rayv1.RayService) { s.Spec.ServeConfigV2 = builders.DefaultServeConfig })
+	}
+	if w.svc.Spec.Suspend {
+		w.updateSpec(func(s *rayv1.RayService) { s.Spec.Suspend = false })
 	}
 	active, pending := w.clusters[w.svc.Status.ActiveServiceStatus.RayClusterName], w.clusters[w.svc.Status.PendingServiceStatus.RayClusterName]
 	if active != nil && pending != nil && active.brokenConfig {

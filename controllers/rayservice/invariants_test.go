@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -218,10 +219,13 @@ func checkTrafficToRunning(p *reconciled) []string {
 	return out
 }
 
-// checkDeletions: never the active cluster; a cluster that carried traffic only once the
+// checkDeletions (except during a suspension): never the active cluster; a cluster that carried traffic only once the
 // deletion delay has passed since it last did.
 func (c *checker) checkDeletions(p *reconciled) []string {
 	var out []string
+	if meta.IsStatusConditionTrue(p.stored.Conditions, string(rayv1.RayServiceSuspending)) {
+		return nil // a suspension the user asked for takes everything down at once
+	}
 	delay := time.Duration(p.want.deletionDelay()) * time.Second
 	for _, name := range p.deleted {
 		if name == p.stored.ActiveServiceStatus.RayClusterName || name == p.out.Status.ActiveServiceStatus.RayClusterName {

@@ -58,6 +58,10 @@ type inputs struct {
 func plan(obs *observed, want *desired, stored *rayv1.RayServiceStatuses, now time.Time) planned {
 	var out planned
 	in := inputs{obs: obs, want: want, stored: stored, now: now}
+	if st, ok := planSuspend(in, &out); ok {
+		out.Status = st
+		return out
+	}
 	if st, failed := planInitializingTimeout(in, &out); failed {
 		out.Status = st
 		return out

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/validation"
 )
 
 // Reconcile observes the RayService and what it owns, plans the pass, carries the plan out,
@@ -29,6 +30,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if svc.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil // owner references delete what raygate created
+	}
+	if validation.ManagedByOther(svc.Spec.ManagedBy) {
+		// Another controller (MultiKueue) runs it: raygate neither creates nor writes anything.
+		r.logFor(ctx, nil).V(1).Info("skipping a RayService managed by another controller", "rayservice", req.NamespacedName, "managedBy", *svc.Spec.ManagedBy)
+		return ctrl.Result{}, nil
 	}
 	now := r.Now()
 	want := admit(withUpgradeDefault(svc, !r.DisableZeroDowntime), r.Gates, r.Limits, r.Version)

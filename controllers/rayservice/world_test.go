@@ -366,6 +366,8 @@ func (w *world) apply(actions []action, p *reconciled) bool {
 			if !w.write(a.Object, false) {
 				return false
 			}
+		case deleteObject:
+			w.remove(a.Object)
 		case labelPod:
 			for _, c := range w.clusters {
 				if a.Pod.Name == c.rc.Name+"-head" {
@@ -487,6 +489,20 @@ func (w *world) deleteCluster(name string) {
 	delete(w.clusters, name)
 	delete(w.services, rayspec.ClusterServeServiceName(name))
 	delete(w.records, name)
+}
+
+// remove deletes a Service, Gateway or HTTPRoute.
+func (w *world) remove(o any) {
+	switch o := o.(type) {
+	case *corev1.Service:
+		delete(w.services, o.Name)
+	case *gwv1.Gateway:
+		w.gateway = nil
+	case *gwv1.HTTPRoute:
+		w.route = nil
+	default:
+		panic(fmt.Sprintf("unexpected object %T", o))
+	}
 }
 
 // step runs one pass and moves the clock to when the plan wants the next one, or earlier

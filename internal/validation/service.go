@@ -38,9 +38,7 @@ func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []strin
 	errs := validateName(&svc.ObjectMeta, rayspec.ServiceDerivedNames)
 	errs = append(errs, rayServiceAnnotations(&svc.ObjectMeta)...)
 	spec := &svc.Spec
-	if spec.Suspend {
-		errs = append(errs, field.Forbidden(specPath.Child("suspend"), NotSupportedYet))
-	}
+	errs = append(errs, managedBy(old, svc)...)
 	var warnings []string
 	for _, d := range []struct {
 		set  bool
@@ -223,3 +221,34 @@ func gatewayClass(s *rayv1.RayServiceUpgradeStrategy) string {
 	}
 	return s.ClusterUpgradeOptions.GatewayClassName
 }
+
+// MultiKueueManager is spec.managedBy handing an object to Kueue's MultiKueue.
+const MultiKueueManager = "kueue.x-k8s.io/multikueue"
+
+// managedBy checks spec.managedBy like the CRD's rules (a spec stored while the CRD lacked
+// them is caught too): one of the two known values, and never handed from one controller
+// to the other. Unset means raygate, like KubeRay's value, so setting or removing that
+// value is no change; the CRD alone would let a running service be handed to MultiKueue
+// by adding the field.
+func managedBy(old, svc *rayv1.RayService) field.ErrorList {
+	path := specPath.Child("managedBy")
+	var errs field.ErrorList
+	if m := svc.Spec.ManagedBy; m != nil && *m != kubeRayManager && *m != MultiKueueManager {
+		errs = append(errs, field.NotSupported(path, *m, []string{kubeRayManager, MultiKueueManager}))
+	}
+	if old != nil && ManagerOf(old.Spec.ManagedBy) != ManagerOf(svc.Spec.ManagedBy) {
+		errs = append(errs, field.Invalid(path, ptr.Deref(svc.Spec.ManagedBy, ""), "the managedBy field is immutable"))
+	}
+	return errs
+}
+
+// ManagerOf is the controller spec.managedBy names, unset meaning raygate (KubeRay's value).
+func ManagerOf(managedBy *string) string {
+	if m := ptr.Deref(managedBy, ""); m != "" {
+		return m
+	}
+	return kubeRayManager
+}
+
+// ManagedByOther reports whether spec.managedBy hands the object to another controller.
+func ManagedByOther(managedBy *string) bool { return ManagerOf(managedBy) != kubeRayManager }

@@ -127,15 +127,23 @@ func TestRayService(t *testing.T) {
 			}),
 			want: field.ErrorList{field.Forbidden(p("spec.rayClusterConfig.headGroupSpec.headService.metadata.name"), "")},
 		},
+		"managedBy MultiKueue": {
+			svc: service(func(s *rayv1.RayService) { s.Spec.ManagedBy = ptr.To(MultiKueueManager) }),
+		},
+		"managedBy unknown": {
+			svc:  service(func(s *rayv1.RayService) { s.Spec.ManagedBy = ptr.To("someone/else") }),
+			want: field.ErrorList{field.NotSupported[string](p("spec.managedBy"), nil, nil)},
+		},
+		"suspend": {
+			svc: service(func(s *rayv1.RayService) { s.Spec.Suspend = true }),
+		},
 		"unsupported fields": {
 			svc: service(func(s *rayv1.RayService) {
-				s.Spec.Suspend = true
 				s.Spec.RayClusterSpec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
 				s.Spec.RayClusterSpec.RayVersion = "2.52.0"
 				s.Spec.RayClusterSpec.TLSOptions = &rayv1.TLSOptions{}
 			}),
 			want: field.ErrorList{
-				field.Forbidden(p("spec.suspend"), ""),
 				field.Forbidden(p("spec.rayClusterConfig.tlsOptions"), ""),
 				field.Forbidden(p("spec.rayClusterConfig.authOptions.enableK8sTokenAuth"), ""),
 			},

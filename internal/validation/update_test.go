@@ -22,6 +22,29 @@ func TestRayServiceUpdate(t *testing.T) {
 		gates    features.Gates
 		want     field.ErrorList
 	}{
+		// spec.managedBy.
+		"managedBy: unset to raygate's value is no change": {
+			old: service(nil),
+			new: service(func(s *rayv1.RayService) { s.Spec.ManagedBy = ptr.To(kubeRayManager) }),
+		},
+		"managedBy: handing a service to MultiKueue is rejected": {
+			old:  service(nil),
+			new:  service(func(s *rayv1.RayService) { s.Spec.ManagedBy = ptr.To(MultiKueueManager) }),
+			want: field.ErrorList{field.Invalid(p("spec.managedBy"), nil, "")},
+		},
+		"managedBy: taking a service back from MultiKueue is rejected": {
+			old:  service(func(s *rayv1.RayService) { s.Spec.ManagedBy = ptr.To(MultiKueueManager) }),
+			new:  service(nil),
+			want: field.ErrorList{field.Invalid(p("spec.managedBy"), nil, "")},
+		},
+		"managedBy: other changes of a MultiKueue service pass": {
+			old: service(func(s *rayv1.RayService) { s.Spec.ManagedBy = ptr.To(MultiKueueManager) }),
+			new: service(func(s *rayv1.RayService) {
+				s.Spec.ManagedBy = ptr.To(MultiKueueManager)
+				s.Spec.ServeConfigV2 = strings.Replace(s.Spec.ServeConfigV2, "num_replicas", "num_replicas", 1)
+				s.Labels = map[string]string{"team": "ml"}
+			}),
+		},
 		// Ratcheting of the incremental-upgrade gate.
 		"gate turned off: unrelated change passes": {
 			old: incremental(nil), gates: gateOff,

@@ -67,6 +67,13 @@ const (
 	// whose feature gate is off (NewClusterWithIncrementalUpgrade without
 	// RayServiceIncrementalUpgrade): the RayService keeps serving and upgrades with NewCluster.
 	UpgradeStrategyFallback RayServiceConditionType = "UpgradeStrategyFallback"
+	// RayServiceSuspending: spec.suspend asked for the RayService's clusters and Services to
+	// go, and they are being deleted. Once True it stays True until they are all gone, even
+	// if spec.suspend turns false meanwhile.
+	RayServiceSuspending RayServiceConditionType = "Suspending"
+	// RayServiceSuspended: every cluster and Service of the RayService was deleted for
+	// spec.suspend.
+	RayServiceSuspended RayServiceConditionType = "Suspended"
 )
 
 // RayService condition reasons.
@@ -90,6 +97,13 @@ const (
 	RollingBack = "RollingBack"
 	// NoRollback: the spec does not ask to go back.
 	NoRollback = "NoRollback"
+	// SuspendInProgress: the RayService's clusters and Services are being deleted.
+	SuspendInProgress = "SuspendInProgress"
+	// SuspendComplete: every cluster and Service of the RayService is gone.
+	SuspendComplete = "SuspendComplete"
+	// RayServiceResumed: spec.suspend turned false after a suspension; the RayService
+	// starts again from scratch.
+	RayServiceResumed = "RayServiceResumed"
 )
 
 // EventReason is the reason of an event KubeRay emits about a RayCluster; raygate keeps the

@@ -106,10 +106,18 @@ type RayServiceSpec struct {
 	// +optional
 	ExcludeHeadPodFromServeSvc bool `json:"excludeHeadPodFromServeSvc,omitempty"`
 	// Suspend, when true, removes the service's RayClusters and Services while keeping the
-	// object, e.g. while a queueing system such as Kueue holds the workload.
-	// Not supported by raygate yet: the admission webhook rejects true rather than ignore it.
+	// object, e.g. while a queueing system such as Kueue holds the workload. Once started, a
+	// suspension completes (conditions Suspending, then Suspended); false again starts the
+	// service from scratch with a new RayCluster.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+	// ManagedBy names the controller responsible for this service. Unset or
+	// 'ray.io/kuberay-operator' means this operator; 'kueue.x-k8s.io/multikueue' hands the
+	// service to Kueue's MultiKueue, and this operator leaves it alone. Immutable.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="the managedBy field is immutable"
+	// +kubebuilder:validation:XValidation:rule="self in ['ray.io/kuberay-operator', 'kueue.x-k8s.io/multikueue']",message="the managedBy field value must be either 'ray.io/kuberay-operator' or 'kueue.x-k8s.io/multikueue'"
+	// +optional
+	ManagedBy *string `json:"managedBy,omitempty"`
 }
 
 // RayServiceStatuses is the observed state of a RayService.
