@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -58,6 +59,9 @@ func GatewayAPICRDDir() (string, error) {
 	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard"), nil
 }
 
+// CRDInstallTimeout bounds the wait for installed CRDs to be served.
+const CRDInstallTimeout = 2 * time.Minute
+
 // Start brings up a control plane. Call Stop when done.
 func Start(o Options) (*Env, error) {
 	assets, err := AssetsDir()
@@ -76,6 +80,10 @@ func Start(o Options) (*Env, error) {
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     crds,
 		ErrorIfCRDPathMissing: true,
+		// The ray.io CRDs serve v1 and a deprecated v1alpha1 copy (about 1 MB of schema
+		// each): on a loaded two-core machine the API server takes longer than envtest's
+		// 10 s default to publish them.
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: CRDInstallTimeout},
 	}
 	if o.Webhooks {
 		te.WebhookInstallOptions = envtest.WebhookInstallOptions{

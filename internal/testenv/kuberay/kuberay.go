@@ -67,7 +67,7 @@ func InstallCRDs(env *controlplane.Env) error {
 	if err := yaml.Unmarshal(data, crd); err != nil {
 		return fmt.Errorf("KubeRay's RayJob CRD: %w", err)
 	}
-	_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+	_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}, MaxTime: controlplane.CRDInstallTimeout})
 	return err
 }
 
