@@ -10,15 +10,11 @@ package kuberay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -26,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/proc"
 	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
@@ -46,8 +43,7 @@ type Options struct {
 
 // KubeRay is a running KubeRay operator.
 type KubeRay struct {
-	cmd  *exec.Cmd
-	done chan error
+	proc *proc.Process
 	// ProbePort is where its health probes listen on 127.0.0.1.
 	ProbePort int
 }
@@ -81,12 +77,12 @@ func Start(ctx context.Context, env *controlplane.Env, opts Options) (*KubeRay, 
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	k := &KubeRay{done: make(chan error, 1)}
-	metricsPort, err := freePort()
+	k := &KubeRay{}
+	metricsPort, err := proc.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	if k.ProbePort, err = freePort(); err != nil {
+	if k.ProbePort, err = proc.FreePort(); err != nil {
 		return nil, err
 	}
 	args := append([]string{
@@ -95,81 +91,27 @@ func Start(ctx context.Context, env *controlplane.Env, opts Options) (*KubeRay, 
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", k.ProbePort),
 		"--log-stdout-encoder=console",
 	}, opts.Args...)
-	k.cmd = exec.Command(bin, args...)
+	cmd := exec.Command(bin, args...)
 	env2 := append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
 	if opts.ProxyURL != "" {
 		// Loopback (the API server) is never proxied by Go's HTTP client.
 		env2 = append(env2, "HTTP_PROXY="+opts.ProxyURL, "http_proxy="+opts.ProxyURL, "NO_PROXY=", "no_proxy=")
 	}
-	k.cmd.Env = env2
-	k.cmd.Stdout, k.cmd.Stderr = opts.Log, opts.Log
-	if err := k.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting kuberay: %w", err)
+	cmd.Env = env2
+	cmd.Stdout, cmd.Stderr = opts.Log, opts.Log
+	if k.proc, err = proc.Start("kuberay", cmd); err != nil {
+		return nil, err
 	}
-	go func() { k.done <- k.cmd.Wait() }()
-	if err := k.waitReady(ctx); err != nil {
+	if err := k.proc.WaitReady(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", k.ProbePort), readyTimeout); err != nil {
 		_ = k.Stop()
 		return nil, err
 	}
 	return k, nil
 }
 
-func (k *KubeRay) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", k.ProbePort)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case err := <-k.done:
-			k.done <- err
-			return fmt.Errorf("kuberay exited before it was ready: %w", err)
-		case <-ctx.Done():
-			return fmt.Errorf("kuberay was not ready within %s", readyTimeout)
-		case <-tick.C:
-		}
-	}
-}
-
 // Stop ends the process (SIGTERM, then SIGKILL after a grace period) and waits for it.
 // Stop is safe to call twice.
 func (k *KubeRay) Stop() error {
-	if k.cmd == nil || k.cmd.Process == nil {
-		return nil
-	}
-	_ = k.cmd.Process.Signal(syscall.SIGTERM)
-	var err error
-	select {
-	case err = <-k.done:
-	case <-time.After(stopGracePeriod):
-		_ = k.cmd.Process.Kill()
-		err = fmt.Errorf("kuberay did not stop within %s of SIGTERM: %w", stopGracePeriod, <-k.done)
-	}
-	k.done <- err
-	k.cmd = nil
-	var exit *exec.ExitError
-	if errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signaled() {
-		return nil // ended by our SIGTERM
-	}
-	return err
+	return k.proc.Stop(stopGracePeriod)
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}

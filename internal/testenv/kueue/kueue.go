@@ -15,14 +15,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -36,6 +33,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/proc"
 	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
@@ -76,9 +74,8 @@ type Options struct {
 
 // Kueue is a running Kueue manager.
 type Kueue struct {
-	cmd  *exec.Cmd
+	proc *proc.Process
 	dir  string
-	done chan error
 	// WebhookPort and HealthPort are where Kueue listens on 127.0.0.1.
 	WebhookPort, HealthPort int
 }
@@ -102,11 +99,11 @@ func Start(ctx context.Context, env *controlplane.Env, opts Options) (*Kueue, er
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	k := &Kueue{done: make(chan error, 1)}
-	if k.WebhookPort, err = freePort(); err != nil {
+	k := &Kueue{}
+	if k.WebhookPort, err = proc.FreePort(); err != nil {
 		return nil, err
 	}
-	if k.HealthPort, err = freePort(); err != nil {
+	if k.HealthPort, err = proc.FreePort(); err != nil {
 		return nil, err
 	}
 	if k.dir, err = os.MkdirTemp("", "raygate-kueue-"); err != nil {
@@ -135,62 +132,27 @@ func Start(ctx context.Context, env *controlplane.Env, opts Options) (*Kueue, er
 		return nil, k.cleanup(err)
 	}
 
-	k.cmd = exec.Command(bin, "--config", configPath, "--zap-log-level=2")
-	k.cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
-	k.cmd.Stdout, k.cmd.Stderr = opts.Log, opts.Log
-	if err := k.cmd.Start(); err != nil {
-		return nil, k.cleanup(fmt.Errorf("starting kueue: %w", err))
+	cmd := exec.Command(bin, "--config", configPath, "--zap-log-level=2")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
+	cmd.Stdout, cmd.Stderr = opts.Log, opts.Log
+	if k.proc, err = proc.Start("kueue", cmd); err != nil {
+		return nil, k.cleanup(err)
 	}
-	go func() { k.done <- k.cmd.Wait() }()
-	if err := k.waitReady(ctx); err != nil {
+	// Kueue's /readyz answers 200 once its certificates are in place and its webhook
+	// server listens.
+	if err := k.proc.WaitReady(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", k.HealthPort), readyTimeout); err != nil {
 		_ = k.Stop()
 		return nil, err
 	}
 	return k, nil
 }
 
-// waitReady polls Kueue's /readyz, which answers 200 once its certificates are in place and
-// its webhook server listens.
-func (k *Kueue) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", k.HealthPort)
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case err := <-k.done:
-			k.done <- err
-			return fmt.Errorf("kueue exited before it was ready: %w", err)
-		case <-ctx.Done():
-			return fmt.Errorf("kueue was not ready within %s", readyTimeout)
-		case <-tick.C:
-		}
-	}
-}
-
 // Stop ends the Kueue process (SIGTERM, then SIGKILL after a grace period) and removes its
 // files. The objects it installed stay with the control plane.
 func (k *Kueue) Stop() error {
 	var exitErr error
-	if k.cmd != nil && k.cmd.Process != nil {
-		_ = k.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case exitErr = <-k.done:
-		case <-time.After(stopGracePeriod):
-			_ = k.cmd.Process.Kill()
-			exitErr = fmt.Errorf("kueue did not stop within %s of SIGTERM: %w", stopGracePeriod, <-k.done)
-		}
+	if k.proc != nil {
+		exitErr = k.proc.Stop(stopGracePeriod)
 	}
 	return k.cleanup(exitErr)
 }
@@ -202,14 +164,6 @@ func (k *Kueue) cleanup(err error) error {
 	return err
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // configuration is Kueue's configuration file: everything on loopback, no leader election,
 // no metrics listener.

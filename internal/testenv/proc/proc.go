@@ -1,0 +1,93 @@
+// Package proc runs another operator's binary for the tests (Kueue, KubeRay): start it, wait
+// until its /readyz answers, stop it with SIGTERM and, after a grace period, SIGKILL.
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Process is a started binary.
+type Process struct {
+	name string
+	cmd  *exec.Cmd
+	done chan error // holds the exit once Wait returned; put back after each read
+}
+
+// Start starts cmd; name is how errors call it.
+func Start(name string, cmd *exec.Cmd) (*Process, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &Process{name: name, cmd: cmd, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait() }()
+	return p, nil
+}
+
+// WaitReady polls url until it answers 200, the process exits, or timeout passes.
+func (p *Process) WaitReady(ctx context.Context, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err
+			return fmt.Errorf("%s exited before it was ready: %w", p.name, err)
+		case <-ctx.Done():
+			return fmt.Errorf("%s was not ready within %s", p.name, timeout)
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop sends SIGTERM, then SIGKILL after grace, and waits for the exit. An exit caused by
+// the SIGTERM is not an error. Stop is safe to call twice.
+func (p *Process) Stop(grace time.Duration) error {
+	if p == nil || p.cmd.Process == nil {
+		return nil
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	var err error
+	select {
+	case err = <-p.done:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		err = fmt.Errorf("%s did not stop within %s of SIGTERM: %w", p.name, grace, <-p.done)
+	}
+	p.done <- err
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+			return nil
+		}
+	}
+	return err
+}
+
+// FreePort is a TCP port on 127.0.0.1 that nothing listens on right now.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
