@@ -114,4 +114,3 @@ func Start(ctx context.Context, env *controlplane.Env, opts Options) (*KubeRay, 
 func (k *KubeRay) Stop() error {
 	return k.proc.Stop(stopGracePeriod)
 }
-

@@ -164,7 +164,6 @@ func (k *Kueue) cleanup(err error) error {
 	return err
 }
 
-
 // configuration is Kueue's configuration file: everything on loopback, no leader election,
 // no metrics listener.
 func configuration(webhookPort, healthPort int, certDir string, opts Options) []byte {
