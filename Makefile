@@ -33,7 +33,6 @@ generate: tools ## Generate deepcopy code.
 manifests: tools ## Generate CRDs (trimmed to fit etcd's object size limit; ray.io/v1alpha1 served as a deprecated copy of v1), RBAC and webhook configuration (with matchConditions).
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	$(GO) run ./hack/crdtrim config/crd/bases/*.yaml
-	$(GO) run ./hack/crdalpha config/crd/bases/*.yaml
 	$(CONTROLLER_GEN) rbac:roleName=raygate-manager-role paths=./controllers/... paths=./internal/... output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:artifacts:config=config/webhook
 	@# controller-gen's markers cannot express matchConditions (skip objects being deleted).

@@ -2,6 +2,7 @@
 // Kubernetes types (pod templates, Services, ...) and keeps ours. With every description the
 // RayService CRD is 1.6 MB, above etcd's request limit; our own field docs are what
 // `kubectl explain` users need, and the upstream ones are one `kubectl explain pod` away.
+// It then adds ray.io/v1alpha1 as a deprecated copy of v1 (alpha.go).
 //
 // Usage: go run ./hack/crdtrim config/crd/bases/*.yaml
 package main
@@ -51,6 +52,9 @@ func trimFile(path string) error {
 		if s := crd.Spec.Versions[i].Schema; s != nil && s.OpenAPIV3Schema != nil {
 			walk(s.OpenAPIV3Schema, t)
 		}
+	}
+	if err := addDeprecatedVersion(&crd); err != nil {
+		return err
 	}
 	out, err := yaml.Marshal(&crd)
 	if err != nil {
