@@ -98,10 +98,11 @@ func ReconcileCount(controller string) (float64, error) {
 	return Sum("controller_runtime_reconcile_total", map[string]string{"controller": controller})
 }
 
-// Idle reports whether every named controller has nothing queued and no reconcile running.
-// Items waiting for a RequeueAfter are not queued yet: Idle says the manager has handled
+// idle reports whether every named controller has nothing queued and no reconcile running.
+// Items waiting for a RequeueAfter are not queued yet: idle says the manager has handled
 // every event it has seen so far, which is what a test waits for before it counts writes.
-func Idle(controllers ...string) (bool, error) {
+// stale is, per controller, the queue depth earlier managers of this process left behind.
+func idle(stale map[string]float64, controllers ...string) (bool, error) {
 	for _, c := range controllers {
 		depth, err := Sum("workqueue_depth", map[string]string{"controller": c})
 		if err != nil {
@@ -111,7 +112,7 @@ func Idle(controllers ...string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if depth > 0 || active > 0 {
+		if depth-stale[c] > 0 || active > 0 {
 			return false, nil
 		}
 	}

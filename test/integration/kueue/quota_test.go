@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/internal/testenv/framework"
 )
 
 // flavorsOf lists the flavor node label each pod is bound to by its node selector.
@@ -42,7 +41,7 @@ var _ = Describe("RayClusters queued by Kueue", func() {
 		Eventually(workloadCondition(ctx, ns, "second", "QuotaReserved")).Should(Equal(
 			"False Pending: couldn't assign flavors to pod set workers: insufficient unused quota for cpu in flavor on-demand, 1 more needed"))
 		Eventually(clusterState(ctx, ns, "second")).Should(Equal("true suspended True"), "raygate has seen the suspended cluster")
-		Eventually(func() (bool, error) { return framework.Idle("raycluster") }).Should(BeTrue())
+		Eventually(func() (bool, error) { return mgr.Idle("raycluster") }).Should(BeTrue())
 		GinkgoWriter.Printf("raygate's writes for the suspended cluster: %v\n", mgr.Writes.SnapshotIn(ns))
 		Expect(mgr.Writes.SnapshotIn(ns)).NotTo(HaveKey("create pods"))
 		Expect(clusterPods(ctx, ns, "second")()).To(BeEmpty())
@@ -84,7 +83,7 @@ var _ = Describe("RayClusters queued by Kueue", func() {
 		Expect(k8s.Create(ctx, other)).To(Succeed())
 		kubectlOK(ctx, rayCluster("local", other.Name, 0, nil, ""), "apply", "-f", "-")
 		Eventually(clusterState(ctx, other.Name, "local")).Should(Equal("unset ready False"))
-		Eventually(func() (bool, error) { return framework.Idle("raycluster") }).Should(BeTrue())
+		Eventually(func() (bool, error) { return mgr.Idle("raycluster") }).Should(BeTrue())
 
 		Expect(mgr.Writes.SnapshotIn(ns)).To(BeEmpty(), "no pods, Services, events or status writes")
 		Expect(getCluster(ctx, ns, "remote").Status).To(Equal(rayv1.RayClusterStatus{}))

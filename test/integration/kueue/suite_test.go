@@ -237,6 +237,6 @@ func workloadCondition(ctx context.Context, ns, cluster, condition string) func(
 // write counts.
 func expectQuiet() {
 	GinkgoHelper()
-	Eventually(func() (bool, error) { return framework.Idle("raycluster", "rayservice") }).Should(BeTrue())
+	Eventually(func() (bool, error) { return mgr.Idle("raycluster", "rayservice") }).Should(BeTrue())
 	mgr.Writes.Reset()
 }

@@ -124,7 +124,7 @@ func startRaygate() (stop func()) {
 
 // raygateIdle: raygate's controllers have handled every event they have seen.
 func raygateIdle() bool {
-	ok, err := framework.Idle("rayservice", "raycluster")
+	ok, err := raygate.Idle("rayservice", "raycluster")
 	Expect(err).NotTo(HaveOccurred())
 	return ok
 }

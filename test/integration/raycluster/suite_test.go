@@ -165,7 +165,7 @@ func waitReady(ctx context.Context, ns, name string) {
 // by what it does next.
 func expectQuiet() {
 	GinkgoHelper()
-	Eventually(func() (bool, error) { return framework.Idle("raycluster") }).Should(BeTrue())
+	Eventually(func() (bool, error) { return mgr.Idle("raycluster") }).Should(BeTrue())
 	mgr.Writes.Reset()
 }
 
