@@ -47,7 +47,8 @@ func gcsFaultToleranceStartParams(rc *rayv1.RayCluster, params map[string]string
 
 // gcsFaultTolerance sets GCS fault tolerance up on a pod as KubeRay does: the head pod
 // records whether it is on (ray.io/ft-enabled) and its storage namespace; the head's Ray
-// container gets the Redis address, credentials and storage namespace; workers wait longer
+// container gets the Redis address, credentials and storage namespace (with the rocksdb
+// backend: the backend, its directory and the claim mounted there); workers wait longer
 // for a restarted GCS. Values the user set in the container's env are kept, except those
 // the options own.
 func gcsFaultTolerance(rc *rayv1.RayCluster, pod *corev1.Pod, node rayv1.RayNodeType) {
@@ -61,6 +62,11 @@ func gcsFaultTolerance(rc *rayv1.RayCluster, pod *corev1.Pod, node rayv1.RayNode
 	c := &pod.Spec.Containers[rayv1.RayContainerIndex]
 	if node == rayv1.WorkerNode {
 		addEnv(c, corev1.EnvVar{Name: EnvGCSReconnectTimeout, Value: workerGCSReconnectTimeout}, false)
+		return
+	}
+	if EmbeddedGCSStorage(&rc.Spec) {
+		// No Redis, so no storage namespace: the claim is the cluster's alone.
+		addEmbeddedGCSStorage(rc, pod)
 		return
 	}
 	ns := rayspec.ExternalStorageNamespace(rc)
