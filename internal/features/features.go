@@ -30,15 +30,20 @@ const (
 	// RayClusterNetworkPolicy allows spec.networkPolicy: raygate-owned NetworkPolicies that
 	// isolate a cluster's pods (Alpha and off, as in KubeRay).
 	RayClusterNetworkPolicy featuregate.Feature = "RayClusterNetworkPolicy"
+	// GCSFaultToleranceEmbeddedStorage allows gcsFaultToleranceOptions.backend rocksdb: the
+	// GCS keeps its state in RocksDB on a PersistentVolumeClaim of the head (Alpha and off,
+	// as in KubeRay; Ray's backend is alpha too).
+	GCSFaultToleranceEmbeddedStorage featuregate.Feature = "GCSFaultToleranceEmbeddedStorage"
 )
 
 // Specs are the defaults and maturity of every gate.
 var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
-	RayClusterStatusConditions:   {Default: true, PreRelease: featuregate.Beta},
-	RayServiceIncrementalUpgrade: {Default: true, PreRelease: featuregate.Beta},
-	RayMultiHostIndexing:         {Default: true, PreRelease: featuregate.Beta},
-	RayClusterHistoryServer:      {Default: false, PreRelease: featuregate.Alpha},
-	RayClusterNetworkPolicy:      {Default: false, PreRelease: featuregate.Alpha},
+	RayClusterStatusConditions:       {Default: true, PreRelease: featuregate.Beta},
+	RayServiceIncrementalUpgrade:     {Default: true, PreRelease: featuregate.Beta},
+	RayMultiHostIndexing:             {Default: true, PreRelease: featuregate.Beta},
+	RayClusterHistoryServer:          {Default: false, PreRelease: featuregate.Alpha},
+	RayClusterNetworkPolicy:          {Default: false, PreRelease: featuregate.Alpha},
+	GCSFaultToleranceEmbeddedStorage: {Default: false, PreRelease: featuregate.Alpha},
 }
 
 func init() {

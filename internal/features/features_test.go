@@ -10,10 +10,11 @@ import (
 
 func TestDefaults(t *testing.T) {
 	want := map[string]bool{
-		string(RayClusterStatusConditions):   true,
-		string(RayServiceIncrementalUpgrade): true,
-		string(RayMultiHostIndexing):         true,
-		string(RayClusterHistoryServer):      false,
+		string(RayClusterStatusConditions):       true,
+		string(RayServiceIncrementalUpgrade):     true,
+		string(RayMultiHostIndexing):             true,
+		string(RayClusterHistoryServer):          false,
+		string(GCSFaultToleranceEmbeddedStorage): false,
 	}
 	for name, on := range want {
 		if got := utilfeature.DefaultFeatureGate.Enabled(Feature(name)); got != on {

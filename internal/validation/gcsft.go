@@ -42,6 +42,14 @@ func (c *check) gcsFaultTolerance(oldSpec *rayv1.RayClusterSpec, meta *metav1.Ob
 	opts := spec.GcsFaultToleranceOptions
 	optsPath := path.Child(gcsFTOptionsJSONName)
 	headPath := path.Child("headGroupSpec")
+	if rayspec.GCSFaultToleranceBackend(opts) == rayv1.GcsFTBackendRocksDB {
+		errs := c.embeddedGCSStorage(oldSpec, spec, optsPath, headPath)
+		if c.admission() {
+			errs = append(errs, gcsFTHeadSettings(meta, spec, headPath, optsPath)...)
+			errs = append(errs, c.backendChange(oldSpec, opts, optsPath)...)
+		}
+		return errs, nil
+	}
 	errs, warnings := gcsFTOptions(opts, optsPath)
 	if v, ok := meta.Annotations[rayv1.GCSFTDeletionTimeoutKey]; ok {
 		if _, err := rayspec.ParseGCSFTDeletionTimeout(v); err != nil {
@@ -54,12 +62,7 @@ func (c *check) gcsFaultTolerance(oldSpec *rayv1.RayClusterSpec, meta *metav1.Ob
 	// Create/update-only from here: a stored object breaking them still builds pods that do
 	// what the options say (the options' values are set over the user's).
 	errs = append(errs, gcsFTHeadSettings(meta, spec, headPath, optsPath)...)
-	if oldSpec != nil && oldSpec.GcsFaultToleranceOptions != nil && opts != nil {
-		if was, is := rayspec.GCSFaultToleranceBackend(oldSpec.GcsFaultToleranceOptions), rayspec.GCSFaultToleranceBackend(opts); was != is {
-			errs = append(errs, c.decide(field.Forbidden(optsPath.Child("backend"),
-				fmt.Sprintf("the backend of an existing cluster is immutable (was %s): the GCS state already kept there would be lost; create a new cluster instead", was)))...)
-		}
-	}
+	errs = append(errs, c.backendChange(oldSpec, opts, optsPath)...)
 	if opts == nil && rayspec.GCSFaultToleranceEnabled(spec, meta.Annotations) {
 		p := annotationsPath.Key(rayv1.FTEnabledKey).String()
 		if _, _, ok := headEnv(spec, redisAddressEnvVar); !ok {
@@ -71,6 +74,19 @@ func (c *check) gcsFaultTolerance(oldSpec *rayv1.RayClusterSpec, meta *metav1.Ob
 	return errs, warnings
 }
 
+// backendChange refuses a change of backend on an existing cluster.
+func (c *check) backendChange(oldSpec *rayv1.RayClusterSpec, opts *rayv1.GcsFaultToleranceOptions, optsPath *field.Path) field.ErrorList {
+	if oldSpec == nil || oldSpec.GcsFaultToleranceOptions == nil || opts == nil {
+		return nil
+	}
+	was, is := rayspec.GCSFaultToleranceBackend(oldSpec.GcsFaultToleranceOptions), rayspec.GCSFaultToleranceBackend(opts)
+	if was == is {
+		return nil
+	}
+	return c.decide(field.Forbidden(optsPath.Child("backend"),
+		fmt.Sprintf("the backend of an existing cluster is immutable (was %s): the GCS state already kept there would be lost; create a new cluster instead", was)))
+}
+
 // gcsFTOptions checks gcsFaultToleranceOptions on its own.
 func gcsFTOptions(opts *rayv1.GcsFaultToleranceOptions, path *field.Path) (field.ErrorList, []string) {
 	if opts == nil {
@@ -78,12 +94,6 @@ func gcsFTOptions(opts *rayv1.GcsFaultToleranceOptions, path *field.Path) (field
 	}
 	var errs field.ErrorList
 	var warnings []string
-	if rayspec.GCSFaultToleranceBackend(opts) == rayv1.GcsFTBackendRocksDB {
-		// The embedded backend needs a volume raygate would have to create and mount; until
-		// it does, the cluster would run without fault tolerance.
-		errs = append(errs, field.Forbidden(path.Child("backend"), "the rocksdb backend is "+NotSupportedYet+"; use the redis backend"))
-		return errs, nil
-	}
 	if opts.Storage != nil {
 		errs = append(errs, field.Forbidden(path.Child("storage"), "storage is only for the rocksdb backend; the redis backend keeps the GCS state in Redis"))
 	}

@@ -89,11 +89,10 @@ func TestGCSFaultTolerance(t *testing.T) {
 				field.Required(p(opts+".redisPassword.valueFrom.secretKeyRef.key"), ""),
 			},
 		},
-		"rocksdb is not implemented": {
-			mutate: redisOpts(func(o *rayv1.GcsFaultToleranceOptions) {
-				o.Backend = rayv1.GcsFTBackendRocksDB
-				o.Storage = &rayv1.GcsEmbeddedStorage{ClaimName: "gcs"}
-			}),
+		"rocksdb needs its feature gate": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{Backend: rayv1.GcsFTBackendRocksDB, Storage: &rayv1.GcsEmbeddedStorage{ClaimName: "gcs"}}
+			},
 			want: field.ErrorList{field.Forbidden(p(opts+".backend"), "")},
 		},
 		"storage with redis": {
