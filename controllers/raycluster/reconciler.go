@@ -292,6 +292,7 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, plan podPlan) error {
 	for _, phase := range []func(context.Context, *pass) error{
 		r.reconcileAutoscalerRBAC,
 		r.reconcileAuthSecret,
+		r.reconcileGCSStorage,
 		r.reconcileNetworkPolicies,
 		r.reconcileServices,
 		r.reconcileIngress,

@@ -55,7 +55,8 @@ const (
 
 // GcsFaultToleranceOptions configures GCS fault tolerance.
 type GcsFaultToleranceOptions struct {
-	// Backend is "redis" (the default) or "rocksdb" (not implemented by raygate yet). Immutable.
+	// Backend is "redis" (the default) or "rocksdb" (RocksDB on a PersistentVolumeClaim of the
+	// head; needs the GCSFaultToleranceEmbeddedStorage feature gate). Immutable.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="gcsFaultToleranceOptions.backend is immutable"
 	// +optional
 	Backend GcsFaultToleranceBackend `json:"backend,omitempty"`
@@ -71,7 +72,8 @@ type GcsFaultToleranceOptions struct {
 	// RedisAddress is the host:port of the Redis server.
 	// +optional
 	RedisAddress string `json:"redisAddress,omitempty"`
-	// Storage is the volume for the rocksdb backend.
+	// Storage is the volume for the rocksdb backend (immutable): raygate's claim
+	// <cluster>-gcs-pvc by default, or claimName.
 	// +optional
 	Storage *GcsEmbeddedStorage `json:"storage,omitempty"`
 }
