@@ -15,7 +15,7 @@
 #                                volcano-crds (Volcano's PodGroup and Queue CRDs),
 #                                scheduler-plugins-crds (the coscheduling PodGroup CRD)
 #                                kuberay (KubeRay's operator), kuberay-crds (KubeRay's RayJob CRD),
-#                                kuberay-samples (KubeRay's sample manifests, config/samples)
+#                                kuberay-samples (KubeRay's sample manifests, config/samples and its folders)
 #   hack/tools.sh list           print every tool's path, one per line
 #
 # The cache root is $RAYGATE_CACHE, else ~/.cache/raygate.
@@ -62,7 +62,7 @@ path_of() {
 	scheduler-plugins-crds) echo "$(tool_dir scheduler-plugins "$tools_mod/scheduler-plugins" sigs.k8s.io/scheduler-plugins)/crds" ;;
 	kuberay) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/kuberay" ;;
 	kuberay-crds) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/crds" ;;
-	kuberay-samples) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/samples" ;;
+	kuberay-samples) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/samples-tree" ;;
 	*) echo "unknown tool: $1" >&2; return 2 ;;
 	esac
 }
@@ -216,7 +216,8 @@ build_kuberay_samples() {
 	src=$(cd "$tools_mod/kuberay" && go mod download -json github.com/ray-project/kuberay/ray-operator | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
 	[[ -n $src ]] || return 1
 	rm -rf "$dir" && mkdir -p "$dir" || return 1
-	cp "$src"/config/samples/*.yaml "$dir/" || return 1
+	# Every folder of config/samples, with its layout (vllm/, tpu/... hold RayServices too).
+	(cd "$src/config/samples" && find . -name '*.yaml' -exec cp --parents {} "$dir/" \;) || return 1
 	chmod -R u+w "$dir" && touch "$dir/.complete"
 }
 

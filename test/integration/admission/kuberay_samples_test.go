@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,8 +33,13 @@ var _ = Describe("KubeRay's sample manifests", func() {
 	It("apply unchanged through the webhooks, but for Service types the admin has not allowed", func(ctx context.Context) {
 		dir, err := tools.Path("kuberay-samples")
 		Expect(err).NotTo(HaveOccurred())
-		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-		Expect(err).NotTo(HaveOccurred())
+		var files []string
+		Expect(filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".yaml") {
+				files = append(files, path)
+			}
+			return err
+		})).To(Succeed())
 		Expect(files).NotTo(BeEmpty())
 
 		rejected := map[string]string{}
@@ -57,7 +63,9 @@ var _ = Describe("KubeRay's sample manifests", func() {
 				if ns := head.Metadata.Namespace; ns != "" && ns != "default" {
 					_, _, _ = env.Kubectl(ctx, "", "create", "namespace", ns) // exists after the first
 				}
-				key := fmt.Sprintf("%s %s/%s", filepath.Base(file), head.Kind, head.Metadata.Name)
+				rel, err := filepath.Rel(dir, file)
+				Expect(err).NotTo(HaveOccurred())
+				key := fmt.Sprintf("%s %s/%s", rel, head.Kind, head.Metadata.Name)
 				_, stderr, err := env.Kubectl(ctx, doc, "apply", "--dry-run=server", "-f", "-")
 				if err != nil {
 					rejected[key] = strings.TrimSpace(stderr)
@@ -78,7 +86,7 @@ var _ = Describe("KubeRay's sample manifests", func() {
 		for k, want := range kubeRaySampleRejections {
 			Expect(rejected[k]).To(ContainSubstring(want), k)
 		}
-		Expect(len(admitted)+len(rejected)).To(Equal(46), "KubeRay v1.5.1's samples hold 46 RayClusters and RayServices")
+		Expect(len(admitted)+len(rejected)).To(Equal(47), "KubeRay v1.5.1's samples (config/samples and its folders) hold 47 RayClusters and RayServices")
 	})
 })
 
