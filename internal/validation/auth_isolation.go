@@ -39,6 +39,16 @@ func TokenAuthenticationOff(path *field.Path) *field.Error {
 	return field.Forbidden(path, TokenAuthenticationOffMessage)
 }
 
+// K8sTokenAuthNotSupported explains the refusal of authOptions.enableK8sTokenAuth on a
+// RayCluster and the two ways that work today. KubeRay (v1.6 and later; v1.5.1, whose API
+// raygate serves, has no such field) creates nothing for it: it sets RAY_ENABLE_K8S_TOKEN_AUTH
+// and mounts a projected ServiceAccount token, and the user grants the pods' ServiceAccount
+// TokenReview and SubjectAccessReview rights cluster-wide.
+const K8sTokenAuthNotSupported = "Kubernetes-delegated token authentication (KubeRay 1.6+, Ray 2.55+) is not supported by raygate yet, " +
+	"so Ray would not check tokens the way this field promises; remove it and use mode: token (a Secret raygate generates or one named in secretName), " +
+	"or leave authOptions out and set RAY_AUTH_MODE=token, RAY_ENABLE_K8S_TOKEN_AUTH=true and a projected ServiceAccount token volume in the pod templates, " +
+	"as KubeRay's ray-cluster.kubernetes.auth-manual.yaml sample does"
+
 var minTokenAuthVersion = utilversion.MustParseGeneric(rayspec.MinRayVersionForTokenAuth)
 
 // authAndIsolation checks authOptions and networkPolicy. Only enableK8sTokenAuth, which
@@ -67,7 +77,7 @@ func (c *check) authOptions(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 	p := path.Child("authOptions")
 	var errs field.ErrorList
 	if ptr.Deref(ao.EnableK8sTokenAuth, false) {
-		why := "Kubernetes-delegated token authentication is " + NotSupportedYet + "; use mode: token, with the Secret raygate generates or one named in secretName"
+		why := K8sTokenAuthNotSupported
 		if isService {
 			why = "KubeRay does not support Kubernetes-delegated token authentication on a RayService; use mode: token, with the Secret raygate generates or one named in secretName"
 		}

@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -242,5 +243,27 @@ func TestNetworkPolicyDNSWarnings(t *testing.T) {
 			diffErrors(t, nil, errs)
 			diffWarnings(t, tc.want, warnings)
 		})
+	}
+}
+
+// The way the refusal of enableK8sTokenAuth points to: KubeRay's manual sample, with the
+// settings in the pod templates and no authOptions, is admitted.
+func TestManualK8sTokenAuthAdmitted(t *testing.T) {
+	rc := cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.RayVersion = "2.55.0"
+		for _, ps := range []*corev1.PodSpec{&rc.Spec.HeadGroupSpec.Template.Spec, &rc.Spec.WorkerGroupSpecs[0].Template.Spec} {
+			ps.ServiceAccountName = "ray-cluster-with-k8s-auth"
+			ps.Containers[0].Env = []corev1.EnvVar{{Name: "RAY_AUTH_MODE", Value: "token"}, {Name: "RAY_ENABLE_K8S_TOKEN_AUTH", Value: "true"}}
+			ps.Containers[0].VolumeMounts = append(ps.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "ray-token", MountPath: "/var/run/secrets/ray.io/serviceaccount"})
+			ps.Volumes = append(ps.Volumes, corev1.Volume{Name: "ray-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}})
+		}
+	})
+	errs, _ := RayCluster(rc, gateOff)
+	diffErrors(t, nil, errs)
+	rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
+	errs, _ = RayCluster(rc, gateOff)
+	if got := errs.ToAggregate().Error(); !strings.Contains(got, "spec.authOptions.enableK8sTokenAuth: Forbidden: "+K8sTokenAuthNotSupported) {
+		t.Errorf("got %s", got)
 	}
 }
