@@ -111,9 +111,9 @@ func TestGCSStoragePVC(t *testing.T) {
 		wantClass *string
 		wantOwner bool
 	}{
-		"no fault tolerance":  {wantNil: true},
-		"the redis backend":   {mutate: redisFT, wantNil: true},
-		"the user's claim":    {mutate: rocksDB(&rayv1.GcsEmbeddedStorage{ClaimName: "mine"}), wantNil: true},
+		"no fault tolerance": {mutate: func(*rayv1.RayCluster) {}, wantNil: true},
+		"the redis backend":  {mutate: redisFT, wantNil: true},
+		"the user's claim":   {mutate: rocksDB(&rayv1.GcsEmbeddedStorage{ClaimName: "mine"}), wantNil: true},
 		"defaults: 1Gi, RWO, the default class, deleted with the cluster": {
 			mutate: rocksDB(nil), wantSize: "1Gi", wantModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, wantOwner: true,
 		},
@@ -129,11 +129,7 @@ func TestGCSStoragePVC(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			var muts []func(*rayv1.RayCluster)
-			if tc.mutate != nil {
-				muts = append(muts, tc.mutate)
-			}
-			rc := cluster(muts...)
+			rc := cluster(tc.mutate)
 			pvc := GCSStoragePVC(rc)
 			if tc.wantNil {
 				if pvc != nil {
