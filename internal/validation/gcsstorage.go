@@ -2,7 +2,6 @@ package validation
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
@@ -21,7 +20,7 @@ import (
 // or the settings of a claim raygate creates but not both, a writable access mode, a
 // relative subPath, and nothing in the head's template that the backend owns. oldSpec is
 // the stored spec on update: storage cannot change, because the claim exists already.
-func (c *check) embeddedGCSStorage(oldSpec, spec *rayv1.RayClusterSpec, path, headPath *field.Path) field.ErrorList {
+func (c *check) embeddedGCSStorage(oldSpec, spec *rayv1.RayClusterSpec, optsPath, headPath *field.Path) field.ErrorList {
 	if !c.admission() {
 		// A stored cluster is served as it is: a claim the API server refuses is reported
 		// in the status by the controller.
@@ -30,26 +29,26 @@ func (c *check) embeddedGCSStorage(oldSpec, spec *rayv1.RayClusterSpec, path, he
 	opts := spec.GcsFaultToleranceOptions
 	var errs field.ErrorList
 	if gate := features.GCSFaultToleranceEmbeddedStorage; !c.gates.Enabled(gate) {
-		errs = append(errs, field.Forbidden(path.Child("backend"),
+		errs = append(errs, field.Forbidden(optsPath.Child("backend"),
 			fmt.Sprintf("the rocksdb backend needs the %s feature gate, which is disabled; %s", gate, GateHint(string(gate)))))
 	}
 	const noRedis = "the rocksdb backend keeps the GCS state on the head's volume, not in Redis; remove it"
 	if opts.RedisAddress != "" {
-		errs = append(errs, field.Forbidden(path.Child("redisAddress"), noRedis))
+		errs = append(errs, field.Forbidden(optsPath.Child("redisAddress"), noRedis))
 	}
 	if opts.RedisUsername != nil {
-		errs = append(errs, field.Forbidden(path.Child("redisUsername"), noRedis))
+		errs = append(errs, field.Forbidden(optsPath.Child("redisUsername"), noRedis))
 	}
 	if opts.RedisPassword != nil {
-		errs = append(errs, field.Forbidden(path.Child("redisPassword"), noRedis))
+		errs = append(errs, field.Forbidden(optsPath.Child("redisPassword"), noRedis))
 	}
 	if opts.ExternalStorageNamespace != "" {
-		errs = append(errs, field.Forbidden(path.Child("externalStorageNamespace"), noRedis))
+		errs = append(errs, field.Forbidden(optsPath.Child("externalStorageNamespace"), noRedis))
 	}
-	errs = append(errs, gcsStorage(opts.Storage, path.Child("storage"))...)
-	errs = append(errs, embeddedStorageHeadSettings(spec, path, headPath)...)
+	errs = append(errs, gcsStorage(opts.Storage, optsPath.Child("storage"))...)
+	errs = append(errs, embeddedStorageHeadSettings(spec, optsPath, headPath)...)
 	if oldSpec != nil && oldSpec.GcsFaultToleranceOptions != nil && !apiequality.Semantic.DeepEqual(oldSpec.GcsFaultToleranceOptions.Storage, opts.Storage) {
-		errs = append(errs, c.decide(field.Forbidden(path.Child("storage"),
+		errs = append(errs, c.decide(field.Forbidden(optsPath.Child("storage"),
 			"storage is immutable: the claim already holds the GCS state and cannot be resized, moved or re-owned in place; create a new cluster instead"))...)
 	}
 	return errs
@@ -98,7 +97,7 @@ func gcsStorage(s *rayv1.GcsEmbeddedStorage, p *field.Path) field.ErrorList {
 		if strings.HasPrefix(sp, "/") {
 			errs = append(errs, field.Invalid(p.Child("subPath"), sp, "must be a relative path"))
 		}
-		for _, part := range strings.Split(path.Clean(sp), "/") {
+		for _, part := range strings.Split(sp, "/") {
 			if part == ".." {
 				errs = append(errs, field.Invalid(p.Child("subPath"), sp, "must not contain '..'"))
 				break
