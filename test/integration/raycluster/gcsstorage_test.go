@@ -109,7 +109,9 @@ var _ = Describe("GCS fault tolerance with the rocksdb backend", func() {
 		waitReady(ctx, ns, "kept")
 		Expect(claim(ctx, ns, "kept-gcs-pvc")().UID).To(Equal(first.UID), "the same claim, so the GCS state carries over")
 		Expect(claimOf(headPods(ctx, ns, "kept")[0])).To(Equal([]string{"kept-gcs-pvc at /ray-gcs-storage subPath "}))
-		Expect(getCluster(ctx, ns, "kept").Status.Conditions).NotTo(ContainElement(HaveField("Type", "OwnershipConflict")))
+		// envtest runs no garbage collector, so the first cluster's Services are still there
+		// (a conflict of their own); the claim is not one.
+		Expect(getCluster(ctx, ns, "kept").Status.Conditions).NotTo(ContainElement(HaveField("Message", ContainSubstring("PersistentVolumeClaim"))))
 	})
 
 	It("creates no pod while another object controls a claim of that name", func(ctx context.Context) {
