@@ -28,6 +28,9 @@ const (
 	// WarnLegacyFTWithoutAddress: the legacy annotation without RAY_REDIS_ADDRESS persists nothing.
 	WarnLegacyFTWithoutAddress = "%s is true but the head's Ray container sets no RAY_REDIS_ADDRESS, so the GCS has no external Redis to keep its state in; " +
 		"set spec.gcsFaultToleranceOptions.redisAddress (and remove the annotation) instead"
+	// WarnRetainOnRayService: each cluster of a RayService has a new name, so no claim is reused.
+	WarnRetainOnRayService = "%s is Retain: every cluster of the RayService (a new one per upgrade, with a new name) leaves its claim <cluster>-gcs-pvc behind, " +
+		"and no later cluster uses it; delete them yourself, or use DeleteWithCluster"
 	// WarnLegacyFTForm: the annotation form still works but the options say it all in one place.
 	WarnLegacyFTForm = "%s is the legacy way to enable GCS fault tolerance; prefer spec.gcsFaultToleranceOptions"
 )
@@ -44,11 +47,15 @@ func (c *check) gcsFaultTolerance(oldSpec *rayv1.RayClusterSpec, meta *metav1.Ob
 	headPath := path.Child("headGroupSpec")
 	if rayspec.GCSFaultToleranceBackend(opts) == rayv1.GcsFTBackendRocksDB {
 		errs := c.embeddedGCSStorage(oldSpec, spec, optsPath, headPath)
+		var warnings []string
 		if c.admission() {
 			errs = append(errs, gcsFTHeadSettings(meta, spec, headPath, optsPath)...)
 			errs = append(errs, c.backendChange(oldSpec, opts, optsPath)...)
+			if s := opts.Storage; path.String() == rayClusterConfigPath.String() && s != nil && s.DeletionPolicy != nil && *s.DeletionPolicy == rayv1.RetainGCSStorageDeletionPolicy {
+				warnings = append(warnings, fmt.Sprintf(WarnRetainOnRayService, optsPath.Child("storage", "deletionPolicy")))
+			}
 		}
-		return errs, nil
+		return errs, warnings
 	}
 	errs, warnings := gcsFTOptions(opts, optsPath)
 	if v, ok := meta.Annotations[rayv1.GCSFTDeletionTimeoutKey]; ok {

@@ -1,9 +1,11 @@
 package validation
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -167,4 +169,24 @@ func TestEmbeddedGCSStorageOnRayService(t *testing.T) {
 		field.Forbidden(p("spec.rayClusterConfig.gcsFaultToleranceOptions.redisAddress"), ""),
 		field.Forbidden(p("spec.rayClusterConfig.headGroupSpec.template.spec.containers[0].env[0]"), ""),
 	}, errs)
+}
+
+func TestEmbeddedGCSStorageRetainOnRayService(t *testing.T) {
+	svc := service(func(s *rayv1.RayService) {
+		s.Spec.RayClusterSpec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{Backend: rayv1.GcsFTBackendRocksDB,
+			Storage: &rayv1.GcsEmbeddedStorage{DeletionPolicy: ptr.To(rayv1.RetainGCSStorageDeletionPolicy)}}
+	})
+	errs, warnings := RayService(svc, embeddedOn)
+	diffErrors(t, nil, errs)
+	want := []string{fmt.Sprintf(WarnRetainOnRayService, "spec.rayClusterConfig.gcsFaultToleranceOptions.storage.deletionPolicy")}
+	if d := cmp.Diff(want, warnings); d != "" {
+		t.Errorf("warnings (-want +got):\n%s", d)
+	}
+	// A RayCluster keeps its name, so a retained claim is picked up again: no warning.
+	rc := cluster(rocks(func(o *rayv1.GcsFaultToleranceOptions) {
+		o.Storage = &rayv1.GcsEmbeddedStorage{DeletionPolicy: ptr.To(rayv1.RetainGCSStorageDeletionPolicy)}
+	}))
+	if _, warnings := RayCluster(rc, embeddedOn); len(warnings) != 0 {
+		t.Errorf("RayCluster warnings: %v", warnings)
+	}
 }
