@@ -31,11 +31,11 @@ const (
 
 // Reasons of the UpgradeAction condition.
 const (
-	ReasonUpgradePaused    = "UpgradePaused"
-	ReasonUpgradeResumed   = "UpgradeResumed"
-	ReasonUpgradeAborting  = "UpgradeAborting"
-	ReasonUpgradePromoting = "UpgradePromoting"
-	ReasonUpgradeAborted   = "UpgradeAborted"
+	ReasonUpgradePaused    = rayv1.UpgradePaused
+	ReasonUpgradeResumed   = rayv1.UpgradeResumed
+	ReasonUpgradeAborting  = rayv1.UpgradeAborting
+	ReasonUpgradePromoting = rayv1.UpgradePromoting
+	ReasonUpgradeAborted   = rayv1.UpgradeAborted
 )
 
 // upgradeActionReasons are every reason of the UpgradeAction condition.

@@ -120,3 +120,12 @@ const (
 	// PodReconciliationError: creating or deleting the cluster's pods failed.
 	PodReconciliationError EventReason = "PodReconciliationError"
 )
+
+// Reasons of the raygate-only UpgradeAction condition.
+const (
+	UpgradePaused    = "UpgradePaused"
+	UpgradeResumed   = "UpgradeResumed"
+	UpgradeAborting  = "UpgradeAborting"
+	UpgradePromoting = "UpgradePromoting"
+	UpgradeAborted   = "UpgradeAborted"
+)
