@@ -1,16 +1,20 @@
 package rayservice
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/raygatectl"
 	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/test/builders"
 )
@@ -193,5 +197,44 @@ var _ = Describe("Upgrade actions", func() {
 		Eventually(clusterNames(ctx, ns)).Should(ConsistOf(green))
 		Consistently(clusterNames(ctx, ns), 2*time.Second).Should(ConsistOf(green))
 		Expect(selectorOf(ctx, ns, name+"-serve-svc")()).To(Equal(green))
+	})
+})
+
+// plugin runs kubectl raygate against the suite's API server, through its kubeconfig flags.
+func plugin(ctx context.Context, ns string, args ...string) string {
+	var out, errOut bytes.Buffer
+	cmd := raygatectl.NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(append([]string{"--kubeconfig", env.Kubeconfig, "-n", ns}, args...))
+	Expect(cmd.ExecuteContext(ctx)).To(Succeed(), errOut.String())
+	GinkgoWriter.Printf("$ kubectl raygate %s\n%s", strings.Join(args, " "), out.String())
+	return out.String()
+}
+
+var _ = Describe("kubectl raygate", func() {
+	const name = "plugged"
+
+	It("shows an upgrade, pauses it, says why it waits, and promotes it", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		watchInvariants(ctx, ns)
+		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(20, 5, 2, gatewayClass).DeletionDelay(1).Obj())).To(Succeed())
+		blue := waitServing(ctx, ns, name)
+		Expect(plugin(ctx, ns, "why", name)).To(Equal("No upgrade is running: RayCluster " + blue + " serves.\n"))
+
+		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
+		Eventually(pendingTraffic(ctx, ns, name)).Should(BeNumerically(">=", 10))
+		green := pendingName(ctx, ns, name)()
+		Expect(plugin(ctx, ns, "pause", name)).To(Equal("rayservice.ray.io/" + name + ": pause requested for pending RayCluster " + green + "\n"))
+		Eventually(condition(ctx, ns, name, rayv1.UpgradeAction)).Should(Equal("True/UpgradePaused"))
+		Eventually(func() string { return plugin(ctx, ns, "why", name) }).Should(ContainSubstring("paused by raygate.ray.io/upgrade-action=pause"))
+
+		status := plugin(ctx, ns, "status", name)
+		Expect(status).To(ContainSubstring("Action:    pause " + green + " (UpgradePaused)\n"))
+		Expect(status).To(ContainSubstring("Next step: none while paused\n"))
+		Expect(status).To(MatchRegexp(`(?m)^active +` + blue + ` +100% +\d+% +\d+% `))
+		Expect(status).To(MatchRegexp(`(?m)^pending +` + green + ` +20% +\d+% +\d+% +\d+/\d+ +fruit RUNNING`))
+
+		Expect(plugin(ctx, ns, "promote", name)).To(Equal("rayservice.ray.io/" + name + ": promote requested for pending RayCluster " + green + "\n"))
+		Eventually(activeName(ctx, ns, name)).Should(Equal(green))
+		Eventually(func() string { return plugin(ctx, ns, "status", name) }).Should(ContainSubstring("Action:    promote " + green + " (not in effect)\n"))
 	})
 })
