@@ -216,15 +216,21 @@ func TestPlanPromoteSkipsTheRemainingSteps(t *testing.T) {
 	}
 }
 
-func TestPlanNewClusterPauseHoldsTheSwitch(t *testing.T) {
+// blueGreenPending starts a NewCluster upgrade and runs it until the pending cluster is in
+// the status.
+func blueGreenPending(t *testing.T) (*world, *checker, string, string) {
 	w := newWorld(builders.RayService("svc", "ns").DeletionDelay(30).Obj())
 	settle(t, w)
 	c := newChecker()
-	blue := w.svc.Status.ActiveServiceStatus.RayClusterName
 	w.updateSpec(func(s *rayv1.RayService) { setTestImage(s, "rayproject/ray:2.53.0") })
-	p := checked(t, w, c, "a pending cluster", func(p *reconciled) bool { return p.written && p.out.Status.PendingServiceStatus.RayClusterName != "" })
-	green := p.out.Status.PendingServiceStatus.RayClusterName
+	checked(t, w, c, "a pending cluster", func(p *reconciled) bool { return p.written && p.out.Status.PendingServiceStatus.RayClusterName != "" })
+	return w, c, w.svc.Status.ActiveServiceStatus.RayClusterName, w.svc.Status.PendingServiceStatus.RayClusterName
+}
+
+func TestPlanNewClusterPauseHoldsTheSwitch(t *testing.T) {
+	w, c, blue, green := blueGreenPending(t)
 	act(w, rayv1.UpgradeActionPause, green)
+	var p *reconciled
 	for range 60 {
 		p, _ = w.step()
 		if breaches := c.check(p); len(breaches) > 0 {
@@ -239,13 +245,9 @@ func TestPlanNewClusterPauseHoldsTheSwitch(t *testing.T) {
 }
 
 func TestPlanNewClusterAbortDropsThePendingCluster(t *testing.T) {
-	w := newWorld(builders.RayService("svc", "ns").DeletionDelay(30).Obj())
-	settle(t, w)
-	c := newChecker()
-	blue := w.svc.Status.ActiveServiceStatus.RayClusterName
-	w.updateSpec(func(s *rayv1.RayService) { setTestImage(s, "rayproject/ray:2.53.0") })
-	p := checked(t, w, c, "a pending cluster", func(p *reconciled) bool { return p.written && p.out.Status.PendingServiceStatus.RayClusterName != "" })
-	act(w, rayv1.UpgradeActionAbort, p.out.Status.PendingServiceStatus.RayClusterName)
+	w, c, blue, green := blueGreenPending(t)
+	act(w, rayv1.UpgradeActionAbort, green)
+	var p *reconciled
 	checked(t, w, c, "the pending cluster dropped", func(p *reconciled) bool { return p.written && p.out.Status.PendingServiceStatus.RayClusterName == "" })
 	for range 20 {
 		p, _ = w.step()

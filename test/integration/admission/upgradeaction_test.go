@@ -1,25 +1,17 @@
 package admission
 
 import (
-	"bytes"
 	"context"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/internal/raygatectl"
+	"github.com/raygate/raygate/test/integration/internal/rstest"
 )
 
-// plugin runs kubectl raygate against the suite's API server, through its kubeconfig flags.
 func plugin(ctx context.Context, args ...string) (string, error) {
-	var out, errOut bytes.Buffer
-	cmd := raygatectl.NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
-	cmd.SetArgs(append([]string{"--kubeconfig", env.Kubeconfig, "--namespace", "default"}, args...))
-	err := cmd.ExecuteContext(ctx)
-	GinkgoWriter.Printf("$ kubectl raygate %v\n%s%s%v\n", args, out.String(), errOut.String(), err)
-	return out.String(), err
+	return rstest.Plugin(ctx, env.Kubeconfig, "default", args...)
 }
 
 var _ = Describe("Upgrade actions at admission", func() {

@@ -1,22 +1,19 @@
 package rayservice
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/internal/raygatectl"
 	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rstest"
 )
 
 // setAction sets raygate.ray.io/upgrade-action (and its target) as kubectl raygate does: a
@@ -61,17 +58,23 @@ func routeWeight(ctx context.Context, ns, name, cluster string) func() int32 {
 	}
 }
 
+// midShift creates an incremental RayService, upgrades it and waits until the pending
+// cluster has at least atLeast% of the traffic; it returns the active and pending clusters.
+func midShift(ctx context.Context, ns, name string, surge, step, interval, atLeast int32) (string, string) {
+	Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(surge, step, interval, gatewayClass).DeletionDelay(1).Obj())).To(Succeed())
+	blue := waitServing(ctx, ns, name)
+	update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
+	Eventually(pendingTraffic(ctx, ns, name)).Should(BeNumerically(">=", atLeast))
+	return blue, pendingName(ctx, ns, name)()
+}
+
 var _ = Describe("Upgrade actions", func() {
 	const name = "ctl"
 
 	It("pauses an incremental upgrade mid-shift, holds capacity and traffic, and resumes its pacing", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		checker := watchInvariants(ctx, ns)
-		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(50, 10, 1, gatewayClass).DeletionDelay(1).Obj())).To(Succeed())
-		blue := waitServing(ctx, ns, name)
-		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
-		Eventually(pendingTraffic(ctx, ns, name)).Should(BeNumerically(">=", 20))
-		green := pendingName(ctx, ns, name)()
+		blue, green := midShift(ctx, ns, name, 50, 10, 1, 20)
 
 		setAction(ctx, ns, name, rayv1.UpgradeActionPause, green)
 		Eventually(condition(ctx, ns, name, rayv1.UpgradeAction)).Should(Equal("True/UpgradePaused"))
@@ -109,11 +112,7 @@ var _ = Describe("Upgrade actions", func() {
 		ns := newNamespace(ctx)
 		checker := watchInvariants(ctx, ns)
 		// A slow pacing: 80% of traffic left in 10% steps every 5 s would take 40 s more.
-		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(50, 10, 5, gatewayClass).DeletionDelay(1).Obj())).To(Succeed())
-		waitServing(ctx, ns, name)
-		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
-		Eventually(pendingTraffic(ctx, ns, name)).Should(BeNumerically(">=", 10))
-		green := pendingName(ctx, ns, name)()
+		_, green := midShift(ctx, ns, name, 50, 10, 5, 10)
 
 		promoted := time.Now()
 		setAction(ctx, ns, name, rayv1.UpgradeActionPromote, green)
@@ -134,11 +133,7 @@ var _ = Describe("Upgrade actions", func() {
 	It("aborts an incremental upgrade across an operator restart between recording and carrying it out, walks back step by step and holds the spec", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		checker := watchInvariants(ctx, ns)
-		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(50, 10, 1, gatewayClass).DeletionDelay(1).Obj())).To(Succeed())
-		blue := waitServing(ctx, ns, name)
-		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
-		Eventually(pendingTraffic(ctx, ns, name)).Should(BeNumerically(">=", 20))
-		green := pendingName(ctx, ns, name)()
+		blue, green := midShift(ctx, ns, name, 50, 10, 1, 20)
 
 		By("recording the abort while the gateway controller holds the last step, so nothing can be carried out yet")
 		gw.Pause(true)
@@ -200,14 +195,10 @@ var _ = Describe("Upgrade actions", func() {
 	})
 })
 
-// plugin runs kubectl raygate against the suite's API server, through its kubeconfig flags.
 func plugin(ctx context.Context, ns string, args ...string) string {
-	var out, errOut bytes.Buffer
-	cmd := raygatectl.NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
-	cmd.SetArgs(append([]string{"--kubeconfig", env.Kubeconfig, "-n", ns}, args...))
-	Expect(cmd.ExecuteContext(ctx)).To(Succeed(), errOut.String())
-	GinkgoWriter.Printf("$ kubectl raygate %s\n%s", strings.Join(args, " "), out.String())
-	return out.String()
+	out, err := rstest.Plugin(ctx, env.Kubeconfig, ns, args...)
+	Expect(err).NotTo(HaveOccurred())
+	return out
 }
 
 var _ = Describe("kubectl raygate", func() {
@@ -216,13 +207,7 @@ var _ = Describe("kubectl raygate", func() {
 	It("shows an upgrade, pauses it, says why it waits, and promotes it", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		watchInvariants(ctx, ns)
-		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(20, 5, 2, gatewayClass).DeletionDelay(1).Obj())).To(Succeed())
-		blue := waitServing(ctx, ns, name)
-		Expect(plugin(ctx, ns, "why", name)).To(Equal("No upgrade is running: RayCluster " + blue + " serves.\n"))
-
-		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
-		Eventually(pendingTraffic(ctx, ns, name)).Should(BeNumerically(">=", 10))
-		green := pendingName(ctx, ns, name)()
+		blue, green := midShift(ctx, ns, name, 20, 5, 2, 10)
 		Expect(plugin(ctx, ns, "pause", name)).To(Equal("rayservice.ray.io/" + name + ": pause requested for pending RayCluster " + green + "\n"))
 		Eventually(condition(ctx, ns, name, rayv1.UpgradeAction)).Should(Equal("True/UpgradePaused"))
 		Eventually(func() string { return plugin(ctx, ns, "why", name) }).Should(ContainSubstring("paused by raygate.ray.io/upgrade-action=pause"))
