@@ -75,8 +75,11 @@ func plan(obs *observed, want *desired, stored *rayv1.RayServiceStatuses, now ti
 	}
 	r := assignRoles(in, &out)
 	r.Control = controlOf(in, r)
+	release := r.Control.Release
 	r = planClusters(in, r, &out)
+	// The clusters may have changed (a resume after an abort starts the upgrade again).
 	r.Control = controlOf(in, r)
+	r.Control.Release = r.Control.Release || release
 	r = planControl(in, r, &out)
 	serve := planServe(in, r, &out)
 	r, traffic := planTraffic(in, r, serve, &out)

@@ -192,7 +192,10 @@ func TestPlanAbortWalksBackAndHoldsTheSpec(t *testing.T) {
 	}
 	// Resume retries the upgrade.
 	act(w, rayv1.UpgradeActionResume, "")
-	checked(t, w, c, "a new pending cluster", func(p *reconciled) bool { return len(actionsOf[createCluster](p.out)) == 1 })
+	p = checked(t, w, c, "a new pending cluster", func(p *reconciled) bool { return len(actionsOf[createCluster](p.out)) == 1 })
+	if a := actionsOf[annotateCluster](p.out); len(a) != 1 || a[0].Cluster.Name != blue || len(a[0].Remove) != 1 || a[0].Remove[0] != rayv1.AbortedSpecHashKey {
+		t.Errorf("resume removes the aborted spec hash from the active cluster: %v", a)
+	}
 }
 
 func TestPlanPromoteSkipsTheRemainingSteps(t *testing.T) {
