@@ -70,6 +70,7 @@ func routeWith(weights map[string]int32) *gwv1.HTTPRoute {
 func TestRender(t *testing.T) {
 	paused := upgrading()
 	paused.Annotations = map[string]string{rayv1.UpgradeActionKey: "pause", rayv1.UpgradeTargetKey: "fruit-4hw2t"}
+	paused.Status.Conditions[1].Message = "upgrading from fruit-kp8ct to fruit-4hw2t: capacity active 80% / pending 40%, traffic active 80% / pending 20%; paused by raygate.ray.io/upgrade-action=pause"
 	paused.Status.Conditions = append(paused.Status.Conditions, cond(rayv1.UpgradeAction, metav1.ConditionTrue, rayv1.UpgradePaused,
 		"the upgrade to RayCluster fruit-4hw2t is paused (raygate.ray.io/upgrade-action=pause): capacity and traffic stay where they are until resume, abort or promote"))
 
