@@ -137,8 +137,8 @@ var _ = Describe("Upgrade actions", func() {
 
 		By("recording the abort while the gateway controller holds the last step, so nothing can be carried out yet")
 		gw.Pause(true)
-		before := pendingTraffic(ctx, ns, name)()
-		Eventually(pendingTraffic(ctx, ns, name)).Should(BeNumerically(">", before), "a step the gateway has not programmed")
+		// The next step (or the one just applied) waits for the gateway controller.
+		Eventually(func() string { return conditionMessage(ctx, ns, name, rayv1.UpgradeInProgress) }).Should(ContainSubstring("waiting for the last step to take effect"))
 		setAction(ctx, ns, name, rayv1.UpgradeActionAbort, green)
 		Eventually(condition(ctx, ns, name, rayv1.UpgradeAction)).Should(Equal("True/UpgradeAborting"))
 		Expect(getCluster(ctx, ns, blue).Annotations).To(HaveKey(rayv1.AbortedSpecHashKey), "recorded on the active cluster before it is carried out")
