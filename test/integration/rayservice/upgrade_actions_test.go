@@ -137,6 +137,7 @@ var _ = Describe("Upgrade actions", func() {
 
 		By("recording the abort while the gateway controller holds the last step, so nothing can be carried out yet")
 		gw.Pause(true)
+		DeferCleanup(func() { gw.Pause(false) }) // the gateway controller is the suite's: never leave it paused
 		// The next step (or the one just applied) waits for the gateway controller.
 		Eventually(func() string { return conditionMessage(ctx, ns, name, rayv1.UpgradeInProgress) }).Should(ContainSubstring("waiting for the last step to take effect"))
 		setAction(ctx, ns, name, rayv1.UpgradeActionAbort, green)
