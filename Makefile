@@ -19,6 +19,10 @@ all: build
 build: ## Build the manager binary into bin/raygate.
 	$(GO) build -o bin/raygate ./cmd/raygate
 
+.PHONY: plugin
+plugin: ## Build the kubectl plugin into bin/kubectl-raygate (put bin/ on the PATH: `kubectl raygate status <name>`).
+	$(GO) build -o bin/kubectl-raygate ./cmd/kubectl-raygate
+
 ##@ Tools
 .PHONY: tools
 tools: ## Build every pinned tool from its Go module into ~/.cache/raygate (RAYGATE_CACHE); only missing ones are built.

@@ -265,6 +265,9 @@ func checkPacing(p *reconciled) []string {
 		st.ActiveServiceStatus.RayClusterName != next.ActiveServiceStatus.RayClusterName {
 		return nil
 	}
+	if c := findCondition(st.Conditions, rayv1.UpgradeAction); c != nil && c.Reason == ReasonUpgradePromoting {
+		return nil // promote asked to skip the pacing
+	}
 	from, to := ptr.Deref(st.PendingServiceStatus.TrafficRoutedPercent, 0), ptr.Deref(next.PendingServiceStatus.TrafficRoutedPercent, 0)
 	if from == to {
 		return nil

@@ -27,6 +27,10 @@ type Metrics struct {
 	// upgrades are finished upgrades by strategy and result, without per-object labels, for
 	// SLOs over many RayServices; the per-object story is in the events.
 	upgrades *prometheus.HistogramVec
+	// action is 1 for the UpgradeAction condition's reason while it is present (paused,
+	// aborting, aborted, promoting, resumed); actions counts the actions taken up, by action.
+	action  *prometheus.GaugeVec
+	actions *prometheus.CounterVec
 
 	mu sync.Mutex
 	// uids are the uid each RayService's series carry, so the series of an object deleted
@@ -71,17 +75,22 @@ func NewMetrics() *Metrics {
 			// From a few seconds (small clusters, short intervals) to hours (large models).
 			Buckets: []float64{30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400},
 		}, []string{"strategy", "result"}),
+		action: gauge("raygate_service_upgrade_action", "1 while an upgrade action holds a RayService's upgrade; the reason label says which (UpgradePaused, UpgradeAborting, UpgradeAborted, UpgradePromoting, UpgradeResumed).", "reason"),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "raygate_service_upgrade_actions_total",
+			Help: "Upgrade actions (raygate.ray.io/upgrade-action) the RayService controller took up, by action.",
+		}, []string{"action"}),
 		uids: map[types.NamespacedName]types.UID{},
 	}
 }
 
 func (m *Metrics) vecs() []*prometheus.GaugeVec {
-	return []*prometheus.GaugeVec{m.info, m.ready, m.upgrading, m.rollingBack, m.traffic, m.capacity}
+	return []*prometheus.GaugeVec{m.info, m.ready, m.upgrading, m.rollingBack, m.traffic, m.capacity, m.action}
 }
 
 // Register adds the metrics to reg, replacing those of an earlier manager in the process.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	cs := []prometheus.Collector{m.upgrades}
+	cs := []prometheus.Collector{m.upgrades, m.actions}
 	for _, v := range m.vecs() {
 		cs = append(cs, v)
 	}
@@ -103,6 +112,16 @@ func (m *Metrics) Observe(svc *rayv1.RayService) {
 		m.ready: rayv1.RayServiceReady, m.upgrading: rayv1.UpgradeInProgress, m.rollingBack: rayv1.RollbackInProgress,
 	} {
 		promgauge.SetCondition(v, meta.IsStatusConditionTrue(st.Conditions, string(t)), name, ns, uid)
+	}
+	current := ""
+	if c := meta.FindStatusCondition(st.Conditions, string(rayv1.UpgradeAction)); c != nil {
+		current = c.Reason
+		m.action.WithLabelValues(name, ns, uid, current).Set(1)
+	}
+	for _, reason := range upgradeActionReasons {
+		if reason != current {
+			m.action.DeleteLabelValues(name, ns, uid, reason)
+		}
 	}
 	for role, cs := range map[string]*rayv1.RayServiceStatus{roleActive: &st.ActiveServiceStatus, rolePending: &st.PendingServiceStatus} {
 		var traffic, capacity *int32
@@ -127,6 +146,11 @@ func setPercent(v *prometheus.GaugeVec, percent *int32, labels ...string) {
 // after a rollback, dropped.
 func (m *Metrics) UpgradeFinished(strategy rayv1.RayServiceUpgradeType, result string, seconds float64) {
 	m.upgrades.WithLabelValues(string(strategy), result).Observe(seconds)
+}
+
+// UpgradeAction counts an upgrade action the controller took up.
+func (m *Metrics) UpgradeAction(action string) {
+	m.actions.WithLabelValues(action).Inc()
 }
 
 // Forget removes every series of a deleted RayService.

@@ -28,6 +28,9 @@ type planned struct {
 	Conflicts []string
 	// Decisions say what was decided and why, for the operator's log.
 	Decisions []string
+	// ActionRecorded is the upgrade action Status records for the first time, counted
+	// once it is stored.
+	ActionRecorded string
 }
 
 func (o *planned) doFirst(a action)           { o.ClusterActions = append(o.ClusterActions, a) }
@@ -71,7 +74,13 @@ func plan(obs *observed, want *desired, stored *rayv1.RayServiceStatuses, now ti
 		return out
 	}
 	r := assignRoles(in, &out)
+	r.Control = controlOf(in, r)
+	release := r.Control.Release
 	r = planClusters(in, r, &out)
+	// The clusters may have changed (a resume after an abort starts the upgrade again).
+	r.Control = controlOf(in, r)
+	r.Control.Release = r.Control.Release || release
+	r = planControl(in, r, &out)
 	serve := planServe(in, r, &out)
 	r, traffic := planTraffic(in, r, serve, &out)
 	serving := planServices(in, r, serve, traffic, &out)
@@ -96,6 +105,8 @@ type roles struct {
 	Rollback string
 	// Blocked, when set, is why a wanted upgrade cannot start.
 	Blocked string
+	// Control is what the upgrade actions ask (raygate.ray.io/upgrade-action).
+	Control control
 }
 
 // slot is one role: its cluster and its part of the status (the cluster status and the

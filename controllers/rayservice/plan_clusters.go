@@ -114,6 +114,9 @@ func planClusters(in inputs, r roles, out *planned) roles {
 		Strategy: in.want.Strategy, Goal: in.want.Goal, GatewayAPI: in.obs.GatewayAPI,
 		Active: stampIn(r.Active), Pending: stampIn(r.Pending),
 	})
+	if d.Change == actCreatePending && r.Control.Mode == ctlAborted {
+		d = clusterPlan{actNone, r.Control.Message}
+	}
 	if d.Change != actNone {
 		out.note(string(d.Change) + ": " + d.Reason)
 	}

@@ -59,6 +59,9 @@ func servingCluster(in inputs, r roles, serve serveStates, traffic trafficState)
 		return r.Pending.View
 	case r.Active.View == nil:
 		return nil
+	case r.Control.frozen():
+		// Paused, or an action not yet recorded: the switch waits with everything else.
+		return r.Active.View
 	case r.Pending.View == nil || r.Rollback != "":
 		return r.Active.View
 	case !in.want.incremental() && serve.ready(r.Pending):

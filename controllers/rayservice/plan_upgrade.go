@@ -42,6 +42,9 @@ func advance(in inputs, r roles, serve serveStates, traffic trafficState, sv ser
 		warnUnhealthy(in, r, p.Unhealthy, out)
 		p.Upgrade = fmt.Sprintf("pending cluster %s: %s; traffic switches once its Serve applications are RUNNING",
 			pending, orDefault(serve[pending].Note, "preparing"))
+		if note := controlNote(r.Control); note != "" {
+			p.Upgrade += "; " + note
+		}
 		return r, p
 	}
 	return stepUpgrade(in, r, serve, traffic, out)
@@ -77,11 +80,18 @@ func stepUpgrade(in inputs, r roles, serve serveStates, traffic trafficState, ou
 	}
 	s := r.split()
 	var p progress
+	if r.Control.frozen() {
+		p.Upgrade = describeUpgrade(r, s, controlNote(r.Control))
+		return r, p
+	}
 	if !traffic.Settled {
 		p.Upgrade = describeUpgrade(r, s, "waiting for the last step to take effect: "+traffic.Note)
 		return r, p
 	}
 	next := nextStep(s, in.want.Pacing, dir, in.now)
+	if r.Control.Mode == ctlPromoting && dir == towardPending {
+		next = promoteStep(s, in.now)
+	}
 	// Traffic moves only to a cluster whose applications run. An upgrade waits for them
 	// before anything; a rollback still gives back capacity and finishes when no traffic
 	// is left to move, so the active cluster gets the spec's config again.

@@ -86,6 +86,9 @@ func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out plan
 	for _, e := range out.Events {
 		r.emit(svc, e)
 	}
+	if a := out.ActionRecorded; a != "" {
+		r.Metrics.UpgradeAction(a)
+	}
 	if f := out.Finished; f != nil {
 		r.Metrics.UpgradeFinished(f.Strategy, f.Result, f.Seconds)
 	}

@@ -178,6 +178,7 @@ func buildStatus(in inputs, r roles, serve serveStates, sv serving, prog progres
 	tellPodsRefused(in, refused, out)
 	setOwnershipConflict(in, &st, out.Conflicts, now, out)
 	setStrategyFallback(in, &st, now, out)
+	setUpgradeAction(in, &st, r.Control, now, out)
 	stampUpdate(in, &st)
 	return st
 }

@@ -37,6 +37,7 @@ func GateHint(gate string) string {
 func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []string) {
 	errs := validateName(&svc.ObjectMeta, rayspec.ServiceDerivedNames)
 	errs = append(errs, rayServiceAnnotations(&svc.ObjectMeta)...)
+	errs = append(errs, c.upgradeAction(old, svc)...)
 	spec := &svc.Spec
 	errs = append(errs, managedBy(old, svc)...)
 	var warnings []string

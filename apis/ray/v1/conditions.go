@@ -67,6 +67,10 @@ const (
 	// whose feature gate is off (NewClusterWithIncrementalUpgrade without
 	// RayServiceIncrementalUpgrade): the RayService keeps serving and upgrades with NewCluster.
 	UpgradeStrategyFallback RayServiceConditionType = "UpgradeStrategyFallback"
+	// UpgradeAction (raygate-only) is present while a raygate.ray.io/upgrade-action applies:
+	// True with reason UpgradePaused, UpgradeAborting, UpgradeAborted or UpgradePromoting,
+	// False with UpgradeResumed. It is stored before the action is carried out.
+	UpgradeAction RayServiceConditionType = "UpgradeAction"
 	// RayServiceSuspending: spec.suspend asked for the RayService's clusters and Services to
 	// go, and they are being deleted. Once True it stays True until they are all gone, even
 	// if spec.suspend turns false meanwhile.
@@ -115,4 +119,13 @@ const (
 	RayConfigError EventReason = "RayConfigError"
 	// PodReconciliationError: creating or deleting the cluster's pods failed.
 	PodReconciliationError EventReason = "PodReconciliationError"
+)
+
+// Reasons of the raygate-only UpgradeAction condition.
+const (
+	UpgradePaused    = "UpgradePaused"
+	UpgradeResumed   = "UpgradeResumed"
+	UpgradeAborting  = "UpgradeAborting"
+	UpgradePromoting = "UpgradePromoting"
+	UpgradeAborted   = "UpgradeAborted"
 )

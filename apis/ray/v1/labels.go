@@ -81,7 +81,28 @@ const (
 	// DeleteAfterKey holds the RFC 3339 time after which a RayService's old cluster may be
 	// deleted; recorded once, so a restart neither forgets nor hurries the deletion.
 	DeleteAfterKey = "raygate.ray.io/delete-after"
+
+	// UpgradeActionKey, on a RayService, is a one-shot control of the upgrade in flight:
+	// pause, resume, abort or promote. UpgradeTargetKey names the pending RayCluster the
+	// action is meant for, so an action left on the object never applies to a later upgrade.
+	UpgradeActionKey = "raygate.ray.io/upgrade-action"
+	UpgradeTargetKey = "raygate.ray.io/upgrade-target"
+	// AbortedSpecHashKey holds, on the active cluster, the spec hash of the upgrade that was
+	// aborted: no new upgrade to that spec starts until the spec changes or resume is asked.
+	// It is written before the abort is carried out, so a restart keeps the decision.
+	AbortedSpecHashKey = "raygate.ray.io/aborted-spec-hash"
 )
+
+// Upgrade actions, the values of UpgradeActionKey.
+const (
+	UpgradeActionPause   = "pause"
+	UpgradeActionResume  = "resume"
+	UpgradeActionAbort   = "abort"
+	UpgradeActionPromote = "promote"
+)
+
+// UpgradeActions are the values UpgradeActionKey accepts.
+var UpgradeActions = []string{UpgradeActionPause, UpgradeActionResume, UpgradeActionAbort, UpgradeActionPromote}
 
 // RayContainerIndex is the index of the Ray container in head and worker pods.
 const RayContainerIndex = 0

@@ -3,19 +3,23 @@
 package rstest
 
 import (
+	"bytes"
 	"context"
 	"strings"
 
+	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/raygatectl"
 )
 
 // NewNamespace creates a namespace named prefix plus a random suffix.
@@ -104,4 +108,18 @@ func Events(ctx context.Context, c client.Client, ns, name string) func() string
 		}
 		return strings.Join(notes, "\n")
 	}
+}
+
+// Plugin runs kubectl raygate in-process against the API server of kubeconfig, through its
+// kubectl connection flags, and logs what a user would see.
+func Plugin(ctx context.Context, kubeconfig, ns string, args ...string) (string, error) {
+	var out, errOut bytes.Buffer
+	cmd := raygatectl.NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig, "--namespace", ns}, args...))
+	err := cmd.ExecuteContext(ctx)
+	ginkgo.GinkgoWriter.Printf("$ kubectl raygate %s\n%s%s", strings.Join(args, " "), out.String(), errOut.String())
+	if err != nil {
+		ginkgo.GinkgoWriter.Printf("error: %v\n", err)
+	}
+	return out.String(), err
 }

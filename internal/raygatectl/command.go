@@ -1,0 +1,164 @@
+package raygatectl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/rayspec"
+	"github.com/raygate/raygate/internal/validation"
+)
+
+// NewCommand is `kubectl raygate`: kubectl's connection flags (--kubeconfig, --context,
+// --namespace, ...) and the subcommands.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	flags := genericclioptions.NewConfigFlags(true)
+	root := &cobra.Command{
+		Use:           "kubectl-raygate",
+		Short:         "Watch and steer RayService upgrades run by raygate",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	flags.AddFlags(root.PersistentFlags())
+	connect := func() (client.Client, string, error) { return connectWith(flags) }
+	view := func(render func(w *cobra.Command, v View) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			c, ns, err := connect()
+			if err != nil {
+				return err
+			}
+			v, err := Read(cmd.Context(), c, ns, args[0])
+			if err != nil {
+				return err
+			}
+			v.Now = time.Now()
+			return render(cmd, v)
+		}
+	}
+	root.AddCommand(&cobra.Command{
+		Use: "status NAME", Short: "Clusters, capacity, traffic, applications, the pending action and the next step of a RayService",
+		Args: cobra.ExactArgs(1),
+		RunE: view(func(cmd *cobra.Command, v View) error { return RenderStatus(cmd.OutOrStdout(), v) }),
+	})
+	root.AddCommand(&cobra.Command{
+		Use: "why NAME", Short: "The exact conditions a RayService's upgrade waits on",
+		Args: cobra.ExactArgs(1),
+		RunE: view(func(cmd *cobra.Command, v View) error { return RenderWhy(cmd.OutOrStdout(), v) }),
+	})
+	for _, a := range []struct{ action, short string }{
+		{rayv1.UpgradeActionPause, "Freeze the upgrade's capacity and traffic where they are"},
+		{rayv1.UpgradeActionResume, "Continue a paused upgrade at its pace, or retry an aborted one"},
+		{rayv1.UpgradeActionAbort, "Walk traffic and capacity back to the active cluster, then drop the pending one"},
+		{rayv1.UpgradeActionPromote, "Skip the remaining steps: all capacity, then all traffic to the pending cluster"},
+	} {
+		var target string
+		cmd := &cobra.Command{
+			Use: a.action + " NAME", Short: a.short, Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				c, ns, err := connect()
+				if err != nil {
+					return err
+				}
+				msg, err := Act(cmd.Context(), c, ns, args[0], a.action, target)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), msg)
+				return err
+			},
+		}
+		if validation.UpgradeTargeted(a.action) {
+			cmd.Flags().StringVar(&target, "target", "", "the pending RayCluster the action is for (default: the one in the RayService's status)")
+		}
+		root.AddCommand(cmd)
+	}
+	return root
+}
+
+// Scheme holds the kinds the plugin reads.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, rayv1.AddToScheme, gwv1.Install} {
+		if err := add(s); err != nil {
+			panic(err) // static registrations
+		}
+	}
+	return s
+}
+
+func connectWith(flags *genericclioptions.ConfigFlags) (client.Client, string, error) {
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, "", err
+	}
+	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	return c, ns, err
+}
+
+// Read gets the RayService and, when it has one, its HTTPRoute. A cluster without the
+// Gateway API, or a RayService without a route, shows no route weights.
+func Read(ctx context.Context, c client.Client, ns, name string) (View, error) {
+	svc := &rayv1.RayService{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, svc); err != nil {
+		return View{}, err
+	}
+	v := View{Service: svc}
+	rt := &gwv1.HTTPRoute{}
+	switch err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: rayspec.HTTPRouteName(name)}, rt); {
+	case err == nil:
+		v.Route = rt
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err) || apierrors.IsForbidden(err):
+	default:
+		return View{}, err
+	}
+	return v, nil
+}
+
+// ActionPatch is the merge patch that asks for an action: the action and the pending cluster
+// it is for (none: the target annotation is removed).
+func ActionPatch(action, target string) []byte {
+	ann := map[string]any{rayv1.UpgradeActionKey: action, rayv1.UpgradeTargetKey: nil}
+	if target != "" {
+		ann[rayv1.UpgradeTargetKey] = target
+	}
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}}) // maps of strings always marshal
+	return b
+}
+
+// Act sets the action on the RayService, aimed at the pending cluster of its status unless a
+// target is given. Admission decides: its refusal is returned as the API server wrote it.
+func Act(ctx context.Context, c client.Client, ns, name, action, target string) (string, error) {
+	svc := &rayv1.RayService{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, svc); err != nil {
+		return "", err
+	}
+	if target == "" && validation.UpgradeTargeted(action) {
+		target = validation.UpgradeInFlight(&svc.Status)
+	}
+	if err := c.Patch(ctx, svc, client.RawPatch(types.MergePatchType, ActionPatch(action, target))); err != nil {
+		return "", err
+	}
+	if target == "" {
+		return fmt.Sprintf("rayservice.ray.io/%s: %s requested", name, action), nil
+	}
+	return fmt.Sprintf("rayservice.ray.io/%s: %s requested for pending RayCluster %s", name, action, target), nil
+}

@@ -1,0 +1,226 @@
+package rayservice
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rstest"
+)
+
+// setAction sets raygate.ray.io/upgrade-action (and its target) as kubectl raygate does: a
+// merge patch of the annotations, which leaves the spec and its generation alone.
+func setAction(ctx context.Context, ns, name, action, target string) {
+	ann := map[string]any{rayv1.UpgradeActionKey: action, rayv1.UpgradeTargetKey: nil}
+	if target != "" {
+		ann[rayv1.UpgradeTargetKey] = target
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	Expect(err).NotTo(HaveOccurred())
+	svc := &rayv1.RayService{}
+	svc.Namespace, svc.Name = ns, name
+	Expect(k8s.Patch(ctx, svc, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+}
+
+// actionReasons are the reason labels of a RayService's raygate_service_upgrade_action series.
+func actionReasons(ns, name string) func() []string {
+	return func() []string {
+		labels, _, err := framework.MetricSeries("raygate_service_upgrade_action", ns, name)
+		Expect(err).NotTo(HaveOccurred())
+		var out []string
+		for _, l := range labels {
+			out = append(out, l["reason"])
+		}
+		return out
+	}
+}
+
+// routeWeight is the pending cluster's weight on the HTTPRoute (-1: not a backend).
+func routeWeight(ctx context.Context, ns, name, cluster string) func() int32 {
+	return func() int32 {
+		rt := route(ctx, ns, name)
+		for _, r := range rt.Spec.Rules {
+			for _, b := range r.BackendRefs {
+				if string(b.Name) == cluster+"-serve-svc" && b.Weight != nil {
+					return *b.Weight
+				}
+			}
+		}
+		return -1
+	}
+}
+
+// midShift creates an incremental RayService, upgrades it and waits until the pending
+// cluster has at least atLeast% of the traffic; it returns the active and pending clusters.
+func midShift(ctx context.Context, ns, name string, surge, step, interval, atLeast int32) (string, string) {
+	Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(surge, step, interval, gatewayClass).DeletionDelay(1).Obj())).To(Succeed())
+	blue := waitServing(ctx, ns, name)
+	update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
+	Eventually(pendingTraffic(ctx, ns, name)).Should(BeNumerically(">=", atLeast))
+	return blue, pendingName(ctx, ns, name)()
+}
+
+var _ = Describe("Upgrade actions", func() {
+	const name = "ctl"
+
+	It("pauses an incremental upgrade mid-shift, holds capacity and traffic, and resumes its pacing", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		checker := watchInvariants(ctx, ns)
+		blue, green := midShift(ctx, ns, name, 50, 10, 1, 20)
+
+		setAction(ctx, ns, name, rayv1.UpgradeActionPause, green)
+		Eventually(condition(ctx, ns, name, rayv1.UpgradeAction)).Should(Equal("True/UpgradePaused"))
+		Eventually(func() string { return conditionMessage(ctx, ns, name, rayv1.UpgradeInProgress) }).Should(ContainSubstring("paused by raygate.ray.io/upgrade-action=pause"))
+		held := pendingTraffic(ctx, ns, name)()
+		Eventually(routeWeight(ctx, ns, name, green)).Should(Equal(held), "a step recorded before the pause still takes effect")
+		st := getService(ctx, ns, name).Status
+		Consistently(func() rayv1.RayServiceStatuses {
+			s := getService(ctx, ns, name).Status
+			return rayv1.RayServiceStatuses{ActiveServiceStatus: rayv1.RayServiceStatus{TargetCapacity: s.ActiveServiceStatus.TargetCapacity, TrafficRoutedPercent: s.ActiveServiceStatus.TrafficRoutedPercent},
+				PendingServiceStatus: rayv1.RayServiceStatus{TargetCapacity: s.PendingServiceStatus.TargetCapacity, TrafficRoutedPercent: s.PendingServiceStatus.TrafficRoutedPercent}}
+		}, 3*time.Second).Should(Equal(rayv1.RayServiceStatuses{
+			ActiveServiceStatus:  rayv1.RayServiceStatus{TargetCapacity: st.ActiveServiceStatus.TargetCapacity, TrafficRoutedPercent: st.ActiveServiceStatus.TrafficRoutedPercent},
+			PendingServiceStatus: rayv1.RayServiceStatus{TargetCapacity: st.PendingServiceStatus.TargetCapacity, TrafficRoutedPercent: st.PendingServiceStatus.TrafficRoutedPercent},
+		}), "three intervals pass without a step")
+		Expect(routeWeight(ctx, ns, name, green)()).To(Equal(held))
+		Eventually(events(ctx, ns, name)).Should(ContainSubstring("Normal UpgradePaused: the upgrade to RayCluster " + green + " is paused"))
+		Eventually(actionReasons(ns, name)).Should(ConsistOf("UpgradePaused"))
+
+		By("resuming: the pacing goes on from where it stopped")
+		setAction(ctx, ns, name, rayv1.UpgradeActionResume, "")
+		Eventually(condition(ctx, ns, name, rayv1.UpgradeAction)).Should(Equal("False/UpgradeResumed"))
+		Eventually(activeName(ctx, ns, name), time.Minute).Should(Equal(green))
+		steps := trafficSteps(checker, green)
+		for i := 1; i < len(steps); i++ {
+			Expect(steps[i]-steps[i-1]).To(BeNumerically("<=", 10), "one step at a time after resume: %v", steps)
+		}
+		Eventually(condition(ctx, ns, name, rayv1.UpgradeAction)).Should(BeEmpty(), "an action for a finished upgrade is inert")
+		Eventually(actionReasons(ns, name)).Should(BeEmpty())
+		Eventually(clusterNames(ctx, ns)).Should(ConsistOf(green))
+		Expect(blue).NotTo(Equal(green))
+	})
+
+	It("promotes an incremental upgrade mid-shift: the pending cluster gets all capacity before all traffic", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		checker := watchInvariants(ctx, ns)
+		// A slow pacing: 80% of traffic left in 10% steps every 5 s would take 40 s more.
+		_, green := midShift(ctx, ns, name, 50, 10, 5, 10)
+
+		promoted := time.Now()
+		setAction(ctx, ns, name, rayv1.UpgradeActionPromote, green)
+		Eventually(activeName(ctx, ns, name), 20*time.Second).Should(Equal(green))
+		Expect(time.Since(promoted)).To(BeNumerically("<", 20*time.Second))
+		Eventually(events(ctx, ns, name)).Should(ContainSubstring("Normal UpgradePromoting: the upgrade to RayCluster " + green + " is promoted"))
+		var caps []float64
+		for _, s := range simulatorOf(ns, green).Submissions() {
+			if s.TargetCapacity != nil && (len(caps) == 0 || caps[len(caps)-1] != *s.TargetCapacity) {
+				caps = append(caps, *s.TargetCapacity)
+			}
+		}
+		Expect(caps).To(Equal([]float64{0, 50, 100}), "capacity grows to 100%% at once")
+		Eventually(func() []int32 { return trafficSteps(checker, green) }).Should(HaveExactElements(int32(0), int32(10), int32(100)))
+		Eventually(clusterNames(ctx, ns)).Should(ConsistOf(green))
+	})
+
+	It("aborts an incremental upgrade across an operator restart between recording and carrying it out, walks back step by step and holds the spec", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		checker := watchInvariants(ctx, ns)
+		blue, green := midShift(ctx, ns, name, 50, 10, 1, 20)
+
+		By("recording the abort while the gateway controller holds the last step, so nothing can be carried out yet")
+		gw.Pause(true)
+		DeferCleanup(func() { gw.Pause(false) }) // the gateway controller is the suite's: never leave it paused
+		// The next step (or the one just applied) waits for the gateway controller.
+		Eventually(func() string { return conditionMessage(ctx, ns, name, rayv1.UpgradeInProgress) }).Should(ContainSubstring("waiting for the last step to take effect"))
+		setAction(ctx, ns, name, rayv1.UpgradeActionAbort, green)
+		Eventually(condition(ctx, ns, name, rayv1.UpgradeAction)).Should(Equal("True/UpgradeAborting"))
+		Expect(getCluster(ctx, ns, blue).Annotations).To(HaveKey(rayv1.AbortedSpecHashKey), "recorded on the active cluster before it is carried out")
+		Expect(getService(ctx, ns, name).Status.PendingServiceStatus.RayClusterName).To(Equal(green))
+		restartManager(0)
+		gw.Pause(false)
+
+		By("walking traffic and capacity back, then dropping the pending cluster")
+		Eventually(pendingName(ctx, ns, name), time.Minute).Should(BeEmpty())
+		Expect(activeName(ctx, ns, name)()).To(Equal(blue))
+		steps := trafficSteps(checker, green)
+		for i := 1; i < len(steps); i++ {
+			Expect(steps[i-1]-steps[i]).To(BeNumerically("<=", 10), "back in steps of 10: %v", steps)
+		}
+		Eventually(condition(ctx, ns, name, rayv1.UpgradeAction)).Should(Equal("True/UpgradeAborted"))
+		Eventually(clusterNames(ctx, ns)).Should(ConsistOf(blue))
+		Consistently(clusterNames(ctx, ns), 2*time.Second).Should(ConsistOf(blue), "no new cluster for the aborted spec")
+		Eventually(upgrades(map[string]string{"strategy": string(rayv1.NewClusterWithIncrementalUpgrade), "result": "rolled_back"})).Should(BeNumerically(">=", 1))
+
+		By("resume retries the aborted upgrade")
+		setAction(ctx, ns, name, rayv1.UpgradeActionResume, "")
+		Eventually(activeName(ctx, ns, name), time.Minute).ShouldNot(Equal(blue))
+		Expect(getCluster(ctx, ns, activeName(ctx, ns, name)()).Spec.HeadGroupSpec.Template.Spec.Containers[0].Image).To(Equal("rayproject/ray:2.53.0"))
+	})
+
+	It("pauses a blue/green switch, promotes it, and aborts the next upgrade", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		watchInvariants(ctx, ns)
+		Expect(k8s.Create(ctx, builders.RayService(name, ns).DeletionDelay(1).Obj())).To(Succeed())
+		blue := waitServing(ctx, ns, name)
+		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
+		Eventually(pendingName(ctx, ns, name)).ShouldNot(BeEmpty())
+		green := pendingName(ctx, ns, name)()
+		setAction(ctx, ns, name, rayv1.UpgradeActionPause, green)
+		Eventually(condition(ctx, ns, name, rayv1.UpgradeAction)).Should(Equal("True/UpgradePaused"))
+		Eventually(simulatorOf(ns, green).AllRunning).Should(BeTrue())
+		Consistently(selectorOf(ctx, ns, name+"-serve-svc"), 2*time.Second).Should(Equal(blue), "no switch while paused, though the new applications run")
+		Expect(activeName(ctx, ns, name)()).To(Equal(blue))
+
+		setAction(ctx, ns, name, rayv1.UpgradeActionPromote, green)
+		Eventually(activeName(ctx, ns, name)).Should(Equal(green))
+		Eventually(selectorOf(ctx, ns, name+"-serve-svc")).Should(Equal(green))
+
+		By("aborting the next upgrade: the pending cluster never served and is dropped")
+		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.54.0") })
+		Eventually(pendingName(ctx, ns, name)).ShouldNot(BeEmpty())
+		third := pendingName(ctx, ns, name)()
+		setAction(ctx, ns, name, rayv1.UpgradeActionAbort, third)
+		Eventually(pendingName(ctx, ns, name)).Should(BeEmpty())
+		Eventually(condition(ctx, ns, name, rayv1.UpgradeAction)).Should(Equal("True/UpgradeAborted"))
+		Eventually(clusterNames(ctx, ns)).Should(ConsistOf(green))
+		Consistently(clusterNames(ctx, ns), 2*time.Second).Should(ConsistOf(green))
+		Expect(selectorOf(ctx, ns, name+"-serve-svc")()).To(Equal(green))
+	})
+})
+
+func plugin(ctx context.Context, ns string, args ...string) string {
+	out, err := rstest.Plugin(ctx, env.Kubeconfig, ns, args...)
+	Expect(err).NotTo(HaveOccurred())
+	return out
+}
+
+var _ = Describe("kubectl raygate", func() {
+	const name = "plugged"
+
+	It("shows an upgrade, pauses it, says why it waits, and promotes it", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		watchInvariants(ctx, ns)
+		blue, green := midShift(ctx, ns, name, 20, 5, 2, 10)
+		Expect(plugin(ctx, ns, "pause", name)).To(Equal("rayservice.ray.io/" + name + ": pause requested for pending RayCluster " + green + "\n"))
+		Eventually(condition(ctx, ns, name, rayv1.UpgradeAction)).Should(Equal("True/UpgradePaused"))
+		Eventually(func() string { return plugin(ctx, ns, "why", name) }).Should(ContainSubstring("paused by raygate.ray.io/upgrade-action=pause"))
+
+		status := plugin(ctx, ns, "status", name)
+		Expect(status).To(ContainSubstring("Action:    pause " + green + " (UpgradePaused)\n"))
+		Expect(status).To(ContainSubstring("Next step: none while paused\n"))
+		Expect(status).To(MatchRegexp(`(?m)^active +` + blue + ` +\d+% +\d+% +\d+% `))
+		Expect(status).To(MatchRegexp(`(?m)^pending +` + green + ` +\d+% +\d+% +\d+% +\d+/\d+ +fruit RUNNING`))
+
+		Expect(plugin(ctx, ns, "promote", name)).To(Equal("rayservice.ray.io/" + name + ": promote requested for pending RayCluster " + green + "\n"))
+		Eventually(activeName(ctx, ns, name)).Should(Equal(green))
+		Eventually(func() string { return plugin(ctx, ns, "status", name) }).Should(ContainSubstring("Action:    promote " + green + " (not in effect)\n"))
+	})
+})
