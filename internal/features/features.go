@@ -30,6 +30,9 @@ const (
 	// RayClusterNetworkPolicy allows spec.networkPolicy: raygate-owned NetworkPolicies that
 	// isolate a cluster's pods (Alpha and off, as in KubeRay).
 	RayClusterNetworkPolicy featuregate.Feature = "RayClusterNetworkPolicy"
+	// RayClusterMTLS allows spec.tlsOptions: mutual TLS between a cluster's Ray processes,
+	// with certificates from cert-manager (Alpha and off, as in KubeRay).
+	RayClusterMTLS featuregate.Feature = "RayClusterMTLS"
 )
 
 // Specs are the defaults and maturity of every gate.
@@ -39,6 +42,7 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	RayMultiHostIndexing:         {Default: true, PreRelease: featuregate.Beta},
 	RayClusterHistoryServer:      {Default: false, PreRelease: featuregate.Alpha},
 	RayClusterNetworkPolicy:      {Default: false, PreRelease: featuregate.Alpha},
+	RayClusterMTLS:               {Default: false, PreRelease: featuregate.Alpha},
 }
 
 func init() {

@@ -14,6 +14,7 @@ func TestDefaults(t *testing.T) {
 		string(RayServiceIncrementalUpgrade): true,
 		string(RayMultiHostIndexing):         true,
 		string(RayClusterHistoryServer):      false,
+		string(RayClusterMTLS):               false,
 	}
 	for name, on := range want {
 		if got := utilfeature.DefaultFeatureGate.Enabled(Feature(name)); got != on {

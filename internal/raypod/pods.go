@@ -161,6 +161,7 @@ func finishPod(rc *rayv1.RayCluster, pod *corev1.Pod, node rayv1.RayNodeType, pa
 	}
 	setProbes(rc, ray, node, params)
 	addTokenAuth(rc, pod)
+	addMTLS(rc, pod, node)
 }
 
 // sharedMemorySize sizes /dev/shm like the container's memory (limit, else request); nil:
