@@ -99,8 +99,8 @@ func TLSObjects(rc *rayv1.RayCluster, headIPs, workerIPs []string) []*unstructur
 		return nil
 	}
 	name := rc.Name
-	selfSigned := newTLSObject(rc, IssuerGVK, rayspec.SelfSignedIssuerName(name), selfSignedIssuer, IssuerSpec{SelfSigned: &struct{}{}})
-	ca := newTLSObject(rc, CertificateGVK, rayspec.CACertificateName(name), "ca-certificate", CertificateSpec{
+	selfSigned := newTLSObject(rc, IssuerGVK, rayspec.SelfSignedIssuerName(name), selfSignedIssuer, &IssuerSpec{SelfSigned: &struct{}{}})
+	ca := newTLSObject(rc, CertificateGVK, rayspec.CACertificateName(name), "ca-certificate", &CertificateSpec{
 		SecretName:     rayspec.CASecretName(name),
 		SecretTemplate: &SecretTemplate{Labels: secretLabels(name)},
 		IsCA:           true,
@@ -111,7 +111,7 @@ func TLSObjects(rc *rayv1.RayCluster, headIPs, workerIPs []string) []*unstructur
 		PrivateKey:     &PrivateKey{Algorithm: algorithmRSA, Size: caKeySize, RotationPolicy: rotationNever},
 		IssuerRef:      IssuerReference{Name: rayspec.SelfSignedIssuerName(name), Kind: issuerKind, Group: CertManagerGroup},
 	})
-	caIssuer := newTLSObject(rc, IssuerGVK, rayspec.CAIssuerName(name), "ca-issuer", IssuerSpec{CA: &CAIssuer{SecretName: rayspec.CASecretName(name)}})
+	caIssuer := newTLSObject(rc, IssuerGVK, rayspec.CAIssuerName(name), "ca-issuer", &IssuerSpec{CA: &CAIssuer{SecretName: rayspec.CASecretName(name)}})
 	head := newTLSObject(rc, CertificateGVK, rayspec.TLSCertificateName(name, rayv1.HeadNode), "head-certificate",
 		leafSpec(name, rayv1.HeadNode, HeadDNSNames(rc), headIPs))
 	worker := newTLSObject(rc, CertificateGVK, rayspec.TLSCertificateName(name, rayv1.WorkerNode), "worker-certificate",
@@ -119,8 +119,8 @@ func TLSObjects(rc *rayv1.RayCluster, headIPs, workerIPs []string) []*unstructur
 	return []*unstructured.Unstructured{selfSigned, ca, caIssuer, head, worker}
 }
 
-func leafSpec(cluster string, node rayv1.RayNodeType, dnsNames, ips []string) CertificateSpec {
-	return CertificateSpec{
+func leafSpec(cluster string, node rayv1.RayNodeType, dnsNames, ips []string) *CertificateSpec {
+	return &CertificateSpec{
 		SecretName:     rayspec.TLSSecretName(cluster, node),
 		SecretTemplate: &SecretTemplate{Labels: secretLabels(cluster)},
 		Duration:       &metav1.Duration{Duration: LeafDuration},
