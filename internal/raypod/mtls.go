@@ -46,22 +46,12 @@ func addMTLS(rc *rayv1.RayCluster, pod *corev1.Pod, node rayv1.RayNodeType) {
 		Secret: &corev1.SecretVolumeSource{SecretName: rayspec.TLSSecretName(rc.Name, node)},
 	}})
 	mount := corev1.VolumeMount{Name: TLSVolumeName, MountPath: rayspec.TLSMountPath, ReadOnly: true}
-	set := func(c *corev1.Container) {
+	forRayProcesses(pod, func(c *corev1.Container) {
 		for _, e := range TLSEnv() {
 			addEnv(c, e, true)
 		}
 		c.VolumeMounts = append(c.VolumeMounts, mount)
-	}
-	for i := range pod.Spec.Containers {
-		if i == rayv1.RayContainerIndex || pod.Spec.Containers[i].Name == AutoscalerContainer {
-			set(&pod.Spec.Containers[i])
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == WaitGCSInitContainer {
-			set(&pod.Spec.InitContainers[i])
-		}
-	}
+	})
 	wait := waitTLSContainer(pod.Spec.Containers[rayv1.RayContainerIndex], mount)
 	pod.Spec.InitContainers = append([]corev1.Container{wait}, pod.Spec.InitContainers...)
 }
@@ -77,18 +67,10 @@ until openssl x509 -in %[1]s -noout -ext subjectAltName 2>/dev/null | grep -qw "
   sleep 2
 done
 echo "The certificate names $%[2]s."`, cert, EnvPodIP)
-	fixed := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
-	return corev1.Container{
-		Name:            WaitTLSInitContainer,
-		Image:           ray.Image,
-		ImagePullPolicy: ray.ImagePullPolicy,
-		Command:         []string{"/bin/bash", "-c", "--"},
-		Args:            []string{script},
-		Env:             []corev1.EnvVar{fieldEnv(EnvPodIP, "status.podIP")},
-		VolumeMounts:    []corev1.VolumeMount{mount},
-		SecurityContext: ray.SecurityContext.DeepCopy(),
-		Resources:       corev1.ResourceRequirements{Limits: fixed, Requests: fixed.DeepCopy()},
-	}
+	c := helperContainer(WaitTLSInitContainer, ray, script, resource.MustParse("100m"), resource.MustParse("64Mi"))
+	c.Env = []corev1.EnvVar{fieldEnv(EnvPodIP, "status.podIP")}
+	c.VolumeMounts = []corev1.VolumeMount{mount}
+	return c
 }
 
 // HeadDNSNames are the names under which a cluster's head is reached (its Service, short
