@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +26,7 @@ const (
 	EventCreatedMTLSResource = "CreatedMTLSResource"
 	EventUpdatedMTLSResource = "MTLSCertificatesUpdated"
 	EventFailedMTLS          = "MTLSFailedToReconcile"
+	EventMTLSExpiringSoon    = "MTLSCertificateExpiringSoon"
 )
 
 // errCertManagerMissing: the cluster asks for mTLS but the API server serves no
@@ -54,7 +56,43 @@ func (r *Reconciler) reconcileMTLS(ctx context.Context, p *pass) error {
 			return err
 		}
 	}
+	due, next := tlsRestartsDue(p.pods, r.Now())
+	for _, d := range due {
+		p.warn(EventMTLSExpiringSoon, actionSkip, "Pod %s has run since %s and Ray does not reload certificates: its certificate expires "+
+			"by %s; delete the pod (raygate recreates it with a current certificate) or replace the cluster",
+			d.name, d.started.UTC().Format(time.RFC3339), d.expires.UTC().Format(time.RFC3339))
+	}
+	p.recheckAfter(next)
 	return nil
+}
+
+// restartDue is a pod whose certificate expires soon.
+type restartDue struct {
+	name             string
+	started, expires time.Time
+}
+
+// tlsRestartsDue finds the pods that must be restarted for their certificate. Ray reads its
+// certificate once, at start. A pod's certificate was issued after the pod got its IP (it
+// names that IP, and the controller adds an IP only once the pod has it), so it is valid until
+// at least the pod's start plus LeafDuration. A pod is due when less than LeafRenewBefore of
+// that is left; next is when the next pod becomes due (0: none).
+func tlsRestartsDue(pods []corev1.Pod, now time.Time) (due []restartDue, next time.Duration) {
+	for i := range pods {
+		pod := &pods[i]
+		if pod.Status.StartTime == nil || !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		started := pod.Status.StartTime.Time
+		expires := started.Add(raypod.LeafDuration)
+		dueAt := expires.Add(-raypod.LeafRenewBefore)
+		if !now.Before(dueAt) {
+			due = append(due, restartDue{name: pod.Name, started: started, expires: expires})
+		} else if wait := dueAt.Sub(now); next == 0 || wait < next {
+			next = wait
+		}
+	}
+	return due, next
 }
 
 func (r *Reconciler) applyMTLSObject(ctx context.Context, p *pass, desired *unstructured.Unstructured) error {

@@ -190,6 +190,15 @@ type pass struct {
 	conflicts []conflict
 	// events are sent once the pass is over, after its status write.
 	events []event
+	// recheck is when the pass should run again although nothing changes (0: no need).
+	recheck time.Duration
+}
+
+// recheckAfter asks for another pass within d (d <= 0: no need).
+func (p *pass) recheckAfter(d time.Duration) {
+	if d > 0 && (p.recheck == 0 || d < p.recheck) {
+		p.recheck = d
+	}
 }
 
 // Reconcile reads the cluster and its pods, plans the pods (pure), applies the autoscaler
@@ -380,8 +389,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (
 	}
 	p.object.Status = st
 	r.Metrics.Observe(p.object, provisionedAfter)
-	if len(p.conflicts) > 0 && (result.RequeueAfter == 0 || result.RequeueAfter > conflictRecheck) {
-		result.RequeueAfter = conflictRecheck
+	if len(p.conflicts) > 0 {
+		p.recheckAfter(conflictRecheck)
+	}
+	if p.recheck > 0 && (result.RequeueAfter == 0 || result.RequeueAfter > p.recheck) {
+		result.RequeueAfter = p.recheck
 	}
 	return result, applyErr
 }
