@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,17 +16,14 @@ import (
 // certManagerLookup finds out whether cert-manager's Certificate and Issuer APIs are served,
 // by listing at most one of each in the object's namespace. Only "no such API" refuses a TLS
 // cluster; any other failure is logged and refuses nothing, so admission never depends on it.
-type certManagerLookup struct {
-	reader  client.Reader
-	timeout time.Duration
-}
+type certManagerLookup struct{ lookup }
 
 func (l certManagerLookup) state(ctx context.Context, namespace string) validation.CertManagerState {
-	if l.reader == nil {
+	ctx, cancel, ok := l.bounded(ctx)
+	defer cancel()
+	if !ok {
 		return validation.CertManagerUnknown
 	}
-	ctx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
 	for _, gvk := range []schema.GroupVersionKind{raypod.CertificateGVK, raypod.IssuerGVK} {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))

@@ -46,7 +46,7 @@ func TestCertManagerLookup(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := certManagerLookup{reader: tc.reader, timeout: time.Second}.state(context.Background(), "ns")
+			got := certManagerLookup{lookup{reader: tc.reader, timeout: time.Second}}.state(context.Background(), "ns")
 			if got != tc.want {
 				t.Errorf("state = %v, want %v", got, tc.want)
 			}

@@ -55,7 +55,8 @@ func Handlers(o Options) map[string]admission.Handler {
 	decoder := typedDecoder{}
 	validator := validation.Validator{Gates: o.Gates, Limits: o.Limits, Policy: o.Policy}
 	namespaces := namespaceLookup{reader: o.Namespaces, live: o.Reader, timeout: o.LookupTimeout}
-	certManager := certManagerLookup{reader: o.Reader, timeout: o.LookupTimeout}
+	direct := lookup{reader: o.Reader, timeout: o.LookupTimeout}
+	certManager := certManagerLookup{direct}
 	return map[string]admission.Handler{
 		MutateRayClusterPath: &mutator[*rayv1.RayCluster]{decoder: decoder, newObj: func() *rayv1.RayCluster { return &rayv1.RayCluster{} }, apply: defaulting.RayCluster},
 		MutateRayServicePath: &mutator[*rayv1.RayService]{decoder: decoder, newObj: func() *rayv1.RayService { return &rayv1.RayService{} }, apply: func(svc *rayv1.RayService) {
@@ -63,7 +64,7 @@ func Handlers(o Options) map[string]admission.Handler {
 		}},
 		ValidateRayClusterPath: &rayClusterValidator{decoder: decoder, validator: validator, namespaces: namespaces, certManager: certManager},
 		ValidateRayServicePath: &rayServiceValidator{decoder: decoder, validator: validator, namespaces: namespaces,
-			gatewayClasses: gatewayClassLookup{reader: o.Reader, timeout: o.LookupTimeout}, certManager: certManager},
+			gatewayClasses: gatewayClassLookup{direct}, certManager: certManager},
 	}
 }
 
