@@ -19,8 +19,9 @@ const DefaultLookupTimeout = 2 * time.Second
 
 // Options are what the handlers need from the manager.
 type Options struct {
-	// Reader looks up GatewayClasses for warnings: the manager's API reader (direct reads, no
-	// cache or watch). Nil skips the lookup.
+	// Reader looks up GatewayClasses for warnings and whether cert-manager is installed for
+	// clusters with tlsOptions: the manager's API reader (direct reads, no cache or watch).
+	// Nil skips the lookups.
 	Reader client.Reader
 	// Gates is read on every request; nil means features.Default() (the --feature-gates state).
 	Gates features.Gates
@@ -54,14 +55,16 @@ func Handlers(o Options) map[string]admission.Handler {
 	decoder := typedDecoder{}
 	validator := validation.Validator{Gates: o.Gates, Limits: o.Limits, Policy: o.Policy}
 	namespaces := namespaceLookup{reader: o.Namespaces, live: o.Reader, timeout: o.LookupTimeout}
+	direct := lookup{reader: o.Reader, timeout: o.LookupTimeout}
+	certManager := certManagerLookup{direct}
 	return map[string]admission.Handler{
 		MutateRayClusterPath: &mutator[*rayv1.RayCluster]{decoder: decoder, newObj: func() *rayv1.RayCluster { return &rayv1.RayCluster{} }, apply: defaulting.RayCluster},
 		MutateRayServicePath: &mutator[*rayv1.RayService]{decoder: decoder, newObj: func() *rayv1.RayService { return &rayv1.RayService{} }, apply: func(svc *rayv1.RayService) {
 			defaulting.RayServiceWith(svc, !o.DisableZeroDowntime)
 		}},
-		ValidateRayClusterPath: &rayClusterValidator{decoder: decoder, validator: validator, namespaces: namespaces},
+		ValidateRayClusterPath: &rayClusterValidator{decoder: decoder, validator: validator, namespaces: namespaces, certManager: certManager},
 		ValidateRayServicePath: &rayServiceValidator{decoder: decoder, validator: validator, namespaces: namespaces,
-			gatewayClasses: gatewayClassLookup{reader: o.Reader, timeout: o.LookupTimeout}},
+			gatewayClasses: gatewayClassLookup{direct}, certManager: certManager},
 	}
 }
 

@@ -17,9 +17,10 @@ import (
 )
 
 type rayClusterValidator struct {
-	decoder    admission.Decoder
-	validator  validation.Validator
-	namespaces namespaceLookup
+	decoder     admission.Decoder
+	validator   validation.Validator
+	namespaces  namespaceLookup
+	certManager certManagerLookup
 }
 
 func (v *rayClusterValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -31,6 +32,13 @@ func (v *rayClusterValidator) Handle(ctx context.Context, req admission.Request)
 		old = nil
 	}
 	errs, warnings := v.validator.AdmitRayCluster(v.namespaces.facts(ctx, namespaceOf(req, &obj.ObjectMeta)), old, obj)
+	if path, ok := validation.TLSClusterPath(obj); ok {
+		var oldSpec *rayv1.RayClusterSpec
+		if old != nil {
+			oldSpec = &old.Spec
+		}
+		errs = append(errs, validation.CertManagerErrors(oldSpec, path, v.certManager.state(ctx, namespaceOf(req, &obj.ObjectMeta)))...)
+	}
 	return respond(ctx, rayv1.RayClusterKind, &obj.ObjectMeta, errs, warnings)
 }
 
@@ -39,6 +47,7 @@ type rayServiceValidator struct {
 	validator      validation.Validator
 	namespaces     namespaceLookup
 	gatewayClasses gatewayClassLookup
+	certManager    certManagerLookup
 }
 
 func (v *rayServiceValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -53,6 +62,13 @@ func (v *rayServiceValidator) Handle(ctx context.Context, req admission.Request)
 	// A GatewayClass the policy forbids is an error already; whether it exists is beside the point.
 	if name, ok := validation.GatewayClassToCheck(obj); ok && v.validator.Policy.AllowsGatewayClass(name) {
 		warnings = append(warnings, validation.GatewayClassWarnings(name, v.gatewayClasses.state(ctx, name))...)
+	}
+	if path, ok := validation.TLSClusterPath(obj); ok {
+		var oldSpec *rayv1.RayClusterSpec
+		if old != nil {
+			oldSpec = &old.Spec.RayClusterSpec
+		}
+		errs = append(errs, validation.CertManagerErrors(oldSpec, path, v.certManager.state(ctx, namespaceOf(req, &obj.ObjectMeta)))...)
 	}
 	return respond(ctx, rayv1.RayServiceKind, &obj.ObjectMeta, errs, warnings)
 }

@@ -178,7 +178,7 @@ func TestValidatorRejectsWithEveryCause(t *testing.T) {
 	}
 	wantMsg := `RayService.ray.io "svc" is invalid: [` +
 		`spec.upgradeStrategy.clusterUpgradeOptions.stepSizePercent: Invalid value: 0: must be between 1 and maxSurgePercent (40): 0 would never move traffic, and a step larger than the surge outruns the new cluster's capacity, ` +
-		`spec.rayClusterConfig.tlsOptions: Forbidden: not supported by raygate yet; remove it (raygate would otherwise ignore it)]`
+		`spec.rayClusterConfig.tlsOptions: Forbidden: the RayClusterMTLS feature gate is off; enable it with --feature-gates=RayClusterMTLS=true on the manager, or the Helm value featureGates.RayClusterMTLS=true]`
 	if st.Message != wantMsg {
 		t.Errorf("message\n got: %s\nwant: %s", st.Message, wantMsg)
 	}

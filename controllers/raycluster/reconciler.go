@@ -13,6 +13,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
@@ -30,6 +32,7 @@ import (
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/expectations"
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/internal/validation"
 	"github.com/raygate/raygate/internal/version"
@@ -98,6 +101,11 @@ type Reconciler struct {
 	// TokenAuthentication is the operator's --token-authentication: without it raygate holds
 	// no rights on Secrets, so a cluster with authOptions.mode token is not acted on.
 	TokenAuthentication bool
+	// CertManager says whether the API server served cert-manager's Certificate and Issuer
+	// when raygate started; without it a cluster with spec.tlsOptions gets no pods.
+	CertManager bool
+	// CertReader reads cert-manager objects (the manager's cache; nil: the Client).
+	CertReader client.Reader
 }
 
 // NewReconciler returns a reconciler with production settings.
@@ -127,6 +135,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.BatchScheduler != nil && r.BatchScheduler.Owned() != nil {
 		b = b.Owns(r.BatchScheduler.Owned())
+	}
+	if r.CertManager {
+		for _, gvk := range []schema.GroupVersionKind{raypod.CertificateGVK, raypod.IssuerGVK} {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk)
+			b = b.Owns(u)
+		}
 	}
 	return b.
 		Named("raycluster").
@@ -175,6 +190,15 @@ type pass struct {
 	conflicts []conflict
 	// events are sent once the pass is over, after its status write.
 	events []event
+	// recheck is when the pass should run again although nothing changes (0: no need).
+	recheck time.Duration
+}
+
+// recheckAfter asks for another pass within d (d <= 0: no need).
+func (p *pass) recheckAfter(d time.Duration) {
+	if d > 0 && (p.recheck == 0 || d < p.recheck) {
+		p.recheck = d
+	}
 }
 
 // Reconcile reads the cluster and its pods, plans the pods (pure), applies the autoscaler
@@ -293,6 +317,7 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, plan podPlan) error {
 		r.reconcileAutoscalerRBAC,
 		r.reconcileAuthSecret,
 		r.reconcileGCSStorage,
+		r.reconcileMTLS,
 		r.reconcileNetworkPolicies,
 		r.reconcileServices,
 		r.reconcileIngress,
@@ -365,8 +390,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (
 	}
 	p.object.Status = st
 	r.Metrics.Observe(p.object, provisionedAfter)
-	if len(p.conflicts) > 0 && (result.RequeueAfter == 0 || result.RequeueAfter > conflictRecheck) {
-		result.RequeueAfter = conflictRecheck
+	if len(p.conflicts) > 0 {
+		p.recheckAfter(conflictRecheck)
+	}
+	if p.recheck > 0 && (result.RequeueAfter == 0 || result.RequeueAfter > p.recheck) {
+		result.RequeueAfter = p.recheck
 	}
 	return result, applyErr
 }

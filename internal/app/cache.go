@@ -7,7 +7,9 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -16,6 +18,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/raypod"
 )
 
 // cacheOptions keep the informer cache to what the controllers read: most of the operator's
@@ -56,6 +59,14 @@ func cacheOptions(o Options, gatewayAPI bool) cache.Options {
 		opts.ByObject[&gwv1.Gateway{}] = cache.ByObject{Label: created}
 		opts.ByObject[&gwv1.HTTPRoute{}] = cache.ByObject{Label: created}
 	}
+	if o.certManager {
+		// cert-manager Certificates and Issuers of TLS clusters, likewise only raygate's.
+		for _, gvk := range []schema.GroupVersionKind{raypod.CertificateGVK, raypod.IssuerGVK} {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk)
+			opts.ByObject[u] = cache.ByObject{Label: created}
+		}
+	}
 	if len(o.WatchNamespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range o.WatchNamespaces {
@@ -67,22 +78,38 @@ func cacheOptions(o Options, gatewayAPI bool) cache.Options {
 
 // gatewayAPIServed reports whether the API server serves the Gateway API kinds raygate uses.
 func gatewayAPIServed(cfg *rest.Config) (bool, error) {
+	return kindsServed(cfg, gwv1.GroupVersion.String(), "Gateway", "HTTPRoute")
+}
+
+// certManagerServed reports whether the API server serves cert-manager's Certificate and
+// Issuer, which clusters with spec.tlsOptions need.
+func certManagerServed(cfg *rest.Config) (bool, error) {
+	return kindsServed(cfg, raypod.CertificateGVK.GroupVersion().String(), raypod.CertificateGVK.Kind, raypod.IssuerGVK.Kind)
+}
+
+// kindsServed reports whether the API server serves every given kind of a group version.
+func kindsServed(cfg *rest.Config, groupVersion string, kinds ...string) (bool, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return false, err
 	}
-	list, err := dc.ServerResourcesForGroupVersion(gwv1.GroupVersion.String())
+	list, err := dc.ServerResourcesForGroupVersion(groupVersion)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("discovering the Gateway API: %w", err)
+		return false, fmt.Errorf("discovering %s: %w", groupVersion, err)
 	}
 	found := map[string]bool{}
 	for _, r := range list.APIResources {
 		found[r.Kind] = true
 	}
-	return found["Gateway"] && found["HTTPRoute"], nil
+	for _, k := range kinds {
+		if !found[k] {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // createdBySelector selects the objects raygate creates.

@@ -26,6 +26,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.certManager, err = certManagerServed(cfg); err != nil {
+		return nil, err
+	}
 	batch, err := discoverBatchScheduling(cfg, o)
 	if err != nil {
 		return nil, err

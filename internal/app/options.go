@@ -82,6 +82,9 @@ type Options struct {
 	WebhooksOnly bool
 	// batch (not a flag) is --batch-scheduler resolved against the API server by NewManager.
 	batch batchScheduling
+	// certManager (not a flag) says whether the API server serves cert-manager's
+	// Certificate and Issuer, found out by NewManager.
+	certManager bool
 	// SkipControllerNameValidation (not a flag) lets a process build managers more than once
 	// (controller names are process-wide in controller-runtime): tests restarting the operator.
 	SkipControllerNameValidation bool

@@ -17,6 +17,8 @@ func setupRayClusterController(mgr ctrl.Manager, o Options) error {
 	r.BatchScheduler = o.batch.syncer(mgr)
 	r.OperatorNamespace = o.OperatorNamespace
 	r.TokenAuthentication = o.TokenAuthentication
+	r.CertManager = o.certManager
+	r.CertReader = mgr.GetCache()
 	if err := r.Metrics.Register(metrics.Registry); err != nil {
 		return err
 	}

@@ -34,6 +34,9 @@ const (
 	// GCS keeps its state in RocksDB on a PersistentVolumeClaim of the head (Alpha and off,
 	// as in KubeRay; Ray's backend is alpha too).
 	GCSFaultToleranceEmbeddedStorage featuregate.Feature = "GCSFaultToleranceEmbeddedStorage"
+	// RayClusterMTLS allows spec.tlsOptions: mutual TLS between a cluster's Ray processes,
+	// with certificates from cert-manager (Alpha and off, as in KubeRay).
+	RayClusterMTLS featuregate.Feature = "RayClusterMTLS"
 )
 
 // Specs are the defaults and maturity of every gate.
@@ -44,6 +47,7 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	RayClusterHistoryServer:          {Default: false, PreRelease: featuregate.Alpha},
 	RayClusterNetworkPolicy:          {Default: false, PreRelease: featuregate.Alpha},
 	GCSFaultToleranceEmbeddedStorage: {Default: false, PreRelease: featuregate.Alpha},
+	RayClusterMTLS:                   {Default: false, PreRelease: featuregate.Alpha},
 }
 
 func init() {

@@ -15,6 +15,7 @@ func TestDefaults(t *testing.T) {
 		string(RayMultiHostIndexing):             true,
 		string(RayClusterHistoryServer):          false,
 		string(GCSFaultToleranceEmbeddedStorage): false,
+		string(RayClusterMTLS):                   false,
 	}
 	for name, on := range want {
 		if got := utilfeature.DefaultFeatureGate.Enabled(Feature(name)); got != on {

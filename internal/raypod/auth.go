@@ -16,11 +16,16 @@ func addTokenAuth(rc *rayv1.RayCluster, pod *corev1.Pod) {
 		return
 	}
 	env := rayspec.AuthEnv(rc.Name, &rc.Spec)
-	set := func(c *corev1.Container) {
+	forRayProcesses(pod, func(c *corev1.Container) {
 		for _, e := range env {
 			addEnv(c, e, true)
 		}
-	}
+	})
+}
+
+// forRayProcesses calls set on every container of a pod that runs Ray or talks to it as Ray
+// does: the Ray container, the autoscaler sidecar and the wait-gcs-ready init container.
+func forRayProcesses(pod *corev1.Pod, set func(*corev1.Container)) {
 	for i := range pod.Spec.Containers {
 		if i == rayv1.RayContainerIndex || pod.Spec.Containers[i].Name == AutoscalerContainer {
 			set(&pod.Spec.Containers[i])

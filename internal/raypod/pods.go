@@ -161,6 +161,7 @@ func finishPod(rc *rayv1.RayCluster, pod *corev1.Pod, node rayv1.RayNodeType, pa
 	}
 	setProbes(rc, ray, node, params)
 	addTokenAuth(rc, pod)
+	addMTLS(rc, pod, node)
 }
 
 // sharedMemorySize sizes /dev/shm like the container's memory (limit, else request); nil:
@@ -313,20 +314,26 @@ while true; do
   echo "$SECONDS seconds elapsed: waiting for the GCS at %[1]s."
   sleep 5
 done`, addr)
-	fixed := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("256Mi")}
+	c := helperContainer(WaitGCSInitContainer, ray, script, resource.MustParse("200m"), resource.MustParse("256Mi"))
+	// TLS and auth settings of the Ray container may live in its env and mounts.
+	c.Env = append([]corev1.EnvVar(nil), ray.Env...)
+	c.VolumeMounts = append([]corev1.VolumeMount(nil), ray.VolumeMounts...)
+	return c
+}
+
+// helperContainer is an init container that runs a bash script in the Ray image, as the Ray
+// container's user. Fixed, small resources: a ResourceQuota needs them, and GPU nodes must not
+// be asked for accelerators by an init container.
+func helperContainer(name string, ray corev1.Container, script string, cpu, memory resource.Quantity) corev1.Container {
+	fixed := corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory}
 	return corev1.Container{
-		Name:            WaitGCSInitContainer,
+		Name:            name,
 		Image:           ray.Image,
 		ImagePullPolicy: ray.ImagePullPolicy,
 		Command:         []string{"/bin/bash", "-c", "--"},
 		Args:            []string{script},
-		// TLS and auth settings of the Ray container may live in its env and mounts.
-		Env:             append([]corev1.EnvVar(nil), ray.Env...),
-		VolumeMounts:    append([]corev1.VolumeMount(nil), ray.VolumeMounts...),
 		SecurityContext: ray.SecurityContext.DeepCopy(),
-		// Fixed, small resources: a ResourceQuota needs them, and GPU nodes must not be asked
-		// for accelerators by an init container.
-		Resources: corev1.ResourceRequirements{Limits: fixed, Requests: fixed.DeepCopy()},
+		Resources:       corev1.ResourceRequirements{Limits: fixed, Requests: fixed.DeepCopy()},
 	}
 }
 

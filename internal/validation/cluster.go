@@ -28,7 +28,7 @@ var rayResourceParams = []string{"num-cpus", "num-gpus", "memory", "resources"}
 // differ between a RayCluster and a RayService's rayClusterConfig. oldSpec is the stored
 // spec on update (nil otherwise); the pod bounds compare against it.
 func (c *check) clusterSpec(oldSpec, spec *rayv1.RayClusterSpec, path *field.Path) (field.ErrorList, []string) {
-	errs := unsupportedClusterFields(spec, path)
+	var errs field.ErrorList
 	head := &spec.HeadGroupSpec
 	headPath := path.Child("headGroupSpec")
 	errs = append(errs, c.group(&head.Template, head.RayStartParams, head.Resources, head.Labels, headPath)...)
@@ -52,6 +52,8 @@ func (c *check) clusterSpec(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 		errs, warnings = append(errs, e...), append(warnings, w...)
 		e, w = c.historyServer(spec, path)
 		errs, warnings = append(errs, e...), append(warnings, w...)
+		e, w = c.mtls(spec, path)
+		errs, warnings = append(errs, e...), append(warnings, w...)
 	}
 	e, w := c.authAndIsolation(oldSpec, spec, path)
 	errs, warnings = append(errs, e...), append(warnings, w...)
@@ -62,17 +64,6 @@ func (c *check) clusterSpec(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 	}
 	e, w = c.podBounds(oldSpec, spec, path)
 	return append(errs, e...), append(warnings, w...)
-}
-
-func unsupportedClusterFields(spec *rayv1.RayClusterSpec, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	forbid := func(set bool, p *field.Path) {
-		if set {
-			errs = append(errs, field.Forbidden(p, NotSupportedYet))
-		}
-	}
-	forbid(spec.TLSOptions != nil, path.Child("tlsOptions"))
-	return errs
 }
 
 // groupName: set, a DNS-1123 label once lower-cased, unique. Upper-case letters are accepted

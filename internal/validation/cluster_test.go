@@ -342,7 +342,7 @@ func TestRayCluster(t *testing.T) {
 			rc.Spec.UpgradeStrategy = &rayv1.RayClusterUpgradeStrategy{Type: ptr.To(rayv1.RayClusterRecreate)}
 		}},
 
-		// Fields raygate does not implement yet.
+		// Fields raygate does not implement yet, and one behind a gate that is off.
 		"unsupported KubeRay fields": {
 			mutate: func(rc *rayv1.RayCluster) {
 				rc.Spec.AuthOptions = &rayv1.AuthOptions{EnableK8sTokenAuth: ptr.To(true)}
@@ -393,9 +393,9 @@ func TestClusterNameErrorSaysWhichDerivedNameAndTheLimit(t *testing.T) {
 	}
 }
 
-func TestUnsupportedFieldWording(t *testing.T) {
+func TestTLSGateWording(t *testing.T) {
 	errs, _ := RayCluster(cluster(func(rc *rayv1.RayCluster) { rc.Spec.TLSOptions = &rayv1.TLSOptions{} }), gateOff)
-	want := "spec.tlsOptions: Forbidden: not supported by raygate yet; remove it (raygate would otherwise ignore it)"
+	want := "spec.tlsOptions: Forbidden: the RayClusterMTLS feature gate is off; enable it with --feature-gates=RayClusterMTLS=true on the manager, or the Helm value featureGates.RayClusterMTLS=true"
 	if len(errs) != 1 || errs[0].Error() != want {
 		t.Errorf("got %v, want %q", errs, want)
 	}

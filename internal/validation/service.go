@@ -68,6 +68,9 @@ func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []strin
 	// No old spec: a RayService changes its clusters' backend by building a new cluster.
 	clusterErrs, clusterWarnings = c.gcsFaultTolerance(nil, &svc.ObjectMeta, &spec.RayClusterSpec, rayClusterConfigPath)
 	errs, warnings = append(errs, clusterErrs...), append(warnings, clusterWarnings...)
+	if c.admission() && svc.Name != "" {
+		errs = append(errs, tlsNames(rayspec.ClusterNamePrefix(svc.Name)+"xxxxx", &spec.RayClusterSpec, rayClusterConfigPath)...)
+	}
 	warnings = append(warnings, c.upgradeSurgeWarnings(svc)...)
 	if spec.RayClusterSpec.UpgradeStrategy != nil && c.admission() {
 		// Create/update-only: the controllers ignore it in favour of spec.upgradeStrategy.

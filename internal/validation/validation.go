@@ -284,6 +284,10 @@ func (c *check) rayCluster(old, rc *rayv1.RayCluster) (field.ErrorList, []string
 		oldSpec = &old.Spec
 	}
 	specErrs, warnings := c.clusterSpec(oldSpec, &rc.Spec, specPath)
+	if c.admission() {
+		specErrs = append(specErrs, tlsNames(rc.Name, &rc.Spec, specPath)...)
+		specErrs = append(specErrs, tlsToggle(oldSpec, &rc.Spec, specPath)...)
+	}
 	ftErrs, ftWarnings := c.gcsFaultTolerance(oldSpec, &rc.ObjectMeta, &rc.Spec, specPath)
 	specErrs, warnings = append(specErrs, ftErrs...), append(warnings, ftWarnings...)
 	warnings = append(warnings, batchscheduler.LabelWarnings(rc.Labels, labelsPath, c.policy.BatchScheduler)...)

@@ -73,4 +73,9 @@ const (
 	// WarnQuotaMissingRequests: a quota on cpu or memory makes the API server refuse pods
 	// with a container that does not set them.
 	WarnQuotaMissingRequests = "%s: ResourceQuota %q limits %s, so the API server refuses pods with a container that does not set it: %s"
+
+	// WarnTLSEnvReplaced: a Ray container sets a TLS variable raygate sets for spec.tlsOptions.
+	WarnTLSEnvReplaced = "%s: %s is set by raygate for spec.tlsOptions; this value is replaced"
+	// WarnTLSDisabled: tlsOptions with enabled false, which leaves TLS off.
+	WarnTLSDisabled = "%s: enabled is false, so mutual TLS stays off; remove tlsOptions or set enabled to true"
 )

@@ -11,7 +11,7 @@ import (
 
 // TLSOptions configures mutual TLS between the pods of a Ray cluster.
 type TLSOptions struct {
-	// Enabled turns mutual TLS on.
+	// Enabled turns mutual TLS on (an empty tlsOptions does too); false leaves it off.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 }

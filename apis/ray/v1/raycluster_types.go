@@ -48,7 +48,9 @@ type RayClusterSpec struct {
 	// NetworkPolicy isolates the cluster's pods with NetworkPolicies raygate creates and owns.
 	// +optional
 	NetworkPolicy *NetworkPolicyConfig `json:"networkPolicy,omitempty"`
-	// TLSOptions enables mutual TLS between Ray pods. Not supported by raygate yet.
+	// TLSOptions enables mutual TLS between the cluster's Ray processes, with certificates
+	// from cert-manager (feature gate RayClusterMTLS). Cannot be turned on or off on an
+	// existing RayCluster.
 	// +optional
 	TLSOptions *TLSOptions `json:"tlsOptions,omitempty"`
 	// HeadGroupSpec describes the head pod.

@@ -1,0 +1,175 @@
+package raycluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/raypod"
+	"github.com/raygate/raygate/internal/rayspec"
+)
+
+// cert-manager objects are only created and kept in shape; the garbage collector deletes
+// them with their cluster (controller references), so raygate needs no delete right. It
+// never reads or writes the Secrets cert-manager issues: the pods mount them by name.
+// +kubebuilder:rbac:groups=cert-manager.io,resources=issuers;certificates,verbs=get;list;watch;create;update
+
+// Events about a TLS cluster's cert-manager objects (KubeRay's reasons where it has one).
+const (
+	EventCreatedMTLSResource = "CreatedMTLSResource"
+	EventUpdatedMTLSResource = "MTLSCertificatesUpdated"
+	EventFailedMTLS          = "MTLSFailedToReconcile"
+	EventMTLSExpiringSoon    = "MTLSCertificateExpiringSoon"
+)
+
+// errCertManagerMissing: the cluster asks for mTLS but the API server serves no
+// cert-manager; no pods are created (they would wait forever for their certificates).
+var errCertManagerMissing = errors.New("spec.tlsOptions needs cert-manager, whose Certificate and Issuer APIs (cert-manager.io/v1) " +
+	"the API server did not serve when raygate started; install cert-manager and restart raygate")
+
+// errTLSObjectTaken stops the pass before pods are created: they would mount a Secret
+// written for a Certificate the cluster does not control.
+var errTLSObjectTaken = fmt.Errorf("a cert-manager object's name is taken by an object the cluster does not control: %w", errStopPass)
+
+// reconcileMTLS creates the cluster's cert-manager PKI (raypod.TLSObjects) and keeps each
+// leaf Certificate naming the IPs of its running pods, so cert-manager reissues it when pods
+// come and go. It runs before pods are created; a new pod's init container waits until its
+// certificate names its IP (raypod.addMTLS).
+func (r *Reconciler) reconcileMTLS(ctx context.Context, p *pass) error {
+	if !rayspec.TLSEnabled(&p.cluster.Spec) {
+		return nil
+	}
+	if !r.CertManager {
+		p.warn(EventFailedMTLS, actionCreate, "%v", errCertManagerMissing)
+		return errCertManagerMissing
+	}
+	headIPs, workerIPs := podIPs(p.pods)
+	for _, desired := range raypod.TLSObjects(p.cluster, headIPs, workerIPs) {
+		if err := r.applyMTLSObject(ctx, p, desired); err != nil {
+			return err
+		}
+	}
+	due, next := tlsRestartsDue(p.pods, r.Now())
+	for _, d := range due {
+		p.warn(EventMTLSExpiringSoon, actionSkip, "Pod %s has run since %s and Ray does not reload certificates: its certificate expires "+
+			"by %s; delete the pod (raygate recreates it with a current certificate) or replace the cluster",
+			d.name, d.started.UTC().Format(time.RFC3339), d.expires.UTC().Format(time.RFC3339))
+	}
+	p.recheckAfter(next)
+	return nil
+}
+
+// restartDue is a pod whose certificate expires soon.
+type restartDue struct {
+	name             string
+	started, expires time.Time
+}
+
+// tlsRestartsDue finds the pods that must be restarted for their certificate. Ray reads its
+// certificate once, at start. A pod's certificate was issued after the pod got its IP (it
+// names that IP, and the controller adds an IP only once the pod has it), so it is valid until
+// at least the pod's start plus LeafDuration. A pod is due when less than LeafRenewBefore of
+// that is left; next is when the next pod becomes due (0: none).
+func tlsRestartsDue(pods []corev1.Pod, now time.Time) (due []restartDue, next time.Duration) {
+	for i := range pods {
+		pod := &pods[i]
+		if pod.Status.StartTime == nil || !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		started := pod.Status.StartTime.Time
+		expires := started.Add(raypod.LeafDuration)
+		dueAt := expires.Add(-raypod.LeafRenewBefore)
+		if !now.Before(dueAt) {
+			due = append(due, restartDue{name: pod.Name, started: started, expires: expires})
+		} else if wait := dueAt.Sub(now); next == 0 || wait < next {
+			next = wait
+		}
+	}
+	return due, next
+}
+
+func (r *Reconciler) applyMTLSObject(ctx context.Context, p *pass, desired *unstructured.Unstructured) error {
+	kind := desired.GetKind()
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(desired.GroupVersionKind())
+	err := r.certReader().Get(ctx, key(desired), existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		err := r.Create(ctx, desired)
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			n := len(p.conflicts)
+			if err := r.reportTaken(ctx, p, kind, desired, existing); err != nil {
+				return err
+			}
+			if len(p.conflicts) > n {
+				return errTLSObjectTaken
+			}
+			return nil
+		case err != nil:
+			p.warnAbout(desired, EventFailedMTLS, actionCreate, "Failed to create %s %s: %v", kind, desired.GetName(), err)
+			return fmt.Errorf("creating %s %s: %w", kind, desired.GetName(), err)
+		}
+		p.normalAbout(desired, EventCreatedMTLSResource, actionCreate, "Created %s %s", kind, desired.GetName())
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading %s %s: %w", kind, desired.GetName(), err)
+	}
+	if c, foreign := conflictOf(p, kind, existing); foreign {
+		p.conflicts = append(p.conflicts, c)
+		return errTLSObjectTaken
+	}
+	if raypod.TLSSpecEqual(existing, desired) && hasLabels(existing, desired.GetLabels()) {
+		return nil
+	}
+	updated := raypod.WithTLSSpec(existing, desired)
+	if err := r.Update(ctx, updated); err != nil {
+		p.warnAbout(desired, EventFailedMTLS, actionUpdate, "Failed to update %s %s: %v", kind, desired.GetName(), err)
+		return fmt.Errorf("updating %s %s: %w", kind, desired.GetName(), err)
+	}
+	p.normalAbout(desired, EventUpdatedMTLSResource, actionUpdate, "Updated %s %s", kind, desired.GetName())
+	return nil
+}
+
+// certReader reads cert-manager objects: the manager's cache (which holds the ones raygate
+// labelled), else the client.
+func (r *Reconciler) certReader() client.Reader {
+	if r.CertReader != nil {
+		return r.CertReader
+	}
+	return r.Client
+}
+
+func hasLabels(obj client.Object, want map[string]string) bool {
+	for k, v := range want {
+		if obj.GetLabels()[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// podIPs are the IPs of the cluster's head and worker pods that hold one and are not on
+// their way out (a deleted pod's IP may soon belong to another pod).
+func podIPs(pods []corev1.Pod) (head, workers []string) {
+	for i := range pods {
+		pod := &pods[i]
+		if pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() ||
+			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if pod.Labels[rayv1.NodeTypeLabelKey] == string(rayv1.HeadNode) {
+			head = append(head, pod.Status.PodIP)
+		} else {
+			workers = append(workers, pod.Status.PodIP)
+		}
+	}
+	return head, workers
+}
