@@ -13,7 +13,7 @@ import (
 // Names of what mutual TLS adds to a pod.
 const (
 	TLSVolumeName        = "ray-mtls"
-	WaitTLSInitContainer = "wait-tls-cert"
+	WaitTLSInitContainer = "wait-for-tls-ip-san"
 	// EnvPodIP is the pod's IP, which its certificate must name before Ray starts.
 	EnvPodIP = "POD_IP"
 )

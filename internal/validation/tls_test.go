@@ -37,7 +37,7 @@ func TestMTLS(t *testing.T) {
 				head.Volumes = append(head.Volumes, corev1.Volume{Name: "ray-mtls"})
 				head.Containers[0].VolumeMounts = append(head.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "mine", MountPath: "/etc/ray/tls"})
 				worker := &rc.Spec.WorkerGroupSpecs[0].Template.Spec
-				worker.InitContainers = append(worker.InitContainers, corev1.Container{Name: "wait-tls-cert", Image: "busybox"})
+				worker.InitContainers = append(worker.InitContainers, corev1.Container{Name: "wait-for-tls-ip-san", Image: "busybox"})
 				worker.Containers[0].Env = append(worker.Containers[0].Env, corev1.EnvVar{Name: "RAY_TLS_CA_CERT", Value: "/ca.crt"})
 			},
 			gates: mtlsOn,
