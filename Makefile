@@ -10,14 +10,23 @@ GOLANGCI_LINT = $(shell $(TOOLS) path golangci-lint)
 # etcd, kube-apiserver, kubectl, kube-controller-manager and kube-scheduler: the tests, the
 # local mode and the benchmark find them here.
 CLUSTER_ASSETS = $(shell $(TOOLS) path cluster)
+# The version stamped into the binary and the image (pods carry it; a newer operator re-stamps
+# what an older one built instead of recreating it): the git tag or commit, -dirty when the
+# tree has changes.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/raygate/raygate/internal/version.Version=$(VERSION)
 
 .PHONY: all
 all: build
 
 ##@ Build
 .PHONY: build
-build: ## Build the manager binary into bin/raygate.
-	$(GO) build -o bin/raygate ./cmd/raygate
+build: ## Build the manager binary into bin/raygate, stamped with VERSION (from git).
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/raygate ./cmd/raygate
+
+.PHONY: image
+image: tools ## Build the operator image with ko, without Docker: OCI layout bin/image and tarball bin/image.tar, tagged VERSION.
+	$(GO) run ./hack/image --ko "$$($(TOOLS) path ko)" --version "$(VERSION)" --out bin/image
 
 ##@ Tools
 .PHONY: tools
