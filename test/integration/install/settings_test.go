@@ -1,0 +1,188 @@
+package install
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/raygate/raygate/internal/app"
+	"github.com/raygate/raygate/internal/testenv/framework"
+)
+
+// fixedFlags are the flags of cmd/raygate the chart sets itself rather than from a value of
+// its own, each with the reason.
+var fixedFlags = map[string]string{
+	"leader-elect":              "always on: every replica serves webhooks, one reconciles",
+	"leader-election-namespace": "the release namespace, where the chart grants the Lease",
+	"webhook-host":              "all addresses: the Service reaches the pod's IP",
+	"webhook-cert-dir":          "where the chart mounts the certificate Secret",
+	"operator-namespace":        "the pod's namespace, from POD_NAMESPACE (downward API)",
+	"enable-batch-scheduler":    "deprecated: batchScheduler: volcano",
+	"metrics-bind-address":      "from metrics.enabled and metrics.port",
+	"health-probe-bind-address": "from healthPort",
+	"enable-webhooks":           "from webhook.enabled",
+	"feature-gates":             "from featureGates",
+}
+
+func managerFlags() *pflag.FlagSet {
+	opts := app.DefaultOptions()
+	fs := pflag.NewFlagSet("raygate", pflag.ContinueOnError)
+	opts.BindFlags(fs)
+	return fs
+}
+
+func flagNames(args []string) []string {
+	var names []string
+	for _, a := range args {
+		n, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		names = append(names, n)
+	}
+	return names
+}
+
+func containerEnv(c corev1.Container) map[string]string {
+	out := map[string]string{}
+	for _, e := range c.Env {
+		out[e.Name] = e.Value
+	}
+	return out
+}
+
+var _ = Describe("every setting through Helm", func() {
+	allSettings := filepath.Join(chartDir, "ci", "all-settings-values.yaml")
+
+	It("reaches every flag of cmd/raygate from values, or fixes it for a stated reason", func() {
+		objs := render("-f", allSettings)
+		expectManagerAccepts(objs)
+		c := objs.deployment().Spec.Template.Spec.Containers[0]
+		rendered := flagNames(c.Args)
+		fs := managerFlags()
+		var unreachable []string
+		fs.VisitAll(func(f *pflag.Flag) {
+			if _, fixed := fixedFlags[f.Name]; !fixed && !slices.Contains(rendered, f.Name) {
+				unreachable = append(unreachable, f.Name)
+			}
+		})
+		Expect(unreachable).To(BeEmpty(), "flags no value of the chart sets: add a typed value, or list them in fixedFlags with the reason")
+		for name := range fixedFlags {
+			Expect(fs.Lookup(name)).NotTo(BeNil(), "fixedFlags names a flag the manager no longer has: %s", name)
+		}
+		Expect(c.Args).To(ContainElements(
+			"--leader-election-id=raygate-tenant-a.example.com",
+			"--sync-period=1h30m",
+			"--enable-http2=true",
+			"--dashboard-url-template=http://{name}-head-svc.{namespace}.svc:8265",
+			"--pprof-bind-address=127.0.0.1:6060",
+		))
+	})
+
+	It("sets the operator's environment settings only when they differ from its defaults", func() {
+		byDefault := containerEnv(render().deployment().Spec.Template.Spec.Containers[0])
+		Expect(byDefault).To(HaveKeyWithValue("CLUSTER_DOMAIN", "cluster.local"))
+		Expect(byDefault).To(HaveKey("GOMEMLIMIT"))
+		Expect(byDefault).To(HaveKey("POD_NAMESPACE"))
+		Expect(byDefault).NotTo(HaveKey("ENABLE_RANDOM_POD_DELETE"))
+		Expect(byDefault).NotTo(HaveKey("ENABLE_ZERO_DOWNTIME"))
+		Expect(byDefault).NotTo(HaveKey("ENABLE_GCS_FT_REDIS_CLEANUP"))
+
+		set := containerEnv(render("-f", allSettings).deployment().Spec.Template.Spec.Containers[0])
+		Expect(set).To(HaveKeyWithValue("ENABLE_RANDOM_POD_DELETE", "true"))
+		Expect(set).To(HaveKeyWithValue("ENABLE_ZERO_DOWNTIME", "false"))
+		Expect(set).To(HaveKeyWithValue("ENABLE_GCS_FT_REDIS_CLEANUP", "false"))
+	})
+
+	DescribeTable("rejects mistyped settings with a message naming the field",
+		func(set, msg string) {
+			_, err := runHelm("template", release, chartDir, "--namespace", releaseNS, "--set", set)
+			Expect(err).To(MatchError(ContainSubstring(msg)))
+		},
+		Entry("a sync period without a unit", "syncPeriod=10", "at '/syncPeriod'"),
+		Entry("HTTP/2 as a word", "enableHTTP2=yes", "at '/enableHTTP2'"),
+		Entry("a Lease name with capitals", "leaderElection.id=Raygate", "at '/leaderElection/id'"),
+		Entry("an unknown environment setting", "operatorEnv.enableEverything=true", "additional properties 'enableEverything' not allowed"),
+		Entry("an unknown NetworkPolicy key", "networkPolicy.egress=true", "additional properties 'egress' not allowed"),
+	)
+
+	It("names the image by digest when image.digest is set", func() {
+		digest := "sha256:" + strings.Repeat("ab", 32)
+		c := render("--set", "image.digest="+digest, "--set", "image.tag=9.9.9").deployment().Spec.Template.Spec.Containers[0]
+		Expect(c.Image).To(Equal("ghcr.io/raygate/raygate@" + digest))
+		Expect(render().deployment().Spec.Template.Spec.Containers[0].Image).To(Equal("ghcr.io/raygate/raygate:0.1.0"))
+	})
+
+	It("renders a NetworkPolicy for the webhook and metrics ports only when asked", func() {
+		Expect(render().ofKind("NetworkPolicy")).To(BeEmpty())
+		objs := render("-f", allSettings)
+		nps := objs.ofKind("NetworkPolicy")
+		Expect(nps).To(HaveLen(1))
+		np := typed[networkingv1.NetworkPolicy](nps[0])
+		d := objs.deployment()
+		Expect(np.Spec.PodSelector.MatchLabels).To(Equal(d.Spec.Selector.MatchLabels))
+		Expect(np.Spec.PolicyTypes).To(Equal([]networkingv1.PolicyType{networkingv1.PolicyTypeIngress}))
+		Expect(np.Spec.Ingress).To(HaveLen(2))
+		webhookRule, metricsRule := np.Spec.Ingress[0], np.Spec.Ingress[1]
+		Expect(webhookRule.Ports[0].Port.StrVal).To(Equal("webhook-server"))
+		Expect(webhookRule.From).To(BeEmpty(), "the API server may call from outside the pod network")
+		Expect(metricsRule.Ports[0].Port.StrVal).To(Equal("metrics"))
+		Expect(metricsRule.From).To(ConsistOf(HaveField("NamespaceSelector.MatchLabels", HaveKeyWithValue("kubernetes.io/metadata.name", "monitoring"))))
+		// The named ports exist on the container.
+		var names []string
+		for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
+			names = append(names, p.Name)
+		}
+		Expect(names).To(ContainElements("webhook-server", "metrics"))
+	})
+})
+
+var _ = Describe("leader election per release", func() {
+	It("gives each release its own Lease, raygate.ray.io for the release named raygate", func() {
+		id := func(releaseName string, args ...string) string {
+			d := parse(mustHelm(append([]string{"template", releaseName, chartDir, "--namespace", releaseNS}, args...)...)).deployment()
+			for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+				if v, ok := strings.CutPrefix(a, "--leader-election-id="); ok {
+					return v
+				}
+			}
+			return ""
+		}
+		Expect(id("raygate")).To(Equal("raygate.ray.io"), "the Lease of earlier versions: an upgrade keeps one leader")
+		Expect(id("raygate-b")).To(Equal("raygate-b.ray.io"))
+		Expect(id("team-a")).To(Equal("team-a-raygate.ray.io"))
+		Expect(id("raygate", "--set", "leaderElection.id=ops.example.com")).To(Equal("ops.example.com"))
+	})
+
+	It("lets two releases in one namespace each elect a leader, and one release only one", func(ctx context.Context) {
+		start := func(id string) *framework.Manager {
+			opts := framework.ManagerOptions()
+			opts.LeaderElect = true
+			opts.LeaderElectionID = id
+			opts.LeaderElectionNS = releaseNS
+			m, err := framework.StartManager(env, opts)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(m.Stop)
+			return m
+		}
+		a, b := start("raygate.ray.io"), start("raygate-b.ray.io")
+		Eventually(a.Elected()).WithTimeout(30 * time.Second).Should(BeClosed())
+		Eventually(b.Elected()).WithTimeout(30 * time.Second).Should(BeClosed())
+
+		// A second replica of release raygate waits behind the first.
+		a2 := start("raygate.ray.io")
+		Consistently(a2.Elected()).WithTimeout(3 * time.Second).ShouldNot(BeClosed())
+	})
+})
+
+func mustHelm(args ...string) string {
+	GinkgoHelper()
+	out, err := runHelm(args...)
+	Expect(err).NotTo(HaveOccurred())
+	return out
+}
