@@ -40,6 +40,7 @@ var _ = Describe("the install on an API server", func() {
 		Entry("in namespace-scoped mode", "-f", filepath.Join(chartDir, "ci", "namespaced-values.yaml")),
 		Entry("without cert-manager", "-f", filepath.Join(chartDir, "ci", "byo-cert-values.yaml")),
 		Entry("with every admission policy (the API server compiles their CEL)", "-f", filepath.Join(chartDir, "ci", "admission-policies-values.yaml")),
+		Entry("with every manager setting away from its default, and the NetworkPolicy", "-f", filepath.Join(chartDir, "ci", "all-settings-values.yaml")),
 		Entry("with the ServiceMonitor off and everything else on", "--set", "featureGates.RayServiceIncrementalUpgrade=true",
 			"--set", "priorityClassName=system-cluster-critical", "--set", "commonLabels.team=ml", "--set", "commonAnnotations.owner=platform"),
 	)
