@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"sigs.k8s.io/yaml"
 )
 
@@ -111,6 +112,9 @@ func TestBaseServedOnLoopback(t *testing.T) {
 	if cfg.OS != "linux" || cfg.Architecture != "arm64" {
 		t.Errorf("base platform %s/%s, want linux/arm64", cfg.OS, cfg.Architecture)
 	}
+	if mt, _ := img.MediaType(); mt != types.OCIManifestSchema1 {
+		t.Errorf("base media type %s, want %s", mt, types.OCIManifestSchema1)
+	}
 	layers, err := img.Layers()
 	if err != nil || len(layers) != 0 {
 		t.Errorf("base layers %d (%v), want none", len(layers), err)
@@ -125,12 +129,12 @@ func TestBaseServedOnLoopback(t *testing.T) {
 	if err := p.AppendImage(img); err != nil {
 		t.Fatal(err)
 	}
-	got, digest, err := ReadLayout(dir)
+	got, desc, err := ReadLayout(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want, _ := img.Digest()
-	if digest != want || got.Architecture != "arm64" {
-		t.Errorf("ReadLayout: %s %s/%s, want %s linux/arm64", digest, got.OS, got.Architecture, want)
+	if desc.Digest != want || desc.MediaType != types.OCIManifestSchema1 || got.Architecture != "arm64" {
+		t.Errorf("ReadLayout: %s %s %s/%s, want %s %s linux/arm64", desc.Digest, desc.MediaType, got.OS, got.Architecture, want, types.OCIManifestSchema1)
 	}
 }

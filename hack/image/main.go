@@ -32,6 +32,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 func main() {
@@ -85,14 +86,18 @@ func build(ctx context.Context, ko, repo, version, out, arch string) error {
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("ko build: %w", err)
 	}
-	cfg, digest, err := ReadLayout(out)
+	cfg, desc, err := ReadLayout(out)
 	if err != nil {
 		return err
 	}
-	if problems := CheckConfig(cfg, version); len(problems) > 0 {
+	problems := CheckConfig(cfg, version)
+	if desc.MediaType != types.OCIManifestSchema1 {
+		problems = append(problems, fmt.Sprintf("manifest media type %s, want %s", desc.MediaType, types.OCIManifestSchema1))
+	}
+	if len(problems) > 0 {
 		return fmt.Errorf("the image's config is not what the chart expects: %s", strings.Join(problems, "; "))
 	}
-	fmt.Printf("image %s:%s@%s (OCI layout %s, tarball %s.tar) built in %s\n", repo, version, digest, out, out, time.Since(start).Round(time.Second))
+	fmt.Printf("image %s:%s@%s (OCI layout %s, tarball %s.tar) built in %s\n", repo, version, desc.Digest, out, out, time.Since(start).Round(time.Second))
 	return nil
 }
 
@@ -127,34 +132,36 @@ func serve(base v1.Image) (string, func(), error) {
 	return tag.Context().Digest(digest.String()).String(), stop, nil
 }
 
-// ReadLayout reads the config and digest of the one image in an OCI layout.
-func ReadLayout(dir string) (*v1.ConfigFile, v1.Hash, error) {
+// ReadLayout reads the config and descriptor of the one image in an OCI layout.
+func ReadLayout(dir string) (*v1.ConfigFile, v1.Descriptor, error) {
 	p, err := layout.FromPath(dir)
 	if err != nil {
-		return nil, v1.Hash{}, err
+		return nil, v1.Descriptor{}, err
 	}
 	idx, err := p.ImageIndex()
 	if err != nil {
-		return nil, v1.Hash{}, err
+		return nil, v1.Descriptor{}, err
 	}
 	m, err := idx.IndexManifest()
 	if err != nil {
-		return nil, v1.Hash{}, err
+		return nil, v1.Descriptor{}, err
 	}
 	if len(m.Manifests) != 1 {
-		return nil, v1.Hash{}, fmt.Errorf("%s holds %d manifests, want 1", dir, len(m.Manifests))
+		return nil, v1.Descriptor{}, fmt.Errorf("%s holds %d manifests, want 1", dir, len(m.Manifests))
 	}
 	img, err := idx.Image(m.Manifests[0].Digest)
 	if err != nil {
-		return nil, v1.Hash{}, err
+		return nil, v1.Descriptor{}, err
 	}
 	cfg, err := img.ConfigFile()
-	return cfg, m.Manifests[0].Digest, err
+	return cfg, m.Manifests[0], err
 }
 
-// BaseImage is the empty base for one architecture: no layers, only the platform.
+// BaseImage is the empty base for one architecture: no layers, only the platform, with OCI
+// media types (ko keeps the base's, and empty.Image's are Docker's).
 func BaseImage(arch string) (v1.Image, error) {
-	return mutate.ConfigFile(empty.Image, &v1.ConfigFile{
+	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	return mutate.ConfigFile(base, &v1.ConfigFile{
 		OS:           "linux",
 		Architecture: arch,
 		RootFS:       v1.RootFS{Type: "layers"},
