@@ -72,7 +72,7 @@ func build(ctx context.Context, ko, repo, version, out, arch string) error {
 	if err := os.RemoveAll(out); err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, ko, KoArgs(version, out, arch)...) //nolint:gosec // ko is the pinned tool the Makefile names
+	cmd := exec.CommandContext(ctx, ko, KoArgs(version, out, arch)...)
 	cmd.Env = append(os.Environ(),
 		"KO_CONFIG_PATH="+cfgDir,
 		"KO_DOCKER_REPO="+repo,
