@@ -257,11 +257,11 @@ var _ = Describe("the install on an API server", func() {
 			Expect(d.GetNamespace()).To(Equal("raygate-system"))
 			expectRestrictedPod(d.Spec.Template.Spec)
 			expectManagerAccepts(objs)
-			serving := objs.get("Certificate", "raygate-serving-cert")
+			serving := objs.get("Certificate", "raygate-webhook-cert")
 			Expect(nested[[]any](serving, "spec", "dnsNames")).To(ConsistOf(
 				"raygate-webhook-service.raygate-system.svc", "raygate-webhook-service.raygate-system.svc.cluster.local"))
 			for _, u := range append(objs.ofKind("MutatingWebhookConfiguration"), objs.ofKind("ValidatingWebhookConfiguration")...) {
-				Expect(u.GetAnnotations()).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", "raygate-system/raygate-serving-cert"))
+				Expect(u.GetAnnotations()).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", "raygate-system/raygate-webhook-cert"))
 			}
 			gen := readGenerated(filepath.Join(repoRoot, "config", "rbac", "role.yaml"), filepath.Join(repoRoot, "config", "webhook", "manifests.yaml"))
 			Expect(webhookNames(objs)).To(Equal(gen.webhookNames()))
