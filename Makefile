@@ -10,14 +10,23 @@ GOLANGCI_LINT = $(shell $(TOOLS) path golangci-lint)
 # etcd, kube-apiserver, kubectl, kube-controller-manager and kube-scheduler: the tests, the
 # local mode and the benchmark find them here.
 CLUSTER_ASSETS = $(shell $(TOOLS) path cluster)
+# The version stamped into the binary and the image (pods carry it; a newer operator re-stamps
+# what an older one built instead of recreating it): the git tag or commit, -dirty when the
+# tree has changes.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/raygate/raygate/internal/version.Version=$(VERSION)
 
 .PHONY: all
 all: build
 
 ##@ Build
 .PHONY: build
-build: ## Build the manager binary into bin/raygate.
-	$(GO) build -o bin/raygate ./cmd/raygate
+build: ## Build the manager binary into bin/raygate, stamped with VERSION (from git).
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/raygate ./cmd/raygate
+
+.PHONY: image
+image: tools ## Build the operator image with ko, without Docker: OCI layout bin/image and tarball bin/image.tar, tagged VERSION.
+	$(GO) run ./hack/image --ko "$$($(TOOLS) path ko)" --version "$(VERSION)" --out bin/image
 
 .PHONY: plugin
 plugin: ## Build the kubectl plugin into bin/kubectl-raygate (put bin/ on the PATH: `kubectl raygate status <name>`).
@@ -70,7 +79,7 @@ unit: ## Unit tests only (no control plane).
 
 .PHONY: chart-test
 chart-test: tools ## Lint the Helm chart in each mode and run the install tests (template, dry-run, RBAC, pod security).
-	for v in "" charts/raygate/ci/namespaced-values.yaml charts/raygate/ci/byo-cert-values.yaml charts/raygate/ci/admission-policies-values.yaml; do \
+	for v in "" charts/raygate/ci/namespaced-values.yaml charts/raygate/ci/byo-cert-values.yaml charts/raygate/ci/admission-policies-values.yaml charts/raygate/ci/all-settings-values.yaml; do \
 		$(HELM) lint --strict charts/raygate $${v:+-f $$v}; done
 	KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" $(GO) test -count=1 ./test/integration/install/...
 

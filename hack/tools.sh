@@ -15,7 +15,8 @@
 #                                volcano-crds (Volcano's PodGroup and Queue CRDs),
 #                                scheduler-plugins-crds (the coscheduling PodGroup CRD)
 #                                kuberay (KubeRay's operator), kuberay-crds (KubeRay's RayJob CRD),
-#                                kuberay-samples (KubeRay's sample manifests, config/samples and its folders)
+#                                kuberay-samples (KubeRay's sample manifests, config/samples and its folders),
+#                                ko (builds the operator image without a container engine)
 #   hack/tools.sh list           print every tool's path, one per line
 #
 # The cache root is $RAYGATE_CACHE, else ~/.cache/raygate.
@@ -63,6 +64,7 @@ path_of() {
 	kuberay) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/kuberay" ;;
 	kuberay-crds) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/crds" ;;
 	kuberay-samples) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/samples-tree" ;;
+	ko) echo "$(tool_dir ko "$tools_mod/ko" github.com/google/ko)/ko" ;;
 	*) echo "unknown tool: $1" >&2; return 2 ;;
 	esac
 }
@@ -221,6 +223,12 @@ build_kuberay_samples() {
 	chmod -R u+w "$dir" && touch "$dir/.complete"
 }
 
+# ko, which `make image` runs (through hack/image) to build the operator image.
+build_ko() {
+	local dir; dir=$(dirname "$(path_of ko)"); mkdir -p "$dir"
+	name=ko gobuild "$tools_mod/ko" "$dir" "" github.com/google/ko
+}
+
 build_helm() {
 	local v dir; v=$(modver "$tools_mod/helm" helm.sh/helm/v4); dir=$(dirname "$(path_of helm)"); mkdir -p "$dir"
 	gobuild "$tools_mod/helm" "$dir" "-X helm.sh/helm/v4/internal/version.version=$v" helm.sh/helm/v4/cmd/helm
@@ -295,6 +303,7 @@ install() {
 	start "kuberay" build_kuberay kuberay
 	start "kuberay RayJob CRD" build_kuberay_crds kuberay-crds
 	start "kuberay samples" build_kuberay_samples kuberay-samples
+	start "ko" build_ko ko
 	local failed=0 fn
 	for fn in "${order[@]}"; do wait "${jobs[$fn]}" || failed=1; done
 	# Second phase: what runs a tool built above.
@@ -310,7 +319,7 @@ install() {
 
 list() {
 	local n
-	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager-crds kueue kueue-crds kueue-webhooks volcano-crds scheduler-plugins-crds kuberay kuberay-crds kuberay-samples; do
+	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager-crds kueue kueue-crds kueue-webhooks volcano-crds scheduler-plugins-crds kuberay kuberay-crds kuberay-samples ko; do
 		printf '%-24s %s\n' "$n" "$(path_of "$n")"
 	done
 }

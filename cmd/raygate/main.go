@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/raygate/raygate/internal/app"
+	"github.com/raygate/raygate/internal/version"
 )
 
 func main() {
@@ -42,7 +43,7 @@ func main() {
 		log.Error(err, "no Kubernetes configuration")
 		os.Exit(1)
 	}
-	log.Info("starting raygate", "watchNamespaces", opts.WatchNamespaces, "webhooks", opts.EnableWebhooks)
+	log.Info("starting raygate", "version", version.Version, "watchNamespaces", opts.WatchNamespaces, "webhooks", opts.EnableWebhooks)
 	if err := app.Run(ctrl.SetupSignalHandler(), cfg, opts); err != nil {
 		log.Error(err, "manager stopped")
 		os.Exit(1)

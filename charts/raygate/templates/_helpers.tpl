@@ -35,6 +35,14 @@ their own namespace (namespace-scoped mode) without colliding.
 {{- printf "%s-webhook-service" (.Release.Name | trunc 47 | trimSuffix "-") }}
 {{- end }}
 
+{{/*
+Name of the leader election Lease: leaderElection.id, else <fullname>.ray.io, so each release
+in a namespace elects its own leader and the default release keeps the Lease raygate.ray.io.
+*/}}
+{{- define "raygate.leaderElectionID" -}}
+{{- default (printf "%s.ray.io" (include "raygate.fullname" .)) .Values.leaderElection.id }}
+{{- end }}
+
 {{- define "raygate.webhookCertName" -}}
 {{- printf "%s-webhook-cert" (include "raygate.fullname" .) }}
 {{- end }}

@@ -40,6 +40,7 @@ var _ = Describe("the install on an API server", func() {
 		Entry("in namespace-scoped mode", "-f", filepath.Join(chartDir, "ci", "namespaced-values.yaml")),
 		Entry("without cert-manager", "-f", filepath.Join(chartDir, "ci", "byo-cert-values.yaml")),
 		Entry("with every admission policy (the API server compiles their CEL)", "-f", filepath.Join(chartDir, "ci", "admission-policies-values.yaml")),
+		Entry("with every manager setting away from its default, and the NetworkPolicy", "-f", filepath.Join(chartDir, "ci", "all-settings-values.yaml")),
 		Entry("with the ServiceMonitor off and everything else on", "--set", "featureGates.RayServiceIncrementalUpgrade=true",
 			"--set", "priorityClassName=system-cluster-critical", "--set", "commonLabels.team=ml", "--set", "commonAnnotations.owner=platform"),
 	)
@@ -256,11 +257,11 @@ var _ = Describe("the install on an API server", func() {
 			Expect(d.GetNamespace()).To(Equal("raygate-system"))
 			expectRestrictedPod(d.Spec.Template.Spec)
 			expectManagerAccepts(objs)
-			serving := objs.get("Certificate", "raygate-serving-cert")
+			serving := objs.get("Certificate", "raygate-webhook-cert")
 			Expect(nested[[]any](serving, "spec", "dnsNames")).To(ConsistOf(
 				"raygate-webhook-service.raygate-system.svc", "raygate-webhook-service.raygate-system.svc.cluster.local"))
 			for _, u := range append(objs.ofKind("MutatingWebhookConfiguration"), objs.ofKind("ValidatingWebhookConfiguration")...) {
-				Expect(u.GetAnnotations()).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", "raygate-system/raygate-serving-cert"))
+				Expect(u.GetAnnotations()).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", "raygate-system/raygate-webhook-cert"))
 			}
 			gen := readGenerated(filepath.Join(repoRoot, "config", "rbac", "role.yaml"), filepath.Join(repoRoot, "config", "webhook", "manifests.yaml"))
 			Expect(webhookNames(objs)).To(Equal(gen.webhookNames()))

@@ -38,6 +38,7 @@ var _ = Describe("the Helm chart", func() {
 		Entry("in namespace-scoped mode", "namespaced-values.yaml"),
 		Entry("without cert-manager", "byo-cert-values.yaml"),
 		Entry("with every admission policy", "admission-policies-values.yaml"),
+		Entry("with every manager setting away from its default", "all-settings-values.yaml"),
 	)
 
 	// Helm 4 orders the rendered documents differently; the objects must be the same.
@@ -59,6 +60,7 @@ var _ = Describe("the Helm chart", func() {
 		Entry("in namespace-scoped mode", "namespaced-values.yaml"),
 		Entry("without cert-manager", "byo-cert-values.yaml"),
 		Entry("with every admission policy", "admission-policies-values.yaml"),
+		Entry("with every manager setting away from its default", "all-settings-values.yaml"),
 	)
 
 	Context("with default values", func() {
@@ -222,6 +224,11 @@ var _ = Describe("the Helm chart", func() {
 		Entry("Service types without ClusterIP", "policy.allowedServiceTypes={LoadBalancer}", "at '/policy/allowedServiceTypes'"),
 		Entry("an unknown Pod Security check", "policy.podSecurity.check=audit", "at '/policy/podSecurity/check'"),
 		Entry("a registry with a path", "policy.allowedImageRegistries={docker.io/rayproject}", "at '/policy/allowedImageRegistries/0'"),
+		Entry("a sync period without a unit", "syncPeriod=10", "at '/syncPeriod'"),
+		Entry("HTTP/2 as a word", "enableHTTP2=yes", "at '/enableHTTP2'"),
+		Entry("a Lease name with capitals", "leaderElection.id=Raygate", "at '/leaderElection/id'"),
+		Entry("an unknown environment setting", "operatorEnv.enableEverything=true", "additional properties 'enableEverything' not allowed"),
+		Entry("an unknown NetworkPolicy key", "networkPolicy.egress=true", "additional properties 'egress' not allowed"),
 	)
 
 	It("renders no admission policy by default, and binds them to the watched namespaces in namespace-scoped mode", func() {
