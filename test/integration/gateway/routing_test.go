@@ -57,8 +57,8 @@ var _ = Describe("Traefik", func() {
 		counts := send(ctx, requests)
 		GinkgoWriter.Printf("80/20 route: %v\n", counts)
 		Expect(counts["failed"]).To(BeZero())
-		Expect(float64(counts["a"])/requests).To(BeNumerically("~", 0.8, splitTolerance))
-		Expect(float64(counts["b"])/requests).To(BeNumerically("~", 0.2, splitTolerance))
+		Expect(float64(counts["a"]) / requests).To(BeNumerically("~", 0.8, splitTolerance))
+		Expect(float64(counts["b"]) / requests).To(BeNumerically("~", 0.2, splitTolerance))
 
 		By("moving every request to b")
 		var rt gwv1.HTTPRoute
@@ -188,4 +188,3 @@ func send(ctx context.Context, n int) map[string]int {
 	}
 	return counts
 }
-
