@@ -126,6 +126,7 @@ func Args(host string, port, pingPort int) []string {
 		// A stopped Traefik (a test's cleanup) closes at once instead of draining for 10 s.
 		"--entryPoints.web.transport.lifeCycle.graceTimeOut=1s",
 		"--entryPoints.traefik.address=" + net.JoinHostPort("127.0.0.1", strconv.Itoa(pingPort)),
+		"--entryPoints.traefik.transport.lifeCycle.graceTimeOut=1s",
 		"--ping=true",
 		"--ping.entryPoint=traefik",
 		"--providers.kubernetesgateway=true",
