@@ -86,7 +86,10 @@ var _ = Describe("Traefik", func() {
 })
 
 // backend starts an HTTP server on loopback that answers with its name, and a Service and an
-// EndpointSlice that point at it, as a serve Service points at its pods.
+// EndpointSlice that point at it, as a serve Service points at its pods. The API server
+// refuses loopback addresses in IPv4 EndpointSlices; written as an FQDN slice, the address
+// passes validation, and Traefik dials it as it would a pod IP (it does not look at the
+// address type).
 func backend(ctx context.Context, ns, name string) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, name)
@@ -102,7 +105,7 @@ func backend(ctx context.Context, ns, name string) {
 	})).To(Succeed())
 	Expect(k8s.Create(ctx, &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: name}},
-		AddressType: discoveryv1.AddressTypeIPv4,
+		AddressType: discoveryv1.AddressTypeFQDN,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(port)), Protocol: ptr.To(corev1.ProtocolTCP)}},
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{host}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
 	})).To(Succeed())
