@@ -77,6 +77,7 @@ var _ = Describe("Traefik", func() {
 			var rt gwv1.HTTPRoute
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "route"}, &rt)).To(Succeed())
 			g.Expect(rt.Status.Parents).To(HaveLen(1))
+			g.Expect(string(rt.Status.Parents[0].ControllerName)).To(Equal(traefik.ControllerName))
 			c := meta.FindStatusCondition(rt.Status.Parents[0].Conditions, string(gwv1.RouteConditionResolvedRefs))
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
