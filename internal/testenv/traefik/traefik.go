@@ -152,7 +152,7 @@ func (t *Traefik) Stop() error {
 // freeHost is a loopback address (in 127.200.0.0/16) where nothing listens on port yet.
 func freeHost(port int) (string, error) {
 	for range hostAttempts {
-		host := loopbackHost(rand.Uint32())
+		host := loopbackHost(rand.Uint32()) //nolint:gosec // spreads suites over addresses; nothing secret
 		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err == nil {
 			_ = l.Close()

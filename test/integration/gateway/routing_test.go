@@ -98,7 +98,7 @@ func backend(ctx context.Context, ns, name string) {
 	DeferCleanup(srv.Close)
 	host, portStr, err := net.SplitHostPort(srv.Listener.Addr().String())
 	Expect(err).NotTo(HaveOccurred())
-	port, err := strconv.Atoi(portStr)
+	port, err := strconv.ParseInt(portStr, 10, 32)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(k8s.Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
