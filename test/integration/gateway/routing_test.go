@@ -15,6 +15,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -66,6 +67,35 @@ var _ = Describe("Traefik", func() {
 		rt.Spec = route(ns, map[string]int32{"a": 0, "b": 100}).Spec
 		Expect(k8s.Update(ctx, &rt)).To(Succeed())
 		Eventually(func() map[string]int { return send(ctx, 20) }).Should(Equal(map[string]int{"b": 20}))
+	})
+
+	It("routes to the loopback IP of a pod the Service selects (LoopbackEndpoints publishes it)", func(ctx context.Context) {
+		ns := rstest.NewNamespace(ctx, k8s, "gw-")
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "a") }))
+		DeferCleanup(srv.Close)
+		port := int32(srv.Listener.Addr().(*net.TCPAddr).Port) //nolint:gosec // a TCP port fits
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "serve-0", Labels: map[string]string{"app": "a"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x", Ports: []corev1.ContainerPort{{Name: "serve", ContainerPort: port}}}}},
+		}
+		Expect(k8s.Create(ctx, pod)).To(Succeed())
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "127.0.0.1", PodIPs: []corev1.PodIP{{IP: "127.0.0.1"}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+		Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+		Expect(k8s.Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "a"},
+				Ports: []corev1.ServicePort{{Name: "http", Port: servicePort, TargetPort: intstr.FromString("serve")}}},
+		})).To(Succeed())
+		Expect(k8s.Create(ctx, gateway(ns))).To(Succeed())
+		Expect(k8s.Create(ctx, route(ns, map[string]int32{"a": 100}))).To(Succeed())
+		waitProgrammed(ctx, ns)
+		Expect(send(ctx, 20)).To(Equal(map[string]int{"a": 20}))
+
+		By("the pod turning unready")
+		pod.Status.Conditions[0].Status = corev1.ConditionFalse
+		Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+		Eventually(func() int { return send(ctx, 1)["a"] }).Should(BeZero())
 	})
 
 	It("reports a route whose backend Service is missing as not resolved", func(ctx context.Context) {

@@ -45,4 +45,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	tr, err = traefik.Start(ctx, k8s, traefik.Options{Kubeconfig: env.Kubeconfig, ClassName: className, Log: GinkgoWriter})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(tr.Stop)
+	lb, err := traefik.StartLoopbackEndpoints(env.Config)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(lb.Stop)
 })
