@@ -96,13 +96,15 @@ type Env struct {
 	Dashboards *raysim.Registry
 
 	// Gateway is Traefik; its URL is where clients reach raygate's Gateways.
-	Gateway  *traefik.Traefik
-	recorder *recorder
-	cancel   context.CancelFunc
-	mgrDone  chan struct{} // closed when the manager returned, with mgrErr
-	mgrErr   error
-	lock     *lock
-	closeLog func()
+	Gateway *traefik.Traefik
+	// endpoints publishes serve pods' loopback IPs for Traefik (see traefik.LoopbackEndpoints).
+	endpoints *traefik.LoopbackEndpoints
+	recorder  *recorder
+	cancel    context.CancelFunc
+	mgrDone   chan struct{} // closed when the manager returned, with mgrErr
+	mgrErr    error
+	lock      *lock
+	closeLog  func()
 }
 
 // Start brings the environment up and returns once the webhooks answer the API server and
@@ -157,6 +159,9 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 		return nil, err
 	}
 	if e.Gateway, err = startTraefik(ctx, e, logs); err != nil {
+		return nil, err
+	}
+	if e.endpoints, err = traefik.StartLoopbackEndpoints(e.Config); err != nil {
 		return nil, err
 	}
 	// Traefik is a child too: a later run stops it if this one dies.
@@ -234,6 +239,9 @@ func (e *Env) Stop() error {
 	var errs []error
 	if e.recorder != nil {
 		e.recorder.stop()
+	}
+	if e.endpoints != nil {
+		e.endpoints.Stop()
 	}
 	if e.Gateway != nil {
 		errs = append(errs, e.Gateway.Stop())
