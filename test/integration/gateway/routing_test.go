@@ -73,7 +73,7 @@ var _ = Describe("Traefik", func() {
 		ns := rstest.NewNamespace(ctx, k8s, "gw-")
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "a") }))
 		DeferCleanup(srv.Close)
-		port := int32(srv.Listener.Addr().(*net.TCPAddr).Port) //nolint:gosec // a TCP port fits
+		port := int32(srv.Listener.Addr().(*net.TCPAddr).Port)
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "serve-0", Labels: map[string]string{"app": "a"}},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x", Ports: []corev1.ContainerPort{{Name: "serve", ContainerPort: port}}}}},
