@@ -10,7 +10,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	rayscheme "github.com/raygate/raygate/apis/scheme"
+	"github.com/raygate/raygate/internal/testenv/kuberay"
 )
 
 // loopbackManager is the managed-by value of the slices LoopbackEndpoints writes, so the
@@ -52,19 +52,7 @@ func StartLoopbackEndpoints(cfg *rest.Config) (*LoopbackEndpoints, error) {
 		return ctrl.Result{}, syncLoopbackSlice(ctx, c, req.NamespacedName)
 	})
 	if err := ctrl.NewControllerManagedBy(mgr).Named("loopback-endpoints").For(&corev1.Service{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-			var list corev1.ServiceList
-			if err := c.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-				return nil
-			}
-			var out []ctrl.Request
-			for _, s := range list.Items {
-				if len(s.Spec.Selector) > 0 && labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(o.GetLabels())) {
-					out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
-				}
-			}
-			return out
-		})).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(kuberay.ServicesSelecting(c))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2, SkipNameValidation: ptr.To(true)}).Complete(r); err != nil {
 		return nil, err
 	}
