@@ -16,7 +16,8 @@
 #                                scheduler-plugins-crds (the coscheduling PodGroup CRD)
 #                                kuberay (KubeRay's operator), kuberay-crds (KubeRay's RayJob CRD),
 #                                kuberay-samples (KubeRay's sample manifests, config/samples and its folders),
-#                                ko (builds the operator image without a container engine)
+#                                ko (builds the operator image without a container engine),
+#                                traefik (Traefik, the Gateway API implementation of the tests)
 #   hack/tools.sh list           print every tool's path, one per line
 #
 # The cache root is $RAYGATE_CACHE, else ~/.cache/raygate.
@@ -65,6 +66,7 @@ path_of() {
 	kuberay-crds) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/crds" ;;
 	kuberay-samples) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/samples-tree" ;;
 	ko) echo "$(tool_dir ko "$tools_mod/ko" github.com/google/ko)/ko" ;;
+	traefik) echo "$(tool_dir traefik "$tools_mod/traefik" github.com/traefik/traefik/v3)/traefik" ;;
 	*) echo "unknown tool: $1" >&2; return 2 ;;
 	esac
 }
@@ -229,6 +231,14 @@ build_ko() {
 	name=ko gobuild "$tools_mod/ko" "$dir" "" github.com/google/ko
 }
 
+# Traefik, the Gateway API implementation the tests and the local mode run (its Kubernetes
+# Gateway provider). Stamped with its version like Traefik's own build.
+build_traefik() {
+	local v dir mod="$tools_mod/traefik"
+	v=$(modver "$mod" github.com/traefik/traefik/v3); dir=$(dirname "$(path_of traefik)"); mkdir -p "$dir"
+	name=traefik gobuild "$mod" "$dir" "-X github.com/traefik/traefik/v3/pkg/version.Version=$v" github.com/traefik/traefik/v3/cmd/traefik
+}
+
 build_helm() {
 	local v dir; v=$(modver "$tools_mod/helm" helm.sh/helm/v4); dir=$(dirname "$(path_of helm)"); mkdir -p "$dir"
 	gobuild "$tools_mod/helm" "$dir" "-X helm.sh/helm/v4/internal/version.version=$v" helm.sh/helm/v4/cmd/helm
@@ -304,6 +314,7 @@ install() {
 	start "kuberay RayJob CRD" build_kuberay_crds kuberay-crds
 	start "kuberay samples" build_kuberay_samples kuberay-samples
 	start "ko" build_ko ko
+	start "traefik" build_traefik traefik
 	local failed=0 fn
 	for fn in "${order[@]}"; do wait "${jobs[$fn]}" || failed=1; done
 	# Second phase: what runs a tool built above.
@@ -319,7 +330,7 @@ install() {
 
 list() {
 	local n
-	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager-crds kueue kueue-crds kueue-webhooks volcano-crds scheduler-plugins-crds kuberay kuberay-crds kuberay-samples ko; do
+	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager-crds kueue kueue-crds kueue-webhooks volcano-crds scheduler-plugins-crds kuberay kuberay-crds kuberay-samples ko traefik; do
 		printf '%-24s %s\n' "$n" "$(path_of "$n")"
 	done
 }

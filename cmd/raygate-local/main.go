@@ -19,6 +19,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/localmode"
 	"github.com/raygate/raygate/internal/testenv/invariants"
 )
@@ -91,7 +92,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // showSample applies the sample, waits for it to be Ready and prints what to try next.
 func showSample(ctx context.Context, env *localmode.Env, path string, out io.Writer) error {
 	if path == "" {
-		fmt.Fprint(out, nextSteps(env, nil))
+		fmt.Fprint(out, nextSteps(env, nil, ""))
 		return nil
 	}
 	svc, err := localmode.ReadRayService(path)
@@ -121,8 +122,20 @@ func showSample(ctx context.Context, env *localmode.Env, path string, out io.Wri
 	if err != nil {
 		return err
 	}
-	fmt.Fprint(out, nextSteps(env, ready))
+	fmt.Fprint(out, nextSteps(env, ready, gatewayCurl(ctx, env, ready)))
 	return nil
+}
+
+// gatewayCurl is a curl command that sends a request through Traefik to the first Serve
+// application of svc, or "" when the serve pods' addresses are not all on loopback (then
+// no request may be sent to them).
+func gatewayCurl(ctx context.Context, env *localmode.Env, svc *rayv1.RayService) string {
+	addrs, err := localmode.ServeAddresses(ctx, env.Client, svc.Namespace, svc.Status.ActiveServiceStatus.RayClusterName)
+	prefixes := localmode.RoutePrefixes(svc.Spec.ServeConfigV2)
+	if err != nil || !localmode.AllLoopback(addrs) || len(prefixes) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("curl -s %s%s", env.Gateway.URL(), prefixes[0])
 }
 
 // indent prints a transcript two spaces in.

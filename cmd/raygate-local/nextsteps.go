@@ -10,8 +10,9 @@ import (
 )
 
 // nextSteps is what `make run` prints once the sample is Ready: how to reach the local
-// control plane and what to try, with commands that work when pasted as they are.
-func nextSteps(env *localmode.Env, svc *rayv1.RayService) string {
+// control plane and what to try, with commands that work when pasted as they are. curl,
+// when set, sends a request through the Gateway.
+func nextSteps(env *localmode.Env, svc *rayv1.RayService, curl string) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	p("")
@@ -27,6 +28,13 @@ func nextSteps(env *localmode.Env, svc *rayv1.RayService) string {
 		p("")
 		p("  # Start an incremental upgrade: change the Ray image")
 		p("  kubectl patch rayservice %s --type=json -p '%s'", name, localmode.ImagePatch(svc, localmode.NextImage(localmode.RayImage(svc))))
+		p("")
+		if curl != "" {
+			p("  # Send a request through the Gateway: Traefik routes it by the HTTPRoute's weights to a serve pod")
+			p("  %s", curl)
+		} else {
+			p("  # The Gateway is Traefik at %s; the serve pods' addresses are not on loopback, so no request is sent there", env.Gateway.URL())
+		}
 		p("")
 		p("  # See the HTTPRoute weights move from the old cluster to the new one")
 		p(`  kubectl get httproute %s -o jsonpath='{range .spec.rules[0].backendRefs[*]}{.name}{"\t"}{.weight}{"\n"}{end}'`, rayspec.HTTPRouteName(name))

@@ -2,9 +2,11 @@
 // Kubernetes control plane without containers (internal/testenv/kwokcluster: etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler and kwok playing the kubelet of a few Nodes), the
 // raygate manager in this process with its admission webhooks called by the API server over
-// TLS, a simulated Ray dashboard for every RayCluster, and a stand-in Gateway API
-// implementation for the GatewayClass raygate-local. A user reaches it with a kubeconfig
-// at a stable path and the kubectl built for the control plane.
+// TLS, a simulated Ray dashboard for every RayCluster, and Traefik (internal/testenv/traefik)
+// as the Gateway API implementation of the GatewayClass raygate-local: it writes the status
+// of raygate's Gateways and HTTPRoutes and routes requests by their weights to the serve
+// pods' EndpointSlice addresses. A user reaches it with a kubeconfig at a stable path and
+// the kubectl built for the control plane.
 package localmode
 
 import (
@@ -28,17 +30,15 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/app"
 	"github.com/raygate/raygate/internal/features"
-	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/invariants"
 	"github.com/raygate/raygate/internal/testenv/kwokcluster"
 	"github.com/raygate/raygate/internal/testenv/raysim"
+	"github.com/raygate/raygate/internal/testenv/traefik"
 )
 
 const (
-	// GatewayClassName is the GatewayClass the stand-in gateway controller implements.
+	// GatewayClassName is the GatewayClass Traefik implements.
 	GatewayClassName = "raygate-local"
-	// GatewayControllerName is its controllerName.
-	GatewayControllerName = "raygate.ray.io/local-gateway"
 )
 
 // Options shape the environment. The zero value is what `make run` uses.
@@ -50,9 +50,6 @@ type Options struct {
 	// DeployDelay is how long a simulated Serve application stays DEPLOYING before it is
 	// RUNNING (default 5s).
 	DeployDelay time.Duration
-	// GatewayDelay is how long the stand-in gateway takes to program a Gateway or HTTPRoute
-	// change (default 500ms).
-	GatewayDelay time.Duration
 	// LogLevel is the operator's log level (default info).
 	LogLevel string
 	// Progress receives one line per phase of start-up (nil: discarded).
@@ -71,9 +68,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DeployDelay == 0 {
 		o.DeployDelay = 5 * time.Second
-	}
-	if o.GatewayDelay == 0 {
-		o.GatewayDelay = 500 * time.Millisecond
 	}
 	if o.LogLevel == "" {
 		o.LogLevel = "info"
@@ -101,13 +95,16 @@ type Env struct {
 	// Dashboards are the simulated Ray dashboards, one per RayCluster the operator asked for.
 	Dashboards *raysim.Registry
 
-	gateway  *framework.Gateway
-	recorder *recorder
-	cancel   context.CancelFunc
-	mgrDone  chan struct{} // closed when the manager returned, with mgrErr
-	mgrErr   error
-	lock     *lock
-	closeLog func()
+	// Gateway is Traefik; its URL is where clients reach raygate's Gateways.
+	Gateway *traefik.Traefik
+	// endpoints publishes serve pods' loopback IPs for Traefik (see traefik.LoopbackEndpoints).
+	endpoints *traefik.LoopbackEndpoints
+	recorder  *recorder
+	cancel    context.CancelFunc
+	mgrDone   chan struct{} // closed when the manager returned, with mgrErr
+	mgrErr    error
+	lock      *lock
+	closeLog  func()
 }
 
 // Start brings the environment up and returns once the webhooks answer the API server and
@@ -156,16 +153,20 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 	}
 	e.Session = *s
 
-	fmt.Fprintln(o.Progress, "starting raygate (controllers and admission webhooks), simulated Ray dashboards and a stand-in gateway controller...")
+	fmt.Fprintln(o.Progress, "starting raygate (controllers and admission webhooks), simulated Ray dashboards and Traefik (the Gateway API implementation)...")
 	e.Dashboards = raysim.NewRegistry(raysim.Options{DeployDelay: o.DeployDelay})
 	if err := e.startManager(ctx); err != nil {
 		return nil, err
 	}
-	e.gateway, err = framework.StartGateway(e.Config, framework.GatewayOptions{
-		ControllerName: GatewayControllerName, ClassName: GatewayClassName, Delay: o.GatewayDelay,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("starting the stand-in gateway controller: %w", err)
+	if e.Gateway, err = startTraefik(ctx, e, logs); err != nil {
+		return nil, err
+	}
+	if e.endpoints, err = traefik.StartLoopbackEndpoints(e.Config); err != nil {
+		return nil, err
+	}
+	// Traefik is a child too: a later run stops it if this one dies.
+	if err := recordChildren(o.Dir); err != nil {
+		return nil, err
 	}
 	if e.recorder, err = startRecorder(ctx, e, o.OnViolation); err != nil {
 		return nil, err
@@ -199,6 +200,21 @@ func (e *Env) startManager(ctx context.Context) error {
 	return nil
 }
 
+// startTraefik starts Traefik for GatewayClassName, logging to <logs>/traefik.log.
+func startTraefik(ctx context.Context, e *Env, logs string) (*traefik.Traefik, error) {
+	f, err := os.Create(filepath.Join(logs, "traefik.log"))
+	if err != nil {
+		return nil, err
+	}
+	// The process holds its own copy of the descriptor.
+	defer func() { _ = f.Close() }()
+	t, err := traefik.Start(ctx, e.Client, traefik.Options{Kubeconfig: e.Kubeconfig, ClassName: GatewayClassName, Log: f})
+	if err != nil {
+		return nil, fmt.Errorf("starting Traefik (log: %s): %w", f.Name(), err)
+	}
+	return t, nil
+}
+
 // waitWebhooks returns once the API server gets an answer from raygate's webhooks over TLS
 // (any answer: a probe with an empty spec may well be rejected, by the webhook).
 func (e *Env) waitWebhooks(ctx context.Context) error {
@@ -224,8 +240,11 @@ func (e *Env) Stop() error {
 	if e.recorder != nil {
 		e.recorder.stop()
 	}
-	if e.gateway != nil {
-		e.gateway.Stop()
+	if e.endpoints != nil {
+		e.endpoints.Stop()
+	}
+	if e.Gateway != nil {
+		errs = append(errs, e.Gateway.Stop())
 	}
 	if e.cancel != nil {
 		e.cancel()

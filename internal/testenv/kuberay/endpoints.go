@@ -52,19 +52,7 @@ func StartEndpoints(cfg *rest.Config) (*Endpoints, error) {
 		return nil, err
 	}
 	e := &Endpoints{c: mgr.GetClient()}
-	podToServices := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-		var svcs corev1.ServiceList
-		if err := e.c.List(ctx, &svcs, client.InNamespace(obj.GetNamespace())); err != nil {
-			return nil
-		}
-		var out []reconcile.Request
-		for _, s := range svcs.Items {
-			if len(s.Spec.Selector) > 0 && labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(obj.GetLabels())) {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
-			}
-		}
-		return out
-	})
+	podToServices := handler.EnqueueRequestsFromMapFunc(ServicesSelecting(e.c))
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("test-endpoints").
 		For(&corev1.Service{}).
@@ -85,6 +73,24 @@ func StartEndpoints(cfg *rest.Config) (*Endpoints, error) {
 		return nil, fmt.Errorf("endpoints controller: cache did not sync")
 	}
 	return e, nil
+}
+
+// ServicesSelecting maps a pod to the Services of its namespace whose selector matches it:
+// what an endpoints writer reconciles when a pod changes.
+func ServicesSelecting(c client.Client) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		var svcs corev1.ServiceList
+		if err := c.List(ctx, &svcs, client.InNamespace(obj.GetNamespace())); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for _, s := range svcs.Items {
+			if len(s.Spec.Selector) > 0 && labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(obj.GetLabels())) {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
+			}
+		}
+		return out
+	}
 }
 
 // Stop stops the controller and waits for it to exit.

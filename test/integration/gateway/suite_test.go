@@ -1,0 +1,51 @@
+// Package gateway tests the Traefik harness (internal/testenv/traefik): the real Traefik,
+// built from its module by `make tools`, runs against the envtest API server with the
+// Gateway API CRDs, programs a Gateway and an HTTPRoute, writes their status itself and
+// routes requests by the route's weights to the addresses of EndpointSlices — here two
+// HTTP servers this suite starts on loopback.
+package gateway
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/traefik"
+)
+
+const className = "traefik"
+
+var (
+	env *controlplane.Env
+	k8s client.Client
+	tr  *traefik.Traefik
+)
+
+func TestGateway(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(60 * time.Second) // generous: two cores are shared with other suites
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	RunSpecs(t, "Traefik as the Gateway API implementation")
+}
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	var err error
+	env, err = controlplane.Start(controlplane.Options{GatewayAPI: true})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Stop)
+	k8s = env.Client
+	tr, err = traefik.Start(ctx, k8s, traefik.Options{Kubeconfig: env.Kubeconfig, ClassName: className, Log: GinkgoWriter})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(tr.Stop)
+	lb, err := traefik.StartLoopbackEndpoints(env.Config)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(lb.Stop)
+})
