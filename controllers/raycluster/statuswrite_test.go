@@ -15,7 +15,7 @@ func TestDecideStatusWrite(t *testing.T) {
 	const window = 2 * time.Second
 	base := rayv1.RayClusterStatus{
 		DesiredWorkerReplicas: 3,
-		Conditions: []metav1.Condition{{Type: string(rayv1.HeadPodReady), Status: metav1.ConditionFalse, Reason: "HeadPodNotFound"}},
+		Conditions:            []metav1.Condition{{Type: string(rayv1.HeadPodReady), Status: metav1.ConditionFalse, Reason: "HeadPodNotFound"}},
 	}
 	with := func(f func(*rayv1.RayClusterStatus)) rayv1.RayClusterStatus {
 		s := *base.DeepCopy()
