@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"reflect"
 	"slices"
@@ -55,20 +56,16 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 }
 
 // defaultingPatch returns the JSON patch that takes the request's raw object to the
-// defaulted one. It diffs the decoded object against the defaulted one, so differences a
-// decode/encode round trip alone causes (e.g. "1000m" printed as "1") are not in it: they
-// are not defaults, and patching them would rewrite what the user wrote. The operations
+// defaulted one. It compares the decoded object with the defaulted one field by field
+// (structPatch: nothing is marshalled), so differences a decode/encode round trip alone
+// causes (e.g. "1000m" printed as "1") are not in it: they are not defaults, and patching
+// them would rewrite what the user wrote. The operations
 // are then fitted to the raw object: a key the user left out is added, not replaced.
 func defaultingPatch(raw []byte, original, defaulted any) ([]jsonpatch.Operation, error) {
-	originalJSON, err := json.Marshal(withoutTemplates(original))
-	if err != nil {
-		return nil, err
+	patches, err := structPatch(withoutTemplates(original), withoutTemplates(defaulted))
+	if errors.Is(err, errNeedsRemove) {
+		return diffFromRaw(raw, original, defaulted)
 	}
-	defaultedJSON, err := json.Marshal(withoutTemplates(defaulted))
-	if err != nil {
-		return nil, err
-	}
-	patches, err := jsonpatch.CreatePatch(originalJSON, defaultedJSON)
 	if err != nil || len(patches) == 0 {
 		return patches, err
 	}
