@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,9 +70,8 @@ func defaultingPatch(raw []byte, original, defaulted any) ([]jsonpatch.Operation
 	if err != nil || len(patches) == 0 {
 		return patches, err
 	}
-	doc := rawDoc{objects: map[string]map[string]json.RawMessage{}, arrays: map[string][]json.RawMessage{}}
 	for i := range patches {
-		exists, parentOK := doc.has(raw, patches[i].Path)
+		exists, parentOK := rawHas(raw, patches[i].Path)
 		if !parentOK || patches[i].Operation == "remove" {
 			// Defaulting only adds and replaces, under objects the request has; anything
 			// else takes the slower way that assumes nothing.
@@ -84,51 +84,42 @@ func defaultingPatch(raw []byte, original, defaulted any) ([]jsonpatch.Operation
 	return patches, nil
 }
 
-// rawDoc answers "does this JSON pointer exist in the raw object" by decoding only the
-// objects along the way, one level at a time, without building the whole document.
-type rawDoc struct {
-	objects map[string]map[string]json.RawMessage
-	arrays  map[string][]json.RawMessage
-}
-
-// has reports whether the pointer's key exists, and whether its parent is an object.
-func (d rawDoc) has(raw []byte, pointer string) (exists, parentOK bool) {
+// rawHas reports whether the JSON pointer's key exists in the raw object, and whether its
+// parent is an object. It scans the raw bytes along the pointer without decoding or
+// copying them.
+func rawHas(raw []byte, pointer string) (exists, parentOK bool) {
 	tokens := strings.Split(pointer, "/")[1:]
-	cur, prefix := json.RawMessage(raw), ""
+	cur := raw
 	for i, t := range tokens {
 		t = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
 		last := i == len(tokens)-1
+		cur = bytes.TrimLeft(cur, " \t\r\n")
 		switch {
 		case len(cur) > 0 && cur[0] == '{':
-			obj, ok := d.objects[prefix]
+			next, found, ok := rawMember(cur, t)
 			if !ok {
-				if json.Unmarshal(cur, &obj) != nil {
-					return false, false
-				}
-				d.objects[prefix] = obj
+				return false, false
 			}
-			next, found := obj[t]
 			if last {
 				return found, true
 			}
-			cur = next
-		case len(cur) > 0 && cur[0] == '[' && !last:
-			arr, ok := d.arrays[prefix]
-			if !ok {
-				if json.Unmarshal(cur, &arr) != nil {
-					return false, false
-				}
-				d.arrays[prefix] = arr
-			}
-			n, err := strconv.Atoi(t)
-			if err != nil || n < 0 || n >= len(arr) {
+			if !found {
 				return false, false
 			}
-			cur = arr[n]
+			cur = next
+		case len(cur) > 0 && cur[0] == '[' && !last:
+			n, err := strconv.Atoi(t)
+			if err != nil {
+				return false, false
+			}
+			next, ok := rawElement(cur, n)
+			if !ok {
+				return false, false
+			}
+			cur = next
 		default:
 			return false, false
 		}
-		prefix += "/" + t
 	}
 	return false, false
 }
