@@ -40,9 +40,10 @@ func status(ok bool) string {
 func verdicts(r *results) []verdict {
 	var v []verdict
 	for _, s := range r.Scale {
-		n := fmt.Sprintf("%d RayClusters", s.Clusters)
+		n, at := fmt.Sprintf("%d RayClusters", s.Clusters), ""
 		if s.Stages != "" {
 			n += ", " + s.Stages + " stages"
+			at = " (" + s.Stages + " stages)"
 		}
 		switch {
 		case s.Raygate.Error != "" || s.Reference.Error != "":
@@ -59,7 +60,7 @@ func verdicts(r *results) []verdict {
 				fmt.Sprintf("%d", s.Raygate.Quiet.Writes), status(s.Raygate.Quiet.Writes <= targetQuietWrites)})
 		}
 		if s.Raygate.Usage != nil && s.Pods >= targetRSSPods {
-			v = append(v, verdict{fmt.Sprintf("Operator peak RSS at %d pods (%s stages)", s.Pods, s.Stages), fmt.Sprintf("≤ %.0f MB", targetRSSMB),
+			v = append(v, verdict{fmt.Sprintf("Operator peak RSS at %d pods%s", s.Pods, at), fmt.Sprintf("≤ %.0f MB", targetRSSMB),
 				fmt.Sprintf("%.1f MB", s.Raygate.Usage.PeakRSSMB), status(s.Raygate.Usage.PeakRSSMB <= targetRSSMB)})
 		}
 	}
