@@ -77,11 +77,9 @@ func (b *bench) startOperator(ctx context.Context, c *kwokcluster.Cluster, o ope
 	if err != nil {
 		return nil, err
 	}
-	addrs := make([]string, 3)
-	for i := range addrs {
-		if addrs[i], err = freeAddr(); err != nil {
-			return nil, err
-		}
+	addrs, err := freeAddrs(3)
+	if err != nil {
+		return nil, err
 	}
 	probe := addrs[0]
 	op := &operator{metricsAddr: addrs[1], pprofAddr: addrs[2], RBAC: rbac}
@@ -144,11 +142,9 @@ func (b *bench) startKubeRay(ctx context.Context, c *kwokcluster.Cluster) (*oper
 	if err != nil {
 		return nil, err
 	}
-	addrs := make([]string, 2)
-	for i := range addrs {
-		if addrs[i], err = freeAddr(); err != nil {
-			return nil, err
-		}
+	addrs, err := freeAddrs(2)
+	if err != nil {
+		return nil, err
 	}
 	probe := addrs[0]
 	op := &operator{metricsAddr: addrs[1], RBAC: "system:masters (KubeRay)"}
@@ -361,6 +357,18 @@ func (o *operator) savePprof(ctx context.Context, profile, path string) error {
 	defer f.Close()
 	_, err = io.Copy(f, resp.Body)
 	return err
+}
+
+// freeAddrs returns n free loopback addresses.
+func freeAddrs(n int) ([]string, error) {
+	addrs := make([]string, n)
+	for i := range addrs {
+		var err error
+		if addrs[i], err = freeAddr(); err != nil {
+			return nil, err
+		}
+	}
+	return addrs, nil
 }
 
 func freeAddr() (string, error) {
