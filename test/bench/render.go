@@ -340,11 +340,16 @@ func renderMethod(m *md) {
 	m.WriteString("## How it is measured\n\n")
 	m.p("- **Cluster without containers** (`internal/testenv/kwokcluster`): etcd and kube-apiserver (envtest),\n" +
 		"  kube-controller-manager, kube-scheduler (client QPS 1000, burst 2000, from a\n" +
-		"  KubeSchedulerConfiguration) and kwok with its *fast* pod stages, so a scheduled pod is Running and\n" +
-		"  Ready with an IP at once and the figures measure controllers rather than kwok's random delays.\n" +
+		"  KubeSchedulerConfiguration) and kwok. The scale scenario runs kwok's *general* pod stages (a pod\n" +
+		"  gets its IP 1–6 s after it is scheduled and is Running and Ready 1–6 s later, like a kubelet\n" +
+		"  with a cached image, so a cluster's pods turn ready one by one), then the *fast* stages (Ready\n" +
+		"  with an IP at once) as a second, labelled run; the other scenarios run the fast stages.\n" +
 		"  kube-controller-manager gets the same client limits, so the reference is not throttled either\n" +
 		"  (raygate, like every controller-runtime client, has no client-side limit). Every run starts on a\n" +
 		"  fresh cluster.\n" +
+		"- **KubeRay**: its operator built from `github.com/ray-project/kuberay/ray-operator` (`hack/tools.sh\n" +
+		"  path kuberay`), run with its defaults and leader election off as the same audited user (in\n" +
+		"  system:masters: its chart's RBAC is not in this repository), on a fresh cluster of the same shape.\n" +
 		"- **Operator**: `go build ./cmd/raygate`, run with `--leader-elect=false --metrics-secure=false\n" +
 		"  --reconcile-concurrency=N` and a kubeconfig for its own user (client certificate from envtest's\n" +
 		"  `AddUser`), authorised by the generated ClusterRole (`config/rbac/role.yaml`) — so the run also\n" +
