@@ -5,17 +5,19 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 )
 
-// DefaultStatusCoalesce is how long a status change that only moves pod counts (ready and
-// available workers, the head pod's name and IP) may wait to be written together with the
-// next ones. Pods of a cluster turn ready one by one over seconds on a real kubelet; without
-// it each one costs a status write. State, conditions, reason, desired figures and
-// endpoints are written at once, so the `ready` transition is never delayed by it.
-const DefaultStatusCoalesce = 2 * time.Second
+// DefaultStatusCoalesce is how long a status change that only follows pods' progress (ready
+// and available workers, the head pod's name and IP, a condition's reason or message while
+// its status stays) may wait to be written together with the next ones. Pods of a cluster
+// turn ready one by one over seconds on a real kubelet; without it each step costs a status
+// write. The state, a condition changing status or appearing, the reason, desired figures
+// and endpoints are written at once, so the `ready` transition is never delayed by it.
+const DefaultStatusCoalesce = 5 * time.Second
 
 // statusWrite is what to do with a computed status.
 type statusWrite struct {
@@ -47,13 +49,18 @@ func decideStatusWrite(old, cur rayv1.RayClusterStatus, pendingSince, now time.T
 	return statusWrite{Write: true}
 }
 
-// countsOnly says whether two statuses differ only in what pods turning ready one by one
-// move: the worker counts and the head pod's name and IP.
+// countsOnly says whether two statuses differ only in what pods making progress move: the
+// worker counts, the head pod's name and IP, and the reason, message and times of
+// conditions whose status stays.
 func countsOnly(old, cur rayv1.RayClusterStatus) bool {
 	a, b := old.DeepCopy(), cur.DeepCopy()
 	for _, s := range []*rayv1.RayClusterStatus{a, b} {
 		s.ReadyWorkerReplicas, s.AvailableWorkerReplicas = 0, 0
 		s.Head.PodName, s.Head.PodIP = "", ""
+		for i := range s.Conditions {
+			c := &s.Conditions[i]
+			c.Reason, c.Message, c.LastTransitionTime = "", "", metav1.Time{}
+		}
 	}
 	return !statusChanged(*a, *b)
 }

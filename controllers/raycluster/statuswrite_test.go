@@ -26,6 +26,10 @@ func TestDecideStatusWrite(t *testing.T) {
 	headIP := with(func(s *rayv1.RayClusterStatus) { s.Head.PodName, s.Head.PodIP = "h", "127.0.0.5" })
 	ready := with(func(s *rayv1.RayClusterStatus) { s.State, s.ReadyWorkerReplicas = rayv1.Ready, 3 })
 	headReady := with(func(s *rayv1.RayClusterStatus) { s.Conditions[0].Status = metav1.ConditionTrue })
+	headWaiting := with(func(s *rayv1.RayClusterStatus) { s.Conditions[0].Reason, s.Conditions[0].Message = "ContainerCreating", "pulling" })
+	newCondition := with(func(s *rayv1.RayClusterStatus) {
+		s.Conditions = append(s.Conditions, metav1.Condition{Type: string(rayv1.RayClusterProvisioned), Status: metav1.ConditionFalse})
+	})
 	reason := with(func(s *rayv1.RayClusterStatus) { s.Reason = "FailedCreateWorkerPod: quota" })
 	desired := with(func(s *rayv1.RayClusterStatus) { s.DesiredWorkerReplicas = 4 })
 	endpoints := with(func(s *rayv1.RayClusterStatus) { s.Endpoints = map[string]string{"gcs": "6379"} })
@@ -52,6 +56,8 @@ func TestDecideStatusWrite(t *testing.T) {
 		{"the ready transition is written at once", ready, time.Time{}, t0, window, statusWrite{Write: true}},
 		{"the ready transition does not wait for a pending count change", ready, t0, t0.Add(time.Millisecond), window, statusWrite{Write: true}},
 		{"a condition transition is written at once", headReady, time.Time{}, t0, window, statusWrite{Write: true}},
+		{"a new condition is written at once", newCondition, time.Time{}, t0, window, statusWrite{Write: true}},
+		{"a condition's reason while its status stays waits", headWaiting, time.Time{}, t0, window, statusWrite{After: window, PendingSince: t0}},
 		{"a reason is written at once", reason, time.Time{}, t0, window, statusWrite{Write: true}},
 		{"desired figures are written at once", desired, time.Time{}, t0, window, statusWrite{Write: true}},
 		{"endpoints are written at once", endpoints, time.Time{}, t0, window, statusWrite{Write: true}},
