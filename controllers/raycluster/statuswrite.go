@@ -50,12 +50,16 @@ func decideStatusWrite(old, cur rayv1.RayClusterStatus, pendingSince, now time.T
 }
 
 // countsOnly says whether two statuses differ only in what pods making progress move: the
-// worker counts, the head pod's name and IP, and the reason, message and times of
+// worker counts, the head pod's name and IP (and a headless Service's, which is the pod's),
+// and the reason, message and times of
 // conditions whose status stays.
 func countsOnly(old, cur rayv1.RayClusterStatus) bool {
 	a, b := old.DeepCopy(), cur.DeepCopy()
 	for _, s := range []*rayv1.RayClusterStatus{a, b} {
 		s.ReadyWorkerReplicas, s.AvailableWorkerReplicas = 0, 0
+		if s.Head.ServiceIP == s.Head.PodIP {
+			s.Head.ServiceIP = "" // a headless Service's IP is the head pod's
+		}
 		s.Head.PodName, s.Head.PodIP = "", ""
 		for i := range s.Conditions {
 			c := &s.Conditions[i]

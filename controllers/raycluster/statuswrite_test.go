@@ -24,6 +24,8 @@ func TestDecideStatusWrite(t *testing.T) {
 	}
 	oneReady := with(func(s *rayv1.RayClusterStatus) { s.ReadyWorkerReplicas, s.AvailableWorkerReplicas = 1, 1 })
 	headIP := with(func(s *rayv1.RayClusterStatus) { s.Head.PodName, s.Head.PodIP = "h", "127.0.0.5" })
+	headlessIP := with(func(s *rayv1.RayClusterStatus) { s.Head.PodIP, s.Head.ServiceIP = "127.0.0.5", "127.0.0.5" })
+	serviceIP := with(func(s *rayv1.RayClusterStatus) { s.Head.PodIP, s.Head.ServiceIP = "127.0.0.5", "127.0.0.9" })
 	ready := with(func(s *rayv1.RayClusterStatus) { s.State, s.ReadyWorkerReplicas = rayv1.Ready, 3 })
 	headReady := with(func(s *rayv1.RayClusterStatus) { s.Conditions[0].Status = metav1.ConditionTrue })
 	headWaiting := with(func(s *rayv1.RayClusterStatus) { s.Conditions[0].Reason, s.Conditions[0].Message = "ContainerCreating", "pulling" })
@@ -51,6 +53,8 @@ func TestDecideStatusWrite(t *testing.T) {
 		{"a count change seen again waits the rest", oneReady, t0, t0.Add(500 * time.Millisecond), window, statusWrite{After: 1500 * time.Millisecond, PendingSince: t0}},
 		{"a count change is written once the window is over", oneReady, t0, t0.Add(window), window, statusWrite{Write: true}},
 		{"the head pod's IP waits too", headIP, time.Time{}, t0, window, statusWrite{After: window, PendingSince: t0}},
+		{"so does a headless Service's IP, the pod's", headlessIP, time.Time{}, t0, window, statusWrite{After: window, PendingSince: t0}},
+		{"a Service's own IP is written at once", serviceIP, time.Time{}, t0, window, statusWrite{Write: true}},
 		{"a pending time in the future (clock step) restarts the wait", oneReady, t0.Add(time.Hour), t0, window, statusWrite{After: window, PendingSince: t0}},
 		{"without a window a count change is written at once", oneReady, time.Time{}, t0, 0, statusWrite{Write: true}},
 		{"the ready transition is written at once", ready, time.Time{}, t0, window, statusWrite{Write: true}},
