@@ -28,7 +28,9 @@ func TestDecideStatusWrite(t *testing.T) {
 	serviceIP := with(func(s *rayv1.RayClusterStatus) { s.Head.PodIP, s.Head.ServiceIP = "127.0.0.5", "127.0.0.9" })
 	ready := with(func(s *rayv1.RayClusterStatus) { s.State, s.ReadyWorkerReplicas = rayv1.Ready, 3 })
 	headReady := with(func(s *rayv1.RayClusterStatus) { s.Conditions[0].Status = metav1.ConditionTrue })
-	headWaiting := with(func(s *rayv1.RayClusterStatus) { s.Conditions[0].Reason, s.Conditions[0].Message = "ContainerCreating", "pulling" })
+	headWaiting := with(func(s *rayv1.RayClusterStatus) {
+		s.Conditions[0].Reason, s.Conditions[0].Message = "ContainerCreating", "pulling"
+	})
 	newCondition := with(func(s *rayv1.RayClusterStatus) {
 		s.Conditions = append(s.Conditions, metav1.Condition{Type: string(rayv1.RayClusterProvisioned), Status: metav1.ConditionFalse})
 	})
