@@ -1,8 +1,10 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"reflect"
 	"slices"
@@ -55,26 +57,21 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 }
 
 // defaultingPatch returns the JSON patch that takes the request's raw object to the
-// defaulted one. It diffs the decoded object against the defaulted one, so differences a
-// decode/encode round trip alone causes (e.g. "1000m" printed as "1") are not in it: they
-// are not defaults, and patching them would rewrite what the user wrote. The operations
+// defaulted one. It compares the decoded object with the defaulted one field by field
+// (structPatch: nothing is marshalled), so differences a decode/encode round trip alone
+// causes (e.g. "1000m" printed as "1") are not in it: they are not defaults, and patching
+// them would rewrite what the user wrote. The operations
 // are then fitted to the raw object: a key the user left out is added, not replaced.
 func defaultingPatch(raw []byte, original, defaulted any) ([]jsonpatch.Operation, error) {
-	originalJSON, err := json.Marshal(withoutTemplates(original))
-	if err != nil {
-		return nil, err
+	patches, err := structPatch(withoutTemplates(original), withoutTemplates(defaulted))
+	if errors.Is(err, errNeedsRemove) {
+		return diffFromRaw(raw, original, defaulted)
 	}
-	defaultedJSON, err := json.Marshal(withoutTemplates(defaulted))
-	if err != nil {
-		return nil, err
-	}
-	patches, err := jsonpatch.CreatePatch(originalJSON, defaultedJSON)
 	if err != nil || len(patches) == 0 {
 		return patches, err
 	}
-	doc := rawDoc{objects: map[string]map[string]json.RawMessage{}, arrays: map[string][]json.RawMessage{}}
 	for i := range patches {
-		exists, parentOK := doc.has(raw, patches[i].Path)
+		exists, parentOK := rawHas(raw, patches[i].Path)
 		if !parentOK || patches[i].Operation == "remove" {
 			// Defaulting only adds and replaces, under objects the request has; anything
 			// else takes the slower way that assumes nothing.
@@ -87,51 +84,42 @@ func defaultingPatch(raw []byte, original, defaulted any) ([]jsonpatch.Operation
 	return patches, nil
 }
 
-// rawDoc answers "does this JSON pointer exist in the raw object" by decoding only the
-// objects along the way, one level at a time, without building the whole document.
-type rawDoc struct {
-	objects map[string]map[string]json.RawMessage
-	arrays  map[string][]json.RawMessage
-}
-
-// has reports whether the pointer's key exists, and whether its parent is an object.
-func (d rawDoc) has(raw []byte, pointer string) (exists, parentOK bool) {
+// rawHas reports whether the JSON pointer's key exists in the raw object, and whether its
+// parent is an object. It scans the raw bytes along the pointer without decoding or
+// copying them.
+func rawHas(raw []byte, pointer string) (exists, parentOK bool) {
 	tokens := strings.Split(pointer, "/")[1:]
-	cur, prefix := json.RawMessage(raw), ""
+	cur := raw
 	for i, t := range tokens {
 		t = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
 		last := i == len(tokens)-1
+		cur = bytes.TrimLeft(cur, " \t\r\n")
 		switch {
 		case len(cur) > 0 && cur[0] == '{':
-			obj, ok := d.objects[prefix]
+			next, found, ok := rawMember(cur, t)
 			if !ok {
-				if json.Unmarshal(cur, &obj) != nil {
-					return false, false
-				}
-				d.objects[prefix] = obj
+				return false, false
 			}
-			next, found := obj[t]
 			if last {
 				return found, true
 			}
-			cur = next
-		case len(cur) > 0 && cur[0] == '[' && !last:
-			arr, ok := d.arrays[prefix]
-			if !ok {
-				if json.Unmarshal(cur, &arr) != nil {
-					return false, false
-				}
-				d.arrays[prefix] = arr
-			}
-			n, err := strconv.Atoi(t)
-			if err != nil || n < 0 || n >= len(arr) {
+			if !found {
 				return false, false
 			}
-			cur = arr[n]
+			cur = next
+		case len(cur) > 0 && cur[0] == '[' && !last:
+			n, err := strconv.Atoi(t)
+			if err != nil {
+				return false, false
+			}
+			next, ok := rawElement(cur, n)
+			if !ok {
+				return false, false
+			}
+			cur = next
 		default:
 			return false, false
 		}
-		prefix += "/" + t
 	}
 	return false, false
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/rayspec"
+	"github.com/raygate/raygate/internal/statuspatch"
 	"github.com/raygate/raygate/internal/validation"
 	"github.com/raygate/raygate/internal/version"
 )
@@ -106,6 +107,12 @@ type Reconciler struct {
 	CertManager bool
 	// CertReader reads cert-manager objects (the manager's cache; nil: the Client).
 	CertReader client.Reader
+	// StatusCoalesce is how long a change of pod counts alone may wait before its status
+	// write (0: written at once); see DefaultStatusCoalesce.
+	StatusCoalesce time.Duration
+
+	// statuses makes the passes read their own status writes (statuswrite.go).
+	statuses statusMemo
 }
 
 // NewReconciler returns a reconciler with production settings.
@@ -118,6 +125,7 @@ func NewReconciler(c client.Client, rec events.EventRecorder) *Reconciler {
 		Metrics:         processMetrics,
 		RandomPodDelete: os.Getenv(EnvEnableRandomPodDelete),
 		Now:             time.Now,
+		StatusCoalesce:  DefaultStatusCoalesce,
 	}
 }
 
@@ -230,10 +238,14 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*pass, error) 
 		if apierrors.IsNotFound(err) {
 			r.Expectations.Forget(req.Namespace, req.Name)
 			r.Metrics.Forget(req.Namespace, req.Name)
+			r.statuses.forget(req.NamespacedName)
 			return nil, nil
 		}
 		return nil, err
 	}
+	// The status is written without a resourceVersion, so the pass must start from the
+	// last one written even when the cache has not caught up with it.
+	rc.Status = r.statuses.stored(req.NamespacedName, rc)
 	if !rc.DeletionTimestamp.IsZero() {
 		return nil, nil // the garbage collector removes what the cluster owns
 	}
@@ -344,7 +356,9 @@ func (r *Reconciler) listPods(ctx context.Context, rc *rayv1.RayCluster) ([]core
 }
 
 // writeStatus computes the status from what the cache shows after the pass and writes it
-// when it changed. The pass's error is returned so controller-runtime retries with backoff.
+// when it changed: at once, or for a change of pod counts alone up to StatusCoalesce later
+// (decideStatusWrite). The write replaces the status without a resourceVersion, so it
+// cannot conflict (internal/statuspatch). The pass's error is returned so controller-runtime retries with backoff.
 func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (ctrl.Result, error) {
 	pods, err := r.listPods(ctx, p.object)
 	if err != nil {
@@ -359,16 +373,17 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (
 	})
 	old := p.object.Status
 	result := ctrl.Result{}
-	if statusChanged(old, st) {
-		p.object.Status = st
-		if err := r.Status().Update(ctx, p.object); err != nil {
+	k := key(p.object)
+	decision := decideStatusWrite(old, st, r.statuses.pendingSince(k, p.object.UID), now, r.StatusCoalesce)
+	if decision.Write {
+		if err := statuspatch.Replace(ctx, r.Client, p.object, st); err != nil {
 			if apierrors.IsNotFound(err) {
+				r.statuses.forget(k)
 				return ctrl.Result{}, nil // deleted meanwhile
 			}
-			// A conflict (the cache was behind) is retried through the rate limiter, so
-			// repeated conflicts back off instead of looping.
 			return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 		}
+		r.statuses.update(k, p.object.UID, &st, time.Time{})
 		if c := conflictMessage(p.conflicts); c != "" && c != recordedConflict(old) {
 			p.warn(EventOwnershipConflict, actionSkip, "%s", c)
 		}
@@ -382,6 +397,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (
 		if suspendStatus(old.Conditions) != suspendStatus(st.Conditions) {
 			result.RequeueAfter = requeueSoon
 		}
+	} else {
+		// Nothing written: a waiting count change comes back when its wait is over.
+		r.statuses.update(k, p.object.UID, nil, decision.PendingSince)
+		result.RequeueAfter = decision.After
+		st = old
 	}
 	provisionedAfter := -1.0
 	if !meta.IsStatusConditionTrue(old.Conditions, string(rayv1.RayClusterProvisioned)) &&

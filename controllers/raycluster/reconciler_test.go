@@ -229,7 +229,7 @@ func TestInvalidSpecGoesThroughTheOneStatusPath(t *testing.T) {
 		}
 	}
 	w := store.Writes.Snapshot()
-	if w["update RayCluster/status"] != 1 || len(w) != 1 {
+	if w["patch RayCluster/status"] != 1 || len(w) != 1 {
 		t.Errorf("writes = %v; want exactly one status write over two passes and nothing else", w)
 	}
 	if len(rec.events) != 1 || !strings.HasPrefix(rec.events[0], "Warning ValidationFailed (status.reason at that time: "+rayv1.ValidationFailed+": ") {

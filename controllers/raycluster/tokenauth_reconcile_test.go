@@ -63,7 +63,7 @@ func TestTokenClusterWithoutTokenAuthentication(t *testing.T) {
 		if got.Status.Reason != want {
 			t.Errorf("off: status.reason = %q, want %q", got.Status.Reason, want)
 		}
-		if secretReads != 0 || w["update RayCluster/status"] != 1 || len(w) != 1 {
+		if secretReads != 0 || w["patch RayCluster/status"] != 1 || len(w) != 1 {
 			t.Errorf("off: %d Secret reads, writes = %v; want no Secret touched and only the status written", secretReads, w)
 		}
 		if len(rec.events) != 1 || !strings.HasPrefix(rec.events[0], "Warning ValidationFailed") {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/statuspatch"
 	"github.com/raygate/raygate/internal/validation"
 )
 
@@ -74,12 +75,12 @@ func (r *Reconciler) get(ctx context.Context, key types.NamespacedName) (*rayv1.
 // (or needed no write) come the metrics and the events, and the plan says when to come back.
 func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out planned, now time.Time) (ctrl.Result, error) {
 	if !equality.Semantic.DeepEqual(svc.Status, out.Status) {
-		svc.Status = out.Status
-		if err := r.client.Status().Update(ctx, svc); err != nil {
-			// A conflict (the cache was behind) is retried through the rate limiter, so
-			// repeated conflicts back off instead of looping.
+		// A replace without resourceVersion (internal/statuspatch): it cannot conflict, and
+		// get made this pass start from the status last written.
+		if err := statuspatch.Replace(ctx, r.client, svc, out.Status); err != nil {
 			return ctrl.Result{}, fmt.Errorf("writing the status: %w", err)
 		}
+		svc.Status = out.Status
 		r.written.Store(client.ObjectKeyFromObject(svc), svc.ResourceVersion)
 	}
 	r.Metrics.Observe(svc)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/test/builders"
@@ -51,19 +52,25 @@ func TestRecordAnnouncesOnlyWhatTheStoredStatusSays(t *testing.T) {
 	}
 	announced := func() int { return len(rec.Events) + testutil.CollectAndCount(r.Metrics.upgrades) }
 
-	stale := read()
-	stale.ResourceVersion = "1" // someone wrote the RayService since it was read
-	// A conflict is an error: it is retried through the rate limiter, never on a fixed
-	// short delay that would loop while the cache is behind.
-	res, err := r.record(ctx, stale, promoted(stale), t0)
-	if !apierrors.IsConflict(err) || res.RequeueAfter != 0 {
-		t.Fatalf("a conflicting write: %v, %v; want the conflict returned", res, err)
+	// A write the API server refuses is an error: it is retried through the rate limiter,
+	// never on a fixed short delay, and nothing of the plan is announced.
+	r.client = interceptor.NewClient(c, interceptor.Funcs{SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+		return apierrors.NewServiceUnavailable("etcd is down")
+	}})
+	res, err := r.record(ctx, read(), promoted(read()), t0)
+	if !apierrors.IsServiceUnavailable(err) || res.RequeueAfter != 0 {
+		t.Fatalf("a refused write: %v, %v; want the error returned", res, err)
 	}
 	if n := announced(); n != 0 || read().Status.ActiveServiceStatus.RayClusterName != "" {
 		t.Fatalf("a status that was not stored was announced (%d) or stored", n)
 	}
+	r.client = c
 
-	res, err = r.record(ctx, read(), promoted(read()), t0)
+	// The status is replaced without a resourceVersion: a read older than the stored object
+	// (a cache behind a write) does not make the write fail.
+	stale := read()
+	stale.ResourceVersion = "1"
+	res, err = r.record(ctx, stale, promoted(stale), t0)
 	if err != nil || res.RequeueAfter != stepRequeue {
 		t.Fatalf("%v, %v", res, err)
 	}

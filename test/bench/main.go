@@ -47,6 +47,8 @@ type flags struct {
 	keepLogs    bool
 	profile     bool
 	reference   bool
+	kuberay     bool
+	stages      []kwokcluster.StageSet
 	commit      string
 	out         string
 	operatorEnv []string
@@ -66,12 +68,22 @@ func parseFlags() (flags, error) {
 	flag.BoolVar(&f.keepLogs, "keep-logs", false, "keep every run's component logs and audit log")
 	flag.BoolVar(&f.profile, "profile", true, "profile the operator (CPU, heap) in the largest scale run")
 	flag.BoolVar(&f.reference, "reference", true, "also run the ReplicaSet reference (off: raygate only, for quick experiments)")
+	flag.BoolVar(&f.kuberay, "kuberay", true, "also run KubeRay's operator (hack/tools.sh path kuberay) in the scale scenario")
+	stages := flag.String("stages", "general,fast", "kwok pod stages of the scale scenario, each a labelled run: general (1-6 s per transition, like a kubelet) and fast (Ready at once)")
 	operatorEnv := flag.String("operator-env", "", "comma-separated K=V added to the operator's environment (e.g. GOMEMLIMIT=90MiB)")
 	flag.BoolVar(&f.auditAll, "audit-all", false, "audit every user, and report the whole cluster's writes per object by component (costs API server CPU)")
 	flag.StringVar(&f.out, "out", "", "directory for logs and profiles (default: a new temporary directory)")
 	flag.StringVar(&f.commit, "commit", "", "commit to report when the checkout has no .git (e.g. a git archive export); default: git rev-parse HEAD")
 	flag.Parse()
 	f.scenarios = splitList(*scenarios)
+	for _, st := range splitList(*stages) {
+		switch kwokcluster.StageSet(st) {
+		case kwokcluster.GeneralStages, kwokcluster.FastStages:
+			f.stages = append(f.stages, kwokcluster.StageSet(st))
+		default:
+			return f, fmt.Errorf("-stages: unknown stage set %q", st)
+		}
+	}
 	f.operatorEnv = splitList(*operatorEnv)
 	var err error
 	if f.sizes, err = ints(*sizes); err != nil {
@@ -156,14 +168,16 @@ func run() error {
 	for _, s := range f.scenarios {
 		switch s {
 		case "scale":
-			for i, n := range f.sizes {
-				cfg := scaleConfig{Clusters: n, Concurrency: f.concurrency, Quiet: f.quiet, Reference: f.reference}
-				if i == len(f.sizes)-1 {
-					cfg.Sweep, cfg.Profile = f.sweep, f.profile
+			for j, st := range f.stages {
+				for i, n := range f.sizes {
+					cfg := scaleConfig{Clusters: n, Concurrency: f.concurrency, Quiet: f.quiet, Reference: f.reference, KubeRay: f.kuberay, Stages: st}
+					if i == len(f.sizes)-1 && j == 0 {
+						cfg.Sweep, cfg.Profile = f.sweep, f.profile
+					}
+					r := runScale(ctx, b, cfg)
+					res.Scale = append(res.Scale, r)
+					_ = enc.Encode(r.line())
 				}
-				r := runScale(ctx, b, cfg)
-				res.Scale = append(res.Scale, r)
-				_ = enc.Encode(r.line())
 			}
 		case "upgrade":
 			r := runUpgrade(ctx, b)

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/raygate/raygate/internal/testenv/kuberay"
 	"github.com/raygate/raygate/internal/testenv/kwokcluster"
 	"github.com/raygate/raygate/internal/testenv/tools"
 )
@@ -41,6 +42,9 @@ func buildOperator(dir string) (string, error) {
 
 // operatorOptions are the flags of one operator run.
 type operatorOptions struct {
+	// KubeRay runs KubeRay's operator (hack/tools.sh path kuberay) instead of raygate, as the
+	// same audited user, with its defaults.
+	KubeRay     bool
 	Concurrency int
 	Webhooks    bool
 	ExtraArgs   []string
@@ -60,6 +64,9 @@ type operator struct {
 // startOperator provisions the operator's user (RBAC from config/rbac/role.yaml), starts
 // the binary and waits for /readyz.
 func (b *bench) startOperator(ctx context.Context, c *kwokcluster.Cluster, o operatorOptions) (*operator, error) {
+	if o.KubeRay {
+		return b.startKubeRay(ctx, c)
+	}
 	bin := b.operatorBin
 	o.Env = append(o.Env, b.operatorEnv...)
 	rbac, groups, err := operatorRBAC(ctx, c)
@@ -70,11 +77,9 @@ func (b *bench) startOperator(ctx context.Context, c *kwokcluster.Cluster, o ope
 	if err != nil {
 		return nil, err
 	}
-	addrs := make([]string, 3)
-	for i := range addrs {
-		if addrs[i], err = freeAddr(); err != nil {
-			return nil, err
-		}
+	addrs, err := freeAddrs(3)
+	if err != nil {
+		return nil, err
 	}
 	probe := addrs[0]
 	op := &operator{metricsAddr: addrs[1], pprofAddr: addrs[2], RBAC: rbac}
@@ -93,27 +98,65 @@ func (b *bench) startOperator(ctx context.Context, c *kwokcluster.Cluster, o ope
 	if err != nil {
 		return nil, err
 	}
+	return op, waitOperatorReady(ctx, c, op, probe)
+}
+
+// waitOperatorReady waits up to 60 s for the operator's /readyz at probe.
+func waitOperatorReady(ctx context.Context, c *kwokcluster.Cluster, op *operator, probe string) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if err := c.Healthy(); err != nil {
-			return nil, err
+			return err
 		}
 		resp, err := http.Get("http://" + probe + "/readyz")
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return op, nil
+				return nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("operator not ready after 60s; log %s:\n%s", op.proc.LogPath(), op.proc.LogTail(3000))
+			return fmt.Errorf("operator not ready after 60s; log %s:\n%s", op.proc.LogPath(), op.proc.LogTail(3000))
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// startKubeRay starts KubeRay's operator (default flags, leader election off) as the
+// audited operator user. KubeRay's chart RBAC is not in this repository, so the user is in
+// system:masters; its RayJob CRD, whose controller KubeRay always starts, is installed
+// first (raygate's CRDs serve RayCluster and RayService).
+func (b *bench) startKubeRay(ctx context.Context, c *kwokcluster.Cluster) (*operator, error) {
+	bin, err := tools.Path("kuberay")
+	if err != nil {
+		return nil, err
+	}
+	if err := kuberay.InstallCRDs(c.Env); err != nil {
+		return nil, err
+	}
+	kubeconfig, _, err := c.AddUser(operatorUser, "system:masters")
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := freeAddrs(2)
+	if err != nil {
+		return nil, err
+	}
+	probe := addrs[0]
+	op := &operator{metricsAddr: addrs[1], RBAC: "system:masters (KubeRay)"}
+	op.proc, err = c.Run("kuberay", append([]string{"KUBECONFIG=" + kubeconfig}, b.operatorEnv...), bin,
+		"--enable-leader-election=false",
+		"--metrics-addr="+op.metricsAddr,
+		"--health-probe-bind-address="+probe,
+		"--log-stdout-encoder=json")
+	if err != nil {
+		return nil, err
+	}
+	return op, waitOperatorReady(ctx, c, op, probe)
 }
 
 // operatorRBAC applies the generated ClusterRole(s) and binds them to the operator's user,
@@ -314,6 +357,18 @@ func (o *operator) savePprof(ctx context.Context, profile, path string) error {
 	defer f.Close()
 	_, err = io.Copy(f, resp.Body)
 	return err
+}
+
+// freeAddrs returns n free loopback addresses.
+func freeAddrs(n int) ([]string, error) {
+	addrs := make([]string, n)
+	for i := range addrs {
+		var err error
+		if addrs[i], err = freeAddr(); err != nil {
+			return nil, err
+		}
+	}
+	return addrs, nil
 }
 
 func freeAddr() (string, error) {

@@ -82,33 +82,13 @@ func renderScale(m *md, r *results, assets string) {
 		"the worker group scaled from 0 to %d).",
 		workersPer, scaleNamespaces, podsPerCluster, minWritesPerCluster(), podsPerCluster, workersPer)
 	for _, s := range r.Scale {
-		fmt.Fprintf(m, "### %d RayClusters (%d pods, %d namespaces, %d kwok nodes)\n\n", s.Clusters, s.Pods, s.Namespaces, s.Nodes)
+		fmt.Fprintf(m, "### %d RayClusters, %s pod stages (%d pods, %d namespaces, %d kwok nodes)\n\n", s.Clusters, stagesLabel(s.Stages), s.Pods, s.Namespaces, s.Nodes)
 		if s.Raygate.Error != "" {
 			m.p("raygate: **not measured** — %s", s.Raygate.Error)
 			continue
 		}
+		renderScaleTable(m, s)
 		g := s.Raygate
-		ref := "not measured: " + firstLine(s.Reference.Error)
-		ratio := "–"
-		if s.Reference.Error == "" {
-			ref = f1(s.Reference.Seconds)
-			ratio = f2(s.Ratio) + "×"
-		}
-		rows := [][]string{
-			{"seconds until every object is ready", f1(g.Seconds), ref},
-			{"raygate ÷ reference", ratio, "1"},
-			{fmt.Sprintf("operator writes per RayCluster (minimum %d)", s.MinWritesPerCluster), fmt.Sprintf("%s (%s×)", f1(g.WritesPerObj), f2(s.WritesRatio)), ""},
-		}
-		if g.Quiet != nil {
-			rows = append(rows, []string{fmt.Sprintf("operator requests in the %.0f s after convergence", g.QuietSeconds), fmt.Sprintf("%d (%d writes)", g.Quiet.Total, g.Quiet.Writes), ""})
-		}
-		if g.Usage != nil {
-			rows = append(rows,
-				[]string{"operator peak RSS (VmHWM)", f1(g.Usage.PeakRSSMB) + " MB", ""},
-				[]string{"operator CPU (user + system)", f1(g.Usage.CPUSeconds) + " s", ""})
-		}
-		rows = append(rows, []string{"workers", fmt.Sprintf("`--reconcile-concurrency=%d`", g.Concurrency), "5 ReplicaSet workers (default)"})
-		m.table([]string{"", "raygate", "ReplicaSet reference"}, rows)
 		if g.Requests != nil {
 			m.p("Operator requests from its start to convergence: %d (%d writes refused with 409 Conflict, %d other errors). By verb:",
 				g.Requests.Total, g.Requests.Conflicts, g.Requests.Errors)
@@ -136,11 +116,114 @@ func renderScale(m *md, r *results, assets string) {
 			renderClusterWrites(m, s)
 		}
 		if len(g.Timeline) > 0 || len(s.Reference.Timeline) > 0 {
-			m.p("![ready over time, %d RayClusters](%s/%s)", s.Clusters, assets, plotName(s.Clusters))
+			m.p("![ready over time, %d RayClusters, %s stages](%s/%s)", s.Clusters, s.Stages, assets, plotName(s))
 		}
 		if len(s.Sweep) > 0 {
 			renderSweep(m, s)
 		}
+	}
+}
+
+// stagesLabel names kwok's pod stages as the report does.
+func stagesLabel(s string) string {
+	switch s {
+	case "fast":
+		return "fast (Ready at once)"
+	case "", "general":
+		return "general (1–6 s per transition)"
+	}
+	return s
+}
+
+// renderScaleTable puts raygate, KubeRay (when run) and the ReplicaSet reference side by
+// side, with raygate's ratios to each.
+func renderScaleTable(m *md, s scaleResult) {
+	g := s.Raygate
+	cols := []scaleRun{g}
+	head := []string{"", "raygate"}
+	if s.KubeRay != nil {
+		cols = append(cols, *s.KubeRay)
+		head = append(head, "KubeRay")
+	}
+	cols = append(cols, s.Reference)
+	head = append(head, "ReplicaSet reference")
+	row := func(name string, f func(r scaleRun) string) []string {
+		out := []string{name}
+		for _, r := range cols {
+			if r.Error != "" {
+				out = append(out, "not measured: "+firstLine(r.Error))
+				continue
+			}
+			out = append(out, f(r))
+		}
+		return out
+	}
+	op := func(f func(r scaleRun) string) func(r scaleRun) string {
+		return func(r scaleRun) string {
+			if r.System == "replicaset" {
+				return ""
+			}
+			return f(r)
+		}
+	}
+	rows := [][]string{
+		row("seconds until every object is ready", func(r scaleRun) string { return f1(r.Seconds) }),
+		row(fmt.Sprintf("operator writes per RayCluster (minimum %d)", s.MinWritesPerCluster), op(func(r scaleRun) string {
+			return fmt.Sprintf("%s (%s×)", f1(r.WritesPerObj), f2(r.WritesPerObj/float64(s.MinWritesPerCluster)))
+		})),
+		row("status writes per RayCluster", op(func(r scaleRun) string { return f2(r.StatusWritesPerObj) })),
+		row("writes refused with 409 Conflict", op(func(r scaleRun) string {
+			if r.Requests == nil {
+				return ""
+			}
+			return fmt.Sprint(r.Requests.Conflicts)
+		})),
+	}
+	if g.Quiet != nil {
+		rows = append(rows, row(fmt.Sprintf("operator requests in the %.0f s after convergence", g.QuietSeconds), op(func(r scaleRun) string {
+			if r.Quiet == nil {
+				return ""
+			}
+			return fmt.Sprintf("%d (%d writes)", r.Quiet.Total, r.Quiet.Writes)
+		})))
+	}
+	usage := func(f func(u *processUsage) string) func(r scaleRun) string {
+		return op(func(r scaleRun) string {
+			if r.Usage == nil {
+				return ""
+			}
+			return f(r.Usage)
+		})
+	}
+	rows = append(rows,
+		row("operator peak RSS (VmHWM)", usage(func(u *processUsage) string { return f1(u.PeakRSSMB) + " MB" })),
+		row("operator CPU (user + system)", usage(func(u *processUsage) string { return f1(u.CPUSeconds) + " s" })),
+		row("workers", func(r scaleRun) string {
+			switch r.System {
+			case "raygate":
+				return fmt.Sprintf("`--reconcile-concurrency=%d`", r.Concurrency)
+			case "kuberay":
+				return "defaults"
+			}
+			return "5 ReplicaSet workers (default)"
+		}))
+	m.table(head, rows)
+	var lines []string
+	if s.Reference.Error == "" && s.Reference.Seconds > 0 {
+		lines = append(lines, fmt.Sprintf("raygate ÷ ReplicaSet reference: time %s×.", f2(g.Seconds/s.Reference.Seconds)))
+	}
+	if k := s.KubeRay; k != nil && k.Error == "" && k.Seconds > 0 {
+		r := []string{"time " + f2(g.Seconds/k.Seconds) + "×"}
+		if k.WritesPerObj > 0 {
+			r = append(r, "writes "+f2(g.WritesPerObj/k.WritesPerObj)+"×")
+		}
+		if g.Usage != nil && k.Usage != nil && k.Usage.CPUSeconds > 0 && k.Usage.PeakRSSMB > 0 {
+			r = append(r, "CPU "+f2(g.Usage.CPUSeconds/k.Usage.CPUSeconds)+"×", "peak RSS "+f2(g.Usage.PeakRSSMB/k.Usage.PeakRSSMB)+"×")
+		}
+		lines = append(lines, "raygate ÷ KubeRay: "+strings.Join(r, ", ")+".")
+	}
+	if len(lines) > 0 {
+		m.p("%s", strings.Join(lines, " "))
 	}
 }
 
@@ -257,11 +340,16 @@ func renderMethod(m *md) {
 	m.WriteString("## How it is measured\n\n")
 	m.p("- **Cluster without containers** (`internal/testenv/kwokcluster`): etcd and kube-apiserver (envtest),\n" +
 		"  kube-controller-manager, kube-scheduler (client QPS 1000, burst 2000, from a\n" +
-		"  KubeSchedulerConfiguration) and kwok with its *fast* pod stages, so a scheduled pod is Running and\n" +
-		"  Ready with an IP at once and the figures measure controllers rather than kwok's random delays.\n" +
+		"  KubeSchedulerConfiguration) and kwok. The scale scenario runs kwok's *general* pod stages (a pod\n" +
+		"  gets its IP 1–6 s after it is scheduled and is Running and Ready 1–6 s later, like a kubelet\n" +
+		"  with a cached image, so a cluster's pods turn ready one by one), then the *fast* stages (Ready\n" +
+		"  with an IP at once) as a second, labelled run; the other scenarios run the fast stages.\n" +
 		"  kube-controller-manager gets the same client limits, so the reference is not throttled either\n" +
 		"  (raygate, like every controller-runtime client, has no client-side limit). Every run starts on a\n" +
 		"  fresh cluster.\n" +
+		"- **KubeRay**: its operator built from `github.com/ray-project/kuberay/ray-operator` (`hack/tools.sh\n" +
+		"  path kuberay`), run with its defaults and leader election off as the same audited user (in\n" +
+		"  system:masters: its chart's RBAC is not in this repository), on a fresh cluster of the same shape.\n" +
 		"- **Operator**: `go build ./cmd/raygate`, run with `--leader-elect=false --metrics-secure=false\n" +
 		"  --reconcile-concurrency=N` and a kubeconfig for its own user (client certificate from envtest's\n" +
 		"  `AddUser`), authorised by the generated ClusterRole (`config/rbac/role.yaml`) — so the run also\n" +

@@ -40,7 +40,11 @@ func status(ok bool) string {
 func verdicts(r *results) []verdict {
 	var v []verdict
 	for _, s := range r.Scale {
-		n := fmt.Sprintf("%d RayClusters", s.Clusters)
+		n, at := fmt.Sprintf("%d RayClusters", s.Clusters), ""
+		if s.Stages != "" {
+			n += ", " + s.Stages + " stages"
+			at = " (" + s.Stages + " stages)"
+		}
 		switch {
 		case s.Raygate.Error != "" || s.Reference.Error != "":
 			v = append(v, verdict{"Time to ready vs ReplicaSets, " + n, fmt.Sprintf("≤ %.1f×", targetTimeRatio), "not measured: " + firstLine(s.Raygate.Error+s.Reference.Error), "not run"})
@@ -56,7 +60,7 @@ func verdicts(r *results) []verdict {
 				fmt.Sprintf("%d", s.Raygate.Quiet.Writes), status(s.Raygate.Quiet.Writes <= targetQuietWrites)})
 		}
 		if s.Raygate.Usage != nil && s.Pods >= targetRSSPods {
-			v = append(v, verdict{fmt.Sprintf("Operator peak RSS at %d pods", s.Pods), fmt.Sprintf("≤ %.0f MB", targetRSSMB),
+			v = append(v, verdict{fmt.Sprintf("Operator peak RSS at %d pods%s", s.Pods, at), fmt.Sprintf("≤ %.0f MB", targetRSSMB),
 				fmt.Sprintf("%.1f MB", s.Raygate.Usage.PeakRSSMB), status(s.Raygate.Usage.PeakRSSMB <= targetRSSMB)})
 		}
 	}
@@ -135,7 +139,14 @@ func sortedCounts(m map[string]int) []kv {
 	return out
 }
 
-func plotName(n int) string { return fmt.Sprintf("ready-%d.png", n) }
+// plotName is a scale run's plot: ready-<n>.png for general stages, ready-<n>-<stages>.png
+// otherwise.
+func plotName(s scaleResult) string {
+	if s.Stages == "" || s.Stages == "general" {
+		return fmt.Sprintf("ready-%d.png", s.Clusters)
+	}
+	return fmt.Sprintf("ready-%d-%s.png", s.Clusters, s.Stages)
+}
 
 // writeReport renders docs/benchmarks.md and its plots from the results.
 func writeReport(docsPath, assetsDir string, r *results) error {
@@ -146,12 +157,15 @@ func writeReport(docsPath, assetsDir string, r *results) error {
 		if len(s.Raygate.Timeline) == 0 && len(s.Reference.Timeline) == 0 {
 			continue
 		}
-		err := plotReady(filepath.Join(assetsDir, plotName(s.Clusters)),
-			fmt.Sprintf("%d RayClusters (%d pods): ready over time", s.Clusters, s.Pods),
-			[]series{
-				{Name: fmt.Sprintf("raygate (RayClusters, concurrency %d)", s.Raygate.Concurrency), Timeline: s.Raygate.Timeline, Color: color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}},
-				{Name: "kube-controller-manager (ReplicaSets of 4 pods)", Timeline: s.Reference.Timeline, Color: color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, Dashes: []vg.Length{vg.Points(6), vg.Points(3)}},
-			})
+		lines := []series{
+			{Name: fmt.Sprintf("raygate (RayClusters, concurrency %d)", s.Raygate.Concurrency), Timeline: s.Raygate.Timeline, Color: color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}},
+			{Name: "kube-controller-manager (ReplicaSets of 4 pods)", Timeline: s.Reference.Timeline, Color: color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, Dashes: []vg.Length{vg.Points(6), vg.Points(3)}},
+		}
+		if s.KubeRay != nil {
+			lines = append(lines, series{Name: "KubeRay (RayClusters)", Timeline: s.KubeRay.Timeline, Color: color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, Dashes: []vg.Length{vg.Points(2), vg.Points(2)}})
+		}
+		err := plotReady(filepath.Join(assetsDir, plotName(s)),
+			fmt.Sprintf("%d RayClusters (%d pods, %s stages): ready over time", s.Clusters, s.Pods, stagesLabel(s.Stages)), lines)
 		if err != nil {
 			return err
 		}

@@ -98,5 +98,10 @@ func loadResults(path string) (*results, error) {
 // line is the scenario's JSON line: the result without the per-object timelines.
 func (r scaleResult) line() scaleResult {
 	r.Raygate.Timeline, r.Reference.Timeline = nil, nil
+	if r.KubeRay != nil {
+		k := *r.KubeRay
+		k.Timeline = nil
+		r.KubeRay = &k
+	}
 	return r
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -40,7 +41,7 @@ func minWritesPerCluster() int {
 
 // scaleRun is one system bringing up the objects.
 type scaleRun struct {
-	System      string `json:"system"` // "raygate" or "replicaset"
+	System      string `json:"system"` // "raygate", "kuberay" or "replicaset"
 	Concurrency int    `json:"concurrency,omitempty"`
 	// Seconds from the first create to the last object ready.
 	Seconds float64 `json:"seconds,omitempty"`
@@ -56,6 +57,9 @@ type scaleRun struct {
 	Timeline     []float64                     `json:"timeline,omitempty"` // seconds at which each object became ready
 	ProfileDir   string                        `json:"profileDir,omitempty"`
 	WritesPerObj float64                       `json:"writesPerCluster,omitempty"`
+	// StatusWritesPerObj are the operator's writes of rayclusters/status (updates and
+	// patches) per RayCluster.
+	StatusWritesPerObj float64 `json:"statusWritesPerCluster,omitempty"`
 	// ClusterWrites are every client program's writes from the first create to
 	// convergence, per object (with -audit-all).
 	ClusterWrites map[string]float64 `json:"clusterWritesPerObject,omitempty"`
@@ -63,14 +67,17 @@ type scaleRun struct {
 
 // scaleResult is the "scale" scenario at one size.
 type scaleResult struct {
-	Scenario   string     `json:"scenario"`
-	Clusters   int        `json:"clusters"`
-	Namespaces int        `json:"namespaces"`
-	Pods       int        `json:"pods"`
-	Nodes      int        `json:"nodes"`
-	Raygate    scaleRun   `json:"raygate"`
-	Reference  scaleRun   `json:"reference"`
-	Sweep      []scaleRun `json:"sweep,omitempty"`
+	Scenario   string `json:"scenario"`
+	Clusters   int    `json:"clusters"`
+	Namespaces int    `json:"namespaces"`
+	Pods       int    `json:"pods"`
+	Nodes      int    `json:"nodes"`
+	// Stages are kwok's pod stages of the run ("general" or "fast").
+	Stages    string     `json:"stages,omitempty"`
+	Raygate   scaleRun   `json:"raygate"`
+	KubeRay   *scaleRun  `json:"kuberay,omitempty"`
+	Reference scaleRun   `json:"reference"`
+	Sweep     []scaleRun `json:"sweep,omitempty"`
 	// Ratio is raygate's time over the ReplicaSet reference's (target ≤ 1.3).
 	Ratio float64 `json:"timeRatio,omitempty"`
 	// MinWritesPerCluster and WritesRatio compare raygate's writes with the minimum
@@ -86,6 +93,8 @@ type scaleConfig struct {
 	Quiet       time.Duration
 	Profile     bool
 	Reference   bool
+	KubeRay     bool
+	Stages      kwokcluster.StageSet
 }
 
 // clusterRequests are the pod requests of one RayCluster (builders' head and workers).
@@ -127,25 +136,35 @@ func scale(n int) corev1.ResourceList {
 }
 
 func runScale(ctx context.Context, b *bench, cfg scaleConfig) scaleResult {
+	scenario := fmt.Sprintf("scale-%d", cfg.Clusters)
+	if cfg.Stages != kwokcluster.GeneralStages {
+		scenario += "-" + string(cfg.Stages)
+	}
 	res := scaleResult{
-		Scenario:            fmt.Sprintf("scale-%d", cfg.Clusters),
+		Scenario:            scenario,
+		Stages:              string(cfg.Stages),
 		Clusters:            cfg.Clusters,
 		Namespaces:          scaleNamespaces,
 		Pods:                cfg.Clusters * podsPerCluster,
 		Nodes:               nodesFor(scale(cfg.Clusters), cfg.Clusters*podsPerCluster),
 		MinWritesPerCluster: minWritesPerCluster(),
 	}
-	b.logf("scale %d: raygate (reconcile concurrency %d)", cfg.Clusters, cfg.Concurrency)
-	res.Raygate = b.scaleRaygate(ctx, res.Nodes, cfg.Clusters, cfg.Concurrency, cfg.Quiet, cfg.Profile)
+	b.logf("scale %d (%s stages): raygate (reconcile concurrency %d)", cfg.Clusters, cfg.Stages, cfg.Concurrency)
+	res.Raygate = b.scaleRaygate(ctx, cfg.Stages, res.Nodes, cfg.Clusters, operatorOptions{Concurrency: cfg.Concurrency}, cfg.Quiet, cfg.Profile)
+	if cfg.KubeRay {
+		b.logf("scale %d (%s stages): KubeRay", cfg.Clusters, cfg.Stages)
+		k := b.scaleRaygate(ctx, cfg.Stages, res.Nodes, cfg.Clusters, operatorOptions{KubeRay: true}, cfg.Quiet, false)
+		res.KubeRay = &k
+	}
 	if cfg.Reference {
-		b.logf("scale %d: ReplicaSet reference", cfg.Clusters)
-		res.Reference = b.scaleReference(ctx, res.Nodes, cfg.Clusters)
+		b.logf("scale %d (%s stages): ReplicaSet reference", cfg.Clusters, cfg.Stages)
+		res.Reference = b.scaleReference(ctx, cfg.Stages, res.Nodes, cfg.Clusters)
 	} else {
 		res.Reference = scaleRun{System: "replicaset", Error: "not run (-reference=false)"}
 	}
 	for _, c := range cfg.Sweep {
 		b.logf("scale %d: raygate (reconcile concurrency %d)", cfg.Clusters, c)
-		run := b.scaleRaygate(ctx, res.Nodes, cfg.Clusters, c, 0, false)
+		run := b.scaleRaygate(ctx, cfg.Stages, res.Nodes, cfg.Clusters, operatorOptions{Concurrency: c}, 0, false)
 		run.Timeline = nil
 		res.Sweep = append(res.Sweep, run)
 	}
@@ -158,9 +177,15 @@ func runScale(ctx context.Context, b *bench, cfg scaleConfig) scaleResult {
 	return res
 }
 
-func (b *bench) scaleRaygate(ctx context.Context, nodes, n, concurrency int, quiet time.Duration, profile bool) (run scaleRun) {
-	run = scaleRun{System: "raygate", Concurrency: concurrency}
-	c, err := b.startCluster(ctx, nodes, fmt.Sprintf("scale-%d-raygate-c%d", n, concurrency))
+// scaleRaygate runs one operator — raygate, or KubeRay with o.KubeRay — bringing up n
+// RayClusters on a fresh cluster with the given pod stages.
+func (b *bench) scaleRaygate(ctx context.Context, stages kwokcluster.StageSet, nodes, n int, o operatorOptions, quiet time.Duration, profile bool) (run scaleRun) {
+	run = scaleRun{System: "raygate", Concurrency: o.Concurrency}
+	name := fmt.Sprintf("scale-%d-%s-raygate-c%d", n, stages, o.Concurrency)
+	if o.KubeRay {
+		run.System, name = "kuberay", fmt.Sprintf("scale-%d-%s-kuberay", n, stages)
+	}
+	c, err := b.startCluster(ctx, nodes, name, withStages(stages))
 	if err != nil {
 		run.Error = err.Error()
 		return run
@@ -172,7 +197,7 @@ func (b *bench) scaleRaygate(ctx context.Context, nodes, n, concurrency int, qui
 		return run
 	}
 	opStart := time.Now()
-	op, err := b.startOperator(ctx, c, operatorOptions{Concurrency: concurrency})
+	op, err := b.startOperator(ctx, c, o)
 	if err != nil {
 		run.Error = err.Error()
 		return run
@@ -255,7 +280,24 @@ func (b *bench) scaleRaygate(ctx context.Context, nodes, n, concurrency int, qui
 		run.Quiet = &q
 	}
 	run.WritesPerObj = float64(conv.Writes) / float64(n)
+	run.StatusWritesPerObj = float64(statusWrites(conv)) / float64(n)
 	return run
+}
+
+// statusWrites counts the writes of rayclusters/status, whatever the verb.
+func statusWrites(c requestCounts) int {
+	n := 0
+	for k, v := range c.WritesByKind {
+		if strings.HasSuffix(k, " rayclusters/status") {
+			n += v
+		}
+	}
+	return n
+}
+
+// withStages runs a cluster with the given kwok pod stages.
+func withStages(s kwokcluster.StageSet) func(*kwokcluster.Options) {
+	return func(o *kwokcluster.Options) { o.PodStages = s }
 }
 
 // diagnoseRayClusters says why RayClusters are not ready: no pods at all usually means the
@@ -293,9 +335,9 @@ func waitTimeout(n int) time.Duration { return time.Minute + time.Duration(n)*60
 
 // scaleReference runs the same pods as n ReplicaSets of 4 pods, reconciled by
 // kube-controller-manager's ReplicaSet controller.
-func (b *bench) scaleReference(ctx context.Context, nodes, n int) (run scaleRun) {
+func (b *bench) scaleReference(ctx context.Context, stages kwokcluster.StageSet, nodes, n int) (run scaleRun) {
 	run = scaleRun{System: "replicaset"}
-	c, err := b.startCluster(ctx, nodes, fmt.Sprintf("scale-%d-replicaset", n))
+	c, err := b.startCluster(ctx, nodes, fmt.Sprintf("scale-%d-%s-replicaset", n, stages), withStages(stages))
 	if err != nil {
 		run.Error = err.Error()
 		return run

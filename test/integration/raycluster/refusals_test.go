@@ -181,7 +181,7 @@ var _ = Describe("pod creates refused by admission", func() {
 		mgr.Writes.Reset()
 		count := func(key string) func() int { return func() int { return writesIn(ns)()[key] } }
 		Consistently(count("create pods"), 3*time.Second, 100*time.Millisecond).Should(BeNumerically("<=", 10))
-		Expect(count("update rayclusters/status")()).To(BeZero())
+		Expect(count("patch rayclusters/status")()).To(BeZero())
 		Eventually(count("create pods")).Should(BeNumerically(">=", 1), "it keeps trying")
 	})
 })

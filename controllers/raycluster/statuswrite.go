@@ -1,0 +1,147 @@
+package raycluster
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+)
+
+// DefaultStatusCoalesce is how long a status change that only follows pods' progress (ready
+// and available workers, the head pod's name and IP, a condition's reason or message while
+// its status stays) may wait to be written together with the next ones. Pods of a cluster
+// turn ready one by one over seconds on a real kubelet; without it each step costs a status
+// write. The state, a condition changing status or appearing, the reason, desired figures
+// and endpoints are written at once, so the `ready` transition is never delayed by it.
+const DefaultStatusCoalesce = 5 * time.Second
+
+// statusWrite is what to do with a computed status.
+type statusWrite struct {
+	// Write: write it now.
+	Write bool
+	// After, when not writing, is when to look again so a waiting change is written.
+	After time.Duration
+	// PendingSince is when the waiting change was first seen (zero: nothing waits).
+	PendingSince time.Time
+}
+
+// decideStatusWrite says whether a status that differs from the stored one in cur is
+// written now. Changes of pod counts only wait until window has passed since such a change
+// was first seen (pendingSince); anything else is written at once. window <= 0 disables
+// the wait.
+func decideStatusWrite(old, cur rayv1.RayClusterStatus, pendingSince, now time.Time, window time.Duration) statusWrite {
+	if !statusChanged(old, cur) {
+		return statusWrite{}
+	}
+	if window <= 0 || !countsOnly(old, cur) {
+		return statusWrite{Write: true}
+	}
+	if pendingSince.IsZero() || pendingSince.After(now) {
+		pendingSince = now
+	}
+	if waited := now.Sub(pendingSince); waited < window {
+		return statusWrite{After: window - waited, PendingSince: pendingSince}
+	}
+	return statusWrite{Write: true}
+}
+
+// countsOnly says whether two statuses differ only in what pods making progress move: the
+// worker counts, the head pod's name and IP (and a headless Service's, which is the pod's),
+// and the reason, message and times of
+// conditions whose status stays.
+func countsOnly(old, cur rayv1.RayClusterStatus) bool {
+	a, b := old.DeepCopy(), cur.DeepCopy()
+	for _, s := range []*rayv1.RayClusterStatus{a, b} {
+		s.ReadyWorkerReplicas, s.AvailableWorkerReplicas = 0, 0
+		if s.Head.ServiceIP == s.Head.PodIP {
+			s.Head.ServiceIP = "" // a headless Service's IP is the head pod's
+		}
+		s.Head.PodName, s.Head.PodIP = "", ""
+		for i := range s.Conditions {
+			c := &s.Conditions[i]
+			c.Reason, c.Message, c.LastTransitionTime = "", "", metav1.Time{}
+		}
+	}
+	return !statusChanged(*a, *b)
+}
+
+// statusMemo remembers, per cluster, the status raygate last wrote and any change waiting to
+// be written. The status patch carries no resourceVersion, so a pass must compute from the
+// status last written even when the cache has not caught up with it.
+type statusMemo struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]memoEntry
+}
+
+type memoEntry struct {
+	uid types.UID
+	// written is the status last written, kept until the cache shows it.
+	written *rayv1.RayClusterStatus
+	// pendingSince is when a waiting count change was first seen.
+	pendingSince time.Time
+}
+
+// stored returns the status last stored for rc: the one raygate last wrote until the cache
+// shows it, then rc's own. (Nobody else writes this status; an edit by hand is replaced by
+// the next write either way.)
+func (s *statusMemo) stored(k types.NamespacedName, rc *rayv1.RayCluster) rayv1.RayClusterStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.m[k]
+	if !ok || e.written == nil {
+		return rc.Status
+	}
+	if e.uid == rc.UID && !equality.Semantic.DeepEqual(*e.written, rc.Status) {
+		return *e.written.DeepCopy()
+	}
+	e.written = nil
+	s.put(k, e)
+	return rc.Status
+}
+
+func (s *statusMemo) pendingSince(k types.NamespacedName, uid types.UID) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.m[k]; ok && e.uid == uid {
+		return e.pendingSince
+	}
+	return time.Time{}
+}
+
+// update records the outcome of a pass: the status written (nil: none) and when a waiting
+// change was first seen.
+func (s *statusMemo) update(k types.NamespacedName, uid types.UID, written *rayv1.RayClusterStatus, pendingSince time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[types.NamespacedName]memoEntry{}
+	}
+	e := s.m[k]
+	if e.uid != uid {
+		e = memoEntry{uid: uid}
+	}
+	if written != nil {
+		e.written = written.DeepCopy()
+	}
+	e.pendingSince = pendingSince
+	s.put(k, e)
+}
+
+// put stores e, or drops it when it holds nothing; the caller holds mu.
+func (s *statusMemo) put(k types.NamespacedName, e memoEntry) {
+	if e.written == nil && e.pendingSince.IsZero() {
+		delete(s.m, k)
+		return
+	}
+	s.m[k] = e
+}
+
+func (s *statusMemo) forget(k types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, k)
+}

@@ -1,0 +1,111 @@
+package raycluster
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+)
+
+func TestDecideStatusWrite(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const window = 2 * time.Second
+	base := rayv1.RayClusterStatus{
+		DesiredWorkerReplicas: 3,
+		Conditions:            []metav1.Condition{{Type: string(rayv1.HeadPodReady), Status: metav1.ConditionFalse, Reason: "HeadPodNotFound"}},
+	}
+	with := func(f func(*rayv1.RayClusterStatus)) rayv1.RayClusterStatus {
+		s := *base.DeepCopy()
+		f(&s)
+		return s
+	}
+	oneReady := with(func(s *rayv1.RayClusterStatus) { s.ReadyWorkerReplicas, s.AvailableWorkerReplicas = 1, 1 })
+	headIP := with(func(s *rayv1.RayClusterStatus) { s.Head.PodName, s.Head.PodIP = "h", "127.0.0.5" })
+	headlessIP := with(func(s *rayv1.RayClusterStatus) { s.Head.PodIP, s.Head.ServiceIP = "127.0.0.5", "127.0.0.5" })
+	serviceIP := with(func(s *rayv1.RayClusterStatus) { s.Head.PodIP, s.Head.ServiceIP = "127.0.0.5", "127.0.0.9" })
+	ready := with(func(s *rayv1.RayClusterStatus) { s.State, s.ReadyWorkerReplicas = rayv1.Ready, 3 })
+	headReady := with(func(s *rayv1.RayClusterStatus) { s.Conditions[0].Status = metav1.ConditionTrue })
+	headWaiting := with(func(s *rayv1.RayClusterStatus) {
+		s.Conditions[0].Reason, s.Conditions[0].Message = "ContainerCreating", "pulling"
+	})
+	newCondition := with(func(s *rayv1.RayClusterStatus) {
+		s.Conditions = append(s.Conditions, metav1.Condition{Type: string(rayv1.RayClusterProvisioned), Status: metav1.ConditionFalse})
+	})
+	reason := with(func(s *rayv1.RayClusterStatus) { s.Reason = "FailedCreateWorkerPod: quota" })
+	desired := with(func(s *rayv1.RayClusterStatus) { s.DesiredWorkerReplicas = 4 })
+	endpoints := with(func(s *rayv1.RayClusterStatus) { s.Endpoints = map[string]string{"gcs": "6379"} })
+	generation := with(func(s *rayv1.RayClusterStatus) { s.ObservedGeneration = 2 })
+	onlyTime := with(func(s *rayv1.RayClusterStatus) { s.LastUpdateTime = &metav1.Time{Time: t0} })
+
+	for _, tt := range []struct {
+		name         string
+		cur          rayv1.RayClusterStatus
+		pendingSince time.Time
+		now          time.Time
+		window       time.Duration
+		want         statusWrite
+	}{
+		{"unchanged: nothing to do", base, time.Time{}, t0, window, statusWrite{}},
+		{"only lastUpdateTime differs: nothing to do", onlyTime, time.Time{}, t0, window, statusWrite{}},
+		{"unchanged clears a waiting change", base, t0, t0.Add(time.Second), window, statusWrite{}},
+		{"a first count change waits the window", oneReady, time.Time{}, t0, window, statusWrite{After: window, PendingSince: t0}},
+		{"a count change seen again waits the rest", oneReady, t0, t0.Add(500 * time.Millisecond), window, statusWrite{After: 1500 * time.Millisecond, PendingSince: t0}},
+		{"a count change is written once the window is over", oneReady, t0, t0.Add(window), window, statusWrite{Write: true}},
+		{"the head pod's IP waits too", headIP, time.Time{}, t0, window, statusWrite{After: window, PendingSince: t0}},
+		{"so does a headless Service's IP, the pod's", headlessIP, time.Time{}, t0, window, statusWrite{After: window, PendingSince: t0}},
+		{"a Service's own IP is written at once", serviceIP, time.Time{}, t0, window, statusWrite{Write: true}},
+		{"a pending time in the future (clock step) restarts the wait", oneReady, t0.Add(time.Hour), t0, window, statusWrite{After: window, PendingSince: t0}},
+		{"without a window a count change is written at once", oneReady, time.Time{}, t0, 0, statusWrite{Write: true}},
+		{"the ready transition is written at once", ready, time.Time{}, t0, window, statusWrite{Write: true}},
+		{"the ready transition does not wait for a pending count change", ready, t0, t0.Add(time.Millisecond), window, statusWrite{Write: true}},
+		{"a condition transition is written at once", headReady, time.Time{}, t0, window, statusWrite{Write: true}},
+		{"a new condition is written at once", newCondition, time.Time{}, t0, window, statusWrite{Write: true}},
+		{"a condition's reason while its status stays waits", headWaiting, time.Time{}, t0, window, statusWrite{After: window, PendingSince: t0}},
+		{"a reason is written at once", reason, time.Time{}, t0, window, statusWrite{Write: true}},
+		{"desired figures are written at once", desired, time.Time{}, t0, window, statusWrite{Write: true}},
+		{"endpoints are written at once", endpoints, time.Time{}, t0, window, statusWrite{Write: true}},
+		{"observedGeneration is written at once", generation, time.Time{}, t0, window, statusWrite{Write: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := decideStatusWrite(base, tt.cur, tt.pendingSince, tt.now, tt.window); got != tt.want {
+				t.Errorf("decideStatusWrite = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestStatusMemoReadsItsOwnWrites(t *testing.T) {
+	k := types.NamespacedName{Namespace: "ns", Name: "c"}
+	var m statusMemo
+	cached := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{UID: "u1"}, Status: rayv1.RayClusterStatus{ReadyWorkerReplicas: 1}}
+	if got := m.stored(k, cached); got.ReadyWorkerReplicas != 1 {
+		t.Fatalf("nothing written: stored = %d, want the cache's 1", got.ReadyWorkerReplicas)
+	}
+	m.update(k, "u1", &rayv1.RayClusterStatus{ReadyWorkerReplicas: 2}, time.Time{})
+	if got := m.stored(k, cached); got.ReadyWorkerReplicas != 2 {
+		t.Errorf("cache behind the write: stored = %d, want the written 2", got.ReadyWorkerReplicas)
+	}
+	recreated := cached.DeepCopy()
+	recreated.UID = "u2"
+	if got := m.stored(k, recreated); got.ReadyWorkerReplicas != 1 {
+		t.Errorf("another object of the same name: stored = %d, want its own 1", got.ReadyWorkerReplicas)
+	}
+	m.update(k, "u1", &rayv1.RayClusterStatus{ReadyWorkerReplicas: 2}, time.Time{})
+	caughtUp := cached.DeepCopy()
+	caughtUp.Status.ReadyWorkerReplicas = 2
+	m.stored(k, caughtUp)
+	if len(m.m) != 0 {
+		t.Errorf("the cache caught up: the memo still holds %v", m.m)
+	}
+	m.update(k, "u1", nil, time.Unix(1, 0))
+	if got := m.pendingSince(k, "u1"); !got.Equal(time.Unix(1, 0)) {
+		t.Errorf("pendingSince = %v", got)
+	}
+	m.forget(k)
+	if len(m.m) != 0 {
+		t.Errorf("forget left %v", m.m)
+	}
+}
