@@ -79,7 +79,8 @@ var _ = Describe("the chart in cert-manager mode", Ordered, func() {
 		// operator never turns ready.
 		early := startOperator("operator-no-cert", certs)
 		Consistently(func() int { return status(early.readyz) }).WithTimeout(3 * time.Second).ShouldNot(Equal(http.StatusOK))
-		early.stop()
+		Eventually(func() string { return logOf("operator-no-cert") }).WithTimeout(30 * time.Second).Should(ContainSubstring("tls.crt"))
+		_ = early.p.Stop(10 * time.Second) // it exits on its own, failing to load the certificate
 
 		var sctx context.Context
 		sctx, cancel = context.WithCancel(context.WithoutCancel(ctx))

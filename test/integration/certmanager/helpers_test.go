@@ -64,6 +64,11 @@ func startOperator(name, certDir string) *operatorProc {
 	return o
 }
 
+func logOf(name string) string {
+	b, _ := os.ReadFile(filepath.Join(logDir, name+".log"))
+	return string(b)
+}
+
 func (o *operatorProc) stop() { Expect(o.p.Stop(30 * time.Second)).To(Succeed()) }
 
 // servedCert is the leaf certificate the webhook server presents right now.

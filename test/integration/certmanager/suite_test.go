@@ -73,7 +73,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	egress, err := tunnel.EgressConfig(workDir)
 	Expect(err).NotTo(HaveOccurred())
 
-	env, err = controlplane.Start(controlplane.Options{APIServerArgs: map[string]string{"egress-selector-config-file": egress}})
+	env, err = controlplane.Start(controlplane.Options{GatewayAPI: true, APIServerArgs: map[string]string{"egress-selector-config-file": egress}})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Stop)
 	_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true})
