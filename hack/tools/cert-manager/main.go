@@ -66,11 +66,13 @@ var controllers = []string{
 }
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the API server")
-	namespace := flag.String("namespace", "", "only this namespace (empty: all)")
-	healthAddr := flag.String("health-addr", "127.0.0.1:0", "where /readyz answers 200 once every informer has synced")
-	klog.InitFlags(nil)
-	flag.Parse()
+	// Its own flag set: controller-runtime registers --kubeconfig on the global one.
+	fs := flag.NewFlagSet("cert-manager", flag.ExitOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the API server")
+	namespace := fs.String("namespace", "", "only this namespace (empty: all)")
+	healthAddr := fs.String("health-addr", "127.0.0.1:0", "where /readyz answers 200 once every informer has synced")
+	klog.InitFlags(fs)
+	_ = fs.Parse(os.Args[1:])
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
