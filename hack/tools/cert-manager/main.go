@@ -49,6 +49,7 @@ import (
 	_ "github.com/cert-manager/cert-manager/pkg/issuer/ca"         // registers the CA issuer type
 	_ "github.com/cert-manager/cert-manager/pkg/issuer/selfsigned" // registers the SelfSigned issuer type
 	logf "github.com/cert-manager/cert-manager/pkg/logs"
+	"github.com/cert-manager/cert-manager/pkg/util"
 )
 
 // controllers are the cert-manager controllers a CA chain of Issuers and Certificates needs.
@@ -179,6 +180,8 @@ func injector(ctx context.Context, kubeconfig, namespace string) (ctrl.Manager, 
 	if err != nil {
 		return nil, err
 	}
+	// The injector's field manager for its apply patches comes from the user agent.
+	cfg = util.RestConfigWithUserAgent(cfg, "cainjector")
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
