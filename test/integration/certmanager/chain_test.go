@@ -97,10 +97,16 @@ var _ = Describe("the chart in cert-manager mode", Ordered, func() {
 	})
 
 	It("rejects an invalid RayService at kubectl apply with the webhook's message", func(ctx context.Context) {
+		before, _ := tunnel.Counts()
 		_, stderr, err := env.Kubectl(ctx, "", "apply", "-n", "default", "-f", filepath.Join(tools.RepoRoot(), "config", "samples", "rayservice_invalid.yaml"))
 		Expect(err).To(HaveOccurred())
-		Expect(stderr).To(ContainSubstring(`admission webhook "vrayservice.ray.io" denied the request`))
-		Expect(stderr).To(ContainSubstring("stepSizePercent"))
+		// The webhook's answer: its warning, then every problem by field path.
+		Expect(stderr).To(ContainSubstring(`GatewayClass "raygate-local" does not exist yet`))
+		Expect(stderr).To(ContainSubstring(`The RayService "rayservice-invalid" is invalid`))
+		Expect(stderr).To(ContainSubstring("spec.upgradeStrategy.clusterUpgradeOptions.stepSizePercent: Invalid value: 0"))
+		Expect(stderr).To(ContainSubstring(`spec.serveConfigV2.applications[1].route_prefix: Duplicate value: "/fruit"`))
+		after, _ := tunnel.Counts()
+		Expect(after).To(BeNumerically(">", before), "the API server reached the webhook through its Service")
 	})
 
 	It("keeps admitting with zero refused writes while the serving certificate, then the CA, is renewed", func(ctx context.Context) {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,7 +79,7 @@ func (l *load) record(err error, wantDenied bool) {
 		l.res.X509++
 	case strings.Contains(msg, "failed calling webhook") || strings.Contains(msg, "context deadline") || strings.Contains(msg, "connection"):
 		l.res.Refused++
-	case wantDenied && strings.Contains(msg, "denied the request"):
+	case wantDenied && apierrors.IsInvalid(err) && strings.Contains(msg, "stepSizePercent"):
 		return
 	default:
 		l.res.Wrong++
