@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -61,7 +62,7 @@ var _ = Describe("the chart in cert-manager mode", Ordered, func() {
 		Expect(verifies(secret(ctx, caCert).Data["tls.crt"], leaf)).To(Succeed())
 		AddReportEntry("issued", map[string]string{
 			"ca":      ca.Subject.String() + " valid until " + ca.NotAfter.UTC().Format(time.RFC3339),
-			"serving": leaf.Subject.String() + " issued by " + leaf.Issuer.String() + " valid until " + leaf.NotAfter.UTC().Format(time.RFC3339),
+			"serving": strings.Join(leaf.DNSNames, ",") + " issued by " + leaf.Issuer.String() + " valid until " + leaf.NotAfter.UTC().Format(time.RFC3339),
 		})
 	})
 
