@@ -85,7 +85,7 @@ var _ = Describe("the chart in cert-manager mode", Ordered, func() {
 
 		var sctx context.Context
 		sctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
-		sync = &certmanager.SecretSync{Client: env.Client, Secret: types.NamespacedName{Namespace: releaseNS, Name: webhookTLS}, Dir: certs, Period: 500 * time.Millisecond}
+		sync = &certmanager.SecretSync{Client: env.Client, Secret: types.NamespacedName{Namespace: releaseNS, Name: webhookTLS}, Dir: certs, Period: 8 * time.Second}
 		go sync.Run(sctx)
 		Eventually(sync.History).WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
 

@@ -65,7 +65,7 @@ func rotate(ctx context.Context, op *operatorProc, sync *certmanager.SecretSync)
 				}
 			}
 			return false
-		}).WithTimeout(10 * time.Second).Should(BeTrue())
+		}).WithTimeout(30 * time.Second).Should(BeTrue())
 		tl.add("projected into the operator's certificate directory")
 		Eventually(func() bool {
 			c, err := servedCert(op.webhook)
