@@ -116,7 +116,7 @@ var _ = Describe("the chart in cert-manager mode", Ordered, func() {
 })
 
 func status(url string) int {
-	resp, err := http.Get(url) //nolint:gosec,noctx // loopback probe
+	resp, err := http.Get(url) //nolint:noctx // loopback probe
 	if err != nil {
 		return 0
 	}
