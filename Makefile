@@ -81,7 +81,7 @@ unit: ## Unit tests only (no control plane).
 chart-test: tools ## Lint the Helm chart in each mode and run the install tests (template, dry-run, RBAC, pod security).
 	for v in "" charts/raygate/ci/namespaced-values.yaml charts/raygate/ci/byo-cert-values.yaml charts/raygate/ci/admission-policies-values.yaml charts/raygate/ci/all-settings-values.yaml; do \
 		$(HELM) lint --strict charts/raygate $${v:+-f $$v}; done
-	KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" $(GO) test -count=1 ./test/integration/install/...
+	KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" $(GO) test -count=1 ./test/integration/install/... ./test/integration/certmanager/...
 
 ##@ Benchmarks
 .PHONY: bench

@@ -17,7 +17,9 @@
 #                                kuberay (KubeRay's operator), kuberay-crds (KubeRay's RayJob CRD),
 #                                kuberay-samples (KubeRay's sample manifests, config/samples and its folders),
 #                                ko (builds the operator image without a container engine),
-#                                traefik (Traefik, the Gateway API implementation of the tests)
+#                                traefik (Traefik, the Gateway API implementation of the tests),
+#                                cert-manager (cert-manager's controllers and CA injector,
+#                                hack/tools/cert-manager)
 #   hack/tools.sh list           print every tool's path, one per line
 #
 # The cache root is $RAYGATE_CACHE, else ~/.cache/raygate.
@@ -41,6 +43,12 @@ k8s_ldflags() {
 
 k8s_dir() { echo "$cache_root/k8s-$(modver "$tools_mod" k8s.io/kubernetes)-etcd-$(modver "$tools_mod" go.etcd.io/etcd/server/v3)"; }
 kwok_dir() { echo "$cache_root/kwok-$(modver "$tools_mod/kwok" sigs.k8s.io/kwok)"; }
+# cert-manager's controllers run from a main of this repository (hack/tools/cert-manager), so
+# its cache key is the module version and a hash of that main.
+cert_manager_dir() {
+	local mod="$tools_mod/cert-manager"
+	echo "$cache_root/cert-manager-controllers-$(modver "$mod" github.com/cert-manager/cert-manager)-$(cat "$mod/main.go" "$mod/go.sum" | sha256sum | cut -c1-10)"
+}
 tool_dir() { # tool_dir <name> <module dir> <module path>
 	echo "$cache_root/$1-$(modver "$2" "$3")"
 }
@@ -52,6 +60,7 @@ path_of() {
 	etcd | kube-apiserver | kubectl | kube-controller-manager | kube-scheduler) echo "$(k8s_dir)/$1" ;;
 	kwok) echo "$(kwok_dir)/kwok" ;;
 	kwok-stages) echo "$(kwok_dir)/stages" ;;
+	cert-manager) echo "$(cert_manager_dir)/cert-manager" ;;
 	cert-manager-crds) echo "$(tool_dir cert-manager "$tools_mod/helm" github.com/cert-manager/cert-manager)/crds" ;;
 	helm) echo "$(tool_dir helm "$tools_mod/helm" helm.sh/helm/v4)/helm" ;;
 	helm3) echo "$(tool_dir helm3 "$tools_mod/helm3" helm.sh/helm/v3)/helm3" ;;
@@ -239,6 +248,13 @@ build_traefik() {
 	name=traefik gobuild "$mod" "$dir" "-X github.com/traefik/traefik/v3/pkg/version.Version=$v" github.com/traefik/traefik/v3/cmd/traefik
 }
 
+# cert-manager's certificates, issuers and CA injector controllers (hack/tools/cert-manager),
+# which the certmanager suite runs against the test control plane.
+build_cert_manager() {
+	local dir; dir=$(cert_manager_dir); mkdir -p "$dir"
+	name=cert-manager gobuild "$tools_mod/cert-manager" "$dir" "" .
+}
+
 build_helm() {
 	local v dir; v=$(modver "$tools_mod/helm" helm.sh/helm/v4); dir=$(dirname "$(path_of helm)"); mkdir -p "$dir"
 	gobuild "$tools_mod/helm" "$dir" "-X helm.sh/helm/v4/internal/version.version=$v" helm.sh/helm/v4/cmd/helm
@@ -303,6 +319,7 @@ install() {
 	start "kwok" build_kwok kwok
 	start "kwok stage files" build_kwok_stages kwok-stages
 	start "cert-manager CRDs" build_cert_manager_crds cert-manager-crds
+	start "cert-manager controllers" build_cert_manager cert-manager
 	start "controller-gen" build_controller_gen controller-gen
 	start "golangci-lint" build_golangci_lint golangci-lint
 	start "helm (v4)" build_helm helm
@@ -330,7 +347,7 @@ install() {
 
 list() {
 	local n
-	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager-crds kueue kueue-crds kueue-webhooks volcano-crds scheduler-plugins-crds kuberay kuberay-crds kuberay-samples ko traefik; do
+	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager cert-manager-crds kueue kueue-crds kueue-webhooks volcano-crds scheduler-plugins-crds kuberay kuberay-crds kuberay-samples ko traefik; do
 		printf '%-24s %s\n' "$n" "$(path_of "$n")"
 	done
 }

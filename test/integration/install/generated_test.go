@@ -217,6 +217,9 @@ func expectCAChain(objs objects, servingCert string) {
 	}
 	Expect(caCert).NotTo(BeNil(), "a Certificate writes the CA Issuer's secret %s", caSecret)
 	Expect(nested[bool](caCert, "spec", "isCA")).To(BeTrue())
+	// A renewed CA keeps its key, so the old and new CA certificates trust each other's
+	// serving certificates while the bundle and the served certificate change apart.
+	Expect(nested[string](caCert, "spec", "privateKey", "rotationPolicy")).To(Equal("Never"))
 	root := issuerOf(objs, caCert)
 	Expect(root.Object["spec"]).To(HaveKey("selfSigned"))
 }
