@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -194,8 +195,27 @@ func (k *Kubelet) podIP(pod *corev1.Pod) string {
 	if pod.Status.PodIP != "" {
 		return pod.Status.PodIP
 	}
-	n := k.nextIP.Add(1)
-	return fmt.Sprintf("10.244.%d.%d", (n/250)%250, n%250+1)
+	return PodIP(k.nextIP.Add(1) - 1)
+}
+
+// podIPs is the pool the fake kubelet hands pod IPs out of: inside 127.0.0.0/8, where every
+// address is local on Linux, so a simulator can listen on a pod's IP and tests never send
+// traffic off the machine.
+var podIPs = netip.MustParsePrefix("127.64.0.0/10")
+
+// PodIP is the n-th pod IP (n from 0): addresses of podIPs in order, skipping those ending in
+// .0 or .255. The pool holds about four million addresses, more pods than any suite creates,
+// so an address is never handed out twice in a process, let alone while its pod is alive.
+func PodIP(n uint32) string {
+	const perBlock = 254 // .1 to .254 of each /24
+	base := podIPs.Addr().As4()
+	v := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8
+	v += (n/perBlock)<<8 | (n%perBlock + 1)
+	ip := netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	if !podIPs.Contains(ip) {
+		panic(fmt.Sprintf("fake kubelet: pod IP pool %s exhausted after %d pods", podIPs, n))
+	}
+	return ip.String()
 }
 
 func cond(t corev1.PodConditionType, ok bool, reason, msg string, now metav1.Time) corev1.PodCondition {
@@ -217,6 +237,9 @@ func unready(pod *corev1.Pod) string {
 	return "containers with unready status: [" + names + "]"
 }
 
+// hostIP is the node address the fake kubelet reports: loopback too, like the pods.
+const hostIP = "127.0.0.1"
+
 // status is the pod status a kubelet would report for the behavior.
 func (k *Kubelet) status(pod *corev1.Pod, b Behavior) corev1.PodStatus {
 	now := metav1.Now()
@@ -227,8 +250,8 @@ func (k *Kubelet) status(pod *corev1.Pod, b Behavior) corev1.PodStatus {
 	ip := k.podIP(pod)
 	st := corev1.PodStatus{
 		QOSClass:  pod.Status.QOSClass,
-		HostIP:    "10.0.0.1",
-		HostIPs:   []corev1.HostIP{{IP: "10.0.0.1"}},
+		HostIP:    hostIP,
+		HostIPs:   []corev1.HostIP{{IP: hostIP}},
 		PodIP:     ip,
 		PodIPs:    []corev1.PodIP{{IP: ip}},
 		StartTime: start,

@@ -138,6 +138,9 @@ func TestNodeObject(t *testing.T) {
 		if netip.MustParsePrefix("10.96.0.0/16").Overlaps(cidr) {
 			t.Errorf("node %d: pod CIDR %s overlaps the Service range", i, cidr)
 		}
+		if !netip.MustParsePrefix("127.0.0.0/8").Contains(cidr.Addr()) || cidr.Overlaps(netip.MustParsePrefix("127.0.0.0/16")) {
+			t.Errorf("node %d: pod CIDR %s must be loopback (127.0.0.0/8), clear of 127.0.0.0/16", i, cidr)
+		}
 		if !n.Status.Allocatable.Cpu().Equal(resource.MustParse("64")) || !n.Status.Capacity.Pods().Equal(resource.MustParse("500")) {
 			t.Errorf("node %d: capacity %v, allocatable %v", i, n.Status.Capacity, n.Status.Allocatable)
 		}

@@ -9,7 +9,8 @@ import (
 )
 
 // MaxNodes is the most Node objects a local cluster gets: each has its own /16 pod CIDR
-// out of 10.128.0.0/9, clear of the Service range 10.96.0.0/16.
+// out of 127.64.0.0/10 + 127.128.0.0/10 (loopback, so simulators can listen on pod IPs and
+// no traffic leaves the machine), clear of the Service range 10.96.0.0/16.
 const MaxNodes = 128
 
 // DefaultNodeCapacity is kwok's own default for a node without capacity: large enough that
@@ -26,8 +27,9 @@ func DefaultNodeCapacity() corev1.ResourceList {
 func NodeName(i int) string { return fmt.Sprintf("kwok-node-%d", i) }
 
 // podCIDR gives node i its own /16 so kwok never runs out of pod IPs on one node (its
-// default pool is a single /24 shared by every node).
-func podCIDR(i int) string { return fmt.Sprintf("10.%d.0.0/16", 128+i) }
+// default pool is a single /24 shared by every node, and in 10.0.0.0/8). 127.0.0.0/16 stays
+// free for the control plane's own listeners.
+func podCIDR(i int) string { return fmt.Sprintf("127.%d.0.0/16", 64+i) }
 
 // nodeObject is the i-th Node: kwok manages it (--manage-all-nodes), the scheduler sees its
 // capacity, and it has no taints so ordinary pods land on it.
