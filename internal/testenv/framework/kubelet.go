@@ -198,22 +198,17 @@ func (k *Kubelet) podIP(pod *corev1.Pod) string {
 	return PodIP(k.nextIP.Add(1) - 1)
 }
 
-// podIPs is the pool the fake kubelet hands pod IPs out of: inside 127.0.0.0/8, where every
-// address is local on Linux, so a simulator can listen on a pod's IP and tests never send
-// traffic off the machine.
-var podIPs = netip.MustParsePrefix("127.64.0.0/10")
-
-// PodIP is the n-th pod IP (n from 0): addresses of podIPs in order, skipping those ending in
+// PodIP is the n-th pod IP (n from 0): addresses of SimulatedPodIPs in order, skipping those ending in
 // .0 or .255. The pool holds about four million addresses, more pods than any suite creates,
 // so an address is never handed out twice in a process, let alone while its pod is alive.
 func PodIP(n uint32) string {
 	const perBlock = 254 // .1 to .254 of each /24
-	base := podIPs.Addr().As4()
+	base := SimulatedPodIPs.Addr().As4()
 	v := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8
 	v += (n/perBlock)<<8 | (n%perBlock + 1)
 	ip := netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
-	if !podIPs.Contains(ip) {
-		panic(fmt.Sprintf("fake kubelet: pod IP pool %s exhausted after %d pods", podIPs, n))
+	if !SimulatedPodIPs.Contains(ip) {
+		panic(fmt.Sprintf("fake kubelet: pod IP pool %s exhausted after %d pods", SimulatedPodIPs, n))
 	}
 	return ip.String()
 }

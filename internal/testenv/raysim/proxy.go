@@ -102,3 +102,11 @@ func matchesPrefix(path, prefix string) bool {
 // Ensure returns the cluster's simulator, starting it if needed (as the first dashboard
 // request for the cluster would).
 func (r *Registry) Ensure(c types.NamespacedName) (*Server, error) { return r.ensure(c) }
+
+// Remember records the head a controller resolved for its cluster (see LastHead), for a
+// resolver that wraps another one.
+func (r *Registry) Remember(h dashboard.Head) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.heads[h.Cluster] = h
+}
