@@ -47,7 +47,7 @@ func (e *endpoints) next(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("service %s/%s has no ready endpoint on port %q", e.ns, e.svc, e.port)
 	}
 	e.counter++
-	return "http://" + e.addrs[e.counter%len(e.addrs)] + "/", nil
+	return "http://" + e.addrs[e.counter%len(e.addrs)], nil
 }
 
 // ReadyAddresses lists host:port of every endpoint kube-proxy would send traffic to (ready

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -33,17 +34,19 @@ const (
 	DefaultWorkers     = 4
 )
 
-// Target picks the URL of the next request; an error counts as a failed request (e.g. a
-// Service with no ready endpoint).
+// Target picks the base URL (scheme://host:port) of the next request; an error counts as a
+// failed request (e.g. a Service with no ready endpoint).
 type Target func(ctx context.Context) (string, error)
 
-// URL is a Target that always returns u.
+// URL is a Target that always returns the base URL u.
 func URL(u string) Target { return func(context.Context) (string, error) { return u, nil } }
 
 // Options bound and shape a run. The run stops at whichever comes first: MaxRequests sent,
 // MaxDuration elapsed, Stop called or the context ended.
 type Options struct {
 	Target Target
+	// Path is appended to the target's base URL (default "/").
+	Path string
 	// Host, when set, is the Host header (a gateway routes by it).
 	Host string
 	// Rate is the requests per second the run aims for (steady pacing, not a burst).
@@ -73,6 +76,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.Path == "" {
+		o.Path = "/"
 	}
 	if o.OK == nil {
 		o.OK = func(s int) bool { return s >= 200 && s < 300 }
@@ -170,11 +176,12 @@ func (r *Run) loop(ctx context.Context) {
 func (r *Run) one(ctx context.Context) Result {
 	at := time.Since(r.start)
 	res := Result{At: at}
-	url, err := r.opts.Target(ctx)
+	base, err := r.opts.Target(ctx)
 	if err != nil {
 		res.Err, res.Failed = "target: "+err.Error(), true
 		return res
 	}
+	url := strings.TrimSuffix(base, "/") + r.opts.Path
 	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodGet, url, nil)
 	if err != nil {
 		res.Err, res.Failed = err.Error(), true
