@@ -69,6 +69,8 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	DeferCleanup(kubelet.Stop)
 	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: 300 * time.Millisecond})
 	DeferCleanup(dashboards.Close)
+	// raygate reaches the simulators on pod IPs with its production resolver.
+	Expect(dashboards.ListenOnPods(env.Config)).To(Succeed())
 	proxy, err = kuberay.StartProxy(kuberay.SimulatorRoutes(k8s, dashboards.Registry))
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(proxy.Close)
