@@ -20,10 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-
-	rayscheme "github.com/raygate/raygate/apis/scheme"
 )
 
 // Behavior is what the fake kubelet does with a pod.
@@ -52,8 +49,7 @@ type KubeletOptions struct {
 type Kubelet struct {
 	c       client.Client
 	opts    KubeletOptions
-	cancel  context.CancelFunc
-	done    chan struct{}
+	bg      *background
 	poke    chan event.GenericEvent
 	nextIP  atomic.Uint32
 	mu      sync.Mutex
@@ -68,16 +64,12 @@ type rule struct {
 
 // StartKubelet starts a fake kubelet against the control plane at cfg. Stop it when done.
 func StartKubelet(cfg *rest.Config, opts KubeletOptions) (*Kubelet, error) {
-	mgr, err := ctrl.NewManager(rest.CopyConfig(cfg), ctrl.Options{
-		Scheme:                 rayscheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
+	bg, err := newBackground(cfg)
 	if err != nil {
 		return nil, err
 	}
-	k := &Kubelet{c: mgr.GetClient(), opts: opts, poke: make(chan event.GenericEvent, 1024), injured: map[types.UID]bool{}}
-	err = ctrl.NewControllerManagedBy(mgr).
+	k := &Kubelet{c: bg.GetClient(), bg: bg, opts: opts, poke: make(chan event.GenericEvent, 1024), injured: map[types.UID]bool{}}
+	err = ctrl.NewControllerManagedBy(bg).
 		Named("fake-kubelet").
 		For(&corev1.Pod{}).
 		WatchesRawSource(source.Channel(k.poke, &handler.EnqueueRequestForObject{})).
@@ -86,24 +78,14 @@ func StartKubelet(cfg *rest.Config, opts KubeletOptions) (*Kubelet, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	k.cancel, k.done = cancel, make(chan struct{})
-	go func() {
-		defer close(k.done)
-		_ = mgr.Start(ctx)
-	}()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		cancel()
-		return nil, fmt.Errorf("fake kubelet: cache did not sync")
+	if err := bg.start("fake kubelet"); err != nil {
+		return nil, err
 	}
 	return k, nil
 }
 
 // Stop stops the kubelet and waits for it to exit.
-func (k *Kubelet) Stop() {
-	k.cancel()
-	<-k.done
-}
+func (k *Kubelet) Stop() { k.bg.stop() }
 
 // SetBehavior makes pods matching match behave as b (the latest matching rule wins) and
 // re-applies the rules to existing pods.

@@ -19,10 +19,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	rayscheme "github.com/raygate/raygate/apis/scheme"
 	"github.com/raygate/raygate/internal/dashboard"
 	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/internal/testenv/kwokcluster"
@@ -45,11 +43,10 @@ func PodResolver() dashboard.PodResolver {
 // with an IP and its Ray container running, and loses them when that ends or the pod goes
 // away. Pod IPs are on loopback (SimulatedPodIPs), so nothing leaves the machine.
 type PodServers struct {
-	c      client.Client
-	reg    *raysim.Registry
-	log    logr.Logger
-	cancel context.CancelFunc
-	done   chan struct{}
+	c   client.Client
+	reg *raysim.Registry
+	log logr.Logger
+	bg  *background
 
 	mu   sync.Mutex
 	pods map[types.NamespacedName]*podListeners
@@ -63,16 +60,12 @@ type podListeners struct {
 // StartPodServers starts serving the registry's simulators on pod IPs of the control plane
 // at cfg. Stop it when done.
 func StartPodServers(cfg *rest.Config, reg *raysim.Registry) (*PodServers, error) {
-	mgr, err := ctrl.NewManager(rest.CopyConfig(cfg), ctrl.Options{
-		Scheme:                 rayscheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
+	bg, err := newBackground(cfg)
 	if err != nil {
 		return nil, err
 	}
-	ps := &PodServers{c: mgr.GetClient(), reg: reg, log: ctrl.Log.WithName("pod-servers"), pods: map[types.NamespacedName]*podListeners{}}
-	err = ctrl.NewControllerManagedBy(mgr).
+	ps := &PodServers{c: bg.GetClient(), reg: reg, bg: bg, log: ctrl.Log.WithName("pod-servers"), pods: map[types.NamespacedName]*podListeners{}}
+	err = ctrl.NewControllerManagedBy(bg).
 		Named("simulated-ray-listeners").
 		For(&corev1.Pod{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2, SkipNameValidation: ptr.To(true)}).
@@ -80,23 +73,15 @@ func StartPodServers(cfg *rest.Config, reg *raysim.Registry) (*PodServers, error
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ps.cancel, ps.done = cancel, make(chan struct{})
-	go func() {
-		defer close(ps.done)
-		_ = mgr.Start(ctx)
-	}()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		cancel()
-		return nil, errors.New("simulated Ray listeners: cache did not sync")
+	if err := bg.start("simulated Ray listeners"); err != nil {
+		return nil, err
 	}
 	return ps, nil
 }
 
 // Stop closes every listener and stops watching pods.
 func (ps *PodServers) Stop() {
-	ps.cancel()
-	<-ps.done
+	ps.bg.stop()
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	for key, pl := range ps.pods {
