@@ -9,6 +9,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -29,9 +30,8 @@ type (
 	endpointSubset = corev1.EndpointSubset //nolint:staticcheck // what KubeRay reads
 )
 
-// Endpoints writes the v1 Endpoints and an EndpointSlice of every Service with a selector, as
-// kube-controller-manager's Endpoints and EndpointSlice controllers do, for pods the fake
-// kubelet runs.
+// Endpoints writes the v1 Endpoints of every Service with a selector, as
+// kube-controller-manager's Endpoints controller does, for pods the fake kubelet runs.
 // KubeRay counts a RayService's serve endpoints from them. The real controller cannot be
 // used: the fake kubelet's pods are bound to no node, and it would write an empty nodeName,
 // which the API server rejects.
@@ -59,9 +59,7 @@ func StartEndpoints(cfg *rest.Config) (*Endpoints, error) {
 		}
 		var out []reconcile.Request
 		for _, s := range svcs.Items {
-			// Every Service with a selector, not only those the pod matches now: a pod whose
-			// labels changed must leave the Services it matched before.
-			if len(s.Spec.Selector) > 0 {
+			if len(s.Spec.Selector) > 0 && labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(obj.GetLabels())) {
 				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
 			}
 		}
@@ -109,9 +107,6 @@ func (e *Endpoints) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		return ctrl.Result{}, err
 	}
 	want := endpointSubsets(svc, pods.Items)
-	if err := e.applySlice(ctx, svc, want); err != nil {
-		return ctrl.Result{}, err
-	}
 	cur := &v1Endpoints{}
 	err := e.c.Get(ctx, req.NamespacedName, cur)
 	if apierrors.IsNotFound(err) {

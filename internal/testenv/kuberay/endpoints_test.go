@@ -5,7 +5,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -57,20 +56,5 @@ func TestEndpointSubsets(t *testing.T) {
 
 	if got := endpointSubsets(svc, pods[3:]); got != nil {
 		t.Errorf("no pod with an IP: %v, want no subsets", got)
-	}
-}
-
-func TestEndpointSlice(t *testing.T) {
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "u"}}
-	ports := []corev1.EndpointPort{{Name: "serve", Port: 8000, Protocol: corev1.ProtocolTCP}}
-	got := endpointSlice(svc, []endpointSubset{{Addresses: []corev1.EndpointAddress{corev1.EndpointAddress{IP: "127.64.0.1"}}, NotReadyAddresses: []corev1.EndpointAddress{corev1.EndpointAddress{IP: "127.64.0.2"}}, Ports: ports}})
-	if got.Labels[discoveryv1.LabelServiceName] != "s" || got.OwnerReferences[0].UID != "u" || len(got.Ports) != 1 || *got.Ports[0].Port != 8000 || *got.Ports[0].Name != "serve" {
-		t.Fatalf("slice %+v", got)
-	}
-	if len(got.Endpoints) != 2 || got.Endpoints[0].Addresses[0] != "127.64.0.1" || !*got.Endpoints[0].Conditions.Ready || *got.Endpoints[1].Conditions.Ready {
-		t.Errorf("endpoints %+v", got.Endpoints)
-	}
-	if empty := endpointSlice(svc, nil); len(empty.Endpoints) != 0 || empty.Endpoints == nil {
-		t.Errorf("a Service without pods gets an empty slice, not a missing one: %+v", empty.Endpoints)
 	}
 }
