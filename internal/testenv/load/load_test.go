@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
 
@@ -165,5 +167,42 @@ func TestReadyAddresses(t *testing.T) {
 	want := []string{"127.64.0.2:8000", "127.64.0.3:8000"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("ReadyAddresses = %v, want %v", got, want)
+	}
+}
+
+func TestPodAddresses(t *testing.T) {
+	svc := &corev1.Service{Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
+		{Name: "serve", Port: 8000, TargetPort: intstr.FromString("serve")},
+		{Name: "dashboard", Port: 8265, TargetPort: intstr.FromInt32(8265)},
+	}}}
+	pod := func(ip string, ready bool, phase corev1.PodPhase, port int32) corev1.Pod {
+		st := corev1.ConditionFalse
+		if ready {
+			st = corev1.ConditionTrue
+		}
+		p := corev1.Pod{
+			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "ray"}}},
+			Status: corev1.PodStatus{Phase: phase, PodIP: ip, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}},
+		}
+		if port != 0 {
+			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "serve", ContainerPort: port}}
+		}
+		return p
+	}
+	pods := []corev1.Pod{
+		pod("127.64.0.3", true, corev1.PodRunning, 9000),
+		pod("127.64.0.2", true, corev1.PodRunning, 8000),
+		pod("127.64.0.4", false, corev1.PodRunning, 8000),
+		pod("", true, corev1.PodPending, 8000),
+		pod("127.64.0.5", true, corev1.PodRunning, 0), // does not declare the named port
+	}
+	if got, want := PodAddresses(svc, pods, "serve"), []string{"127.64.0.2:8000", "127.64.0.3:9000"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("serve: %v, want %v", got, want)
+	}
+	if got := PodAddresses(svc, pods, "dashboard"); len(got) != 3 || got[0] != "127.64.0.2:8265" {
+		t.Errorf("dashboard: %v", got)
+	}
+	if got := PodAddresses(svc, pods, "nope"); got != nil {
+		t.Errorf("unknown port: %v", got)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/internal/testenv/kuberay"
 	"github.com/raygate/raygate/internal/testenv/load"
 	"github.com/raygate/raygate/test/builders"
 )
@@ -16,17 +15,15 @@ import (
 var _ = Describe("in-cluster clients of the serve Service", func() {
 	const name = "incluster"
 
-	It("see 0 failed requests through an incremental upgrade, resolving the Service's EndpointSlices to the simulated Serve proxies", func(ctx context.Context) {
+	It("see 0 failed requests through an incremental upgrade, resolving the Service to its ready pods' simulated Serve proxies", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		watchInvariants(ctx, ns)
-		// EndpointSlices for the fake kubelet's pods, as kube-controller-manager writes them.
-		endpoints, err := kuberay.StartEndpoints(env.Config)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(endpoints.Stop)
 		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(100, 25, 1, gatewayClass).DeletionDelay(2).Obj())).To(Succeed())
 		blue := waitServing(ctx, ns, name)
 
-		target := load.ServiceEndpoints(k8s, ns, name+"-serve-svc", "serve", 100*time.Millisecond)
+		// The ready pods the Service selects, as kube-proxy would program them (the API server
+		// refuses the simulated pods' loopback IPs in EndpointSlices).
+		target := load.ServicePods(k8s, ns, name+"-serve-svc", "serve", 100*time.Millisecond)
 		opts := load.Options{Target: target, Path: "/fruit", Rate: 40, Workers: 4, MaxRequests: 4000, MaxDuration: 90 * time.Second, Timeout: 2 * time.Second}
 		By("waiting for the serve Service's endpoints to answer")
 		Eventually(func(g Gomega) {
