@@ -41,6 +41,11 @@ const (
 type KubeletOptions struct {
 	// StartDelay is how long after its creation a pod becomes Running.
 	StartDelay time.Duration
+	// PodIPs is the pool pod IPs come from (zero: SimulatedPodIPs, loopback, where the
+	// simulators listen). A suite whose pods must appear in Endpoints or EndpointSlices (the
+	// API server refuses loopback addresses there), such as one running KubeRay, sets a
+	// private range and never dials it: raygate then reaches the simulators in process.
+	PodIPs netip.Prefix
 }
 
 // Kubelet is a fake kubelet for envtest, which runs no nodes: it watches pods and writes the
@@ -177,20 +182,26 @@ func (k *Kubelet) podIP(pod *corev1.Pod) string {
 	if pod.Status.PodIP != "" {
 		return pod.Status.PodIP
 	}
-	return PodIP(k.nextIP.Add(1) - 1)
+	return podIPIn(k.opts.PodIPs, k.nextIP.Add(1)-1)
 }
 
-// PodIP is the n-th pod IP (n from 0): addresses of SimulatedPodIPs in order, skipping those ending in
-// .0 or .255. The pool holds about four million addresses, more pods than any suite creates,
-// so an address is never handed out twice in a process, let alone while its pod is alive.
-func PodIP(n uint32) string {
+// PodIP is the n-th pod IP (n from 0) of SimulatedPodIPs.
+func PodIP(n uint32) string { return podIPIn(SimulatedPodIPs, n) }
+
+// podIPIn is the n-th address of pool (zero: SimulatedPodIPs), skipping those ending in .0
+// or .255. A /10 holds about four million addresses, more pods than any suite creates, so
+// an address is never handed out twice in a process, let alone while its pod is alive.
+func podIPIn(pool netip.Prefix, n uint32) string {
+	if !pool.IsValid() {
+		pool = SimulatedPodIPs
+	}
 	const perBlock = 254 // .1 to .254 of each /24
-	base := SimulatedPodIPs.Addr().As4()
+	base := pool.Masked().Addr().As4()
 	v := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8
 	v += (n/perBlock)<<8 | (n%perBlock + 1)
 	ip := netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
-	if !SimulatedPodIPs.Contains(ip) {
-		panic(fmt.Sprintf("fake kubelet: pod IP pool %s exhausted after %d pods", SimulatedPodIPs, n))
+	if !pool.Contains(ip) {
+		panic(fmt.Sprintf("fake kubelet: pod IP pool %s exhausted after %d pods", pool, n))
 	}
 	return ip.String()
 }

@@ -28,6 +28,9 @@ func TestPodIP(t *testing.T) {
 		}
 		seen[ip.String()] = true
 	}
+	if got := podIPIn(netip.MustParsePrefix("10.244.0.0/16"), 300); got != "10.244.1.47" {
+		t.Errorf("podIPIn(10.244.0.0/16, 300) = %s", got)
+	}
 	defer func() {
 		if recover() == nil {
 			t.Error("PodIP past the pool must panic, not wrap onto a live pod's address")
