@@ -64,3 +64,13 @@ func holdLastShrink(serviceOnSource bool, lastMigrated *time.Time, interval time
 	}
 	return false, time.Time{}
 }
+
+// promotable: once the serve Service selects the pending cluster, blue/green promotes it at
+// once; an incremental upgrade (whose serve Service moves one step before the end) only when
+// all capacity and traffic are on it and nothing is rolling back.
+func promotable(in inputs, r roles, traffic trafficState) bool {
+	if !in.want.incremental() || !in.obs.GatewayAPI || r.Active.View == nil {
+		return true
+	}
+	return r.Rollback == "" && traffic.Settled && nextStep(r.split(), in.want.Pacing, towardPending, in.now).Kind == stepComplete
+}

@@ -4,6 +4,13 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/validation"
+	"github.com/raygate/raygate/test/builders"
 )
 
 func TestServeServiceSide(t *testing.T) {
@@ -56,6 +63,39 @@ func TestHoldLastShrink(t *testing.T) {
 			hold, until := holdLastShrink(tt.onSource, tt.migrated, 10*time.Second, now)
 			if hold != tt.hold || !until.Equal(tt.wantUntil) {
 				t.Errorf("holdLastShrink = %v %s, want %v %s", hold, until, tt.hold, tt.wantUntil)
+			}
+		})
+	}
+}
+
+func TestPromotable(t *testing.T) {
+	inc := admit(incrementalService(20, 5, 10), allGates, validation.Limits{}, "v1")
+	nc := admit(builders.RayService("svc", "ns").Obj(), allGates, validation.Limits{}, "v1")
+	view := &clusterView{Cluster: &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}
+	roleSplit := func(activeCap, pendingCap, pendingTraffic int32, rollback string) roles {
+		return roles{
+			Active:   slot{View: view, Status: rayv1.RayServiceStatus{TargetCapacity: ptr.To(activeCap), TrafficRoutedPercent: ptr.To(100 - pendingTraffic)}},
+			Pending:  slot{View: view, Status: rayv1.RayServiceStatus{TargetCapacity: ptr.To(pendingCap), TrafficRoutedPercent: ptr.To(pendingTraffic)}},
+			Rollback: rollback,
+		}
+	}
+	for _, tt := range []struct {
+		name    string
+		want    *desired
+		r       roles
+		settled bool
+		ok      bool
+	}{
+		{"blue/green: at once", nc, roleSplit(100, 0, 0, ""), false, true},
+		{"incremental: serve Service moved, source still has capacity", inc, roleSplit(20, 100, 100, ""), true, false},
+		{"incremental: complete and settled", inc, roleSplit(0, 100, 100, ""), true, true},
+		{"incremental: complete, route not settled", inc, roleSplit(0, 100, 100, ""), false, false},
+		{"incremental: rolling back", inc, roleSplit(0, 100, 100, "the spec went back"), true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := inputs{obs: &observed{GatewayAPI: true}, want: tt.want, now: t0}
+			if got := promotable(in, tt.r, trafficState{Settled: tt.settled}); got != tt.ok {
+				t.Errorf("promotable = %v, want %v", got, tt.ok)
 			}
 		})
 	}

@@ -31,7 +31,7 @@ type progress struct {
 func advance(in inputs, r roles, serve serveStates, traffic trafficState, sv serving, out *planned) (roles, progress) {
 	pending := r.Pending.name()
 	switch {
-	case pending != "" && sv.name() == pending:
+	case pending != "" && sv.name() == pending && promotable(in, r, traffic):
 		return promote(in, r, out), progress{}
 	case pending == "":
 		return r, progress{}
