@@ -51,23 +51,33 @@ func planServices(in inputs, r roles, serve serveStates, traffic trafficState, o
 //   - before any cluster served: the first cluster, once its applications run;
 //   - NewCluster (and None): the pending cluster as soon as its applications run — this is
 //     the blue/green switch, promotion follows;
-//   - incremental: the active cluster until all capacity and traffic moved to the pending
-//     one (the HTTPRoute carries the split meanwhile) and its applications still run.
-func servingCluster(in inputs, r roles, serve serveStates, traffic trafficState) *clusterView {
+//   - incremental (and its rollback): the cluster the HTTPRoute sends all traffic to, never
+//     one at target capacity 0 (serveServiceSide).
+func servingCluster(in inputs, r roles, serve serveStates, _ trafficState) *clusterView {
 	switch {
 	case r.Active.View == nil && serve.ready(r.Pending):
 		return r.Pending.View
 	case r.Active.View == nil:
 		return nil
+	case r.Pending.View == nil:
+		return r.Active.View
 	case r.Control.frozen():
-		// Paused, or an action not yet recorded: the switch waits with everything else.
+		// Paused, or an action not yet recorded: the Service stays where it is, like
+		// everything else (moving it back could send it to a cluster without capacity).
+		if selectedByServeService(in, r.Pending.name()) {
+			return r.Pending.View
+		}
 		return r.Active.View
-	case r.Pending.View == nil || r.Rollback != "":
+	case in.want.incremental() && in.obs.GatewayAPI:
+		cur := sideActive
+		if selectedByServeService(in, r.Pending.name()) {
+			cur = sidePending
+		}
+		if serveServiceSide(cur, r.split(), serve.ready(r.Active), serve.ready(r.Pending)) == sidePending {
+			return r.Pending.View
+		}
 		return r.Active.View
-	case !in.want.incremental() && serve.ready(r.Pending):
-		return r.Pending.View
-	case in.want.incremental() && traffic.Settled && serve.ready(r.Pending) &&
-		nextStep(r.split(), in.want.Pacing, towardPending, in.now).Kind == stepComplete:
+	case r.Rollback == "" && serve.ready(r.Pending):
 		return r.Pending.View
 	}
 	return r.Active.View

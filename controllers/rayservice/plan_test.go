@@ -368,7 +368,7 @@ func TestServingCluster(t *testing.T) {
 		{name: "blue/green: pending not ready", svc: nc, active: "a", pending: "p", want: "a"},
 		{name: "blue/green: pending ready switches", svc: nc, active: "a", pending: "p", ready: []string{"p"}, want: "p"},
 		{name: "incremental: halfway", svc: inc, active: "a", pending: "p", pendingStatus: half, activeCapacity: 60, ready: []string{"p"}, settled: true, want: "a"},
-		{name: "incremental: complete but not settled", svc: inc, active: "a", pending: "p", pendingStatus: done, ready: []string{"p"}, want: "a"},
+		{name: "incremental: all traffic to pending, route not settled yet: the Service moves with the route", svc: inc, active: "a", pending: "p", pendingStatus: done, ready: []string{"p"}, want: "p"},
 		{name: "incremental: complete, settled, not running", svc: inc, active: "a", pending: "p", pendingStatus: done, settled: true, want: "a"},
 		{name: "incremental: complete and settled switches", svc: inc, active: "a", pending: "p", pendingStatus: done, ready: []string{"p"}, settled: true, want: "p"},
 		{name: "rolling back keeps the active", svc: nc, active: "a", pending: "p", ready: []string{"p"}, rollback: true, want: "a"},
@@ -391,7 +391,7 @@ func TestServingCluster(t *testing.T) {
 		for _, n := range tc.ready {
 			serve[n] = serveState{Ready: true}
 		}
-		got := servingCluster(inputs{want: want, now: t0}, r, serve, trafficState{Settled: tc.settled})
+		got := servingCluster(inputs{obs: &observed{GatewayAPI: true}, want: want, now: t0}, r, serve, trafficState{Settled: tc.settled})
 		if name := (serving{View: got}).name(); name != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, name, tc.want)
 		}

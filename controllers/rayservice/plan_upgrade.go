@@ -31,7 +31,7 @@ type progress struct {
 func advance(in inputs, r roles, serve serveStates, traffic trafficState, sv serving, out *planned) (roles, progress) {
 	pending := r.Pending.name()
 	switch {
-	case pending != "" && sv.name() == pending:
+	case pending != "" && sv.name() == pending && promotable(in, r, traffic):
 		return promote(in, r, out), progress{}
 	case pending == "":
 		return r, progress{}
@@ -117,6 +117,16 @@ func stepUpgrade(in inputs, r roles, serve serveStates, traffic trafficState, ou
 		out.Wake.Soon = true
 		return r, p
 	}
+	if source := sourceOf(r, dir); next.Kind == stepShrinkSource && sourceCapacity(next.Next, dir) == 0 {
+		// The last replicas of the source go only once in-cluster clients have left it.
+		if hold, until := holdLastShrink(selectedByServeService(in, source), s.LastMigrated, in.want.Pacing.Interval, in.now); hold {
+			if !until.IsZero() {
+				out.Wake.due(until)
+			}
+			p.Upgrade = describeUpgrade(r, s, "waiting for the serve Service to leave "+source+" before its capacity goes to 0")
+			return r, p
+		}
+	}
 	n := next.Next
 	r.Active.Status.TargetCapacity, r.Pending.Status.TargetCapacity = ptr.To(n.ActiveCapacity), ptr.To(n.PendingCapacity)
 	r.Active.Status.TrafficRoutedPercent, r.Pending.Status.TrafficRoutedPercent = ptr.To(n.ActiveTraffic()), ptr.To(n.PendingTraffic)
@@ -170,4 +180,20 @@ func describeUpgrade(r roles, s split, what string) string {
 		verb = "rolling back"
 	}
 	return fmt.Sprintf("%s from %s to %s: %s; %s", verb, r.Active.name(), r.Pending.name(), s, what)
+}
+
+// sourceOf is the cluster an upgrade (or rollback) moves capacity and traffic away from.
+func sourceOf(r roles, dir direction) string {
+	if dir == towardActive {
+		return r.Pending.name()
+	}
+	return r.Active.name()
+}
+
+// sourceCapacity is the source cluster's capacity in a split.
+func sourceCapacity(s split, dir direction) int32 {
+	if dir == towardActive {
+		return s.PendingCapacity
+	}
+	return s.ActiveCapacity
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -336,6 +337,21 @@ func TestResolvers(t *testing.T) {
 	} {
 		if got, err := (PodResolver{}).DashboardURL(context.Background(), bad); err == nil {
 			t.Errorf("PodResolver(%s:%d) = %q, want a refusal", bad.PodIP, bad.Port, got)
+		}
+	}
+	// Simulated pods on loopback: only inside the range given, and never the operator's own
+	// 127.0.0.0/16 even when a careless range covers it.
+	sim := PodResolver{SimulatedPods: netip.MustParsePrefix("127.64.0.0/10")}
+	for ip, ok := range map[string]bool{"127.64.0.5": true, "127.127.255.254": true, "127.0.0.1": false, "127.128.0.1": false, "::1": false, "10.0.0.1": true} {
+		got, err := sim.DashboardURL(context.Background(), Head{Cluster: c, PodIP: ip, Port: 8265})
+		if (err == nil) != ok {
+			t.Errorf("PodResolver{127.64.0.0/10}(%s) = %q, %v; want accepted=%v", ip, got, err, ok)
+		}
+	}
+	for _, careless := range []string{"127.0.0.0/8", "127.0.0.0/16", "10.0.0.0/8"} {
+		r := PodResolver{SimulatedPods: netip.MustParsePrefix(careless)}
+		if got, err := r.DashboardURL(context.Background(), Head{Cluster: c, PodIP: "127.0.0.1", Port: 8265}); err == nil {
+			t.Errorf("PodResolver{%s}(127.0.0.1) = %q, want a refusal", careless, got)
 		}
 	}
 	got, _ = TemplateResolver("http://127.0.0.1:9000/{namespace}/{name}").DashboardURL(context.Background(), head)

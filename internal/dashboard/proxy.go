@@ -41,11 +41,11 @@ func ProxyURL(ctx context.Context, r Resolver, h Head) (string, error) {
 
 // ProxyURL implements ProxyResolver: http://<head pod IP>:<serve port>, with the same
 // refusals as DashboardURL.
-func (PodResolver) ProxyURL(ctx context.Context, h Head) (string, error) {
+func (r PodResolver) ProxyURL(ctx context.Context, h Head) (string, error) {
 	if h.ServePort < 1 || h.ServePort > 65535 {
 		return "", fmt.Errorf("the serve port of %s is %d, not a port", h.Cluster.Name, h.ServePort)
 	}
-	if _, err := (PodResolver{}).DashboardURL(ctx, Head{Cluster: h.Cluster, PodIP: h.PodIP, Port: h.ServePort}); err != nil {
+	if _, err := r.DashboardURL(ctx, Head{Cluster: h.Cluster, PodIP: h.PodIP, Port: h.ServePort}); err != nil {
 		return "", err
 	}
 	ip, _ := netip.ParseAddr(h.PodIP)

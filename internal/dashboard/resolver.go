@@ -49,15 +49,20 @@ func (f ResolverFunc) DashboardURL(ctx context.Context, head Head) (string, erro
 // addresses a pod cannot legitimately have, so a head pod can never make raygate call its
 // own loopback (the operator's metrics and pprof listeners), a link-local address (cloud
 // metadata services) or a broadcast address.
-type PodResolver struct{}
+type PodResolver struct {
+	// SimulatedPods, when set, is a loopback range whose addresses are accepted as pod IPs:
+	// the test harness and the local mode give simulated pods such addresses and listen on
+	// them. It never contains 127.0.0.0/16, where the operator's own listeners are.
+	SimulatedPods netip.Prefix
+}
 
 // DashboardURL implements Resolver.
-func (PodResolver) DashboardURL(_ context.Context, h Head) (string, error) {
+func (r PodResolver) DashboardURL(_ context.Context, h Head) (string, error) {
 	ip, err := netip.ParseAddr(h.PodIP)
 	if err != nil || ip.Zone() != "" {
 		return "", fmt.Errorf("the head pod of %s has no usable IP (%q)", h.Cluster.Name, h.PodIP)
 	}
-	if ip.IsUnspecified() || ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsMulticast() ||
+	if ip.IsUnspecified() || (ip.IsLoopback() && !r.simulated(ip)) || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsMulticast() ||
 		ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
 		return "", fmt.Errorf("the head pod of %s has IP %s, which raygate does not call", h.Cluster.Name, ip)
 	}
@@ -66,6 +71,15 @@ func (PodResolver) DashboardURL(_ context.Context, h Head) (string, error) {
 	}
 	return "http://" + net.JoinHostPort(ip.Unmap().String(), strconv.Itoa(int(h.Port))), nil
 }
+
+// simulated reports whether ip is in SimulatedPods, a loopback range clear of 127.0.0.0/16.
+func (r PodResolver) simulated(ip netip.Addr) bool {
+	p := r.SimulatedPods
+	return p.IsValid() && p.Addr().IsLoopback() && !p.Overlaps(operatorLoopback) && p.Contains(ip.Unmap())
+}
+
+// operatorLoopback holds the addresses the operator's own listeners use.
+var operatorLoopback = netip.MustParsePrefix("127.0.0.0/16")
 
 // TemplateResolver fills {namespace} and {name} in a URL template, e.g.
 // "http://127.0.0.1:9000/{namespace}/{name}" for an operator running outside the cluster

@@ -30,6 +30,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/app"
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/invariants"
 	"github.com/raygate/raygate/internal/testenv/kwokcluster"
 	"github.com/raygate/raygate/internal/testenv/raysim"
@@ -99,6 +100,7 @@ type Env struct {
 	Gateway *traefik.Traefik
 	// endpoints publishes serve pods' loopback IPs for Traefik (see traefik.LoopbackEndpoints).
 	endpoints *traefik.LoopbackEndpoints
+	pods      *framework.PodServers // the simulators' listeners on pod IPs
 	recorder  *recorder
 	cancel    context.CancelFunc
 	mgrDone   chan struct{} // closed when the manager returned, with mgrErr
@@ -155,6 +157,11 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 
 	fmt.Fprintln(o.Progress, "starting raygate (controllers and admission webhooks), simulated Ray dashboards and Traefik (the Gateway API implementation)...")
 	e.Dashboards = raysim.NewRegistry(raysim.Options{DeployDelay: o.DeployDelay})
+	// kwok gives pods loopback IPs: each simulator listens on its pods' IPs as Ray would, and
+	// raygate reaches it there with its production resolver.
+	if e.pods, err = framework.StartPodServers(e.Config, e.Dashboards); err != nil {
+		return nil, fmt.Errorf("starting the simulated Ray listeners: %w", err)
+	}
 	if err := e.startManager(ctx); err != nil {
 		return nil, err
 	}
@@ -179,7 +186,7 @@ func (e *Env) startManager(ctx context.Context) error {
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
 	opts.LogFormat = "console"
 	opts.WebhookHost, opts.WebhookPort, opts.WebhookCertDir = e.Cluster.WebhookServing()
-	opts.DashboardResolver = e.Dashboards
+	opts.DashboardResolver = framework.PodResolver()
 	// The local operator runs as the local cluster's admin, so it may read and create Secrets.
 	opts.TokenAuthentication = true
 	mgr, err := app.NewManager(e.Config, opts)
@@ -254,6 +261,9 @@ func (e *Env) Stop() error {
 		case <-time.After(30 * time.Second):
 			errs = append(errs, errors.New("the raygate manager did not stop within 30s"))
 		}
+	}
+	if e.pods != nil {
+		e.pods.Stop()
 	}
 	if e.Dashboards != nil {
 		e.Dashboards.Close()

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/kwokcluster"
+	"github.com/raygate/raygate/internal/testenv/load"
 	"github.com/raygate/raygate/internal/testenv/tools"
 	"github.com/raygate/raygate/test/builders"
 )
@@ -77,15 +77,6 @@ type admissionResult struct {
 
 func (r admissionResult) line() admissionResult { return r }
 
-// percentile is the nearest-rank percentile of sorted values.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
-}
-
 func summarise(durations []time.Duration, errors int, wall time.Duration) latency {
 	s := slices.Clone(durations)
 	slices.Sort(s)
@@ -94,7 +85,7 @@ func summarise(durations []time.Duration, errors int, wall time.Duration) latenc
 		sum += d
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	l := latency{Requests: len(s) + errors, Errors: errors, P50Ms: ms(percentile(s, 50)), P90Ms: ms(percentile(s, 90)), P99Ms: ms(percentile(s, 99))}
+	l := latency{Requests: len(s) + errors, Errors: errors, P50Ms: ms(load.Percentile(s, 50)), P90Ms: ms(load.Percentile(s, 90)), P99Ms: ms(load.Percentile(s, 99))}
 	if len(s) > 0 {
 		l.MeanMs = ms(sum / time.Duration(len(s)))
 	}

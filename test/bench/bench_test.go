@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/raygate/raygate/internal/testenv/load"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -114,14 +115,14 @@ func TestPercentile(t *testing.T) {
 		d = append(d, time.Duration(i)*time.Millisecond)
 	}
 	for p, want := range map[float64]time.Duration{50: 50 * time.Millisecond, 99: 99 * time.Millisecond, 100: 100 * time.Millisecond, 1: time.Millisecond} {
-		if got := percentile(d, p); got != want {
+		if got := load.Percentile(d, p); got != want {
 			t.Errorf("p%v = %v, want %v", p, got, want)
 		}
 	}
-	if percentile(nil, 99) != 0 {
+	if load.Percentile(nil, 99) != 0 {
 		t.Error("empty input")
 	}
-	if got := percentile([]time.Duration{7}, 99); got != 7 {
+	if got := load.Percentile([]time.Duration{7}, 99); got != 7 {
 		t.Errorf("single value: %v", got)
 	}
 

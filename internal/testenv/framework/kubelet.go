@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,10 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-
-	rayscheme "github.com/raygate/raygate/apis/scheme"
 )
 
 // Behavior is what the fake kubelet does with a pod.
@@ -43,6 +41,11 @@ const (
 type KubeletOptions struct {
 	// StartDelay is how long after its creation a pod becomes Running.
 	StartDelay time.Duration
+	// PodIPs is the pool pod IPs come from (zero: SimulatedPodIPs, loopback, where the
+	// simulators listen). A suite whose pods must appear in Endpoints or EndpointSlices (the
+	// API server refuses loopback addresses there), such as one running KubeRay, sets a
+	// private range and never dials it: raygate then reaches the simulators in process.
+	PodIPs netip.Prefix
 }
 
 // Kubelet is a fake kubelet for envtest, which runs no nodes: it watches pods and writes the
@@ -51,8 +54,7 @@ type KubeletOptions struct {
 type Kubelet struct {
 	c       client.Client
 	opts    KubeletOptions
-	cancel  context.CancelFunc
-	done    chan struct{}
+	bg      *background
 	poke    chan event.GenericEvent
 	nextIP  atomic.Uint32
 	mu      sync.Mutex
@@ -67,16 +69,12 @@ type rule struct {
 
 // StartKubelet starts a fake kubelet against the control plane at cfg. Stop it when done.
 func StartKubelet(cfg *rest.Config, opts KubeletOptions) (*Kubelet, error) {
-	mgr, err := ctrl.NewManager(rest.CopyConfig(cfg), ctrl.Options{
-		Scheme:                 rayscheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
+	bg, err := newBackground(cfg)
 	if err != nil {
 		return nil, err
 	}
-	k := &Kubelet{c: mgr.GetClient(), opts: opts, poke: make(chan event.GenericEvent, 1024), injured: map[types.UID]bool{}}
-	err = ctrl.NewControllerManagedBy(mgr).
+	k := &Kubelet{c: bg.GetClient(), bg: bg, opts: opts, poke: make(chan event.GenericEvent, 1024), injured: map[types.UID]bool{}}
+	err = ctrl.NewControllerManagedBy(bg).
 		Named("fake-kubelet").
 		For(&corev1.Pod{}).
 		WatchesRawSource(source.Channel(k.poke, &handler.EnqueueRequestForObject{})).
@@ -85,24 +83,14 @@ func StartKubelet(cfg *rest.Config, opts KubeletOptions) (*Kubelet, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	k.cancel, k.done = cancel, make(chan struct{})
-	go func() {
-		defer close(k.done)
-		_ = mgr.Start(ctx)
-	}()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		cancel()
-		return nil, fmt.Errorf("fake kubelet: cache did not sync")
+	if err := bg.start("fake kubelet"); err != nil {
+		return nil, err
 	}
 	return k, nil
 }
 
 // Stop stops the kubelet and waits for it to exit.
-func (k *Kubelet) Stop() {
-	k.cancel()
-	<-k.done
-}
+func (k *Kubelet) Stop() { k.bg.stop() }
 
 // SetBehavior makes pods matching match behave as b (the latest matching rule wins) and
 // re-applies the rules to existing pods.
@@ -194,8 +182,28 @@ func (k *Kubelet) podIP(pod *corev1.Pod) string {
 	if pod.Status.PodIP != "" {
 		return pod.Status.PodIP
 	}
-	n := k.nextIP.Add(1)
-	return fmt.Sprintf("10.244.%d.%d", (n/250)%250, n%250+1)
+	return podIPIn(k.opts.PodIPs, k.nextIP.Add(1)-1)
+}
+
+// PodIP is the n-th pod IP (n from 0) of SimulatedPodIPs.
+func PodIP(n uint32) string { return podIPIn(SimulatedPodIPs, n) }
+
+// podIPIn is the n-th address of pool (zero: SimulatedPodIPs), skipping those ending in .0
+// or .255. A /10 holds about four million addresses, more pods than any suite creates, so
+// an address is never handed out twice in a process, let alone while its pod is alive.
+func podIPIn(pool netip.Prefix, n uint32) string {
+	if !pool.IsValid() {
+		pool = SimulatedPodIPs
+	}
+	const perBlock = 254 // .1 to .254 of each /24
+	base := pool.Masked().Addr().As4()
+	v := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8
+	v += (n/perBlock)<<8 | (n%perBlock + 1)
+	ip := netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	if !pool.Contains(ip) {
+		panic(fmt.Sprintf("fake kubelet: pod IP pool %s exhausted after %d pods", pool, n))
+	}
+	return ip.String()
 }
 
 func cond(t corev1.PodConditionType, ok bool, reason, msg string, now metav1.Time) corev1.PodCondition {
@@ -217,6 +225,9 @@ func unready(pod *corev1.Pod) string {
 	return "containers with unready status: [" + names + "]"
 }
 
+// hostIP is the node address the fake kubelet reports: loopback too, like the pods.
+const hostIP = "127.0.0.1"
+
 // status is the pod status a kubelet would report for the behavior.
 func (k *Kubelet) status(pod *corev1.Pod, b Behavior) corev1.PodStatus {
 	now := metav1.Now()
@@ -227,8 +238,8 @@ func (k *Kubelet) status(pod *corev1.Pod, b Behavior) corev1.PodStatus {
 	ip := k.podIP(pod)
 	st := corev1.PodStatus{
 		QOSClass:  pod.Status.QOSClass,
-		HostIP:    "10.0.0.1",
-		HostIPs:   []corev1.HostIP{{IP: "10.0.0.1"}},
+		HostIP:    hostIP,
+		HostIPs:   []corev1.HostIP{{IP: hostIP}},
 		PodIP:     ip,
 		PodIPs:    []corev1.PodIP{{IP: ip}},
 		StartTime: start,

@@ -131,12 +131,15 @@ func TestNodeObject(t *testing.T) {
 			t.Errorf("node %d has taints %v; ordinary pods would not schedule", i, n.Spec.Taints)
 		}
 		cidr := netip.MustParsePrefix(n.Spec.PodCIDR)
-		if cidr.Bits() != 16 || seen[cidr.String()] || n.Spec.PodCIDRs[0] != n.Spec.PodCIDR {
-			t.Errorf("node %d: pod CIDR %s must be its own /16", i, cidr)
+		if cidr.Bits() != 18 || seen[cidr.String()] || n.Spec.PodCIDRs[0] != n.Spec.PodCIDR {
+			t.Errorf("node %d: pod CIDR %s must be its own /18", i, cidr)
 		}
 		seen[cidr.String()] = true
 		if netip.MustParsePrefix("10.96.0.0/16").Overlaps(cidr) {
 			t.Errorf("node %d: pod CIDR %s overlaps the Service range", i, cidr)
+		}
+		if !cidr.Addr().IsLoopback() || !PodIPs.Contains(cidr.Addr()) || cidr.Overlaps(netip.MustParsePrefix("127.0.0.0/16")) {
+			t.Errorf("node %d: pod CIDR %s must be loopback, inside %s, clear of 127.0.0.0/16", i, cidr, PodIPs)
 		}
 		if !n.Status.Allocatable.Cpu().Equal(resource.MustParse("64")) || !n.Status.Capacity.Pods().Equal(resource.MustParse("500")) {
 			t.Errorf("node %d: capacity %v, allocatable %v", i, n.Status.Capacity, n.Status.Allocatable)

@@ -2,15 +2,21 @@ package kwokcluster
 
 import (
 	"fmt"
+	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// MaxNodes is the most Node objects a local cluster gets: each has its own /16 pod CIDR
-// out of 10.128.0.0/9, clear of the Service range 10.96.0.0/16.
+// MaxNodes is the most Node objects a local cluster gets: each has its own /18 pod CIDR
+// (16,382 pods) out of PodIPs, clear of the Service range 10.96.0.0/16.
 const MaxNodes = 128
+
+// PodIPs holds every simulated pod's IP: loopback, where every address is local on Linux, so
+// simulators listen on pod IPs and no traffic leaves the machine; clear of 127.0.0.0/16,
+// where the control plane and the operator listen.
+var PodIPs = netip.MustParsePrefix("127.64.0.0/10")
 
 // DefaultNodeCapacity is kwok's own default for a node without capacity: large enough that
 // a handful of nodes hold thousands of simulated pods.
@@ -26,8 +32,14 @@ func DefaultNodeCapacity() corev1.ResourceList {
 func NodeName(i int) string { return fmt.Sprintf("kwok-node-%d", i) }
 
 // podCIDR gives node i its own /16 so kwok never runs out of pod IPs on one node (its
-// default pool is a single /24 shared by every node).
-func podCIDR(i int) string { return fmt.Sprintf("10.%d.0.0/16", 128+i) }
+// default pool is a single /24 shared by every node, and in 10.0.0.0/8): the i-th /18 of
+// PodIPs.
+func podCIDR(i int) string {
+	a := PodIPs.Addr().As4()
+	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+	v += uint32(i) << (32 - 18)
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), 18).String()
+}
 
 // nodeObject is the i-th Node: kwok manages it (--manage-all-nodes), the scheduler sees its
 // capacity, and it has no taints so ordinary pods land on it.

@@ -444,9 +444,7 @@ func (r *Registry) DashboardURL(_ context.Context, h dashboard.Head) (string, er
 	if err != nil {
 		return "", err
 	}
-	r.mu.Lock()
-	r.heads[h.Cluster] = h
-	r.mu.Unlock()
+	r.Remember(h)
 	return s.URL(), nil
 }
 

@@ -13,6 +13,7 @@ package migration
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -64,7 +65,10 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	endpoints, err := kuberay.StartEndpoints(env.Config)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(endpoints.Stop)
-	kubelet, err = framework.StartKubelet(env.Config, framework.KubeletOptions{})
+	// KubeRay counts serve endpoints from v1 Endpoints, which the API server refuses to hold
+	// loopback addresses: pods get private-range IPs, which nothing dials (KubeRay goes
+	// through the proxy below, raygate reaches the simulators in process).
+	kubelet, err = framework.StartKubelet(env.Config, framework.KubeletOptions{PodIPs: netip.MustParsePrefix("10.244.0.0/16")})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(kubelet.Stop)
 	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: 300 * time.Millisecond})

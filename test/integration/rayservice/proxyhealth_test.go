@@ -65,8 +65,10 @@ var _ = Describe("Serve proxy health", func() {
 		Eventually(selectedPods(ctx, ns, serveSvc)).ShouldNot(ContainElement(head))
 		Eventually(func() int32 { return getService(ctx, ns, name).Status.NumServeEndpoints }).Should(Equal(endpoints - 1))
 		Expect(condition(ctx, ns, name, rayv1.RayServiceReady)()).To(Equal("True/NonZeroServeEndpoints"), "the workers still serve")
+		// The check went where a real head's proxy listens: the head pod's IP, the serve port.
 		Eventually(rstest.Events(ctx, k8s, ns, name)).Should(ContainSubstring(
-			"Normal UpdatedHeadPodServeLabel: set ray.io/serve=false on head pod " + head + " of RayCluster " + active + ": its Serve proxy health check failed: GET http://127.0.0.1:"))
+			"Normal UpdatedHeadPodServeLabel: set ray.io/serve=false on head pod " + head + " of RayCluster " + active +
+				": its Serve proxy health check failed: GET http://" + headPodOf(ctx, ns, active).Status.PodIP + ":8000/-/healthz: HTTP 503: This node is being drained."))
 		Consistently(labelOf, 2*time.Second).Should(Equal("false"))
 
 		By("the proxy recovers")

@@ -76,6 +76,8 @@ var _ = BeforeSuite(func() {
 		},
 	})
 	DeferCleanup(dashboards.Close)
+	// The simulators listen on pod IPs and raygate reaches them with its production resolver.
+	Expect(dashboards.ListenOnPods(env.Config)).To(Succeed())
 	startManager()
 	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 })
