@@ -41,6 +41,7 @@ var _ = Describe("Traefik", func() {
 		backend(ctx, ns, "a")
 		backend(ctx, ns, "b")
 		Expect(k8s.Create(ctx, gateway(ns))).To(Succeed())
+		retireGateway(ns, "gw", "route")
 		Expect(k8s.Create(ctx, route(ns, map[string]int32{"a": 80, "b": 20}))).To(Succeed())
 
 		By("Traefik accepting the GatewayClass, the Gateway and the HTTPRoute")
@@ -88,6 +89,7 @@ var _ = Describe("Traefik", func() {
 				Ports: []corev1.ServicePort{{Name: "http", Port: servicePort, TargetPort: intstr.FromString("serve")}}},
 		})).To(Succeed())
 		Expect(k8s.Create(ctx, gateway(ns))).To(Succeed())
+		retireGateway(ns, "gw", "route")
 		Expect(k8s.Create(ctx, route(ns, map[string]int32{"a": 100}))).To(Succeed())
 		waitProgrammed(ctx, ns)
 		Expect(send(ctx, 20)).To(Equal(map[string]int{"a": 20}))
@@ -102,6 +104,7 @@ var _ = Describe("Traefik", func() {
 		ns := rstest.NewNamespace(ctx, k8s, "gw-")
 		backend(ctx, ns, "a")
 		Expect(k8s.Create(ctx, gateway(ns))).To(Succeed())
+		retireGateway(ns, "gw", "route")
 		Expect(k8s.Create(ctx, route(ns, map[string]int32{"a": 50, "missing": 50}))).To(Succeed())
 		Eventually(func(g Gomega) {
 			var rt gwv1.HTTPRoute

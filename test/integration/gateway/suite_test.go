@@ -1,8 +1,10 @@
 // Package gateway tests the Traefik harness (internal/testenv/traefik): the real Traefik,
 // built from its module by `make tools`, runs against the envtest API server with the
 // Gateway API CRDs, programs a Gateway and an HTTPRoute, writes their status itself and
-// routes requests by the route's weights to the addresses of EndpointSlices — here two
-// HTTP servers this suite starts on loopback.
+// routes requests by the route's weights to the addresses of EndpointSlices — HTTP servers
+// this suite starts on loopback, and the simulated Serve proxies on the pod IPs of the
+// RayClusters a raygate manager runs here (the fake kubelet gives pods loopback IPs), so
+// load flows through Traefik during raygate's upgrades.
 package gateway
 
 import (
@@ -17,15 +19,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/raysim"
 	"github.com/raygate/raygate/internal/testenv/traefik"
 )
 
 const className = "traefik"
 
+// deployDelay is how long a simulated Serve application stays DEPLOYING.
+const deployDelay = 300 * time.Millisecond
+
 var (
-	env *controlplane.Env
-	k8s client.Client
-	tr  *traefik.Traefik
+	env        *controlplane.Env
+	k8s        client.Client
+	tr         *traefik.Traefik
+	dashboards *framework.Dashboards
 )
 
 func TestGateway(t *testing.T) {
@@ -48,4 +56,15 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	lb, err := traefik.StartLoopbackEndpoints(env.Config)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(lb.Stop)
+
+	// raygate with simulated Ray on pod IPs, reached with its production resolver.
+	kubelet, err := framework.StartKubelet(env.Config, framework.KubeletOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(kubelet.Stop)
+	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: deployDelay})
+	DeferCleanup(dashboards.Close)
+	Expect(dashboards.ListenOnPods(env.Config)).To(Succeed())
+	mgr, err := framework.StartManager(env, dashboards.Wire(framework.ManagerOptions()))
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 })

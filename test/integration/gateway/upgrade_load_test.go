@@ -1,0 +1,332 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/rayspec"
+	"github.com/raygate/raygate/internal/testenv/load"
+	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rstest"
+)
+
+const (
+	// interval is the width of the windows the split is measured over.
+	interval = time.Second
+	// routeLag is how long Traefik may take to route by weights the HTTPRoute already
+	// holds: its provider applies configuration changes at most every 2 s (Traefik's
+	// providersThrottleDuration), plus the watch and the reload.
+	routeLag = 3 * time.Second
+	// upgradeSplitTolerance is how far a window's measured share of a cluster may lie
+	// outside the range of that cluster's weight share during the window and the routeLag
+	// before it: Traefik's weighted round robin is exact over a cycle, so what remains is a
+	// few requests of rounding in a window of ~40.
+	upgradeSplitTolerance = 0.10
+	// minWindow is the fewest answers a window needs for its split to be judged.
+	minWindow = 10
+)
+
+var _ = Describe("load through Traefik during a RayService upgrade", func() {
+	const name = "fruit"
+
+	It("sees 0 failed requests through the Gateway and the serve Service in an incremental upgrade, split as the HTTPRoute weights", func(ctx context.Context) {
+		ns := rstest.NewNamespace(ctx, k8s, "gwload-")
+		retireGateway(ns, rayspec.GatewayName(name), rayspec.HTTPRouteName(name))
+		retireRayService(ns, name)
+		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(100, 25, 1, className).DeletionDelay(2).Obj())).To(Succeed())
+		blue := rstest.WaitServing(ctx, k8s, ns, name)
+
+		By("Traefik programming raygate's Gateway and HTTPRoute")
+		viaGateway := load.Options{Target: load.URL(gatewayURL(ctx, ns, name)), Path: "/fruit", Rate: 40, Workers: 4, MaxRequests: 4000, MaxDuration: 90 * time.Second, Timeout: 2 * time.Second}
+		inCluster := viaGateway
+		inCluster.Target = load.ServicePods(k8s, ns, name+"-serve-svc", "serve", 100*time.Millisecond)
+		for _, o := range []load.Options{viaGateway, inCluster} {
+			Eventually(func(g Gomega) {
+				rep, err := load.Once(ctx, load.Options{Target: o.Target, Path: o.Path, MaxRequests: 1})
+				g.Expect(err).NotTo(HaveOccurred())
+				s := rep.Summary()
+				g.Expect(s.Failed).To(BeZero(), "%v", s.Errors)
+				g.Expect(s.ByCluster).To(HaveKey(ns + "/" + blue))
+			}).Should(Succeed())
+		}
+
+		By("sending steady load through Traefik and in-cluster while the upgrade moves capacity and traffic")
+		weights := watchWeights(ctx, ns, name)
+		gwRun, err := load.Start(ctx, viaGateway)
+		Expect(err).NotTo(HaveOccurred())
+		svcRun, err := load.Start(ctx, inCluster)
+		Expect(err).NotTo(HaveOccurred())
+		rstest.Update(ctx, k8s, ns, name, func(s *rayv1.RayService) { rstest.SetImage(s, "rayproject/ray:2.53.0") })
+		Eventually(rstest.PendingName(ctx, k8s, ns, name)).ShouldNot(BeEmpty())
+		green := rstest.PendingName(ctx, k8s, ns, name)()
+		Eventually(rstest.ActiveName(ctx, k8s, ns, name), time.Minute).Should(Equal(green))
+		Eventually(clusterNames(ctx, ns), time.Minute).Should(ConsistOf(green), "the old cluster is deleted after the deletion delay")
+		// Load goes on past the route lag after the old cluster is gone.
+		before := len(gwRun.Report().Results)
+		Eventually(func() int { return len(gwRun.Report().Results) }).Should(BeNumerically(">", before+int(viaGateway.Rate*routeLag.Seconds())))
+		gwRep, svcRep := gwRun.Stop(), svcRun.Stop()
+		samples := weights.stop()
+
+		for _, sc := range []struct {
+			what string
+			rep  *load.Report
+			path bool
+		}{{"through Traefik", gwRep, true}, {"in-cluster via " + name + "-serve-svc", svcRep, false}} {
+			s := sc.rep.Summary()
+			worst, table := 0.0, sc.rep.Table(interval)
+			if sc.path {
+				var lines []string
+				worst, lines = splitDeviation(sc.rep.Intervals(interval), samples, ns, routeLag)
+				table = strings.Join(lines, "\n") + "\n" + fmt.Sprintf("total %s", s)
+			}
+			entry := fmt.Sprintf("incremental 25%%/1s %s -> %s, load %s: sent=%d failed=%d p50=%s p99=%s worst split deviation=%.3f",
+				blue, green, sc.what, s.Sent, s.Failed, s.P50.Round(10*time.Microsecond), s.P99.Round(10*time.Microsecond), worst)
+			AddReportEntry(entry)
+			GinkgoWriter.Printf("%s\n%s\n", entry, table)
+			Expect(s.Failed).To(BeZero(), "%s: failed requests: %v", sc.what, s.Errors)
+			Expect(s.Sent).To(BeNumerically(">=", 100), sc.what)
+			Expect(s.ByCluster).To(HaveKey(ns+"/"+blue), "%s: the old cluster answered before the shift", sc.what)
+			Expect(s.ByCluster).To(HaveKey(ns+"/"+green), "%s: the new cluster answered after it", sc.what)
+			Expect(worst).To(BeNumerically("<=", upgradeSplitTolerance), "%s: the measured split strays from the HTTPRoute weights:\n%s", sc.what, table)
+		}
+		Expect(distinctShares(samples, green)).To(BeNumerically(">=", 3), "the weights moved in steps: %v", samples)
+	})
+})
+
+// gatewayURL waits until Traefik has accepted and programmed the RayService's Gateway and
+// HTTPRoute, and returns the listener's address from the Gateway's status.
+func gatewayURL(ctx context.Context, ns, name string) string {
+	var url string
+	Eventually(func(g Gomega) {
+		var gw gwv1.Gateway
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rayspec.GatewayName(name)}, &gw)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(gw.Status.Conditions, string(gwv1.GatewayConditionProgrammed))).To(BeTrue(), "Gateway Programmed")
+		g.Expect(gw.Status.Addresses).NotTo(BeEmpty())
+		g.Expect(gw.Spec.Listeners).To(HaveLen(1))
+		var rt gwv1.HTTPRoute
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rayspec.HTTPRouteName(name)}, &rt)).To(Succeed())
+		g.Expect(rt.Status.Parents).To(HaveLen(1))
+		g.Expect(meta.IsStatusConditionTrue(rt.Status.Parents[0].Conditions, string(gwv1.RouteConditionAccepted))).To(BeTrue(), "HTTPRoute Accepted")
+		url = "http://" + net.JoinHostPort(gw.Status.Addresses[0].Value, strconv.Itoa(int(gw.Spec.Listeners[0].Port)))
+	}).Should(Succeed())
+	return url
+}
+
+func clusterNames(ctx context.Context, ns string) func() []string {
+	return func() []string {
+		var list rayv1.RayClusterList
+		Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		var out []string
+		for _, c := range list.Items {
+			if c.DeletionTimestamp == nil {
+				out = append(out, c.Name)
+			}
+		}
+		return out
+	}
+}
+
+// retireGateway deletes a Gateway and an HTTPRoute when the spec ends: every Gateway of
+// the suite has a listener on the same Traefik entry point and routes "/", so one left
+// behind would compete for the next spec's requests.
+func retireGateway(ns, gateway, route string) {
+	DeferCleanup(func(ctx context.Context) {
+		for _, o := range []client.Object{
+			&gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: route}},
+			&gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gateway}},
+		} {
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, o))).To(Succeed())
+		}
+	})
+}
+
+// retireRayService deletes a RayService when the spec ends and waits until it is gone, so
+// raygate does not recreate its Gateway (there is no garbage collector here).
+func retireRayService(ns, name string) {
+	DeferCleanup(func(ctx context.Context) {
+		svc := &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, svc))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(svc), svc))
+		}).Should(BeTrue())
+	})
+}
+
+// weightSample is the HTTPRoute's weights at one moment: each cluster's share of the total.
+type weightSample struct {
+	At     time.Time
+	Shares map[string]float64
+}
+
+type weightWatch struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	mu      sync.Mutex
+	samples []weightSample
+}
+
+// watchWeights records the RayService HTTPRoute's weights every 50 ms (a new sample when
+// they change) until stop.
+func watchWeights(ctx context.Context, ns, name string) *weightWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &weightWatch{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer GinkgoRecover()
+		defer close(w.done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var rt gwv1.HTTPRoute
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rayspec.HTTPRouteName(name)}, &rt); err == nil {
+				shares := routeShares(&rt)
+				w.mu.Lock()
+				if n := len(w.samples); n == 0 || !sameShares(w.samples[n-1].Shares, shares) {
+					w.samples = append(w.samples, weightSample{At: time.Now(), Shares: shares})
+				}
+				w.mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+func (w *weightWatch) stop() []weightSample {
+	w.cancel()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]weightSample(nil), w.samples...)
+}
+
+// routeShares is each backend cluster's share of the route's total weight (none when the
+// total is 0).
+func routeShares(rt *gwv1.HTTPRoute) map[string]float64 {
+	out := map[string]float64{}
+	var total int32
+	for _, r := range rt.Spec.Rules {
+		for _, b := range r.BackendRefs {
+			if b.Weight != nil {
+				total += *b.Weight
+			}
+		}
+	}
+	if total == 0 {
+		return out
+	}
+	for _, r := range rt.Spec.Rules {
+		for _, b := range r.BackendRefs {
+			if b.Weight != nil {
+				out[strings.TrimSuffix(string(b.Name), rayspec.ClusterServeServiceName(""))] += float64(*b.Weight) / float64(total)
+			}
+		}
+	}
+	return out
+}
+
+func sameShares(a, b map[string]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// distinctShares counts the different shares the cluster had over the samples.
+func distinctShares(samples []weightSample, cluster string) int {
+	seen := map[float64]bool{}
+	for _, s := range samples {
+		seen[s.Shares[cluster]] = true
+	}
+	return len(seen)
+}
+
+// splitDeviation compares each window's measured split with the weights the route held
+// from lag before the window's start to its end (the shares in effect for its requests
+// may be any of them) and returns the worst distance of a measured share outside that
+// range, with one line per window. Windows with fewer than minWindow answers are not
+// judged. Window times are from the start of the load, which began after the first sample.
+func splitDeviation(windows []load.Interval, samples []weightSample, ns string, lag time.Duration) (float64, []string) {
+	if len(samples) == 0 {
+		return 0, nil
+	}
+	t0 := samples[0].At
+	worst := 0.0
+	var lines []string
+	for _, w := range windows {
+		lo, hi := shareRange(samples, t0.Add(w.From-lag), t0.Add(w.To))
+		ok := w.Sent - w.Failed
+		dev := 0.0
+		var parts []string
+		for c := range unionKeys(lo, w.ByCluster, ns) {
+			m := w.Share(ns + "/" + c)
+			if ok >= minWindow {
+				dev = max(dev, lo[c]-m, m-hi[c])
+			}
+			parts = append(parts, fmt.Sprintf("%s measured %.0f%% weights %.0f-%.0f%%", c, 100*m, 100*lo[c], 100*hi[c]))
+		}
+		worst = max(worst, dev)
+		lines = append(lines, fmt.Sprintf("%5.1fs-%5.1fs sent=%d failed=%d deviation=%.3f %s", w.From.Seconds(), w.To.Seconds(), w.Sent, w.Failed, dev, strings.Join(parts, "; ")))
+	}
+	return worst, lines
+}
+
+// shareRange is, per cluster, the lowest and the highest share it had in [from, to): the
+// sample in effect at from and every later one before to (a cluster missing has share 0).
+func shareRange(samples []weightSample, from, to time.Time) (lo, hi map[string]float64) {
+	var in []weightSample
+	for i, s := range samples {
+		next := i+1 < len(samples) && !samples[i+1].At.After(from)
+		if !next && s.At.Before(to) {
+			in = append(in, s)
+		}
+	}
+	lo, hi = map[string]float64{}, map[string]float64{}
+	clusters := map[string]bool{}
+	for _, s := range in {
+		for c := range s.Shares {
+			clusters[c] = true
+		}
+	}
+	for c := range clusters {
+		lo[c], hi[c] = 1, 0
+		for _, s := range in {
+			lo[c], hi[c] = min(lo[c], s.Shares[c]), max(hi[c], s.Shares[c])
+		}
+	}
+	return lo, hi
+}
+
+// unionKeys is every cluster name in the weights or among the answers (ns/name).
+func unionKeys(weights map[string]float64, answered map[string]int, ns string) map[string]bool {
+	out := map[string]bool{}
+	for c := range weights {
+		out[c] = true
+	}
+	for c := range answered {
+		out[strings.TrimPrefix(c, ns+"/")] = true
+	}
+	return out
+}
