@@ -38,6 +38,11 @@ const (
 	upgradeSplitTolerance = 0.10
 	// minWindow is the fewest answers a window needs for its split to be judged.
 	minWindow = 10
+	// upgradeInterval is the incremental upgrade's intervalSeconds. raygate takes the old
+	// cluster's capacity to 0 one interval after the last traffic step; Traefik routes by
+	// a new weight up to ~2 s after the HTTPRoute changes, so an interval of 1 s lets a few
+	// requests reach the old cluster after its capacity went to 0 (503). 3 s leaves margin.
+	upgradeInterval = 3
 )
 
 var _ = Describe("load through Traefik during a RayService upgrade", func() {
@@ -47,7 +52,7 @@ var _ = Describe("load through Traefik during a RayService upgrade", func() {
 		ns := rstest.NewNamespace(ctx, k8s, "gwload-")
 		retireGateway(ns, rayspec.GatewayName(name), rayspec.HTTPRouteName(name))
 		retireRayService(ns, name)
-		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(100, 25, 1, className).DeletionDelay(2).Obj())).To(Succeed())
+		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(100, 25, upgradeInterval, className).DeletionDelay(2).Obj())).To(Succeed())
 		blue := rstest.WaitServing(ctx, k8s, ns, name)
 
 		By("Traefik programming raygate's Gateway and HTTPRoute")
@@ -80,6 +85,9 @@ var _ = Describe("load through Traefik during a RayService upgrade", func() {
 		Eventually(func() int { return len(gwRun.Report().Results) }).Should(BeNumerically(">", before+int(viaGateway.Rate*routeLag.Seconds())))
 		gwRep, svcRep := gwRun.Stop(), svcRun.Stop()
 		samples := weights.stop()
+		GinkgoWriter.Printf("HTTPRoute weights (from the start of the load):\n%s", timeline(samples))
+		first, last := routeLags(gwRep, samples, ns, green, blue)
+		AddReportEntry(fmt.Sprintf("Traefik routing lag: first answer from %s %s after its weight rose above 0; last answer from %s %s after its weight fell to 0", green, first, blue, last))
 
 		for _, sc := range []struct {
 			what string
@@ -93,10 +101,10 @@ var _ = Describe("load through Traefik during a RayService upgrade", func() {
 				worst, lines = splitDeviation(sc.rep.Intervals(interval), samples, ns, routeLag)
 				table = strings.Join(lines, "\n") + "\n" + fmt.Sprintf("total %s", s)
 			}
-			entry := fmt.Sprintf("incremental 25%%/1s %s -> %s, load %s: sent=%d failed=%d p50=%s p99=%s worst split deviation=%.3f",
-				blue, green, sc.what, s.Sent, s.Failed, s.P50.Round(10*time.Microsecond), s.P99.Round(10*time.Microsecond), worst)
+			entry := fmt.Sprintf("incremental 25%%/%ds %s -> %s, load %s: sent=%d failed=%d p50=%s p99=%s worst split deviation=%.3f",
+				upgradeInterval, blue, green, sc.what, s.Sent, s.Failed, s.P50.Round(10*time.Microsecond), s.P99.Round(10*time.Microsecond), worst)
 			AddReportEntry(entry)
-			GinkgoWriter.Printf("%s\n%s\n", entry, table)
+			GinkgoWriter.Printf("%s\n%s\n%s", entry, table, failures(sc.rep))
 			Expect(s.Failed).To(BeZero(), "%s: failed requests: %v", sc.what, s.Errors)
 			Expect(s.Sent).To(BeNumerically(">=", 100), sc.what)
 			Expect(s.ByCluster).To(HaveKey(ns+"/"+blue), "%s: the old cluster answered before the shift", sc.what)
@@ -329,4 +337,59 @@ func unionKeys(weights map[string]float64, answered map[string]int, ns string) m
 		out[strings.TrimPrefix(c, ns+"/")] = true
 	}
 	return out
+}
+
+// failures lists the failed requests: when, which cluster answered, why.
+func failures(rep *load.Report) string {
+	var b strings.Builder
+	for _, r := range rep.Results {
+		if r.Failed {
+			fmt.Fprintf(&b, "failed at %6.3fs status=%d cluster=%q: %s\n", r.At.Seconds(), r.Status, r.Cluster, r.Err)
+		}
+	}
+	return b.String()
+}
+
+// timeline renders the weight samples with their time from the first one.
+func timeline(samples []weightSample) string {
+	var b strings.Builder
+	for _, s := range samples {
+		fmt.Fprintf(&b, "%6.3fs %v\n", s.At.Sub(samples[0].At).Seconds(), s.Shares)
+	}
+	return b.String()
+}
+
+// routeLags measures how late Traefik follows the weights: from the first sample in which
+// the rising cluster has weight to its first answer, and from the first sample in which the
+// falling cluster has none (after having had some) to its last answer. Sample times are
+// taken from the first sample, which was taken just before the load started.
+func routeLags(rep *load.Report, samples []weightSample, ns, rising, falling string) (first, last time.Duration) {
+	if len(samples) == 0 {
+		return 0, 0
+	}
+	t0 := samples[0].At
+	var up, down time.Duration = -1, -1
+	had := false
+	for _, s := range samples {
+		if up < 0 && s.Shares[rising] > 0 {
+			up = s.At.Sub(t0)
+		}
+		had = had || s.Shares[falling] > 0
+		if down < 0 && had && s.Shares[falling] == 0 {
+			down = s.At.Sub(t0)
+		}
+	}
+	firstAt, lastAt := time.Duration(-1), time.Duration(-1)
+	for _, r := range rep.Results {
+		if r.Failed {
+			continue
+		}
+		if r.Cluster == ns+"/"+rising && (firstAt < 0 || r.At < firstAt) {
+			firstAt = r.At
+		}
+		if r.Cluster == ns+"/"+falling && r.At > lastAt {
+			lastAt = r.At
+		}
+	}
+	return (firstAt - up).Round(time.Millisecond), (lastAt - down).Round(time.Millisecond)
 }
