@@ -14,10 +14,12 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/raysim"
@@ -61,6 +63,8 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	kubelet, err := framework.StartKubelet(env.Config, framework.KubeletOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(kubelet.Stop)
+	// Pods a spec makes by hand (not a RayCluster's) keep the status the spec writes.
+	Expect(kubelet.SetBehavior(ctx, func(p *corev1.Pod) bool { return p.Labels[rayv1.ClusterLabelKey] == "" }, framework.Ignore)).To(Succeed())
 	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: deployDelay})
 	DeferCleanup(dashboards.Close)
 	Expect(dashboards.ListenOnPods(env.Config)).To(Succeed())
