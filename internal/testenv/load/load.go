@@ -176,7 +176,11 @@ func (r *Run) loop(ctx context.Context) {
 func (r *Run) one(ctx context.Context) Result {
 	at := time.Since(r.start)
 	res := Result{At: at}
-	base, err := r.opts.Target(ctx)
+	// The target (e.g. reading a Service's pods) is bounded by the request timeout, not by
+	// the run, for the same reason.
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.Timeout)
+	base, err := r.opts.Target(tctx)
+	cancel()
 	if err != nil {
 		res.Err, res.Failed = "target: "+err.Error(), true
 		return res

@@ -80,6 +80,33 @@ func TestStopReturnsWhatWasSent(t *testing.T) {
 	}
 }
 
+func TestStopDoesNotFailATargetInProgress(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	entered := make(chan struct{}, 1)
+	// A target that reads the API (a Service's pods) takes a while and honours its context.
+	slow := func(ctx context.Context) (string, error) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+			return srv.URL, nil
+		}
+	}
+	r, err := Start(context.Background(), Options{Target: slow, Rate: 100, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	if s := r.Stop().Summary(); s.Sent == 0 || s.Failed != 0 {
+		t.Errorf("stopped while the target was read: %s %v", s, s.Errors)
+	}
+}
+
 func TestRefusesNonLoopback(t *testing.T) {
 	for _, u := range []string{"http://10.0.0.1:8000/", "http://192.168.1.1/", "http://[2001:db8::1]:80/"} {
 		rep, err := Once(context.Background(), Options{Target: URL(u), MaxRequests: 1, Timeout: time.Second})
