@@ -56,7 +56,7 @@ var _ = Describe("load through Traefik during a RayService upgrade", func() {
 		Eventually(rstest.PendingName(ctx, k8s, u.ns, name)).ShouldNot(BeEmpty())
 		green := rstest.PendingName(ctx, k8s, u.ns, name)()
 		Eventually(rstest.ActiveName(ctx, k8s, u.ns, name), time.Minute).Should(Equal(green))
-		Eventually(clusterNames(ctx, u.ns), time.Minute).Should(ConsistOf(green), "the old cluster is deleted after the deletion delay")
+		Eventually(rstest.ClusterNames(ctx, k8s, u.ns), time.Minute).Should(ConsistOf(green), "the old cluster is deleted after the deletion delay")
 		gwRep, svcRep, samples := u.stop()
 
 		label := fmt.Sprintf("incremental 25%%/%ds %s -> %s", upgradeInterval, u.blue, green)
@@ -79,7 +79,7 @@ var _ = Describe("load through Traefik during a RayService upgrade", func() {
 		rstest.Update(ctx, k8s, u.ns, name, func(s *rayv1.RayService) { rstest.SetImage(s, builders.DefaultImage) })
 		Eventually(rstest.PendingName(ctx, k8s, u.ns, name), time.Minute).Should(BeEmpty())
 		Expect(rstest.ActiveName(ctx, k8s, u.ns, name)()).To(Equal(u.blue))
-		Eventually(clusterNames(ctx, u.ns), time.Minute).Should(ConsistOf(u.blue), "the pending cluster is deleted after the deletion delay")
+		Eventually(rstest.ClusterNames(ctx, k8s, u.ns), time.Minute).Should(ConsistOf(u.blue), "the pending cluster is deleted after the deletion delay")
 		gwRep, svcRep, samples := u.stop()
 
 		label := fmt.Sprintf("rollback at 50%% (incremental 25%%/%ds) %s -> %s -> %s", upgradeInterval, u.blue, green, u.blue)
@@ -186,20 +186,6 @@ func gatewayURL(ctx context.Context, ns, name string) string {
 		url = "http://" + net.JoinHostPort(gw.Status.Addresses[0].Value, strconv.Itoa(int(gw.Spec.Listeners[0].Port)))
 	}).Should(Succeed())
 	return url
-}
-
-func clusterNames(ctx context.Context, ns string) func() []string {
-	return func() []string {
-		var list rayv1.RayClusterList
-		Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-		var out []string
-		for _, c := range list.Items {
-			if c.DeletionTimestamp == nil {
-				out = append(out, c.Name)
-			}
-		}
-		return out
-	}
 }
 
 // retireGateway deletes a Gateway and an HTTPRoute when the spec ends: every Gateway of

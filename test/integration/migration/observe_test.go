@@ -19,6 +19,7 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	rayscheme "github.com/raygate/raygate/apis/scheme"
+	"github.com/raygate/raygate/test/integration/internal/rstest"
 )
 
 // podUIDs maps the pods of a namespace's RayClusters, by name, to their UIDs: a recreated
@@ -44,18 +45,7 @@ func podUIDs(ctx context.Context, ns string) func() map[string]types.UID {
 
 // clusterNames are a namespace's RayClusters not being deleted, sorted.
 func clusterNames(ctx context.Context, ns string) func() []string {
-	return func() []string {
-		var list rayv1.RayClusterList
-		Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-		var out []string
-		for _, c := range list.Items {
-			if c.DeletionTimestamp == nil {
-				out = append(out, c.Name)
-			}
-		}
-		sort.Strings(out)
-		return out
-	}
+	return rstest.ClusterNames(ctx, k8s, ns)
 }
 
 func getCluster(ctx context.Context, ns, name string) *rayv1.RayCluster {

@@ -174,17 +174,7 @@ func update(ctx context.Context, ns, name string, change func(*rayv1.RayService)
 func setImage(svc *rayv1.RayService, image string) { rstest.SetImage(svc, image) }
 
 func clusterNames(ctx context.Context, ns string) func() []string {
-	return func() []string {
-		var list rayv1.RayClusterList
-		Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-		var out []string
-		for _, c := range list.Items {
-			if c.DeletionTimestamp == nil {
-				out = append(out, c.Name)
-			}
-		}
-		return out
-	}
+	return rstest.ClusterNames(ctx, k8s, ns)
 }
 
 func getCluster(ctx context.Context, ns, name string) *rayv1.RayCluster {

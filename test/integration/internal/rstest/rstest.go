@@ -5,6 +5,7 @@ package rstest
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/onsi/ginkgo/v2"
@@ -39,6 +40,22 @@ func Get(ctx context.Context, c client.Client, ns, name string) *rayv1.RayServic
 // ActiveName is the RayService's active cluster, to poll.
 func ActiveName(ctx context.Context, c client.Client, ns, name string) func() string {
 	return func() string { return Get(ctx, c, ns, name).Status.ActiveServiceStatus.RayClusterName }
+}
+
+// ClusterNames are a namespace's RayClusters not being deleted, sorted, to poll.
+func ClusterNames(ctx context.Context, c client.Client, ns string) func() []string {
+	return func() []string {
+		var list rayv1.RayClusterList
+		gomega.Expect(c.List(ctx, &list, client.InNamespace(ns))).To(gomega.Succeed())
+		var out []string
+		for _, rc := range list.Items {
+			if rc.DeletionTimestamp == nil {
+				out = append(out, rc.Name)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
 }
 
 // PendingName is the RayService's pending cluster, to poll.
