@@ -3,7 +3,6 @@ package framework
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -75,7 +74,6 @@ func StartKubelet(cfg *rest.Config, opts KubeletOptions) (*Kubelet, error) {
 		return nil, err
 	}
 	k := &Kubelet{c: bg.GetClient(), bg: bg, opts: opts, poke: make(chan event.GenericEvent, 1024), injured: map[types.UID]bool{}}
-	k.nextIP.Store(firstIP(opts.PodIPs))
 	err = ctrl.NewControllerManagedBy(bg).
 		Named("fake-kubelet").
 		For(&corev1.Pod{}).
@@ -185,22 +183,6 @@ func (k *Kubelet) podIP(pod *corev1.Pod) string {
 		return pod.Status.PodIP
 	}
 	return podIPIn(k.opts.PodIPs, k.nextIP.Add(1)-1)
-}
-
-// firstIP is the index of the first address a kubelet hands out: the start of a random /24
-// block in the first half of the pool (the other half is headroom). Suites that `go test`
-// runs at once are separate processes, each with a fake kubelet and listeners on the same
-// loopback range; starting at the same address, they would hand out the same pod IPs and
-// one suite's clients would reach another suite's simulated Ray.
-func firstIP(pool netip.Prefix) uint32 {
-	if !pool.IsValid() {
-		pool = SimulatedPodIPs
-	}
-	if pool.Bits() >= 23 {
-		return 0
-	}
-	blocks := uint32(1) << (24 - pool.Bits())
-	return rand.Uint32N(blocks/2) * 254 //nolint:gosec // spreads processes over the pool; nothing secret
 }
 
 // PodIP is the n-th pod IP (n from 0) of SimulatedPodIPs.

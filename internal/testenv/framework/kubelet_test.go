@@ -38,25 +38,3 @@ func TestPodIP(t *testing.T) {
 	}()
 	PodIP(254 * 256 * 64)
 }
-
-func TestFirstIP(t *testing.T) {
-	pool := SimulatedPodIPs
-	starts := map[uint32]bool{}
-	for range 200 {
-		n := firstIP(netip.Prefix{})
-		if n%254 != 0 {
-			t.Fatalf("firstIP = %d: not the start of a /24 block", n)
-		}
-		// The first half of the pool: half of it is left for the kubelet's pods.
-		if last := netip.MustParseAddr(podIPIn(pool, n)); !pool.Contains(last) || n >= 254*(1<<(24-pool.Bits()))/2 {
-			t.Fatalf("firstIP = %d (%s) is past the first half of %s", n, last, pool)
-		}
-		starts[n] = true
-	}
-	if len(starts) < 150 {
-		t.Errorf("200 kubelets started at only %d different blocks: processes would share pod IPs", len(starts))
-	}
-	if got := firstIP(netip.MustParsePrefix("10.0.0.0/24")); got != 0 {
-		t.Errorf("a /24 pool starts at %d, want 0", got)
-	}
-}
