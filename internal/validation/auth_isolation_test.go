@@ -198,7 +198,6 @@ func TestAuthMessages(t *testing.T) {
 	}
 }
 
-
 func TestAuthOptionsOnUpdate(t *testing.T) {
 	old := cluster(nil)
 	on := cluster(func(rc *rayv1.RayCluster) {
