@@ -115,7 +115,8 @@ func (c *check) authOptions(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 		if ao.Mode != rayv1.AuthModeToken {
 			errs = append(errs, c.related(field.Forbidden(p.Child("enableK8sTokenAuth"),
 				"Kubernetes-delegated token authentication needs mode: token; set it, or remove enableK8sTokenAuth"), p.Child("mode")))
-		} else {
+		} else if oldSpec == nil || !rayspec.K8sTokenAuth(oldSpec) {
+			// Once, when the mode is turned on: not on every scale or relabel.
 			warnings = append(warnings, fmt.Sprintf(WarnK8sTokenAuthRBAC, p.Child("enableK8sTokenAuth")))
 		}
 	}
@@ -124,7 +125,7 @@ func (c *check) authOptions(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 			errs = append(errs, TokenAuthenticationOff(p.Child("mode")))
 		}
 		errs = append(errs, c.tokenAuthRayVersion(spec, path, k8s && !isService)...)
-		errs = append(errs, managedAuthEnv(spec, path)...)
+		errs = append(errs, managedAuthEnv(spec, path, k8s && !isService)...)
 		if k8s && !isService {
 			errs = append(errs, rayTokenVolumes(spec, path)...)
 		}
@@ -159,14 +160,18 @@ func (c *check) tokenAuthRayVersion(spec *rayv1.RayClusterSpec, path *field.Path
 // Ray containers and the autoscaler's env of a token-authenticated cluster: raygate sets
 // them from authOptions, and a value given here would put the token inline in the pod spec
 // or switch the kind of token behind authOptions' back.
-func managedAuthEnv(spec *rayv1.RayClusterSpec, path *field.Path) field.ErrorList {
+func managedAuthEnv(spec *rayv1.RayClusterSpec, path *field.Path, k8s bool) field.ErrorList {
 	var errs field.ErrorList
+	source := "from the cluster's token Secret"
+	if k8s {
+		source = "for the pod's ServiceAccount token"
+	}
 	check := func(env []corev1.EnvVar, p *field.Path) {
 		for i, e := range env {
 			switch e.Name {
 			case rayspec.EnvRayAuthMode, rayspec.EnvRayAuthToken:
 				errs = append(errs, field.Forbidden(p.Index(i).Child("name"),
-					fmt.Sprintf("raygate sets %s from the cluster's token Secret when authOptions.mode is token; remove it", e.Name)))
+					fmt.Sprintf("raygate sets %s %s when authOptions.mode is token; remove it", e.Name, source)))
 			case rayspec.EnvRayEnableK8sTokenAuth:
 				errs = append(errs, field.Forbidden(p.Index(i).Child("name"),
 					fmt.Sprintf("raygate sets %s from authOptions.enableK8sTokenAuth when authOptions.mode is token; remove it and set enableK8sTokenAuth instead", e.Name)))

@@ -196,6 +196,15 @@ func TestAuthMessages(t *testing.T) {
 	if got := errorStrings(errs); !slices.Equal(got, wantAll) {
 		t.Errorf("got %q, want %q", got, wantAll)
 	}
+	errs, _ = RayCluster(cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.RayVersion = "2.55.0"
+		rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
+		rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "RAY_AUTH_MODE", Value: "token"}}
+	}), gateOff)
+	want = "spec.headGroupSpec.template.spec.containers[0].env[0].name: Forbidden: raygate sets RAY_AUTH_MODE for the pod's ServiceAccount token when authOptions.mode is token; remove it"
+	if len(errs) != 1 || errs[0].Error() != want {
+		t.Errorf("got %v, want %q", errs, want)
+	}
 }
 
 func TestAuthOptionsOnUpdate(t *testing.T) {
@@ -217,6 +226,20 @@ func TestAuthOptionsOnUpdate(t *testing.T) {
 	})
 	errs, _ = RayClusterUpdate(unversioned, noVersion, gateOff)
 	diffErrors(t, field.ErrorList{field.Required(p("spec.rayVersion"), "")}, errs)
+
+	// The RBAC warning comes when the delegated mode is turned on, not on every later change.
+	k8s := func(rc *rayv1.RayCluster) {
+		rc.Spec.RayVersion = "2.55.0"
+		rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
+	}
+	_, warnings = RayClusterUpdate(on, cluster(k8s), gateOff)
+	diffWarnings(t, []string{
+		"spec.authOptions changed: pods get authentication settings when they are created, so running pods keep the old ones until they are replaced (upgradeStrategy.type Recreate replaces them now)",
+		"spec.authOptions.enableK8sTokenAuth: the pods' ServiceAccount needs create on tokenreviews (authentication.k8s.io) and subjectaccessreviews (authorization.k8s.io), " +
+			"which raygate does not grant; bind a ClusterRole with them to it, or Ray rejects every request",
+	}, warnings)
+	_, warnings = RayClusterUpdate(cluster(k8s), cluster(func(rc *rayv1.RayCluster) { k8s(rc); rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](3) }), gateOff)
+	diffWarnings(t, nil, warnings)
 
 	// The controller acts on a stored cluster with enableK8sTokenAuth (even one admission
 	// would refuse now), but refuses a stored RayService with it: its dashboard calls would
