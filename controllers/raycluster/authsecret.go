@@ -23,7 +23,8 @@ import (
 // Secrets (the garbage collector deletes the generated one with its cluster). Getting and
 // creating Secrets is not in the generated ClusterRole: it comes with the operator's
 // --token-authentication (Helm value tokenAuthentication.enabled), and without it no Secret
-// is touched (tokenAuthRefused).
+// is touched (tokenAuthRefused). A cluster that delegates token checks to Kubernetes
+// (enableK8sTokenAuth) has no Secret at all, so it needs neither.
 
 // Events about the token Secret. They never carry the token.
 const (
@@ -58,9 +59,10 @@ func authSecret(rc *rayv1.RayCluster, token string) *corev1.Secret {
 
 // tokenAuthRefused: a stored cluster with mode token (admitted before the option was turned
 // off, or while the webhook was off) on a raygate without --token-authentication is reported
-// as invalid, so no Secret is read or created and no pod is created for it.
+// as invalid, so no Secret is read or created and no pod is created for it. The delegated
+// mode reads no Secret, so it is not refused.
 func tokenAuthRefused(spec *rayv1.RayClusterSpec, tokenAuthentication bool) field.ErrorList {
-	if tokenAuthentication || !rayspec.AuthEnabled(spec) {
+	if tokenAuthentication || !rayspec.AuthEnabled(spec) || rayspec.K8sTokenAuth(spec) {
 		return nil
 	}
 	return field.ErrorList{validation.TokenAuthenticationOff(field.NewPath("spec", "authOptions", "mode"))}
@@ -82,7 +84,7 @@ func newAuthToken() (string, error) {
 // is created meanwhile.
 func (r *Reconciler) reconcileAuthSecret(ctx context.Context, p *pass) error {
 	spec := &p.cluster.Spec
-	if !rayspec.AuthEnabled(spec) || rayspec.UserAuthSecret(spec) != "" {
+	if !rayspec.AuthEnabled(spec) || rayspec.K8sTokenAuth(spec) || rayspec.UserAuthSecret(spec) != "" {
 		return nil
 	}
 	name := rayspec.GeneratedAuthSecretName(p.cluster.Name)

@@ -21,6 +21,8 @@ func TestTokenAuthRefused(t *testing.T) {
 		"mode token, option off":     {auth: &rayv1.AuthOptions{Mode: rayv1.AuthModeToken}, refused: true},
 		"a named Secret, option off": {auth: &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, SecretName: ptr.To("team")}, refused: true},
 		"a named Secret, option on":  {auth: &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, SecretName: ptr.To("team")}, enabled: true},
+		// No Secret is read in the delegated mode, so the option does not matter.
+		"Kubernetes-delegated, option off": {auth: &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -39,21 +39,25 @@ func TokenAuthenticationOff(path *field.Path) *field.Error {
 	return field.Forbidden(path, TokenAuthenticationOffMessage)
 }
 
-// K8sTokenAuthNotSupported explains the refusal of authOptions.enableK8sTokenAuth on a
-// RayCluster and the two ways that work today. KubeRay (v1.6 and later; v1.5.1, whose API
-// raygate serves, has no such field) creates nothing for it: it sets RAY_ENABLE_K8S_TOKEN_AUTH
-// and mounts a projected ServiceAccount token, and the user grants the pods' ServiceAccount
-// TokenReview and SubjectAccessReview rights cluster-wide.
-const K8sTokenAuthNotSupported = "Kubernetes-delegated token authentication (KubeRay 1.6+, Ray 2.55+) is not supported by raygate yet, " +
-	"so Ray would not check tokens the way this field promises; remove it and use mode: token (a Secret raygate generates or one named in secretName), " +
-	"or leave authOptions out and set RAY_AUTH_MODE=token, RAY_ENABLE_K8S_TOKEN_AUTH=true and a projected ServiceAccount token volume in the pod templates, " +
-	"as KubeRay's ray-cluster.kubernetes.auth-manual.yaml sample does"
+// K8sTokenAuthOnRayService explains the refusal of authOptions.enableK8sTokenAuth on a
+// RayService: KubeRay refuses it there, and raygate's RayService controller calls the
+// dashboard with the token from the cluster's Secret, which this mode does not have.
+const K8sTokenAuthOnRayService = "KubeRay does not support Kubernetes-delegated token authentication on a RayService; " +
+	"use mode: token, with the Secret raygate generates or one named in secretName"
 
-var minTokenAuthVersion = utilversion.MustParseGeneric(rayspec.MinRayVersionForTokenAuth)
+// WarnK8sTokenAuthRBAC: Ray checks tokens with the API server as the pods' ServiceAccount,
+// and raygate grants that account nothing.
+const WarnK8sTokenAuthRBAC = "%s: the pods' ServiceAccount needs create on tokenreviews (authentication.k8s.io) and subjectaccessreviews (authorization.k8s.io), " +
+	"which raygate does not grant; bind a ClusterRole with them to it, or Ray rejects every request"
 
-// authAndIsolation checks authOptions and networkPolicy. Only enableK8sTokenAuth, which
-// raygate does not implement, is refused on a stored object too: the others concern what
-// admission can still prevent, and the controller acts sensibly on a stored object anyway.
+var (
+	minTokenAuthVersion    = utilversion.MustParseGeneric(rayspec.MinRayVersionForTokenAuth)
+	minK8sTokenAuthVersion = utilversion.MustParseGeneric(rayspec.MinRayVersionForK8sTokenAuth)
+)
+
+// authAndIsolation checks authOptions and networkPolicy. Only enableK8sTokenAuth on a
+// RayService is refused on a stored object too: the others concern what admission can still
+// prevent, and the controller acts sensibly on a stored object anyway.
 func (c *check) authAndIsolation(oldSpec, spec *rayv1.RayClusterSpec, path *field.Path) (field.ErrorList, []string) {
 	errs, warnings := c.authOptions(oldSpec, spec, path)
 	if c.admission() {
@@ -76,13 +80,10 @@ func (c *check) authOptions(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 	}
 	p := path.Child("authOptions")
 	var errs field.ErrorList
-	if ptr.Deref(ao.EnableK8sTokenAuth, false) {
-		why := K8sTokenAuthNotSupported
-		if isService {
-			why = "KubeRay does not support Kubernetes-delegated token authentication on a RayService; use mode: token, with the Secret raygate generates or one named in secretName"
-		}
+	k8s := ptr.Deref(ao.EnableK8sTokenAuth, false)
+	if k8s && isService {
 		// Any change under authOptions counts on update: the refused field is still there.
-		errs = append(errs, c.related(field.Forbidden(p.Child("enableK8sTokenAuth"), why), p))
+		errs = append(errs, c.related(field.Forbidden(p.Child("enableK8sTokenAuth"), K8sTokenAuthOnRayService), p))
 	}
 	if !c.admission() {
 		return errs, nil
@@ -99,6 +100,9 @@ func (c *check) authOptions(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 		switch {
 		case ao.Mode != rayv1.AuthModeToken:
 			errs = append(errs, c.related(field.Forbidden(sp, "a token Secret is used only with mode: token"), p.Child("mode")))
+		case k8s && !isService:
+			errs = append(errs, c.related(field.Forbidden(sp, "no token Secret is used when enableK8sTokenAuth is true: "+
+				"each pod presents its ServiceAccount token; remove secretName or enableK8sTokenAuth"), p.Child("enableK8sTokenAuth")))
 		case *name == "":
 			errs = append(errs, field.Required(sp, "name the Secret holding the token, or leave secretName out to have raygate generate one"))
 		default:
@@ -107,60 +111,126 @@ func (c *check) authOptions(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 			}
 		}
 	}
+	if k8s && !isService {
+		if ao.Mode != rayv1.AuthModeToken {
+			errs = append(errs, c.related(field.Forbidden(p.Child("enableK8sTokenAuth"),
+				"Kubernetes-delegated token authentication needs mode: token; set it, or remove enableK8sTokenAuth"), p.Child("mode")))
+		} else if oldSpec == nil || !rayspec.K8sTokenAuth(oldSpec) {
+			// Once, when the mode is turned on: not on every scale or relabel.
+			warnings = append(warnings, fmt.Sprintf(WarnK8sTokenAuthRBAC, p.Child("enableK8sTokenAuth")))
+		}
+	}
 	if ao.Mode == rayv1.AuthModeToken {
-		if c.policy.TokenAuthenticationOff {
+		if c.policy.TokenAuthenticationOff && !k8s {
 			errs = append(errs, TokenAuthenticationOff(p.Child("mode")))
 		}
-		errs = append(errs, c.tokenAuthRayVersion(spec, path)...)
-		errs = append(errs, managedAuthEnv(spec, path)...)
+		errs = append(errs, c.tokenAuthRayVersion(spec, path, k8s && !isService)...)
+		errs = append(errs, managedAuthEnv(spec, path, k8s && !isService)...)
+		if k8s && !isService {
+			errs = append(errs, rayTokenVolumes(spec, path)...)
+		}
 	}
 	return errs, warnings
 }
 
-// tokenAuthRayVersion: Ray older than 2.52.0 ignores RAY_AUTH_MODE, so the cluster would run
-// open while its owner believes it requires a token.
-func (c *check) tokenAuthRayVersion(spec *rayv1.RayClusterSpec, path *field.Path) field.ErrorList {
+// tokenAuthRayVersion: Ray older than 2.52.0 ignores RAY_AUTH_MODE, and older than 2.55.0
+// RAY_ENABLE_K8S_TOKEN_AUTH, so the cluster would run open (or expect a token it never gets)
+// while its owner believes it requires one.
+func (c *check) tokenAuthRayVersion(spec *rayv1.RayClusterSpec, path *field.Path, k8s bool) field.ErrorList {
 	vp, mode := path.Child("rayVersion"), path.Child("authOptions", "mode")
-	const need = "authOptions.mode token needs Ray " + rayspec.MinRayVersionForTokenAuth + " or newer"
+	need, minVersion := "authOptions.mode token needs Ray "+rayspec.MinRayVersionForTokenAuth+" or newer", minTokenAuthVersion
+	if k8s {
+		need, minVersion = "authOptions.enableK8sTokenAuth needs Ray "+rayspec.MinRayVersionForK8sTokenAuth+" or newer", minK8sTokenAuthVersion
+	}
+	related := []*field.Path{mode, path.Child("authOptions", "enableK8sTokenAuth")}
 	if spec.RayVersion == "" {
-		return field.ErrorList{c.related(field.Required(vp, need+"; set rayVersion to the version of the image"), mode)}
+		return field.ErrorList{c.related(field.Required(vp, need+"; set rayVersion to the version of the image"), related...)}
 	}
 	v, err := utilversion.ParseGeneric(spec.RayVersion)
 	switch {
 	case err != nil:
-		return field.ErrorList{c.related(field.Invalid(vp, spec.RayVersion, need+"; rayVersion is not a version"), mode)}
-	case v.LessThan(minTokenAuthVersion):
-		return field.ErrorList{c.related(field.Invalid(vp, spec.RayVersion, need), mode)}
+		return field.ErrorList{c.related(field.Invalid(vp, spec.RayVersion, need+"; rayVersion is not a version"), related...)}
+	case v.LessThan(minVersion):
+		return field.ErrorList{c.related(field.Invalid(vp, spec.RayVersion, need), related...)}
 	}
 	return nil
 }
 
-// managedAuthEnv refuses RAY_AUTH_MODE and RAY_AUTH_TOKEN in the Ray containers and the
-// autoscaler's env of a token-authenticated cluster: raygate sets them from the Secret, and
-// a value given here would put the token inline in the pod spec.
-func managedAuthEnv(spec *rayv1.RayClusterSpec, path *field.Path) field.ErrorList {
+// managedAuthEnv refuses RAY_AUTH_MODE, RAY_AUTH_TOKEN and RAY_ENABLE_K8S_TOKEN_AUTH in the
+// Ray containers and the autoscaler's env of a token-authenticated cluster: raygate sets
+// them from authOptions, and a value given here would put the token inline in the pod spec
+// or switch the kind of token behind authOptions' back.
+func managedAuthEnv(spec *rayv1.RayClusterSpec, path *field.Path, k8s bool) field.ErrorList {
 	var errs field.ErrorList
+	source := "from the cluster's token Secret"
+	if k8s {
+		source = "for the pod's ServiceAccount token"
+	}
 	check := func(env []corev1.EnvVar, p *field.Path) {
 		for i, e := range env {
-			if e.Name == rayspec.EnvRayAuthMode || e.Name == rayspec.EnvRayAuthToken {
+			switch e.Name {
+			case rayspec.EnvRayAuthMode, rayspec.EnvRayAuthToken:
 				errs = append(errs, field.Forbidden(p.Index(i).Child("name"),
-					fmt.Sprintf("raygate sets %s from the cluster's token Secret when authOptions.mode is token; remove it", e.Name)))
+					fmt.Sprintf("raygate sets %s %s when authOptions.mode is token; remove it", e.Name, source)))
+			case rayspec.EnvRayEnableK8sTokenAuth:
+				errs = append(errs, field.Forbidden(p.Index(i).Child("name"),
+					fmt.Sprintf("raygate sets %s from authOptions.enableK8sTokenAuth when authOptions.mode is token; remove it and set enableK8sTokenAuth instead", e.Name)))
 			}
 		}
 	}
-	containers := func(t *corev1.PodTemplateSpec, p *field.Path) {
-		if len(t.Spec.Containers) > rayv1.RayContainerIndex {
-			check(t.Spec.Containers[rayv1.RayContainerIndex].Env, p.Child("template", "spec", "containers").Index(rayv1.RayContainerIndex).Child("env"))
-		}
-	}
-	containers(&spec.HeadGroupSpec.Template, path.Child("headGroupSpec"))
-	for i := range spec.WorkerGroupSpecs {
-		containers(&spec.WorkerGroupSpecs[i].Template, path.Child("workerGroupSpecs").Index(i))
-	}
+	forRayContainers(spec, path, func(c *corev1.Container, p *field.Path) { check(c.Env, p.Child("env")) })
 	if o := spec.AutoscalerOptions; o != nil {
 		check(o.Env, path.Child("autoscalerOptions", "env"))
 	}
 	return errs
+}
+
+// rayTokenVolumes refuses, in the delegated mode, a template volume or Ray mount that would
+// take the place of the projected ServiceAccount token raygate mounts.
+func rayTokenVolumes(spec *rayv1.RayClusterSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	why := fmt.Sprintf("raygate mounts the pod's ServiceAccount token as volume %s at %s when authOptions.enableK8sTokenAuth is true; remove it",
+		rayspec.RayTokenVolumeName, rayspec.RayTokenMountPath)
+	mounts := func(ms []corev1.VolumeMount, p *field.Path) {
+		for i, m := range ms {
+			switch {
+			case m.Name == rayspec.RayTokenVolumeName:
+				errs = append(errs, field.Forbidden(p.Index(i).Child("name"), why))
+			case m.MountPath == rayspec.RayTokenMountPath:
+				errs = append(errs, field.Forbidden(p.Index(i).Child("mountPath"), why))
+			}
+		}
+	}
+	volumes := func(t *corev1.PodTemplateSpec, p *field.Path) {
+		for i, v := range t.Spec.Volumes {
+			if v.Name == rayspec.RayTokenVolumeName {
+				errs = append(errs, field.Forbidden(p.Child("template", "spec", "volumes").Index(i).Child("name"), why))
+			}
+		}
+	}
+	volumes(&spec.HeadGroupSpec.Template, path.Child("headGroupSpec"))
+	for i := range spec.WorkerGroupSpecs {
+		volumes(&spec.WorkerGroupSpecs[i].Template, path.Child("workerGroupSpecs").Index(i))
+	}
+	forRayContainers(spec, path, func(c *corev1.Container, p *field.Path) { mounts(c.VolumeMounts, p.Child("volumeMounts")) })
+	if o := spec.AutoscalerOptions; o != nil {
+		mounts(o.VolumeMounts, path.Child("autoscalerOptions", "volumeMounts"))
+	}
+	return errs
+}
+
+// forRayContainers calls fn on the Ray container of the head's and each worker group's
+// template, with its path.
+func forRayContainers(spec *rayv1.RayClusterSpec, path *field.Path, fn func(*corev1.Container, *field.Path)) {
+	one := func(t *corev1.PodTemplateSpec, p *field.Path) {
+		if len(t.Spec.Containers) > rayv1.RayContainerIndex {
+			fn(&t.Spec.Containers[rayv1.RayContainerIndex], p.Child("template", "spec", "containers").Index(rayv1.RayContainerIndex))
+		}
+	}
+	one(&spec.HeadGroupSpec.Template, path.Child("headGroupSpec"))
+	for i := range spec.WorkerGroupSpecs {
+		one(&spec.WorkerGroupSpecs[i].Template, path.Child("workerGroupSpecs").Index(i))
+	}
 }
 
 // networkPolicy checks spec.networkPolicy at admission: the feature gate, rules that the

@@ -1,7 +1,7 @@
 package validation
 
 import (
-	"strings"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -77,10 +77,87 @@ func TestAuthOptions(t *testing.T) {
 		"the same env without token auth is the user's business": {mutate: func(rc *rayv1.RayCluster) {
 			rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "RAY_AUTH_MODE", Value: "disabled"}}
 		}},
-		"enableK8sTokenAuth": {
-			mutate: func(rc *rayv1.RayCluster) { token(rc); rc.Spec.AuthOptions.EnableK8sTokenAuth = ptr.To(true) },
+	}
+	k8s := func(rc *rayv1.RayCluster) {
+		token(rc)
+		rc.Spec.RayVersion = "2.55.0"
+		rc.Spec.AuthOptions.EnableK8sTokenAuth = ptr.To(true)
+	}
+	rbac := "spec.authOptions.enableK8sTokenAuth: the pods' ServiceAccount needs create on tokenreviews (authentication.k8s.io) and subjectaccessreviews (authorization.k8s.io), " +
+		"which raygate does not grant; bind a ClusterRole with them to it, or Ray rejects every request"
+	for name, tc := range map[string]struct {
+		mutate   func(*rayv1.RayCluster)
+		want     field.ErrorList
+		warnings []string
+	}{
+		"Kubernetes-delegated: admitted, with the RBAC the user grants": {mutate: k8s, warnings: []string{rbac}},
+		"delegated without a mode": {
+			mutate:   func(rc *rayv1.RayCluster) { k8s(rc); rc.Spec.AuthOptions.Mode = "" },
+			want:     field.ErrorList{field.Forbidden(p("spec.authOptions.enableK8sTokenAuth"), "")},
+			warnings: []string{"spec.authOptions.mode is not set: authentication stays off (as under KubeRay, only mode: token turns it on); set mode: token to require a token"},
+		},
+		"delegated with mode disabled": {
+			mutate: func(rc *rayv1.RayCluster) { k8s(rc); rc.Spec.AuthOptions.Mode = rayv1.AuthModeDisabled },
 			want:   field.ErrorList{field.Forbidden(p("spec.authOptions.enableK8sTokenAuth"), "")},
 		},
+		"delegated with a Secret": {
+			mutate:   func(rc *rayv1.RayCluster) { k8s(rc); rc.Spec.AuthOptions.SecretName = ptr.To("team") },
+			want:     field.ErrorList{field.Forbidden(p("spec.authOptions.secretName"), "")},
+			warnings: []string{rbac},
+		},
+		"delegated with a Ray older than 2.55.0": {
+			mutate:   func(rc *rayv1.RayCluster) { k8s(rc); rc.Spec.RayVersion = "2.54.1" },
+			want:     field.ErrorList{field.Invalid(p("spec.rayVersion"), nil, "")},
+			warnings: []string{rbac},
+		},
+		"delegated without rayVersion": {
+			mutate:   func(rc *rayv1.RayCluster) { k8s(rc); rc.Spec.RayVersion = "" },
+			want:     field.ErrorList{field.Required(p("spec.rayVersion"), "")},
+			warnings: []string{rbac},
+		},
+		"the delegated switch in a Ray container or the autoscaler": {
+			mutate: func(rc *rayv1.RayCluster) {
+				k8s(rc)
+				rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "RAY_ENABLE_K8S_TOKEN_AUTH", Value: "false"}}
+				rc.Spec.AutoscalerOptions = &rayv1.AutoscalerOptions{Env: []corev1.EnvVar{{Name: "RAY_AUTH_TOKEN", Value: "s3cret"}}}
+			},
+			want: field.ErrorList{
+				field.Forbidden(p("spec.headGroupSpec.template.spec.containers[0].env[0].name"), ""),
+				field.Forbidden(p("spec.autoscalerOptions.env[0].name"), ""),
+			},
+			warnings: []string{rbac},
+		},
+		"the delegated switch with a Secret's token": {
+			mutate: func(rc *rayv1.RayCluster) {
+				token(rc)
+				rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "RAY_ENABLE_K8S_TOKEN_AUTH", Value: "true"}}
+			},
+			want: field.ErrorList{field.Forbidden(p("spec.workerGroupSpecs[0].template.spec.containers[0].env[0].name"), "")},
+		},
+		"a volume or mount in the place of the ServiceAccount token": {
+			mutate: func(rc *rayv1.RayCluster) {
+				k8s(rc)
+				head := &rc.Spec.HeadGroupSpec.Template.Spec
+				head.Volumes = append(head.Volumes, corev1.Volume{Name: "ray-token"})
+				head.Containers[0].VolumeMounts = append(head.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "ray-token", MountPath: "/x"})
+				worker := &rc.Spec.WorkerGroupSpecs[0].Template.Spec
+				worker.Containers[0].VolumeMounts = append(worker.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "sa", MountPath: "/var/run/secrets/ray.io/serviceaccount"})
+				rc.Spec.AutoscalerOptions = &rayv1.AutoscalerOptions{VolumeMounts: []corev1.VolumeMount{{Name: "ray-token", MountPath: "/y"}}}
+			},
+			want: field.ErrorList{
+				field.Forbidden(p("spec.headGroupSpec.template.spec.volumes[0].name"), ""),
+				field.Forbidden(p("spec.headGroupSpec.template.spec.containers[0].volumeMounts[0].name"), ""),
+				field.Forbidden(p("spec.workerGroupSpecs[0].template.spec.containers[0].volumeMounts[0].mountPath"), ""),
+				field.Forbidden(p("spec.autoscalerOptions.volumeMounts[0].name"), ""),
+			},
+			warnings: []string{rbac},
+		},
+		"a ray-token volume without the delegated mode is the user's business": {mutate: func(rc *rayv1.RayCluster) {
+			token(rc)
+			rc.Spec.HeadGroupSpec.Template.Spec.Volumes = append(rc.Spec.HeadGroupSpec.Template.Spec.Volumes, corev1.Volume{Name: "ray-token"})
+		}},
+	} {
+		cases[name] = tc
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -108,6 +185,26 @@ func TestAuthMessages(t *testing.T) {
 	if len(errs) != 1 || errs[0].Error() != want {
 		t.Errorf("got %v, want %q", errs, want)
 	}
+	errs, _ = RayCluster(cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.RayVersion = "2.54.0"
+		rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true), SecretName: ptr.To("team")}
+	}), gateOff)
+	wantAll := []string{
+		"spec.authOptions.secretName: Forbidden: no token Secret is used when enableK8sTokenAuth is true: each pod presents its ServiceAccount token; remove secretName or enableK8sTokenAuth",
+		`spec.rayVersion: Invalid value: "2.54.0": authOptions.enableK8sTokenAuth needs Ray 2.55.0 or newer`,
+	}
+	if got := errorStrings(errs); !slices.Equal(got, wantAll) {
+		t.Errorf("got %q, want %q", got, wantAll)
+	}
+	errs, _ = RayCluster(cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.RayVersion = "2.55.0"
+		rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
+		rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "RAY_AUTH_MODE", Value: "token"}}
+	}), gateOff)
+	want = "spec.headGroupSpec.template.spec.containers[0].env[0].name: Forbidden: raygate sets RAY_AUTH_MODE for the pod's ServiceAccount token when authOptions.mode is token; remove it"
+	if len(errs) != 1 || errs[0].Error() != want {
+		t.Errorf("got %v, want %q", errs, want)
+	}
 }
 
 func TestAuthOptionsOnUpdate(t *testing.T) {
@@ -130,11 +227,30 @@ func TestAuthOptionsOnUpdate(t *testing.T) {
 	errs, _ = RayClusterUpdate(unversioned, noVersion, gateOff)
 	diffErrors(t, field.ErrorList{field.Required(p("spec.rayVersion"), "")}, errs)
 
-	// A stored cluster with enableK8sTokenAuth is refused by the controller too.
-	stored := Validator{Gates: gateOff}.StoredRayCluster(cluster(func(rc *rayv1.RayCluster) {
+	// The RBAC warning comes when the delegated mode is turned on, not on every later change.
+	k8s := func(rc *rayv1.RayCluster) {
+		rc.Spec.RayVersion = "2.55.0"
 		rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
-	}))
-	diffErrors(t, field.ErrorList{field.Forbidden(p("spec.authOptions.enableK8sTokenAuth"), "")}, stored)
+	}
+	_, warnings = RayClusterUpdate(on, cluster(k8s), gateOff)
+	diffWarnings(t, []string{
+		"spec.authOptions changed: pods get authentication settings when they are created, so running pods keep the old ones until they are replaced (upgradeStrategy.type Recreate replaces them now)",
+		"spec.authOptions.enableK8sTokenAuth: the pods' ServiceAccount needs create on tokenreviews (authentication.k8s.io) and subjectaccessreviews (authorization.k8s.io), " +
+			"which raygate does not grant; bind a ClusterRole with them to it, or Ray rejects every request",
+	}, warnings)
+	_, warnings = RayClusterUpdate(cluster(k8s), cluster(func(rc *rayv1.RayCluster) { k8s(rc); rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](3) }), gateOff)
+	diffWarnings(t, nil, warnings)
+
+	// The controller acts on a stored cluster with enableK8sTokenAuth (even one admission
+	// would refuse now), but refuses a stored RayService with it: its dashboard calls would
+	// need a token Secret the mode does not have.
+	v := Validator{Gates: gateOff}
+	diffErrors(t, nil, v.StoredRayCluster(cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
+	})))
+	diffErrors(t, field.ErrorList{field.Forbidden(p("spec.rayClusterConfig.authOptions.enableK8sTokenAuth"), "")}, v.StoredRayService(service(func(s *rayv1.RayService) {
+		s.Spec.RayClusterSpec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
+	})))
 }
 
 func TestNetworkPolicy(t *testing.T) {
@@ -246,24 +362,45 @@ func TestNetworkPolicyDNSWarnings(t *testing.T) {
 	}
 }
 
-// The way the refusal of enableK8sTokenAuth points to: KubeRay's manual sample, with the
-// settings in the pod templates and no authOptions, is admitted.
-func TestManualK8sTokenAuthAdmitted(t *testing.T) {
-	rc := cluster(func(rc *rayv1.RayCluster) {
+// KubeRay's two samples of the delegated mode: the manual one (the settings in the pod
+// templates, no authOptions) and the one with authOptions are admitted; moving to
+// authOptions while keeping the manual settings is refused where they would clash.
+func TestK8sTokenAuthSamples(t *testing.T) {
+	manual := func(rc *rayv1.RayCluster) {
 		rc.Spec.RayVersion = "2.55.0"
 		for _, ps := range []*corev1.PodSpec{&rc.Spec.HeadGroupSpec.Template.Spec, &rc.Spec.WorkerGroupSpecs[0].Template.Spec} {
 			ps.ServiceAccountName = "ray-cluster-with-k8s-auth"
 			ps.Containers[0].Env = []corev1.EnvVar{{Name: "RAY_AUTH_MODE", Value: "token"}, {Name: "RAY_ENABLE_K8S_TOKEN_AUTH", Value: "true"}}
-			ps.Containers[0].VolumeMounts = append(ps.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "ray-token", MountPath: "/var/run/secrets/ray.io/serviceaccount"})
-			ps.Volumes = append(ps.Volumes, corev1.Volume{Name: "ray-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}})
+			ps.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "ray-token", MountPath: "/var/run/secrets/ray.io/serviceaccount"}}
+			ps.Volumes = []corev1.Volume{{Name: "ray-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}}}
 		}
-	})
-	errs, _ := RayCluster(rc, gateOff)
-	diffErrors(t, nil, errs)
-	rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
-	errs, _ = RayCluster(rc, gateOff)
-	if got := errs.ToAggregate().Error(); !strings.Contains(got, "spec.authOptions.enableK8sTokenAuth: Forbidden: "+K8sTokenAuthNotSupported) {
-		t.Errorf("got %s", got)
 	}
+	errs, _ := RayCluster(cluster(manual), gateOff)
+	diffErrors(t, nil, errs)
+
+	errs, _ = RayCluster(cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.RayVersion = "2.55.0"
+		rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
+	}), gateOff)
+	diffErrors(t, nil, errs)
+
+	errs, _ = RayCluster(cluster(func(rc *rayv1.RayCluster) {
+		manual(rc)
+		rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
+	}), gateOff)
+	var want field.ErrorList
+	groups := []string{"spec.headGroupSpec", "spec.workerGroupSpecs[0]"}
+	for _, g := range groups {
+		want = append(want,
+			field.Forbidden(p(g+".template.spec.containers[0].env[0].name"), ""),
+			field.Forbidden(p(g+".template.spec.containers[0].env[1].name"), ""))
+	}
+	for _, g := range groups {
+		want = append(want, field.Forbidden(p(g+".template.spec.volumes[0].name"), ""))
+	}
+	for _, g := range groups {
+		want = append(want, field.Forbidden(p(g+".template.spec.containers[0].volumeMounts[0].name"), ""))
+	}
+	diffErrors(t, want, errs)
 }

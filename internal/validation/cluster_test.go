@@ -342,8 +342,9 @@ func TestRayCluster(t *testing.T) {
 			rc.Spec.UpgradeStrategy = &rayv1.RayClusterUpgradeStrategy{Type: ptr.To(rayv1.RayClusterRecreate)}
 		}},
 
-		// Fields raygate does not implement yet, and one behind a gate that is off.
-		"unsupported KubeRay fields": {
+		// A field behind a gate that is off, and one that needs another (enableK8sTokenAuth
+		// needs mode token).
+		"refused KubeRay fields": {
 			mutate: func(rc *rayv1.RayCluster) {
 				rc.Spec.AuthOptions = &rayv1.AuthOptions{EnableK8sTokenAuth: ptr.To(true)}
 				rc.Spec.TLSOptions = &rayv1.TLSOptions{}

@@ -48,7 +48,7 @@ func TestResolvePath(t *testing.T) {
 // storedInvalid is a RayCluster stored while the webhook was off (or under older rules),
 // with one mistake of each kind.
 func storedInvalid(rc *rayv1.RayCluster) {
-	rc.Spec.AuthOptions = &rayv1.AuthOptions{EnableK8sTokenAuth: ptr.To(true)}
+	rc.Spec.AuthOptions = &rayv1.AuthOptions{EnableK8sTokenAuth: ptr.To(true)} // without mode token
 	rc.Spec.HeadGroupSpec.HeadService = &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "x.example"}}
 	rc.Spec.HeadGroupSpec.Resources = map[string]string{"CPU": "0"}
 	g := &rc.Spec.WorkerGroupSpecs[0]

@@ -43,6 +43,16 @@ func TestTokenAuthenticationOff(t *testing.T) {
 			validate: func() field.ErrorList { errs, _ := off.RayService(service(tokenService)); return errs },
 			want:     field.ErrorList{field.Forbidden(p("spec.rayClusterConfig.authOptions.mode"), detail)},
 		},
+		"off: Kubernetes-delegated token auth needs no Secret, so it is admitted": {
+			validate: func() field.ErrorList {
+				errs, _ := off.RayCluster(cluster(func(rc *rayv1.RayCluster) {
+					token(rc)
+					rc.Spec.RayVersion = "2.55.0"
+					rc.Spec.AuthOptions.EnableK8sTokenAuth = ptr.To(true)
+				}))
+				return errs
+			},
+		},
 		"off: mode disabled is admitted": {
 			validate: func() field.ErrorList {
 				errs, _ := off.RayCluster(cluster(func(rc *rayv1.RayCluster) { rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeDisabled} }))

@@ -16,13 +16,14 @@ import (
 
 // TestEveryUnsupportedFieldIsRejected reads the API's doc comments: every field documented
 // as "Not supported by raygate yet" must be rejected at its path when set, so a field the
-// API gains later cannot be silently ignored.
+// API gains later cannot be silently ignored. Today no field is (enableK8sTokenAuth, the
+// last one, is served); the test stays for the next one.
 func TestEveryUnsupportedFieldIsRejected(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "apis", "ray", "v1", "*_types.go"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("API sources not found: %v", err)
 	}
-	found := 0
+	structs := 0
 	for _, file := range files {
 		f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ParseComments)
 		if err != nil {
@@ -37,18 +38,18 @@ func TestEveryUnsupportedFieldIsRejected(t *testing.T) {
 			if !ok {
 				return false
 			}
+			structs++
 			for _, fld := range st.Fields.List {
 				if fld.Doc == nil || !strings.Contains(fld.Doc.Text(), "Not supported by raygate yet") || len(fld.Names) == 0 {
 					continue
 				}
-				found++
 				checkUnsupported(t, ts.Name.Name, fld.Names[0].Name)
 			}
 			return false
 		})
 	}
-	if found == 0 {
-		t.Fatalf("found no unsupported fields; did the doc comments change?")
+	if structs == 0 {
+		t.Fatalf("found no API structs in %v", files)
 	}
 }
 

@@ -68,6 +68,7 @@ func TestLocalModeAndDemo(t *testing.T) {
 	}
 	checkDemo(t, string(demoOut))
 	if strings.Contains(localErr.String(), "INVARIANT VIOLATED") {
+		dump()
 		t.Errorf("make run reported violations:\n%s", localErr.String())
 	}
 

@@ -6,8 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// Optional RayCluster features. Those raygate does not implement yet are documented as such
-// on their fields; the admission webhook rejects them when set.
+// Optional RayCluster features. Any raygate does not implement yet is documented as such
+// on its field; the admission webhook rejects it when set.
 
 // TLSOptions configures mutual TLS between the pods of a Ray cluster.
 type TLSOptions struct {
@@ -28,8 +28,11 @@ const (
 
 // AuthOptions configures authentication of a Ray cluster.
 type AuthOptions struct {
-	// EnableK8sTokenAuth delegates token checks to the Kubernetes API server.
-	// Not supported by raygate yet: the admission webhook rejects it rather than ignore it.
+	// EnableK8sTokenAuth delegates token checks to the Kubernetes API server: with mode
+	// "token", each Ray process presents its pod's projected ServiceAccount token and Ray
+	// checks callers' tokens with TokenReview and SubjectAccessReview (the pods'
+	// ServiceAccount needs create on both). No token Secret is used; needs Ray 2.55.0 or
+	// newer; not on a RayService.
 	// +optional
 	EnableK8sTokenAuth *bool `json:"enableK8sTokenAuth,omitempty"`
 	// SecretName names a Secret in the cluster's namespace whose `auth_token` key holds the

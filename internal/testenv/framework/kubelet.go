@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/raygate/raygate/internal/testenv/kwokcluster"
 )
 
 // Behavior is what the fake kubelet does with a pod.
@@ -57,6 +59,8 @@ type Kubelet struct {
 	bg      *background
 	poke    chan event.GenericEvent
 	nextIP  atomic.Uint32
+	pool    netip.Prefix   // opts.PodIPs, else this process's block (processPodIPs)
+	counter *atomic.Uint32 // &nextIP, else processNextIP
 	mu      sync.Mutex
 	rules   []rule
 	injured map[types.UID]bool // pods whose status a test set; left alone
@@ -74,6 +78,13 @@ func StartKubelet(cfg *rest.Config, opts KubeletOptions) (*Kubelet, error) {
 		return nil, err
 	}
 	k := &Kubelet{c: bg.GetClient(), bg: bg, opts: opts, poke: make(chan event.GenericEvent, 1024), injured: map[types.UID]bool{}}
+	k.pool, k.counter = opts.PodIPs, &k.nextIP
+	if !k.pool.IsValid() {
+		if k.pool, err = processPodIPs(); err != nil {
+			return nil, err
+		}
+		k.counter = &processNextIP
+	}
 	err = ctrl.NewControllerManagedBy(bg).
 		Named("fake-kubelet").
 		For(&corev1.Pod{}).
@@ -182,8 +193,16 @@ func (k *Kubelet) podIP(pod *corev1.Pod) string {
 	if pod.Status.PodIP != "" {
 		return pod.Status.PodIP
 	}
-	return podIPIn(k.opts.PodIPs, k.nextIP.Add(1)-1)
+	return podIPIn(k.pool, k.counter.Add(1)-1)
 }
+
+// The default pool is one block of SimulatedPodIPs claimed by this process, shared by
+// every fake kubelet it starts, so no two pods of the machine's parallel test processes,
+// nor of one process's successive kubelets, ever get the same loopback IP.
+var (
+	processNextIP atomic.Uint32
+	processPodIPs = sync.OnceValues(kwokcluster.ClaimPodIPBlock)
+)
 
 // PodIP is the n-th pod IP (n from 0) of SimulatedPodIPs.
 func PodIP(n uint32) string { return podIPIn(SimulatedPodIPs, n) }

@@ -184,7 +184,10 @@ func (c *Cluster) start(ctx context.Context, o Options, bins Binaries) error {
 	}
 
 	for i := range o.Nodes {
-		n := nodeObject(i, o.NodeCapacity)
+		n, err := nodeObject(i, o.NodeCapacity)
+		if err != nil {
+			return err
+		}
 		if err := env.Client.Create(ctx, n); err != nil {
 			return fmt.Errorf("creating node %s: %w", n.Name, err)
 		}

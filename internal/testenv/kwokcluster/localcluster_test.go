@@ -123,7 +123,10 @@ func TestNodeObject(t *testing.T) {
 	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourcePods: resource.MustParse("500")}
 	seen := map[string]bool{}
 	for i := range MaxNodes {
-		n := nodeObject(i, capacity)
+		n, err := nodeObject(i, capacity)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if n.Name != NodeName(i) || n.Labels[corev1.LabelHostname] != n.Name {
 			t.Fatalf("node %d: name %q, hostname label %q", i, n.Name, n.Labels[corev1.LabelHostname])
 		}
@@ -147,7 +150,10 @@ func TestNodeObject(t *testing.T) {
 	}
 	// The node must not share the caller's map: kwok and the scheduler read status, and
 	// a later mutation by the caller must not leak into created nodes.
-	n := nodeObject(0, capacity)
+	n, err := nodeObject(0, capacity)
+	if err != nil {
+		t.Fatal(err)
+	}
 	capacity[corev1.ResourceCPU] = resource.MustParse("1")
 	if n.Status.Capacity.Cpu().Equal(resource.MustParse("1")) {
 		t.Error("nodeObject aliases the capacity map")

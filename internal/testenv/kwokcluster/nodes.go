@@ -31,20 +31,25 @@ func DefaultNodeCapacity() corev1.ResourceList {
 // NodeName is the name of the i-th node.
 func NodeName(i int) string { return fmt.Sprintf("kwok-node-%d", i) }
 
-// podCIDR gives node i its own /16 so kwok never runs out of pod IPs on one node (its
-// default pool is a single /24 shared by every node, and in 10.0.0.0/8): the i-th /18 of
-// PodIPs.
-func podCIDR(i int) string {
-	a := PodIPs.Addr().As4()
-	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
-	v += uint32(i) << (32 - 18)
-	return netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), 18).String()
+// podCIDR gives node i its own /18 so kwok never runs out of pod IPs on one node (its
+// default pool is a single /24 shared by every node, and in 10.0.0.0/8): the i-th block of
+// PodIPs this process claimed (ClaimPodIPBlocks), so a parallel process never gets the same.
+func podCIDR(i int) (string, error) {
+	blocks, err := ClaimPodIPBlocks(i + 1)
+	if err != nil {
+		return "", fmt.Errorf("node %d: %w", i, err)
+	}
+	return blocks[i].String(), nil
 }
 
 // nodeObject is the i-th Node: kwok manages it (--manage-all-nodes), the scheduler sees its
 // capacity, and it has no taints so ordinary pods land on it.
-func nodeObject(i int, capacity corev1.ResourceList) *corev1.Node {
+func nodeObject(i int, capacity corev1.ResourceList) (*corev1.Node, error) {
 	name := NodeName(i)
+	cidr, err := podCIDR(i)
+	if err != nil {
+		return nil, err
+	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name,
@@ -55,12 +60,12 @@ func nodeObject(i int, capacity corev1.ResourceList) *corev1.Node {
 			},
 			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
 		},
-		Spec: corev1.NodeSpec{PodCIDR: podCIDR(i), PodCIDRs: []string{podCIDR(i)}},
+		Spec: corev1.NodeSpec{PodCIDR: cidr, PodCIDRs: []string{cidr}},
 		Status: corev1.NodeStatus{
 			Capacity:    capacity.DeepCopy(),
 			Allocatable: capacity.DeepCopy(),
 		},
-	}
+	}, nil
 }
 
 // nodeReady reports whether kwok has initialised the node (Ready condition True).

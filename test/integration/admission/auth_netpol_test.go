@@ -41,6 +41,21 @@ var _ = Describe("authentication and network isolation through kubectl", func() 
 		Expect(stderr).To(Equal(`The RayCluster "inline" is invalid: spec.autoscalerOptions.env[0].name: Forbidden: raygate sets RAY_AUTH_TOKEN from the cluster's token Secret when authOptions.mode is token; remove it` + "\n"))
 	})
 
+	It("admits Kubernetes-delegated token authentication with a warning about the review rights, and refuses it with a Secret or an older Ray", func(ctx context.Context) {
+		const rbac = "Warning: spec.authOptions.enableK8sTokenAuth: the pods' ServiceAccount needs create on tokenreviews (authentication.k8s.io) and subjectaccessreviews (authorization.k8s.io), " +
+			"which raygate does not grant; bind a ClusterRole with them to it, or Ray rejects every request\n"
+		stdout, stderr, err := kubectl(ctx, tokenCluster("k8s-auth", "2.55.0", "    enableK8sTokenAuth: true\n"), "apply", "-f", "-")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Expect(stdout).To(Equal("raycluster.ray.io/k8s-auth created\n"))
+		Expect(stderr).To(Equal(rbac))
+
+		_, stderr, err = kubectl(ctx, tokenCluster("k8s-auth-secret", "2.54.0", "    enableK8sTokenAuth: true\n    secretName: team-token\n"), "apply", "-f", "-")
+		Expect(err).To(HaveOccurred())
+		Expect(stderr).To(Equal(rbac + `The RayCluster "k8s-auth-secret" is invalid: ` + "\n" +
+			`* spec.authOptions.secretName: Forbidden: no token Secret is used when enableK8sTokenAuth is true: each pod presents its ServiceAccount token; remove secretName or enableK8sTokenAuth` + "\n" +
+			`* spec.rayVersion: Invalid value: "2.54.0": authOptions.enableK8sTokenAuth needs Ray 2.55.0 or newer` + "\n"))
+	})
+
 	It("warns that authOptions without a mode leaves the cluster open", func(ctx context.Context) {
 		open := autoscaling("no-mode", "2.52.0", "  authOptions: {}\n", "", "")
 		stdout, stderr, err := kubectl(ctx, open, "apply", "-f", "-")

@@ -68,9 +68,9 @@ func edit(manifest, old, replacement string) string {
 	return strings.Replace(manifest, old, replacement, 1)
 }
 
-// threeMistakes has three independent mistakes: an unsupported field (Kubernetes token auth,
-// which KubeRay does not support on a RayService either), inverted replica bounds, and a
-// route prefix without its slash.
+// threeMistakes has three independent mistakes: Kubernetes-delegated token auth, which
+// raygate serves on a RayCluster but, as KubeRay, refuses on a RayService (on a stored object
+// too), inverted replica bounds, and a route prefix without its slash.
 const threeMistakes = `apiVersion: ray.io/v1
 kind: RayService
 metadata:
