@@ -29,6 +29,11 @@ var _ = Describe("Without the Gateway API CRDs", Ordered, func() {
 		kl, err := framework.StartKubelet(plain.Config, framework.KubeletOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(kl.Stop)
+		// The simulators must listen on this control plane's pods too (pod IPs never repeat
+		// across the process's kubelets, so nothing else answers there).
+		ps, err := framework.StartPodServers(plain.Config, dashboards.Registry)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(ps.Stop)
 		m, err := framework.StartManager(plain, dashboards.Wire(framework.ManagerOptions()))
 		Expect(err).NotTo(HaveOccurred(), "the manager starts without the Gateway API")
 		DeferCleanup(m.Stop)
