@@ -61,7 +61,8 @@ manifests: tools ## Generate CRDs (trimmed to fit etcd's object size limit; ray.
 	cp config/webhook/manifests.yaml charts/raygate/generated/webhooks.yaml
 
 .PHONY: verify
-verify: ## Fail if regenerating changes any generated file.
+verify: ## Fail if regenerating changes any generated file, or if git tracks a built program or an oversized file.
+	hack/verify-files.sh
 	hack/verify-generated.sh
 
 .PHONY: lint
