@@ -62,6 +62,8 @@ func renderReport(r *results, analysis, assets string) string {
 	renderUpgrade(&m, r.Upgrade)
 	renderAdmission(&m, r.Admission)
 	renderNoise(&m, r.Noise)
+	renderMemory(&m, r.Memory)
+	renderSizing(&m, r, defaultConcurrency())
 	renderMethod(&m)
 	return strings.TrimRight(m.String(), "\n") + "\n"
 }
@@ -116,7 +118,7 @@ func renderScale(m *md, r *results, assets string) {
 			renderClusterWrites(m, s)
 		}
 		if len(g.Timeline) > 0 || len(s.Reference.Timeline) > 0 {
-			m.p("![ready over time, %d RayClusters, %s stages](%s/%s)", s.Clusters, s.Stages, assets, plotName(s))
+			m.p("![ready over time, %d RayClusters, %s pod stages](%s/%s)", s.Clusters, stagesLabel(s.Stages), assets, plotName(s))
 		}
 		if len(s.Sweep) > 0 {
 			renderSweep(m, s)
@@ -129,8 +131,10 @@ func stagesLabel(s string) string {
 	switch s {
 	case "fast":
 		return "fast (Ready at once)"
-	case "", "general":
+	case "general":
 		return "general (1–6 s per transition)"
+	case "":
+		return "unrecorded" // results saved before the stages were recorded
 	}
 	return s
 }
