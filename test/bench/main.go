@@ -4,6 +4,7 @@
 // every scenario and rewrites docs/benchmarks.md; see that file for what is measured.
 //
 //	go run ./test/bench -scenarios scale -sizes 100
+//	go run ./test/bench -scenarios memory -memory-sizes 500,2000
 //	go run ./test/bench -report-only   # re-render docs/benchmarks.md from the saved results
 package main
 

@@ -365,6 +365,8 @@ func renderMethod(m *md) {
 		"  ready (RayCluster `status.state: ready`; ReplicaSet `readyReplicas` = 4).\n" +
 		"- **Memory and CPU**: `VmHWM` from `/proc/<pid>/status` and `utime + stime` from\n" +
 		"  `/proc/<pid>/stat` of the operator process at the end of the run (after the quiet window).\n" +
+		"  The memory scenario (section 5) also reads `VmRSS` and the Go heap in use once the operator has\n" +
+		"  settled, at each count of `-memory-sizes`, raygate alone on a fresh cluster each.\n" +
 		"- **Profiles**: the largest run saves CPU (first 30 s) and heap profiles of the operator\n" +
 		"  (`--pprof-bind-address`) next to the logs; the path is printed.")
 	m.WriteString("## Reproduce\n\n")
@@ -372,6 +374,7 @@ func renderMethod(m *md) {
 		"make bench                                   # every scenario; rewrites this page (10-25 minutes)\n" +
 		"make bench BENCH_ARGS='-scenarios scale -sizes 100 -sweep \"\"'   # one quick scale run\n" +
 		"go run ./test/bench -scenarios admission\n" +
+		"go run ./test/bench -scenarios memory,noise   # memory growth per 1,000 pods, unrelated objects\n" +
 		"go run ./test/bench -keep-logs -out DIR ...     # keep component logs and audit logs in DIR\n" +
 		"go run ./test/bench -audit-all ...              # also count every component's writes per object\n" +
 		"go run ./test/bench -reference=false -operator-env GOMEMLIMIT=90MiB ...   # quick experiments\n" +
