@@ -28,21 +28,31 @@ import (
 // cannot read with certainty — a missing member, a key written with escapes, a key given
 // twice — answers false, and the request takes the full path.
 func unchangedUpdate(req admission.Request) bool {
-	_, ok := unchangedKey(req)
+	_, _, ok := unchangedMembers(req)
 	return ok
 }
 
-// unchangedKey is unchangedUpdate with a digest of the unchanged spec and metadata.
-func unchangedKey(req admission.Request) (key [sha256.Size]byte, ok bool) {
+// unchangedMembers are the spec and metadata of an unchanged update (ok false otherwise).
+func unchangedMembers(req admission.Request) (spec, meta []byte, ok bool) {
 	if req.Operation != admissionv1.Update {
-		return key, false
+		return nil, nil, false
 	}
-	spec, meta, ok := specAndMetadata(req.Object.Raw)
+	spec, meta, ok = specAndMetadata(req.Object.Raw)
 	if !ok {
-		return key, false
+		return nil, nil, false
 	}
 	oldSpec, oldMeta, ok := specAndMetadata(req.OldObject.Raw)
 	if !ok || !bytes.Equal(spec, oldSpec) || !bytes.Equal(meta, oldMeta) {
+		return nil, nil, false
+	}
+	return spec, meta, true
+}
+
+// unchangedKey is a digest of the spec and metadata of an unchanged update, for the
+// mutating webhook's clean set.
+func unchangedKey(req admission.Request) (key [sha256.Size]byte, ok bool) {
+	spec, meta, ok := unchangedMembers(req)
+	if !ok {
 		return key, false
 	}
 	h := sha256.New()
