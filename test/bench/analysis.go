@@ -239,7 +239,7 @@ func handWritten(text string) []string {
 
 var (
 	actionRE          = regexp.MustCompile(`(?s)\{\{.*?\}\}`)
-	digitWordRE       = regexp.MustCompile("[^\\s]*[0-9][^\\s]*")
+	digitWordRE       = regexp.MustCompile(`\S*[0-9]\S*`)
 	allowedDigitWords = map[string]bool{"p50": true, "p90": true, "p99": true, "409": true}
 )
 
