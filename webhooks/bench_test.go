@@ -257,3 +257,31 @@ func BenchmarkValidateRayServiceDensestServeConfig(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkValidateRayServiceUpdateNoChange: an update that changes nothing, as a GitOps tool
+// re-applying an unchanged manifest sends.
+func BenchmarkValidateRayServiceUpdateNoChange(b *testing.B) {
+	svc := productionService()
+	defaulting.RayService(svc)
+	serve(b, webhooks.ValidateRayServicePath, review(b, admissionv1.Update, svc, svc), allowed(false))
+}
+
+// BenchmarkValidateRayServiceUpdateStatusOnly: an update of the main resource whose object
+// differs from the stored one only in status (the API server keeps the stored status).
+func BenchmarkValidateRayServiceUpdateStatusOnly(b *testing.B) {
+	old := productionService()
+	defaulting.RayService(old)
+	svc := old.DeepCopy()
+	svc.Status.ObservedGeneration = 7
+	svc.Status.ServiceStatus = rayv1.Running
+	serve(b, webhooks.ValidateRayServicePath, review(b, admissionv1.Update, svc, old), allowed(false))
+}
+
+func BenchmarkMutateRayServiceUpdateStatusOnly(b *testing.B) {
+	old := productionService()
+	defaulting.RayService(old)
+	svc := old.DeepCopy()
+	svc.Status.ObservedGeneration = 7
+	svc.Status.ServiceStatus = rayv1.Running
+	serve(b, webhooks.MutateRayServicePath, review(b, admissionv1.Update, svc, old), allowed(false))
+}

@@ -26,10 +26,16 @@ type mutator[T client.Object] struct {
 	decoder admission.Decoder
 	newObj  func() T
 	apply   func(T)
+	// clean remembers unchanged updates that defaulting left as they were (unchanged.go).
+	clean cleanSet
 }
 
 func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	key, unchanged := unchangedKey(req)
+	if unchanged && m.clean.has(key) {
 		return admission.Allowed("")
 	}
 	obj := m.newObj()
@@ -46,6 +52,9 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 	// reflect, not equality.Semantic: the latter calls a nil map equal to an empty one, and
 	// rayStartParams: {} (a default) must be patched in when a client-side apply drops it.
 	if reflect.DeepEqual(original, obj) {
+		if unchanged {
+			m.clean.add(key)
+		}
 		return admission.Allowed("")
 	}
 	patches, err := defaultingPatch(req.Object.Raw, original, obj)

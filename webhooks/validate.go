@@ -24,6 +24,9 @@ type rayClusterValidator struct {
 }
 
 func (v *rayClusterValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if unchangedUpdate(req) {
+		return admission.Allowed("")
+	}
 	obj, old := &rayv1.RayCluster{}, &rayv1.RayCluster{}
 	if resp, ok := decode(v.decoder, req, obj, old); !ok {
 		return resp
@@ -51,6 +54,9 @@ type rayServiceValidator struct {
 }
 
 func (v *rayServiceValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if unchangedUpdate(req) {
+		return admission.Allowed("")
+	}
 	obj, old := &rayv1.RayService{}, &rayv1.RayService{}
 	if resp, ok := decode(v.decoder, req, obj, old); !ok {
 		return resp

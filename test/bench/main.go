@@ -4,6 +4,7 @@
 // every scenario and rewrites docs/benchmarks.md; see that file for what is measured.
 //
 //	go run ./test/bench -scenarios scale -sizes 100
+//	go run ./test/bench -scenarios memory -memory-sizes 500,2000
 //	go run ./test/bench -report-only   # re-render docs/benchmarks.md from the saved results
 package main
 
@@ -38,6 +39,7 @@ func main() {
 type flags struct {
 	scenarios   []string
 	sizes       []int
+	memorySizes []int
 	concurrency int
 	sweep       []int
 	quiet       time.Duration
@@ -57,9 +59,10 @@ type flags struct {
 
 func parseFlags() (flags, error) {
 	var f flags
-	scenarios := flag.String("scenarios", "scale,upgrade,admission,noise", "comma-separated scenarios: scale, upgrade, admission, noise")
+	scenarios := flag.String("scenarios", "scale,upgrade,admission,noise,memory", "comma-separated scenarios: scale, upgrade, admission, noise, memory")
+	memorySizes := flag.String("memory-sizes", "500,2000", "numbers of RayClusters of the memory scenario (RSS growth per 1,000 pods between the smallest and the largest)")
 	sizes := flag.String("sizes", "100,1000", "numbers of RayClusters for the scale scenario")
-	flag.IntVar(&f.concurrency, "concurrency", 4, "raygate's --reconcile-concurrency in the main scale runs (its default)")
+	flag.IntVar(&f.concurrency, "concurrency", defaultConcurrency(), "raygate's --reconcile-concurrency in the main scale runs (its default)")
 	sweep := flag.String("sweep", "8,16", "other --reconcile-concurrency values, measured at the largest size (empty: none)")
 	flag.DurationVar(&f.quiet, "quiet", 60*time.Second, "quiet window after convergence in which writes are counted")
 	flag.IntVar(&f.admissionN, "admission-requests", 2000, "server-side dry-run creates per webhook setting")
@@ -89,12 +92,15 @@ func parseFlags() (flags, error) {
 	if f.sizes, err = ints(*sizes); err != nil {
 		return f, fmt.Errorf("-sizes: %w", err)
 	}
+	if f.memorySizes, err = ints(*memorySizes); err != nil {
+		return f, fmt.Errorf("-memory-sizes: %w", err)
+	}
 	if f.sweep, err = ints(*sweep); err != nil {
 		return f, fmt.Errorf("-sweep: %w", err)
 	}
 	for _, s := range f.scenarios {
 		switch s {
-		case "scale", "upgrade", "admission", "noise":
+		case "scale", "upgrade", "admission", "noise", "memory":
 		default:
 			return f, fmt.Errorf("unknown scenario %q", s)
 		}
@@ -191,6 +197,10 @@ func run() error {
 			r := runNoise(ctx, b)
 			res.Noise = &r
 			_ = enc.Encode(r.line())
+		case "memory":
+			r := runMemory(ctx, b, f.memorySizes, f.concurrency)
+			res.Memory = &r
+			_ = enc.Encode(r)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -62,6 +62,8 @@ func renderReport(r *results, analysis, assets string) string {
 	renderUpgrade(&m, r.Upgrade)
 	renderAdmission(&m, r.Admission)
 	renderNoise(&m, r.Noise)
+	renderMemory(&m, r.Memory)
+	renderSizing(&m, r, defaultConcurrency())
 	renderMethod(&m)
 	return strings.TrimRight(m.String(), "\n") + "\n"
 }
@@ -116,7 +118,7 @@ func renderScale(m *md, r *results, assets string) {
 			renderClusterWrites(m, s)
 		}
 		if len(g.Timeline) > 0 || len(s.Reference.Timeline) > 0 {
-			m.p("![ready over time, %d RayClusters, %s stages](%s/%s)", s.Clusters, s.Stages, assets, plotName(s))
+			m.p("![ready over time, %d RayClusters, %s pod stages](%s/%s)", s.Clusters, stagesLabel(s.Stages), assets, plotName(s))
 		}
 		if len(s.Sweep) > 0 {
 			renderSweep(m, s)
@@ -129,8 +131,10 @@ func stagesLabel(s string) string {
 	switch s {
 	case "fast":
 		return "fast (Ready at once)"
-	case "", "general":
+	case "general":
 		return "general (1–6 s per transition)"
+	case "":
+		return "unrecorded" // results saved before the stages were recorded
 	}
 	return s
 }
@@ -361,6 +365,8 @@ func renderMethod(m *md) {
 		"  ready (RayCluster `status.state: ready`; ReplicaSet `readyReplicas` = 4).\n" +
 		"- **Memory and CPU**: `VmHWM` from `/proc/<pid>/status` and `utime + stime` from\n" +
 		"  `/proc/<pid>/stat` of the operator process at the end of the run (after the quiet window).\n" +
+		"  The memory scenario (section 5) also reads `VmRSS` and the Go heap in use once the operator has\n" +
+		"  settled, at each count of `-memory-sizes`, raygate alone on a fresh cluster each.\n" +
 		"- **Profiles**: the largest run saves CPU (first 30 s) and heap profiles of the operator\n" +
 		"  (`--pprof-bind-address`) next to the logs; the path is printed.")
 	m.WriteString("## Reproduce\n\n")
@@ -368,6 +374,7 @@ func renderMethod(m *md) {
 		"make bench                                   # every scenario; rewrites this page (10-25 minutes)\n" +
 		"make bench BENCH_ARGS='-scenarios scale -sizes 100 -sweep \"\"'   # one quick scale run\n" +
 		"go run ./test/bench -scenarios admission\n" +
+		"go run ./test/bench -scenarios memory,noise   # memory growth per 1,000 pods, unrelated objects\n" +
 		"go run ./test/bench -keep-logs -out DIR ...     # keep component logs and audit logs in DIR\n" +
 		"go run ./test/bench -audit-all ...              # also count every component's writes per object\n" +
 		"go run ./test/bench -reference=false -operator-env GOMEMLIMIT=90MiB ...   # quick experiments\n" +

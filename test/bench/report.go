@@ -82,7 +82,7 @@ func verdicts(r *results) []verdict {
 				fmt.Sprintf("%.1f ms (p99 %.1f ms on, %.1f ms off)", c.AddedP99Ms, c.On.P99Ms, c.Off.P99Ms), status(c.AddedP99Ms < targetAddedP99Ms)})
 		}
 	}
-	return v
+	return append(v, memoryVerdicts(r)...)
 }
 
 // recommendConcurrency picks, among the runs at one size, the smallest reconcile
@@ -178,7 +178,11 @@ func writeReport(docsPath, assetsDir string, r *results) error {
 	if err != nil {
 		return err
 	}
-	md := renderReport(r, strings.TrimSpace(string(analysis)), filepath.ToSlash(rel))
+	text, err := renderAnalysis(strings.TrimSpace(string(analysis)), r)
+	if err != nil {
+		return fmt.Errorf("test/bench/analysis.md: %w", err)
+	}
+	md := renderReport(r, text, filepath.ToSlash(rel))
 	return os.WriteFile(docsPath, []byte(md), 0o644)
 }
 

@@ -24,6 +24,7 @@ type results struct {
 	Upgrade         *upgradeResult   `json:"upgrade,omitempty"`
 	Admission       *admissionResult `json:"admission,omitempty"`
 	Noise           *noiseResult     `json:"noise,omitempty"`
+	Memory          *memoryResult    `json:"memory,omitempty"`
 }
 
 // machine is where the figures were taken.
@@ -92,7 +93,28 @@ func loadResults(path string) (*results, error) {
 		return nil, err
 	}
 	var r results
-	return &r, json.Unmarshal(b, &r)
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	backfill(&r)
+	return &r, nil
+}
+
+// backfill derives what results saved before a field existed still hold in other fields
+// (status writes per RayCluster from the writes by resource); nothing is estimated.
+func backfill(r *results) {
+	for i := range r.Scale {
+		s := &r.Scale[i]
+		runs := []*scaleRun{&s.Raygate}
+		if s.KubeRay != nil {
+			runs = append(runs, s.KubeRay)
+		}
+		for _, run := range runs {
+			if run.StatusWritesPerObj == 0 && run.Requests != nil && s.Clusters > 0 {
+				run.StatusWritesPerObj = float64(statusWrites(*run.Requests)) / float64(s.Clusters)
+			}
+		}
+	}
 }
 
 // line is the scenario's JSON line: the result without the per-object timelines.
