@@ -202,6 +202,46 @@ var _ = Describe("Switching between KubeRay and raygate", Ordered, ContinueOnFai
 		Eventually(func() map[string]string { return getCluster(ctx, ns, active).Annotations }).Should(HaveKeyWithValue(rayv1.KubeRayVersionKey, "v1.5.1"))
 		Expect(getCluster(ctx, ns, active).Annotations).To(HaveKeyWithValue(rayv1.HashWithoutReplicasAndWorkersToDeleteKey, hash))
 	})
+
+	// Not a promise but a record of KubeRay v1.5.1's behaviour, for the migration guide ("let
+	// upgrades finish before switching back"): on its first pass it rewrites an active cluster
+	// whose ray.io/kuberay-version is not its own from the RayService's current spec, in
+	// place, before it compares spec hashes; the RayCluster controller recreates no pod for a
+	// changed template, so the running pods keep the old image and no new cluster comes.
+	It("KubeRay, started on raygate's RayService whose spec changed while no operator ran, updates the active cluster in place and recreates no pod", func(ctx context.Context) {
+		By("raygate takes over again and stamps the RayService's cluster as its own")
+		stopKubeRay()
+		stopRaygate = startRaygate()
+		active := rstest.WaitServing(ctx, k8s, ns, service)
+		Eventually(func() map[string]string { return getCluster(ctx, ns, active).Annotations }).Should(And(
+			HaveKey(rayv1.SpecHashKey), Not(HaveKeyWithValue(rayv1.KubeRayVersionKey, "v1.5.1"))))
+		Eventually(raygateIdle).Should(BeTrue())
+		pods := podUIDs(ctx, ns)()
+		clusters := clusterNames(ctx, ns)()
+		before := imagesOf(ctx, ns, active)()
+		stopRaygate()
+
+		By("changing the RayService's image while no operator runs")
+		const changed = "rayproject/ray:2.53.0"
+		rstest.Update(ctx, k8s, ns, service, func(s *rayv1.RayService) { rstest.SetImage(s, changed) })
+		ready := watchReadiness(ns, service)
+		stopKubeRay = startKubeRay(ctx)
+
+		By("recording what KubeRay does")
+		specImage := func() string {
+			return getCluster(ctx, ns, active).Spec.HeadGroupSpec.Template.Spec.Containers[0].Image
+		}
+		Eventually(specImage).Should(Equal(changed), "KubeRay rewrites the active cluster's spec in place")
+		Consistently(clusterNames(ctx, ns), settle).Should(Equal(clusters), "no new cluster")
+		Expect(podUIDs(ctx, ns)()).To(Equal(pods), "no pod recreated")
+		Expect(imagesOf(ctx, ns, active)()).To(Equal(before), "the running pods keep the old image")
+		Expect(rstest.PendingName(ctx, k8s, ns, service)()).To(BeEmpty())
+		Expect(rstest.ActiveName(ctx, k8s, ns, service)()).To(Equal(active))
+		Expect(getCluster(ctx, ns, active).Annotations).To(HaveKeyWithValue(rayv1.KubeRayVersionKey, "v1.5.1"))
+		GinkgoWriter.Printf("KubeRay on a spec changed while no operator ran: clusters %v, RayCluster %s image %s, its pods run %v\n",
+			clusterNames(ctx, ns)(), active, specImage(), imagesOf(ctx, ns, active)())
+		ready.expectReadyThroughout()
+	})
 })
 
 // lastDeploys are when each Serve application of a simulated cluster was last (re)deployed.

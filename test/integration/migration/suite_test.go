@@ -2,7 +2,8 @@
 // operator (v1.5.1, the real binary) creates a RayCluster and a RayService; KubeRay stops and
 // raygate (manager and webhooks) takes over without recreating a pod or dropping the
 // RayService's readiness, then upgrades the RayService; raygate stops and KubeRay takes the
-// objects back, again without recreating a pod.
+// objects back, again without recreating a pod. A last spec records what KubeRay does with
+// a raygate-stamped RayService whose spec changed while no operator ran.
 //
 // Pods are run by the fake kubelet, Serve by the dashboard simulators. raygate reaches the
 // simulators in-process; KubeRay reaches the same simulators through a loopback HTTP proxy
