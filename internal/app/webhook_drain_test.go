@@ -128,8 +128,10 @@ func TestDrainingServerAnswersUnreadyAndClosesConnectionsBeforeShutdown(t *testi
 	// server then dials again instead of reusing a connection that shutdown would close.
 	for range 3 {
 		resp := post(t, c, url)
-		if !resp.Close || resp.Header.Get("Connection") != "close" {
-			t.Fatalf("during the drain an answer must close its connection; Close=%v Connection=%q", resp.Close, resp.Header.Get("Connection"))
+		// Go's client reports the answer's "Connection: close" as resp.Close and drops the
+		// connection from its pool, as the API server's client does.
+		if !resp.Close {
+			t.Fatal("during the drain an answer must close its connection (Connection: close)")
 		}
 	}
 	select {
