@@ -85,7 +85,13 @@ func (p *podProc) start(ctx context.Context) error {
 			go s.Run(ctx)
 		}
 	}
-	kubeconfig := filepath.Join(p.dir, "kubeconfig")
+	// The kubelet starts containers only once their volumes are mounted.
+	for _, dir := range mounts {
+		if err := waitFor(ctx, filepath.Join(dir, "..data"), 2*time.Minute); err != nil {
+			return err
+		}
+	}
+		kubeconfig := filepath.Join(p.dir, "kubeconfig")
 	if err := TokenKubeconfig(ctx, c, p.r.o.Config, pod.Namespace, pod.Spec.ServiceAccountName, &pod, kubeconfig); err != nil {
 		return err
 	}
@@ -222,6 +228,24 @@ func (p *podProc) terminate(ctx context.Context, pod *corev1.Pod) {
 	})
 	err = p.r.o.Client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &p.uid})
 	p.r.event(p.name, "removed from the API: %v", errOrOK(client.IgnoreNotFound(err)))
+}
+
+// waitFor waits until path exists.
+func waitFor(ctx context.Context, path string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("volume not projected within %s: %s", timeout, path)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func errOrOK(err error) string {
