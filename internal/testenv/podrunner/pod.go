@@ -91,7 +91,7 @@ func (p *podProc) start(ctx context.Context) error {
 			return err
 		}
 	}
-		kubeconfig := filepath.Join(p.dir, "kubeconfig")
+	kubeconfig := filepath.Join(p.dir, "kubeconfig")
 	if err := TokenKubeconfig(ctx, c, p.r.o.Config, pod.Namespace, pod.Spec.ServiceAccountName, &pod, kubeconfig); err != nil {
 		return err
 	}
