@@ -103,7 +103,7 @@ func probePort(c *corev1.Container, p *corev1.Probe) (int32, error) {
 		return 0, fmt.Errorf("only HTTP probes are supported")
 	}
 	if n := p.HTTPGet.Port.IntValue(); n > 0 {
-		return int32(n), nil //nolint:gosec // a port number
+		return int32(n), nil
 	}
 	for _, cp := range c.Ports {
 		if cp.Name == p.HTTPGet.Port.String() {

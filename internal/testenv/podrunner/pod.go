@@ -2,7 +2,6 @@ package podrunner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -118,7 +117,7 @@ func (p *podProc) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		cmd := exec.Command(p.r.o.Binary, args...) //nolint:gosec // the test's own binary
+		cmd := exec.Command(p.r.o.Binary, args...)
 		cmd.Env = append(env, "KUBECONFIG="+kubeconfig)
 		cmd.Stdout, cmd.Stderr = log, log
 		if err := cmd.Start(); err != nil {
@@ -258,8 +257,7 @@ func errOrOK(err error) string {
 func (p *podProc) kill() {
 	if p.cmd != nil && p.cmd.Process != nil {
 		_ = p.cmd.Process.Kill()
-		<-p.exited
-		p.exited <- errors.New("killed")
+		p.exited <- fmt.Errorf("killed: %w", <-p.exited)
 	}
 }
 
