@@ -56,12 +56,12 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	batch.cacheOptions(&mgrOpts.Cache)
 
 	if o.EnableWebhooks {
-		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{
+		mgrOpts.WebhookServer = newDrainingServer(webhook.NewServer(webhook.Options{
 			Host:    o.WebhookHost,
 			Port:    o.WebhookPort,
 			CertDir: o.WebhookCertDir,
 			TLSOpts: o.tlsOptions(),
-		})
+		}), o.WebhookShutdownDrain)
 	}
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {

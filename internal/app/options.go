@@ -73,6 +73,9 @@ type Options struct {
 	// (Helm value tokenAuthentication.enabled). Off: admission refuses mode token and
 	// raygate never reads or writes a Secret.
 	TokenAuthentication bool
+	// WebhookShutdownDrain is how long the webhook server keeps answering, unready and
+	// closing each connection after its answer, between the stop signal and its shutdown.
+	WebhookShutdownDrain time.Duration
 
 	// DashboardResolver (not a flag) locates Ray dashboards; tests and the local mode inject
 	// simulators here. Nil: built from DashboardURLTemplate, or the in-cluster resolver.
@@ -100,6 +103,7 @@ func DefaultOptions() Options {
 		EnableWebhooks:       true,
 		WebhookPort:          9443,
 		WebhookCertDir:       "/tmp/k8s-webhook-server/serving-certs",
+		WebhookShutdownDrain: 2 * time.Second,
 		TLSMinVersion:        "1.2",
 		LogLevel:             "info",
 		LogFormat:            "json",
@@ -126,6 +130,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "Address the webhook server listens on (default: all).")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port of the webhook server.")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory with tls.crt and tls.key for the webhook server; reloaded when they change.")
+	fs.DurationVar(&o.WebhookShutdownDrain, "webhook-shutdown-drain", o.WebhookShutdownDrain, "After SIGTERM, how long the webhook server keeps answering while unready, closing each connection after its answer so the API server reconnects to another replica, before it shuts down; 0: shut down at once.")
 	fs.StringVar(&o.TLSMinVersion, "tls-min-version", o.TLSMinVersion, "Minimum TLS version of the webhook and metrics servers: 1.2 or 1.3.")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Allow HTTP/2 on the webhook and metrics servers (off: HTTP/2 rapid-reset and stream-cancellation attacks).")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: debug, info, warn or error.")
@@ -199,6 +204,9 @@ func (o *Options) Validate() error {
 	}
 	if o.WebhookPort < 1 || o.WebhookPort > 65535 {
 		errs = append(errs, fmt.Sprintf("--webhook-port must be 1-65535, not %d", o.WebhookPort))
+	}
+	if o.WebhookShutdownDrain < 0 || o.WebhookShutdownDrain > time.Minute {
+		errs = append(errs, fmt.Sprintf("--webhook-shutdown-drain must be between 0 and 1m, not %s", o.WebhookShutdownDrain))
 	}
 	if o.MaxPodsPerGroup < 1 {
 		errs = append(errs, fmt.Sprintf("--max-pods-per-group must be at least 1, not %d", o.MaxPodsPerGroup))

@@ -25,6 +25,8 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "bad log format", args: []string{"--log-format=xml"}, wantErr: "--log-format must be json or console"},
 		{name: "bad log level", args: []string{"--log-level=loud"}, wantErr: "--log-level must be"},
 		{name: "zero concurrency", args: []string{"--reconcile-concurrency=0"}, wantErr: "--reconcile-concurrency must be at least 1"},
+		{name: "no drain", args: []string{"--webhook-shutdown-drain=0"}},
+		{name: "negative drain", args: []string{"--webhook-shutdown-drain=-1s"}, wantErr: "--webhook-shutdown-drain must be between 0 and 1m"},
 		{name: "bad port", args: []string{"--webhook-port=70000"}, wantErr: "--webhook-port must be 1-65535"},
 		{name: "dashboard template", args: []string{"--dashboard-url-template=http://127.0.0.1:9000/{namespace}/{name}"}},
 		{name: "bad dashboard template", args: []string{"--dashboard-url-template=http://127.0.0.1:9000/"}, wantErr: "--dashboard-url-template must contain {name}"},

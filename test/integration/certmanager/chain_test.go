@@ -113,6 +113,14 @@ var _ = Describe("the chart in cert-manager mode", Ordered, func() {
 	It("keeps admitting with zero refused writes while the serving certificate, then the CA, is renewed", func(ctx context.Context) {
 		rotate(ctx, op, sync)
 	})
+
+	It("keeps admitting with zero refused writes through a helm upgrade to a new image and a helm rollback, 2 replicas, PDB, maxUnavailable 0", func(ctx context.Context) {
+		upgradeAndRollback(ctx, op)
+	}, NodeTimeout(20*time.Minute))
+
+	It("runs every operator process with the chart's ServiceAccount, never refused by RBAC", func() {
+		expectNoForbidden()
+	})
 })
 
 func status(url string) int {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/raygate/raygate/internal/testenv/podrunner"
 	"github.com/raygate/raygate/internal/testenv/proc"
 )
 
@@ -57,7 +58,11 @@ func startOperator(name, certDir string) *operatorProc {
 		"--webhook-port="+strconv.Itoa(ports[0]),
 		"--webhook-cert-dir="+certDir,
 	)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig, "POD_NAMESPACE="+releaseNS)
+	// The chart's ServiceAccount's token, not the admin's credentials: the operator gets
+	// exactly the RBAC the chart grants (expectNoForbidden reads the log).
+	kubeconfig := filepath.Join(workDir, name+".kubeconfig")
+	Expect(podrunner.TokenKubeconfig(context.Background(), env.Client, env.Config, releaseNS, release, nil, kubeconfig)).To(Succeed())
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "POD_NAMESPACE="+releaseNS)
 	cmd.Stdout, cmd.Stderr = log, log
 	o.p, err = proc.Start(name, cmd)
 	Expect(err).NotTo(HaveOccurred())

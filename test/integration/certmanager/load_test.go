@@ -39,6 +39,8 @@ type load struct {
 	ns      string
 	valid   *unstructured.Unstructured
 	invalid *unstructured.Unstructured
+	// storedName is the RayCluster the updates patch (created first; one per run).
+	storedName string
 
 	mu  sync.Mutex
 	res loadResult
@@ -57,7 +59,7 @@ func readSample(name string) *unstructured.Unstructured {
 }
 
 func newLoad(c client.Client, ns string) *load {
-	l := &load{c: c, ns: ns, valid: readSample("ray_v1_raycluster.yaml"), invalid: readSample("rayservice_invalid.yaml")}
+	l := &load{c: c, ns: ns, valid: readSample("ray_v1_raycluster.yaml"), invalid: readSample("rayservice_invalid.yaml"), storedName: "load-stored"}
 	l.valid.SetNamespace(ns)
 	l.invalid.SetNamespace(ns)
 	return l
@@ -92,7 +94,7 @@ func (l *load) record(err error, wantDenied bool) {
 // run sends requests until stop closes or max requests were sent; it returns the counts.
 func (l *load) run(ctx context.Context, stop <-chan struct{}, maxRequests int) loadResult {
 	stored := l.valid.DeepCopy()
-	stored.SetName("load-stored")
+	stored.SetName(l.storedName)
 	l.record(l.c.Create(ctx, stored), false)
 	for i := 0; ; i++ {
 		select {

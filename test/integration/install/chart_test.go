@@ -229,6 +229,9 @@ var _ = Describe("the Helm chart", func() {
 		Entry("a Lease name with capitals", "leaderElection.id=Raygate", "at '/leaderElection/id'"),
 		Entry("an unknown environment setting", "operatorEnv.enableEverything=true", "additional properties 'enableEverything' not allowed"),
 		Entry("an unknown NetworkPolicy key", "networkPolicy.egress=true", "additional properties 'egress' not allowed"),
+		Entry("a negative preStop sleep", "shutdown.preStopSleepSeconds=-1", "at '/shutdown/preStopSleepSeconds'"),
+		Entry("a drain without a unit", "shutdown.webhookDrain=2", "at '/shutdown/webhookDrain'"),
+		Entry("a grace period the preStop sleep fills", "shutdown.preStopSleepSeconds=30", "shutdown.terminationGracePeriodSeconds (30) must exceed shutdown.preStopSleepSeconds (30)"),
 	)
 
 	It("renders no admission policy by default, and binds them to the watched namespaces in namespace-scoped mode", func() {

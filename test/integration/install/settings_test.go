@@ -110,6 +110,21 @@ var _ = Describe("every setting through Helm", func() {
 		Expect(set).To(HaveKeyWithValue("ENABLE_GCS_FT_REDIS_CLEANUP", "false"))
 	})
 
+	It("stops a pod with the preStop sleep, the webhook drain and the grace period from values", func() {
+		pod := render().deployment().Spec.Template.Spec
+		Expect(pod.TerminationGracePeriodSeconds).To(HaveValue(BeEquivalentTo(30)))
+		Expect(pod.Containers[0].Lifecycle.PreStop.Sleep.Seconds).To(BeEquivalentTo(5))
+		Expect(flagValues(pod.Containers[0].Args)).To(HaveKeyWithValue("webhook-shutdown-drain", "2s"))
+
+		pod = render("-f", allSettings).deployment().Spec.Template.Spec
+		Expect(pod.TerminationGracePeriodSeconds).To(HaveValue(BeEquivalentTo(45)))
+		Expect(pod.Containers[0].Lifecycle.PreStop.Sleep.Seconds).To(BeEquivalentTo(10))
+		Expect(flagValues(pod.Containers[0].Args)).To(HaveKeyWithValue("webhook-shutdown-drain", "3s"))
+
+		// 0: no hook at all (a zero sleep needs a feature gate on older clusters).
+		Expect(render("--set", "shutdown.preStopSleepSeconds=0").deployment().Spec.Template.Spec.Containers[0].Lifecycle).To(BeNil())
+	})
+
 	It("names the image by digest when image.digest is set", func() {
 		digest := "sha256:" + strings.Repeat("ab", 32)
 		c := render("--set", "image.digest="+digest, "--set", "image.tag=9.9.9").deployment().Spec.Template.Spec.Containers[0]
