@@ -2,8 +2,8 @@ package rayservice
 
 import (
 	"fmt"
-	"maps"
 	"github.com/google/go-cmp/cmp"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"

@@ -41,8 +41,8 @@ type world struct {
 	// routeRefusal, when set, is the reason the Gateway refuses the routes with
 	// (Accepted False), as a Gateway whose allowedRoutes exclude them does.
 	routeRefusal string
-	created    int // RayClusters created so far, for names
-	passes     int // reconciles so far
+	created      int // RayClusters created so far, for names
+	passes       int // reconciles so far
 
 	// records are the clusters' serve config records (ConfigMaps), by cluster and hash.
 	records map[string]map[string]*serveConfig
