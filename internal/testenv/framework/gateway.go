@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -87,11 +88,14 @@ func StartGateway(cfg *rest.Config, opts GatewayOptions) (*Gateway, error) {
 		WithOptions(opt).Complete(reconcileFunc(g.reconcileRoute)); err != nil {
 		return nil, err
 	}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("fake-grpcroute").For(&gwv1.GRPCRoute{}).
-		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(g.grpcRoutesInNamespace)).
-		Watches(&gwv1.Gateway{}, handler.EnqueueRequestsFromMapFunc(g.allRoutes(&gwv1.GRPCRouteList{}))).
-		WithOptions(opt).Complete(reconcileFunc(g.reconcileGRPCRoute)); err != nil {
-		return nil, err
+	// GRPCRoutes only where their CRD is installed (a control plane may lack it).
+	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: gwv1.GroupName, Kind: "GRPCRoute"}, gwv1.GroupVersion.Version); err == nil {
+		if err := ctrl.NewControllerManagedBy(mgr).Named("fake-grpcroute").For(&gwv1.GRPCRoute{}).
+			Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(g.grpcRoutesInNamespace)).
+			Watches(&gwv1.Gateway{}, handler.EnqueueRequestsFromMapFunc(g.allRoutes(&gwv1.GRPCRouteList{}))).
+			WithOptions(opt).Complete(reconcileFunc(g.reconcileGRPCRoute)); err != nil {
+			return nil, err
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel, g.done = cancel, make(chan struct{})
