@@ -65,33 +65,25 @@ func planTraffic(in inputs, r roles, serve serveStates, out *planned) (roles, tr
 		}
 	}
 	parent := parentOf(svc, at)
-	var states []routeParentState
 	rtReady, rtNote := objectReady(rtChanged, rtOK, "HTTPRoute "+rayspec.HTTPRouteName(svc.Name))
-	if rtReady {
+	if rtReady && at.Gateway == nil {
 		rtReady, rtNote = routeReady(in.obs.Route, rayspec.GatewayName(svc.Name))
-		if at.Gateway != nil {
-			s := parentState("HTTPRoute", in.obs.Route.Name, svc.Namespace, in.obs.Route.Generation, in.obs.Route.Status.Parents, parent)
-			states = append(states, s)
-			rtReady, rtNote = s.Accepted, s.Note
-		}
-	} else if at.Gateway != nil {
-		states = append(states, routeParentState{Note: rtNote})
+	} else if rtReady {
+		s := parentState("HTTPRoute", in.obs.Route.Name, svc.Namespace, in.obs.Route.Generation, in.obs.Route.Status.Parents, parent)
+		rtReady, rtNote = s.Accepted, s.Note
 	}
 	grpcReady, grpcNote := true, ""
 	if grpcManaged {
+		// The upgrade never moves traffic through a route that is not accepted.
 		grpcReady, grpcNote = objectReady(grpcChanged, grpcOK, "GRPCRoute "+rayspec.GRPCRouteName(svc.Name))
 		if grpcReady {
-			// The upgrade never moves traffic through a route that is not accepted.
 			rt := in.obs.GRPCRoute
 			s := parentState("GRPCRoute", rt.Name, svc.Namespace, rt.Generation, rt.Status.Parents, parent)
-			states = append(states, s)
 			grpcReady, grpcNote = s.Accepted, s.Note
-		} else if at.Gateway != nil {
-			states = append(states, routeParentState{Note: grpcNote})
 		}
 	}
 	if at.Gateway != nil {
-		c := routeAcceptance(states...)
+		c := sharedRouteAcceptance(in, svc.Name, parent, grpcManaged)
 		out.RouteAccepted = &c
 	}
 	capOK, capNote := capacitiesApplied(r, serve)

@@ -204,6 +204,8 @@ type routeParentState struct {
 	Refused bool
 	Reason  string
 	Note    string
+	// Unresolved: accepted, but a backend is not resolved (ResolvedRefs False).
+	Unresolved bool
 }
 
 // parentState reads a route's parent status for the Gateway at parent; routeNS is the
@@ -229,12 +231,39 @@ func parentState(kind, name, routeNS string, generation int64, parents []gwv1.Ro
 			return routeParentState{Note: what + ": " + why}
 		}
 		if c := meta.FindStatusCondition(p.Conditions, string(gwv1.RouteConditionResolvedRefs)); c != nil && c.Status == metav1.ConditionFalse {
-			return routeParentState{Reason: string(gwv1.RouteConditionAccepted),
+			return routeParentState{Unresolved: true,
 				Note: fmt.Sprintf("%s: ResolvedRefs is False (%s: %s)", what, dashboard.Sanitize(c.Reason, 64), dashboard.Sanitize(c.Message, 200))}
 		}
 		return routeParentState{Accepted: true}
 	}
 	return routeParentState{Note: fmt.Sprintf("%s %s: not accepted by Gateway %s yet (no status for that parent)", kind, name, parent)}
+}
+
+// lastAnswer is the Gateway's last answer about a route, whatever generation it was for:
+// what condition RouteAccepted shows, so it does not flap to Unknown each time a traffic step
+// writes the route (the step itself still waits for the answer on the new generation).
+func lastAnswer(kind, name, routeNS string, parents []gwv1.RouteParentStatus, parent types.NamespacedName) routeParentState {
+	s := parentState(kind, name, routeNS, 0, parents, parent)
+	if s.Unresolved {
+		return routeParentState{Accepted: true}
+	}
+	return s
+}
+
+// sharedRouteAcceptance is condition RouteAccepted for routes on a shared Gateway.
+func sharedRouteAcceptance(in inputs, service string, parent types.NamespacedName, grpc bool) metav1.Condition {
+	states := []routeParentState{{Note: "HTTPRoute " + rayspec.HTTPRouteName(service) + " is being created"}}
+	if rt := in.obs.Route; rt != nil {
+		states[0] = lastAnswer("HTTPRoute", rt.Name, rt.Namespace, rt.Status.Parents, parent)
+	}
+	if grpc {
+		g := routeParentState{Note: "GRPCRoute " + rayspec.GRPCRouteName(service) + " is being created"}
+		if rt := in.obs.GRPCRoute; rt != nil {
+			g = lastAnswer("GRPCRoute", rt.Name, rt.Namespace, rt.Status.Parents, parent)
+		}
+		states = append(states, g)
+	}
+	return routeAcceptance(states...)
 }
 
 // Condition RouteAccepted (raygate's): whether the shared Gateway accepts the routes.
