@@ -24,7 +24,7 @@ func (l sharedGatewayLookup) get(ctx context.Context, ref types.NamespacedName) 
 		return validation.SharedGatewayUnknown, nil
 	}
 	gw := &gatewayv1.Gateway{}
-	err := l.reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, gw)
+	err := l.reader.Get(ctx, ref, gw)
 	switch {
 	case err == nil:
 		return validation.SharedGatewayFound, gw
