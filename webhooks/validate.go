@@ -50,6 +50,7 @@ type rayServiceValidator struct {
 	validator      validation.Validator
 	namespaces     namespaceLookup
 	gatewayClasses gatewayClassLookup
+	sharedGateways sharedGatewayLookup
 	certManager    certManagerLookup
 }
 
@@ -64,7 +65,16 @@ func (v *rayServiceValidator) Handle(ctx context.Context, req admission.Request)
 	if req.Operation != admissionv1.Update {
 		old = nil
 	}
-	errs, warnings := v.validator.AdmitRayService(v.namespaces.facts(ctx, namespaceOf(req, &obj.ObjectMeta)), old, obj)
+	ns := v.namespaces.facts(ctx, namespaceOf(req, &obj.ObjectMeta))
+	errs, warnings := v.validator.AdmitRayService(ns, old, obj)
+	// A shared Gateway the policy forbids is an error already.
+	if a, ok := validation.SharedGatewayToCheck(obj); ok && v.validator.Policy.AllowsSharedGateway(*a.Gateway) {
+		state, gw := v.sharedGateways.get(ctx, *a.Gateway)
+		if obj.Namespace == "" {
+			obj.Namespace = namespaceOf(req, &obj.ObjectMeta)
+		}
+		warnings = append(warnings, validation.SharedGatewayWarnings(obj, a, state, gw, ns)...)
+	}
 	// A GatewayClass the policy forbids is an error already; whether it exists is beside the point.
 	if name, ok := validation.GatewayClassToCheck(obj); ok && v.validator.Policy.AllowsGatewayClass(name) {
 		warnings = append(warnings, validation.GatewayClassWarnings(name, v.gatewayClasses.state(ctx, name))...)

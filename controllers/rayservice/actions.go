@@ -124,6 +124,8 @@ func kindOf(o client.Object) string {
 		return "Gateway"
 	case *gwv1.HTTPRoute:
 		return "HTTPRoute"
+	case *gwv1.GRPCRoute:
+		return "GRPCRoute"
 	case *corev1.ConfigMap:
 		return "ConfigMap"
 	}

@@ -40,7 +40,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;update
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways;httproutes,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways;httproutes;grpcroutes,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Config is what the RayService controller needs besides the manager.
@@ -66,6 +66,10 @@ type Config struct {
 	// DisableZeroDowntime is the operator's ENABLE_ZERO_DOWNTIME=false: a RayService whose
 	// spec sets no upgrade strategy type upgrades with None (its cluster is kept).
 	DisableZeroDowntime bool
+	// SharedGateways are the admin's --allowed-shared-gateways: a RayService attached to
+	// another Gateway (stored while the webhook was off, or before the admin removed it from
+	// the list) is rejected, so raygate never attaches a route where the admin forbids it.
+	SharedGateways []string
 	// TokenAuthentication is the operator's --token-authentication; off, raygate may not read
 	// Secrets, so dashboard calls carry no token.
 	TokenAuthentication bool
@@ -87,8 +91,10 @@ type Reconciler struct {
 	queue      queueRef
 	// taken remembers names a create found taken by an object the cache lacks (ownership.go).
 	taken sync.Map
-	// gatewayAPI: the Gateway API CRDs were installed when raygate started.
-	gatewayAPI bool
+	// gatewayAPI: the Gateway API CRDs were installed when raygate started; grpcRouteAPI:
+	// the GRPCRoute CRD too.
+	gatewayAPI   bool
+	grpcRouteAPI bool
 	// written remembers, per RayService, the resourceVersion of raygate's last status write,
 	// so a reconcile that finds an older object in the cache reads it from the API instead of
 	// acting on a status it already replaced. A cache of the API, not state: losing it on
@@ -118,13 +124,14 @@ func New(mgr ctrl.Manager, cfg Config) *Reconciler {
 		cfg.Now = time.Now
 	}
 	r := &Reconciler{
-		Config:     cfg,
-		Metrics:    processMetrics,
-		client:     mgr.GetClient(),
-		apiReader:  mgr.GetAPIReader(),
-		recorder:   mgr.GetEventRecorder("raygate-rayservice"),
-		gatewayAPI: gatewayAPIInstalled(mgr.GetRESTMapper()),
-		newName:    func(s string) string { return s + "-" + utilrand.String(5) },
+		Config:       cfg,
+		Metrics:      processMetrics,
+		client:       mgr.GetClient(),
+		apiReader:    mgr.GetAPIReader(),
+		recorder:     mgr.GetEventRecorder("raygate-rayservice"),
+		gatewayAPI:   gatewayAPIInstalled(mgr.GetRESTMapper()),
+		grpcRouteAPI: kindInstalled(mgr.GetRESTMapper(), "GRPCRoute"),
+		newName:      func(s string) string { return s + "-" + utilrand.String(5) },
 	}
 	r.dashboards = r.newPool(cfg.Dashboards)
 	return r
@@ -139,6 +146,11 @@ func gatewayAPIInstalled(m meta.RESTMapper) bool {
 		}
 	}
 	return true
+}
+
+func kindInstalled(m meta.RESTMapper, kind string) bool {
+	_, err := m.RESTMapping(schema.GroupKind{Group: gwv1.GroupName, Kind: kind}, gwv1.GroupVersion.Version)
+	return err == nil
 }
 
 // GatewayAPI reports whether the controller manages Gateways and HTTPRoutes.
@@ -160,6 +172,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)})
 	if r.gatewayAPI {
 		b = b.Owns(&gwv1.Gateway{}).Owns(&gwv1.HTTPRoute{})
+		if r.grpcRouteAPI {
+			b = b.Owns(&gwv1.GRPCRoute{})
+		}
 	} else {
 		mgr.GetLogger().Info("Gateway API CRDs not installed: the NewClusterWithIncrementalUpgrade strategy cannot upgrade until they are and raygate restarts")
 	}

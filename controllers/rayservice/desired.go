@@ -29,6 +29,8 @@ type desired struct {
 	Version string
 	// Fallback, when set, says why the strategy the spec asks for is not the one used.
 	Fallback string
+	// Route is where the routes attach and what they match (the route annotations).
+	Route validation.RouteAttachment
 	// Capped says which worker groups were lowered to the admin's pod bounds ("": none).
 	Capped string
 }
@@ -44,6 +46,9 @@ func admit(svc *rayv1.RayService, gates features.Gates, limits validation.Limits
 	want := &desired{Service: s, Version: version}
 	errs := validation.Validator{Gates: gates, Limits: limits}.StoredRayService(s)
 	errs = append(errs, unsafeOverrides(s)...)
+	route, routeErrs := validation.ParseRouteAttachment(s.Annotations)
+	errs = append(errs, routeErrs...)
+	want.Route = route
 	if len(errs) == 0 {
 		var err error
 		if want.Serve, err = parseServeConfig(s.Spec.ServeConfigV2); err != nil {
@@ -95,6 +100,20 @@ func unsafeSpec(p *field.Path, typ, externalName string, externalIPs int) field.
 		errs = append(errs, field.Forbidden(p.Child("externalIPs"), "not allowed: every node would intercept traffic meant for those addresses"))
 	}
 	return errs
+}
+
+// restrictSharedGateway rejects a RayService whose shared Gateway the admin does not allow
+// (admission refuses it; this covers objects stored past the webhook): nothing is then
+// written for it, so no route attaches where it must not.
+func restrictSharedGateway(want *desired, allowed []string) *desired {
+	if want.Invalid != "" || want.Route.Gateway == nil || !want.incremental() {
+		return want
+	}
+	if (validation.Policy{AllowedSharedGateways: allowed}).AllowsSharedGateway(*want.Route.Gateway) {
+		return want
+	}
+	return &desired{Service: want.Service, Version: want.Version, Invalid: fmt.Sprintf(
+		"metadata.annotations[%s]: Forbidden: Gateway %s is not in the manager's --allowed-shared-gateways", rayv1.SharedGatewayKey, want.Route.Gateway)}
 }
 
 func (d *desired) incremental() bool { return d.Strategy == rayv1.NewClusterWithIncrementalUpgrade }

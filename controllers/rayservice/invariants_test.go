@@ -3,6 +3,7 @@ package rayservice
 import (
 	"fmt"
 	"github.com/google/go-cmp/cmp"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -30,6 +31,7 @@ const (
 	ruleDeleteAfterDelay  = "a cluster that served is deleted only after promotion and the deletion delay"
 	ruleActiveConfigFixed = "the active cluster's serve config is never replaced during an upgrade"
 	rulePacing            = "traffic moves at most one step per interval"
+	ruleGRPCLikeHTTP      = "the GRPCRoute carries the HTTPRoute's weights"
 	rulePure              = "plan changes nothing it is given and answers the same twice"
 )
 
@@ -61,6 +63,7 @@ func (c *checker) check(p *reconciled) []string {
 		{ruleDeleteAfterDelay, c.checkDeletions},
 		{ruleActiveConfigFixed, checkActiveConfig},
 		{rulePacing, checkPacing},
+		{ruleGRPCLikeHTTP, checkGRPCWeights},
 		{rulePure, checkPure},
 	} {
 		for _, d := range rule.fn(p) {
@@ -360,6 +363,7 @@ func TestInvariantChecksCatchBrokenPasses(t *testing.T) {
 			p.stored.PendingServiceStatus.LastTrafficMigratedTime = &metav1.Time{Time: p.now.Add(-time.Second)}
 		}},
 		{rulePure, func(p *reconciled) { p.obs.cluster(active(p)).Cluster.Annotations["touched"] = "by the plan" }},
+		{ruleGRPCLikeHTTP, func(p *reconciled) { p.after.grpc = map[string]int32{active(p): 50, pending(p): 50} }},
 	}
 	for _, tc := range cases {
 		c, p := shift(t)
@@ -394,4 +398,13 @@ func TestInvariantChecksCatchBrokenPasses(t *testing.T) {
 	if b := c.check(p); len(b) != 1 || !strings.HasPrefix(b[0], ruleDeleteAfterDelay) {
 		t.Errorf("deleting the old cluster 10 s after the switch: %v", b)
 	}
+}
+
+// checkGRPCWeights: whenever both routes exist after a pass, the GRPCRoute's weights are the
+// HTTPRoute's (one traffic decision moves both).
+func checkGRPCWeights(p *reconciled) []string {
+	if p.after.grpc == nil || p.after.weights == nil || maps.Equal(p.after.grpc, p.after.weights) {
+		return nil
+	}
+	return []string{fmt.Sprintf("GRPCRoute weights %v, HTTPRoute weights %v", p.after.grpc, p.after.weights)}
 }

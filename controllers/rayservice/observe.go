@@ -30,6 +30,10 @@ type observed struct {
 	// Gateway and Route are the RayService's Gateway and HTTPRoute (nil: none).
 	Gateway *gwv1.Gateway
 	Route   *gwv1.HTTPRoute
+	// GRPCRouteAPI: the GRPCRoute CRD was installed when raygate started; GRPCRoute is the
+	// RayService's `<service>-grpcroute` (nil: none).
+	GRPCRouteAPI bool
+	GRPCRoute    *gwv1.GRPCRoute
 	// Services are the Services raygate manages for the RayService that exist, by name: the
 	// head and serve Services and the per-cluster serve Services.
 	Services map[string]*corev1.Service
@@ -104,7 +108,7 @@ type observation struct {
 // heads (asking it to read again when that is old); and the Services, Gateway and HTTPRoute
 // raygate manages for it.
 func (r *Reconciler) observe(ctx context.Context, svc *rayv1.RayService, want *desired) (observation, error) {
-	obs := &observed{GatewayAPI: r.gatewayAPI, NewClusterName: r.newName(svc.Name), Services: map[string]*corev1.Service{}, ForeignRecords: map[string]string{}}
+	obs := &observed{GatewayAPI: r.gatewayAPI, GRPCRouteAPI: r.gatewayAPI && r.grpcRouteAPI, NewClusterName: r.newName(svc.Name), Services: map[string]*corev1.Service{}, ForeignRecords: map[string]string{}}
 	res := observation{observed: obs, targets: map[string]dashboard.Target{}}
 	var list rayv1.RayClusterList
 	if err := r.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingLabels{
@@ -157,6 +161,14 @@ func (r *Reconciler) observe(ctx context.Context, svc *rayv1.RayService, want *d
 		return res, err
 	} else if found {
 		obs.Route = rt
+	}
+	if obs.GRPCRouteAPI {
+		g := &gwv1.GRPCRoute{}
+		if found, err := r.getIfExists(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: rayspec.GRPCRouteName(svc.Name)}, g); err != nil {
+			return res, err
+		} else if found {
+			obs.GRPCRoute = g
+		}
 	}
 	return res, nil
 }

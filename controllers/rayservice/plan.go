@@ -3,6 +3,8 @@ package rayservice
 import (
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 )
 
@@ -28,6 +30,9 @@ type planned struct {
 	Conflicts []string
 	// Decisions say what was decided and why, for the operator's log.
 	Decisions []string
+	// RouteAccepted is condition RouteAccepted while the routes attach to a shared Gateway
+	// (nil: removed).
+	RouteAccepted *metav1.Condition
 	// ActionRecorded is the upgrade action Status records for the first time, counted
 	// once it is stored.
 	ActionRecorded string

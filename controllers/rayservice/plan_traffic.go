@@ -35,7 +35,12 @@ func planTraffic(in inputs, r roles, serve serveStates, out *planned) (roles, tr
 			ensureService(in, clusterServeService(svc, s.cluster()), out)
 		}
 	}
-	gwChanged, gwOK := ensureGateway(in, gateway(svc, in.want.gatewayClassName()), out)
+	at := in.want.Route
+	gwChanged, gwOK := false, true
+	if at.Gateway == nil {
+		// A shared Gateway is someone else's: raygate neither creates nor writes it.
+		gwChanged, gwOK = ensureGateway(in, gateway(svc, in.want.gatewayClassName()), out)
+	}
 	if r.Active.View == nil {
 		return r, trafficState{Note: "the HTTPRoute is created once a cluster serves"}
 	}
@@ -44,23 +49,45 @@ func planTraffic(in inputs, r roles, serve serveStates, out *planned) (roles, tr
 	if hasUID(r.Pending) {
 		backends = append(backends, backend{Cluster: r.Pending.name(), Port: rayspec.ServePort(&r.Pending.cluster().Spec), Weight: sp.PendingTraffic})
 	}
-	rtChanged, before, rtOK := ensureRoute(in, httpRoute(svc, backends), out)
+	rtChanged, before, rtOK := ensureRoute(in, attachedHTTPRoute(svc, at, backends), out)
+	grpcManaged, grpcChanged, grpcOK, _ := planGRPCRoute(in, r, at, backends, out)
 	if r.Pending.View != nil && before != nil && before[r.Pending.name()] != sp.PendingTraffic && movedLate(sp, in.now) {
 		// The interval runs from when traffic really moved: a step recorded before an
 		// operator restart and applied after it is not followed at once by the next one.
 		mt := metav1.NewTime(stampTime(in.now))
 		r.Pending.Status.LastTrafficMigratedTime, r.Active.Status.LastTrafficMigratedTime = &mt, mt.DeepCopy()
 	}
-	gwReady, gwNote := objectReady(gwChanged, gwOK, "Gateway "+rayspec.GatewayName(svc.Name))
-	if gwReady {
-		gwReady, gwNote = gatewayReady(in.obs.Gateway)
+	gwReady, gwNote := true, ""
+	if at.Gateway == nil {
+		gwReady, gwNote = objectReady(gwChanged, gwOK, "Gateway "+rayspec.GatewayName(svc.Name))
+		if gwReady {
+			gwReady, gwNote = gatewayReady(in.obs.Gateway)
+		}
 	}
+	parent := parentOf(svc, at)
 	rtReady, rtNote := objectReady(rtChanged, rtOK, "HTTPRoute "+rayspec.HTTPRouteName(svc.Name))
-	if rtReady {
+	if rtReady && at.Gateway == nil {
 		rtReady, rtNote = routeReady(in.obs.Route, rayspec.GatewayName(svc.Name))
+	} else if rtReady {
+		s := parentState("HTTPRoute", in.obs.Route.Name, svc.Namespace, in.obs.Route.Generation, in.obs.Route.Status.Parents, parent)
+		rtReady, rtNote = s.Accepted, s.Note
+	}
+	grpcReady, grpcNote := true, ""
+	if grpcManaged {
+		// The upgrade never moves traffic through a route that is not accepted.
+		grpcReady, grpcNote = objectReady(grpcChanged, grpcOK, "GRPCRoute "+rayspec.GRPCRouteName(svc.Name))
+		if grpcReady {
+			rt := in.obs.GRPCRoute
+			s := parentState("GRPCRoute", rt.Name, svc.Namespace, rt.Generation, rt.Status.Parents, parent)
+			grpcReady, grpcNote = s.Accepted, s.Note
+		}
+	}
+	if at.Gateway != nil {
+		c := sharedRouteAcceptance(in, svc.Name, parent, grpcManaged)
+		out.RouteAccepted = &c
 	}
 	capOK, capNote := capacitiesApplied(r, serve)
-	return r, trafficState{Settled: gwReady && rtReady && capOK, Note: firstNonEmpty(gwNote, rtNote, capNote)}
+	return r, trafficState{Settled: gwReady && rtReady && grpcReady && capOK, Note: firstNonEmpty(gwNote, rtNote, grpcNote, capNote)}
 }
 
 // hasUID: the slot's cluster exists in the API. A cluster created in this pass has no UID
@@ -88,7 +115,7 @@ func followActive(in inputs, r roles, out *planned) {
 	if _, ok := ensureService(in, clusterServeService(in.want.Service, r.Active.cluster()), out); !ok {
 		return
 	}
-	ensureRoute(in, httpRoute(in.want.Service, []backend{{Cluster: r.Active.name(), Port: rayspec.ServePort(&r.Active.cluster().Spec), Weight: 100}}), out)
+	ensureRoute(in, attachedHTTPRoute(in.want.Service, in.want.Route, []backend{{Cluster: r.Active.name(), Port: rayspec.ServePort(&r.Active.cluster().Spec), Weight: 100}}), out)
 }
 
 // capacitiesApplied: each cluster's dashboard accepted the target capacity in the status

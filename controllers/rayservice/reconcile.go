@@ -38,7 +38,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	now := r.Now()
-	want := admit(withUpgradeDefault(svc, !r.DisableZeroDowntime), r.Gates, r.Limits, r.Version)
+	want := restrictSharedGateway(admit(withUpgradeDefault(svc, !r.DisableZeroDowntime), r.Gates, r.Limits, r.Version), r.SharedGateways)
 	obs := observation{observed: &observed{}}
 	if want.Invalid == "" {
 		if obs, err = r.observe(ctx, svc, want); err != nil {

@@ -35,8 +35,14 @@ type world struct {
 	services   map[string]*corev1.Service
 	gateway    *gwv1.Gateway
 	route      *gwv1.HTTPRoute
-	created    int // RayClusters created so far, for names
-	passes     int // reconciles so far
+	// grpcAPI: the GRPCRoute CRD is installed; grpcRoute is the RayService's GRPCRoute.
+	grpcAPI   bool
+	grpcRoute *gwv1.GRPCRoute
+	// routeRefusal, when set, is the reason the Gateway refuses the routes with
+	// (Accepted False), as a Gateway whose allowedRoutes exclude them does.
+	routeRefusal string
+	created      int // RayClusters created so far, for names
+	passes       int // reconciles so far
 
 	// records are the clusters' serve config records (ConfigMaps), by cluster and hash.
 	records map[string]map[string]*serveConfig
@@ -152,7 +158,7 @@ func (w *world) updateSpec(change func(*rayv1.RayService)) {
 
 // observe is what the controller's reads would return.
 func (w *world) observe(want *desired) *observed {
-	obs := &observed{GatewayAPI: w.gatewayAPI, NewClusterName: fmt.Sprintf("svc-%05d", w.created+1), Services: map[string]*corev1.Service{}}
+	obs := &observed{GatewayAPI: w.gatewayAPI, GRPCRouteAPI: w.gatewayAPI && w.grpcAPI, NewClusterName: fmt.Sprintf("svc-%05d", w.created+1), Services: map[string]*corev1.Service{}}
 	names := []string{rayspec.ServiceHeadServiceName(w.svc.Name), serveServiceName(want.Service)}
 	for _, name := range slices.Sorted(maps.Keys(w.clusters)) {
 		c := w.clusters[name]
@@ -182,6 +188,9 @@ func (w *world) observe(want *desired) *observed {
 		}
 		if w.route != nil {
 			obs.Route = w.route.DeepCopy()
+		}
+		if w.grpcRoute != nil && obs.GRPCRouteAPI {
+			obs.GRPCRoute = w.grpcRoute.DeepCopy()
 		}
 	}
 	return obs
@@ -241,6 +250,7 @@ type reconciled struct {
 // trafficView is where traffic goes: the HTTPRoute's weights and the serve Service's cluster.
 type trafficView struct {
 	weights map[string]int32 // nil: no route
+	grpc    map[string]int32 // the GRPCRoute's (nil: none)
 	serving string           // the serve Service's cluster ("": none)
 }
 
@@ -248,6 +258,9 @@ func (w *world) traffic() trafficView {
 	t := trafficView{}
 	if w.route != nil {
 		t.weights = rayspec.RouteWeights(w.route)
+	}
+	if w.grpcRoute != nil {
+		t.grpc = GRPCRouteWeights(w.grpcRoute)
 	}
 	if s := w.services[serveServiceName(w.svc)]; s != nil {
 		t.serving = s.Spec.Selector[rayv1.ClusterLabelKey]
@@ -417,6 +430,20 @@ func (w *world) write(o any, create bool) bool {
 		}
 		w.route = next
 		w.acceptAt = w.now.Add(gatewayDelay)
+	case *gwv1.GRPCRoute:
+		if (w.grpcRoute == nil) != create {
+			return false
+		}
+		next := o.DeepCopy()
+		next.Generation = 1
+		if w.grpcRoute != nil {
+			next.Generation, next.Status = w.grpcRoute.Generation, w.grpcRoute.Status
+			if !equality.Semantic.DeepEqual(w.grpcRoute.Spec, next.Spec) {
+				next.Generation++
+			}
+		}
+		w.grpcRoute = next
+		w.acceptAt = w.now.Add(gatewayDelay)
 	default:
 		panic(fmt.Sprintf("unexpected object %T", o))
 	}
@@ -448,12 +475,23 @@ func (w *world) advance(d time.Duration) {
 	if g := w.gateway; g != nil {
 		g.Status.Conditions = []metav1.Condition{accepted(string(gwv1.GatewayConditionAccepted), g.Generation), accepted(string(gwv1.GatewayConditionProgrammed), g.Generation)}
 	}
+	parentStatus := func(refs []gwv1.ParentReference, gen int64) []gwv1.RouteParentStatus {
+		ref := gwv1.ParentReference{Name: gwv1.ObjectName(rayspec.GatewayName(w.svc.Name))}
+		if len(refs) > 0 {
+			ref = refs[0]
+		}
+		acc := accepted(string(gwv1.RouteConditionAccepted), gen)
+		if w.routeRefusal != "" {
+			acc.Status, acc.Reason, acc.Message = metav1.ConditionFalse, w.routeRefusal, "listener http: namespace ns is not allowed"
+		}
+		return []gwv1.RouteParentStatus{{ParentRef: ref, ControllerName: "example.com/gateway",
+			Conditions: []metav1.Condition{acc, accepted(string(gwv1.RouteConditionResolvedRefs), gen)}}}
+	}
 	if rt := w.route; rt != nil {
-		rt.Status.Parents = []gwv1.RouteParentStatus{{
-			ParentRef:      gwv1.ParentReference{Name: gwv1.ObjectName(rayspec.GatewayName(w.svc.Name))},
-			ControllerName: "example.com/gateway",
-			Conditions:     []metav1.Condition{accepted(string(gwv1.RouteConditionAccepted), rt.Generation), accepted(string(gwv1.RouteConditionResolvedRefs), rt.Generation)},
-		}}
+		rt.Status.Parents = parentStatus(rt.Spec.ParentRefs, rt.Generation)
+	}
+	if rt := w.grpcRoute; rt != nil {
+		rt.Status.Parents = parentStatus(rt.Spec.ParentRefs, rt.Generation)
 	}
 }
 
@@ -500,6 +538,8 @@ func (w *world) remove(o any) {
 		w.gateway = nil
 	case *gwv1.HTTPRoute:
 		w.route = nil
+	case *gwv1.GRPCRoute:
+		w.grpcRoute = nil
 	default:
 		panic(fmt.Sprintf("unexpected object %T", o))
 	}
@@ -569,6 +609,9 @@ func deepCopyObserved(o *observed) *observed {
 	}
 	if o.Route != nil {
 		c.Route = o.Route.DeepCopy()
+	}
+	if o.GRPCRoute != nil {
+		c.GRPCRoute = o.GRPCRoute.DeepCopy()
 	}
 	c.ForeignRecords = maps.Clone(o.ForeignRecords)
 	return &c

@@ -59,6 +59,9 @@ func cacheOptions(o Options, gatewayAPI bool) cache.Options {
 		opts.ByObject[&gwv1.Gateway{}] = cache.ByObject{Label: created}
 		opts.ByObject[&gwv1.HTTPRoute{}] = cache.ByObject{Label: created}
 	}
+	if gatewayAPI && o.grpcRoutes {
+		opts.ByObject[&gwv1.GRPCRoute{}] = cache.ByObject{Label: created}
+	}
 	if o.certManager {
 		// cert-manager Certificates and Issuers of TLS clusters, likewise only raygate's.
 		for _, gvk := range []schema.GroupVersionKind{raypod.CertificateGVK, raypod.IssuerGVK} {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayscheme "github.com/raygate/raygate/apis/scheme"
 )
@@ -25,6 +26,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	gatewayAPI, err := gatewayAPIServed(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if gatewayAPI {
+		if o.grpcRoutes, err = kindsServed(cfg, gwv1.GroupVersion.String(), "GRPCRoute"); err != nil {
+			return nil, err
+		}
 	}
 	if o.certManager, err = certManagerServed(cfg); err != nil {
 		return nil, err

@@ -55,6 +55,9 @@ type Options struct {
 	AllowedGatewayClasses  []string
 	AllowedServiceTypes    []string
 	AllowedImageRegistries []string
+	// AllowedSharedGateways are the Gateways ("<namespace>/<name>", "<namespace>/*") a
+	// RayService may attach its routes to (raygate.ray.io/gateway); empty: the feature is off.
+	AllowedSharedGateways []string
 	// PodSecurityCheck is what admission does with the Pod Security of the pods raygate would
 	// create: enforce, warn or off. PodSecurityExemptNamespaces are not checked.
 	PodSecurityCheck            string
@@ -88,6 +91,9 @@ type Options struct {
 	// certManager (not a flag) says whether the API server serves cert-manager's
 	// Certificate and Issuer, found out by NewManager.
 	certManager bool
+	// grpcRoutes (not a flag) says whether the API server serves the Gateway API's
+	// GRPCRoute, found out by NewManager.
+	grpcRoutes bool
 	// SkipControllerNameValidation (not a flag) lets a process build managers more than once
 	// (controller names are process-wide in controller-runtime): tests restarting the operator.
 	SkipControllerNameValidation bool
@@ -144,6 +150,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.AllowedGatewayClasses, "allowed-gateway-classes", o.AllowedGatewayClasses, "GatewayClasses a RayService's incremental upgrade may use; empty: any.")
 	fs.StringSliceVar(&o.AllowedServiceTypes, "allowed-service-types", o.AllowedServiceTypes, "Service types (ClusterIP, NodePort, LoadBalancer) headGroupSpec.serviceType, headGroupSpec.headService and serveService may ask for; empty: any.")
 	fs.StringSliceVar(&o.AllowedImageRegistries, "allowed-image-registries", o.AllowedImageRegistries, "Registry hosts (docker.io, registry.example.com, localhost:5000) the images of Ray pods may come from; empty: any.")
+	fs.StringSliceVar(&o.AllowedSharedGateways, "allowed-shared-gateways", o.AllowedSharedGateways, "Existing Gateways (<namespace>/<name> or <namespace>/*) a RayService may attach its HTTPRoute and GRPCRoute to with the raygate.ray.io/gateway annotation; raygate never writes them. Empty: the feature is off.")
 	fs.StringVar(&o.PodSecurityCheck, "pod-security-check", o.PodSecurityCheck, "Check the pods raygate would create against the namespace's Pod Security labels at admission: enforce (reject what the API server would refuse, warn for warn and audit), warn (only warn) or off.")
 	fs.StringSliceVar(&o.PodSecurityExemptNamespaces, "pod-security-exempt-namespaces", o.PodSecurityExemptNamespaces, "Namespaces whose Pod Security admission does not check, e.g. those the API server's PodSecurity configuration exempts (raygate cannot read it).")
 	fs.StringVar(&o.BatchScheduler, "batch-scheduler", o.BatchScheduler, "Batch scheduler of RayCluster pods: "+strings.Join(batchscheduler.Names(), ", ")+"; empty: the default scheduler. With volcano and scheduler-plugins raygate creates the clusters' PodGroups, whose CRD must be installed before raygate starts.")
@@ -178,6 +185,7 @@ func (o *Options) Policy() validation.Policy {
 		AllowedGatewayClasses:       o.AllowedGatewayClasses,
 		AllowedServiceTypes:         types,
 		AllowedImageRegistries:      o.AllowedImageRegistries,
+		AllowedSharedGateways:       o.AllowedSharedGateways,
 		PodSecurity:                 validation.PodSecurityMode(o.PodSecurityCheck),
 		PodSecurityExemptNamespaces: o.PodSecurityExemptNamespaces,
 		BatchScheduler:              o.BatchSchedulerName(),
@@ -247,6 +255,11 @@ func (o *Options) validatePolicy() []string {
 	for _, c := range o.AllowedGatewayClasses {
 		if msgs := utilvalidation.IsDNS1123Subdomain(c); len(msgs) > 0 {
 			errs = append(errs, fmt.Sprintf("--allowed-gateway-classes: %q: %s", c, strings.Join(msgs, "; ")))
+		}
+	}
+	for _, g := range o.AllowedSharedGateways {
+		if why := validation.ValidSharedGatewayEntry(g); why != "" {
+			errs = append(errs, "--allowed-shared-gateways: "+why)
 		}
 	}
 	for _, r := range o.AllowedImageRegistries {

@@ -39,6 +39,8 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "any Service type", args: []string{"--allowed-service-types="}},
 		{name: "ExternalName is never allowed", args: []string{"--allowed-service-types=ClusterIP,ExternalName"}, wantErr: `--allowed-service-types: "ExternalName" is not one of ClusterIP, NodePort, LoadBalancer`},
 		{name: "ClusterIP must stay allowed", args: []string{"--allowed-service-types=LoadBalancer"}, wantErr: "--allowed-service-types must include ClusterIP"},
+		{name: "shared Gateways", args: []string{"--allowed-shared-gateways=infra/shared,gateways/*"}},
+		{name: "shared Gateway without namespace", args: []string{"--allowed-shared-gateways=shared"}, wantErr: `--allowed-shared-gateways: "shared" must be <namespace>/<name> or <namespace>/*`},
 		{name: "bad GatewayClass", args: []string{"--allowed-gateway-classes=Istio_1"}, wantErr: `--allowed-gateway-classes: "Istio_1"`},
 		{name: "a registry is a host", args: []string{"--allowed-image-registries=docker.io/rayproject"}, wantErr: `--allowed-image-registries: "docker.io/rayproject" is not a registry host`},
 		{name: "bad Pod Security check", args: []string{"--pod-security-check=audit"}, wantErr: `--pod-security-check must be enforce, warn or off, not "audit"`},

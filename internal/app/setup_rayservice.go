@@ -22,6 +22,7 @@ func setupRayServiceController(mgr ctrl.Manager, o Options) error {
 		Version:  version.Version,
 		// Without it raygate may not read Secrets, so it sends no token.
 		TokenAuthentication: o.TokenAuthentication,
+		SharedGateways:      o.AllowedSharedGateways,
 		// KubeRay's switch, read from the environment as KubeRay reads it.
 		DisableZeroDowntime: !defaulting.ZeroDowntime(os.Getenv(defaulting.EnvEnableZeroDowntime)),
 	})

@@ -53,6 +53,10 @@ func ClusterServeServiceName(cluster string) string { return cluster + "-serve-s
 func GatewayName(service string) string   { return service + "-gateway" }
 func HTTPRouteName(service string) string { return service + "-httproute" }
 
+// GRPCRouteName is the GRPCRoute of Serve's gRPC port (as long as HTTPRouteName, so the
+// name bounds that cover one cover the other).
+func GRPCRouteName(service string) string { return service + "-grpcroute" }
+
 // ClusterNamePrefix is the prefix of a RayService's cluster names; a random
 // ClusterNameSuffixLength-character suffix follows.
 func ClusterNamePrefix(service string) string { return service + "-" }

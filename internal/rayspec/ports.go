@@ -27,6 +27,9 @@ const (
 	ClientPortName    = "client"
 	ServePortName     = "serve"
 	MetricsPortName   = "metrics"
+	// ServeGRPCPortName is the head container's port of Serve's gRPC proxy, exposed on the
+	// serve Services like every "serve-..." port and routed with a GRPCRoute.
+	ServeGRPCPortName = "serve-grpc"
 )
 
 // DefaultHeadPorts are the ports a head pod listens on by default, by name.

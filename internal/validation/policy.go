@@ -19,6 +19,10 @@ import (
 type Policy struct {
 	// AllowedGatewayClasses are the GatewayClasses an incremental upgrade may use; empty: any.
 	AllowedGatewayClasses []string
+	// AllowedSharedGateways are the Gateways ("<namespace>/<name>" or "<namespace>/*") a
+	// RayService may attach its routes to with raygate.ray.io/gateway; empty: none (the
+	// feature is off).
+	AllowedSharedGateways []string
 	// AllowedServiceTypes are the Service types headGroupSpec.serviceType,
 	// headGroupSpec.headService and a RayService's serveService may ask for; empty: any
 	// (ExternalName is never allowed).

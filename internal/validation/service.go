@@ -38,9 +38,11 @@ func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []strin
 	errs := validateName(&svc.ObjectMeta, rayspec.ServiceDerivedNames)
 	errs = append(errs, rayServiceAnnotations(&svc.ObjectMeta)...)
 	errs = append(errs, c.upgradeAction(old, svc)...)
+	routeErrs, routeWarnings := c.routeAttachment(old, svc)
+	errs = append(errs, routeErrs...)
 	spec := &svc.Spec
 	errs = append(errs, managedBy(old, svc)...)
-	var warnings []string
+	warnings := routeWarnings
 	for _, d := range []struct {
 		set  bool
 		path *field.Path

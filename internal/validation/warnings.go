@@ -31,6 +31,10 @@ const (
 		"autoscaler v2 replaces a Ray pod whose node died, and a container the kubelet restarts in place can leave it tracking a node that no longer exists; " +
 		"use Never, or choose the autoscaler with autoscalerOptions.version"
 
+	// WarnRouteAnnotationsIgnored: raygate.ray.io/gateway, hostnames or path-prefix on a
+	// RayService whose strategy writes no route.
+	WarnRouteAnnotationsIgnored = "%s: raygate.ray.io/gateway, raygate.ray.io/hostnames and raygate.ray.io/path-prefix are used only with upgradeStrategy.type %s; they are ignored"
+
 	// WarnGatewayAPINotInstalled: the Gateway API CRDs are missing from the cluster.
 	WarnGatewayAPINotInstalled = "%s: the Gateway API CRDs (gateway.networking.k8s.io) are not installed in this cluster; incremental upgrades need them and a Gateway controller"
 )

@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -21,6 +23,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayscheme "github.com/raygate/raygate/apis/scheme"
+	"github.com/raygate/raygate/internal/gatewayapi"
 )
 
 // GatewayOptions configure the fake gateway controller.
@@ -77,11 +80,22 @@ func StartGateway(cfg *rest.Config, opts GatewayOptions) (*Gateway, error) {
 	if err := ctrl.NewControllerManagedBy(mgr).Named("fake-gateway").For(&gwv1.Gateway{}).WithOptions(opt).Complete(reconcileFunc(g.reconcileGateway)); err != nil {
 		return nil, err
 	}
-	// Routes are looked at again when a backend Service appears or goes.
+	// Routes are looked at again when a backend Service appears or goes, and when a Gateway
+	// changes (its allowedRoutes decide which routes attach).
 	if err := ctrl.NewControllerManagedBy(mgr).Named("fake-httproute").For(&gwv1.HTTPRoute{}).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(g.routesInNamespace)).
+		Watches(&gwv1.Gateway{}, handler.EnqueueRequestsFromMapFunc(g.allRoutes(&gwv1.HTTPRouteList{}))).
 		WithOptions(opt).Complete(reconcileFunc(g.reconcileRoute)); err != nil {
 		return nil, err
+	}
+	// GRPCRoutes only where their CRD is installed (a control plane may lack it).
+	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: gwv1.GroupName, Kind: "GRPCRoute"}, gwv1.GroupVersion.Version); err == nil {
+		if err := ctrl.NewControllerManagedBy(mgr).Named("fake-grpcroute").For(&gwv1.GRPCRoute{}).
+			Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(g.grpcRoutesInNamespace)).
+			Watches(&gwv1.Gateway{}, handler.EnqueueRequestsFromMapFunc(g.allRoutes(&gwv1.GRPCRouteList{}))).
+			WithOptions(opt).Complete(reconcileFunc(g.reconcileGRPCRoute)); err != nil {
+			return nil, err
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel, g.done = cancel, make(chan struct{})
@@ -184,7 +198,8 @@ func (g *Gateway) reconcileGateway(ctx context.Context, req ctrl.Request) (ctrl.
 	next.Status.Addresses = []gwv1.GatewayStatusAddress{{Type: ptr.To(gwv1.IPAddressType), Value: "10.96.255.1"}}
 	next.Status.Listeners = nil
 	for _, l := range gw.Spec.Listeners {
-		ls := gwv1.ListenerStatus{Name: l.Name, SupportedKinds: []gwv1.RouteGroupKind{{Group: ptr.To(gwv1.Group(gwv1.GroupName)), Kind: "HTTPRoute"}}}
+		ls := gwv1.ListenerStatus{Name: l.Name, SupportedKinds: []gwv1.RouteGroupKind{
+			{Group: ptr.To(gwv1.Group(gwv1.GroupName)), Kind: "HTTPRoute"}, {Group: ptr.To(gwv1.Group(gwv1.GroupName)), Kind: "GRPCRoute"}}}
 		for _, t := range []string{string(gwv1.ListenerConditionAccepted), string(gwv1.ListenerConditionProgrammed), string(gwv1.ListenerConditionResolvedRefs)} {
 			meta.SetStatusCondition(&ls.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: t, ObservedGeneration: gw.Generation})
 		}
@@ -204,38 +219,118 @@ func (g *Gateway) reconcileRoute(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if d, wait := g.wait(rt.UID, rt.Generation); wait {
 		return ctrl.Result{RequeueAfter: d}, nil
 	}
-	resolved, why := metav1.ConditionTrue, ""
+	var backends []gwv1.ObjectName
 	for _, r := range rt.Spec.Rules {
 		for _, b := range r.BackendRefs {
-			var s corev1.Service
-			if err := g.c.Get(ctx, types.NamespacedName{Namespace: rt.Namespace, Name: string(b.Name)}, &s); err != nil {
-				resolved, why = metav1.ConditionFalse, fmt.Sprintf("backend Service %s not found", b.Name)
-			}
+			backends = append(backends, b.Name)
 		}
 	}
+	next := rt.DeepCopy()
+	next.Status.Parents = g.parents(ctx, gatewayapi.KindHTTPRoute, rt.Namespace, rt.Generation, rt.Spec.ParentRefs, rt.Spec.Hostnames, backends)
+	if equalRouteStatus(rt.Status.RouteStatus, next.Status.RouteStatus) {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, g.c.Status().Update(ctx, next)
+}
+
+func (g *Gateway) reconcileGRPCRoute(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var rt gwv1.GRPCRoute
+	if err := g.c.Get(ctx, req.NamespacedName, &rt); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if d, wait := g.wait(rt.UID, rt.Generation); wait {
+		return ctrl.Result{RequeueAfter: d}, nil
+	}
+	var backends []gwv1.ObjectName
+	for _, r := range rt.Spec.Rules {
+		for _, b := range r.BackendRefs {
+			backends = append(backends, b.Name)
+		}
+	}
+	next := rt.DeepCopy()
+	next.Status.Parents = g.parents(ctx, gatewayapi.KindGRPCRoute, rt.Namespace, rt.Generation, rt.Spec.ParentRefs, rt.Spec.Hostnames, backends)
+	if equalRouteStatus(rt.Status.RouteStatus, next.Status.RouteStatus) {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, g.c.Status().Update(ctx, next)
+}
+
+// parents is a route's parent status: for each parent Gateway of a class this controller
+// implements (in the parentRef's namespace, else the route's), Accepted — False with
+// NotAllowedByListeners (or NoMatchingListenerHostname) when the Gateway's listeners do not
+// admit the route, as a real implementation decides from allowedRoutes — and ResolvedRefs
+// (False with BackendNotFound when a backend Service is missing).
+func (g *Gateway) parents(ctx context.Context, kind, ns string, gen int64, refs []gwv1.ParentReference, hostnames []gwv1.Hostname, backends []gwv1.ObjectName) []gwv1.RouteParentStatus {
+	resolved, why := metav1.ConditionTrue, ""
+	for _, b := range backends {
+		var s corev1.Service
+		if err := g.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: string(b)}, &s); err != nil {
+			resolved, why = metav1.ConditionFalse, fmt.Sprintf("backend Service %s not found", b)
+		}
+	}
+	route := gatewayapi.Route{Kind: kind, Namespace: ns}
+	for _, h := range hostnames {
+		route.Hostnames = append(route.Hostnames, string(h))
+	}
+	var nsMeta corev1.Namespace
+	if err := g.c.Get(ctx, types.NamespacedName{Name: ns}, &nsMeta); err == nil {
+		route.NamespaceLabels, route.LabelsKnown = nsMeta.Labels, true
+	}
 	var parents []gwv1.RouteParentStatus
-	for _, ref := range rt.Spec.ParentRefs {
+	for _, ref := range refs {
+		gwNS := ns
+		if ref.Namespace != nil {
+			gwNS = string(*ref.Namespace)
+		}
 		var gw gwv1.Gateway
-		if err := g.c.Get(ctx, types.NamespacedName{Namespace: rt.Namespace, Name: string(ref.Name)}, &gw); err != nil || !g.ours(ctx, gw.Spec.GatewayClassName) {
+		if err := g.c.Get(ctx, types.NamespacedName{Namespace: gwNS, Name: string(ref.Name)}, &gw); err != nil || !g.ours(ctx, gw.Spec.GatewayClassName) {
 			continue
 		}
 		ps := gwv1.RouteParentStatus{ParentRef: ref, ControllerName: gwv1.GatewayController(g.opts.ControllerName)}
-		meta.SetStatusCondition(&ps.Conditions, metav1.Condition{Type: string(gwv1.RouteConditionAccepted), Status: metav1.ConditionTrue,
-			Reason: string(gwv1.RouteReasonAccepted), ObservedGeneration: rt.Generation})
+		accepted := metav1.Condition{Type: string(gwv1.RouteConditionAccepted), Status: metav1.ConditionTrue, Reason: string(gwv1.RouteReasonAccepted), ObservedGeneration: gen}
+		if v := gatewayapi.Admits(&gw, route); !v.Allowed {
+			accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, v.Reason, v.Message
+		}
+		meta.SetStatusCondition(&ps.Conditions, accepted)
 		reason := string(gwv1.RouteReasonResolvedRefs)
 		if resolved == metav1.ConditionFalse {
 			reason = string(gwv1.RouteReasonBackendNotFound)
 		}
 		meta.SetStatusCondition(&ps.Conditions, metav1.Condition{Type: string(gwv1.RouteConditionResolvedRefs), Status: resolved,
-			Reason: reason, Message: why, ObservedGeneration: rt.Generation})
+			Reason: reason, Message: why, ObservedGeneration: gen})
 		parents = append(parents, ps)
 	}
-	next := rt.DeepCopy()
-	next.Status.Parents = parents
-	if equalRouteStatus(rt.Status, next.Status) {
-		return ctrl.Result{}, nil
+	return parents
+}
+
+// allRoutes maps a Gateway change to every route of the list's kind.
+func (g *Gateway) allRoutes(list client.ObjectList) handler.MapFunc {
+	return func(ctx context.Context, _ client.Object) []ctrl.Request {
+		l := list.DeepCopyObject().(client.ObjectList)
+		if err := g.c.List(ctx, l); err != nil {
+			return nil
+		}
+		var out []ctrl.Request
+		_ = meta.EachListItem(l, func(o runtime.Object) error {
+			if co, ok := o.(client.Object); ok {
+				out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(co)})
+			}
+			return nil
+		})
+		return out
 	}
-	return ctrl.Result{}, g.c.Status().Update(ctx, next)
+}
+
+func (g *Gateway) grpcRoutesInNamespace(ctx context.Context, o client.Object) []ctrl.Request {
+	var list gwv1.GRPCRouteList
+	if err := g.c.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	out := make([]ctrl.Request, 0, len(list.Items))
+	for _, rt := range list.Items {
+		out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&rt)})
+	}
+	return out
 }
 
 func (g *Gateway) routesInNamespace(ctx context.Context, o client.Object) []ctrl.Request {
@@ -256,12 +351,12 @@ func equalGatewayStatus(a, b gwv1.GatewayStatus) bool {
 	return conditionsEqual(a.Conditions, b.Conditions) && len(a.Addresses) == len(b.Addresses) && len(a.Listeners) == len(b.Listeners)
 }
 
-func equalRouteStatus(a, b gwv1.HTTPRouteStatus) bool {
+func equalRouteStatus(a, b gwv1.RouteStatus) bool {
 	if len(a.Parents) != len(b.Parents) {
 		return false
 	}
 	for i := range a.Parents {
-		if a.Parents[i].ParentRef.Name != b.Parents[i].ParentRef.Name || !conditionsEqual(a.Parents[i].Conditions, b.Parents[i].Conditions) {
+		if a.Parents[i].ParentRef.Name != b.Parents[i].ParentRef.Name || !equalPtr(a.Parents[i].ParentRef.Namespace, b.Parents[i].ParentRef.Namespace) || !conditionsEqual(a.Parents[i].Conditions, b.Parents[i].Conditions) {
 			return false
 		}
 	}
@@ -279,4 +374,8 @@ func conditionsEqual(a, b []metav1.Condition) bool {
 		}
 	}
 	return true
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }

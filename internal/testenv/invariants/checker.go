@@ -7,7 +7,8 @@
 //     weights and the serve Service's selector);
 //   - a cluster that served is deleted only after promotion and the deletion delay, and
 //     never while active;
-//   - the active cluster never receives a new serve config while an upgrade is in progress.
+//   - the active cluster never receives a new serve config while an upgrade is in progress;
+//   - a GRPCRoute takes only weights its HTTPRoute had, in the same order (grpc.go).
 //
 // The truth about Ray comes from the dashboard simulators (submissions, target capacities,
 // application statuses); the truth about Kubernetes from watches, re-read from the API
@@ -96,6 +97,7 @@ type Checker struct {
 	everActive map[string]bool
 	demotedAt  map[string]time.Time
 	gone       map[types.UID]bool
+	grpc       grpcState
 }
 
 // Scheme has the types the checker reads.
@@ -126,6 +128,7 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Checker, error
 		opts: opts, live: live,
 		weights: map[string]map[string]int32{}, selectors: map[string]string{}, statuses: map[string]rayv1.RayServiceStatuses{},
 		everActive: map[string]bool{}, demotedAt: map[string]time.Time{}, gone: map[types.UID]bool{},
+		grpc: grpcState{httpHistory: map[string][]map[string]int32{}, matched: map[string]int{}, grpcWeights: map[string]map[string]int32{}},
 	}
 	ctx, c.cancel = context.WithCancel(ctx)
 	handlers := []struct {
@@ -141,6 +144,12 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Checker, error
 			obj client.Object
 			fn  func(context.Context, client.Object, bool)
 		}{&gwv1.HTTPRoute{}, c.onRoute})
+		if grpcRouteAPI(live) {
+			handlers = append(handlers, struct {
+				obj client.Object
+				fn  func(context.Context, client.Object, bool)
+			}{&gwv1.GRPCRoute{}, c.onGRPCRoute})
+		}
 	}
 	for _, h := range handlers {
 		inf, err := ca.GetInformer(ctx, h.obj)
@@ -292,6 +301,7 @@ func (c *Checker) onRoute(ctx context.Context, o client.Object, deleted bool) {
 	c.mu.Lock()
 	prev := c.weights[key]
 	c.weights[key] = w
+	c.noteHTTPWeights(serviceOf(cur.Namespace, cur.Name), w)
 	c.mu.Unlock()
 	if maps.Equal(prev, w) {
 		return

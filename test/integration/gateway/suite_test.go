@@ -68,7 +68,9 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: deployDelay})
 	DeferCleanup(dashboards.Close)
 	Expect(dashboards.ListenOnPods(env.Config)).To(Succeed())
-	mgr, err := framework.StartManager(env, dashboards.Wire(framework.ManagerOptions()))
+	opts := dashboards.Wire(framework.ManagerOptions())
+	opts.AllowedSharedGateways = []string{sharedGatewayNamespace + "/*"} // sharedgateway_test.go
+	mgr, err := framework.StartManager(env, opts)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 })

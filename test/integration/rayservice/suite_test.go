@@ -84,7 +84,10 @@ var _ = BeforeSuite(func() {
 
 func startManager() {
 	var err error
-	mgr, err = framework.StartManager(env, dashboards.Wire(framework.ManagerOptions()))
+	opts := dashboards.Wire(framework.ManagerOptions())
+	// sharedgateway_test.go attaches routes to Gateways in this namespace.
+	opts.AllowedSharedGateways = []string{sharedGatewayNamespace + "/*"}
+	mgr, err = framework.StartManager(env, opts)
 	Expect(err).NotTo(HaveOccurred())
 }
 

@@ -48,6 +48,7 @@ func TestTenancy(t *testing.T) {
 var (
 	allowedGatewayClasses  = []string{"istio", "raygate-local"}
 	allowedImageRegistries = []string{"docker.io", "registry.example.com"}
+	allowedSharedGateways  = []string{"infra-gw/shared"}
 )
 
 var _ = BeforeSuite(func() {
@@ -65,6 +66,7 @@ var _ = BeforeSuite(func() {
 	opts.WebhooksOnly = true
 	opts.AllowedGatewayClasses = allowedGatewayClasses
 	opts.AllowedImageRegistries = allowedImageRegistries
+	opts.AllowedSharedGateways = allowedSharedGateways
 	mgr, err := app.NewManager(env.Config, opts)
 	Expect(err).NotTo(HaveOccurred())
 	webhookCache = mgr.GetCache()
