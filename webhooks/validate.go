@@ -59,6 +59,9 @@ func (v *rayServiceValidator) Handle(ctx context.Context, req admission.Request)
 		old = nil
 	}
 	errs, warnings := v.validator.AdmitRayService(v.namespaces.facts(ctx, namespaceOf(req, &obj.ObjectMeta)), old, obj)
+	if e, w := validation.UpgradePolicyAnnotation(old, obj); len(e)+len(w) > 0 {
+		errs, warnings = append(errs, e...), append(warnings, w...)
+	}
 	// A GatewayClass the policy forbids is an error already; whether it exists is beside the point.
 	if name, ok := validation.GatewayClassToCheck(obj); ok && v.validator.Policy.AllowsGatewayClass(name) {
 		warnings = append(warnings, validation.GatewayClassWarnings(name, v.gatewayClasses.state(ctx, name))...)

@@ -179,6 +179,7 @@ func buildStatus(in inputs, r roles, serve serveStates, sv serving, prog progres
 	setOwnershipConflict(in, &st, out.Conflicts, now, out)
 	setStrategyFallback(in, &st, now, out)
 	setUpgradeAction(in, &st, r.Control, now, out)
+	setUpgradeGates(in, &st, r, now, out)
 	stampUpdate(in, &st)
 	return st
 }

@@ -17,11 +17,15 @@ import (
 	"github.com/raygate/raygate/internal/batchscheduler"
 	"github.com/raygate/raygate/internal/batchscheduler/volcano"
 	"github.com/raygate/raygate/internal/dashboard"
+	"github.com/raygate/raygate/internal/promgate"
 	"github.com/raygate/raygate/internal/validation"
 )
 
 // Options are the manager's settings, one per flag.
 type Options struct {
+	// PrometheusURL is where metric gates (UpgradePolicy) are queried ("": gated upgrades
+	// wait). The admin's, never a tenant's.
+	PrometheusURL string
 	MetricsAddr          string
 	SecureMetrics        bool
 	ProbeAddr            string
@@ -123,6 +127,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "Namespace of the leader election Lease (default: the pod's namespace).")
 	fs.StringSliceVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces to watch and cache; empty means all namespaces.")
 	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", o.EnableWebhooks, "Serve the admission webhooks.")
+	fs.StringVar(&o.PrometheusURL, "prometheus-url", o.PrometheusURL, "Prometheus HTTP API base URL (e.g. http://prometheus.monitoring:9090) that metric gates of UpgradePolicies query; empty: gated upgrades wait.")
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "Address the webhook server listens on (default: all).")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port of the webhook server.")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory with tls.crt and tls.key for the webhook server; reloaded when they change.")
@@ -215,6 +220,11 @@ func (o *Options) Validate() error {
 	}
 	if o.DashboardURLTemplate != "" {
 		if err := dashboard.ValidateTemplate(o.DashboardURLTemplate); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if o.PrometheusURL != "" {
+		if err := promgate.ValidateURL(o.PrometheusURL); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}

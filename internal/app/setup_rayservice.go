@@ -10,12 +10,21 @@ import (
 	"github.com/raygate/raygate/internal/dashboard"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/promgate"
 	"github.com/raygate/raygate/internal/version"
 )
 
 // setupRayServiceController registers the RayService controller and its metrics.
 func setupRayServiceController(mgr ctrl.Manager, o Options) error {
+	var prom *promgate.Client
+	if o.PrometheusURL != "" {
+		var err error
+		if prom, err = promgate.New(o.PrometheusURL, promgate.Options{}); err != nil {
+			return err
+		}
+	}
 	r := rayservice.New(mgr, rayservice.Config{
+		Prometheus: prom,
 		Resolver: dashboardResolver(o),
 		Gates:    features.Default(),
 		Limits:   o.Limits(),
