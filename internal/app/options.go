@@ -23,9 +23,6 @@ import (
 
 // Options are the manager's settings, one per flag.
 type Options struct {
-	// PrometheusURL is where metric gates (UpgradePolicy) are queried ("": gated upgrades
-	// wait). The admin's, never a tenant's.
-	PrometheusURL string
 	MetricsAddr          string
 	SecureMetrics        bool
 	ProbeAddr            string
@@ -50,6 +47,9 @@ type Options struct {
 	// {namespace} and {name} (e.g. an operator outside the cluster reaching dashboards
 	// through a proxy). Empty: the head pod's IP and the dashboard port.
 	DashboardURLTemplate string
+	// PrometheusURL is where metric gates (UpgradePolicy) are queried ("": gated upgrades
+	// wait). The admin's, never a tenant's.
+	PrometheusURL string
 	// MaxPodsPerGroup and MaxPodsPerCluster bound the pods one RayCluster (or a RayService's
 	// cluster) may ask for: admission refuses more.
 	MaxPodsPerGroup   int32

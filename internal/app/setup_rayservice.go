@@ -24,13 +24,14 @@ func setupRayServiceController(mgr ctrl.Manager, o Options) error {
 		}
 	}
 	r := rayservice.New(mgr, rayservice.Config{
-		Prometheus: prom,
 		Resolver: dashboardResolver(o),
 		Gates:    features.Default(),
 		Limits:   o.Limits(),
 		Version:  version.Version,
 		// Without it raygate may not read Secrets, so it sends no token.
 		TokenAuthentication: o.TokenAuthentication,
+		// Metric gates query the admin's Prometheus (nil without --prometheus-url).
+		Prometheus: prom,
 		// KubeRay's switch, read from the environment as KubeRay reads it.
 		DisableZeroDowntime: !defaulting.ZeroDowntime(os.Getenv(defaulting.EnvEnableZeroDowntime)),
 	})
