@@ -136,3 +136,23 @@ func (s *UpgradePolicySpec) SettleOrDefault() int32 {
 	}
 	return min(max(*s.SettleSeconds, 0), MaxSettleSeconds)
 }
+
+// UpgradeGatesCondition is the RayService condition (raygate-only) that says what the
+// metric gates of its UpgradePolicy found during an incremental upgrade: True while they
+// pass, False while one failed or they cannot be evaluated (the upgrade waits).
+const UpgradeGatesCondition = "UpgradeGates"
+
+// Reasons of the UpgradeGates condition.
+const (
+	// GatesPassed: every gate passed at the last evaluation.
+	GatesPassed = "GatesPassed"
+	// GateFailed: a gate's value was out of bounds; the upgrade was paused or rolled back.
+	GateFailed = "GateFailed"
+	// GatesWaiting: Prometheus did not answer or had no data; the upgrade waits.
+	GatesWaiting = "GatesWaiting"
+	// GatesUnavailable: the policy, its CRD or --prometheus-url is missing, or the policy is
+	// invalid; the upgrade waits.
+	GatesUnavailable = "GatesUnavailable"
+	// GatesEvaluating: the gates are evaluated again before the next step (after a resume).
+	GatesEvaluating = "GatesEvaluating"
+)
