@@ -84,7 +84,9 @@ var _ = BeforeSuite(func() {
 
 func startManager() {
 	var err error
-	mgr, err = framework.StartManager(env, dashboards.Wire(framework.ManagerOptions()))
+	o := dashboards.Wire(framework.ManagerOptions())
+	o.PrometheusURL = prom.URL() // the scripted Prometheus of gates_test.go
+	mgr, err = framework.StartManager(env, o)
 	Expect(err).NotTo(HaveOccurred())
 }
 
