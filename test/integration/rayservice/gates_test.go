@@ -117,7 +117,7 @@ var _ = Describe("Metric gates", func() {
 		ns := newNamespace(ctx)
 		checker := watchInvariants(ctx, ns)
 		prom.set(ns, "0.01")
-		createPolicy(ctx, ns, raygatev1alpha1.FailurePause, 2)
+		createPolicy(ctx, ns, raygatev1alpha1.FailurePause, 8)
 		blue := gatedService(ctx, ns, name)
 		green := pendingName(ctx, ns, name)()
 
