@@ -65,6 +65,7 @@ func Handlers(o Options) map[string]admission.Handler {
 		ValidateRayClusterPath: &rayClusterValidator{decoder: decoder, validator: validator, namespaces: namespaces, certManager: certManager},
 		ValidateRayServicePath: &rayServiceValidator{decoder: decoder, validator: validator, namespaces: namespaces,
 			gatewayClasses: gatewayClassLookup{direct}, sharedGateways: sharedGatewayLookup{direct}, certManager: certManager},
+		ValidateUpgradePolicyPath: &upgradePolicyValidator{decoder: decoder},
 	}
 }
 

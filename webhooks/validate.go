@@ -75,6 +75,9 @@ func (v *rayServiceValidator) Handle(ctx context.Context, req admission.Request)
 		}
 		warnings = append(warnings, validation.SharedGatewayWarnings(obj, a, state, gw, ns)...)
 	}
+	if e, w := validation.UpgradePolicyAnnotation(old, obj); len(e)+len(w) > 0 {
+		errs, warnings = append(errs, e...), append(warnings, w...)
+	}
 	// A GatewayClass the policy forbids is an error already; whether it exists is beside the point.
 	if name, ok := validation.GatewayClassToCheck(obj); ok && v.validator.Policy.AllowsGatewayClass(name) {
 		warnings = append(warnings, validation.GatewayClassWarnings(name, v.gatewayClasses.state(ctx, name))...)

@@ -10,6 +10,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	raygatev1alpha1 "github.com/raygate/raygate/apis/raygate/v1alpha1"
 )
 
 // New returns a scheme with every type the manager reads or writes.
@@ -17,6 +18,7 @@ func New() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(rayv1.AddToScheme(s))
+	utilruntime.Must(raygatev1alpha1.AddToScheme(s))
 	utilruntime.Must(gatewayv1.Install(s))
 	return s
 }

@@ -30,6 +30,12 @@ type executor interface {
 // later pass), then everything else. It returns the plan whose status is to be written.
 func carryOut(obs *observed, want *desired, stored *rayv1.RayServiceStatuses, now time.Time, x executor) (planned, error) {
 	out := plan(obs, want, stored, now)
+	if g, ok := x.(gateEvaluator); ok && out.GateAsk != nil {
+		// The plan reached a gated step: query Prometheus, then plan again with the results.
+		o := *obs
+		o.Gates = g.evaluateGates(*out.GateAsk)
+		out = plan(&o, want, stored, now)
+	}
 	if err := x.apply(out.ClusterActions); err != nil {
 		return out, err
 	}
@@ -166,6 +172,10 @@ func (r *Reconciler) applyOne(ctx context.Context, svc *rayv1.RayService, a acti
 		}
 		if a.Done != nil {
 			r.emit(svc, *a.Done)
+		}
+	case annotateService:
+		if err := r.annotateService(ctx, a); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("unknown action %T", a)

@@ -25,6 +25,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/dashboard"
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/promgate"
 	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/internal/validation"
 )
@@ -73,6 +74,9 @@ type Config struct {
 	// TokenAuthentication is the operator's --token-authentication; off, raygate may not read
 	// Secrets, so dashboard calls carry no token.
 	TokenAuthentication bool
+	// Prometheus evaluates the metric gates of UpgradePolicies (nil: no --prometheus-url;
+	// gated upgrades wait, saying so).
+	Prometheus *promgate.Client
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }

@@ -31,6 +31,8 @@ type Metrics struct {
 	// aborting, aborted, promoting, resumed); actions counts the actions taken up, by action.
 	action  *prometheus.GaugeVec
 	actions *prometheus.CounterVec
+	// gateFailures counts failed metric gates.
+	gateFailures *prometheus.CounterVec
 
 	mu sync.Mutex
 	// uids are the uid each RayService's series carry, so the series of an object deleted
@@ -80,6 +82,10 @@ func NewMetrics() *Metrics {
 			Name: "raygate_service_upgrade_actions_total",
 			Help: "Upgrade actions (raygate.ray.io/upgrade-action) the RayService controller took up, by action.",
 		}, []string{"action"}),
+		gateFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "raygate_service_upgrade_gate_failures_total",
+			Help: "Metric gates (UpgradePolicy) that failed during an incremental upgrade, by namespace, gate and the action taken (pause or abort).",
+		}, []string{"namespace", "gate", "action"}),
 		uids: map[types.NamespacedName]types.UID{},
 	}
 }
@@ -90,7 +96,7 @@ func (m *Metrics) vecs() []*prometheus.GaugeVec {
 
 // Register adds the metrics to reg, replacing those of an earlier manager in the process.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	cs := []prometheus.Collector{m.upgrades, m.actions}
+	cs := []prometheus.Collector{m.upgrades, m.actions, m.gateFailures}
 	for _, v := range m.vecs() {
 		cs = append(cs, v)
 	}
@@ -151,6 +157,11 @@ func (m *Metrics) UpgradeFinished(strategy rayv1.RayServiceUpgradeType, result s
 // UpgradeAction counts an upgrade action the controller took up.
 func (m *Metrics) UpgradeAction(action string) {
 	m.actions.WithLabelValues(action).Inc()
+}
+
+// GateFailed counts a failed metric gate and the action it took.
+func (m *Metrics) GateFailed(namespace, gate, action string) {
+	m.gateFailures.WithLabelValues(namespace, gate, action).Inc()
 }
 
 // Forget removes every series of a deleted RayService.

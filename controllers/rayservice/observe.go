@@ -37,6 +37,9 @@ type observed struct {
 	// Services are the Services raygate manages for the RayService that exist, by name: the
 	// head and serve Services and the per-cluster serve Services.
 	Services map[string]*corev1.Service
+	// Gates are the UpgradePolicy's gates and their results, evaluated only when a pass asked
+	// for them (nil: not evaluated in this pass).
+	Gates *gateObservation
 	// ForeignRecords are, by cluster, the serve config records (ConfigMaps) whose names are
 	// taken by an object the cluster does not control, described.
 	ForeignRecords map[string]string

@@ -36,6 +36,11 @@ type planned struct {
 	// ActionRecorded is the upgrade action Status records for the first time, counted
 	// once it is stored.
 	ActionRecorded string
+	// GateAsk: the pass reached a gated step without gate results (gates.go); Gate is the
+	// decision on the results it had; GateFailed a failure to count once stored.
+	GateAsk    *gateAsk
+	Gate       *gateDecision
+	GateFailed *gateFailure
 }
 
 func (o *planned) doFirst(a action)           { o.ClusterActions = append(o.ClusterActions, a) }

@@ -32,6 +32,9 @@ func advance(in inputs, r roles, serve serveStates, traffic trafficState, sv ser
 	pending := r.Pending.name()
 	switch {
 	case pending != "" && sv.name() == pending && promotable(in, r, traffic):
+		if hold, note := gateHold(in, r, gatePromote, out); hold {
+			return r, progress{Upgrade: describeUpgrade(r, r.split(), note)}
+		}
 		return promote(in, r, out), progress{}
 	case pending == "":
 		return r, progress{}
@@ -103,6 +106,12 @@ func stepUpgrade(in inputs, r roles, serve serveStates, traffic trafficState, ou
 		}
 		p.Upgrade = describeUpgrade(r, s, orDefault(serve[target.name()].Note, "waiting for the Serve applications of "+target.name()))
 		return r, p
+	}
+	if dir == towardPending && next.Kind == stepTraffic && r.Control.Mode != ctlPromoting {
+		if hold, note := gateHold(in, r, gateTraffic, out); hold {
+			p.Upgrade = describeUpgrade(r, s, note)
+			return r, p
+		}
 	}
 	switch next.Kind {
 	case stepWait:

@@ -90,6 +90,9 @@ func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out plan
 	if a := out.ActionRecorded; a != "" {
 		r.Metrics.UpgradeAction(a)
 	}
+	if g := out.GateFailed; g != nil {
+		r.Metrics.GateFailed(svc.Namespace, g.Gate, g.Action)
+	}
 	if f := out.Finished; f != nil {
 		r.Metrics.UpgradeFinished(f.Strategy, f.Result, f.Seconds)
 	}

@@ -180,6 +180,7 @@ func buildStatus(in inputs, r roles, serve serveStates, sv serving, prog progres
 	setStrategyFallback(in, &st, now, out)
 	setUpgradeAction(in, &st, r.Control, now, out)
 	setRouteAccepted(in, &st, out.RouteAccepted, now, out)
+	setUpgradeGates(in, &st, r, now, out)
 	stampUpdate(in, &st)
 	return st
 }

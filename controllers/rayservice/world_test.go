@@ -58,6 +58,9 @@ type world struct {
 	// latest generation (zero: nothing to accept).
 	acceptAt time.Time
 
+	// promGates evaluates metric gates (gates_world_test.go); nil: the executor cannot.
+	promGates func(gateAsk) *gateObservation
+
 	// proxyChecks: every read also checks the head's Serve proxy, as the controller's pool
 	// does for a head that may serve.
 	proxyChecks bool
@@ -284,7 +287,11 @@ func (w *world) reconcile() (*reconciled, error) {
 		p.obs = &observed{}
 	}
 	p.obsCopy = deepCopyObserved(p.obs)
-	out, err := carryOut(p.obs, want, &p.stored, w.now, worldExecutor{w: w, p: p})
+	var x executor = worldExecutor{w: w, p: p}
+	if w.promGates != nil {
+		x = gatedExecutor{worldExecutor{w: w, p: p}}
+	}
+	out, err := carryOut(p.obs, want, &p.stored, w.now, x)
 	var failed actionFailed
 	if err != nil && !errors.As(err, &failed) {
 		return p, err
@@ -387,6 +394,8 @@ func (w *world) apply(actions []action, p *reconciled) bool {
 					c.headLabel = a.Value
 				}
 			}
+		case annotateService:
+			w.annotateService(a)
 		default:
 			panic(fmt.Sprintf("unknown action %T", a))
 		}

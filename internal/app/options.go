@@ -17,6 +17,7 @@ import (
 	"github.com/raygate/raygate/internal/batchscheduler"
 	"github.com/raygate/raygate/internal/batchscheduler/volcano"
 	"github.com/raygate/raygate/internal/dashboard"
+	"github.com/raygate/raygate/internal/promgate"
 	"github.com/raygate/raygate/internal/validation"
 )
 
@@ -46,6 +47,9 @@ type Options struct {
 	// {namespace} and {name} (e.g. an operator outside the cluster reaching dashboards
 	// through a proxy). Empty: the head pod's IP and the dashboard port.
 	DashboardURLTemplate string
+	// PrometheusURL is where metric gates (UpgradePolicy) are queried ("": gated upgrades
+	// wait). The admin's, never a tenant's.
+	PrometheusURL string
 	// MaxPodsPerGroup and MaxPodsPerCluster bound the pods one RayCluster (or a RayService's
 	// cluster) may ask for: admission refuses more.
 	MaxPodsPerGroup   int32
@@ -133,6 +137,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "Namespace of the leader election Lease (default: the pod's namespace).")
 	fs.StringSliceVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces to watch and cache; empty means all namespaces.")
 	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", o.EnableWebhooks, "Serve the admission webhooks.")
+	fs.StringVar(&o.PrometheusURL, "prometheus-url", o.PrometheusURL, "Prometheus HTTP API base URL (e.g. http://prometheus.monitoring:9090) that metric gates of UpgradePolicies query; empty: gated upgrades wait.")
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "Address the webhook server listens on (default: all).")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port of the webhook server.")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory with tls.crt and tls.key for the webhook server; reloaded when they change.")
@@ -231,6 +236,11 @@ func (o *Options) Validate() error {
 	}
 	if o.DashboardURLTemplate != "" {
 		if err := dashboard.ValidateTemplate(o.DashboardURLTemplate); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if o.PrometheusURL != "" {
+		if err := promgate.ValidateURL(o.PrometheusURL); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}

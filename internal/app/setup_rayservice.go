@@ -10,11 +10,19 @@ import (
 	"github.com/raygate/raygate/internal/dashboard"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/promgate"
 	"github.com/raygate/raygate/internal/version"
 )
 
 // setupRayServiceController registers the RayService controller and its metrics.
 func setupRayServiceController(mgr ctrl.Manager, o Options) error {
+	var prom *promgate.Client
+	if o.PrometheusURL != "" {
+		var err error
+		if prom, err = promgate.New(o.PrometheusURL, promgate.Options{}); err != nil {
+			return err
+		}
+	}
 	r := rayservice.New(mgr, rayservice.Config{
 		Resolver: dashboardResolver(o),
 		Gates:    features.Default(),
@@ -23,6 +31,8 @@ func setupRayServiceController(mgr ctrl.Manager, o Options) error {
 		// Without it raygate may not read Secrets, so it sends no token.
 		TokenAuthentication: o.TokenAuthentication,
 		SharedGateways:      o.AllowedSharedGateways,
+		// Metric gates query the admin's Prometheus (nil without --prometheus-url).
+		Prometheus: prom,
 		// KubeRay's switch, read from the environment as KubeRay reads it.
 		DisableZeroDowntime: !defaulting.ZeroDowntime(os.Getenv(defaulting.EnvEnableZeroDowntime)),
 	})

@@ -18,6 +18,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	raygatev1alpha1 "github.com/raygate/raygate/apis/raygate/v1alpha1"
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
@@ -60,6 +61,10 @@ func RenderStatus(w io.Writer, v View) error {
 		fmt.Fprintf(&b, "Rollback:  %s\n", conditionLine(st.Conditions, rayv1.RollbackInProgress))
 	}
 	fmt.Fprintf(&b, "Action:    %s\n", actionLine(svc))
+	if policy := svc.Annotations[raygatev1alpha1.UpgradePolicyAnnotation]; policy != "" {
+		// The condition's message carries each gate's last value and bound.
+		fmt.Fprintf(&b, "Gates:     UpgradePolicy %s: %s\n", policy, conditionLine(st.Conditions, raygatev1alpha1.UpgradeGatesCondition))
+	}
 	fmt.Fprintf(&b, "Next step: %s\n", nextStep(v))
 	fmt.Fprintf(&b, "Endpoints: %d\n\n", st.NumServeEndpoints)
 
@@ -118,6 +123,10 @@ func RenderWhy(w io.Writer, v View) error {
 	}
 	if c := meta.FindStatusCondition(st.Conditions, string(rayv1.UpgradeAction)); c != nil {
 		fmt.Fprintf(&b, "UpgradeAction: %s\n", conditionLine(st.Conditions, rayv1.UpgradeAction))
+	}
+	// A gate that failed, waits for data or cannot be evaluated holds the upgrade.
+	if c := meta.FindStatusCondition(st.Conditions, raygatev1alpha1.UpgradeGatesCondition); c != nil && c.Status != metav1.ConditionTrue {
+		fmt.Fprintf(&b, "%s: %s\n", raygatev1alpha1.UpgradeGatesCondition, conditionLine(st.Conditions, raygatev1alpha1.UpgradeGatesCondition))
 	}
 	for _, t := range []rayv1.RayServiceConditionType{rayv1.RayServiceOwnershipConflict, rayv1.UpgradeStrategyFallback} {
 		if c := meta.FindStatusCondition(st.Conditions, string(t)); c != nil && c.Status == metav1.ConditionTrue {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	raygatev1alpha1 "github.com/raygate/raygate/apis/raygate/v1alpha1"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -79,6 +81,11 @@ func TestRender(t *testing.T) {
 		"waiting for the last step to take effect: HTTPRoute fruit-httproute: Accepted not reported for generation 7 yet"
 	waiting.Status.PendingServiceStatus.LastTrafficMigratedTime = &metav1.Time{Time: now.Add(-30 * time.Second)}
 
+	gated := upgrading()
+	gated.Annotations = map[string]string{raygatev1alpha1.UpgradePolicyAnnotation: "canary", rayv1.UpgradeActionKey: "pause", rayv1.UpgradeTargetKey: "fruit-4hw2t"}
+	gated.Status.Conditions = append(slices.Clone(paused.Status.Conditions), cond(rayv1.RayServiceConditionType(raygatev1alpha1.UpgradeGatesCondition), metav1.ConditionFalse, raygatev1alpha1.GateFailed,
+		`gate "error-rate" of UpgradePolicy canary failed: query sum(rate(errors{namespace="ml"}[1m])) returned 0.3, above max 0.05`))
+
 	steady := &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Name: "fruit", Namespace: "ml", Generation: 3}}
 	steady.Annotations = map[string]string{rayv1.UpgradeActionKey: "promote", rayv1.UpgradeTargetKey: "fruit-4hw2t"}
 	steady.Status = rayv1.RayServiceStatuses{
@@ -101,6 +108,8 @@ func TestRender(t *testing.T) {
 		{"why-waiting.golden", View{Service: waiting, Now: now}, renderWhy},
 		{"why-paused.golden", View{Service: paused, Now: now}, renderWhy},
 		{"why-steady.golden", View{Service: steady, Now: now}, renderWhy},
+		{"status-gated.golden", View{Service: gated, Route: routeWith(map[string]int32{"fruit-kp8ct": 80, "fruit-4hw2t": 20}), Now: now}, renderStatus},
+		{"why-gated.golden", View{Service: gated, Now: now}, renderWhy},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			var b bytes.Buffer

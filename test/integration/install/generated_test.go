@@ -25,10 +25,11 @@ var _ = Describe("the chart and the generated manifests", func() {
 
 	It("carries the current generated files and CRDs (run `make manifests` if not)", func() {
 		for chartFile, src := range map[string]string{
-			"generated/role.yaml":          generatedRole,
-			"generated/webhooks.yaml":      generatedWebhooks,
-			"crds/ray.io_rayclusters.yaml": filepath.Join(repoRoot, "config", "crd", "bases", "ray.io_rayclusters.yaml"),
-			"crds/ray.io_rayservices.yaml": filepath.Join(repoRoot, "config", "crd", "bases", "ray.io_rayservices.yaml"),
+			"generated/role.yaml":                      generatedRole,
+			"generated/webhooks.yaml":                  generatedWebhooks,
+			"crds/ray.io_rayclusters.yaml":             filepath.Join(repoRoot, "config", "crd", "bases", "ray.io_rayclusters.yaml"),
+			"crds/ray.io_rayservices.yaml":             filepath.Join(repoRoot, "config", "crd", "bases", "ray.io_rayservices.yaml"),
+			"crds/raygate.ray.io_upgradepolicies.yaml": filepath.Join(repoRoot, "config", "crd", "bases", "raygate.ray.io_upgradepolicies.yaml"),
 		} {
 			Expect(readFileOrEmpty(filepath.Join(chartDir, chartFile))).To(Equal(readFileOrEmpty(src)),
 				"charts/raygate/%s differs from %s: run make manifests", chartFile, src)

@@ -87,6 +87,7 @@ func startManager() {
 	opts := dashboards.Wire(framework.ManagerOptions())
 	// sharedgateway_test.go attaches routes to Gateways in this namespace.
 	opts.AllowedSharedGateways = []string{sharedGatewayNamespace + "/*"}
+	opts.PrometheusURL = prom.URL() // the scripted Prometheus of gates_test.go
 	mgr, err = framework.StartManager(env, opts)
 	Expect(err).NotTo(HaveOccurred())
 }
