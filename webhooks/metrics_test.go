@@ -18,7 +18,9 @@ import (
 
 type fixed admission.Response
 
-func (f fixed) Handle(context.Context, admission.Request) admission.Response { return admission.Response(f) }
+func (f fixed) Handle(context.Context, admission.Request) admission.Response {
+	return admission.Response(f)
+}
 
 func TestRejectionsAreCountedByWebhookAndReason(t *testing.T) {
 	if err := RegisterMetrics(prometheus.NewRegistry()); err != nil {
