@@ -74,7 +74,7 @@ var _ = Describe("the chart's monitoring objects", func() {
 			ofKind("PrometheusRule")[0])["RayServiceUpgradeStuck"]
 		Expect(stuck.Expr).To(ContainSubstring("raygate_service_upgrade_expected_duration_seconds"))
 		Expect(stuck.Expr).To(ContainSubstring("+ 1800)"))
-		Expect(stuck.Expr).To(MatchRegexp(`unless on\(namespace, name, uid\)\s+\(raygate_service_upgrade_action\{[^}]*reason="UpgradePaused"\} == 1\)`))
+		Expect(stuck.Expr).To(MatchRegexp(`unless on\(namespace, name, uid\)\s+\(max by \(namespace, name, uid\) \(raygate_service_upgrade_action\{[^}]*reason="UpgradePaused"\}\) == 1\)`))
 	})
 
 	DescribeTable("refuses monitoring values outside the schema",

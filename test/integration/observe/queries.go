@@ -18,12 +18,31 @@ func dashboardExprs(path string) ([]string, error) {
 		return nil, err
 	}
 	var d struct {
-		Panels []panel `json:"panels"`
+		Panels     []panel `json:"panels"`
+		Templating struct {
+			List []struct {
+				Type  string `json:"type"`
+				Query any    `json:"query"`
+			} `json:"list"`
+		} `json:"templating"`
 	}
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var out []string
+	// Query variables: label_values(<series selector>, <label>) reads the selector's metric.
+	for _, v := range d.Templating.List {
+		q, _ := v.Query.(map[string]any)
+		if v.Type != "query" || q == nil {
+			continue
+		}
+		s, _ := q["query"].(string)
+		if m := labelValues.FindStringSubmatch(s); m != nil {
+			out = append(out, m[1])
+		} else {
+			return nil, fmt.Errorf("%s: variable query %q is not label_values(selector, label)", path, s)
+		}
+	}
 	var walk func([]panel)
 	walk = func(ps []panel) {
 		for _, p := range ps {
@@ -44,7 +63,10 @@ type panel struct {
 	Panels []panel `json:"panels"`
 }
 
-var templateAction = regexp.MustCompile(`\{\{.*?\}\}`)
+var (
+	templateAction = regexp.MustCompile(`\{\{.*?\}\}`)
+	labelValues    = regexp.MustCompile(`^label_values\((.+),\s*[A-Za-z_][A-Za-z0-9_]*\)$`)
+)
 
 // ruleExprs reads the expr fields of a PrometheusRule template (one line, or a |- block),
 // with Helm's template actions removed: what is left is the PromQL around them.

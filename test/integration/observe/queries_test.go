@@ -50,3 +50,55 @@ func TestFamily(t *testing.T) {
 		}
 	}
 }
+
+// The chart's queries, read as the suite reads them: a new metric in the dashboard or the
+// rules shows up here first, and the suite then checks the operator serves it.
+func TestTheChartQueries(t *testing.T) {
+	dash, err := dashboardExprs("../../../charts/raygate/dashboards/raygate.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := ruleExprs("../../../charts/raygate/templates/prometheusrule.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range append(dash, rules...) {
+		for _, n := range metricNames(e) {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	slices.Sort(names)
+	want := []string{
+		"controller_runtime_reconcile_errors_total",
+		"controller_runtime_reconcile_time_seconds_bucket",
+		"controller_runtime_reconcile_total",
+		"controller_runtime_webhook_latency_seconds_bucket",
+		"controller_runtime_webhook_requests_total",
+		"kuberay_cluster_condition_provisioned",
+		"kuberay_cluster_info",
+		"kuberay_cluster_provisioned_duration_seconds",
+		"kuberay_service_condition_ready",
+		"kuberay_service_condition_upgrade_in_progress",
+		"kuberay_service_info",
+		"leader_election_master_status",
+		"raygate_service_condition_rollback_in_progress",
+		"raygate_service_target_capacity_percent",
+		"raygate_service_traffic_routed_percent",
+		"raygate_service_upgrade_action",
+		"raygate_service_upgrade_actions_total",
+		"raygate_service_upgrade_duration_seconds_bucket",
+		"raygate_service_upgrade_duration_seconds_count",
+		"raygate_service_upgrade_expected_duration_seconds",
+		"raygate_service_upgrade_start_time_seconds",
+		"raygate_webhook_rejections_total",
+		"up",
+		"workqueue_depth",
+		"workqueue_queue_duration_seconds_bucket",
+	}
+	if !slices.Equal(names, want) {
+		t.Errorf("the chart queries\n  %q\nwant\n  %q", names, want)
+	}
+}

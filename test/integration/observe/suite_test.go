@@ -119,7 +119,7 @@ var _ = Describe("the chart's dashboard and alerts", func() {
 		Expect(err).NotTo(HaveOccurred())
 		rules, err := ruleExprs(filepath.Join(chart, "templates", "prometheusrule.yaml"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(dash).To(HaveLen(27), "every panel target is read")
+		Expect(dash).To(HaveLen(30), "every panel target and variable query is read")
 		Expect(rules).To(HaveLen(8), "every alert is read")
 		var names []string
 		for _, e := range append(dash, rules...) {
