@@ -43,8 +43,11 @@ func gatewayTarget(ctx context.Context, d *demo, svc *rayv1.RayService) (base, p
 		return "", "", fmt.Errorf("the Gateway's addresses %v are not all on loopback", addrs)
 	}
 	pods, err := localmode.ServeAddresses(ctx, d.s.Client, svc.Namespace, svc.Status.ActiveServiceStatus.RayClusterName)
-	if err != nil || !localmode.AllLoopback(pods) {
-		return "", "", fmt.Errorf("the serve pods' addresses %v are not all on loopback (%v)", pods, err)
+	if err != nil {
+		return "", "", fmt.Errorf("reading the serve pods' addresses: %w", err)
+	}
+	if !localmode.AllLoopback(pods) {
+		return "", "", fmt.Errorf("the serve pods' addresses %v are not all on loopback", pods)
 	}
 	prefixes := localmode.RoutePrefixes(svc.Spec.ServeConfigV2)
 	if len(prefixes) == 0 {

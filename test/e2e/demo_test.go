@@ -292,7 +292,7 @@ func checkPausedDemo(t *testing.T, out string) {
 	pause := strings.Index(out, "upgrade-action=pause")
 	resume := strings.Index(out, "upgrade-action=resume")
 	promote := strings.Index(out, "upgrade-action=promote")
-	if !(pause < resume && resume < promote) {
+	if pause >= resume || resume >= promote {
 		t.Errorf("pause, resume and promote out of order:\n%s", out)
 	}
 	// How many steps the pacing took before the promote landed depends on timing; that
