@@ -31,6 +31,11 @@ type options struct {
 	// Pacing overrides for the upgrade (0 / -1: keep the sample's).
 	interval, step, maxSurge int
 	deletionDelay            int
+	// rate is the load sent through the Gateway during the upgrade (requests/s, 0: none).
+	rate int
+	// pauseAt pauses the upgrade once the pending cluster has this share of the traffic,
+	// then resumes and promotes it (0: no pause).
+	pauseAt int
 }
 
 func main() {
@@ -47,10 +52,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.step, "step", 0, "set clusterUpgradeOptions.stepSizePercent (0: keep the sample's)")
 	fs.IntVar(&o.maxSurge, "max-surge", 0, "set clusterUpgradeOptions.maxSurgePercent (0: keep the sample's)")
 	fs.IntVar(&o.deletionDelay, "deletion-delay", -1, "set rayClusterDeletionDelaySeconds (-1: keep the sample's)")
+	fs.IntVar(&o.rate, "rate", 20, fmt.Sprintf("requests per second sent through the Gateway during the upgrade (0: none, at most %d); any failed request fails the demo", maxLoadRate))
+	fs.IntVar(&o.pauseAt, "pause-at", 0, "pause the upgrade when the pending cluster has this percentage of the traffic (1-99), show it frozen, resume, then promote (0: off)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	if o.pauseAt < 0 || o.pauseAt > 99 || o.rate < 0 {
+		fmt.Fprintln(stderr, "demo: --pause-at must be within 0-99 and --rate at least 0")
 		return 2
 	}
 

@@ -66,12 +66,15 @@ func appsSummary(apps map[string]rayv1.AppStatus) string {
 	return strings.Join(parts, " ")
 }
 
-// columns of the table; the first is the time since the upgrade started.
+// columns of the table; the first is the time since the upgrade started. The last two are
+// the load sent through the Gateway during the row: requests answered/failed, and the
+// share of the answers each cluster gave, to read next to the weights.
 var columns = []struct {
 	title string
 	width int
 }{
-	{"TIME", 8}, {"ACTIVE", 8}, {"PENDING", 9}, {"PENDING APPS", 14}, {"ACTIVE CAP", 12}, {"PENDING CAP", 13}, {"PENDING TRAFFIC", 17}, {"HTTPROUTE WEIGHTS", 0},
+	{"TIME", 8}, {"ACTIVE", 8}, {"PENDING", 9}, {"PENDING APPS", 14}, {"ACTIVE CAP", 12}, {"PENDING CAP", 13}, {"PENDING TRAFFIC", 17},
+	{"HTTPROUTE WEIGHTS", 20}, {"OK/FAILED", 11}, {"MEASURED SPLIT", 0},
 }
 
 func header() string {
@@ -85,15 +88,7 @@ func header() string {
 // cells are the row without its time. Clusters are shown without the RayService's name
 // (rayservice-incremental-x7k2p → x7k2p), which the table's title gives.
 func (s split) cells(service string) []string {
-	short := func(cluster string) string {
-		if cluster == "" {
-			return "-"
-		}
-		if rest, ok := strings.CutPrefix(cluster, rayspec.ClusterNamePrefix(service)); ok && rest != "" {
-			return rest
-		}
-		return cluster
-	}
+	short := func(cluster string) string { return shortName(cluster, service) }
 	pct := func(v *int32) string {
 		if v == nil {
 			return "-"
@@ -131,6 +126,17 @@ func (s split) cells(service string) []string {
 		apps = "-"
 	}
 	return []string{short(s.Active), short(s.Pending), apps, activeCap, pct(s.PendingCap), pct(s.PendingTraffic), w}
+}
+
+// shortName is a cluster's name without the service's prefix ("-" for none).
+func shortName(cluster, service string) string {
+	if cluster == "" {
+		return "-"
+	}
+	if rest, ok := strings.CutPrefix(cluster, rayspec.ClusterNamePrefix(service)); ok && rest != "" {
+		return rest
+	}
+	return cluster
 }
 
 func formatRow(cells []string) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +11,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/testenv/load"
 )
 
 func route(weights ...any) *gwv1.HTTPRoute {
@@ -83,8 +85,8 @@ func TestSplitCells(t *testing.T) {
 
 func TestFormatRowAlignsWithHeader(t *testing.T) {
 	h := header()
-	row := formatRow([]string{"+12.3s", "aaaaa", "bbbbb", "2 RUNNING", "60%", "80%", "40%", "aaaaa=60 bbbbb=40"})
-	for _, col := range []string{"ACTIVE", "PENDING", "PENDING APPS", "ACTIVE CAP", "PENDING CAP", "PENDING TRAFFIC", "HTTPROUTE WEIGHTS"} {
+	row := formatRow([]string{"+12.3s", "aaaaa", "bbbbb", "2 RUNNING", "60%", "80%", "40%", "aaaaa=60 bbbbb=40", "38/0", "aaaaa=61 bbbbb=39"})
+	for _, col := range []string{"ACTIVE", "PENDING", "PENDING APPS", "ACTIVE CAP", "PENDING CAP", "PENDING TRAFFIC", "HTTPROUTE WEIGHTS", "OK/FAILED", "MEASURED SPLIT"} {
 		i := strings.Index(h, col)
 		if i < 0 {
 			t.Fatalf("header %q lacks %q", h, col)
@@ -133,5 +135,72 @@ func TestUpgradeDone(t *testing.T) {
 		if got := upgradeDone(tt.svc, 2, "old"); got != tt.want {
 			t.Errorf("%s: upgradeDone = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+func results(spec ...any) []load.Result {
+	var out []load.Result
+	for i := 0; i < len(spec); i += 2 {
+		for range spec[i+1].(int) {
+			r := load.Result{Status: 200, Cluster: spec[i].(string)}
+			if r.Cluster == "" {
+				r.Status, r.Failed, r.Err = 503, true, "status 503"
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func TestLoadCells(t *testing.T) {
+	s := split{Active: "rs-zzzzz", Pending: "rs-bbbbb"}
+	for _, tt := range []struct {
+		name    string
+		results []load.Result
+		want    []string
+	}{
+		{"no load", nil, []string{"-", "-"}},
+		{"no request finished during the row", []load.Result{}, []string{"0/0", "-"}},
+		{"only failures", results("", 3), []string{"0/3", "-"}},
+		{"one cluster", results("ns/rs-zzzzz", 20), []string{"20/0", "zzzzz=100"}},
+		{"the active cluster first, shares rounded", results("ns/rs-bbbbb", 13, "ns/rs-zzzzz", 27), []string{"40/0", "zzzzz=68 bbbbb=32"}},
+		{"failures are counted, the split is over answers", results("ns/rs-zzzzz", 6, "ns/rs-bbbbb", 4, "", 1), []string{"10/1", "zzzzz=60 bbbbb=40"}},
+		{"a cluster of another name keeps its name", results("ns/other", 1), []string{"1/0", "other=100"}},
+	} {
+		if diff := cmp.Diff(tt.want, loadCells(tt.results, s, "rs", "ns")); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
+
+func TestTableRowsCarryTheRequestsOfTheirState(t *testing.T) {
+	var out strings.Builder
+	var finished []load.Result
+	t0 := time.Unix(1000, 0)
+	tbl := &table{d: &demo{out: &out}, service: "rs", namespace: "ns", start: t0, results: func() []load.Result { return finished }}
+	before := splitOf(&rayv1.RayService{Status: rayv1.RayServiceStatuses{
+		ActiveServiceStatus:  rayv1.RayServiceStatus{RayClusterName: "rs-aaaaa"},
+		PendingServiceStatus: rayv1.RayServiceStatus{RayClusterName: "rs-bbbbb", TargetCapacity: ptr.To[int32](40), TrafficRoutedPercent: ptr.To[int32](20)},
+	}}, route("rs-aaaaa", 80, "rs-bbbbb", 20))
+	after := before
+	after.PendingTraffic, after.Weights = ptr.To[int32](40), map[string]int32{"rs-aaaaa": 60, "rs-bbbbb": 40}
+
+	tbl.observe(before, t0)
+	finished = results("ns/rs-aaaaa", 8, "ns/rs-bbbbb", 2)
+	tbl.observe(before, t0.Add(time.Second)) // nothing changed, too early for a row
+	if out.Len() != 0 {
+		t.Fatalf("a row before the state ended or rowEvery passed:\n%s", out.String())
+	}
+	tbl.observe(after, t0.Add(2*time.Second)) // the first state ends: its row, with its requests
+	finished = append(finished, results("ns/rs-aaaaa", 3, "ns/rs-bbbbb", 2, "", 1)...)
+	tbl.observe(after, t0.Add(2*time.Second+rowEvery)) // a row while nothing changes
+	tbl.flush(t0.Add(10 * time.Second))                // the end: no request since the last row
+	want := strings.Join([]string{
+		formatRow([]string{"+0.0s", "aaaaa", "bbbbb", "starting", "100%", "40%", "20%", "aaaaa=80 bbbbb=20", "10/0", "aaaaa=80 bbbbb=20"}),
+		formatRow([]string{"+2.0s", "aaaaa", "bbbbb", "starting", "100%", "40%", "40%", "aaaaa=60 bbbbb=40", "5/1", "aaaaa=60 bbbbb=40"}),
+		formatRow([]string{"+5.0s", "aaaaa", "bbbbb", "starting", "100%", "40%", "40%", "aaaaa=60 bbbbb=40", "0/0", "-"}),
+	}, "\n") + "\n"
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -60,6 +59,12 @@ func (d *demo) upgrade(ctx context.Context, svc *rayv1.RayService) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	svcs, routes := follow(wctx, d.s.Client, svc.Namespace, svc.Name)
+	run := d.startLoad(ctx, svc)
+	defer func() {
+		if run != nil {
+			run.Stop()
+		}
+	}()
 	if err := d.kubectl(ctx, true, "patch", "rayservice", svc.Name, "--type=json", "-p", upgradePatch(svc, to, d.opts)); err != nil {
 		return err
 	}
@@ -69,36 +74,60 @@ func (d *demo) upgrade(ctx context.Context, svc *rayv1.RayService) error {
 		return err
 	}
 	d.printPacing(&patched)
+	var pause *pauser
+	if d.opts.pauseAt > 0 {
+		pause = &pauser{at: int32(d.opts.pauseAt), hold: holdFor(pacingInterval(&patched))}
+		d.printf("  --pause-at %d: pause at %d%% of the traffic, resume, then promote\n", d.opts.pauseAt, d.opts.pauseAt)
+	}
 
-	d.printf("\n  clusters without the prefix %s-; ACTIVE CAP / PENDING CAP are Serve target capacities\n", svc.Name)
+	d.printf("\n  clusters without the prefix %s-; ACTIVE CAP / PENDING CAP are Serve target capacities;\n", svc.Name)
+	d.printf("  OK/FAILED and MEASURED SPLIT are the requests that finished during the row, and who answered them\n")
 	d.printf("%s\n", header())
 	var (
 		cur     = &patched
 		rt      = &gwv1.HTTPRoute{}
-		last    []string
 		traffic []int32
+		tbl     = &table{d: d, service: svc.Name, namespace: svc.Namespace, start: start, results: resultsOf(run)}
+		tick    = time.NewTicker(time.Second)
 	)
+	defer tick.Stop()
 	if err := d.s.Client.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: rayspec.HTTPRouteName(svc.Name)}, rt); err != nil {
 		rt = nil // shown as "-" until the watch delivers it
 	}
 	for {
 		select {
 		case <-ctx.Done():
+			tbl.flush(time.Now())
 			return fmt.Errorf("the upgrade did not finish: %w", ctx.Err())
 		case o := <-svcs:
 			cur = o.(*rayv1.RayService)
 		case o := <-routes:
 			rt = o.(*gwv1.HTTPRoute)
+		case <-tick.C:
 		}
+		now := time.Now()
 		s := splitOf(cur, rt)
-		if cells := s.cells(svc.Name); !slices.Equal(cells, last) {
-			d.printf("%s\n", formatRow(append([]string{elapsed(time.Since(start))}, cells...)))
-			last = cells
-		}
+		tbl.observe(s, now)
 		if t := s.PendingTraffic; t != nil && *t > 0 && (len(traffic) == 0 || traffic[len(traffic)-1] != *t) {
 			traffic = append(traffic, *t)
 		}
+		action, note, err := pause.step(cur, s, now)
+		if err != nil {
+			tbl.flush(now)
+			return err
+		}
+		if note != "" {
+			tbl.flush(now)
+			d.printf("  +%.1fs  %s\n", now.Sub(start).Seconds(), note)
+		}
+		if action != "" {
+			if err := d.kubectl(ctx, true, "annotate", "rayservice", svc.Name, "--overwrite",
+				rayv1.UpgradeActionKey+"="+action, rayv1.UpgradeTargetKey+"="+s.Pending); err != nil {
+				return err
+			}
+		}
 		if upgradeDone(cur, patched.Generation, old) {
+			tbl.flush(now)
 			break
 		}
 	}
@@ -112,7 +141,26 @@ func (d *demo) upgrade(ctx context.Context, svc *rayv1.RayService) error {
 		return err
 	}
 	d.printf("  +%.1fs  RayCluster %s deleted\n", time.Since(start).Seconds(), old)
-	return nil
+	if pause != nil {
+		// The action is inert once its upgrade ended; removing it keeps the object tidy.
+		if err := d.kubectl(ctx, true, "annotate", "rayservice", svc.Name, rayv1.UpgradeActionKey+"-", rayv1.UpgradeTargetKey+"-"); err != nil {
+			return err
+		}
+		if pause.phase != pausePromoting {
+			return fmt.Errorf("--pause-at %d: the upgrade ended before the script did (it stopped at step %d of pause, resume, promote)", d.opts.pauseAt, pause.phase)
+		}
+	}
+	err := d.loadVerdict(run)
+	run = nil
+	return err
+}
+
+// pacingInterval is the upgrade's intervalSeconds (0 when unset).
+func pacingInterval(svc *rayv1.RayService) time.Duration {
+	if s := svc.Spec.UpgradeStrategy; s != nil && s.ClusterUpgradeOptions != nil {
+		return time.Duration(ptr.Deref(s.ClusterUpgradeOptions.IntervalSeconds, 0)) * time.Second
+	}
+	return 0
 }
 
 func (d *demo) printPacing(svc *rayv1.RayService) {

@@ -33,6 +33,10 @@ type Metrics struct {
 	actions *prometheus.CounterVec
 	// gateFailures counts failed metric gates.
 	gateFailures *prometheus.CounterVec
+	// upgradeStart and upgradeExpected are the clock of an upgrade in progress, for the
+	// "upgrade stuck" alert: time() - start > expected + slack (see expectedUpgrade).
+	upgradeStart    *prometheus.GaugeVec
+	upgradeExpected *prometheus.GaugeVec
 
 	mu sync.Mutex
 	// uids are the uid each RayService's series carry, so the series of an object deleted
@@ -86,12 +90,14 @@ func NewMetrics() *Metrics {
 			Name: "raygate_service_upgrade_gate_failures_total",
 			Help: "Metric gates (UpgradePolicy) that failed during an incremental upgrade, by namespace, gate and the action taken (pause or abort).",
 		}, []string{"namespace", "gate", "action"}),
-		uids: map[types.NamespacedName]types.UID{},
+		upgradeStart:    gauge("raygate_service_upgrade_start_time_seconds", "Unix time the RayService's upgrade in progress started (UpgradeInProgress became true); present only during an upgrade."),
+		upgradeExpected: gauge("raygate_service_upgrade_expected_duration_seconds", "How long the RayService's upgrade in progress should take from its start at its own pacing: the time until its last traffic step or upgrade action, plus intervalSeconds per traffic step left (0 for NewCluster); present only during an upgrade."),
+		uids:            map[types.NamespacedName]types.UID{},
 	}
 }
 
 func (m *Metrics) vecs() []*prometheus.GaugeVec {
-	return []*prometheus.GaugeVec{m.info, m.ready, m.upgrading, m.rollingBack, m.traffic, m.capacity, m.action}
+	return []*prometheus.GaugeVec{m.info, m.ready, m.upgrading, m.rollingBack, m.traffic, m.capacity, m.action, m.upgradeStart, m.upgradeExpected}
 }
 
 // Register adds the metrics to reg, replacing those of an earlier manager in the process.
@@ -136,6 +142,13 @@ func (m *Metrics) Observe(svc *rayv1.RayService) {
 		}
 		setPercent(m.traffic, traffic, name, ns, uid, role)
 		setPercent(m.capacity, capacity, name, ns, uid, role)
+	}
+	if c, ok := upgradeClockOf(svc); ok {
+		m.upgradeStart.WithLabelValues(name, ns, uid).Set(float64(c.Start.UnixMilli()) / 1000)
+		m.upgradeExpected.WithLabelValues(name, ns, uid).Set(c.Expected.Seconds())
+	} else {
+		m.upgradeStart.DeleteLabelValues(name, ns, uid)
+		m.upgradeExpected.DeleteLabelValues(name, ns, uid)
 	}
 }
 

@@ -42,7 +42,8 @@ func serviceWith(conds map[rayv1.RayServiceConditionType]bool, active, pending r
 		if on {
 			st = metav1.ConditionTrue
 		}
-		meta.SetStatusCondition(&svc.Status.Conditions, metav1.Condition{Type: string(t), Status: st, Reason: "R"})
+		// A fixed transition time: the upgrade clock series show it.
+		meta.SetStatusCondition(&svc.Status.Conditions, metav1.Condition{Type: string(t), Status: st, Reason: "R", LastTransitionTime: metav1.Unix(1000, 0)})
 	}
 	svc.Status.ActiveServiceStatus, svc.Status.PendingServiceStatus = active, pending
 	return svc
@@ -78,6 +79,8 @@ func TestMetricsFollowAnUpgrade(t *testing.T) {
 			"raygate_service_target_capacity_percent{" + l + ",role=pending," + u + "} 40",
 			"raygate_service_traffic_routed_percent{" + l + ",role=active," + u + "} 70",
 			"raygate_service_traffic_routed_percent{" + l + ",role=pending," + u + "} 30",
+			"raygate_service_upgrade_expected_duration_seconds{" + l + "," + u + "} 0",
+			"raygate_service_upgrade_start_time_seconds{" + l + "," + u + "} 1000",
 		},
 	}, {
 		name: "rolling back",
@@ -93,6 +96,8 @@ func TestMetricsFollowAnUpgrade(t *testing.T) {
 			"raygate_service_target_capacity_percent{" + l + ",role=pending," + u + "} 5",
 			"raygate_service_traffic_routed_percent{" + l + ",role=active," + u + "} 95",
 			"raygate_service_traffic_routed_percent{" + l + ",role=pending," + u + "} 5",
+			"raygate_service_upgrade_expected_duration_seconds{" + l + "," + u + "} 0",
+			"raygate_service_upgrade_start_time_seconds{" + l + "," + u + "} 1000",
 		},
 	}, {
 		name: "promoted: the pending series are gone, the condition series flipped",

@@ -67,6 +67,18 @@ func TestLocalModeAndDemo(t *testing.T) {
 		t.Fatalf("make demo failed (%v):\n%s", err, demoOut)
 	}
 	checkDemo(t, string(demoOut))
+
+	// make demo ARGS="--pause-at 40": a second upgrade, paused at 40%, resumed, promoted.
+	pctx, pcancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer pcancel()
+	paused := exec.CommandContext(pctx, filepath.Join(bin, "raygate-demo"), "--dir", state, "--interval", "1", "--deletion-delay", "2", "--timeout", "3m", "--pause-at", "40")
+	paused.Dir, paused.Env = repoRoot(), env
+	pausedOut, err := paused.CombinedOutput()
+	if err != nil {
+		dump()
+		t.Fatalf("make demo --pause-at 40 failed (%v):\n%s", err, pausedOut)
+	}
+	checkPausedDemo(t, string(pausedOut))
 	if strings.Contains(localErr.String(), "INVARIANT VIOLATED") {
 		dump()
 		t.Errorf("make run reported violations:\n%s", localErr.String())
@@ -218,6 +230,7 @@ func checkDemo(t *testing.T, out string) {
 			t.Errorf("make demo output lacks %q:\n%s", want, out)
 		}
 	}
+	checkLoad(t, out)
 	m := regexp.MustCompile(`promoted: it serves all traffic \(traffic moved in (\d+) steps: ([^)]*)\)`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("make demo does not report the promotion:\n%s", out)
@@ -236,5 +249,55 @@ func checkDemo(t *testing.T, out string) {
 	}
 	if !regexp.MustCompile(`RayCluster rayservice-incremental-\w+ deleted`).MatchString(out) {
 		t.Errorf("make demo does not report the old cluster deleted:\n%s", out)
+	}
+}
+
+// checkLoad asserts the demo sent load through the Gateway, printed it per row, and that
+// every request was answered.
+func checkLoad(t *testing.T, out string) {
+	t.Helper()
+	for _, want := range []string{"OK/FAILED", "MEASURED SPLIT", "through the Gateway, GET http://127."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("make demo output lacks %q:\n%s", want, out)
+		}
+	}
+	m := regexp.MustCompile(`load: (\d+) requests, (\d+) answered, (\d+) failed`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("make demo does not report its load:\n%s", out)
+	}
+	if sent, _ := strconv.Atoi(m[1]); sent < 100 || m[3] != "0" {
+		t.Errorf("load: %s requests, %s failed; want at least 100 and none failed", m[1], m[3])
+	}
+}
+
+// checkPausedDemo asserts the --pause-at script: paused at 40% or more, frozen, resumed,
+// promoted once the pacing moved again, and the upgrade completed without a failed request.
+func checkPausedDemo(t *testing.T, out string) {
+	t.Helper()
+	checkLoad(t, out)
+	for _, want := range []string{
+		"raygate.ray.io/upgrade-action=pause",
+		"paused (UpgradeAction=UpgradePaused)",
+		"while paused: resume",
+		"raygate.ray.io/upgrade-action=resume",
+		"promote, skipping the remaining steps",
+		"raygate.ray.io/upgrade-action=promote",
+		"every invariant held",
+		"raygate demo passed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("make demo --pause-at 40 output lacks %q:\n%s", want, out)
+		}
+	}
+	pause := strings.Index(out, "upgrade-action=pause")
+	resume := strings.Index(out, "upgrade-action=resume")
+	promote := strings.Index(out, "upgrade-action=promote")
+	if pause >= resume || resume >= promote {
+		t.Errorf("pause, resume and promote out of order:\n%s", out)
+	}
+	// How many steps the pacing took before the promote landed depends on timing; that
+	// the promote ended the upgrade is what counts.
+	if !strings.Contains(out, "promoted: it serves all traffic") {
+		t.Errorf("make demo --pause-at 40 does not report the promotion:\n%s", out)
 	}
 }
