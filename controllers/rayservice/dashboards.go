@@ -95,7 +95,7 @@ func serveViewOf(s dashboard.Snapshot) serveView {
 		v.Err = s.Err
 	}
 	if s.Details != nil && !s.Stale {
-		v.Apps = appStatuses(s.Details)
+		v.Apps, v.ReadAt = appStatuses(s.Details), s.ReadAt
 	}
 	if a := s.Accepted; a != nil {
 		if hash, tc, ok := parseSubmissionID(a.ID); ok {

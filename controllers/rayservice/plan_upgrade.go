@@ -104,6 +104,11 @@ func stepUpgrade(in inputs, r roles, serve serveStates, traffic trafficState, ou
 		p.Upgrade = describeUpgrade(r, s, orDefault(serve[target.name()].Note, "waiting for the Serve applications of "+target.name()))
 		return r, p
 	}
+	if next.Kind == stepTraffic {
+		if held, hp := holdStep(in, r, s, target, serve, out); held {
+			return r, hp
+		}
+	}
 	switch next.Kind {
 	case stepWait:
 		out.Wake.due(next.Until)
