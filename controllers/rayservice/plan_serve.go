@@ -71,7 +71,7 @@ func planServeFor(in inputs, r roles, s slot, active bool, out *planned) serveSt
 		out.Wake.Poll = true
 		return st
 	}
-	st.Apps, st.ReadAt = v.Serve.Apps, v.Serve.ReadAt
+	st.Apps, st.ReadAt = v.Serve.Apps, v.Serve.ReadAt.Time
 	acceptedHere := v.Serve.Accepted != nil && v.Serve.Accepted.Hash == w.Hash
 	d := decideSubmit(st.Runs, w, len(st.Apps), acceptedHere)
 	if d.Submit {

@@ -36,7 +36,7 @@ func TestHoldTrafficStep(t *testing.T) {
 	}
 }
 
-func pendingTraffic(p *reconciled) int32 {
+func trafficOnPending(p *reconciled) int32 {
 	return ptr.Deref(p.out.Status.PendingServiceStatus.TrafficRoutedPercent, 0)
 }
 
@@ -75,7 +75,7 @@ func TestPlanTimedStepHeldWhileTheDashboardHangs(t *testing.T) {
 	w.updateSpec(func(s *rayv1.RayService) { setTestImage(s, "rayproject/ray:2.53.0") })
 	p := stepUntil(t, w, "a first traffic step", func(p *reconciled) bool { return len(eventsOf(p.out, EventTrafficShifted)) == 1 })
 	pending := p.out.Status.PendingServiceStatus.RayClusterName
-	before := pendingTraffic(p)
+	before := trafficOnPending(p)
 	w.clusters[pending].dashboardHung = true
 	end := w.now.Add(time.Minute)
 	for w.now.Before(end) {
@@ -83,12 +83,12 @@ func TestPlanTimedStepHeldWhileTheDashboardHangs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := pendingTraffic(p); got != before {
+		if got := trafficOnPending(p); got != before {
 			t.Fatalf("traffic moved from %d%% to %d%% while the pending cluster's dashboard did not answer", before, got)
 		}
 	}
 	w.clusters[pending].dashboardHung = false
-	stepUntil(t, w, "traffic moves once the dashboard answers", func(p *reconciled) bool { return pendingTraffic(p) > before })
+	stepUntil(t, w, "traffic moves once the dashboard answers", func(p *reconciled) bool { return trafficOnPending(p) > before })
 }
 
 // No traffic moves to a cluster whose serve Service has no ready pod (head excluded, worker
@@ -109,7 +109,7 @@ func TestPlanTrafficWaitsForAReadyServeEndpoint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := pendingTraffic(p); got != 0 {
+		if got := trafficOnPending(p); got != 0 {
 			t.Fatalf("%d%% of the traffic moved to %s, whose serve Service has no ready pod", got, pending)
 		}
 		sawWhy = sawWhy || conditionSays(p, "waiting for a ready pod in the serve Service of "+pending)
@@ -118,7 +118,7 @@ func TestPlanTrafficWaitsForAReadyServeEndpoint(t *testing.T) {
 		t.Errorf("the conditions never said what the step waits for: %+v", w.svc.Status.Conditions)
 	}
 	w.clusters[pending].workerUnready = false
-	stepUntil(t, w, "traffic moves once a worker is ready", func(p *reconciled) bool { return pendingTraffic(p) > 0 })
+	stepUntil(t, w, "traffic moves once a worker is ready", func(p *reconciled) bool { return trafficOnPending(p) > 0 })
 }
 
 func conditionSays(p *reconciled, text string) bool {
