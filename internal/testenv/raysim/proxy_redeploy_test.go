@@ -39,7 +39,7 @@ func TestProxyServesWithTheOldReplicasDuringARedeploy(t *testing.T) {
 	}
 
 	changed := strings.Replace(twoApps, `"num_replicas":2`, `"num_replicas":3`, 1)
-	withNew := strings.Replace(changed, `]}`, `,{"name":"veg","route_prefix":"/veg","import_path":"veg.app"}]}`, 1)
+	withNew := strings.TrimSuffix(changed, "]}") + `,{"name":"veg","route_prefix":"/veg","import_path":"veg.app"}]}`
 	deploy(withNew)
 	if got := s.ApplicationStatuses()["fruit"]; got != "DEPLOYING" {
 		t.Fatalf("the dashboard reports fruit %s, want DEPLOYING", got)
