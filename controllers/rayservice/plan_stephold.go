@@ -49,12 +49,17 @@ func holdTrafficStep(f stepFacts, target string) stepHold {
 	return stepHold{}
 }
 
+// due is when the next timed traffic step comes due (zero: it is not timed).
+func due(s split, p pacing) time.Time {
+	if s.LastMigrated == nil {
+		return time.Time{}
+	}
+	return s.LastMigrated.Add(p.Interval)
+}
+
 // trafficStepFacts gathers stepFacts for a step toward target.
 func trafficStepFacts(s split, p pacing, target slot, serve serveStates) stepFacts {
-	f := stepFacts{ReadAt: serve[target.name()].ReadAt}
-	if s.LastMigrated != nil {
-		f.Due = s.LastMigrated.Add(p.Interval)
-	}
+	f := stepFacts{ReadAt: serve[target.name()].ReadAt, Due: due(s, p)}
 	if target.View != nil {
 		f.ServeEndpoints = serveEndpoints(target.View, nil)
 	}
@@ -68,9 +73,14 @@ func holdStep(in inputs, r roles, s split, target slot, serve serveStates, out *
 	if !h.Hold {
 		return false, progress{}
 	}
+	out.note(h.Why)
 	if h.Refresh {
 		out.refresh(target.name())
 		out.Wake.Poll = true // in case the pool's word is lost
+		// The read takes milliseconds: the status keeps saying when the step is due (as
+		// the pass that waited for the interval wrote it), so the hold costs no status
+		// write. A dashboard that does not answer shows up as an unreadable cluster.
+		return true, progress{Upgrade: describeUpgrade(r, s, "next traffic step at "+due(s, in.want.Pacing).UTC().Format(time.RFC3339))}
 	}
 	return true, progress{Upgrade: describeUpgrade(r, s, h.Why)}
 }
