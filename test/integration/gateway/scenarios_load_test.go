@@ -226,7 +226,12 @@ func (s *scenario) finish(label string, rising []string, answered ...string) []w
 		GinkgoWriter.Printf("HTTPRoute weights (from the start of the load):\n%s", timeline(samples))
 		for _, c := range rising {
 			first, last := routeLags(gw, samples, s.ns, c, c)
-			AddReportEntry(fmt.Sprintf("%s: Traefik routing lag for %s: first answer %s after its weight rose above 0, last answer %s after it fell to 0", label, c, first, last))
+			entry := fmt.Sprintf("%s: Traefik routing lag for %s: first answer %s after its weight rose above 0", label, c, first)
+			if samples[len(samples)-1].Shares[c] == 0 {
+				// It lost its weight again (a rollback): when did Traefik stop routing to it?
+				entry += fmt.Sprintf(", last answer %s after it fell to 0", last)
+			}
+			AddReportEntry(entry)
 		}
 	}
 	scenarioVerdict(label+", through Traefik", gw, samples, s.ns, append([]string{s.blue}, answered...))
