@@ -127,6 +127,11 @@ func New(mgr ctrl.Manager, cfg Config) *Reconciler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Dashboards.Now == nil {
+		// A traffic step compares when a head was read with when the step came due: one
+		// clock for both.
+		cfg.Dashboards.Now = cfg.Now
+	}
 	r := &Reconciler{
 		Config:       cfg,
 		Metrics:      processMetrics,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -95,7 +96,7 @@ func serveViewOf(s dashboard.Snapshot) serveView {
 		v.Err = s.Err
 	}
 	if s.Details != nil && !s.Stale {
-		v.Apps = appStatuses(s.Details)
+		v.Apps, v.ReadAt = appStatuses(s.Details), metav1.NewTime(s.ReadAt)
 	}
 	if a := s.Accepted; a != nil {
 		if hash, tc, ok := parseSubmissionID(a.ID); ok {

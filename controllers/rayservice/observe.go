@@ -59,6 +59,9 @@ type serveView struct {
 	// Apps are the applications by name; nil when the dashboard was not read yet (or not
 	// since it accepted a config, or the head pod is not ready).
 	Apps map[string]rayv1.AppStatus
+	// ReadAt is when Apps were read (a metav1.Time, which the semantic equality the tests
+	// compare observations with can handle).
+	ReadAt metav1.Time
 	// Err is why the last read failed.
 	Err string
 	// Submission is the last serve config asked of this head and what became of it.

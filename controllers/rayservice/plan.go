@@ -41,6 +41,9 @@ type planned struct {
 	GateAsk    *gateAsk
 	Gate       *gateDecision
 	GateFailed *gateFailure
+	// Refresh names the clusters whose dashboards are to be read again now: a decision
+	// waits for an answer newer than the one the pass had.
+	Refresh []string
 }
 
 func (o *planned) doFirst(a action)           { o.ClusterActions = append(o.ClusterActions, a) }
@@ -48,6 +51,7 @@ func (o *planned) do(a action)                { o.Actions = append(o.Actions, a)
 func (o *planned) tell(e event)               { o.Events = append(o.Events, e) }
 func (o *planned) note(decision string)       { o.Decisions = append(o.Decisions, decision) }
 func (o *planned) submit(s submitServeConfig) { o.Submits = append(o.Submits, s) }
+func (o *planned) refresh(cluster string)     { o.Refresh = append(o.Refresh, cluster) }
 
 // conflict notes an object raygate must leave alone; it is looked at again after a while.
 func (o *planned) conflict(description string) {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"time"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/dashboard"
@@ -18,6 +19,8 @@ type serveState struct {
 	Note string
 	// Apps are the applications as the dashboard reported them (nil: not read this pass).
 	Apps map[string]rayv1.AppStatus
+	// ReadAt is when Apps were read.
+	ReadAt time.Time
 	// Runs is the serve config and target capacity the cluster's dashboard accepted last.
 	Runs submitted
 	// NothingToRun: the cluster is to run no serve config, so it has no target capacity.
@@ -68,7 +71,7 @@ func planServeFor(in inputs, r roles, s slot, active bool, out *planned) serveSt
 		out.Wake.Poll = true
 		return st
 	}
-	st.Apps = v.Serve.Apps
+	st.Apps, st.ReadAt = v.Serve.Apps, v.Serve.ReadAt.Time
 	acceptedHere := v.Serve.Accepted != nil && v.Serve.Accepted.Hash == w.Hash
 	d := decideSubmit(st.Runs, w, len(st.Apps), acceptedHere)
 	if d.Submit {

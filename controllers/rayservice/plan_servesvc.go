@@ -51,16 +51,26 @@ func serveServiceSide(cur serveSide, s split, activeReady, pendingReady bool) se
 	return cur
 }
 
+// minLastShrinkHold is the least time between the last traffic step and the source
+// cluster's capacity going to 0. A gateway applies a route change some time after it is
+// written: Traefik batches configuration changes that come less than 2 s apart
+// (providersThrottleDuration), so with intervalSeconds 1 it still routed to the source
+// after its last replicas were gone. 3 s covers that throttle with a margin for a loaded
+// gateway.
+const minLastShrinkHold = 3 * time.Second
+
 // holdLastShrink reports whether the step that takes the source cluster's capacity to 0
 // must wait, and until when (zero: until the serve Service has left the source, which a
 // watch event reports): the Service still selects the source, or the last traffic step was
-// less than one interval ago.
+// less than one interval (and at least minLastShrinkHold) ago.
 func holdLastShrink(serviceOnSource bool, lastMigrated *time.Time, interval time.Duration, now time.Time) (bool, time.Time) {
 	if serviceOnSource {
 		return true, time.Time{}
 	}
-	if lastMigrated != nil && now.Before(lastMigrated.Add(interval)) {
-		return true, lastMigrated.Add(interval)
+	if lastMigrated != nil {
+		if until := lastMigrated.Add(max(interval, minLastShrinkHold)); now.Before(until) {
+			return true, until
+		}
 	}
 	return false, time.Time{}
 }

@@ -51,16 +51,21 @@ func TestHoldLastShrink(t *testing.T) {
 		name      string
 		onSource  bool
 		migrated  *time.Time
+		interval  time.Duration
 		hold      bool
 		wantUntil time.Time
 	}{
-		{"Service still on the source: wait for it to move", true, &old, true, time.Time{}},
-		{"Service moved, last step recent: one interval", false, &recent, true, recent.Add(10 * time.Second)},
-		{"Service moved, interval passed", false, &old, false, time.Time{}},
-		{"no traffic step recorded", false, nil, false, time.Time{}},
+		{"Service still on the source: wait for it to move", true, &old, 10 * time.Second, true, time.Time{}},
+		{"Service moved, last step recent: one interval", false, &recent, 10 * time.Second, true, recent.Add(10 * time.Second)},
+		{"Service moved, interval passed", false, &old, 10 * time.Second, false, time.Time{}},
+		{"no traffic step recorded", false, nil, 10 * time.Second, false, time.Time{}},
+		// A gateway may apply the last step up to ~2 s late (Traefik's throttle): a 1 s
+		// interval still holds the last replicas minLastShrinkHold.
+		{"interval 1s, last step 2s ago: held to 3s", false, &recent, time.Second, true, recent.Add(minLastShrinkHold)},
+		{"interval 1s, last step 3s ago: shrink", false, ptr.To(now.Add(-minLastShrinkHold)), time.Second, false, time.Time{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			hold, until := holdLastShrink(tt.onSource, tt.migrated, 10*time.Second, now)
+			hold, until := holdLastShrink(tt.onSource, tt.migrated, tt.interval, now)
 			if hold != tt.hold || !until.Equal(tt.wantUntil) {
 				t.Errorf("holdLastShrink = %v %s, want %v %s", hold, until, tt.hold, tt.wantUntil)
 			}

@@ -107,6 +107,11 @@ func stepUpgrade(in inputs, r roles, serve serveStates, traffic trafficState, ou
 		p.Upgrade = describeUpgrade(r, s, orDefault(serve[target.name()].Note, "waiting for the Serve applications of "+target.name()))
 		return r, p
 	}
+	if next.Kind == stepTraffic {
+		if held, hp := holdStep(in, r, s, target, serve, out); held {
+			return r, hp
+		}
+	}
 	if dir == towardPending && next.Kind == stepTraffic && r.Control.Mode != ctlPromoting {
 		if hold, note := gateHold(in, r, gateTraffic, out); hold {
 			p.Upgrade = describeUpgrade(r, s, note)

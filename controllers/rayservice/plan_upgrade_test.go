@@ -86,8 +86,15 @@ func TestPlanRequeuesExactlyWhenTheNextStepIsDue(t *testing.T) {
 		t.Fatal("traffic moved before the interval")
 	}
 	w.advance(time.Millisecond)
-	if p, _ = w.reconcile(); len(eventsOf(p.out, EventTrafficShifted)) != 1 {
-		t.Fatal("traffic did not move when the interval was over")
+	// Due now: the pending cluster's dashboard is read again first (the step goes on a read
+	// made after it came due), and the step follows that read.
+	if p, _ = w.reconcile(); len(p.out.Refresh) != 1 {
+		t.Fatalf("no fresh read asked for when the step came due: %+v", p.out.Refresh)
+	}
+	due := w.now
+	p = stepUntil(t, w, "the step after the read", func(p *reconciled) bool { return len(eventsOf(p.out, EventTrafficShifted)) == 1 })
+	if p.now.Sub(due) > 2*dashLatency {
+		t.Fatalf("the step went %v after it came due", p.now.Sub(due))
 	}
 	if es := eventsOf(p.out, EventTrafficShifted); !strings.Contains(es[0].Note, "pending svc-00002 10%") {
 		t.Errorf("event %q", es[0].Note)

@@ -52,6 +52,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	for _, name := range out.Refresh {
+		if t, ok := obs.targets[name]; ok {
+			r.dashboards.Refresh(t)
+		}
+	}
 	return r.record(ctx, svc, out, now)
 }
 

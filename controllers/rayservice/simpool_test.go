@@ -77,7 +77,8 @@ func (w *world) submit(s submitServeConfig) error {
 	}
 	w.snapshot(c)
 	id := s.id()
-	if sub := c.pool.snap.Submission; sub != nil && sub.ID == id && (sub.Sending || (sub.Outcome == dashboard.Refused && w.now.Sub(sub.At) < refusedRetry)) {
+	if sub := c.pool.snap.Submission; sub != nil && sub.ID == id && (sub.Sending || (sub.Outcome == dashboard.Accepted && w.now.Sub(sub.At) < 2*time.Second) ||
+		(sub.Outcome == dashboard.Refused && w.now.Sub(sub.At) < refusedRetry)) {
 		return nil
 	}
 	cfg := s.Config

@@ -96,6 +96,8 @@ type simCluster struct {
 	unhealthy bool
 	// proxyDown: the head's Serve proxy fails its health check (when the world checks it).
 	proxyDown bool
+	// workerUnready: the worker pod is not ready (e.g. still pulling its image).
+	workerUnready bool
 }
 
 const (
@@ -214,7 +216,11 @@ func (c *simCluster) pods(now time.Time) []corev1.Pod {
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}},
 		}
 	}
-	return []corev1.Pod{pod("head", string(rayv1.HeadNode), c.headLabel), pod("worker", string(rayv1.WorkerNode), "true")}
+	worker := pod("worker", string(rayv1.WorkerNode), "true")
+	if c.workerUnready {
+		worker.Status.Conditions[0].Status = corev1.ConditionFalse
+	}
+	return []corev1.Pod{pod("head", string(rayv1.HeadNode), c.headLabel), worker}
 }
 
 // reportedApps is the dashboard's answer (never nil: the dashboard answered).
@@ -297,6 +303,13 @@ func (w *world) reconcile() (*reconciled, error) {
 		return p, err
 	}
 	p.out, p.applied = out, err == nil
+	for _, name := range out.Refresh {
+		// As Reconcile does: the pool reads the head again.
+		if c := w.clusters[name]; c != nil && c.head == c.pool.head {
+			c.pool.wantRead = true
+			w.kick(c)
+		}
+	}
 	if p.applied && !w.conflictStatus && !equality.Semantic.DeepEqual(w.svc.Status, out.Status) {
 		w.svc.Status = *out.Status.DeepCopy()
 	}
@@ -589,7 +602,7 @@ func deepCopyObserved(o *observed) *observed {
 	c := *o
 	c.Clusters = nil
 	for _, v := range o.Clusters {
-		cv := &clusterView{Cluster: v.Cluster.DeepCopy(), Serve: serveView{Err: v.Serve.Err, Submission: v.Serve.Submission, Accepted: v.Serve.Accepted}}
+		cv := &clusterView{Cluster: v.Cluster.DeepCopy(), Serve: serveView{Err: v.Serve.Err, Submission: v.Serve.Submission, Accepted: v.Serve.Accepted, ReadAt: v.Serve.ReadAt, Proxy: v.Serve.Proxy}}
 		if s := v.Serve.Submission; s != nil {
 			c := *s
 			cv.Serve.Submission = &c

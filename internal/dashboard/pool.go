@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -293,10 +294,22 @@ func (p *Pool) Reject(t Target, id, message string) {
 	e.sub = &SubmissionState{ID: id, Outcome: Refused, BadRequest: true, Message: Sanitize(message, maxErrorMessage), At: p.o.Now()}
 }
 
-// holds: the submission is queued, in flight, or was refused less than RefusedRetry ago.
+// acceptedHold is how long a submission the dashboard accepted is not sent again. A pass
+// that read the pool just before the answer came still sees the submission unanswered and
+// asks for it again; that second PUT of the same config would make Serve redeploy nothing
+// but costs the head a request. The controller's next pass sees the acceptance in
+// milliseconds (the answer queues it); 2 s leaves a loaded operator room.
+const acceptedHold = 2 * time.Second
+
+// holds: the submission is queued, in flight, accepted less than acceptedHold ago, or
+// refused less than RefusedRetry ago.
 func (p *Pool) holds(e *entry, id string) bool {
 	cur := e.sub
-	return cur != nil && cur.ID == id && (cur.Sending || (cur.Outcome == Refused && p.o.Now().Sub(cur.At) < p.o.RefusedRetry))
+	if cur == nil || cur.ID != id {
+		return false
+	}
+	age := p.o.Now().Sub(cur.At)
+	return cur.Sending || (cur.Outcome == Accepted && age < acceptedHold) || (cur.Outcome == Refused && age < p.o.RefusedRetry)
 }
 
 // Submit asks for a serve config to be sent. The same submission is not sent again while
@@ -484,10 +497,10 @@ func (p *Pool) run(ctx context.Context, j *job) {
 	} else {
 		details, err = c.GetServeDetails(rctx)
 	}
-	timedOut := errors.Is(rctx.Err(), context.DeadlineExceeded)
+	timedOut := noAnswerInTime(err, rctx.Err())
 	cancel()
-	if err != nil && timedOut {
-		err = &timeoutError{op: map[bool]string{true: "PUT", false: "GET"}[j.sub != nil], url: j.target.URL + ApplicationsPath, after: p.o.Timeout}
+	if timedOut {
+		err = &timeoutError{op: map[bool]string{true: "PUT", false: "GET"}[j.sub != nil], url: j.target.URL + ApplicationsPath, after: p.waited(p.o.Timeout)}
 	}
 	var health *ProxyHealth
 	if j.sub == nil && j.target.ProxyURL != "" {
@@ -515,9 +528,9 @@ func (p *Pool) checkProxy(ctx context.Context, url string, token BearerToken) (*
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err := (&HTTPClient{BaseURL: url, HTTP: p.http, Timeout: timeout, Token: token}).CheckProxyHealth(pctx)
-	timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded)
-	if err != nil && timedOut {
-		err = &timeoutError{op: "GET", url: url + ProxyHealthPath, after: timeout}
+	timedOut := noAnswerInTime(err, pctx.Err())
+	if timedOut {
+		err = &timeoutError{op: "GET", url: url + ProxyHealthPath, after: p.waited(timeout)}
 	}
 	h := &ProxyHealth{Healthy: err == nil}
 	if err != nil {
@@ -623,6 +636,31 @@ func (p *Pool) forgetIdle() {
 
 // maxErrorMessage is the longest error kept for the status.
 const maxErrorMessage = 300
+
+// noAnswerInTime: a request failed because the head accepted it and did not answer in
+// time, whichever gave up first: the request's deadline, or the HTTP transport's response
+// header timeout (whose own wording, "timeout awaiting response headers", says the same in
+// the transport's terms). A connection that could not be set up in time is not that: it
+// is reported as what it is (the dial's error names the address it could not reach).
+func noAnswerInTime(err, ctxErr error) bool {
+	if err == nil {
+		return false
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return false
+	}
+	return errors.Is(ctxErr, context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// waited is how long a request that got no answer waited: its own timeout, or the
+// transport's response header timeout when that is shorter.
+func (p *Pool) waited(timeout time.Duration) time.Duration {
+	if t, ok := p.http.Transport.(*http.Transport); ok && t.ResponseHeaderTimeout > 0 {
+		return min(timeout, t.ResponseHeaderTimeout)
+	}
+	return timeout
+}
 
 // timeoutError is a request that got no answer in time; its text does not change from one
 // attempt to the next, so a status quoting it is not rewritten every time.

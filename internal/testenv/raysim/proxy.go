@@ -55,8 +55,7 @@ func (s *Server) route(path string) proxyAnswer {
 		if st.cfg.RoutePrefix == nil {
 			continue // not exposed over HTTP
 		}
-		status, _ := s.statusLocked(st, now)
-		apps = append(apps, proxyApp{name: name, prefix: *st.cfg.RoutePrefix, status: status})
+		apps = append(apps, proxyApp{name: name, prefix: *st.cfg.RoutePrefix, status: s.proxyStatusLocked(st, now)})
 	}
 	var capacity *float64
 	if s.targetCapacity != nil {
@@ -68,8 +67,9 @@ func (s *Server) route(path string) proxyAnswer {
 }
 
 // routeRequest is what a Serve proxy answers for path: 404 when no route_prefix matches,
-// 503 while the matched application is not RUNNING or the cluster's target_capacity is 0
-// (no replica to serve), else 200 from that application.
+// 503 while the matched application is not RUNNING (a redeploy of a RUNNING application
+// counts as RUNNING: its old replicas answer) or the cluster's target_capacity is 0 (no
+// replica to serve), else 200 from that application.
 func routeRequest(apps []proxyApp, targetCapacity *float64, path string) proxyAnswer {
 	best := -1
 	for i, a := range apps {

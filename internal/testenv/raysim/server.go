@@ -81,6 +81,10 @@ type appState struct {
 	outcomeMsg string
 	// forced is a status set by a test; it wins until cleared or the app is redeployed.
 	forced, forcedMsg string
+	// previous is the deployment this one replaces (nil: a new application). Serve keeps
+	// the old replicas answering while a changed config deploys, so the proxy serves with
+	// them until this one is no longer DEPLOYING.
+	previous *appState
 }
 
 // Server is one simulated Ray head's dashboard.
@@ -236,7 +240,11 @@ func (s *Server) apply(cfg *deployConfig, body []byte) Submission {
 		raw, _ := json.Marshal(a.Raw)
 		st, ok := s.apps[a.Name]
 		if !ok || st.rawJSON != string(raw) {
-			st = &appState{cfg: a, rawJSON: string(raw), deployedAt: now}
+			var prev *appState
+			if ok {
+				prev = s.replacedLocked(st, now)
+			}
+			st = &appState{cfg: a, rawJSON: string(raw), deployedAt: now, previous: prev}
 			if s.opts.Outcome != nil {
 				st.outcome, st.outcomeMsg = s.opts.Outcome(s.cluster, App{Name: a.Name, ImportPath: a.ImportPath, Config: a.Raw})
 			}
@@ -274,6 +282,30 @@ func (s *Server) Details() dashboard.ServeDetails {
 		d.Applications[name] = app
 	}
 	return d
+}
+
+// replacedLocked is the deployment that keeps serving when st is replaced: st itself, or,
+// when st is still DEPLOYING, the one st was replacing (a config changed twice in a row
+// leaves the replicas of the last one that finished deploying).
+func (s *Server) replacedLocked(st *appState, now time.Time) *appState {
+	if status, _ := s.statusLocked(st, now); status == rayv1.ApplicationStatusDeploying && st.previous != nil {
+		return st.previous
+	}
+	p := *st
+	p.previous = nil
+	return &p
+}
+
+// proxyStatusLocked is the status the Serve proxy acts on: the application's, except that
+// while a redeploy is DEPLOYING the previous replicas still answer when they were RUNNING.
+func (s *Server) proxyStatusLocked(st *appState, now time.Time) string {
+	status, _ := s.statusLocked(st, now)
+	if status == rayv1.ApplicationStatusDeploying && st.previous != nil {
+		if prev, _ := s.statusLocked(st.previous, now); prev == rayv1.ApplicationStatusRunning {
+			return prev
+		}
+	}
+	return status
 }
 
 func (s *Server) statusLocked(st *appState, now time.Time) (string, string) {

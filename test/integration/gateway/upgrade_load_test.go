@@ -40,10 +40,10 @@ const (
 	upgradeSplitTolerance = 0.10
 	// minWindow is the fewest answers a window needs for its split to be judged.
 	minWindow = 10
-	// upgradeInterval is the incremental upgrade's intervalSeconds. raygate takes the old
-	// cluster's capacity to 0 one interval after the last traffic step; Traefik routes by
-	// a new weight up to ~2 s after the HTTPRoute changes, so an interval of 1 s lets a few
-	// requests reach the old cluster after its capacity went to 0 (503). 3 s leaves margin.
+	// upgradeInterval is the incremental upgrade's intervalSeconds: the sample's slower
+	// pacing (scenarios_load_test.go runs 1 s). Traefik routes by a new weight up to ~2 s
+	// after the HTTPRoute changes; raygate holds the old cluster's last capacity at least
+	// 3 s after the last traffic step (minLastShrinkHold), whatever the interval.
 	upgradeInterval = 3
 )
 
