@@ -1,0 +1,362 @@
+package faults
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/raygate/raygate/internal/testenv/proc"
+	"github.com/raygate/raygate/internal/testenv/raysim"
+	"github.com/raygate/raygate/internal/testenv/tools"
+)
+
+// buildOperator builds cmd/raygate into dir, as a user would run it.
+func buildOperator(dir string) (string, error) {
+	bin := filepath.Join(dir, "raygate")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/raygate")
+	cmd.Dir = tools.RepoRoot()
+	cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/raygate: %w", err)
+	}
+	return bin, nil
+}
+
+// operator is one raygate process.
+type operator struct {
+	name    string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	log     string
+	probe   string
+	webhook string // host:port of its webhook server
+	args    []string
+	started time.Time
+}
+
+// leaderElection are the flags of replicas that elect a leader: a short lease so the
+// takeover is quick, with a renew deadline well above the retry period (a leader on a
+// loaded machine must not lose its Lease to one slow request).
+var leaderElection = []string{
+	"--leader-elect=true",
+	"--leader-election-namespace=default",
+	"--leader-elect-lease-duration=8s",
+	"--leader-elect-renew-deadline=6s",
+	"--leader-elect-retry-period=1s",
+}
+
+// startOperator starts cmd/raygate as name with the suite's flags plus extra, registers its
+// webhook server with the balancer and waits for /readyz. With no --leader-elect in extra it
+// runs without leader election, so a restart resumes at once.
+func startOperator(ctx context.Context, name string, extra ...string) *operator {
+	op := &operator{name: name}
+	_, _, certDir := env.WebhookServing()
+	port, err := proc.FreePort()
+	Expect(err).NotTo(HaveOccurred())
+	probe, err := proc.FreePort()
+	Expect(err).NotTo(HaveOccurred())
+	op.webhook = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	op.probe = net.JoinHostPort("127.0.0.1", strconv.Itoa(probe))
+	op.args = []string{
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address=" + op.probe,
+		"--enable-webhooks=true",
+		"--webhook-host=127.0.0.1",
+		"--webhook-port=" + strconv.Itoa(port),
+		"--webhook-cert-dir=" + certDir,
+		"--operator-namespace=default",
+		"--feature-gates=RayServiceIncrementalUpgrade=true",
+		"--dashboard-url-template=" + front.URL() + "/{namespace}/{name}",
+		"--log-format=json",
+	}
+	if !hasPrefix(extra, "--leader-elect") {
+		op.args = append(op.args, "--leader-elect=false")
+	}
+	op.args = append(op.args, extra...)
+	op.start(ctx)
+	webhooks.Add(op.webhook)
+	return op
+}
+
+func hasPrefix(args []string, prefix string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(a, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// start runs the binary (again) and waits until it is ready.
+func (op *operator) start(ctx context.Context) {
+	op.log = filepath.Join(logDir, fmt.Sprintf("%s-%d.log", op.name, time.Now().UnixNano()))
+	f, err := os.Create(op.log)
+	Expect(err).NotTo(HaveOccurred())
+	op.cmd = exec.Command(operatorBin, op.args...)
+	op.cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
+	op.cmd.Stdout, op.cmd.Stderr = f, f
+	op.started = time.Now()
+	Expect(op.cmd.Start()).To(Succeed())
+	op.done = make(chan struct{})
+	go func() { _ = op.cmd.Wait(); _ = f.Close(); close(op.done) }()
+	Eventually(func() error {
+		select {
+		case <-op.done:
+			return StopTrying(fmt.Sprintf("%s exited before it was ready:\n%s", op.name, op.tail()))
+		default:
+		}
+		resp, err := http.Get("http://" + op.probe + "/readyz")
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("readyz: %s", resp.Status)
+		}
+		return nil
+	}, 60*time.Second, 50*time.Millisecond).Should(Succeed(), "%s ready", op.name)
+}
+
+// kill sends SIGKILL and waits for the exit: no cleanup, no Lease release.
+func (op *operator) kill() {
+	Expect(op.cmd.Process.Signal(syscall.SIGKILL)).To(Succeed())
+	<-op.done
+}
+
+// restart kills the process and starts it again; it returns how long the new process took
+// to be ready.
+func (op *operator) restart(ctx context.Context) time.Duration {
+	op.kill()
+	op.start(ctx)
+	return time.Since(op.started)
+}
+
+// stop ends the process with SIGTERM (SIGKILL after 20 s) and unregisters its webhook.
+func (op *operator) stop() {
+	webhooks.Remove(op.webhook)
+	select {
+	case <-op.done:
+		return
+	default:
+	}
+	_ = op.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-op.done:
+	case <-time.After(20 * time.Second):
+		_ = op.cmd.Process.Kill()
+		<-op.done
+	}
+}
+
+// tail is the end of the process's log.
+func (op *operator) tail() string {
+	b, _ := os.ReadFile(op.log)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// logLines counts the lines of every log of this operator that contain s.
+func (op *operator) logLines(s string) int {
+	files, _ := filepath.Glob(filepath.Join(logDir, op.name+"-*.log"))
+	n := 0
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), s) {
+				n++
+			}
+		}
+		_ = fh.Close()
+	}
+	return n
+}
+
+// balancer stands in for the webhook Service: it accepts TCP connections on the address the
+// API server calls and forwards each, bytes only (TLS ends at the replica), to the next
+// replica that accepts a connection, as a Service whose endpoints are the Ready replicas.
+type balancer struct {
+	l net.Listener
+
+	mu       sync.Mutex
+	backends []string
+	next     int
+	// Refused counts connections no replica accepted.
+	Refused atomic.Int64
+	// Broken counts connections whose replica went away while the API server held them.
+	Broken atomic.Int64
+	wg     sync.WaitGroup
+}
+
+func startBalancer(host string, port int) (*balancer, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return nil, err
+	}
+	b := &balancer{l: l}
+	b.wg.Add(1)
+	go b.serve()
+	return b, nil
+}
+
+func (b *balancer) Add(addr string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, a := range b.backends {
+		if a == addr {
+			return
+		}
+	}
+	b.backends = append(b.backends, addr)
+}
+
+func (b *balancer) Remove(addr string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, a := range b.backends {
+		if a == addr {
+			b.backends = append(b.backends[:i], b.backends[i+1:]...)
+			return
+		}
+	}
+}
+
+func (b *balancer) Stop() {
+	_ = b.l.Close()
+	b.wg.Wait()
+}
+
+func (b *balancer) serve() {
+	defer b.wg.Done()
+	for {
+		c, err := b.l.Accept()
+		if err != nil {
+			return
+		}
+		go b.forward(c)
+	}
+}
+
+// candidates are the backends in round-robin order from the next one.
+func (b *balancer) candidates() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := len(b.backends)
+	out := make([]string, 0, n)
+	for i := range n {
+		out = append(out, b.backends[(b.next+i)%n])
+	}
+	if n > 0 {
+		b.next = (b.next + 1) % n
+	}
+	return out
+}
+
+func (b *balancer) forward(c net.Conn) {
+	defer c.Close()
+	var up net.Conn
+	for _, addr := range b.candidates() {
+		var err error
+		if up, err = net.DialTimeout("tcp", addr, time.Second); err == nil {
+			break
+		}
+	}
+	if up == nil {
+		b.Refused.Add(1)
+		return
+	}
+	defer up.Close()
+	fromUp := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(c, up)
+		fromUp <- err
+		_ = c.Close()
+	}()
+	_, _ = io.Copy(up, c)
+	_ = up.Close()
+	if err := <-fromUp; err != nil && !errors.Is(err, net.ErrClosed) {
+		b.Broken.Add(1)
+	}
+}
+
+// dashboardFront serves the simulated dashboards to the operator process at
+// /<namespace>/<cluster>/..., and drops every connection for a cluster that is "down"
+// (as a dashboard whose process died: the client sees the connection fail).
+type dashboardFront struct {
+	srv *http.Server
+	l   net.Listener
+
+	mu   sync.Mutex
+	down map[types.NamespacedName]bool
+	// Dropped counts requests dropped because their dashboard was down.
+	Dropped atomic.Int64
+}
+
+func startFront(reg *raysim.Registry) (*dashboardFront, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	f := &dashboardFront{l: l, down: map[types.NamespacedName]bool{}}
+	inner := reg.Handler()
+	f.srv = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 3)
+		if len(parts) >= 2 && f.isDown(types.NamespacedName{Namespace: parts[0], Name: parts[1]}) {
+			f.Dropped.Add(1)
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					_ = conn.Close()
+					return
+				}
+			}
+			http.Error(w, "dashboard down", http.StatusServiceUnavailable)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})}
+	go func() { _ = f.srv.Serve(l) }()
+	return f, nil
+}
+
+func (f *dashboardFront) URL() string { return "http://" + f.l.Addr().String() }
+
+func (f *dashboardFront) SetDown(c types.NamespacedName, down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if down {
+		f.down[c] = true
+	} else {
+		delete(f.down, c)
+	}
+}
+
+func (f *dashboardFront) isDown(c types.NamespacedName) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.down[c]
+}
+
+func (f *dashboardFront) Stop() { _ = f.srv.Close() }
