@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -191,9 +190,4 @@ func retire(ns, name string) {
 			Expect(client.IgnoreNotFound(k8s.Delete(ctx, o))).To(Succeed())
 		}
 	})
-}
-
-// trafficOf is the pending cluster's traffic in the status now.
-func trafficOf(ctx context.Context, ns, name string) int32 {
-	return ptr.Deref(rstest.Get(ctx, k8s, ns, name).Status.PendingServiceStatus.TrafficRoutedPercent, 0)
 }
