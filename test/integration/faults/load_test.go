@@ -61,7 +61,7 @@ func startUnderLoad(ctx context.Context, name string, mutate func(*rayv1.RayServ
 	blue := rstest.WaitServing(ctx, k8s, ns, name)
 
 	viaGateway := load.Options{Target: load.URL(gatewayURL(ctx, ns, name)), Path: "/fruit", Rate: rate, Workers: 4,
-		MaxRequests: 8000, MaxDuration: 150 * time.Second, Timeout: 2 * time.Second}
+		MaxRequests: 12000, MaxDuration: 240 * time.Second, Timeout: 2 * time.Second}
 	inCluster := viaGateway
 	inCluster.Target = load.ServicePods(k8s, ns, name+"-serve-svc", "serve", 100*time.Millisecond)
 	for _, o := range []load.Options{viaGateway, inCluster} {

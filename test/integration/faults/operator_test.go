@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,10 +22,12 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/proc"
-	"github.com/raygate/raygate/internal/testenv/raysim"
 	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
@@ -302,43 +306,83 @@ func (b *balancer) forward(c net.Conn) {
 	}
 }
 
-// dashboardFront serves the simulated dashboards to the operator process at
-// /<namespace>/<cluster>/..., and drops every connection for a cluster that is "down"
-// (as a dashboard whose process died: the client sees the connection fail).
+// dashboardFront is the operator process's way to the simulated dashboards
+// (--dashboard-url-template pointing at /<namespace>/<cluster>/...): it forwards each request
+// to the dashboard port of the cluster's head pod, where the simulator listens while the pod
+// runs, as a port-forwarding proxy would. A request finds the dashboard unreachable (its
+// connection is dropped) while the cluster is "down" or has no running head pod. The binary's
+// own resolver refuses loopback pod IPs, which only simulated pods have.
 type dashboardFront struct {
 	srv *http.Server
 	l   net.Listener
+	rt  http.RoundTripper
 
 	mu   sync.Mutex
 	down map[types.NamespacedName]bool
-	// Dropped counts requests dropped because their dashboard was down.
+	// Dropped counts requests dropped because their dashboard was unreachable.
 	Dropped atomic.Int64
 }
 
-func startFront(reg *raysim.Registry) (*dashboardFront, error) {
+// dashboardPort is the simulated head's dashboard port (Ray's default).
+const dashboardPort = "8265"
+
+func startFront() (*dashboardFront, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	f := &dashboardFront{l: l, down: map[types.NamespacedName]bool{}}
-	inner := reg.Handler()
-	f.srv = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 3)
-		if len(parts) >= 2 && f.isDown(types.NamespacedName{Namespace: parts[0], Name: parts[1]}) {
-			f.Dropped.Add(1)
-			if hj, ok := w.(http.Hijacker); ok {
-				if conn, _, err := hj.Hijack(); err == nil {
-					_ = conn.Close()
-					return
-				}
-			}
-			http.Error(w, "dashboard down", http.StatusServiceUnavailable)
-			return
-		}
-		inner.ServeHTTP(w, r)
-	})}
+	f := &dashboardFront{l: l, down: map[types.NamespacedName]bool{}, rt: &http.Transport{}}
+	f.srv = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(f.serve)}
 	go func() { _ = f.srv.Serve(l) }()
 	return f, nil
+}
+
+func (f *dashboardFront) serve(w http.ResponseWriter, r *http.Request) {
+	parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 3)
+	if len(parts) < 3 {
+		http.NotFound(w, r)
+		return
+	}
+	c := types.NamespacedName{Namespace: parts[0], Name: parts[1]}
+	ip := ""
+	if !f.isDown(c) {
+		ip = headIP(r.Context(), c)
+	}
+	if ip == "" {
+		f.Dropped.Add(1)
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
+			}
+		}
+		http.Error(w, "dashboard unreachable", http.StatusBadGateway)
+		return
+	}
+	target := net.JoinHostPort(ip, dashboardPort)
+	rp := &httputil.ReverseProxy{
+		Transport: f.rt,
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.URL.Path, pr.Out.URL.RawPath = "http", target, "/"+parts[2], ""
+			pr.Out.Host = target
+		},
+	}
+	rp.ServeHTTP(w, r)
+}
+
+// headIP is the loopback IP of the cluster's running head pod ("" when there is none).
+func headIP(ctx context.Context, c types.NamespacedName) string {
+	var pods corev1.PodList
+	if err := k8s.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels{rayv1.ClusterLabelKey: c.Name, rayv1.NodeTypeLabelKey: string(rayv1.HeadNode)}); err != nil {
+		return ""
+	}
+	for _, p := range pods.Items {
+		ip, err := netip.ParseAddr(p.Status.PodIP)
+		if err == nil && ip.IsLoopback() && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			return ip.String()
+		}
+	}
+	return ""
 }
 
 func (f *dashboardFront) URL() string { return "http://" + f.l.Addr().String() }

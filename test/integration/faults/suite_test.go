@@ -42,8 +42,8 @@ var (
 	k8s        client.WithWatch
 	kubelet    *framework.Kubelet
 	dashboards *framework.Dashboards
-	// front serves every simulated dashboard at /<namespace>/<cluster>/ for the operator
-	// process (--dashboard-url-template) and can take one cluster's dashboard down.
+	// front forwards the operator process's dashboard requests (--dashboard-url-template
+	// /<namespace>/<cluster>/) to the head pod's IP, and can take one cluster's dashboard down.
 	front *dashboardFront
 	// webhooks is the stand-in for the webhook Service, on the address the API server calls.
 	webhooks *balancer
@@ -96,7 +96,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: deployDelay})
 	DeferCleanup(dashboards.Close)
 	Expect(dashboards.ListenOnPods(env.Config)).To(Succeed())
-	front, err = startFront(dashboards.Registry)
+	front, err = startFront()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(front.Stop)
 })
