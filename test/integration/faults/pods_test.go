@@ -41,11 +41,13 @@ func podSpecs() {
 			u.waitValue("green weight", 25)
 			By(fmt.Sprintf("taking %s's dashboard down for %s", green, dashboardDown))
 			cluster := types.NamespacedName{Namespace: u.ns, Name: green}
+			dropped := front.Dropped.Load()
 			downAt := time.Now()
 			front.SetDown(cluster, true)
 			time.Sleep(dashboardDown)
 			front.SetDown(cluster, false)
 			upAt := time.Now()
+			dropped = front.Dropped.Load() - dropped
 			u.waitDone(ctx, green)
 			r := u.stop()
 
@@ -58,7 +60,7 @@ func podSpecs() {
 			}
 			next, _ := firstAfter(r.changes, upAt)
 			extra := fmt.Sprintf(" dashboard down %s, %d requests to it dropped, next step %s after it came back",
-				dashboardDown, front.Dropped.Load(), next.At.Sub(upAt).Round(10*time.Millisecond))
+				dashboardDown, dropped, next.At.Sub(upAt).Round(10*time.Millisecond))
 			verdicts("pending dashboard down mid-upgrade", r, extra)
 			Expect(during).To(BeEmpty(), "steps while the dashboard was down:\n%s", timelineOf(during, downAt))
 			sameSteps("pending dashboard down mid-upgrade", r.changes, baseline.upgrade)
