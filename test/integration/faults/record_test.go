@@ -160,15 +160,19 @@ func renderSequences(seq map[string][]int32) string {
 	return b.String()
 }
 
-// minGap is the shortest time between two successive changes of key (0 with fewer than two).
+// minGap is the shortest time between two successive paced changes of key: the first
+// change after the initial value is left out (the first traffic step is taken as soon as the
+// pending cluster is ready, not an interval after the backend was added). 0: fewer than two.
 func minGap(changes []change, key string) time.Duration {
 	var prev time.Time
 	gap := time.Duration(0)
+	n := 0
 	for _, c := range changes {
 		if c.Key != key {
 			continue
 		}
-		if !prev.IsZero() && (gap == 0 || c.At.Sub(prev) < gap) {
+		n++
+		if n > 2 && (gap == 0 || c.At.Sub(prev) < gap) {
 			gap = c.At.Sub(prev)
 		}
 		prev = c.At
