@@ -35,10 +35,13 @@ func podSpecs() {
 			DeferCleanup(op.stop)
 		})
 
+		// The dashboard goes down as soon as the pending cluster exists: its serve config and
+		// every capacity step need it. (Measured: once the pending cluster has its capacity,
+		// traffic steps do not call the dashboard, so an outage at 25% with 100% surge does
+		// not hold them; see docs/rayservice.md.)
 		It("takes no step while the pending cluster's dashboard is down, with 0 failed requests", func(ctx context.Context) {
 			u := startUnderLoad(ctx, name, nil)
 			green := u.upgrade(ctx)
-			u.waitValue("green weight", 25)
 			By(fmt.Sprintf("taking %s's dashboard down for %s", green, dashboardDown))
 			cluster := types.NamespacedName{Namespace: u.ns, Name: green}
 			dropped := front.Dropped.Load()
