@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -176,27 +175,6 @@ func (op *operator) tail() string {
 		b = b[len(b)-4000:]
 	}
 	return string(b)
-}
-
-// logLines counts the lines of every log of this operator that contain s.
-func (op *operator) logLines(s string) int {
-	files, _ := filepath.Glob(filepath.Join(logDir, op.name+"-*.log"))
-	n := 0
-	for _, f := range files {
-		fh, err := os.Open(f)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), s) {
-				n++
-			}
-		}
-		_ = fh.Close()
-	}
-	return n
 }
 
 // balancer stands in for the webhook Service: it accepts TCP connections on the address the
