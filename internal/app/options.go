@@ -23,12 +23,18 @@ import (
 
 // Options are the manager's settings, one per flag.
 type Options struct {
-	MetricsAddr          string
-	SecureMetrics        bool
-	ProbeAddr            string
-	LeaderElect          bool
-	LeaderElectionID     string
-	LeaderElectionNS     string
+	MetricsAddr      string
+	SecureMetrics    bool
+	ProbeAddr        string
+	LeaderElect      bool
+	LeaderElectionID string
+	LeaderElectionNS string
+	// LeaseDuration, RenewDeadline and RetryPeriod time the leader election (client-go's
+	// defaults): a standby takes over a crashed leader's Lease after LeaseDuration at most
+	// plus one RetryPeriod; a leader that cannot renew within RenewDeadline stops.
+	LeaseDuration        time.Duration
+	RenewDeadline        time.Duration
+	RetryPeriod          time.Duration
 	WatchNamespaces      []string
 	EnableWebhooks       bool
 	WebhookHost          string
@@ -110,6 +116,9 @@ func DefaultOptions() Options {
 		SecureMetrics:        true,
 		ProbeAddr:            ":8081",
 		LeaderElectionID:     "raygate.ray.io",
+		LeaseDuration:        15 * time.Second,
+		RenewDeadline:        10 * time.Second,
+		RetryPeriod:          2 * time.Second,
 		EnableWebhooks:       true,
 		WebhookPort:          9443,
 		WebhookCertDir:       "/tmp/k8s-webhook-server/serving-certs",
@@ -135,6 +144,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so only one replica reconciles; every replica serves webhooks.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "Namespace of the leader election Lease (default: the pod's namespace).")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a standby waits after the leader's last renewal before it takes the Lease: the longest a crashed leader leaves nothing reconciled (plus one retry period).")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader keeps retrying to renew the Lease before it gives up leading and exits; below the lease duration.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often replicas try to acquire or renew the Lease; below the renew deadline.")
 	fs.StringSliceVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces to watch and cache; empty means all namespaces.")
 	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", o.EnableWebhooks, "Serve the admission webhooks.")
 	fs.StringVar(&o.PrometheusURL, "prometheus-url", o.PrometheusURL, "Prometheus HTTP API base URL (e.g. http://prometheus.monitoring:9090) that metric gates of UpgradePolicies query; empty: gated upgrades wait.")
@@ -227,6 +239,7 @@ func (o *Options) Validate() error {
 	if o.MaxPodsPerCluster < 2 {
 		errs = append(errs, fmt.Sprintf("--max-pods-per-cluster must be at least 2 (the head and a worker), not %d", o.MaxPodsPerCluster))
 	}
+	errs = append(errs, o.validateLeaderElection()...)
 	errs = append(errs, o.validatePolicy()...)
 	if !batchscheduler.Valid(o.BatchScheduler) {
 		errs = append(errs, fmt.Sprintf("--batch-scheduler must be one of %s or empty, not %q", strings.Join(batchscheduler.Names(), ", "), o.BatchScheduler))
@@ -248,6 +261,31 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("invalid options: %s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// validateLeaderElection keeps the election's timing sound: client-go refuses a renew
+// deadline not below the lease duration, and a leader must retry at least twice (with
+// client-go's jitter of 1.2) before its deadline, or one slow request costs it the Lease.
+func (o *Options) validateLeaderElection() []string {
+	var errs []string
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--leader-elect-lease-duration", o.LeaseDuration}, {"--leader-elect-renew-deadline", o.RenewDeadline}, {"--leader-elect-retry-period", o.RetryPeriod}} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Sprintf("%s must be positive, not %s", d.flag, d.v))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	if o.RenewDeadline >= o.LeaseDuration {
+		errs = append(errs, fmt.Sprintf("--leader-elect-renew-deadline (%s) must be below --leader-elect-lease-duration (%s)", o.RenewDeadline, o.LeaseDuration))
+	}
+	if float64(o.RenewDeadline) <= 1.2*float64(o.RetryPeriod) {
+		errs = append(errs, fmt.Sprintf("--leader-elect-renew-deadline (%s) must exceed 1.2 × --leader-elect-retry-period (%s)", o.RenewDeadline, o.RetryPeriod))
+	}
+	return errs
 }
 
 func (o *Options) validatePolicy() []string {

@@ -48,6 +48,11 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "unknown batch scheduler", args: []string{"--batch-scheduler=slurm"}, wantErr: `--batch-scheduler must be one of volcano, scheduler-plugins, yunikorn, kai-scheduler or empty, not "slurm"`},
 		{name: "deprecated batch scheduler flag", args: []string{"--enable-batch-scheduler"}},
 		{name: "both batch scheduler flags", args: []string{"--enable-batch-scheduler", "--batch-scheduler=volcano"}, wantErr: "--enable-batch-scheduler (deprecated) and --batch-scheduler are both set"},
+		{name: "fast leader election", args: []string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}},
+		{name: "renew deadline not below lease duration", args: []string{"--leader-elect-lease-duration=10s", "--leader-elect-renew-deadline=10s"}, wantErr: "--leader-elect-renew-deadline (10s) must be below --leader-elect-lease-duration (10s)"},
+		{name: "retry period too close to renew deadline", args: []string{"--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=2s"}, wantErr: "--leader-elect-renew-deadline (2s) must exceed 1.2 × --leader-elect-retry-period (2s)"},
+		{name: "zero lease duration", args: []string{"--leader-elect-lease-duration=0s"}, wantErr: "--leader-elect-lease-duration must be positive, not 0s"},
+		{name: "negative retry period", args: []string{"--leader-elect-retry-period=-1s"}, wantErr: "--leader-elect-retry-period must be positive, not -1s"},
 		{name: "all errors at once", args: []string{"--log-format=xml", "--tls-min-version=1.0"}, wantErr: "--tls-min-version must be 1.2 or 1.3, not \"1.0\"; --log-format"},
 	}
 	for _, tc := range cases {

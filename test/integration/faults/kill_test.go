@@ -1,0 +1,153 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/test/integration/internal/rstest"
+)
+
+// The undisturbed runs' steps, which the disturbed ones must repeat exactly.
+var baseline struct {
+	upgrade, rollback []change
+}
+
+// killed is one SIGKILL of the operator and its restart.
+type killed struct {
+	phase string
+	// ready is from starting the new process to its /readyz; resume from starting it to
+	// the next change of the upgrade's state (which waits for the interval when a traffic
+	// step is due).
+	ready, resume time.Duration
+	at            time.Time
+}
+
+func (k killed) String() string {
+	return fmt.Sprintf("%s: ready %s, next step %s after the restart", k.phase, k.ready.Round(10*time.Millisecond), k.resume.Round(10*time.Millisecond))
+}
+
+// killAt kills the operator and starts it again, now.
+func killAt(ctx context.Context, op *operator, phase string) killed {
+	By("SIGKILL the operator: " + phase)
+	k := killed{phase: phase, at: time.Now()}
+	k.ready = op.restart(ctx)
+	return k
+}
+
+// resumeTimes fills in, for each kill, the time from the restart to the next change.
+func resumeTimes(kills []killed, op []time.Time, changes []change) []string {
+	var out []string
+	for i := range kills {
+		if c, ok := firstAfter(changes, op[i]); ok {
+			kills[i].resume = c.At.Sub(op[i])
+		}
+		out = append(out, kills[i].String())
+	}
+	return out
+}
+
+// sameSteps requires the run's steps to be the baseline's: per value, the same values in
+// the same order, and no traffic step closer to the previous one than in the baseline.
+func sameSteps(label string, got, want []change) {
+	Expect(want).NotTo(BeEmpty(), "the undisturbed run ran first")
+	Expect(renderSequences(sequences(got))).To(Equal(renderSequences(sequences(want))),
+		"%s: the steps differ from an undisturbed run's", label)
+	for _, key := range []string{"green weight", "blue weight"} {
+		if w := minGap(want, key); w > 0 {
+			Expect(minGap(got, key)).To(BeNumerically(">=", w-500*time.Millisecond),
+				"%s: %s changed sooner after the previous step than the interval allows", label, key)
+		}
+	}
+}
+
+// Every spec runs in one ordered container: the undisturbed runs come first and the
+// disturbed ones compare their steps with them.
+var _ = Describe("faults during RayService upgrades under load", Ordered, func() {
+	killSpecs()
+	leaderSpecs()
+	podSpecs()
+})
+
+func killSpecs() {
+	Describe("the operator killed at each phase of an incremental upgrade", func() {
+		const name = "fruit"
+		var op *operator
+
+		BeforeEach(func(ctx context.Context) {
+			op = startOperator(ctx, "single")
+			DeferCleanup(op.stop)
+		})
+
+		It("upgrades undisturbed: the steps every disturbed run must repeat", func(ctx context.Context) {
+			u := startUnderLoad(ctx, name, nil)
+			green := u.upgrade(ctx)
+			u.waitDone(ctx, green)
+			r := u.stop()
+			baseline.upgrade = r.changes
+			AddReportEntry("undisturbed incremental upgrade, steps:\n" + renderSequences(sequences(r.changes)))
+			verdicts("undisturbed upgrade", r, "")
+			Expect(sequences(r.changes)["green weight"]).To(Equal([]int32{0, 25, 50, 75, 100}))
+		})
+
+		It("sees 0 failed requests and the same steps when killed after the pending cluster is created, after its capacity rose, at 50/50 and after the promotion", func(ctx context.Context) {
+			u := startUnderLoad(ctx, name, nil)
+			var kills []killed
+			var restarts []time.Time
+			kill := func(phase string) {
+				k := killAt(ctx, op, phase)
+				kills = append(kills, k)
+				restarts = append(restarts, op.started)
+			}
+			green := u.upgrade(ctx)
+			kill("pending cluster created")
+			u.waitValue("green capacity", 100)
+			kill("pending capacity raised to 100%")
+			u.waitValue("green weight", 50)
+			kill("traffic at 50/50")
+			Eventually(rstest.ActiveName(ctx, k8s, u.ns, name), 2*time.Minute, 20*time.Millisecond).Should(Equal(green))
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: u.ns, Name: u.blue}, &rayv1.RayCluster{})).To(Succeed(), "the old cluster still exists")
+			kill("promoted, old cluster not yet deleted")
+			u.waitDone(ctx, green)
+			r := u.stop()
+			lines := resumeTimes(kills, restarts, r.changes)
+			AddReportEntry("operator restarts during an upgrade:\n" + strings.Join(lines, "\n"))
+			verdicts("4 SIGKILLs during an incremental upgrade", r, "")
+			sameSteps("4 SIGKILLs during an incremental upgrade", r.changes, baseline.upgrade)
+		})
+
+		It("rolls back undisturbed at 50%: the steps a disturbed rollback must repeat", func(ctx context.Context) {
+			u := startUnderLoad(ctx, name, nil)
+			u.upgrade(ctx)
+			u.waitValue("green weight", 50)
+			u.rollback(ctx)
+			u.waitDone(ctx, u.blue)
+			r := u.stop()
+			baseline.rollback = r.changes
+			AddReportEntry("undisturbed rollback at 50%, steps:\n" + renderSequences(sequences(r.changes)))
+			verdicts("undisturbed rollback", r, "")
+		})
+
+		It("sees 0 failed requests and the same steps when killed while a rollback is in progress", func(ctx context.Context) {
+			u := startUnderLoad(ctx, name, nil)
+			u.upgrade(ctx)
+			u.waitValue("green weight", 50)
+			u.rollback(ctx)
+			Eventually(rstest.Condition(ctx, k8s, u.ns, name, rayv1.RollbackInProgress), time.Minute, 20*time.Millisecond).Should(HavePrefix("True/"))
+			k := killAt(ctx, op, "rollback in progress")
+			restart := op.started
+			u.waitDone(ctx, u.blue)
+			r := u.stop()
+			lines := resumeTimes([]killed{k}, []time.Time{restart}, r.changes)
+			AddReportEntry("operator restart during a rollback:\n" + strings.Join(lines, "\n"))
+			verdicts("SIGKILL during a rollback", r, "")
+			sameSteps("SIGKILL during a rollback", r.changes, baseline.rollback)
+		})
+	})
+}

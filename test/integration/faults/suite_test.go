@@ -1,0 +1,102 @@
+// Package faults breaks things during RayService upgrades under load and checks that no
+// request fails: the operator is the real cmd/raygate binary in its own process (built once
+// per suite), killed with SIGKILL at each phase of an incremental upgrade and started again;
+// two replicas with leader election lose their leader; the pending cluster's dashboard goes
+// down; the serving cluster's head pod is deleted. Load flows through the real Traefik
+// (the Gateway API implementation) and in-cluster to the serve Service's pods, all on
+// loopback (the fake kubelet gives pods 127.x IPs and the Ray simulator listens there).
+//
+// The API server calls the operator's webhooks over TLS through a small TCP balancer on
+// the address envtest's webhook configuration names: it stands in for the webhook Service,
+// forwarding each connection to a replica that accepts it.
+package faults
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/raysim"
+	"github.com/raygate/raygate/internal/testenv/traefik"
+)
+
+const className = "traefik"
+
+// deployDelay is how long a simulated Serve application stays DEPLOYING.
+const deployDelay = 300 * time.Millisecond
+
+var (
+	env        *controlplane.Env
+	k8s        client.WithWatch
+	kubelet    *framework.Kubelet
+	dashboards *framework.Dashboards
+	// front forwards the operator process's dashboard requests (--dashboard-url-template
+	// /<namespace>/<cluster>/) to the head pod's IP, and can take one cluster's dashboard down.
+	front *dashboardFront
+	// webhooks is the stand-in for the webhook Service, on the address the API server calls.
+	webhooks *balancer
+	// operatorBin is cmd/raygate, built once for the suite.
+	operatorBin string
+	// logDir holds the operator processes' logs.
+	logDir string
+)
+
+func TestFaults(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(90 * time.Second) // generous: two cores are shared with other suites
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	RunSpecs(t, "Operator, dashboard and pod faults during upgrades under load")
+}
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	dir, err := os.MkdirTemp("", "raygate-faults-")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(os.RemoveAll, dir)
+	logDir = filepath.Join(dir, "logs")
+	Expect(os.Mkdir(logDir, 0o755)).To(Succeed())
+	By("building cmd/raygate")
+	operatorBin, err = buildOperator(dir)
+	Expect(err).NotTo(HaveOccurred())
+
+	env, err = controlplane.Start(controlplane.Options{GatewayAPI: true, Webhooks: true})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Stop)
+	k8s, err = client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+
+	host, port, _ := env.WebhookServing()
+	webhooks, err = startBalancer(host, port)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(webhooks.Stop)
+
+	tr, err := traefik.Start(ctx, env.Client, traefik.Options{Kubeconfig: env.Kubeconfig, ClassName: className, Log: GinkgoWriter})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(tr.Stop)
+	lb, err := traefik.StartLoopbackEndpoints(env.Config)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(lb.Stop)
+
+	kubelet, err = framework.StartKubelet(env.Config, framework.KubeletOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(kubelet.Stop)
+	Expect(kubelet.SetBehavior(ctx, func(p *corev1.Pod) bool { return p.Labels[rayv1.ClusterLabelKey] == "" }, framework.Ignore)).To(Succeed())
+	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: deployDelay})
+	DeferCleanup(dashboards.Close)
+	Expect(dashboards.ListenOnPods(env.Config)).To(Succeed())
+	front, err = startFront()
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(front.Stop)
+})
