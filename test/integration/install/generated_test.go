@@ -171,8 +171,13 @@ func expectWebhooks(objs objects, gen generated, namespaces []string, caBundle s
 		Expect(*h.failurePolicy).To(Equal(admissionregistrationv1.Fail), key)
 		Expect(*h.timeoutSeconds).To(BeNumerically("<=", 5), key)
 		for _, r := range h.rules {
-			Expect(r.APIGroups).To(Equal([]string{"ray.io"}), key)
-			Expect(r.Resources).To(HaveEach(BeElementOf("rayclusters", "rayservices")), key)
+			// Our CRDs only: ray.io's two kinds, and raygate's own UpgradePolicy.
+			Expect(r.APIGroups).To(Or(Equal([]string{"ray.io"}), Equal([]string{"raygate.ray.io"})), key)
+			if r.APIGroups[0] == "ray.io" {
+				Expect(r.Resources).To(HaveEach(BeElementOf("rayclusters", "rayservices")), key)
+			} else {
+				Expect(r.Resources).To(Equal([]string{"upgradepolicies"}), key)
+			}
 			Expect(r.Operations).To(HaveEach(BeElementOf(admissionregistrationv1.Create, admissionregistrationv1.Update)), key)
 		}
 		if namespaces == nil {
