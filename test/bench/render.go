@@ -60,6 +60,7 @@ func renderReport(r *results, analysis, assets string) string {
 
 	renderScale(&m, r, assets)
 	renderUpgrade(&m, r.Upgrade)
+	renderUpgradeLoad(&m, r.UpgradeLoad)
 	renderAdmission(&m, r.Admission)
 	renderNoise(&m, r.Noise)
 	renderMemory(&m, r.Memory)
