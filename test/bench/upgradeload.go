@@ -61,8 +61,9 @@ type upgradeLoadResult struct {
 	WindowSeconds float64 `json:"windowSeconds"`
 	LagSeconds    float64 `json:"lagSeconds"`
 	Tolerance     float64 `json:"tolerance"`
-	// WallSeconds is from the spec change to promotion.
+	// WallSeconds is from the spec change to promotion; the loads went on TailSeconds more.
 	WallSeconds float64 `json:"wallSeconds"`
+	TailSeconds float64 `json:"tailSeconds"`
 	// WeightChanges is how many different HTTPRoute weights were seen under load.
 	WeightChanges int           `json:"weightChanges"`
 	Clients       []loadFigures `json:"clients,omitempty"`
@@ -117,7 +118,8 @@ func (u *upgradeLoadResult) passed() bool {
 
 func runUpgradeLoad(ctx context.Context, b *bench) (res upgradeLoadResult) {
 	res = upgradeLoadResult{Scenario: "upgrade-load", Sample: "config/samples/" + upgradeLoadSample, RatePerClient: upgradeLoadRate,
-		WindowSeconds: upgradeLoadWindow.Seconds(), LagSeconds: upgradeLoadLag.Seconds(), Tolerance: upgradeLoadTolerance}
+		WindowSeconds: upgradeLoadWindow.Seconds(), LagSeconds: upgradeLoadLag.Seconds(), Tolerance: upgradeLoadTolerance,
+		TailSeconds: upgradeLoadTail.Seconds()}
 	if err := b.upgradeLoad(ctx, &res); err != nil {
 		res.Error = err.Error()
 	}
@@ -391,23 +393,25 @@ func renderUpgradeLoad(m *md, u *upgradeLoadResult) {
 		return
 	}
 	m.p("The incremental-upgrade sample (`%s`) at its own pacing — maxSurgePercent %d, stepSizePercent %d,\n"+
-		"intervalSeconds %d — upgraded by changing every Ray image, under %.0f requests/s from each of two clients:\n"+
+		"intervalSeconds %d — upgraded by changing every Ray image, under %s requests/s from each of two clients:\n"+
 		"through the real Traefik (the Gateway API implementation, programming raygate's Gateway and HTTPRoute)\n"+
 		"and in-cluster to the ready pods of the serve Service, as kube-proxy would send them. kwok gives pods\n"+
 		"loopback IPs and the simulated Serve proxies (`internal/testenv/raysim`) listen there, so every request\n"+
-		"stays on 127.0.0.0/8. The loads run from before the spec change until %s after promotion (%s s),\n"+
-		"bounded in count and time. The split is measured per %s s window and compared with every weight\n"+
-		"the HTTPRoute held from %s s before the window to its end (the HTTPRoute had %d different weights\n"+
-		"for the new cluster); the target is 0 failed requests and a deviation of at most %s.",
-		u.Sample, u.MaxSurgePercent, u.StepSizePercent, u.IntervalSeconds, u.RatePerClient, upgradeLoadTail, f1(u.WallSeconds),
-		f1(u.WindowSeconds), f1(u.LagSeconds), u.WeightChanges, f2(u.Tolerance))
+		"stays on 127.0.0.0/8. The operator is `cmd/raygate` in its own process.",
+		u.Sample, u.MaxSurgePercent, u.StepSizePercent, u.IntervalSeconds, f1(u.RatePerClient))
+	m.p("Spec change → promotion: **%s s**; the loads ran from before the spec change until %s s after\n"+
+		"promotion, bounded in count and time. The HTTPRoute gave the new cluster %d different weights. The\n"+
+		"split through Traefik is measured per %s s window and compared with every weight the HTTPRoute held\n"+
+		"from %s s before the window to its end (Traefik's watch and reload); windows with fewer than %d\n"+
+		"answers are not judged. Target: 0 failed requests, deviation at most %s.",
+		f1(u.WallSeconds), f1(u.TailSeconds), u.WeightChanges, f1(u.WindowSeconds), f1(u.LagSeconds), upgradeLoadMinWindow, f2(u.Tolerance))
 	var rows [][]string
 	for _, c := range u.Clients {
 		dev := "n/a (follows the serve Service)"
 		if c.WorstSplitDeviation != nil {
 			dev = fmt.Sprintf("%.3f", *c.WorstSplitDeviation)
 		}
-		rows = append(rows, []string{c.Client, fmt.Sprint(c.Sent), fmt.Sprint(c.Failed), f1(c.P50Ms), f1(c.P99Ms), dev})
+		rows = append(rows, []string{c.Client, fmt.Sprint(c.Sent), fmt.Sprint(c.Failed), f2(c.P50Ms), f2(c.P99Ms), dev})
 	}
 	m.table([]string{"client", "sent", "failed", "p50 ms", "p99 ms", "worst split deviation per window"}, rows)
 	for _, c := range u.Clients {

@@ -79,7 +79,7 @@ func ptrTo(f float64) *float64 { return &f }
 
 func TestUpgradeLoadVerdictAndRendering(t *testing.T) {
 	ok := &upgradeLoadResult{Scenario: "upgrade-load", Sample: "config/samples/x.yaml", MaxSurgePercent: 40, StepSizePercent: 20, IntervalSeconds: 10,
-		RatePerClient: 20, WindowSeconds: 1, LagSeconds: 1.5, Tolerance: 0.1, WallSeconds: 61.2, WeightChanges: 6,
+		RatePerClient: 20, WindowSeconds: 1, LagSeconds: 1.5, Tolerance: 0.1, WallSeconds: 61.2, TailSeconds: 3, WeightChanges: 6,
 		Clients: []loadFigures{
 			{Client: "through Traefik (Gateway)", Sent: 1300, P50Ms: 1.24, P99Ms: 7.5, WorstSplitDeviation: ptrTo(0.05)},
 			{Client: "in-cluster (x-serve-svc)", Sent: 1301, P50Ms: 0.81, P99Ms: 3.0},
@@ -111,9 +111,9 @@ func TestUpgradeLoadVerdictAndRendering(t *testing.T) {
 		{"error", &upgradeLoadResult{Error: "Traefik did not start"}, "not run", []string{"**Not measured** — Traefik did not start"}},
 		{"met", ok, "met", []string{
 			"maxSurgePercent 40, stepSizePercent 20,\nintervalSeconds 10",
-			"| through Traefik (Gateway) | 1300 | 0 | 1.2 | 7.5 | 0.050 |",
-			"| in-cluster (x-serve-svc) | 1301 | 0 | 0.8 | 3.0 | n/a (follows the serve Service) |",
-			"promotion (61.2 s)", "at most 0.10",
+			"| through Traefik (Gateway) | 1300 | 0 | 1.24 | 7.50 | 0.050 |",
+			"| in-cluster (x-serve-svc) | 1301 | 0 | 0.81 | 3.00 | n/a (follows the serve Service) |",
+			"Spec change → promotion: **61.2 s**", "until 3.0 s after", "6 different weights", "deviation at most 0.10.",
 		}},
 		{"failed requests", &failed, "**missed**", []string{"| in-cluster (x-serve-svc) | 1301 | 2 |", "Failures of in-cluster (x-serve-svc): status 503 from"}},
 		{"split strays", &strays, "**missed**", []string{"| 0.200 |"}},
