@@ -5,6 +5,7 @@
 //
 //	go run ./test/bench -scenarios scale -sizes 100
 //	go run ./test/bench -scenarios memory -memory-sizes 500,2000
+//	go run ./test/bench -scenarios upgrade-load -docs /tmp/bench/benchmarks.md   # leaves docs/ alone
 //	go run ./test/bench -report-only   # re-render docs/benchmarks.md from the saved results
 package main
 
@@ -59,7 +60,7 @@ type flags struct {
 
 func parseFlags() (flags, error) {
 	var f flags
-	scenarios := flag.String("scenarios", "scale,upgrade,admission,noise,memory", "comma-separated scenarios: scale, upgrade, admission, noise, memory")
+	scenarios := flag.String("scenarios", "scale,upgrade,upgrade-load,admission,noise,memory", "comma-separated scenarios: scale, upgrade, upgrade-load, admission, noise, memory")
 	memorySizes := flag.String("memory-sizes", "500,2000", "numbers of RayClusters of the memory scenario (RSS growth per 1,000 pods between the smallest and the largest)")
 	sizes := flag.String("sizes", "100,1000", "numbers of RayClusters for the scale scenario")
 	flag.IntVar(&f.concurrency, "concurrency", defaultConcurrency(), "raygate's --reconcile-concurrency in the main scale runs (its default)")
@@ -100,7 +101,7 @@ func parseFlags() (flags, error) {
 	}
 	for _, s := range f.scenarios {
 		switch s {
-		case "scale", "upgrade", "admission", "noise", "memory":
+		case "scale", "upgrade", "upgrade-load", "admission", "noise", "memory":
 		default:
 			return f, fmt.Errorf("unknown scenario %q", s)
 		}
@@ -188,6 +189,10 @@ func run() error {
 		case "upgrade":
 			r := runUpgrade(ctx, b)
 			res.Upgrade = &r
+			_ = enc.Encode(r)
+		case "upgrade-load":
+			r := runUpgradeLoad(ctx, b)
+			res.UpgradeLoad = &r
 			_ = enc.Encode(r)
 		case "admission":
 			r := runAdmission(ctx, b, f.admissionN)

@@ -72,6 +72,14 @@ func verdicts(r *results) []verdict {
 				fmt.Sprintf("%.1f s (%+.1f%%)", u.WallSeconds, 100*u.Overhead), status(u.Overhead <= targetPacing)})
 		}
 	}
+	if u := r.UpgradeLoad; u != nil {
+		what := "Failed requests in an incremental upgrade under load (Traefik and in-cluster)"
+		if u.Error != "" {
+			v = append(v, verdict{what, "0", "not measured: " + firstLine(u.Error), "not run"})
+		} else {
+			v = append(v, verdict{what, fmt.Sprintf("0, split within %.2f of the weights", u.Tolerance), u.measured(), status(u.passed())})
+		}
+	}
 	if a := r.Admission; a != nil {
 		what := fmt.Sprintf("Admission p99 added by the webhooks, %d clients", admissionConcurrency)
 		if a.Error != "" {

@@ -16,15 +16,16 @@ import (
 // results is everything one `make bench` measured; saved as docs/benchmarks/results.json so
 // the report can be re-rendered (-report-only) without re-running.
 type results struct {
-	Machine         machine          `json:"machine"`
-	Started         time.Time        `json:"started"`
-	DurationSeconds float64          `json:"durationSeconds"`
-	Command         string           `json:"command"`
-	Scale           []scaleResult    `json:"scale,omitempty"`
-	Upgrade         *upgradeResult   `json:"upgrade,omitempty"`
-	Admission       *admissionResult `json:"admission,omitempty"`
-	Noise           *noiseResult     `json:"noise,omitempty"`
-	Memory          *memoryResult    `json:"memory,omitempty"`
+	Machine         machine            `json:"machine"`
+	Started         time.Time          `json:"started"`
+	DurationSeconds float64            `json:"durationSeconds"`
+	Command         string             `json:"command"`
+	Scale           []scaleResult      `json:"scale,omitempty"`
+	Upgrade         *upgradeResult     `json:"upgrade,omitempty"`
+	UpgradeLoad     *upgradeLoadResult `json:"upgradeLoad,omitempty"`
+	Admission       *admissionResult   `json:"admission,omitempty"`
+	Noise           *noiseResult       `json:"noise,omitempty"`
+	Memory          *memoryResult      `json:"memory,omitempty"`
 }
 
 // machine is where the figures were taken.

@@ -28,7 +28,7 @@ func TestShareRange(t *testing.T) {
 	}
 	for _, tc := range cases {
 		lo, hi := shareRange(samples, at(tc.from), at(tc.to))
-		if !sameShares(lo, tc.lo) || !sameShares(hi, tc.hi) {
+		if !load.SameShares(lo, tc.lo) || !load.SameShares(hi, tc.hi) {
 			t.Errorf("%s: lo %v hi %v, want lo %v hi %v", tc.name, lo, hi, tc.lo, tc.hi)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -214,93 +213,19 @@ func retireRayService(ns, name string) {
 	})
 }
 
-// weightSample is the HTTPRoute's weights at one moment: each cluster's share of the total.
-type weightSample struct {
-	At     time.Time
-	Shares map[string]float64
-}
+// The weight recording and the split verdict live in internal/testenv/load, shared with
+// test/bench's upgrade-load scenario.
+type weightSample = load.WeightSample
 
-type weightWatch struct {
-	cancel  context.CancelFunc
-	done    chan struct{}
-	mu      sync.Mutex
-	samples []weightSample
-}
+type weightWatch struct{ *load.WeightWatch }
 
 // watchWeights records the RayService HTTPRoute's weights every 50 ms (a new sample when
 // they change) until stop.
 func watchWeights(ctx context.Context, ns, name string) *weightWatch {
-	ctx, cancel := context.WithCancel(ctx)
-	w := &weightWatch{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer GinkgoRecover()
-		defer close(w.done)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			var rt gwv1.HTTPRoute
-			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rayspec.HTTPRouteName(name)}, &rt); err == nil {
-				shares := routeShares(&rt)
-				w.mu.Lock()
-				if n := len(w.samples); n == 0 || !sameShares(w.samples[n-1].Shares, shares) {
-					w.samples = append(w.samples, weightSample{At: time.Now(), Shares: shares})
-				}
-				w.mu.Unlock()
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return w
+	return &weightWatch{load.WatchWeights(ctx, k8s, ns, rayspec.HTTPRouteName(name))}
 }
 
-func (w *weightWatch) stop() []weightSample {
-	w.cancel()
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]weightSample(nil), w.samples...)
-}
-
-// routeShares is each backend cluster's share of the route's total weight (none when the
-// total is 0).
-func routeShares(rt *gwv1.HTTPRoute) map[string]float64 {
-	out := map[string]float64{}
-	var total int32
-	for _, r := range rt.Spec.Rules {
-		for _, b := range r.BackendRefs {
-			if b.Weight != nil {
-				total += *b.Weight
-			}
-		}
-	}
-	if total == 0 {
-		return out
-	}
-	for _, r := range rt.Spec.Rules {
-		for _, b := range r.BackendRefs {
-			if b.Weight != nil {
-				out[strings.TrimSuffix(string(b.Name), rayspec.ClusterServeServiceName(""))] += float64(*b.Weight) / float64(total)
-			}
-		}
-	}
-	return out
-}
-
-func sameShares(a, b map[string]float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
+func (w *weightWatch) stop() []weightSample { return w.Stop() }
 
 // distinctShares counts the different shares the cluster had over the samples.
 func distinctShares(samples []weightSample, cluster string) int {
@@ -311,72 +236,13 @@ func distinctShares(samples []weightSample, cluster string) int {
 	return len(seen)
 }
 
-// splitDeviation compares each window's measured split with the weights the route held
-// from lag before the window's start to its end (the shares in effect for its requests
-// may be any of them) and returns the worst distance of a measured share outside that
-// range, with one line per window. Windows with fewer than minWindow answers are not
-// judged. Window times are from the start of the load, which began after the first sample.
+// splitDeviation is load.SplitDeviation with this suite's minWindow.
 func splitDeviation(windows []load.Interval, samples []weightSample, ns string, lag time.Duration) (float64, []string) {
-	if len(samples) == 0 {
-		return 0, nil
-	}
-	t0 := samples[0].At
-	worst := 0.0
-	var lines []string
-	for _, w := range windows {
-		lo, hi := shareRange(samples, t0.Add(w.From-lag), t0.Add(w.To))
-		ok := w.Sent - w.Failed
-		dev := 0.0
-		var parts []string
-		for c := range unionKeys(lo, w.ByCluster, ns) {
-			m := w.Share(ns + "/" + c)
-			if ok >= minWindow {
-				dev = max(dev, lo[c]-m, m-hi[c])
-			}
-			parts = append(parts, fmt.Sprintf("%s measured %.0f%% weights %.0f-%.0f%%", c, 100*m, 100*lo[c], 100*hi[c]))
-		}
-		worst = max(worst, dev)
-		lines = append(lines, fmt.Sprintf("%5.1fs-%5.1fs sent=%d failed=%d deviation=%.3f %s", w.From.Seconds(), w.To.Seconds(), w.Sent, w.Failed, dev, strings.Join(parts, "; ")))
-	}
-	return worst, lines
+	return load.SplitDeviation(windows, samples, ns, lag, minWindow)
 }
 
-// shareRange is, per cluster, the lowest and the highest share it had in [from, to): the
-// sample in effect at from and every later one before to (a cluster missing has share 0).
 func shareRange(samples []weightSample, from, to time.Time) (lo, hi map[string]float64) {
-	var in []weightSample
-	for i, s := range samples {
-		next := i+1 < len(samples) && !samples[i+1].At.After(from)
-		if !next && s.At.Before(to) {
-			in = append(in, s)
-		}
-	}
-	lo, hi = map[string]float64{}, map[string]float64{}
-	clusters := map[string]bool{}
-	for _, s := range in {
-		for c := range s.Shares {
-			clusters[c] = true
-		}
-	}
-	for c := range clusters {
-		lo[c], hi[c] = 1, 0
-		for _, s := range in {
-			lo[c], hi[c] = min(lo[c], s.Shares[c]), max(hi[c], s.Shares[c])
-		}
-	}
-	return lo, hi
-}
-
-// unionKeys is every cluster name in the weights or among the answers (ns/name).
-func unionKeys(weights map[string]float64, answered map[string]int, ns string) map[string]bool {
-	out := map[string]bool{}
-	for c := range weights {
-		out[c] = true
-	}
-	for c := range answered {
-		out[strings.TrimPrefix(c, ns+"/")] = true
-	}
-	return out
+	return load.ShareRange(samples, from, to)
 }
 
 // failures lists the failed requests: when, which cluster answered, why.
