@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -63,6 +64,11 @@ func UpgradeActionErrors(action, target string, st *rayv1.RayServiceStatuses) fi
 		return field.ErrorList{field.Required(upgradeTargetPath, fmt.Sprintf("name the pending RayCluster the %s is for (now %s), so it never applies to a later upgrade", action, pending))}
 	case target != pending:
 		return field.ErrorList{field.Invalid(upgradeTargetPath, target, notPending(target, pending))}
+	case action == rayv1.UpgradeActionPromote && meta.IsStatusConditionTrue(st.Conditions, string(rayv1.RollbackInProgress)):
+		// The goal is the active cluster's spec again, so the controller would walk back anyway
+		// while the condition said "Promoting": refuse instead of accepting an action it cannot do.
+		return field.ErrorList{field.Invalid(upgradeActionPath, action, fmt.Sprintf(
+			"the upgrade to %s is rolling back (the spec is the active RayCluster's again), so there is nothing to promote: change the spec to upgrade again, or abort to drop %s", pending, pending))}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -15,6 +16,10 @@ func TestUpgradeActionAdmission(t *testing.T) {
 		s.Status.PendingServiceStatus.RayClusterName = "svc-bbbbb"
 	}
 	firstCluster := func(s *rayv1.RayService) { s.Status.PendingServiceStatus.RayClusterName = "svc-aaaaa" }
+	rollingBack := func(s *rayv1.RayService) {
+		upgrading(s)
+		s.Status.Conditions = []metav1.Condition{{Type: string(rayv1.RollbackInProgress), Status: metav1.ConditionTrue, Reason: "DesiredClusterSpecChanged"}}
+	}
 	action := upgradeActionPath
 	target := upgradeTargetPath
 	cases := []struct {
@@ -28,6 +33,9 @@ func TestUpgradeActionAdmission(t *testing.T) {
 		{name: "pause the upgrade in flight", status: upgrading, act: "pause", tgt: "svc-bbbbb", old: map[string]string{}},
 		{name: "promote the upgrade in flight", status: upgrading, act: "promote", tgt: "svc-bbbbb", old: map[string]string{}},
 		{name: "abort the upgrade in flight", status: upgrading, act: "abort", tgt: "svc-bbbbb", old: map[string]string{}},
+		{name: "promote while rolling back", status: rollingBack, act: "promote", tgt: "svc-bbbbb", old: map[string]string{},
+			want: field.ErrorList{field.Invalid(action, nil, "")}, wantDetailPart: "is rolling back (the spec is the active RayCluster's again), so there is nothing to promote"},
+		{name: "pause and abort while rolling back", status: rollingBack, act: "abort", tgt: "svc-bbbbb", old: map[string]string{}},
 		{name: "resume without target", status: upgrading, act: "resume", old: map[string]string{}},
 		{name: "resume with no upgrade (lifts an abort)", act: "resume", old: map[string]string{}},
 		{name: "unknown action", status: upgrading, act: "rollback", tgt: "svc-bbbbb", old: map[string]string{},
