@@ -22,7 +22,7 @@ func TestLocalModeAndDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a whole local cluster")
 	}
-	bin := build(t, "./cmd/raygate-local", "./cmd/raygate-demo")
+	bin := build(t, "./cmd/raygate-local", "./cmd/raygate-demo", "./cmd/kubectl-raygate")
 	state := t.TempDir()
 	// Every process started below inherits this variable, so leftovers can be found by it
 	// whoever their parent is by then.
@@ -79,6 +79,9 @@ func TestLocalModeAndDemo(t *testing.T) {
 		t.Fatalf("make demo --pause-at 40 failed (%v):\n%s", err, pausedOut)
 	}
 	checkPausedDemo(t, string(pausedOut))
+
+	// kubectl raygate, in another terminal: watches and steers a third upgrade.
+	checkPlugin(t, filepath.Join(bin, "kubectl-raygate"), kubectlBin, kubeconfig)
 	if strings.Contains(localErr.String(), "INVARIANT VIOLATED") {
 		dump()
 		t.Errorf("make run reported violations:\n%s", localErr.String())
