@@ -128,8 +128,8 @@ func checkPlugin(t *testing.T, bin, kubectlBin, kubeconfig string) {
 		t.Errorf("why with no upgrade:\n%s", out)
 	}
 	out, code := p.run(ctx, true, "pause", pluginService)
-	if code == 0 || !strings.HasPrefix(out, `error: RayService.ray.io "`+pluginService+`" is invalid: `) ||
-		!strings.Contains(out, `metadata.annotations[raygate.ray.io/upgrade-action]: Invalid value: "pause": no upgrade is running: the RayService has no pending RayCluster to pause`) {
+	if code == 0 || out != `error: admission webhook "vrayservice.ray.io" denied the request: RayService.ray.io "`+pluginService+`" is invalid: `+
+		`metadata.annotations[raygate.ray.io/upgrade-action]: Invalid value: "pause": no upgrade is running: the RayService has no pending RayCluster to pause`+"\n" {
 		t.Fatalf("pause with no upgrade: exit %d, want it refused with \"no upgrade is running\":\n%s", code, out)
 	}
 
