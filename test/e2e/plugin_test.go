@@ -105,7 +105,10 @@ func checkPlugin(t *testing.T, bin, kubectlBin, kubeconfig string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	p := &plugin{t: t, bin: bin, kubeconf: kubeconfig}
-	defer func() { t.Logf("kubectl raygate transcript:\n%s", p.transcript.String()) }()
+	start := time.Now()
+	defer func() {
+		t.Logf("kubectl raygate checks took %s; transcript:\n%s", time.Since(start).Round(time.Second), p.transcript.String())
+	}()
 
 	// No upgrade: one cluster with all the traffic, nothing waits, nothing to pause.
 	out := p.ok(ctx, true, "status", pluginService)
