@@ -1,7 +1,8 @@
 // Package e2e runs raygate's local mode as a newcomer does: `make run` (cmd/raygate-local) until
 // the sample RayService is Ready, the samples through the real admission webhooks, `make
 // demo` (cmd/raygate-demo) attached to it through an incremental upgrade with every invariant
-// checked, and Ctrl-C, after which nothing it started may still run.
+// checked, kubectl raygate steering a third upgrade, and Ctrl-C, after which nothing it
+// started may still run.
 package e2e
 
 import (
