@@ -1,7 +1,8 @@
 // Package e2e runs raygate's local mode as a newcomer does: `make run` (cmd/raygate-local) until
 // the sample RayService is Ready, the samples through the real admission webhooks, `make
 // demo` (cmd/raygate-demo) attached to it through an incremental upgrade with every invariant
-// checked, and Ctrl-C, after which nothing it started may still run.
+// checked, kubectl raygate steering a third upgrade, and Ctrl-C, after which nothing it
+// started may still run.
 package e2e
 
 import (
@@ -22,7 +23,7 @@ func TestLocalModeAndDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a whole local cluster")
 	}
-	bin := build(t, "./cmd/raygate-local", "./cmd/raygate-demo")
+	bin := build(t, "./cmd/raygate-local", "./cmd/raygate-demo", "./cmd/kubectl-raygate")
 	state := t.TempDir()
 	// Every process started below inherits this variable, so leftovers can be found by it
 	// whoever their parent is by then.
@@ -79,6 +80,9 @@ func TestLocalModeAndDemo(t *testing.T) {
 		t.Fatalf("make demo --pause-at 40 failed (%v):\n%s", err, pausedOut)
 	}
 	checkPausedDemo(t, string(pausedOut))
+
+	// kubectl raygate, in another terminal: watches and steers a third upgrade.
+	checkPlugin(t, filepath.Join(bin, "kubectl-raygate"), kubectlBin, kubeconfig)
 	if strings.Contains(localErr.String(), "INVARIANT VIOLATED") {
 		dump()
 		t.Errorf("make run reported violations:\n%s", localErr.String())
