@@ -3,15 +3,12 @@ package faults
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -60,7 +57,7 @@ func startUnderLoad(ctx context.Context, name string, mutate func(*rayv1.RayServ
 	Expect(k8s.Create(ctx, svc)).To(Succeed())
 	blue := rstest.WaitServing(ctx, k8s, ns, name)
 
-	viaGateway := load.Options{Target: load.URL(gatewayURL(ctx, ns, name)), Path: "/fruit", Rate: rate, Workers: 4,
+	viaGateway := load.Options{Target: load.URL(rstest.GatewayURL(ctx, k8s, ns, name)), Path: "/fruit", Rate: rate, Workers: 4,
 		MaxRequests: 12000, MaxDuration: 240 * time.Second, Timeout: 2 * time.Second}
 	inCluster := viaGateway
 	inCluster.Target = load.ServicePods(k8s, ns, name+"-serve-svc", "serve", 100*time.Millisecond)
@@ -151,25 +148,6 @@ func failures(rep *load.Report) string {
 		}
 	}
 	return b.String()
-}
-
-// gatewayURL waits until Traefik has programmed the RayService's Gateway and accepted its
-// HTTPRoute, and returns the listener's address from the Gateway's status.
-func gatewayURL(ctx context.Context, ns, name string) string {
-	var url string
-	Eventually(func(g Gomega) {
-		var gw gwv1.Gateway
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rayspec.GatewayName(name)}, &gw)).To(Succeed())
-		g.Expect(meta.IsStatusConditionTrue(gw.Status.Conditions, string(gwv1.GatewayConditionProgrammed))).To(BeTrue(), "Gateway Programmed")
-		g.Expect(gw.Status.Addresses).NotTo(BeEmpty())
-		g.Expect(gw.Spec.Listeners).To(HaveLen(1))
-		var rt gwv1.HTTPRoute
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rayspec.HTTPRouteName(name)}, &rt)).To(Succeed())
-		g.Expect(rt.Status.Parents).To(HaveLen(1))
-		g.Expect(meta.IsStatusConditionTrue(rt.Status.Parents[0].Conditions, string(gwv1.RouteConditionAccepted))).To(BeTrue(), "HTTPRoute Accepted")
-		url = "http://" + net.JoinHostPort(gw.Status.Addresses[0].Value, strconv.Itoa(int(gw.Spec.Listeners[0].Port)))
-	}).Should(Succeed())
-	return url
 }
 
 // retire deletes the RayService and its Gateway and HTTPRoute when the spec ends (every

@@ -184,7 +184,7 @@ type scenario struct {
 func startScenario(ctx context.Context, ns, name, blue string, raygateRoute bool) *scenario {
 	var url string
 	if raygateRoute {
-		url = gatewayURL(ctx, ns, name)
+		url = rstest.GatewayURL(ctx, k8s, ns, name)
 	} else {
 		url = userGatewayURL(ctx, ns, name+"-serve-svc")
 	}

@@ -3,15 +3,12 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -111,7 +108,7 @@ func startUnderLoad(ctx context.Context, name string) *underLoad {
 	blue := rstest.WaitServing(ctx, k8s, ns, name)
 
 	By("Traefik programming raygate's Gateway and HTTPRoute")
-	viaGateway := load.Options{Target: load.URL(gatewayURL(ctx, ns, name)), Path: "/fruit", Rate: 40, Workers: 4, MaxRequests: 4000, MaxDuration: 90 * time.Second, Timeout: 2 * time.Second}
+	viaGateway := load.Options{Target: load.URL(rstest.GatewayURL(ctx, k8s, ns, name)), Path: "/fruit", Rate: 40, Workers: 4, MaxRequests: 4000, MaxDuration: 90 * time.Second, Timeout: 2 * time.Second}
 	inCluster := viaGateway
 	inCluster.Target = load.ServicePods(k8s, ns, name+"-serve-svc", "serve", 100*time.Millisecond)
 	for _, o := range []load.Options{viaGateway, inCluster} {
@@ -166,25 +163,6 @@ func verdict(label string, rep *load.Report, samples []weightSample, ns, blue, g
 		Expect(s.ByCluster).To(HaveKey(ns+"/"+green), "%s: the new cluster answered", label)
 	}
 	Expect(worst).To(BeNumerically("<=", upgradeSplitTolerance), "%s: the measured split strays from the HTTPRoute weights:\n%s", label, table)
-}
-
-// gatewayURL waits until Traefik has accepted and programmed the RayService's Gateway and
-// HTTPRoute, and returns the listener's address from the Gateway's status.
-func gatewayURL(ctx context.Context, ns, name string) string {
-	var url string
-	Eventually(func(g Gomega) {
-		var gw gwv1.Gateway
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rayspec.GatewayName(name)}, &gw)).To(Succeed())
-		g.Expect(meta.IsStatusConditionTrue(gw.Status.Conditions, string(gwv1.GatewayConditionProgrammed))).To(BeTrue(), "Gateway Programmed")
-		g.Expect(gw.Status.Addresses).NotTo(BeEmpty())
-		g.Expect(gw.Spec.Listeners).To(HaveLen(1))
-		var rt gwv1.HTTPRoute
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rayspec.HTTPRouteName(name)}, &rt)).To(Succeed())
-		g.Expect(rt.Status.Parents).To(HaveLen(1))
-		g.Expect(meta.IsStatusConditionTrue(rt.Status.Parents[0].Conditions, string(gwv1.RouteConditionAccepted))).To(BeTrue(), "HTTPRoute Accepted")
-		url = "http://" + net.JoinHostPort(gw.Status.Addresses[0].Value, strconv.Itoa(int(gw.Spec.Listeners[0].Port)))
-	}).Should(Succeed())
-	return url
 }
 
 // retireGateway deletes a Gateway and an HTTPRoute when the spec ends: every Gateway of
