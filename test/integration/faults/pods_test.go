@@ -96,10 +96,11 @@ func podSpecs() {
 			verdicts("serving cluster's head pod deleted at 25% (excludeHeadPodFromServeSvc=true)", r, "")
 		})
 
-		// With the head in the serve Service, requests the gateway already sends to the dead
-		// pod's address fail until its endpoint leaves the EndpointSlice and Traefik notices.
-		// Measured: 5 of 889 through Traefik (502, within 0.2 s of the deletion), 0 in-cluster
-		// (that client follows the ready pods every 100 ms). The bound is one second of load.
+		// With the head in the serve Service, requests the gateway sends to the dead pod's
+		// address fail (502) until its endpoint leaves the EndpointSlice and Traefik applies
+		// that. Traefik applies configuration changes at most every 2 s, and the head dies just
+		// after the 25% weight change, so the removal can wait up to 2 s: measured 5 and 38
+		// failed through Traefik, 0 in-cluster (that client follows the ready pods every 100 ms).
 		It("measures the requests lost when the serving cluster's head pod, in the serve Service, is deleted mid-upgrade", func(ctx context.Context) {
 			u := startUnderLoad(ctx, name, nil)
 			green := u.upgrade(ctx)
@@ -124,8 +125,8 @@ func podSpecs() {
 }
 
 // maxHeadLoss bounds the requests that may fail when a head pod in the serve Service is
-// deleted: one second of load.
-const maxHeadLoss = rate
+// deleted: three seconds of load (Traefik's 2 s between configuration changes, and margin).
+const maxHeadLoss = 3 * rate
 
 // headLossWindow is how long after the deletion a failure may still come from it.
 const headLossWindow = 5 * time.Second
