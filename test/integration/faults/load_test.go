@@ -8,6 +8,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,9 +68,9 @@ func startUnderLoad(ctx context.Context, name string, mutate func(*rayv1.RayServ
 			rep, err := load.Once(ctx, load.Options{Target: o.Target, Path: o.Path, MaxRequests: 1})
 			g.Expect(err).NotTo(HaveOccurred())
 			s := rep.Summary()
-			g.Expect(s.Failed).To(BeZero(), "%v", s.Errors)
+			g.Expect(s.Failed).To(BeZero(), "%v (answered by %q)", s.Errors, rep.Results[0].Cluster)
 			g.Expect(s.ByCluster).To(HaveKey(ns + "/" + blue))
-		}).Should(Succeed())
+		}).Should(Succeed(), func() string { return backendState(ctx, ns) })
 	}
 	u := &underLoad{ns: ns, name: name, blue: blue, steps: recordSteps(ctx, ns, name, blue), t0: time.Now()}
 	var err error
@@ -168,4 +170,31 @@ func retire(ns, name string) {
 			Expect(client.IgnoreNotFound(k8s.Delete(ctx, o))).To(Succeed())
 		}
 	})
+}
+
+// backendState describes the namespace's pods (readiness, serve label, IP) and the
+// EndpointSlices the gateway reads, for a failure message.
+func backendState(ctx context.Context, ns string) string {
+	var b strings.Builder
+	var pods corev1.PodList
+	_ = k8s.List(ctx, &pods, client.InNamespace(ns))
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "pod %s ip=%s phase=%s serving=%t %s=%s\n", p.Name, p.Status.PodIP, p.Status.Phase,
+			rayspec.Serving(&p), rayv1.ServeLabelKey, p.Labels[rayv1.ServeLabelKey])
+	}
+	var slices discoveryv1.EndpointSliceList
+	_ = k8s.List(ctx, &slices, client.InNamespace(ns))
+	for _, sl := range slices.Items {
+		fmt.Fprintf(&b, "slice %s:", sl.Name)
+		for _, e := range sl.Endpoints {
+			fmt.Fprintf(&b, " %v ready=%v", e.Addresses, e.Conditions.Ready != nil && *e.Conditions.Ready)
+		}
+		for _, pt := range sl.Ports {
+			if pt.Port != nil {
+				fmt.Fprintf(&b, " port %d", *pt.Port)
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }

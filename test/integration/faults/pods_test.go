@@ -9,9 +9,11 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/testenv/load"
 )
 
 // dashboardDown is how long the pending cluster's dashboard is unreachable: two intervals
@@ -69,15 +71,24 @@ func podSpecs() {
 			sameSteps("pending dashboard down mid-upgrade", r.changes, baseline.upgrade)
 		})
 
-		// Pending: in the one run so far, with excludeHeadPodFromServeSvc=true Traefik answered
-		// HTTP 503 (no cluster) to most requests from the first traffic step on, before the head
-		// pod was deleted: the per-cluster serve Services probably have no endpoint when the
-		// head is excluded (the builders' clusters may have no serving worker). Not yet understood.
-		PIt("loses no request when the serving cluster's head pod is deleted mid-upgrade with excludeHeadPodFromServeSvc", func(ctx context.Context) {
-			u := startUnderLoad(ctx, name, func(s *rayv1.RayService) { s.Spec.ExcludeHeadPodFromServeSvc = true })
+		// With the head out of the serve Service only workers serve. A cluster created for an
+		// incremental upgrade starts at its groups' minReplicas (0 in the builders) and Ray's
+		// autoscaler, which does not run here, would add workers: the new cluster would have no
+		// serve endpoint, and raygate holds the first traffic step until it has one. (Before
+		// that rule, Traefik answered 503 with no cluster named to every request of the new
+		// cluster's share: 614 of 857.) One worker at minReplicas is what a real deployment
+		// with the head excluded needs too; see docs/rayservice.md.
+		It("loses no request when the serving cluster's head pod is deleted mid-upgrade with excludeHeadPodFromServeSvc", func(ctx context.Context) {
+			u := startUnderLoad(ctx, name, func(s *rayv1.RayService) {
+				s.Spec.ExcludeHeadPodFromServeSvc = true
+				s.Spec.RayClusterSpec.WorkerGroupSpecs[0].MinReplicas = ptr.To[int32](1)
+			})
 			green := u.upgrade(ctx)
 			u.waitValue("green weight", 25)
 			head := headPod(ctx, u.ns, u.blue)
+			var pod corev1.Pod
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: u.ns, Name: head}, &pod)).To(Succeed())
+			Expect(pod.Labels).To(HaveKeyWithValue(rayv1.ServeLabelKey, "false"), "the head is out of the serve Services")
 			By("deleting " + head)
 			Expect(kubelet.DeletePod(ctx, u.ns, head)).To(Succeed())
 			u.waitDone(ctx, green)
@@ -85,20 +96,60 @@ func podSpecs() {
 			verdicts("serving cluster's head pod deleted at 25% (excludeHeadPodFromServeSvc=true)", r, "")
 		})
 
-		PIt("measures the requests lost when the serving cluster's head pod, in the serve Service, is deleted mid-upgrade", func(ctx context.Context) {
+		// With the head in the serve Service, requests the gateway sends to the dead pod's
+		// address fail (502) until its endpoint leaves the EndpointSlice and Traefik applies
+		// that. Traefik applies configuration changes at most every 2 s, and the head dies just
+		// after the 25% weight change, so the removal can wait up to 2 s: measured 5 and 38
+		// failed through Traefik, 0 in-cluster (that client follows the ready pods every 100 ms).
+		It("measures the requests lost when the serving cluster's head pod, in the serve Service, is deleted mid-upgrade", func(ctx context.Context) {
 			u := startUnderLoad(ctx, name, nil)
 			green := u.upgrade(ctx)
 			u.waitValue("green weight", 25)
 			head := headPod(ctx, u.ns, u.blue)
 			By("deleting " + head)
+			deleted := time.Since(u.t0)
 			Expect(kubelet.DeletePod(ctx, u.ns, head)).To(Succeed())
 			u.waitDone(ctx, green)
 			r := u.stop()
-			// Measured, not required: requests already routed to the dead pod's address fail
-			// until its endpoint leaves the EndpointSlice and the clients notice.
 			label := "serving cluster's head pod deleted at 25% (head in the serve Service)"
-			verdict(label+", through Traefik", r.gateway, false, fmt.Sprintf(" statuses=%v", r.gateway.Summary().ByStatus))
-			verdict(label+", in-cluster via the serve Service", r.inCluster, false, fmt.Sprintf(" statuses=%v", r.inCluster.Summary().ByStatus))
+			for _, l := range []struct {
+				how string
+				rep *load.Report
+			}{{"through Traefik", r.gateway}, {"in-cluster via the serve Service", r.inCluster}} {
+				s := l.rep.Summary()
+				verdict(label+", "+l.how, l.rep, false, fmt.Sprintf(" statuses=%v, deleted at %s", s.ByStatus, deleted.Round(time.Millisecond)))
+				Expect(headLoss(l.rep, deleted)).To(BeEmpty(), "%s, %s", label, l.how)
+			}
 		})
 	})
+}
+
+// maxHeadLoss bounds the requests that may fail when a head pod in the serve Service is
+// deleted: three seconds of load (Traefik's 2 s between configuration changes, and margin).
+const maxHeadLoss = 3 * rate
+
+// headLossWindow is how long after the deletion a failure may still come from it.
+const headLossWindow = 5 * time.Second
+
+// headLoss lists what is wrong with a load's failures when a head pod in the serve Service
+// was deleted at deleted (from the start of the load): more than maxHeadLoss of them, or
+// one that the dead pod cannot explain (before the deletion, long after it, or neither a
+// 502 from the gateway nor a connection error).
+func headLoss(rep *load.Report, deleted time.Duration) []string {
+	var bad []string
+	n := 0
+	for _, r := range rep.Results {
+		if !r.Failed {
+			continue
+		}
+		n++
+		// The load started just after u.t0, so its clock is a few milliseconds behind.
+		if r.At < deleted-200*time.Millisecond || r.At > deleted+headLossWindow || (r.Status != 502 && r.Status != 0) {
+			bad = append(bad, fmt.Sprintf("at %s status=%d cluster=%q: %s", r.At.Round(time.Millisecond), r.Status, r.Cluster, r.Err))
+		}
+	}
+	if n > maxHeadLoss {
+		bad = append(bad, fmt.Sprintf("%d failed requests, more than %d", n, maxHeadLoss))
+	}
+	return bad
 }
