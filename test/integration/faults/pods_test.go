@@ -81,7 +81,7 @@ func podSpecs() {
 		// Pending in make test: it passed 7 of 8 runs (0 failed requests each, figures in
 		// docs/rayservice.md); in the eighth the first cluster never answered through Traefik
 		// before the upgrade began (503 for 90 s, cause not found; the failure message now lists
-		// the pods and EndpointSlices). Run it with -ginkgo.focus "head" until that is explained.
+		// the pods and EndpointSlices). Turn PIt back into It to run it by hand.
 		PIt("loses no request when the serving cluster's head pod is deleted mid-upgrade with excludeHeadPodFromServeSvc", func(ctx context.Context) {
 			u := startUnderLoad(ctx, name, func(s *rayv1.RayService) {
 				s.Spec.ExcludeHeadPodFromServeSvc = true
