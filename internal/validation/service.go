@@ -138,7 +138,20 @@ func (c *check) upgradeStrategy(old, svc *rayv1.RayService) (field.ErrorList, []
 			"required with NewClusterWithIncrementalUpgrade: stepSizePercent, intervalSeconds and gatewayClassName"), upgradeTypePath)), nil
 	}
 	e, warnings := c.clusterUpgradeOptions(opts)
+	if svc.Spec.ExcludeHeadPodFromServeSvc && noWorkerAtStart(svc.Spec.RayClusterSpec.WorkerGroupSpecs) {
+		warnings = append(warnings, fmt.Sprintf(WarnNoServingWorker, field.NewPath("spec", "excludeHeadPodFromServeSvc")))
+	}
 	return append(errs, e...), warnings
+}
+
+// noWorkerAtStart: no worker group starts with a pod (minReplicas unset or 0 everywhere).
+func noWorkerAtStart(groups []rayv1.WorkerGroupSpec) bool {
+	for i := range groups {
+		if ptr.Deref(groups[i].MinReplicas, 0) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *check) clusterUpgradeOptions(o *rayv1.ClusterUpgradeOptions) (field.ErrorList, []string) {

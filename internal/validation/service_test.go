@@ -171,6 +171,23 @@ func TestRayService(t *testing.T) {
 				"spec.upgradeStrategy.clusterUpgradeOptions.intervalSeconds is 5: with less than 10 seconds between traffic steps the Ray autoscaler may lag behind, so traffic can reach the new cluster before its pods are ready",
 			},
 		},
+		"head out of the serve Service and no worker at start": {
+			svc: incremental(func(s *rayv1.RayService) {
+				s.Spec.ExcludeHeadPodFromServeSvc = true
+				s.Spec.RayClusterSpec.WorkerGroupSpecs[0].MinReplicas = ptr.To[int32](0)
+			}),
+			gates: gateOn,
+			warnings: []string{
+				"spec.excludeHeadPodFromServeSvc is true and every worker group has minReplicas 0: a cluster created for an incremental upgrade starts at minReplicas, so it has no pod to serve from until the Ray autoscaler adds a worker, and the first traffic step waits until then; set minReplicas to 1 or more on a worker group that serves",
+			},
+		},
+		"head out of the serve Service with a worker at start": {
+			svc: incremental(func(s *rayv1.RayService) {
+				s.Spec.ExcludeHeadPodFromServeSvc = true
+				s.Spec.RayClusterSpec.WorkerGroupSpecs[0].MinReplicas = ptr.To[int32](1)
+			}),
+			gates: gateOn,
+		},
 		"options with a strategy that ignores them": {
 			svc:      incremental(func(s *rayv1.RayService) { s.Spec.UpgradeStrategy.Type = ptr.To(rayv1.NewCluster) }),
 			warnings: []string{"spec.upgradeStrategy.clusterUpgradeOptions is ignored with upgradeStrategy.type NewCluster; it is used only with NewClusterWithIncrementalUpgrade"},

@@ -35,6 +35,12 @@ const (
 	// RayService whose strategy writes no route.
 	WarnRouteAnnotationsIgnored = "%s: raygate.ray.io/gateway, raygate.ray.io/hostnames and raygate.ray.io/path-prefix are used only with upgradeStrategy.type %s; they are ignored"
 
+	// WarnNoServingWorker: with the head out of the serve Service and no worker group
+	// starting with a pod, a cluster made for an incremental upgrade (it starts at
+	// minReplicas) has nothing to serve from, and the first traffic step waits for the
+	// autoscaler to add a worker.
+	WarnNoServingWorker = "%s is true and every worker group has minReplicas 0: a cluster created for an incremental upgrade starts at minReplicas, so it has no pod to serve from until the Ray autoscaler adds a worker, and the first traffic step waits until then; set minReplicas to 1 or more on a worker group that serves"
+
 	// WarnGatewayAPINotInstalled: the Gateway API CRDs are missing from the cluster.
 	WarnGatewayAPINotInstalled = "%s: the Gateway API CRDs (gateway.networking.k8s.io) are not installed in this cluster; incremental upgrades need them and a Gateway controller"
 )
