@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -15,8 +16,9 @@ import (
 // and available workers, the head pod's name and IP, a condition's reason or message while
 // its status stays) may wait to be written together with the next ones. Pods of a cluster
 // turn ready one by one over seconds on a real kubelet; without it each step costs a status
-// write. The state, a condition changing status or appearing, the reason, desired figures
-// and endpoints are written at once, so the `ready` transition is never delayed by it.
+// write. HeadPodReady turning true waits too. The state, any other condition changing status
+// or appearing, the reason, desired figures and endpoints are written at once, so the `ready`
+// transition is never delayed by it.
 const DefaultStatusCoalesce = 5 * time.Second
 
 // statusWrite is what to do with a computed status.
@@ -51,10 +53,18 @@ func decideStatusWrite(old, cur rayv1.RayClusterStatus, pendingSince, now time.T
 
 // countsOnly says whether two statuses differ only in what pods making progress move: the
 // worker counts, the head pod's name and IP (and a headless Service's, which is the pod's),
-// and the reason, message and times of
-// conditions whose status stays.
+// HeadPodReady turning true, and the reason, message and times of conditions whose status
+// stays. HeadPodReady turning true is progress like a worker turning ready: on a kubelet the
+// head is usually ready seconds before the workers, and writing it at once cost every
+// cluster a third status write. Nothing in raygate waits on it (the RayService controller
+// waits on `ready`, which is written at once); the head turning unready is written at once.
 func countsOnly(old, cur rayv1.RayClusterStatus) bool {
 	a, b := old.DeepCopy(), cur.DeepCopy()
+	if was := meta.FindStatusCondition(a.Conditions, string(rayv1.HeadPodReady)); was != nil && was.Status == metav1.ConditionFalse {
+		if now := meta.FindStatusCondition(b.Conditions, string(rayv1.HeadPodReady)); now != nil && now.Status == metav1.ConditionTrue {
+			now.Status = metav1.ConditionFalse
+		}
+	}
 	for _, s := range []*rayv1.RayClusterStatus{a, b} {
 		s.ReadyWorkerReplicas, s.AvailableWorkerReplicas = 0, 0
 		if s.Head.ServiceIP == s.Head.PodIP {

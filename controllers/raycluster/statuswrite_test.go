@@ -28,6 +28,9 @@ func TestDecideStatusWrite(t *testing.T) {
 	serviceIP := with(func(s *rayv1.RayClusterStatus) { s.Head.PodIP, s.Head.ServiceIP = "127.0.0.5", "127.0.0.9" })
 	ready := with(func(s *rayv1.RayClusterStatus) { s.State, s.ReadyWorkerReplicas = rayv1.Ready, 3 })
 	headReady := with(func(s *rayv1.RayClusterStatus) { s.Conditions[0].Status = metav1.ConditionTrue })
+	headAndClusterReady := with(func(s *rayv1.RayClusterStatus) {
+		s.Conditions[0].Status, s.State, s.ReadyWorkerReplicas = metav1.ConditionTrue, rayv1.Ready, 3
+	})
 	headWaiting := with(func(s *rayv1.RayClusterStatus) {
 		s.Conditions[0].Reason, s.Conditions[0].Message = "ContainerCreating", "pulling"
 	})
@@ -61,7 +64,9 @@ func TestDecideStatusWrite(t *testing.T) {
 		{"without a window a count change is written at once", oneReady, time.Time{}, t0, 0, statusWrite{Write: true}},
 		{"the ready transition is written at once", ready, time.Time{}, t0, window, statusWrite{Write: true}},
 		{"the ready transition does not wait for a pending count change", ready, t0, t0.Add(time.Millisecond), window, statusWrite{Write: true}},
-		{"a condition transition is written at once", headReady, time.Time{}, t0, window, statusWrite{Write: true}},
+		{"the head turning ready waits like a worker", headReady, time.Time{}, t0, window, statusWrite{After: window, PendingSince: t0}},
+		{"the head turning ready is written once the window is over", headReady, t0, t0.Add(window), window, statusWrite{Write: true}},
+		{"the head turning ready with the cluster ready is written at once", headAndClusterReady, time.Time{}, t0, window, statusWrite{Write: true}},
 		{"a new condition is written at once", newCondition, time.Time{}, t0, window, statusWrite{Write: true}},
 		{"a condition's reason while its status stays waits", headWaiting, time.Time{}, t0, window, statusWrite{After: window, PendingSince: t0}},
 		{"a reason is written at once", reason, time.Time{}, t0, window, statusWrite{Write: true}},
@@ -74,6 +79,34 @@ func TestDecideStatusWrite(t *testing.T) {
 				t.Errorf("decideStatusWrite = %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// Only the head turning ready is progress: any other transition, and the head turning
+// unready, is written at once.
+func TestDecideStatusWriteOtherTransitions(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	status := func(head, provisioned metav1.ConditionStatus) rayv1.RayClusterStatus {
+		return rayv1.RayClusterStatus{Conditions: []metav1.Condition{
+			{Type: string(rayv1.HeadPodReady), Status: head, Reason: "r"},
+			{Type: string(rayv1.RayClusterProvisioned), Status: provisioned, Reason: "r"},
+		}}
+	}
+	f, tr := metav1.ConditionFalse, metav1.ConditionTrue
+	for _, tt := range []struct {
+		name     string
+		old, cur rayv1.RayClusterStatus
+		wait     bool
+	}{
+		{"head ready", status(f, f), status(tr, f), true},
+		{"head unready", status(tr, f), status(f, f), false},
+		{"provisioned", status(tr, f), status(tr, tr), false},
+		{"head ready and provisioned", status(f, f), status(tr, tr), false},
+	} {
+		got := decideStatusWrite(tt.old, tt.cur, time.Time{}, t0, 5*time.Second)
+		if tt.wait != !got.Write {
+			t.Errorf("%s: decideStatusWrite = %+v, want waiting %v", tt.name, got, tt.wait)
+		}
 	}
 }
 
