@@ -59,6 +59,7 @@ func renderReport(r *results, analysis, assets string) string {
 	}
 
 	renderScale(&m, r, assets)
+	renderLoaded(&m, r.Loaded)
 	renderUpgrade(&m, r.Upgrade)
 	renderUpgradeLoad(&m, r.UpgradeLoad)
 	renderAdmission(&m, r.Admission)
