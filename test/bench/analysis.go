@@ -121,14 +121,20 @@ func analysisFuncs(doc any) template.FuncMap {
 // come from the code, not from the run.
 func analysisConstants() map[string]string {
 	return map[string]string{
-		"defaultConcurrency":   strconv.Itoa(defaultConcurrency()),
-		"admissionConcurrency": strconv.Itoa(admissionConcurrency),
-		"statusCoalesce":       fmt.Sprintf("%.0f s", raycluster.DefaultStatusCoalesce.Seconds()),
-		"targetTimeRatio":      fmt.Sprintf("≤ %.1f×", targetTimeRatio),
-		"targetWritesRatio":    fmt.Sprintf("≤ %.1f× the minimum", targetWritesRatio),
-		"targetRSSMB":          fmt.Sprintf("≤ %.0f MB at %s pods", targetRSSMB, thousands(targetRSSPods)),
-		"targetAddedP99Ms":     fmt.Sprintf("< %.0f ms", targetAddedP99Ms),
-		"notMeasured":          notMeasured,
+		"defaultConcurrency":     strconv.Itoa(defaultConcurrency()),
+		"admissionConcurrency":   strconv.Itoa(admissionConcurrency),
+		"statusCoalesce":         fmt.Sprintf("%.0f s", raycluster.DefaultStatusCoalesce.Seconds()),
+		"targetTimeRatio":        fmt.Sprintf("≤ %s× the ReplicaSet reference", ratioText(targetTimeRatio)),
+		"targetKubeRayTimeRatio": fmt.Sprintf("≤ %s× KubeRay", ratioText(targetKubeRayTimeRatio)),
+		"targetWritesRatio":      fmt.Sprintf("≤ %s× the minimum", ratioText(targetWritesRatio)),
+		"targetRSSMB":            fmt.Sprintf("≤ %.0f MB at %s pods", targetRSSMB, thousands(targetRSSPods)),
+		"targetRSSKubeRayRatio":  fmt.Sprintf("≤ %s× KubeRay's", ratioText(targetRSSKubeRayRatio)),
+		"targetConflicts":        fmt.Sprintf("%d conflicts at `--reconcile-concurrency=%d`", targetConflicts, targetConflictsAt),
+		"targetAddedP99Ms":       fmt.Sprintf("≤ %.0f ms", targetAddedP99Ms),
+		"targetAddedP99MsOne":    fmt.Sprintf("≤ %.0f ms", targetAddedP99MsOne),
+		"targetHandlerAllocs":    fmt.Sprintf("≤ %d allocations per review", targetHandlerAllocs),
+		"hog":                    hogDescription,
+		"notMeasured":            notMeasured,
 	}
 }
 

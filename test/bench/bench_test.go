@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -211,32 +212,116 @@ func TestRecommendConcurrency(t *testing.T) {
 }
 
 func TestVerdicts(t *testing.T) {
+	reqs := func(conflicts int) *requestCounts { return &requestCounts{Conflicts: conflicts} }
 	r := &results{
 		Scale: []scaleResult{{
-			Clusters: 1000, Pods: 4000, MinWritesPerCluster: 11, Ratio: 1.4, WritesRatio: 1.1,
-			Raygate:   scaleRun{Seconds: 140, WritesPerObj: 12.1, QuietSeconds: 60, Quiet: &requestCounts{Writes: 2}, Usage: &processUsage{PeakRSSMB: 90}},
-			Reference: scaleRun{Seconds: 100},
+			Clusters: 1000, Pods: 4000, Stages: "fast", MinWritesPerCluster: 11,
+			Raygate:   scaleRun{Seconds: 50, WritesPerObj: 11},
+			Reference: scaleRun{Seconds: 50},
 		}, {
-			Clusters: 100, Raygate: scaleRun{Error: "the RayCluster controller created no pod"},
+			Clusters: 1000, Pods: 4000, Stages: "general", MinWritesPerCluster: 11,
+			Raygate: scaleRun{Concurrency: 4, Seconds: 140, WritesPerObj: 12.6, QuietSeconds: 60, Quiet: &requestCounts{Writes: 2},
+				Usage: &processUsage{PeakRSSMB: 90}, Requests: reqs(0)},
+			KubeRay:   &scaleRun{System: "kuberay", Seconds: 210, WritesPerObj: 11.0, Usage: &processUsage{PeakRSSMB: 200}},
+			Reference: scaleRun{Seconds: 100},
+			Sweep:     []scaleRun{{Concurrency: 8, Seconds: 130, Requests: reqs(3)}},
+		}, {
+			Clusters: 100, Stages: "general", Raygate: scaleRun{Error: "the RayCluster controller created no pod"},
 		}},
-		Upgrade:   &upgradeResult{TheoreticalSeconds: 40, WallSeconds: 41, Overhead: 0.025},
-		Admission: &admissionResult{Error: "webhooks not on main yet"},
+		Loaded: &loadedResult{Clusters: 100, MinWritesPerCluster: 11,
+			Raygate: scaleRun{WritesPerObj: 12.7}, KubeRay: &scaleRun{WritesPerObj: 11.2}},
+		Upgrade: &upgradeResult{TheoreticalSeconds: 40, WallSeconds: 41, Overhead: 0.025},
+		Admission: &admissionResult{Error: "webhooks not on main yet", GoBench: []goBenchmark{
+			{Name: "BenchmarkMutateRayServiceCreate", Metrics: map[string]float64{"allocs/op": 280}},
+			{Name: "BenchmarkValidateRayServiceCreate", Metrics: map[string]float64{"allocs/op": 301}},
+			{Name: "BenchmarkValidateRayServiceUpdateNoChange", Metrics: map[string]float64{"allocs/op": 20}},
+		}},
 	}
+	var order []string
 	got := map[string]string{}
 	for _, v := range verdicts(r) {
 		got[v.What] = v.Status
+		order = append(order, v.What)
 	}
+	allocs := "Webhook handler allocations per review (`BenchmarkMutateRayServiceCreate`, `BenchmarkValidateRayServiceCreate`: the realistic create)"
 	want := map[string]string{
-		"Time to ready vs ReplicaSets, 1000 RayClusters":  "**missed**",
-		"Writes per RayCluster, 1000 RayClusters":         "met",
-		"Writes in a 60 s quiet window, 1000 RayClusters": "**missed**",
-		"Operator peak RSS at 4000 pods":                  "met",
-		"Time to ready vs ReplicaSets, 100 RayClusters":   "not run",
+		"Time to ready vs KubeRay, 1000 RayClusters, general stages":                     "met",        // 140/210 = 0.67
+		"Time to ready vs ReplicaSets, 1000 RayClusters, general stages":                 "**missed**", // 1.4
+		"Writes per RayCluster, 1000 RayClusters, general stages":                        "met",        // 12.6/11 = 1.145
+		"Writes in a 60 s quiet window, 1000 RayClusters, general stages":                "**missed**",
+		"Operator peak RSS at 4,000 pods":                                                "met",
+		"Operator peak RSS at 4,000 pods vs KubeRay":                                     "met", // 0.45
+		"409 Conflicts at `--reconcile-concurrency=8`, 1000 RayClusters, general stages": "**missed**",
+		"Time to ready vs KubeRay, 100 RayClusters, general stages":                      "not run",
+		"Time to ready vs ReplicaSets, 100 RayClusters, general stages":                  "not run",
+		// The fast-stage run: labelled extra rows, after the general ones.
+		"Time to ready vs KubeRay, 1000 RayClusters, fast stages (extra: not a target run)":            "not run",
+		"Time to ready vs ReplicaSets, 1000 RayClusters, fast stages (extra: not a target run)":        "met",
+		"Writes per RayCluster, 1000 RayClusters, fast stages (extra: not a target run)":               "met",
+		"Operator peak RSS at 4,000 pods (fast stages, extra)":                                         "not run",
+		"Operator peak RSS at 4,000 pods (fast stages, extra) vs KubeRay":                              "not run",
+		"Writes per RayCluster on a loaded machine (CPU hog on both), 100 RayClusters, general stages": "**missed**", // 1.155
 		"Incremental upgrade pacing":                      "met",
+		"Admission p99 added by the webhooks, 1 client":   "not run",
 		"Admission p99 added by the webhooks, 20 clients": "not run",
+		allocs: "**missed**", // the worse of the two reviews
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("verdicts =\n%v\nwant\n%v", got, want)
+	}
+	if len(order) != len(want) || !strings.Contains(order[len(order)-1], "allocations per review") {
+		t.Errorf("a row is duplicated or out of place: %q", order)
+	}
+	if i := slices.Index(order, "Time to ready vs KubeRay, 1000 RayClusters, fast stages (extra: not a target run)"); i < slices.Index(order, "Time to ready vs ReplicaSets, 100 RayClusters, general stages") {
+		t.Errorf("the fast-stage rows come before the general ones: %q", order)
+	}
+}
+
+// TestVerdictsNeverPassWhatWasNotMeasured: a run without KubeRay, the sweep or the admission
+// scenario's figures says "not measured", not "met".
+func TestVerdictsNeverPassWhatWasNotMeasured(t *testing.T) {
+	r := &results{
+		Scale: []scaleResult{{Clusters: 1000, Pods: 4000, MinWritesPerCluster: 11,
+			Raygate: scaleRun{Concurrency: 4, Seconds: 100, WritesPerObj: 11}, Reference: scaleRun{Seconds: 100}}},
+		Loaded:    &loadedResult{Clusters: 100, MinWritesPerCluster: 11, Raygate: scaleRun{Error: "starting the CPU hog: no such file"}},
+		Admission: &admissionResult{Concurrent: admissionLatency{On: latency{Requests: 10}, Off: latency{Requests: 10}, AddedP99Ms: 3}, GoBenchErr: "no benchmarks"},
+	}
+	got := map[string]verdict{}
+	for _, v := range verdicts(r) {
+		got[v.What] = v
+	}
+	for what, want := range map[string]string{
+		"Time to ready vs KubeRay, 1000 RayClusters":                                                   "not measured: KubeRay not run",
+		"Operator peak RSS at 4,000 pods":                                                              "not measured: no usage read",
+		"409 Conflicts at `--reconcile-concurrency=8`":                                                 "not measured: no scale run at concurrency 8 (-sweep)",
+		"Writes per RayCluster on a loaded machine (CPU hog on both), 100 RayClusters, general stages": "not measured: starting the CPU hog: no such file",
+		"Admission p99 added by the webhooks, 1 client":                                                "not measured: no requests at this concurrency",
+		"Webhook handler allocations per review (`BenchmarkMutateRayServiceCreate`, `BenchmarkValidateRayServiceCreate`: the realistic create)": "not measured: no benchmarks",
+	} {
+		v, ok := got[what]
+		if !ok || v.Measured != want || v.Status != "not run" {
+			t.Errorf("%s: got %+v (present %v), want measured %q, not run", what, v, ok, want)
+		}
+	}
+	if v := got["Admission p99 added by the webhooks, 20 clients"]; v.Status != "met" || v.Target != "≤ 25 ms" {
+		t.Errorf("20 clients: %+v", v)
+	}
+	// A run of no scenario passes nothing.
+	empty := verdicts(&results{})
+	if len(empty) == 0 {
+		t.Error("an empty run has no target rows")
+	}
+	for _, v := range empty {
+		if v.Status != "not run" {
+			t.Errorf("an empty run: %+v", v)
+		}
+	}
+	// Allocations with one of the two review benchmarks missing are not measured either.
+	a := &admissionResult{GoBench: []goBenchmark{{Name: "BenchmarkMutateRayServiceCreate", Metrics: map[string]float64{"allocs/op": 100}}}}
+	for _, v := range admissionVerdicts(a) {
+		if strings.Contains(v.What, "allocations") && v.Status != "not run" {
+			t.Errorf("one benchmark of two: %+v", v)
+		}
 	}
 }
 

@@ -31,6 +31,10 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == hogWorkerFlag {
+		hogMain(os.Args[2:]) // the loaded scenario's CPU hog (loaded.go)
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -60,11 +64,11 @@ type flags struct {
 
 func parseFlags() (flags, error) {
 	var f flags
-	scenarios := flag.String("scenarios", "scale,upgrade,upgrade-load,admission,noise,memory", "comma-separated scenarios: scale, upgrade, upgrade-load, admission, noise, memory")
+	scenarios := flag.String("scenarios", "scale,loaded,upgrade,upgrade-load,admission,noise,memory", "comma-separated scenarios: scale, loaded (scale at 100 with a CPU hog), upgrade, upgrade-load, admission, noise, memory")
 	memorySizes := flag.String("memory-sizes", "500,2000", "numbers of RayClusters of the memory scenario (RSS growth per 1,000 pods between the smallest and the largest)")
 	sizes := flag.String("sizes", "100,1000", "numbers of RayClusters for the scale scenario")
 	flag.IntVar(&f.concurrency, "concurrency", defaultConcurrency(), "raygate's --reconcile-concurrency in the main scale runs (its default)")
-	sweep := flag.String("sweep", "8,16", "other --reconcile-concurrency values, measured at the largest size (empty: none)")
+	sweep := flag.String("sweep", "8", "other --reconcile-concurrency values, measured at the largest size (empty: none)")
 	flag.DurationVar(&f.quiet, "quiet", 60*time.Second, "quiet window after convergence in which writes are counted")
 	flag.IntVar(&f.admissionN, "admission-requests", 2000, "server-side dry-run creates per webhook setting")
 	flag.StringVar(&f.docs, "docs", filepath.Join(tools.RepoRoot(), "docs", "benchmarks.md"), "report to rewrite")
@@ -101,7 +105,7 @@ func parseFlags() (flags, error) {
 	}
 	for _, s := range f.scenarios {
 		switch s {
-		case "scale", "upgrade", "upgrade-load", "admission", "noise", "memory":
+		case "scale", "loaded", "upgrade", "upgrade-load", "admission", "noise", "memory":
 		default:
 			return f, fmt.Errorf("unknown scenario %q", s)
 		}
@@ -186,6 +190,10 @@ func run() error {
 					_ = enc.Encode(r.line())
 				}
 			}
+		case "loaded":
+			r := runLoaded(ctx, b, f.concurrency, f.kuberay)
+			res.Loaded = &r
+			_ = enc.Encode(r)
 		case "upgrade":
 			r := runUpgrade(ctx, b)
 			res.Upgrade = &r

@@ -59,6 +59,7 @@ func renderReport(r *results, analysis, assets string) string {
 	}
 
 	renderScale(&m, r, assets)
+	renderLoaded(&m, r.Loaded)
 	renderUpgrade(&m, r.Upgrade)
 	renderUpgradeLoad(&m, r.UpgradeLoad)
 	renderAdmission(&m, r.Admission)
@@ -376,6 +377,7 @@ func renderMethod(m *md) {
 		"make bench BENCH_ARGS='-scenarios scale -sizes 100 -sweep \"\"'   # one quick scale run\n" +
 		"go run ./test/bench -scenarios admission\n" +
 		"go run ./test/bench -scenarios memory,noise   # memory growth per 1,000 pods, unrelated objects\n" +
+		"go run ./test/bench -scenarios loaded -docs /tmp/b/benchmarks.md   # 100 RayClusters with a CPU hog, raygate and KubeRay\n" +
 		"go run ./test/bench -scenarios upgrade-load -docs /tmp/b/benchmarks.md   # upgrade under load; leaves docs/ alone\n" +
 		"go run ./test/bench -keep-logs -out DIR ...     # keep component logs and audit logs in DIR\n" +
 		"go run ./test/bench -audit-all ...              # also count every component's writes per object\n" +

@@ -26,6 +26,7 @@ type results struct {
 	Admission       *admissionResult   `json:"admission,omitempty"`
 	Noise           *noiseResult       `json:"noise,omitempty"`
 	Memory          *memoryResult      `json:"memory,omitempty"`
+	Loaded          *loadedResult      `json:"loaded,omitempty"`
 }
 
 // machine is where the figures were taken.

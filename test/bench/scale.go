@@ -78,10 +78,10 @@ type scaleResult struct {
 	KubeRay   *scaleRun  `json:"kuberay,omitempty"`
 	Reference scaleRun   `json:"reference"`
 	Sweep     []scaleRun `json:"sweep,omitempty"`
-	// Ratio is raygate's time over the ReplicaSet reference's (target ≤ 1.3).
+	// Ratio is raygate's time over the ReplicaSet reference's (target: targetTimeRatio).
 	Ratio float64 `json:"timeRatio,omitempty"`
 	// MinWritesPerCluster and WritesRatio compare raygate's writes with the minimum
-	// (target ≤ 1.2).
+	// (target: targetWritesRatio).
 	MinWritesPerCluster int     `json:"minWritesPerCluster"`
 	WritesRatio         float64 `json:"writesRatio,omitempty"`
 }
