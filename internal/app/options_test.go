@@ -122,7 +122,11 @@ func TestSlimPodKeepsWhatControllersRead(t *testing.T) {
 			RestartPolicy: corev1.RestartPolicyNever, NodeName: "n1",
 			Volumes: []corev1.Volume{{Name: "shm"}},
 		},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			HostIP: "10.1.0.1", PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "ray-head", Image: "ray", ImageID: "sha", ContainerID: "c1", RestartCount: 2, Ready: true,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "wait-gcs"}}},
 	}
 	out, err := slimPod(pod.DeepCopy())
 	if err != nil {
@@ -132,6 +136,8 @@ func TestSlimPodKeepsWhatControllersRead(t *testing.T) {
 	want := pod.DeepCopy()
 	want.ManagedFields = nil
 	want.Spec = corev1.PodSpec{Containers: []corev1.Container{{Name: "ray-head"}, {Name: "autoscaler"}}, RestartPolicy: corev1.RestartPolicyNever, NodeName: "n1"}
+	want.Status.HostIP, want.Status.PodIPs, want.Status.InitContainerStatuses = "", nil, nil
+	want.Status.ContainerStatuses[0].Image, want.Status.ContainerStatuses[0].ImageID, want.Status.ContainerStatuses[0].ContainerID = "", "", ""
 	if !equality.Semantic.DeepEqual(got, want) {
 		t.Fatalf("slim pod:\n got %+v\nwant %+v", got, want)
 	}
