@@ -315,22 +315,18 @@ func ErrorJSON(errorType, msg string) []byte {
 }
 
 func (s *Server) serveQuery(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
-		w.WriteHeader(http.StatusMethodNotAllowed)
-		_, _ = w.Write(ErrorJSON("bad_data", "method not allowed"))
+		writeJSON(w, http.StatusMethodNotAllowed, ErrorJSON("bad_data", "method not allowed"))
 		return
 	}
 	if err := r.ParseForm(); err != nil {
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(ErrorJSON("bad_data", err.Error()))
+		writeJSON(w, http.StatusBadRequest, ErrorJSON("bad_data", err.Error()))
 		return
 	}
 	q := r.Form.Get("query")
 	at, err := evalTime(r.Form.Get("time"), time.Now())
 	if err != nil {
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(ErrorJSON("bad_data", err.Error()))
+		writeJSON(w, http.StatusBadRequest, ErrorJSON("bad_data", err.Error()))
 		return
 	}
 	s.mu.Lock()
@@ -340,13 +336,21 @@ func (s *Server) serveQuery(w http.ResponseWriter, r *http.Request) {
 	if f == nil {
 		ans.Err = "promscrape evaluates registered queries only; not registered: " + q
 		s.record(ans)
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(ErrorJSON("bad_data", ans.Err))
+		writeJSON(w, http.StatusBadRequest, ErrorJSON("bad_data", ans.Err))
 		return
 	}
 	ans.Value, ans.OK = f(s.store, at)
 	s.record(ans)
-	_, _ = w.Write(VectorJSON(at, ans.Value, ans.OK))
+	writeJSON(w, http.StatusOK, VectorJSON(at, ans.Value, ans.OK))
+}
+
+// writeJSON answers a body made by json.Marshal (which escapes <, > and &) as JSON that no
+// browser sniffs as HTML.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(body) //nolint:gosec // G705: JSON from json.Marshal, served as application/json with nosniff
 }
 
 func (s *Server) record(a Answer) {
