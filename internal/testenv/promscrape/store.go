@@ -171,3 +171,16 @@ func (s *Store) latest() (time.Time, bool) {
 	}
 	return s.snaps[len(s.snaps)-1].at, true
 }
+
+// Series are the labels of every series seen that m selects, in key order.
+func (s *Store) Series(m Matcher) []Labels {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Labels
+	for _, k := range slices.Sorted(maps.Keys(s.series)) {
+		if l := s.series[k]; m(l) {
+			out = append(out, maps.Clone(l))
+		}
+	}
+	return out
+}

@@ -76,6 +76,17 @@ func TestIncreaseWindow(t *testing.T) {
 	}
 }
 
+func TestSeries(t *testing.T) {
+	s := store(time.Unix(1_700_000_000, 0), map[string]float64{"b": 1}, map[string]float64{"a": 2})
+	got := s.Series(Match(Labels{"__name__": "req"}))
+	if len(got) != 2 || got[0]["svc"] != "a" || got[1]["svc"] != "b" {
+		t.Errorf("Series = %v, want a and b (every series ever seen, in key order)", got)
+	}
+	if got := s.Series(Match(Labels{"svc": "c"})); len(got) != 0 {
+		t.Errorf("Series(c) = %v", got)
+	}
+}
+
 func TestRetention(t *testing.T) {
 	s := NewStore(2 * time.Second)
 	t0 := time.Unix(1_700_000_000, 0)

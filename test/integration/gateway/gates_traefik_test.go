@@ -189,6 +189,11 @@ func (g *gatedRun) stop() (*load.Report, []weightSample, []gateCondition) {
 	for _, c := range conds {
 		GinkgoWriter.Printf("%s UpgradeGates %s: %s\n", c.At.Format("15:04:05.000"), c.State, c.Message)
 	}
+	for _, l := range scraped.Store().Series(func(l promscrape.Labels) bool {
+		return l["__name__"] == traefikRequests && strings.HasPrefix(l["service"], g.ns+"-")
+	}) {
+		GinkgoWriter.Printf("scraped series %v\n", l)
+	}
 	for _, e := range g.evaluations() {
 		GinkgoWriter.Printf("%s gate on %s: %v 5xx of %v requests in %s: %.4f\n", e.At.Format("15:04:05.000"), e.PendingName, e.Fails, e.All, gateWindow, e.Value)
 	}
