@@ -30,6 +30,10 @@ func (s *Server) ProxyHandler() http.Handler {
 			http.Error(w, ans.body, ans.status)
 			return
 		}
+		if s.userErrors.fail() {
+			writeUserError(w)
+			return
+		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = fmt.Fprintf(w, "%s %s\n", s.cluster, ans.app)
 	})

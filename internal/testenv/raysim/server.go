@@ -106,6 +106,7 @@ type Server struct {
 	unauthorized   atomic.Int64         // requests refused for a missing or wrong token
 	track          func() (done func()) // counts requests in progress (set by a Registry)
 	onSubmit       func(types.NamespacedName, Submission)
+	userErrors     userErrors // share of user requests the Serve proxy fails (usererrors.go)
 
 	listener net.Listener
 	http     *http.Server

@@ -56,6 +56,9 @@ type Options struct {
 	ListenerPort int
 	// Log receives Traefik's output (nil: discarded).
 	Log io.Writer
+	// Metrics, when set, exposes Traefik's Prometheus metrics (per entry point and per
+	// service, with status codes) at MetricsURL, on an entry point of its own on 127.0.0.1.
+	Metrics bool
 }
 
 // Traefik is a running Traefik.
@@ -67,6 +70,8 @@ type Traefik struct {
 	Port int
 	// PingPort is the port of Traefik's own entry point on 127.0.0.1, which serves /ping.
 	PingPort int
+	// MetricsPort is the port of the metrics entry point on 127.0.0.1 (0: Options.Metrics off).
+	MetricsPort int
 }
 
 // Start starts Traefik against the control plane of opts.Kubeconfig, creates the
@@ -93,7 +98,14 @@ func Start(ctx context.Context, c client.Client, opts Options) (*Traefik, error)
 	if t.PingPort, err = proc.FreePort(); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, Args(t.Host, t.Port, t.PingPort)...)
+	args := Args(t.Host, t.Port, t.PingPort)
+	if opts.Metrics {
+		if t.MetricsPort, err = proc.FreePort(); err != nil {
+			return nil, err
+		}
+		args = append(args, MetricsArgs(t.MetricsPort)...)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(withoutInCluster(os.Environ()), "KUBECONFIG="+opts.Kubeconfig)
 	cmd.Stdout, cmd.Stderr = opts.Log, opts.Log
 	if t.proc, err = proc.Start("traefik", cmd); err != nil {
@@ -134,6 +146,30 @@ func Args(host string, port, pingPort int) []string {
 		"--providers.kubernetesgateway.statusAddress.ip=" + host,
 		"--log.level=INFO",
 	}
+}
+
+// MetricsArgs are the flags that expose Traefik's Prometheus metrics on an entry point
+// "metrics" of their own on 127.0.0.1:port, so a scrape never goes through a Gateway's
+// listener. Service labels give request counters per backend (for raygate's HTTPRoute: one
+// per cluster, service="<namespace>-<cluster>-serve-svc-http-<port>@kubernetesgateway")
+// by status code.
+func MetricsArgs(port int) []string {
+	return []string{
+		"--entryPoints.metrics.address=" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		"--entryPoints.metrics.transport.lifeCycle.graceTimeOut=1s",
+		"--metrics.prometheus=true",
+		"--metrics.prometheus.entryPoint=metrics",
+		"--metrics.prometheus.addEntryPointsLabels=true",
+		"--metrics.prometheus.addServicesLabels=true",
+	}
+}
+
+// MetricsURL is where Traefik serves its Prometheus metrics ("" when Options.Metrics was off).
+func (t *Traefik) MetricsURL() string {
+	if t.MetricsPort == 0 {
+		return ""
+	}
+	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(t.MetricsPort)) + "/metrics"
 }
 
 // URL is the base URL of the entry point.

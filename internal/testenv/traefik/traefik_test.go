@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,36 @@ func TestArgs(t *testing.T) {
 		if !slices.Contains(args, want) {
 			t.Errorf("Args lacks %q: %v", want, args)
 		}
+	}
+}
+
+func TestMetricsArgs(t *testing.T) {
+	for _, a := range Args("127.200.1.2", 80, 41234) {
+		if strings.HasPrefix(a, "--metrics.") || strings.HasPrefix(a, "--entryPoints.metrics.") {
+			t.Errorf("Args enables metrics by default: %q", a)
+		}
+	}
+	args := MetricsArgs(41235)
+	for _, want := range []string{
+		"--entryPoints.metrics.address=127.0.0.1:41235",
+		"--metrics.prometheus=true",
+		"--metrics.prometheus.entryPoint=metrics",
+		"--metrics.prometheus.addServicesLabels=true",
+	} {
+		if !slices.Contains(args, want) {
+			t.Errorf("MetricsArgs lacks %q: %v", want, args)
+		}
+	}
+	for _, a := range args {
+		if strings.HasSuffix(a, "address=") || (strings.Contains(a, "address=") && !strings.Contains(a, "=127.0.0.1:")) {
+			t.Errorf("metrics entry point not on 127.0.0.1: %q", a)
+		}
+	}
+	if got := (&Traefik{}).MetricsURL(); got != "" {
+		t.Errorf("MetricsURL without metrics = %q, want empty", got)
+	}
+	if got, want := (&Traefik{MetricsPort: 41235}).MetricsURL(), "http://127.0.0.1:41235/metrics"; got != want {
+		t.Errorf("MetricsURL = %q, want %q", got, want)
 	}
 }
 

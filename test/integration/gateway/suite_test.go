@@ -22,6 +22,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/promscrape"
 	"github.com/raygate/raygate/internal/testenv/raysim"
 	"github.com/raygate/raygate/internal/testenv/traefik"
 )
@@ -36,6 +37,8 @@ var (
 	k8s        client.Client
 	tr         *traefik.Traefik
 	dashboards *framework.Dashboards
+	// scraped is the Prometheus stand-in over Traefik's metrics (gates_traefik_test.go).
+	scraped *promscrape.Server
 )
 
 func TestGateway(t *testing.T) {
@@ -52,9 +55,12 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Stop)
 	k8s = env.Client
-	tr, err = traefik.Start(ctx, k8s, traefik.Options{Kubeconfig: env.Kubeconfig, ClassName: className, Log: GinkgoWriter})
+	tr, err = traefik.Start(ctx, k8s, traefik.Options{Kubeconfig: env.Kubeconfig, ClassName: className, Log: GinkgoWriter, Metrics: true})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(tr.Stop)
+	scraped, err = promscrape.Start(ctx, promscrape.Options{Target: tr.MetricsURL(), Keep: []string{traefikRequests}})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(scraped.Close)
 	lb, err := traefik.StartLoopbackEndpoints(env.Config)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(lb.Stop)
@@ -70,6 +76,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(dashboards.ListenOnPods(env.Config)).To(Succeed())
 	opts := dashboards.Wire(framework.ManagerOptions())
 	opts.AllowedSharedGateways = []string{sharedGatewayNamespace + "/*"} // sharedgateway_test.go
+	opts.PrometheusURL = scraped.URL()                                   // gates_traefik_test.go
 	mgr, err := framework.StartManager(env, opts)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })

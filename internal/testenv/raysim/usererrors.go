@@ -1,0 +1,62 @@
+package raysim
+
+import (
+	"math"
+	"net/http"
+	"sync"
+)
+
+// userErrors makes a cluster's Serve proxy fail a share of the user requests it would have
+// answered with 200, as a bad release of an application would: HTTP 500 with the cluster
+// header, so a load generator and a gateway's metrics both attribute the failure. The
+// choice is deterministic (error diffusion over the request count): of any n consecutive
+// requests, round(n×ratio) ± 1 fail, so a short window already shows the ratio.
+type userErrors struct {
+	mu            sync.Mutex
+	ratio         float64
+	served, fails int64
+}
+
+// fail counts a request the proxy would answer with 200 and says whether to fail it.
+func (u *userErrors) fail() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.served++
+	if u.ratio <= 0 {
+		return false
+	}
+	// Request n fails when floor(n·ratio) steps up: exactly floor(n·ratio) of the first n fail.
+	if math.Floor(float64(u.served)*u.ratio) > float64(u.fails) {
+		u.fails++
+		return true
+	}
+	return false
+}
+
+// SetUserErrorRatio makes the cluster's Serve proxy answer HTTP 500 to the share ratio
+// (clamped to [0, 1]) of the user requests it would answer with 200 from now on; 0 stops
+// it. Health checks (/-/healthz) and requests that fail anyway (404, 503) are not counted.
+func (s *Server) SetUserErrorRatio(ratio float64) {
+	if math.IsNaN(ratio) {
+		ratio = 0
+	}
+	s.userErrors.mu.Lock()
+	defer s.userErrors.mu.Unlock()
+	s.userErrors.ratio = min(max(ratio, 0), 1)
+	s.userErrors.served, s.userErrors.fails = 0, 0
+}
+
+// UserRequests is how many user requests the proxy routed to a RUNNING application since
+// the last SetUserErrorRatio, and how many of them it failed on purpose.
+func (s *Server) UserRequests() (routed, failed int64) {
+	s.userErrors.mu.Lock()
+	defer s.userErrors.mu.Unlock()
+	return s.userErrors.served, s.userErrors.fails
+}
+
+// userErrorBody is what a failed user request answers.
+const userErrorBody = "simulated application error (raysim SetUserErrorRatio)"
+
+func writeUserError(w http.ResponseWriter) {
+	http.Error(w, userErrorBody, http.StatusInternalServerError)
+}
