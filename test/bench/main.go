@@ -6,6 +6,7 @@
 //	go run ./test/bench -scenarios scale -sizes 100
 //	go run ./test/bench -scenarios memory -memory-sizes 500,2000
 //	go run ./test/bench -scenarios upgrade-load -docs /tmp/bench/benchmarks.md   # leaves docs/ alone
+//	go run ./test/bench -scenarios upgrade-fleet -fleet-size 5 -docs /tmp/fleet.md
 //	go run ./test/bench -report-only   # re-render docs/benchmarks.md from the saved results
 package main
 
@@ -49,6 +50,7 @@ type flags struct {
 	sweep       []int
 	quiet       time.Duration
 	admissionN  int
+	fleetSize   int
 	docs        string
 	reportOnly  bool
 	keepLogs    bool
@@ -64,7 +66,8 @@ type flags struct {
 
 func parseFlags() (flags, error) {
 	var f flags
-	scenarios := flag.String("scenarios", "scale,loaded,upgrade,upgrade-load,admission,noise,memory", "comma-separated scenarios: scale, loaded (scale at 100 with a CPU hog), upgrade, upgrade-load, admission, noise, memory")
+	scenarios := flag.String("scenarios", "scale,loaded,upgrade,upgrade-load,upgrade-fleet,admission,noise,memory", "comma-separated scenarios: scale, loaded (scale at 100 with a CPU hog), upgrade, upgrade-load, upgrade-fleet (many RayServices upgrading at once, raygate and KubeRay), admission, noise, memory")
+	flag.IntVar(&f.fleetSize, "fleet-size", 50, "RayServices upgrading at once in the upgrade-fleet scenario")
 	memorySizes := flag.String("memory-sizes", "500,2000", "numbers of RayClusters of the memory scenario (RSS growth per 1,000 pods between the smallest and the largest)")
 	sizes := flag.String("sizes", "100,1000", "numbers of RayClusters for the scale scenario")
 	flag.IntVar(&f.concurrency, "concurrency", defaultConcurrency(), "raygate's --reconcile-concurrency in the main scale runs (its default)")
@@ -76,7 +79,7 @@ func parseFlags() (flags, error) {
 	flag.BoolVar(&f.keepLogs, "keep-logs", false, "keep every run's component logs and audit log")
 	flag.BoolVar(&f.profile, "profile", true, "profile the operator (CPU, heap) in the largest scale run")
 	flag.BoolVar(&f.reference, "reference", true, "also run the ReplicaSet reference (off: raygate only, for quick experiments)")
-	flag.BoolVar(&f.kuberay, "kuberay", true, "also run KubeRay's operator (hack/tools.sh path kuberay) in the scale scenario")
+	flag.BoolVar(&f.kuberay, "kuberay", true, "also run KubeRay's operator (hack/tools.sh path kuberay) in the scale and upgrade-fleet scenarios")
 	stages := flag.String("stages", "general,fast", "kwok pod stages of the scale scenario, each a labelled run: general (1-6 s per transition, like a kubelet) and fast (Ready at once)")
 	operatorEnv := flag.String("operator-env", "", "comma-separated K=V added to the operator's environment (e.g. GOMEMLIMIT=90MiB)")
 	flag.BoolVar(&f.auditAll, "audit-all", false, "audit every user, and report the whole cluster's writes per object by component (costs API server CPU)")
@@ -93,6 +96,9 @@ func parseFlags() (flags, error) {
 		}
 	}
 	f.operatorEnv = splitList(*operatorEnv)
+	if f.fleetSize < 1 {
+		return f, fmt.Errorf("-fleet-size: %d is not a positive integer", f.fleetSize)
+	}
 	var err error
 	if f.sizes, err = ints(*sizes); err != nil {
 		return f, fmt.Errorf("-sizes: %w", err)
@@ -105,7 +111,7 @@ func parseFlags() (flags, error) {
 	}
 	for _, s := range f.scenarios {
 		switch s {
-		case "scale", "loaded", "upgrade", "upgrade-load", "admission", "noise", "memory":
+		case "scale", "loaded", "upgrade", "upgrade-load", "upgrade-fleet", "admission", "noise", "memory":
 		default:
 			return f, fmt.Errorf("unknown scenario %q", s)
 		}
@@ -201,6 +207,10 @@ func run() error {
 		case "upgrade-load":
 			r := runUpgradeLoad(ctx, b)
 			res.UpgradeLoad = &r
+			_ = enc.Encode(r)
+		case "upgrade-fleet":
+			r := runUpgradeFleet(ctx, b, f.fleetSize, f.kuberay)
+			res.UpgradeFleet = &r
 			_ = enc.Encode(r)
 		case "admission":
 			r := runAdmission(ctx, b, f.admissionN)

@@ -65,7 +65,7 @@ type operator struct {
 // the binary and waits for /readyz.
 func (b *bench) startOperator(ctx context.Context, c *kwokcluster.Cluster, o operatorOptions) (*operator, error) {
 	if o.KubeRay {
-		return b.startKubeRay(ctx, c)
+		return b.startKubeRay(ctx, c, o)
 	}
 	bin := b.operatorBin
 	o.Env = append(o.Env, b.operatorEnv...)
@@ -129,8 +129,9 @@ func waitOperatorReady(ctx context.Context, c *kwokcluster.Cluster, op *operator
 // startKubeRay starts KubeRay's operator (default flags, leader election off) as the
 // audited operator user. KubeRay's chart RBAC is not in this repository, so the user is in
 // system:masters; its RayJob CRD, whose controller KubeRay always starts, is installed
-// first (raygate's CRDs serve RayCluster and RayService).
-func (b *bench) startKubeRay(ctx context.Context, c *kwokcluster.Cluster) (*operator, error) {
+// first (raygate's CRDs serve RayCluster and RayService). o.ExtraArgs and o.Env are added
+// (feature gates, HTTP_PROXY).
+func (b *bench) startKubeRay(ctx context.Context, c *kwokcluster.Cluster, o operatorOptions) (*operator, error) {
 	bin, err := tools.Path("kuberay")
 	if err != nil {
 		return nil, err
@@ -148,11 +149,14 @@ func (b *bench) startKubeRay(ctx context.Context, c *kwokcluster.Cluster) (*oper
 	}
 	probe := addrs[0]
 	op := &operator{metricsAddr: addrs[1], RBAC: "system:masters (KubeRay)"}
-	op.proc, err = c.Run("kuberay", append([]string{"KUBECONFIG=" + kubeconfig}, b.operatorEnv...), bin,
+	env := append(append([]string{"KUBECONFIG=" + kubeconfig}, b.operatorEnv...), o.Env...)
+	args := append([]string{
 		"--enable-leader-election=false",
-		"--metrics-addr="+op.metricsAddr,
-		"--health-probe-bind-address="+probe,
-		"--log-stdout-encoder=json")
+		"--metrics-addr=" + op.metricsAddr,
+		"--health-probe-bind-address=" + probe,
+		"--log-stdout-encoder=json",
+	}, o.ExtraArgs...)
+	op.proc, err = c.Run("kuberay", env, bin, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -159,6 +159,7 @@ func verdicts(r *results) []verdict {
 			v = append(v, verdict{what, fmt.Sprintf("0, split within %.2f of the weights", u.Tolerance), u.measured(), status(u.passed())})
 		}
 	}
+	v = append(v, fleetVerdicts(r.UpgradeFleet)...)
 	v = append(v, admissionVerdicts(r.Admission)...)
 	return append(v, memoryVerdicts(r)...)
 }

@@ -23,6 +23,7 @@ type results struct {
 	Scale           []scaleResult      `json:"scale,omitempty"`
 	Upgrade         *upgradeResult     `json:"upgrade,omitempty"`
 	UpgradeLoad     *upgradeLoadResult `json:"upgradeLoad,omitempty"`
+	UpgradeFleet    *fleetResult       `json:"upgradeFleet,omitempty"`
 	Admission       *admissionResult   `json:"admission,omitempty"`
 	Noise           *noiseResult       `json:"noise,omitempty"`
 	Memory          *memoryResult      `json:"memory,omitempty"`
