@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,6 +56,11 @@ type Options struct {
 	// GatewayAPI and Webhooks are passed to controlplane.Options.
 	GatewayAPI bool
 	Webhooks   bool
+	// PodIPs, when set, replaces the loopback pod IPs: node i's pods get the i-th /18 of it
+	// (not claimed across processes). For an operator that must find pod IPs in Endpoints
+	// (KubeRay), which the API server refuses to hold loopback addresses. Nothing may dial
+	// these addresses: route such calls through a proxy on loopback.
+	PodIPs netip.Prefix
 
 	// LogDir receives each component's log (default: a new temporary directory).
 	LogDir string
@@ -187,6 +193,10 @@ func (c *Cluster) start(ctx context.Context, o Options, bins Binaries) error {
 		n, err := nodeObject(i, o.NodeCapacity)
 		if err != nil {
 			return err
+		}
+		if o.PodIPs.IsValid() {
+			cidr := nodeBlockOf(o.PodIPs, i).String()
+			n.Spec.PodCIDR, n.Spec.PodCIDRs = cidr, []string{cidr}
 		}
 		if err := env.Client.Create(ctx, n); err != nil {
 			return fmt.Errorf("creating node %s: %w", n.Name, err)

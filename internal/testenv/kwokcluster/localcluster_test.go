@@ -160,6 +160,24 @@ func TestNodeObject(t *testing.T) {
 	}
 }
 
+func TestNodeBlockOf(t *testing.T) {
+	for _, tc := range []struct {
+		prefix string
+		i      int
+		want   string
+	}{
+		{"10.244.0.0/16", 0, "10.244.0.0/18"},
+		{"10.244.0.0/16", 1, "10.244.64.0/18"},
+		{"10.244.0.0/16", 3, "10.244.192.0/18"},
+		{"10.244.7.0/24", 2, "10.244.7.0/24"}, // smaller than a /18: shared
+		{"127.64.0.0/10", 1, "127.64.64.0/18"},
+	} {
+		if got := nodeBlockOf(netip.MustParsePrefix(tc.prefix), tc.i).String(); got != tc.want {
+			t.Errorf("nodeBlockOf(%s, %d) = %s, want %s", tc.prefix, tc.i, got, tc.want)
+		}
+	}
+}
+
 func TestNodeReady(t *testing.T) {
 	cond := func(t corev1.NodeConditionType, s corev1.ConditionStatus) corev1.NodeCondition {
 		return corev1.NodeCondition{Type: t, Status: s}

@@ -77,3 +77,12 @@ func nodeReady(n *corev1.Node) bool {
 	}
 	return false
 }
+
+// nodeBlockOf is node i's pod CIDR inside prefix: its i-th /18, or prefix itself when that is
+// no larger than a /18 (every node then shares it).
+func nodeBlockOf(prefix netip.Prefix, i int) netip.Prefix {
+	if prefix.Bits() >= blockBits {
+		return prefix.Masked()
+	}
+	return blockIn(prefix, i)
+}

@@ -31,8 +31,11 @@ var claims struct {
 func numBlocks() int { return 1 << (blockBits - PodIPs.Bits()) }
 
 // block is the i-th /18 of PodIPs.
-func block(i int) netip.Prefix {
-	a := PodIPs.Masked().Addr().As4()
+func block(i int) netip.Prefix { return blockIn(PodIPs, i) }
+
+// blockIn is the i-th /18 of prefix (an IPv4 prefix of at most /18).
+func blockIn(prefix netip.Prefix, i int) netip.Prefix {
+	a := prefix.Masked().Addr().As4()
 	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
 	v += uint32(i) << (32 - blockBits)
 	return netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), blockBits)
