@@ -246,7 +246,7 @@ func handWritten(text string) []string {
 var (
 	actionRE          = regexp.MustCompile(`(?s)\{\{.*?\}\}`)
 	digitWordRE       = regexp.MustCompile(`\S*[0-9]\S*`)
-	allowedDigitWords = map[string]bool{"p50": true, "p90": true, "p99": true, "409": true}
+	allowedDigitWords = map[string]bool{"p50": true, "p90": true, "p95": true, "p99": true, "409": true}
 )
 
 // defaultConcurrency is the operator's default --reconcile-concurrency.
