@@ -380,7 +380,6 @@ func renderMethod(m *md) {
 		"go run ./test/bench -scenarios memory,noise   # memory growth per 1,000 pods, unrelated objects\n" +
 		"go run ./test/bench -scenarios loaded -docs /tmp/b/benchmarks.md   # 100 RayClusters with a CPU hog, raygate and KubeRay\n" +
 		"go run ./test/bench -scenarios upgrade-load -docs /tmp/b/benchmarks.md   # upgrade under load; leaves docs/ alone\n" +
-		"go run ./test/bench -scenarios upgrade-fleet -fleet-size 5 -docs /tmp/b/benchmarks.md   # small fleet, raygate and KubeRay\n" +
 		"go run ./test/bench -keep-logs -out DIR ...     # keep component logs and audit logs in DIR\n" +
 		"go run ./test/bench -audit-all ...              # also count every component's writes per object\n" +
 		"go run ./test/bench -reference=false -operator-env GOMEMLIMIT=90MiB ...   # quick experiments\n" +

@@ -5,26 +5,27 @@ import (
 	"strings"
 )
 
-// renderUpgradeFleet is the "Upgrade fleet" section: raygate and KubeRay side by side.
+// renderUpgradeFleet is the "Upgrade fleet" section: raygate and KubeRay side by side. Results
+// without the scenario (saved before it existed, or a run of other scenarios) render without
+// the section, so re-rendering them changes nothing.
 func renderUpgradeFleet(m *md, u *fleetResult) {
-	m.WriteString("## 2c. Upgrade fleet: many RayServices upgrading at once, raygate and KubeRay\n\n")
 	if u == nil {
-		m.p("Not measured in this run.")
 		return
 	}
+	m.WriteString("## 2c. Upgrade fleet: many RayServices upgrading at once, raygate and KubeRay\n\n")
 	m.p("%d RayServices with `NewClusterWithIncrementalUpgrade` (maxSurgePercent %d, stepSizePercent %d,\n"+
 		"intervalSeconds %.0f: a step as large as the surge, because KubeRay moves traffic only up to the\n"+
 		"pending cluster's target capacity) serve from simulated Ray dashboards (`internal/testenv/raysim`,\n"+
 		"applications DEPLOYING for %s) behind the stand-in gateway controller of `internal/testenv/framework`;\n"+
 		"then every service's image changes at once (%d parallel clients) and the clock runs until the last\n"+
 		"service has promoted its new cluster. Each operator runs on its own fresh cluster, minutes apart,\n"+
-		"as its own audited user. raygate reaches the dashboards through `--dashboard-url-template`;\n"+
+		"as its own audited user. raygate (its defaults, `--reconcile-concurrency` %d) reaches the dashboards through `--dashboard-url-template`;\n"+
 		"KubeRay v1.5.1 (`--feature-gates=RayServiceIncrementalUpgrade=true`, otherwise its defaults) through\n"+
 		"an HTTP_PROXY on loopback that answers its in-cluster dashboard and Serve-proxy calls from the same\n"+
 		"simulators (`internal/testenv/kuberay`). Pacing error is, for every step of every service, the gap\n"+
 		"between two consecutive weight changes of the new cluster in the service's HTTPRoute minus the\n"+
 		"interval. CPU, peak RSS and writes cover the window from the change to the last promotion.",
-		u.Services, u.MaxSurgePercent, u.StepSizePercent, u.IntervalSeconds, fleetDeployDelay, fleetWorkers)
+		u.Services, u.MaxSurgePercent, u.StepSizePercent, u.IntervalSeconds, fleetDeployDelay, fleetWorkers, defaultConcurrency())
 	runs := []*fleetRun{&u.Raygate}
 	header := []string{"", "raygate"}
 	if u.KubeRay != nil {
