@@ -58,6 +58,9 @@ type Config struct {
 	// Dashboards configures the dashboard pool: workers, requests per namespace, the
 	// timeout of each request, backoff (zero values: the pool's defaults).
 	Dashboards dashboard.PoolOptions
+	// MessageCoalesce is how long a status change that only rewords progress messages may
+	// wait to be written (DefaultMessageCoalesce when zero; negative: written at once).
+	MessageCoalesce time.Duration
 	// DeployingPoll is how soon applications that are DEPLOYING are looked at again: the
 	// dashboard cannot be watched, so this is the one place raygate polls (default 1 s).
 	DeployingPoll time.Duration
@@ -112,6 +115,8 @@ type Reconciler struct {
 	// clusters is the informer's store of RayClusters, read without a copy to map pod
 	// events to RayServices (nil: read through the client).
 	clusters toolscache.Store
+	// messages remembers status changes that only reword progress messages while they wait.
+	messages messageMemo
 }
 
 // New builds the reconciler for a manager.
@@ -121,6 +126,9 @@ func New(mgr ctrl.Manager, cfg Config) *Reconciler {
 	}
 	if cfg.Resolver == nil {
 		cfg.Resolver = dashboard.PodResolver{}
+	}
+	if cfg.MessageCoalesce == 0 {
+		cfg.MessageCoalesce = DefaultMessageCoalesce
 	}
 	if cfg.DeployingPoll <= 0 {
 		cfg.DeployingPoll = time.Second

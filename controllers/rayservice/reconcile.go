@@ -23,6 +23,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	svc, err := r.get(ctx, req.NamespacedName)
 	if apierrors.IsNotFound(err) {
 		r.written.Delete(req.NamespacedName)
+		r.messages.clear(req.NamespacedName)
 		r.Metrics.Forget(req.Namespace, req.Name)
 		return ctrl.Result{}, nil
 	}
@@ -79,14 +80,35 @@ func (r *Reconciler) get(ctx context.Context, key types.NamespacedName) (*rayv1.
 // record writes the planned status when it differs from the stored one; once it is stored
 // (or needed no write) come the metrics and the events, and the plan says when to come back.
 func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out planned, now time.Time) (ctrl.Result, error) {
-	if !equality.Semantic.DeepEqual(svc.Status, out.Status) {
+	key := client.ObjectKeyFromObject(svc)
+	requeue := out.Wake.after(now, r.DeployingPoll, r.AppStatusResync)
+	changed := !equality.Semantic.DeepEqual(svc.Status, out.Status)
+	quiet := len(out.Events) == 0 && out.ActionRecorded == "" && out.GateFailed == nil && out.Finished == nil
+	if changed {
+		since := r.messages.since(key, svc.UID)
+		if since.IsZero() {
+			since = now
+		}
+		if wait := messageWait(&svc.Status, &out.Status, quiet, since, now, r.MessageCoalesce); wait > 0 {
+			// Only progress messages changed: written with the next change, or when the wait
+			// is over.
+			r.messages.wait(key, svc.UID, since)
+			if requeue <= 0 || wait < requeue {
+				requeue = wait
+			}
+			r.Metrics.Observe(svc)
+			return ctrl.Result{RequeueAfter: requeue}, nil
+		}
+	}
+	r.messages.clear(key)
+	if changed {
 		// A replace without resourceVersion (internal/statuspatch): it cannot conflict, and
 		// get made this pass start from the status last written.
 		if err := statuspatch.Replace(ctx, r.client, svc, out.Status); err != nil {
 			return ctrl.Result{}, fmt.Errorf("writing the status: %w", err)
 		}
 		svc.Status = out.Status
-		r.written.Store(client.ObjectKeyFromObject(svc), svc.ResourceVersion)
+		r.written.Store(key, svc.ResourceVersion)
 	}
 	r.Metrics.Observe(svc)
 	for _, e := range out.Events {
@@ -101,7 +123,7 @@ func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out plan
 	if f := out.Finished; f != nil {
 		r.Metrics.UpgradeFinished(f.Strategy, f.Result, f.Seconds)
 	}
-	return ctrl.Result{RequeueAfter: out.Wake.after(now, r.DeployingPoll, r.AppStatusResync)}, nil
+	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
 // emit records an event about the RayService.

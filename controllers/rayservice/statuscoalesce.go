@@ -1,0 +1,86 @@
+package rayservice
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+)
+
+// DefaultMessageCoalesce is how long a status change that only rewords the progress
+// messages may wait to be written with the next change. An incremental step passes through
+// several short waits (the route just written, a target capacity not yet taken up), each
+// with its own UpgradeInProgress message; written at once, they cost four status writes per
+// step on top of the three that carry the step (traffic, shrink, grow), and fifty upgrades
+// at once made that a write every second per RayService. Everything else — capacities,
+// traffic, clusters, applications, a condition's status or reason, any condition raygate
+// reads back as a record — is written at once.
+const DefaultMessageCoalesce = 2 * time.Second
+
+// progressConditions are the conditions whose message only tells progress: nothing reads
+// it back, so a late message changes no decision.
+var progressConditions = map[string]bool{
+	string(rayv1.RayServiceReady):   true,
+	string(rayv1.UpgradeInProgress): true,
+}
+
+// messagesOnly says whether cur differs from old only in lastUpdateTime and in the messages
+// of progress conditions whose type, status and reason stay (a Ready condition reporting a
+// rejected spec is a record, not progress).
+func messagesOnly(old, cur *rayv1.RayServiceStatuses) bool {
+	a, b := old.DeepCopy(), cur.DeepCopy()
+	a.LastUpdateTime, b.LastUpdateTime = nil, nil
+	if len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for i := range a.Conditions {
+		ca, cb := &a.Conditions[i], &b.Conditions[i]
+		if ca.Type != cb.Type || ca.Status != cb.Status || ca.Reason != cb.Reason ||
+			!progressConditions[ca.Type] || ca.Reason == rayv1.ValidationFailed {
+			continue
+		}
+		ca.Message, cb.Message = "", ""
+	}
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// messageWait says how long a planned status that differs from the stored one may still
+// wait (0: write it now). quiet says the pass has nothing else that must follow the write
+// (no event, no recorded action, no gate failure, no finished upgrade); pendingSince is
+// when such a change was first seen.
+func messageWait(stored, planned *rayv1.RayServiceStatuses, quiet bool, pendingSince, now time.Time, window time.Duration) time.Duration {
+	if window <= 0 || !quiet || !messagesOnly(stored, planned) {
+		return 0
+	}
+	if pendingSince.IsZero() || pendingSince.After(now) {
+		pendingSince = now
+	}
+	if waited := now.Sub(pendingSince); waited < window {
+		return window - waited
+	}
+	return 0
+}
+
+// messageMemo remembers, per RayService, since when a message-only change waits.
+type messageMemo struct{ m sync.Map }
+
+type messagePending struct {
+	uid   types.UID
+	since time.Time
+}
+
+func (p *messageMemo) since(k types.NamespacedName, uid types.UID) time.Time {
+	if v, ok := p.m.Load(k); ok && v.(messagePending).uid == uid {
+		return v.(messagePending).since
+	}
+	return time.Time{}
+}
+
+func (p *messageMemo) wait(k types.NamespacedName, uid types.UID, since time.Time) {
+	p.m.Store(k, messagePending{uid: uid, since: since})
+}
+
+func (p *messageMemo) clear(k types.NamespacedName) { p.m.Delete(k) }
