@@ -81,6 +81,13 @@ func (ph phase) service(ns string) *rayv1.RayService {
 	}
 	svc := b.Obj()
 	svc.Spec.ExcludeHeadPodFromServeSvc = ph.excludeHead
+	if ph.excludeHead {
+		// A cluster made for an upgrade starts at minReplicas: with the head excluded, a
+		// worker must start with it, or traffic waits for an autoscaler envtest lacks.
+		for i := range svc.Spec.RayClusterSpec.WorkerGroupSpecs {
+			svc.Spec.RayClusterSpec.WorkerGroupSpecs[i].MinReplicas = ptr.To[int32](1)
+		}
+	}
 	return svc
 }
 
