@@ -35,6 +35,10 @@ type run struct {
 	actionCase
 	ns, blue, green string
 	reverted        bool // pauseRollingBack changed the spec back
+	// restarted: the operator restarted right after first was recorded. The recorder sends
+	// events asynchronously, so the event of that recording pass may be lost with the
+	// stopping operator (seen once in three runs); the stored condition is the record.
+	restarted bool
 }
 
 // want is how the run ends, as phases_test.go expects.
@@ -95,6 +99,9 @@ func runPhase(ctx context.Context, ph phase, restart bool) {
 		// Every action is in the stored condition (and an abort on the active cluster), so
 		// the new operator has only what is stored to carry them out.
 		restartManager()
+		for _, r := range runs {
+			r.restarted = true
+		}
 	}
 	if ph.release != nil {
 		ph.release(ctx, runs)
@@ -205,7 +212,9 @@ func checkPaused(ctx context.Context, ph phase, runs []*run) {
 	for _, r := range runs {
 		Expect(condition(ctx, r, rayv1.UpgradeAction)).To(Equal("True/" + rayv1.UpgradePaused))
 		Expect(rstest.ConditionMessage(ctx, k8s, r.ns, name, rayv1.UpgradeInProgress)).To(ContainSubstring("paused by raygate.ray.io/upgrade-action=pause"))
-		Eventually(rstest.Events(ctx, k8s, r.ns, name)).Should(ContainSubstring("Normal UpgradePaused: the upgrade to RayCluster " + r.green + " is paused"))
+		if !r.restarted {
+			Eventually(rstest.Events(ctx, k8s, r.ns, name)).Should(ContainSubstring("Normal UpgradePaused: the upgrade to RayCluster " + r.green + " is paused"))
+		}
 	}
 }
 
@@ -252,11 +261,10 @@ func checkEnd(ctx context.Context, ph phase, r *run) {
 		Eventually(func() string { return condition(ctx, r, rayv1.UpgradeAction) }).Should(BeEmpty(), desc)
 	}
 	events := rstest.Events(ctx, k8s, r.ns, name)
-	Eventually(events).Should(ContainSubstring("Normal "+reasonOf[last]+": "), desc)
-	if last != rayv1.UpgradeActionResume {
-		Expect(events()).To(ContainSubstring(r.green), desc)
+	if r.second != "" || !r.restarted {
+		Eventually(events).Should(ContainSubstring("Normal "+reasonOf[last]+": the upgrade to RayCluster "+r.green), desc)
 	}
-	if r.second != "" {
+	if r.second != "" && !r.restarted {
 		Expect(events()).To(ContainSubstring("Normal UpgradePaused: the upgrade to RayCluster "+r.green+" is paused"), desc)
 	}
 }
