@@ -88,7 +88,7 @@ func runPhase(ctx context.Context, ph phase, restart bool) {
 
 	By("recording the actions")
 	for _, r := range runs {
-		if !(ph.pausedFirst && r.first == rayv1.UpgradeActionPause) {
+		if !ph.pausedFirst || r.first != rayv1.UpgradeActionPause { // reach paused these already
 			rstest.SetAction(ctx, k8s, r.ns, name, r.first, r.green)
 		}
 	}
