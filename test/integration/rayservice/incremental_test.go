@@ -18,17 +18,12 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/invariants"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rstest"
 )
 
 // pendingTraffic is the pending cluster's traffic share in the status (-1: no pending).
 func pendingTraffic(ctx context.Context, ns, name string) func() int32 {
-	return func() int32 {
-		st := getService(ctx, ns, name).Status
-		if st.PendingServiceStatus.RayClusterName == "" {
-			return -1
-		}
-		return ptr.Deref(st.PendingServiceStatus.TrafficRoutedPercent, 0)
-	}
+	return rstest.PendingTraffic(ctx, k8s, ns, name)
 }
 
 // trafficSteps are the pending cluster's successive weights on the route, as observed.

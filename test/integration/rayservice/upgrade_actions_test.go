@@ -2,13 +2,10 @@ package rayservice
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/framework"
@@ -16,18 +13,9 @@ import (
 	"github.com/raygate/raygate/test/integration/internal/rstest"
 )
 
-// setAction sets raygate.ray.io/upgrade-action (and its target) as kubectl raygate does: a
-// merge patch of the annotations, which leaves the spec and its generation alone.
+// setAction sets raygate.ray.io/upgrade-action (and its target) as kubectl raygate does.
 func setAction(ctx context.Context, ns, name, action, target string) {
-	ann := map[string]any{rayv1.UpgradeActionKey: action, rayv1.UpgradeTargetKey: nil}
-	if target != "" {
-		ann[rayv1.UpgradeTargetKey] = target
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
-	Expect(err).NotTo(HaveOccurred())
-	svc := &rayv1.RayService{}
-	svc.Namespace, svc.Name = ns, name
-	Expect(k8s.Patch(ctx, svc, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+	rstest.SetAction(ctx, k8s, ns, name, action, target)
 }
 
 // actionReasons are the reason labels of a RayService's raygate_service_upgrade_action series.
@@ -45,17 +33,7 @@ func actionReasons(ns, name string) func() []string {
 
 // routeWeight is the pending cluster's weight on the HTTPRoute (-1: not a backend).
 func routeWeight(ctx context.Context, ns, name, cluster string) func() int32 {
-	return func() int32 {
-		rt := route(ctx, ns, name)
-		for _, r := range rt.Spec.Rules {
-			for _, b := range r.BackendRefs {
-				if string(b.Name) == cluster+"-serve-svc" && b.Weight != nil {
-					return *b.Weight
-				}
-			}
-		}
-		return -1
-	}
+	return rstest.RouteWeight(ctx, k8s, ns, name, cluster)
 }
 
 // midShift creates an incremental RayService, upgrades it and waits until the pending
