@@ -268,30 +268,45 @@ func recordUpgrade(ctx context.Context, cfg *rest.Config, ns string) (*upgradeRe
 		if !ok {
 			return
 		}
-		w := map[string]int32{}
-		for _, rule := range rt.Spec.Rules {
-			for _, ref := range rule.BackendRefs {
-				w[string(ref.Name)] += ptr.Deref(ref.Weight, 1)
-			}
-		}
+		w := routeWeights(rt)
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.route = append(r.route, routeObservation{at: time.Now(), weights: w})
 	}
+	if err := watchServicesAndRoutes(ctx, ca, onService, onRoute); err != nil {
+		return nil, fmt.Errorf("upgrade recorder: %w", err)
+	}
+	return r, nil
+}
+
+// routeWeights sums an HTTPRoute's backend weights by backend Service.
+func routeWeights(rt *gwv1.HTTPRoute) map[string]int32 {
+	w := map[string]int32{}
+	for _, rule := range rt.Spec.Rules {
+		for _, ref := range rule.BackendRefs {
+			w[string(ref.Name)] += ptr.Deref(ref.Weight, 1)
+		}
+	}
+	return w
+}
+
+// watchServicesAndRoutes calls onService for every RayService and onRoute for every HTTPRoute
+// the cache sees added or updated, starts the cache and waits for it to sync.
+func watchServicesAndRoutes(ctx context.Context, ca cache.Cache, onService, onRoute func(any)) error {
 	for obj, f := range map[client.Object]func(any){&rayv1.RayService{}: onService, &gwv1.HTTPRoute{}: onRoute} {
 		inf, err := ca.GetInformer(ctx, obj)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: f, UpdateFunc: func(_, o any) { f(o) }}); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	go func() { _ = ca.Start(ctx) }()
 	if !ca.WaitForCacheSync(ctx) {
-		return nil, errors.New("upgrade recorder cache did not sync")
+		return errors.New("cache did not sync")
 	}
-	return r, nil
+	return nil
 }
 
 // waitActive waits until a cluster other than not is active and ready, and returns it.

@@ -15,9 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -419,28 +417,13 @@ func recordFleet(ctx context.Context, cfg *rest.Config, ns string) (*fleetRecord
 		if !ok {
 			return
 		}
-		w := map[string]int32{}
-		for _, rule := range rt.Spec.Rules {
-			for _, ref := range rule.BackendRefs {
-				w[string(ref.Name)] += ptr.Deref(ref.Weight, 1)
-			}
-		}
+		w := routeWeights(rt)
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.route = append(r.route, routeObservation{at: time.Now(), weights: w})
 	}
-	for obj, f := range map[client.Object]func(any){&rayv1.RayService{}: onService, &gwv1.HTTPRoute{}: onRoute} {
-		inf, err := ca.GetInformer(ctx, obj)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: f, UpdateFunc: func(_, o any) { f(o) }}); err != nil {
-			return nil, err
-		}
-	}
-	go func() { _ = ca.Start(ctx) }()
-	if !ca.WaitForCacheSync(ctx) {
-		return nil, errors.New("upgrade-fleet recorder cache did not sync")
+	if err := watchServicesAndRoutes(ctx, ca, onService, onRoute); err != nil {
+		return nil, fmt.Errorf("upgrade-fleet recorder: %w", err)
 	}
 	return r, nil
 }
