@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -202,5 +203,45 @@ func (t *readyTracker) waitReady(ctx context.Context, c *kwokcluster.Cluster, n 
 			return time.Time{}, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// scenarioCluster is a fresh one-node cluster of a single-namespace scenario with the
+// benchmark's client and that namespace.
+type scenarioCluster struct {
+	*kwokcluster.Cluster
+	cl  client.Client
+	cfg *rest.Config
+	ns  string
+}
+
+// startScenarioCluster starts it. Defer stopScenarioCluster with the scenario's error.
+func (b *bench) startScenarioCluster(ctx context.Context, name string, mod ...func(*kwokcluster.Options)) (*scenarioCluster, error) {
+	c, err := b.startCluster(ctx, 1, name, mod...)
+	if err != nil {
+		return nil, err
+	}
+	s := &scenarioCluster{Cluster: c}
+	if s.cl, s.cfg, err = benchClient(c.Config); err == nil {
+		var nss []string
+		if nss, err = createNamespaces(ctx, s.cl, 1); err == nil {
+			s.ns = nss[0]
+			return s, nil
+		}
+	}
+	b.stopScenarioCluster(s, &err)
+	return nil, err
+}
+
+// stopScenarioCluster stops the cluster, keeping its logs and naming them in *runErr when the
+// scenario failed.
+func (b *bench) stopScenarioCluster(s *scenarioCluster, runErr *error) {
+	msg := ""
+	if *runErr != nil {
+		msg = (*runErr).Error()
+	}
+	b.stopCluster(s.Cluster, &msg)
+	if msg != "" {
+		*runErr = errors.New(msg)
 	}
 }

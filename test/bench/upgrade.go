@@ -120,31 +120,14 @@ func runUpgrade(ctx context.Context, b *bench) (res upgradeResult) {
 }
 
 func (b *bench) upgrade(ctx context.Context, res *upgradeResult) (runErr error) {
-	c, err := b.startCluster(ctx, 1, "upgrade", func(o *kwokcluster.Options) { o.GatewayAPI = true })
+	sc, err := b.startScenarioCluster(ctx, "upgrade", func(o *kwokcluster.Options) { o.GatewayAPI = true })
 	if err != nil {
 		return err
 	}
-	defer func() {
-		msg := ""
-		if runErr != nil {
-			msg = runErr.Error()
-		}
-		b.stopCluster(c, &msg)
-		if msg != "" {
-			runErr = errors.New(msg)
-		}
-	}()
+	defer b.stopScenarioCluster(sc, &runErr)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cl, cfg, err := benchClient(c.Config)
-	if err != nil {
-		return err
-	}
-	nss, err := createNamespaces(ctx, cl, 1)
-	if err != nil {
-		return err
-	}
-	ns := nss[0]
+	c, cl, cfg, ns := sc.Cluster, sc.cl, sc.cfg, sc.ns
 
 	// The Ray dashboards are simulated in this process; the operator reaches them through a
 	// front server that routes /<namespace>/<cluster>/ to each raysim.

@@ -167,7 +167,7 @@ func errSuffix(e string) string {
 }
 
 func (b *bench) upgradeFleetRun(ctx context.Context, n int, kuberayOp bool, theoretical float64, run *fleetRun) (runErr error) {
-	c, err := b.startCluster(ctx, 1, "upgrade-fleet-"+run.Operator, func(o *kwokcluster.Options) {
+	sc, err := b.startScenarioCluster(ctx, "upgrade-fleet-"+run.Operator, func(o *kwokcluster.Options) {
 		o.GatewayAPI = true
 		if kuberayOp {
 			// KubeRay counts serve endpoints from v1 Endpoints, which the API server refuses
@@ -178,27 +178,10 @@ func (b *bench) upgradeFleetRun(ctx context.Context, n int, kuberayOp bool, theo
 	if err != nil {
 		return err
 	}
-	defer func() {
-		msg := ""
-		if runErr != nil {
-			msg = runErr.Error()
-		}
-		b.stopCluster(c, &msg)
-		if msg != "" {
-			runErr = errors.New(msg)
-		}
-	}()
+	defer b.stopScenarioCluster(sc, &runErr)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cl, cfg, err := benchClient(c.Config)
-	if err != nil {
-		return err
-	}
-	nss, err := createNamespaces(ctx, cl, 1)
-	if err != nil {
-		return err
-	}
-	ns := nss[0]
+	c, cl, cfg, ns := sc.Cluster, sc.cl, sc.cfg, sc.ns
 
 	dashboards := raysim.NewRegistry(raysim.Options{DeployDelay: fleetDeployDelay})
 	defer dashboards.Close()

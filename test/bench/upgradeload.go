@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -147,29 +146,12 @@ func (b *bench) upgradeLoad(ctx context.Context, res *upgradeLoadResult) (runErr
 	b.logf("upgrade-load: %s (maxSurge %d%%, step %d%%, interval %ds), %d req/s through Traefik and in-cluster to %s",
 		upgradeLoadSample, res.MaxSurgePercent, res.StepSizePercent, res.IntervalSeconds, upgradeLoadRate, path)
 
-	c, err := b.startCluster(ctx, 1, "upgrade-load", func(o *kwokcluster.Options) { o.GatewayAPI = true })
+	sc, err := b.startScenarioCluster(ctx, "upgrade-load", func(o *kwokcluster.Options) { o.GatewayAPI = true })
 	if err != nil {
 		return err
 	}
-	defer func() {
-		msg := ""
-		if runErr != nil {
-			msg = runErr.Error()
-		}
-		b.stopCluster(c, &msg)
-		if msg != "" {
-			runErr = errors.New(msg)
-		}
-	}()
-	cl, _, err := benchClient(c.Config)
-	if err != nil {
-		return err
-	}
-	nss, err := createNamespaces(ctx, cl, 1)
-	if err != nil {
-		return err
-	}
-	ns := nss[0]
+	defer b.stopScenarioCluster(sc, &runErr)
+	c, cl, ns := sc.Cluster, sc.cl, sc.ns
 	svc.Namespace = ns
 
 	// Simulated Ray where a real Ray listens (kwok gives pods loopback IPs): Serve's proxy on
