@@ -110,6 +110,9 @@ type Reconciler struct {
 	// StatusCoalesce is how long a change of pod counts alone may wait before its status
 	// write (0: written at once); see DefaultStatusCoalesce.
 	StatusCoalesce time.Duration
+	// BringUpCoalesce is how long pod progress may wait while a cluster comes up for the
+	// first time without trouble; see DefaultBringUpCoalesce.
+	BringUpCoalesce time.Duration
 
 	// statuses makes the passes read their own status writes (statuswrite.go).
 	statuses statusMemo
@@ -126,6 +129,7 @@ func NewReconciler(c client.Client, rec events.EventRecorder) *Reconciler {
 		RandomPodDelete: os.Getenv(EnvEnableRandomPodDelete),
 		Now:             time.Now,
 		StatusCoalesce:  DefaultStatusCoalesce,
+		BringUpCoalesce: DefaultBringUpCoalesce,
 	}
 }
 
@@ -356,8 +360,8 @@ func (r *Reconciler) listPods(ctx context.Context, rc *rayv1.RayCluster) ([]core
 }
 
 // writeStatus computes the status from what the cache shows after the pass and writes it
-// when it changed: at once, or for a change of pod counts alone up to StatusCoalesce later
-// (decideStatusWrite). The write replaces the status without a resourceVersion, so it
+// when it changed: at once, or for a change of pod counts alone up to StatusCoalesce later,
+// BringUpCoalesce during a trouble-free first bring-up (decideStatusWrite). The write replaces the status without a resourceVersion, so it
 // cannot conflict (internal/statuspatch). The pass's error is returned so controller-runtime retries with backoff.
 func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (ctrl.Result, error) {
 	pods, err := r.listPods(ctx, p.object)
@@ -374,7 +378,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (
 	old := p.object.Status
 	result := ctrl.Result{}
 	k := key(p.object)
-	decision := decideStatusWrite(old, st, r.statuses.pendingSince(k, p.object.UID), now, r.StatusCoalesce)
+	decision := decideStatusWrite(old, st, r.statuses.pendingSince(k, p.object.UID), now,
+		coalesceWindows{Steady: r.StatusCoalesce, BringUp: r.BringUpCoalesce})
 	if decision.Write {
 		if err := statuspatch.Replace(ctx, r.Client, p.object, st); err != nil {
 			if apierrors.IsNotFound(err) {

@@ -1,6 +1,7 @@
 package raycluster
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -75,7 +76,7 @@ func TestDecideStatusWrite(t *testing.T) {
 		{"observedGeneration is written at once", generation, time.Time{}, t0, window, statusWrite{Write: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := decideStatusWrite(base, tt.cur, tt.pendingSince, tt.now, tt.window); got != tt.want {
+			if got := decideStatusWrite(base, tt.cur, tt.pendingSince, tt.now, coalesceWindows{Steady: tt.window}); got != tt.want {
 				t.Errorf("decideStatusWrite = %+v, want %+v", got, tt.want)
 			}
 		})
@@ -103,10 +104,80 @@ func TestDecideStatusWriteOtherTransitions(t *testing.T) {
 		{"provisioned", status(tr, f), status(tr, tr), false},
 		{"head ready and provisioned", status(f, f), status(tr, tr), false},
 	} {
-		got := decideStatusWrite(tt.old, tt.cur, time.Time{}, t0, 5*time.Second)
+		got := decideStatusWrite(tt.old, tt.cur, time.Time{}, t0, coalesceWindows{Steady: 5 * time.Second})
 		if tt.wait != !got.Write {
 			t.Errorf("%s: decideStatusWrite = %+v, want waiting %v", tt.name, got, tt.wait)
 		}
+	}
+}
+
+// A first bring-up without trouble waits longer for pod progress; trouble, a provisioned
+// cluster and anything but pod progress keep the short wait.
+func TestDecideStatusWriteBringUp(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := coalesceWindows{Steady: 5 * time.Second, BringUp: 30 * time.Second}
+	f, tr := metav1.ConditionFalse, metav1.ConditionTrue
+	status := func(head, provisioned metav1.ConditionStatus, mutate ...func(*rayv1.RayClusterStatus)) rayv1.RayClusterStatus {
+		s := rayv1.RayClusterStatus{DesiredWorkerReplicas: 3, Conditions: []metav1.Condition{
+			{Type: string(rayv1.HeadPodReady), Status: head, Reason: "Unknown"},
+			{Type: string(rayv1.RayClusterProvisioned), Status: provisioned, Reason: "RayClusterPodsProvisioning"},
+		}}
+		if head == tr {
+			s.Conditions[0].Reason = rayv1.HeadPodRunningAndReady
+		}
+		for _, m := range mutate {
+			m(&s)
+		}
+		return s
+	}
+	workers := func(n int32) func(*rayv1.RayClusterStatus) {
+		return func(s *rayv1.RayClusterStatus) { s.ReadyWorkerReplicas, s.AvailableWorkerReplicas = n, n }
+	}
+	headIP := func(s *rayv1.RayClusterStatus) { s.Head.PodName, s.Head.PodIP, s.Head.ServiceIP = "h", "127.0.0.5", "127.0.0.5" }
+	failing := func(s *rayv1.RayClusterStatus) { s.Reason = "FailedCreateWorkerPod: quota" }
+	replicaFailure := func(s *rayv1.RayClusterStatus) {
+		s.Conditions = append(s.Conditions, metav1.Condition{Type: string(rayv1.RayClusterReplicaFailure), Status: tr, Reason: "FailedCreateWorkerPod"})
+	}
+	pulling := func(s *rayv1.RayClusterStatus) { s.Conditions[0].Reason, s.Conditions[0].Message = "ImagePullBackOff", "no-such-tag" }
+	ready := func(s *rayv1.RayClusterStatus) { s.State = rayv1.Ready }
+	for _, tt := range []struct {
+		name         string
+		old, cur     rayv1.RayClusterStatus
+		pendingSince time.Time
+		now          time.Time
+		want         statusWrite
+	}{
+		{"the head turning ready with its IP waits the bring-up window", status(f, f), status(tr, f, headIP), time.Time{}, t0,
+			statusWrite{After: w.BringUp, PendingSince: t0}},
+		{"workers turning ready wait the bring-up window", status(tr, f, headIP), status(tr, f, headIP, workers(2)), t0, t0.Add(10 * time.Second),
+			statusWrite{After: 20 * time.Second, PendingSince: t0}},
+		{"and are written when it is over", status(tr, f, headIP), status(tr, f, headIP, workers(2)), t0, t0.Add(w.BringUp), statusWrite{Write: true}},
+		{"provisioned is written at once, with the progress that waited", status(f, f), status(tr, tr, headIP, workers(3), ready), t0, t0.Add(time.Second),
+			statusWrite{Write: true}},
+		{"a provisioned cluster's counts keep the short wait", status(tr, tr, headIP, workers(3), ready), status(tr, tr, headIP, workers(2), ready), time.Time{}, t0,
+			statusWrite{After: w.Steady, PendingSince: t0}},
+		{"so do they once ready without the condition", status(tr, "", headIP, workers(3), ready), status(tr, "", headIP, workers(2), ready), time.Time{}, t0,
+			statusWrite{After: w.Steady, PendingSince: t0}},
+		{"a reported failure keeps the short wait", status(f, f, failing), status(tr, f, failing, headIP), time.Time{}, t0,
+			statusWrite{After: w.Steady, PendingSince: t0}},
+		{"so does a replica failure", status(f, f, replicaFailure), status(tr, f, replicaFailure, headIP), time.Time{}, t0,
+			statusWrite{After: w.Steady, PendingSince: t0}},
+		{"a condition's new reason keeps the short wait: trouble is shown within seconds", status(f, f), status(f, f, pulling), time.Time{}, t0,
+			statusWrite{After: w.Steady, PendingSince: t0}},
+		{"progress waiting since long ago is written by the short wait once a reason joins it", status(f, f), status(tr, f, headIP, workers(1), func(s *rayv1.RayClusterStatus) {
+			s.Conditions[1].Message = "one worker pending"
+		}), t0, t0.Add(w.Steady), statusWrite{Write: true}},
+		{"no steady window: written at once", status(f, f), status(tr, f, headIP), time.Time{}, t0, statusWrite{Write: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			win := w
+			if strings.HasPrefix(tt.name, "no steady window") {
+				win.Steady = 0
+			}
+			if got := decideStatusWrite(tt.old, tt.cur, tt.pendingSince, tt.now, win); got != tt.want {
+				t.Errorf("decideStatusWrite = %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }
 
