@@ -124,6 +124,7 @@ func analysisConstants() map[string]string {
 		"defaultConcurrency":     strconv.Itoa(defaultConcurrency()),
 		"admissionConcurrency":   strconv.Itoa(admissionConcurrency),
 		"statusCoalesce":         fmt.Sprintf("%.0f s", raycluster.DefaultStatusCoalesce.Seconds()),
+		"bringUpCoalesce":        fmt.Sprintf("%.0f s", raycluster.DefaultBringUpCoalesce.Seconds()),
 		"targetTimeRatio":        fmt.Sprintf("≤ %s× the ReplicaSet reference", ratioText(targetTimeRatio)),
 		"targetKubeRayTimeRatio": fmt.Sprintf("≤ %s× KubeRay", ratioText(targetKubeRayTimeRatio)),
 		"targetWritesRatio":      fmt.Sprintf("≤ %s× the minimum", ratioText(targetWritesRatio)),
