@@ -99,9 +99,17 @@ func countsOnly(old, cur rayv1.RayClusterStatus) bool {
 }
 
 // podProgressOnly is countsOnly without the conditions' reasons and messages: only the
-// worker counts, the head pod's name and IP and HeadPodReady turning true differ.
+// worker counts, the head pod's name and IP, HeadPodReady turning true and the head's
+// normal start-up steps (headStartingReasons) differ.
 func podProgressOnly(old, cur rayv1.RayClusterStatus) bool {
 	return sameApartFromProgress(old, cur, false)
+}
+
+// headStartingReasons are the HeadPodReady reasons of a head pod starting normally: no Ready
+// condition yet, containers not ready yet, the kubelet creating containers or running init
+// containers. Every other reason (ImagePullBackOff, CrashLoopBackOff, …) is trouble.
+var headStartingReasons = map[string]bool{
+	rayv1.UnknownReason: true, "ContainersNotReady": true, "ContainerCreating": true, "PodInitializing": true,
 }
 
 // sameApartFromProgress compares two statuses without what pods making progress move;
@@ -109,8 +117,13 @@ func podProgressOnly(old, cur rayv1.RayClusterStatus) bool {
 func sameApartFromProgress(old, cur rayv1.RayClusterStatus, conditionText bool) bool {
 	a, b := old.DeepCopy(), cur.DeepCopy()
 	if was := meta.FindStatusCondition(a.Conditions, string(rayv1.HeadPodReady)); was != nil && was.Status == metav1.ConditionFalse {
-		if now := meta.FindStatusCondition(b.Conditions, string(rayv1.HeadPodReady)); now != nil && now.Status == metav1.ConditionTrue {
+		now := meta.FindStatusCondition(b.Conditions, string(rayv1.HeadPodReady))
+		switch {
+		case now == nil:
+		case now.Status == metav1.ConditionTrue:
 			*now = *was // the head turning ready, with its new reason and message
+		case now.Status == metav1.ConditionFalse && headStartingReasons[was.Reason] && headStartingReasons[now.Reason]:
+			*now = *was // the head moving through its start-up steps
 		}
 	}
 	for _, s := range []*rayv1.RayClusterStatus{a, b} {

@@ -140,6 +140,12 @@ func TestDecideStatusWriteBringUp(t *testing.T) {
 	}
 	pulling := func(s *rayv1.RayClusterStatus) { s.Conditions[0].Reason, s.Conditions[0].Message = "ImagePullBackOff", "no-such-tag" }
 	ready := func(s *rayv1.RayClusterStatus) { s.State = rayv1.Ready }
+	creating := func(s *rayv1.RayClusterStatus) {
+		s.Conditions[0].Reason, s.Conditions[0].Message = "ContainerCreating", ""
+	}
+	initializing := func(s *rayv1.RayClusterStatus) {
+		s.Conditions[0].Reason, s.Conditions[0].Message = "PodInitializing", "containers with unready status: [ray-head]"
+	}
 	for _, tt := range []struct {
 		name         string
 		old, cur     rayv1.RayClusterStatus
@@ -161,6 +167,12 @@ func TestDecideStatusWriteBringUp(t *testing.T) {
 		{"a reported failure keeps the short wait", status(f, f, failing), status(tr, f, failing, headIP), time.Time{}, t0,
 			statusWrite{After: w.Steady, PendingSince: t0}},
 		{"so does a replica failure", status(f, f, replicaFailure), status(tr, f, replicaFailure, headIP), time.Time{}, t0,
+			statusWrite{After: w.Steady, PendingSince: t0}},
+		{"the head's start-up steps wait the bring-up window", status(f, f), status(f, f, headIP, creating), time.Time{}, t0,
+			statusWrite{After: w.BringUp, PendingSince: t0}},
+		{"from one step to the next too", status(f, f, headIP, creating), status(f, f, headIP, initializing), time.Time{}, t0,
+			statusWrite{After: w.BringUp, PendingSince: t0}},
+		{"a start-up step to trouble keeps the short wait", status(f, f, headIP, creating), status(f, f, headIP, pulling), time.Time{}, t0,
 			statusWrite{After: w.Steady, PendingSince: t0}},
 		{"a condition's new reason keeps the short wait: trouble is shown within seconds", status(f, f), status(f, f, pulling), time.Time{}, t0,
 			statusWrite{After: w.Steady, PendingSince: t0}},
