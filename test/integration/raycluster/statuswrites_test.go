@@ -2,10 +2,13 @@ package raycluster
 
 import (
 	"context"
+	"slices"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/framework"
@@ -13,43 +16,64 @@ import (
 )
 
 var _ = Describe("status writes while workers turn ready one by one", func() {
-	It("coalesces count changes into one write and writes the ready state at once", func(ctx context.Context) {
-		ns := newNamespace(ctx)
-		worker := func(names ...string) func(p *corev1.Pod) bool {
-			return func(p *corev1.Pod) bool {
-				if p.Namespace != ns || p.Labels[rayv1.NodeTypeLabelKey] != "worker" {
-					return false
-				}
-				if len(names) == 0 {
-					return true
-				}
-				for _, n := range names {
-					if p.Name == n {
-						return true
-					}
-				}
-				return false
-			}
+	// workersOf matches the worker pods of ns, all of them or only those named.
+	workersOf := func(ns string, names ...string) func(p *corev1.Pod) bool {
+		return func(p *corev1.Pod) bool {
+			return p.Namespace == ns && p.Labels[rayv1.NodeTypeLabelKey] == "worker" && (len(names) == 0 || slices.Contains(names, p.Name))
 		}
-		Expect(kubelet.SetBehavior(ctx, worker(), framework.NotReady)).To(Succeed())
+	}
+	running := func(p corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
+	ready := func(p corev1.Pod) bool {
+		return slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		})
+	}
+
+	It("writes a first bring-up's pod progress together with the ready state, which is written at once", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		Expect(kubelet.SetBehavior(ctx, workersOf(ns), framework.NotReady)).To(Succeed())
 		DeferCleanup(kubelet.ResetBehaviors)
-		Expect(k8s.Create(ctx, builders.RayCluster("one-by-one", ns).WorkerGroups(builders.WorkerGroup("w", 3)).Obj())).To(Succeed())
+		expectQuiet()
+		Expect(k8s.Create(ctx, builders.RayCluster("bring-up", ns).WorkerGroups(builders.WorkerGroup("w", 3)).Obj())).To(Succeed())
+
+		By("the head ready and the workers running, not ready: the progress waits")
+		Eventually(func() []corev1.Pod { return workerPods(ctx, ns, "bring-up", "w") }).Should(And(HaveLen(3), HaveEach(Satisfy(running))))
+		Eventually(func() []corev1.Pod { return headPods(ctx, ns, "bring-up") }).Should(ContainElement(Satisfy(ready)))
+		Consistently(func() int { return writesIn(ns)()["patch rayclusters/status"] }, 6*time.Second).Should(Equal(1), "only the first status: the short wait is 5 s")
+		Expect(getCluster(ctx, ns, "bring-up").Status.State).To(BeEmpty())
+
+		By("the workers turning ready make the cluster ready: one write, well before the bring-up wait is over")
+		Expect(kubelet.SetBehavior(ctx, workersOf(ns), framework.Ready)).To(Succeed())
+		Eventually(clusterStatus(ctx, ns, "bring-up"), 15*time.Second).Should(And(
+			HaveField("State", Equal(rayv1.Ready)), HaveField("ReadyWorkerReplicas", BeEquivalentTo(3)),
+			haveCondition(rayv1.HeadPodReady, "True", rayv1.HeadPodRunningAndReady)))
+		Expect(writesIn(ns)()["patch rayclusters/status"]).To(Equal(2))
+	})
+
+	It("coalesces a provisioned cluster's count changes into one write", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		Expect(k8s.Create(ctx, builders.RayCluster("one-by-one", ns).WorkerGroups(builders.WorkerGroup("w", 1)).Obj())).To(Succeed())
+		waitReady(ctx, ns, "one-by-one")
+		first := workerPods(ctx, ns, "one-by-one", "w")
+		Expect(first).To(HaveLen(1))
+		Expect(kubelet.SetBehavior(ctx, func(p *corev1.Pod) bool { return workersOf(ns)(p) && p.Name != first[0].Name }, framework.NotReady)).To(Succeed())
+		DeferCleanup(kubelet.ResetBehaviors)
+		updateCluster(ctx, ns, "one-by-one", func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](3) })
 		Eventually(clusterStatus(ctx, ns, "one-by-one")).Should(And(
 			HaveField("AvailableWorkerReplicas", BeEquivalentTo(3)),
-			HaveField("ReadyWorkerReplicas", BeEquivalentTo(0))))
+			HaveField("ReadyWorkerReplicas", BeEquivalentTo(1))))
 		expectQuiet()
 
 		By("two workers turning ready cost one status write, not one each")
-		pods := workerPods(ctx, ns, "one-by-one", "w")
-		Expect(pods).To(HaveLen(3))
-		Expect(kubelet.SetBehavior(ctx, worker(pods[0].Name, pods[1].Name), framework.Ready)).To(Succeed())
-		Eventually(clusterStatus(ctx, ns, "one-by-one")).Should(HaveField("ReadyWorkerReplicas", BeEquivalentTo(2)))
+		var added []string
+		for _, p := range workerPods(ctx, ns, "one-by-one", "w") {
+			if p.Name != first[0].Name {
+				added = append(added, p.Name)
+			}
+		}
+		Expect(added).To(HaveLen(2))
+		Expect(kubelet.SetBehavior(ctx, workersOf(ns, added...), framework.Ready)).To(Succeed())
+		Eventually(clusterStatus(ctx, ns, "one-by-one")).Should(HaveField("ReadyWorkerReplicas", BeEquivalentTo(3)))
 		Expect(writesIn(ns)()).To(Equal(map[string]int{"patch rayclusters/status": 1}))
-
-		By("the last one makes the cluster ready, written at once")
-		Expect(kubelet.SetBehavior(ctx, worker(pods[2].Name), framework.Ready)).To(Succeed())
-		Eventually(clusterStatus(ctx, ns, "one-by-one")).Should(And(
-			HaveField("State", Equal(rayv1.Ready)), HaveField("ReadyWorkerReplicas", BeEquivalentTo(3))))
-		Expect(writesIn(ns)()["patch rayclusters/status"]).To(Equal(2))
 	})
 })
