@@ -133,12 +133,16 @@ func TestDecideStatusWriteBringUp(t *testing.T) {
 	workers := func(n int32) func(*rayv1.RayClusterStatus) {
 		return func(s *rayv1.RayClusterStatus) { s.ReadyWorkerReplicas, s.AvailableWorkerReplicas = n, n }
 	}
-	headIP := func(s *rayv1.RayClusterStatus) { s.Head.PodName, s.Head.PodIP, s.Head.ServiceIP = "h", "127.0.0.5", "127.0.0.5" }
+	headIP := func(s *rayv1.RayClusterStatus) {
+		s.Head.PodName, s.Head.PodIP, s.Head.ServiceIP = "h", "127.0.0.5", "127.0.0.5"
+	}
 	failing := func(s *rayv1.RayClusterStatus) { s.Reason = "FailedCreateWorkerPod: quota" }
 	replicaFailure := func(s *rayv1.RayClusterStatus) {
 		s.Conditions = append(s.Conditions, metav1.Condition{Type: string(rayv1.RayClusterReplicaFailure), Status: tr, Reason: "FailedCreateWorkerPod"})
 	}
-	pulling := func(s *rayv1.RayClusterStatus) { s.Conditions[0].Reason, s.Conditions[0].Message = "ImagePullBackOff", "no-such-tag" }
+	pulling := func(s *rayv1.RayClusterStatus) {
+		s.Conditions[0].Reason, s.Conditions[0].Message = "ImagePullBackOff", "no-such-tag"
+	}
 	ready := func(s *rayv1.RayClusterStatus) { s.State = rayv1.Ready }
 	creating := func(s *rayv1.RayClusterStatus) {
 		s.Conditions[0].Reason, s.Conditions[0].Message = "ContainerCreating", ""
