@@ -112,11 +112,16 @@ func defaultingPatch(raw []byte, original, defaulted any, full func() (original,
 // parent is an object. It scans the raw bytes along the pointer without decoding or
 // copying them.
 func rawHas(raw []byte, pointer string) (exists, parentOK bool) {
-	tokens := strings.Split(pointer, "/")[1:]
+	rest, ok := strings.CutPrefix(pointer, "/")
+	if !ok {
+		return false, false
+	}
 	cur := raw
-	for i, t := range tokens {
+	for more := true; more; {
+		var t string
+		t, rest, more = strings.Cut(rest, "/")
 		t = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-		last := i == len(tokens)-1
+		last := !more
 		cur = bytes.TrimLeft(cur, " \t\r\n")
 		switch {
 		case len(cur) > 0 && cur[0] == '{':
