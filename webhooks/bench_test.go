@@ -101,7 +101,7 @@ func podSpec(name, cpu, mem, gpu string) corev1.PodSpec {
 	}
 }
 
-func review(b *testing.B, op admissionv1.Operation, obj, old k8sruntime.Object) []byte {
+func review(b testing.TB, op admissionv1.Operation, obj, old k8sruntime.Object) []byte {
 	b.Helper()
 	req := &admissionv1.AdmissionRequest{
 		UID: "bench", Operation: op, Namespace: "ml-prod", Name: "llm-serving",
