@@ -47,17 +47,29 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 	if obj.GetDeletionTimestamp() != nil {
 		return admission.Allowed("")
 	}
-	original := obj.DeepCopyObject()
-	m.apply(obj)
+	// Defaulting never reads or writes pod templates or the serve config (most of an
+	// object), so it runs on a copy without them: original shares the rest with obj, which
+	// stays as decoded, and only that rest is deep-copied for defaulting to change.
+	original, ok := withoutTemplates(obj).(T)
+	if !ok {
+		return admission.Errored(http.StatusInternalServerError, errors.New("unexpected object type"))
+	}
+	defaulted, ok := original.DeepCopyObject().(T)
+	if !ok {
+		return admission.Errored(http.StatusInternalServerError, errors.New("unexpected object type"))
+	}
+	m.apply(defaulted)
 	// reflect, not equality.Semantic: the latter calls a nil map equal to an empty one, and
 	// rayStartParams: {} (a default) must be patched in when a client-side apply drops it.
-	if reflect.DeepEqual(original, obj) {
+	if reflect.DeepEqual(original, defaulted) {
 		if unchanged {
 			m.clean.add(key)
 		}
 		return admission.Allowed("")
 	}
-	patches, err := defaultingPatch(req.Object.Raw, original, obj)
+	patches, err := defaultingPatch(req.Object.Raw, original, defaulted, func() (any, any) {
+		return obj, withTemplatesOf(defaulted, obj)
+	})
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "computing the defaulting patch")
 		return admission.Errored(http.StatusInternalServerError, err)
@@ -71,10 +83,13 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 // causes (e.g. "1000m" printed as "1") are not in it: they are not defaults, and patching
 // them would rewrite what the user wrote. The operations
 // are then fitted to the raw object: a key the user left out is added, not replaced.
-func defaultingPatch(raw []byte, original, defaulted any) ([]jsonpatch.Operation, error) {
-	patches, err := structPatch(withoutTemplates(original), withoutTemplates(defaulted))
+//
+// original and defaulted are without templates (withoutTemplates); full returns the whole
+// objects, for the slower way.
+func defaultingPatch(raw []byte, original, defaulted any, full func() (original, defaulted any)) ([]jsonpatch.Operation, error) {
+	patches, err := structPatch(original, defaulted)
 	if errors.Is(err, errNeedsRemove) {
-		return diffFromRaw(raw, original, defaulted)
+		return diffFromRaw(raw, full)
 	}
 	if err != nil || len(patches) == 0 {
 		return patches, err
@@ -84,7 +99,7 @@ func defaultingPatch(raw []byte, original, defaulted any) ([]jsonpatch.Operation
 		if !parentOK || patches[i].Operation == "remove" {
 			// Defaulting only adds and replaces, under objects the request has; anything
 			// else takes the slower way that assumes nothing.
-			return diffFromRaw(raw, original, defaulted)
+			return diffFromRaw(raw, full)
 		}
 		if !exists && patches[i].Operation == "replace" {
 			patches[i].Operation = "add"
@@ -97,11 +112,16 @@ func defaultingPatch(raw []byte, original, defaulted any) ([]jsonpatch.Operation
 // parent is an object. It scans the raw bytes along the pointer without decoding or
 // copying them.
 func rawHas(raw []byte, pointer string) (exists, parentOK bool) {
-	tokens := strings.Split(pointer, "/")[1:]
+	rest, ok := strings.CutPrefix(pointer, "/")
+	if !ok {
+		return false, false
+	}
 	cur := raw
-	for i, t := range tokens {
+	for more := true; more; {
+		var t string
+		t, rest, more = strings.Cut(rest, "/")
 		t = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-		last := i == len(tokens)-1
+		last := !more
 		cur = bytes.TrimLeft(cur, " \t\r\n")
 		switch {
 		case len(cur) > 0 && cur[0] == '{':
@@ -135,7 +155,8 @@ func rawHas(raw []byte, pointer string) (exists, parentOK bool) {
 
 // diffFromRaw diffs the raw object against the defaulted one and drops what the round trip
 // alone changes.
-func diffFromRaw(raw []byte, original, defaulted any) ([]jsonpatch.Operation, error) {
+func diffFromRaw(raw []byte, full func() (original, defaulted any)) ([]jsonpatch.Operation, error) {
+	original, defaulted := full()
 	defaultedJSON, err := json.Marshal(defaulted)
 	if err != nil {
 		return nil, err
@@ -176,6 +197,39 @@ func withoutTemplates(obj any) any {
 		return &s
 	}
 	return obj
+}
+
+// withTemplatesOf returns slim (an object of withoutTemplates, defaulted) with the pod
+// templates and serve config of full put back: the whole defaulted object.
+func withTemplatesOf(slim, full any) any {
+	switch s := slim.(type) {
+	case *rayv1.RayCluster:
+		if f, ok := full.(*rayv1.RayCluster); ok {
+			c := *s
+			c.Spec = specWithTemplatesOf(s.Spec, &f.Spec)
+			return &c
+		}
+	case *rayv1.RayService:
+		if f, ok := full.(*rayv1.RayService); ok {
+			c := *s
+			c.Spec.RayClusterSpec = specWithTemplatesOf(s.Spec.RayClusterSpec, &f.Spec.RayClusterSpec)
+			c.Spec.ServeConfigV2 = f.Spec.ServeConfigV2
+			return &c
+		}
+	}
+	return slim
+}
+
+func specWithTemplatesOf(spec rayv1.RayClusterSpec, full *rayv1.RayClusterSpec) rayv1.RayClusterSpec {
+	spec.HeadGroupSpec.Template = full.HeadGroupSpec.Template
+	groups := slices.Clone(spec.WorkerGroupSpecs)
+	for i := range groups {
+		if i < len(full.WorkerGroupSpecs) {
+			groups[i].Template = full.WorkerGroupSpecs[i].Template
+		}
+	}
+	spec.WorkerGroupSpecs = groups
+	return spec
 }
 
 func specWithoutTemplates(spec rayv1.RayClusterSpec) rayv1.RayClusterSpec {

@@ -22,7 +22,8 @@ var errNeedsRemove = errors.New("a value was removed")
 // caller fits replace and add to the raw request. A value that became absent returns
 // errNeedsRemove.
 func structPatch(original, defaulted any) ([]jsonpatch.Operation, error) {
-	var w patchWalker
+	// Deep enough for the objects' paths without growing.
+	w := patchWalker{path: make([]string, 0, 16)}
 	if err := w.walk(reflect.ValueOf(original), reflect.ValueOf(defaulted)); err != nil {
 		return nil, err
 	}
@@ -57,8 +58,24 @@ func leaf(t reflect.Type) bool {
 }
 
 // replace records that the member at the current path becomes v.
-func (w *patchWalker) replace(v reflect.Value) {
-	w.ops = append(w.ops, jsonpatch.Operation{Operation: "replace", Path: "/" + strings.Join(w.path, "/"), Value: v.Interface()})
+func (w *patchWalker) replace(v reflect.Value) { w.replaceWith(v.Interface()) }
+
+func (w *patchWalker) replaceWith(v any) {
+	if len(w.path) == 0 {
+		w.ops = append(w.ops, jsonpatch.Operation{Operation: "replace", Path: "/", Value: v})
+		return
+	}
+	n := 0
+	for _, t := range w.path {
+		n += 1 + len(t)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, t := range w.path {
+		b.WriteByte('/')
+		b.WriteString(t)
+	}
+	w.ops = append(w.ops, jsonpatch.Operation{Operation: "replace", Path: b.String(), Value: v})
 }
 
 // replaceAt records that the member tok under the current path becomes v.
@@ -99,6 +116,11 @@ func (w *patchWalker) walk(a, b reflect.Value) error {
 		if t.Key().Kind() != reflect.String || a.IsNil() != b.IsNil() || a.Len() > b.Len() {
 			return w.whole(a, b)
 		}
+		if t == stringMap {
+			// Labels, annotations, rayStartParams: walked without reflection, which
+			// allocates a copy of every key and value it reads.
+			return w.walkStringMap(a.Interface().(map[string]string), b.Interface().(map[string]string))
+		}
 		found := 0
 		it := b.MapRange()
 		for it.Next() {
@@ -138,6 +160,33 @@ func (w *patchWalker) walk(a, b reflect.Value) error {
 	default:
 		return w.whole(a, b)
 	}
+}
+
+var stringMap = reflect.TypeFor[map[string]string]()
+
+// walkStringMap is the map case of walk for map[string]string, a no longer than b.
+func (w *patchWalker) walkStringMap(a, b map[string]string) error {
+	found := 0
+	for k := range b {
+		if _, ok := a[k]; ok {
+			found++
+		}
+	}
+	if found != len(a) {
+		// A key went away: say the map whole.
+		if !reflect.DeepEqual(a, b) {
+			w.replaceWith(b)
+		}
+		return nil
+	}
+	for k, bv := range b {
+		if av, ok := a[k]; !ok || av != bv {
+			w.path = append(w.path, escapePointer(k))
+			w.replaceWith(bv)
+			w.path = w.path[:len(w.path)-1]
+		}
+	}
+	return nil
 }
 
 // whole replaces a member, when it changed, by its new value.

@@ -38,6 +38,8 @@ func TestStructPatch(t *testing.T) {
 			[]jsonpatch.Operation{{Operation: "replace", Path: "/spec/workerGroupSpecs/0/replicas", Value: int32(2)}}, nil},
 		{"a map key is added with an escaped pointer; inline metadata has no level of its own", func(c *rayv1.RayCluster) { c.Labels["ray.io/x"] = "y" },
 			[]jsonpatch.Operation{{Operation: "replace", Path: "/metadata/labels/ray.io~1x", Value: "y"}}, nil},
+		{"a changed map value is replaced alone", func(c *rayv1.RayCluster) { c.Labels["a"] = "2" },
+			[]jsonpatch.Operation{{Operation: "replace", Path: "/metadata/labels/a", Value: "2"}}, nil},
 		{"an absent map is added whole", func(c *rayv1.RayCluster) { c.Spec.HeadGroupSpec.Resources = map[string]string{"cpu": "1"} },
 			[]jsonpatch.Operation{{Operation: "replace", Path: "/spec/headGroupSpec/resources", Value: map[string]string{"cpu": "1"}}}, nil},
 		{"a type with its own marshaller is compared whole", func(c *rayv1.RayCluster) { c.CreationTimestamp = metav1.Unix(1, 0) },

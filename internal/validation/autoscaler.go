@@ -91,33 +91,39 @@ func (c *check) autoscaler(spec *rayv1.RayClusterSpec, path *field.Path) (field.
 	autoscaling := rayspec.AutoscalingEnabled(spec)
 	choice := autoscalerV2Choice(spec)
 	v2 := choice != v2Off
-	headPath := path.Child("headGroupSpec", "template", "spec")
-	headEnvPath := headPath.Child("containers").Index(rayv1.RayContainerIndex).Child("env")
-	enablePath := path.Child("enableInTreeAutoscaling")
+	// The paths are built when a problem is reported (most specs have none).
+	headPath := func() *field.Path { return path.Child("headGroupSpec", "template", "spec") }
+	headEnvPath := func() *field.Path {
+		return headPath().Child("containers").Index(rayv1.RayContainerIndex).Child("env")
+	}
+	enablePath := func() *field.Path { return path.Child("enableInTreeAutoscaling") }
 	optionsPath := path.Child("autoscalerOptions")
-	versionInputs := []*field.Path{enablePath, optionsPath, path.Child("rayVersion"), headEnvPath}
+	versionInputs := func() []*field.Path {
+		return []*field.Path{enablePath(), optionsPath, path.Child("rayVersion"), headEnvPath()}
+	}
 
 	if env, i, ok := headEnv(spec, AutoscalerV2EnvVar); ok {
-		envPath := headEnvPath.Index(i)
+		envPath := headEnvPath().Index(i)
 		switch {
 		case !autoscaling && envTrue(env.Value):
 			errs = append(errs, c.related(field.Invalid(envPath.Child("value"), env.Value,
-				AutoscalerV2EnvVar+" turns on autoscaler v2, which needs enableInTreeAutoscaling: true"), enablePath))
+				AutoscalerV2EnvVar+" turns on autoscaler v2, which needs enableInTreeAutoscaling: true"), enablePath()))
 		case autoscaling && spec.AutoscalerOptions != nil && spec.AutoscalerOptions.Version != nil:
 			errs = append(errs, c.related(field.Forbidden(envPath,
-				"autoscalerOptions.version is set too; choose the autoscaler version only with autoscalerOptions.version"), versionInputs...))
+				"autoscalerOptions.version is set too; choose the autoscaler version only with autoscalerOptions.version"), versionInputs()...))
 		}
 	}
 	errs = append(errs, autoscalerOptions(spec.AutoscalerOptions, optionsPath)...)
 
-	restartPolicy := func(rp corev1.RestartPolicy, p *field.Path) {
+	restartPolicy := func(rp corev1.RestartPolicy, at func() *field.Path) {
 		if rp == "" || rp == corev1.RestartPolicyNever {
 			return
 		}
+		p := at()
 		switch choice {
 		case v2Explicit:
 			errs = append(errs, c.related(field.Invalid(p, rp,
-				"must be Never or unset with autoscalerOptions.version v2: autoscaler v2 replaces failed Ray pods itself"), versionInputs...))
+				"must be Never or unset with autoscalerOptions.version v2: autoscaler v2 replaces failed Ray pods itself"), versionInputs()...))
 		case v2ByEnv:
 			warnings = append(warnings, fmt.Sprintf(WarnRestartPolicyImplicitV2, p, rp, AutoscalerV2EnvVar+" in the head container"))
 		case v2ByRayVersion:
@@ -125,27 +131,27 @@ func (c *check) autoscaler(spec *rayv1.RayClusterSpec, path *field.Path) (field.
 				fmt.Sprintf("rayVersion %s (Ray's default from %s)", spec.RayVersion, autoscalerV2DefaultSince)))
 		}
 	}
-	restartPolicy(spec.HeadGroupSpec.Template.Spec.RestartPolicy, headPath.Child("restartPolicy"))
+	restartPolicy(spec.HeadGroupSpec.Template.Spec.RestartPolicy, func() *field.Path { return headPath().Child("restartPolicy") })
 	for i := range spec.WorkerGroupSpecs {
 		g := &spec.WorkerGroupSpecs[i]
-		gPath := path.Child("workerGroupSpecs").Index(i)
+		gPath := func() *field.Path { return path.Child("workerGroupSpecs").Index(i) }
 		if autoscaling && ptr.Deref(g.Suspend, false) {
-			errs = append(errs, c.related(field.Forbidden(gPath.Child("suspend"),
-				"a worker group cannot be suspended while enableInTreeAutoscaling is true: the autoscaler decides its replicas"), enablePath))
+			errs = append(errs, c.related(field.Forbidden(gPath().Child("suspend"),
+				"a worker group cannot be suspended while enableInTreeAutoscaling is true: the autoscaler decides its replicas"), enablePath()))
 		}
-		restartPolicy(g.Template.Spec.RestartPolicy, gPath.Child("template", "spec", "restartPolicy"))
+		restartPolicy(g.Template.Spec.RestartPolicy, func() *field.Path { return gPath().Child("template", "spec", "restartPolicy") })
 		if g.IdleTimeoutSeconds != nil {
 			switch {
 			case *g.IdleTimeoutSeconds < 0:
-				errs = append(errs, field.Invalid(gPath.Child("idleTimeoutSeconds"), *g.IdleTimeoutSeconds, "must be greater than or equal to 0"))
+				errs = append(errs, field.Invalid(gPath().Child("idleTimeoutSeconds"), *g.IdleTimeoutSeconds, "must be greater than or equal to 0"))
 			case !v2:
-				errs = append(errs, c.related(field.Forbidden(gPath.Child("idleTimeoutSeconds"),
-					"needs autoscaler v2: set enableInTreeAutoscaling: true and autoscalerOptions.version: v2"), versionInputs...))
+				errs = append(errs, c.related(field.Forbidden(gPath().Child("idleTimeoutSeconds"),
+					"needs autoscaler v2: set enableInTreeAutoscaling: true and autoscalerOptions.version: v2"), versionInputs()...))
 			}
 		}
 		if g.Priority != nil && *g.Priority != 0 {
 			if detail := priorityProblem(spec.RayVersion, v2); detail != "" {
-				errs = append(errs, c.related(field.Forbidden(gPath.Child("priority"), detail), versionInputs...))
+				errs = append(errs, c.related(field.Forbidden(gPath().Child("priority"), detail), versionInputs()...))
 			}
 		}
 	}

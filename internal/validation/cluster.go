@@ -36,11 +36,12 @@ func (c *check) clusterSpec(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 	errs = append(errs, c.policyCluster(spec, path)...)
 
 	var warnings []string
-	firstIndex := map[string]int{}
+	firstIndex := make(map[string]int, len(spec.WorkerGroupSpecs))
+	groupsPath := path.Child("workerGroupSpecs")
 	for i := range spec.WorkerGroupSpecs {
 		g := &spec.WorkerGroupSpecs[i]
-		gPath := path.Child("workerGroupSpecs").Index(i)
-		errs = append(errs, c.groupName(g.GroupName, i, firstIndex, path.Child("workerGroupSpecs"))...)
+		gPath := groupsPath.Index(i)
+		errs = append(errs, c.groupName(g.GroupName, i, firstIndex, groupsPath)...)
 		errs = append(errs, c.group(&g.Template, g.RayStartParams, g.Resources, g.Labels, gPath)...)
 		e, w := c.replicas(g, gPath)
 		errs, warnings = append(errs, e...), append(warnings, w...)
@@ -70,9 +71,9 @@ func (c *check) clusterSpec(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 // as in KubeRay: pod names use the name lower-cased, labels keep it as written. A duplicate
 // is reported at the later group and compared on update with the earlier one's name too.
 func (c *check) groupName(name string, i int, firstIndex map[string]int, groupsPath *field.Path) field.ErrorList {
-	path := groupsPath.Index(i).Child("groupName")
+	path := func() *field.Path { return groupsPath.Index(i).Child("groupName") }
 	if name == "" {
-		return field.ErrorList{field.Required(path, "every worker group needs a name")}
+		return field.ErrorList{field.Required(path(), "every worker group needs a name")}
 	}
 	var errs field.ErrorList
 	lower := strings.ToLower(name)
@@ -80,10 +81,10 @@ func (c *check) groupName(name string, i int, firstIndex map[string]int, groupsP
 		if lower != name {
 			msg += " (upper-case letters are allowed: pod names use the name lower-cased)"
 		}
-		errs = append(errs, field.Invalid(path, name, msg))
+		errs = append(errs, field.Invalid(path(), name, msg))
 	}
 	if first, seen := firstIndex[name]; seen {
-		errs = append(errs, c.related(field.Duplicate(path, name), groupsPath.Index(first).Child("groupName")))
+		errs = append(errs, c.related(field.Duplicate(path(), name), groupsPath.Index(first).Child("groupName")))
 	} else {
 		firstIndex[name] = i
 	}
@@ -94,13 +95,13 @@ func (c *check) groupName(name string, i int, firstIndex map[string]int, groupsP
 // where Ray resources are declared, and Ray node labels.
 func (c *check) group(tmpl *corev1.PodTemplateSpec, rayStartParams, resources, labels map[string]string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	containersPath := path.Child("template", "spec", "containers")
+	containersPath := func() *field.Path { return path.Child("template", "spec", "containers") }
 	containers := tmpl.Spec.Containers
 	switch {
 	case len(containers) == 0:
-		errs = append(errs, field.Required(containersPath, "at least one container is required; the first one runs Ray"))
+		errs = append(errs, field.Required(containersPath(), "at least one container is required; the first one runs Ray"))
 	case containers[rayv1.RayContainerIndex].Image == "":
-		errs = append(errs, field.Required(containersPath.Index(rayv1.RayContainerIndex).Child("image"),
+		errs = append(errs, field.Required(containersPath().Index(rayv1.RayContainerIndex).Child("image"),
 			"the first container runs Ray and needs an image"))
 	}
 	if c.admission() {
@@ -120,6 +121,9 @@ func (c *check) group(tmpl *corev1.PodTemplateSpec, rayStartParams, resources, l
 				}
 			}
 		}
+	}
+	if len(labels) == 0 {
+		return errs
 	}
 	labelsPath := path.Child("labels")
 	for _, k := range slices.Sorted(maps.Keys(labels)) {

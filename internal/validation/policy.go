@@ -73,13 +73,20 @@ func (c *check) policyCluster(spec *rayv1.RayClusterSpec, path *field.Path) fiel
 	}
 	head := &spec.HeadGroupSpec
 	headPath := path.Child("headGroupSpec")
-	errs := c.serviceType(head.ServiceType, headPath.Child("serviceType"))
-	if head.HeadService != nil {
-		errs = append(errs, c.serviceType(head.HeadService.Spec.Type, headPath.Child("headService", "spec", "type"))...)
+	var errs field.ErrorList
+	// Without a list every Service type but ExternalName (its own rule) and every registry
+	// is allowed: the paths are not built for nothing.
+	if len(c.policy.AllowedServiceTypes) > 0 {
+		errs = append(errs, c.serviceType(head.ServiceType, headPath.Child("serviceType"))...)
+		if head.HeadService != nil {
+			errs = append(errs, c.serviceType(head.HeadService.Spec.Type, headPath.Child("headService", "spec", "type"))...)
+		}
 	}
-	errs = append(errs, c.registries(&head.Template.Spec, headPath.Child("template", "spec"))...)
-	for i := range spec.WorkerGroupSpecs {
-		errs = append(errs, c.registries(&spec.WorkerGroupSpecs[i].Template.Spec, path.Child("workerGroupSpecs").Index(i).Child("template", "spec"))...)
+	if len(c.policy.AllowedImageRegistries) > 0 {
+		errs = append(errs, c.registries(&head.Template.Spec, headPath.Child("template", "spec"))...)
+		for i := range spec.WorkerGroupSpecs {
+			errs = append(errs, c.registries(&spec.WorkerGroupSpecs[i].Template.Spec, path.Child("workerGroupSpecs").Index(i).Child("template", "spec"))...)
+		}
 	}
 	if o := spec.AutoscalerOptions; o != nil && o.Image != nil {
 		errs = append(errs, c.registry(*o.Image, path.Child("autoscalerOptions", "image"))...)

@@ -85,15 +85,25 @@ func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []strin
 	}
 	errs = append(errs, validateServiceOverride(spec.ServeService, specPath.Child("serveService"), serveServiceWhy)...)
 	errs = append(errs, c.policyService(svc)...)
-	errs = append(errs, validateServeConfig(spec.ServeConfigV2, specPath.Child("serveConfigV2"))...)
+	errs = append(errs, serveConfigErrors(spec.ServeConfigV2)...)
 	warnings = append(warnings, batchscheduler.LabelWarnings(svc.Labels, labelsPath, c.policy.BatchScheduler)...)
 	return errs, warnings
 }
 
 // effectiveStrategy is the upgrade strategy after defaulting, so comparisons between a
 // stored object and an update do not depend on which defaults each was written with.
+// Defaulting sets only the type and the options' maxSurgePercent, so copies of those two
+// structs keep spec as it is; the rest is shared, for reading only.
 func effectiveStrategy(spec *rayv1.RayServiceSpec) *rayv1.RayServiceUpgradeStrategy {
-	s := rayv1.RayServiceSpec{UpgradeStrategy: spec.UpgradeStrategy.DeepCopy()}
+	var s rayv1.RayServiceSpec
+	if st := spec.UpgradeStrategy; st != nil {
+		c := *st
+		if o := st.ClusterUpgradeOptions; o != nil {
+			opts := *o
+			c.ClusterUpgradeOptions = &opts
+		}
+		s.UpgradeStrategy = &c
+	}
 	defaulting.RayServiceUpgradeStrategy(&s)
 	return s.UpgradeStrategy
 }

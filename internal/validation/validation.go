@@ -22,6 +22,7 @@ package validation
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -294,14 +295,29 @@ func (c *check) rayCluster(old, rc *rayv1.RayCluster) (field.ErrorList, []string
 	return append(errs, specErrs...), warnings
 }
 
+// defaultedCluster and defaultedService return the stored object of an update defaulted,
+// for reading only. Defaulting assigns fields of the spec, of its upgrade strategy and of
+// each worker group, and nothing below them, so only those are copied; the rest (pod
+// templates, maps, the serve config) is shared with the decoded object rather than
+// deep-copied for every update (TestDefaultedCopiesLeaveStoredAlone checks both).
 func defaultedCluster(rc *rayv1.RayCluster) *rayv1.RayCluster {
-	rc = rc.DeepCopy()
-	defaulting.RayCluster(rc)
-	return rc
+	c := *rc
+	c.Spec.WorkerGroupSpecs = slices.Clone(rc.Spec.WorkerGroupSpecs)
+	defaulting.RayCluster(&c)
+	return &c
 }
 
 func defaultedService(svc *rayv1.RayService) *rayv1.RayService {
-	svc = svc.DeepCopy()
-	defaulting.RayService(svc)
-	return svc
+	c := *svc
+	if st := svc.Spec.UpgradeStrategy; st != nil {
+		strategy := *st
+		if o := st.ClusterUpgradeOptions; o != nil {
+			opts := *o
+			strategy.ClusterUpgradeOptions = &opts
+		}
+		c.Spec.UpgradeStrategy = &strategy
+	}
+	c.Spec.RayClusterSpec.WorkerGroupSpecs = slices.Clone(svc.Spec.RayClusterSpec.WorkerGroupSpecs)
+	defaulting.RayService(&c)
+	return &c
 }
