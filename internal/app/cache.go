@@ -19,6 +19,7 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/raypod"
+	"github.com/raygate/raygate/internal/rayspec"
 )
 
 // cacheOptions keep the informer cache to what the controllers read: most of the operator's
@@ -26,10 +27,10 @@ import (
 //   - managedFields are stripped from every object: no controller reads them, and updates
 //     that omit them leave the server's copy alone.
 //   - only pods labelled ray.io/cluster are cached (the controllers find pods by that label
-//     and nothing else), and of each only what they read: metadata, container names,
-//     restartPolicy, nodeName and the status fields of slimPodStatus (of the conditions only
-//     Ready). Pods are only ever patched (never updated) from the cache, so a slim copy can
-//     never overwrite a pod's spec or status.
+//     and nothing else), and of each only what they read: metadata, container names and
+//     ports named "serve", restartPolicy, nodeName and the status fields of slimPodStatus (of
+//     the conditions only Ready). Pods are only ever patched (never updated) from the cache,
+//     so a slim copy can never overwrite a pod's spec or status.
 //   - Services, ServiceAccounts, Roles, RoleBindings, Ingresses, NetworkPolicies, Gateways
 //     and HTTPRoutes are cached only when raygate labelled them (app.kubernetes.io/created-by: kuberay-operator, KubeRay's
 //     label, on everything raygate creates), so other tenants' objects, however many, cost
@@ -129,15 +130,24 @@ func rayPodSelector() labels.Selector {
 	return labels.NewSelector().Add(*req)
 }
 
-// slimPod drops what the controllers never read from a cached pod.
+// slimPod drops what the controllers never read from a cached pod. Of the containers it keeps
+// the names and the port named "serve": the RayService controller reads the head's Serve
+// port from the pod (controllers/rayservice servePortOf), which without it would always be
+// Ray's default.
 func slimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
 	containers := make([]corev1.Container, len(pod.Spec.Containers))
-	for i := range pod.Spec.Containers {
-		containers[i] = corev1.Container{Name: pod.Spec.Containers[i].Name}
+	for i, c := range pod.Spec.Containers {
+		containers[i] = corev1.Container{Name: c.Name}
+		for _, p := range c.Ports {
+			if p.Name == rayspec.ServePortName {
+				containers[i].Ports = []corev1.ContainerPort{p}
+				break
+			}
+		}
 	}
 	pod.ManagedFields = nil
 	pod.Spec = corev1.PodSpec{Containers: containers, RestartPolicy: pod.Spec.RestartPolicy, NodeName: pod.Spec.NodeName}

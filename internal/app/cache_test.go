@@ -101,3 +101,23 @@ func TestSlimPodKeepsReadiness(t *testing.T) {
 		})
 	}
 }
+
+// The RayService controller reads the head's Serve port from the cached pod: a custom one must
+// survive slimming, or traffic checks would go to Ray's default port.
+func TestSlimPodKeepsServePort(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{
+		{Name: "ray-head", Ports: []corev1.ContainerPort{{Name: "gcs-server", ContainerPort: 6379}, {Name: rayspec.ServePortName, ContainerPort: 9000}}},
+		{Name: "sidecar", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}},
+	}}}
+	out, err := slimPod(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := out.(*corev1.Pod).Spec.Containers
+	if got := rayspec.ContainerServePort(&c[rayv1.RayContainerIndex]); got != 9000 {
+		t.Errorf("serve port after slimming = %d, want 9000", got)
+	}
+	if len(c[0].Ports) != 1 || len(c[1].Ports) != 0 {
+		t.Errorf("ports kept: %+v, %+v; want only the serve port", c[0].Ports, c[1].Ports)
+	}
+}
