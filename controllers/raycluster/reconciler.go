@@ -388,7 +388,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (
 			}
 			return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 		}
-		r.statuses.update(k, p.object.UID, &st, time.Time{})
+		r.statuses.update(k, p.object.UID, &st, time.Time{}, now)
 		if c := conflictMessage(p.conflicts); c != "" && c != recordedConflict(old) {
 			p.warn(EventOwnershipConflict, actionSkip, "%s", c)
 		}
@@ -404,7 +404,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (
 		}
 	} else {
 		// Nothing written: a waiting count change comes back when its wait is over.
-		r.statuses.update(k, p.object.UID, nil, decision.PendingSince)
+		r.statuses.update(k, p.object.UID, nil, decision.PendingSince, now)
 		result.RequeueAfter = decision.After
 		st = old
 	}
