@@ -316,6 +316,13 @@ func TestVerdictsNeverPassWhatWasNotMeasured(t *testing.T) {
 			t.Errorf("an empty run: %+v", v)
 		}
 	}
+	// A negative added p99 (the tail without webhooks slower) is noise, never a pass.
+	noisy := &admissionResult{Sequential: admissionLatency{On: latency{Requests: 200, P99Ms: 16.4}, Off: latency{Requests: 200, P99Ms: 18.2}, AddedP99Ms: -1.8}}
+	for _, v := range admissionVerdicts(noisy) {
+		if strings.HasSuffix(v.What, "1 client") && v.Status != "**not shown**" {
+			t.Errorf("noise larger than the difference: %+v", v)
+		}
+	}
 	// Allocations with one of the two review benchmarks missing are not measured either.
 	a := &admissionResult{GoBench: []goBenchmark{{Name: "BenchmarkMutateRayServiceCreate", Metrics: map[string]float64{"allocs/op": 100}}}}
 	for _, v := range admissionVerdicts(a) {

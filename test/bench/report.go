@@ -240,6 +240,12 @@ func admissionVerdicts(a *admissionResult) []verdict {
 			v = append(v, notRun(what, target, a.Error))
 		case l.On.Requests == 0 || l.Off.Requests == 0:
 			v = append(v, notRun(what, target, "no requests at this concurrency"))
+		case l.AddedP99Ms < 0:
+			// The tail without webhooks was slower than with them: the run's noise is larger
+			// than what the webhooks add, so the figure shows nothing either way.
+			v = append(v, verdict{what, target,
+				fmt.Sprintf("%.1f ms (p99 %.1f ms on, %.1f ms off): noise larger than the difference", l.AddedP99Ms, l.On.P99Ms, l.Off.P99Ms),
+				"**not shown**"})
 		default:
 			v = append(v, verdict{what, target,
 				fmt.Sprintf("%.1f ms (p99 %.1f ms on, %.1f ms off)", l.AddedP99Ms, l.On.P99Ms, l.Off.P99Ms), status(l.AddedP99Ms <= c.target)})
