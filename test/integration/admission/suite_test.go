@@ -28,6 +28,10 @@ func TestAdmission(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// Generous: `make test` runs suites side by side on two cores, and a controller's first
+	// pods took longer than Gomega's default second there.
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	var err error
 	env, err = controlplane.Start(controlplane.Options{Webhooks: true, GatewayAPI: true})
 	Expect(err).NotTo(HaveOccurred())

@@ -11,7 +11,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -123,7 +122,7 @@ var _ = Describe("NewCluster (blue/green)", func() {
 		watchInvariants(ctx, ns)
 		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(100, 100, 1, gatewayClass).DeletionDelay(1).Obj())).To(Succeed())
 		blue := waitServing(ctx, ns, name)
-		Eventually(func() map[string]int32 { return rayspec.RouteWeights(route(ctx, ns, name)) }).Should(Equal(map[string]int32{blue: 100}))
+		Eventually(routeWeightsOf(ctx, ns, name)).Should(Equal(map[string]int32{blue: 100}))
 
 		update(ctx, ns, name, func(s *rayv1.RayService) {
 			s.Spec.UpgradeStrategy = &rayv1.RayServiceUpgradeStrategy{Type: ptr.To(rayv1.NewCluster)}
@@ -131,7 +130,7 @@ var _ = Describe("NewCluster (blue/green)", func() {
 		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
 		Eventually(activeName(ctx, ns, name)).ShouldNot(Equal(blue))
 		green := activeName(ctx, ns, name)()
-		Eventually(func() map[string]int32 { return rayspec.RouteWeights(route(ctx, ns, name)) }).Should(Equal(map[string]int32{green: 100}))
+		Eventually(routeWeightsOf(ctx, ns, name)).Should(Equal(map[string]int32{green: 100}))
 		Eventually(clusterNames(ctx, ns)).Should(ConsistOf(green))
 	})
 })

@@ -21,6 +21,7 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/invariants"
@@ -204,6 +205,18 @@ func selectorOf(ctx context.Context, ns, svcName string) func() string {
 			return ""
 		}
 		return s.Spec.Selector[rayv1.ClusterLabelKey]
+	}
+}
+
+// routeWeightsOf polls a RayService's HTTPRoute weights per cluster; a route not created yet
+// is an error Eventually retries (route fails the spec at once).
+func routeWeightsOf(ctx context.Context, ns, svc string) func() (map[string]int32, error) {
+	return func() (map[string]int32, error) {
+		rt := &gwv1.HTTPRoute{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: svc + "-httproute"}, rt); err != nil {
+			return nil, err
+		}
+		return rayspec.RouteWeights(rt), nil
 	}
 }
 
