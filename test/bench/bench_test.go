@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -466,5 +467,25 @@ func TestWritesByAgent(t *testing.T) {
 	mine, _ := parseAudit(strings.NewReader(log), operatorUser)
 	if len(mine) != 1 || mine[0].Agent != "raygate" {
 		t.Errorf("operator's requests = %+v", mine)
+	}
+}
+
+func TestAnonSampler(t *testing.T) {
+	if kb, ok := rssAnonKB("VmRSS:\t 90000 kB\nRssAnon:\t   51200 kB\nRssFile:\t 38800 kB\n"); !ok || kb != 51200 {
+		t.Errorf("RssAnon = %v %v, want 51200", kb, ok)
+	}
+	if _, ok := rssAnonKB("VmRSS:\t 90000 kB\n"); ok {
+		t.Error("found RssAnon where there is none")
+	}
+	s := sampleAnon(os.Getpid())
+	deadline := time.Now().Add(10 * time.Second)
+	for s.peakMB() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s.peakMB() <= 0 {
+		t.Error("no RssAnon sampled from this process")
+	}
+	if sampleAnon(-1).peakMB() != 0 {
+		t.Error("a missing process has a peak")
 	}
 }

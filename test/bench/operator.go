@@ -59,6 +59,7 @@ type operator struct {
 	// RBAC says how the user is authorised: the generated ClusterRole, or system:masters
 	// when config/rbac/role.yaml does not exist yet.
 	RBAC string
+	anon *anonSampler
 }
 
 // startOperator provisions the operator's user (RBAC from config/rbac/role.yaml), starts
@@ -98,6 +99,7 @@ func (b *bench) startOperator(ctx context.Context, c *kwokcluster.Cluster, o ope
 	if err != nil {
 		return nil, err
 	}
+	op.anon = sampleAnon(op.proc.PID())
 	return op, waitOperatorReady(ctx, c, op, probe)
 }
 
@@ -160,6 +162,7 @@ func (b *bench) startKubeRay(ctx context.Context, c *kwokcluster.Cluster, o oper
 	if err != nil {
 		return nil, err
 	}
+	op.anon = sampleAnon(op.proc.PID())
 	return op, waitOperatorReady(ctx, c, op, probe)
 }
 
@@ -211,6 +214,8 @@ func operatorRBAC(ctx context.Context, c *kwokcluster.Cluster) (string, []string
 type processUsage struct {
 	PeakRSSMB  float64 `json:"peakRSSMB"`  // VmHWM
 	CPUSeconds float64 `json:"cpuSeconds"` // utime + stime
+	// PeakAnonMB is the largest RssAnon sampled (anonSampler); 0 in results from before it.
+	PeakAnonMB float64 `json:"peakAnonMB,omitempty"`
 }
 
 // clockTicks is USER_HZ, the unit of utime/stime in /proc/<pid>/stat; 100 on every Linux
@@ -227,7 +232,11 @@ func (o *operator) usage() (processUsage, error) {
 	if err != nil {
 		return processUsage{}, err
 	}
-	return parseUsage(string(status), string(stat))
+	u, err := parseUsage(string(status), string(stat))
+	if err == nil && o.anon != nil {
+		u.PeakAnonMB = o.anon.peakMB()
+	}
+	return u, err
 }
 
 // parseUsage reads VmHWM from /proc/<pid>/status and utime+stime from /proc/<pid>/stat.

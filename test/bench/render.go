@@ -204,6 +204,12 @@ func renderScaleTable(m *md, s scaleResult) {
 	}
 	rows = append(rows,
 		row("operator peak RSS (VmHWM)", usage(func(u *processUsage) string { return f1(u.PeakRSSMB) + " MB" })),
+	)
+	if s.Raygate.Usage != nil && s.Raygate.Usage.PeakAnonMB > 0 { // results from before the sampler have none
+		rows = append(rows, row("operator peak anonymous memory (RssAnon, sampled every 0.2 s: RSS without the pages of the binary)",
+			usage(func(u *processUsage) string { return f1(u.PeakAnonMB) + " MB" })))
+	}
+	rows = append(rows,
 		row("operator CPU (user + system)", usage(func(u *processUsage) string { return f1(u.CPUSeconds) + " s" })),
 		row("workers", func(r scaleRun) string {
 			switch r.System {
