@@ -251,6 +251,13 @@ func replicaIndex(p *corev1.Pod) int {
 
 // splitByNodeType splits pods into workers and heads by their ray.io/node-type label.
 func splitByNodeType(pods []corev1.Pod) (workers, heads []corev1.Pod) {
+	nHeads := 0 // sized first: a Pod is over a kilobyte, and append's regrowth copies it
+	for i := range pods {
+		if rayv1.RayNodeType(pods[i].Labels[rayv1.NodeTypeLabelKey]) == rayv1.HeadNode {
+			nHeads++
+		}
+	}
+	workers, heads = make([]corev1.Pod, 0, len(pods)-nHeads), make([]corev1.Pod, 0, nHeads)
 	for _, p := range pods {
 		switch rayv1.RayNodeType(p.Labels[rayv1.NodeTypeLabelKey]) {
 		case rayv1.HeadNode:
@@ -264,10 +271,22 @@ func splitByNodeType(pods []corev1.Pod) (workers, heads []corev1.Pod) {
 
 // groupPods are the active pods of one worker group.
 func groupPods(pods []corev1.Pod, group string) []corev1.Pod {
-	var out []corev1.Pod
-	for _, pod := range pods {
-		if pod.Labels[rayv1.NodeTypeLabelKey] == string(rayv1.WorkerNode) && pod.Labels[rayv1.NodeGroupLabelKey] == group && pod.DeletionTimestamp.IsZero() {
-			out = append(out, pod)
+	in := func(pod *corev1.Pod) bool {
+		return pod.Labels[rayv1.NodeTypeLabelKey] == string(rayv1.WorkerNode) && pod.Labels[rayv1.NodeGroupLabelKey] == group && pod.DeletionTimestamp.IsZero()
+	}
+	n := 0 // sized first, as in splitByNodeType
+	for i := range pods {
+		if in(&pods[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]corev1.Pod, 0, n)
+	for i := range pods {
+		if in(&pods[i]) {
+			out = append(out, pods[i])
 		}
 	}
 	return out

@@ -123,7 +123,8 @@ func (s *Scale) IsSatisfied(ctx context.Context, cache client.Reader, namespace,
 
 func observed(ctx context.Context, cache client.Reader, namespace, name string, a Action) (bool, error) {
 	pod := &corev1.Pod{}
-	err := cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, pod)
+	// Only existence and the deletion timestamp are read: no deep copy of the cached pod.
+	err := cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, pod, client.UnsafeDisableDeepCopy)
 	switch {
 	case apierrors.IsNotFound(err):
 		return a == Delete, nil

@@ -1,0 +1,120 @@
+package raycluster_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/controllers/raycluster"
+	"github.com/raygate/raygate/internal/expectations"
+	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/test/builders"
+)
+
+// handedOut remembers every pod a List gave the reconciler and a copy of it as given: the
+// controller lists pods without a deep copy, so with the real informer cache a change to a
+// listed pod would change the cache.
+type handedOut struct {
+	client.Client
+	given []*corev1.Pod
+	as    []*corev1.Pod
+}
+
+func (h *handedOut) List(ctx context.Context, l client.ObjectList, opts ...client.ListOption) error {
+	if err := h.Client.List(ctx, l, opts...); err != nil {
+		return err
+	}
+	if pods, ok := l.(*corev1.PodList); ok {
+		for i := range pods.Items {
+			h.given = append(h.given, &pods.Items[i])
+			h.as = append(h.as, pods.Items[i].DeepCopy())
+		}
+	}
+	return nil
+}
+
+func (h *handedOut) changed() []string {
+	var out []string
+	for i, p := range h.given {
+		if !equality.Semantic.DeepEqual(p, h.as[i]) {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// Every path that changes pods (bring-up, restamping a head built by another operator
+// version, scaling down by name, Recreate on a spec change) leaves the listed pods as listed.
+func TestReconcileNeverChangesListedPods(t *testing.T) {
+	ctx := context.Background()
+	rc := builders.RayCluster("demo", "ns").WorkerGroups(builders.WorkerGroup("workers", 2)).Obj()
+	rc.Spec.UpgradeStrategy = &rayv1.RayClusterUpgradeStrategy{Type: ptr.To(rayv1.RayClusterRecreate)}
+	h := &handedOut{Client: newStore(rc)}
+	r := &raycluster.Reconciler{
+		Client: h, Recorder: events.NewFakeRecorder(1000), Gates: features.Static{},
+		Expectations: expectations.New(time.Millisecond), Metrics: raycluster.NewMetrics(), Now: time.Now,
+	}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
+	step := func(what string, change func(*rayv1.RayCluster, []corev1.Pod)) {
+		t.Helper()
+		cur := &rayv1.RayCluster{}
+		if err := h.Client.Get(ctx, req.NamespacedName, cur); err != nil {
+			t.Fatal(err)
+		}
+		var pods corev1.PodList
+		if err := h.Client.List(ctx, &pods); err != nil {
+			t.Fatal(err)
+		}
+		change(cur, pods.Items)
+		time.Sleep(2 * time.Millisecond) // expectations expire
+		for range 3 {
+			if _, err := r.Reconcile(ctx, req); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		}
+		if c := h.changed(); len(c) > 0 {
+			t.Fatalf("%s: the pass changed listed pods %v", what, c)
+		}
+	}
+	step("bring-up", func(*rayv1.RayCluster, []corev1.Pod) {})
+	step("head from another operator version", func(_ *rayv1.RayCluster, pods []corev1.Pod) {
+		for i := range pods {
+			if pods[i].Labels[rayv1.NodeTypeLabelKey] == string(rayv1.HeadNode) {
+				pods[i].Annotations[rayv1.KubeRayVersionKey] = "v0.0.1"
+				if err := h.Client.Update(ctx, &pods[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	})
+	step("scale down by name", func(cur *rayv1.RayCluster, pods []corev1.Pod) {
+		for i := range pods {
+			if pods[i].Labels[rayv1.NodeTypeLabelKey] == string(rayv1.WorkerNode) {
+				cur.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](1)
+				cur.Spec.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete = []string{pods[i].Name}
+				break
+			}
+		}
+		if err := h.Client.Update(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+	})
+	step("Recreate on a spec change", func(cur *rayv1.RayCluster, _ []corev1.Pod) {
+		cur.Spec.HeadGroupSpec.Template.Spec.Containers[0].Image = "rayproject/ray:2.53.0"
+		if err := h.Client.Update(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if len(h.given) == 0 {
+		t.Fatal("no pod was ever listed")
+	}
+}
