@@ -139,7 +139,9 @@ func redisCleanupEnabled() bool {
 // objects being deleted, so its release never depends on admission.
 func (r *Reconciler) reconcileGCSFaultTolerance(ctx context.Context, req reconcile.Request) (res reconcile.Result, done bool, err error) {
 	rc := &rayv1.RayCluster{}
-	if err := r.Get(ctx, req.NamespacedName, rc); err != nil {
+	// Every pass reads the cluster here first: read only (patchFinalizer changes a copy), so
+	// no deep copy of the cached object.
+	if err := r.Get(ctx, req.NamespacedName, rc, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, false, client.IgnoreNotFound(err)
 	}
 	if managedByOther(rc) {
@@ -166,13 +168,13 @@ func (r *Reconciler) reconcileGCSFaultTolerance(ctx context.Context, req reconci
 }
 
 func (r *Reconciler) patchFinalizer(ctx context.Context, rc *rayv1.RayCluster, add bool) error {
-	before := rc.DeepCopy()
+	changed := rc.DeepCopy() // rc may be the cache's object
 	if add {
-		controllerutil.AddFinalizer(rc, rayv1.GCSFTRedisCleanupFinalizer)
+		controllerutil.AddFinalizer(changed, rayv1.GCSFTRedisCleanupFinalizer)
 	} else {
-		controllerutil.RemoveFinalizer(rc, rayv1.GCSFTRedisCleanupFinalizer)
+		controllerutil.RemoveFinalizer(changed, rayv1.GCSFTRedisCleanupFinalizer)
 	}
-	err := r.Patch(ctx, rc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	err := r.Patch(ctx, changed, client.MergeFromWithOptions(rc, client.MergeFromWithOptimisticLock{}))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("updating the finalizer %s: %w", rayv1.GCSFTRedisCleanupFinalizer, err)
 	}

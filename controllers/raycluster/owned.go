@@ -89,7 +89,8 @@ func (r *Reconciler) reportTaken(ctx context.Context, p *pass, kind string, desi
 func (r *Reconciler) reconcileHeadService(ctx context.Context, p *pass) error {
 	desired := raypod.HeadService(p.cluster)
 	existing := &corev1.Service{}
-	err := r.Get(ctx, key(desired), existing)
+	// Read only (mergeService changes a copy): no deep copy of the cached Service.
+	err := r.Get(ctx, key(desired), existing, client.UnsafeDisableDeepCopy)
 	switch {
 	case apierrors.IsNotFound(err):
 		err := r.Create(ctx, desired)

@@ -2,6 +2,8 @@ package raycluster_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,23 +22,42 @@ import (
 	"github.com/raygate/raygate/test/builders"
 )
 
-// handedOut remembers every pod a List gave the reconciler and a copy of it as given: the
-// controller lists pods without a deep copy, so with the real informer cache a change to a
-// listed pod would change the cache.
+// handedOut remembers every object a read without a deep copy (client.UnsafeDisableDeepCopy)
+// gave the reconciler, and a copy of it as given: with the real informer cache such an object
+// shares its maps and lists with the cache, so changing it would change the cache.
 type handedOut struct {
 	client.Client
-	given []*corev1.Pod
-	as    []*corev1.Pod
+	given []client.Object
+	as    []client.Object
+}
+
+func (h *handedOut) keep(o client.Object) {
+	h.given = append(h.given, o)
+	h.as = append(h.as, o.DeepCopyObject().(client.Object))
+}
+
+func (h *handedOut) Get(ctx context.Context, k client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+	if err := h.Client.Get(ctx, k, o, opts...); err != nil {
+		return err
+	}
+	var g client.GetOptions
+	if g.ApplyOptions(opts); ptr.Deref(g.UnsafeDisableDeepCopy, false) {
+		h.keep(o)
+	}
+	return nil
 }
 
 func (h *handedOut) List(ctx context.Context, l client.ObjectList, opts ...client.ListOption) error {
 	if err := h.Client.List(ctx, l, opts...); err != nil {
 		return err
 	}
+	var lo client.ListOptions
+	if lo.ApplyOptions(opts); !ptr.Deref(lo.UnsafeDisableDeepCopy, false) {
+		return nil
+	}
 	if pods, ok := l.(*corev1.PodList); ok {
 		for i := range pods.Items {
-			h.given = append(h.given, &pods.Items[i])
-			h.as = append(h.as, pods.Items[i].DeepCopy())
+			h.keep(&pods.Items[i])
 		}
 	}
 	return nil
@@ -44,9 +65,9 @@ func (h *handedOut) List(ctx context.Context, l client.ObjectList, opts ...clien
 
 func (h *handedOut) changed() []string {
 	var out []string
-	for i, p := range h.given {
-		if !equality.Semantic.DeepEqual(p, h.as[i]) {
-			out = append(out, p.Name)
+	for i, o := range h.given {
+		if !equality.Semantic.DeepEqual(o, h.as[i]) {
+			out = append(out, fmt.Sprintf("%T %s", o, o.GetName()))
 		}
 	}
 	return out
@@ -114,7 +135,39 @@ func TestReconcileNeverChangesListedPods(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if len(h.given) == 0 {
-		t.Fatal("no pod was ever listed")
+	kinds := map[string]bool{}
+	for _, o := range h.given {
+		kinds[fmt.Sprintf("%T", o)] = true
+	}
+	for _, k := range []string{"*v1.Pod", "*v1.Service", "*v1.RayCluster"} {
+		if !kinds[k] {
+			t.Errorf("no %s was read without a deep copy; read: %v", k, kinds)
+		}
+	}
+}
+
+// A fault-tolerant cluster gets its Redis cleanup finalizer from the cluster read without a
+// deep copy: the patch must change a copy.
+func TestFinalizerPatchLeavesTheReadClusterAlone(t *testing.T) {
+	ctx := context.Background()
+	rc := builders.RayCluster("ft", "ns").Obj()
+	rc.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{RedisAddress: "redis:6379"}
+	h := &handedOut{Client: newStore(rc)}
+	r := &raycluster.Reconciler{
+		Client: h, Recorder: events.NewFakeRecorder(100), Gates: features.Static{},
+		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now,
+	}
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "ft"}}); err != nil {
+		t.Fatal(err)
+	}
+	stored := &rayv1.RayCluster{}
+	if err := h.Client.Get(ctx, client.ObjectKeyFromObject(rc), stored); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(stored.Finalizers, rayv1.GCSFTRedisCleanupFinalizer) {
+		t.Fatalf("finalizer not added: %v", stored.Finalizers)
+	}
+	if c := h.changed(); len(c) > 0 {
+		t.Fatalf("adding the finalizer changed objects read without a deep copy: %v", c)
 	}
 }
