@@ -141,7 +141,7 @@ func observe(st *rayv1.RayClusterStatus, in statusInput, now metav1.Time) {
 
 // statusChanged compares two statuses ignoring lastUpdateTime. observedGeneration counts.
 func statusChanged(old, cur rayv1.RayClusterStatus) bool {
-	a, b := old.DeepCopy(), cur.DeepCopy()
+	a, b := old, cur // copies of the struct: clearing a pointer field leaves the callers' alone
 	a.LastUpdateTime, b.LastUpdateTime = nil, nil
 	return !equality.Semantic.DeepEqual(a, b)
 }

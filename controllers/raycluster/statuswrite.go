@@ -1,6 +1,7 @@
 package raycluster
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -115,7 +116,9 @@ var headStartingReasons = map[string]bool{
 // sameApartFromProgress compares two statuses without what pods making progress move;
 // conditionText also leaves out the conditions' reasons, messages and times.
 func sameApartFromProgress(old, cur rayv1.RayClusterStatus, conditionText bool) bool {
-	a, b := old.DeepCopy(), cur.DeepCopy()
+	// Only the conditions are changed in place below: the rest is copied with the struct.
+	a, b := &old, &cur
+	a.Conditions, b.Conditions = slices.Clone(old.Conditions), slices.Clone(cur.Conditions)
 	if was := meta.FindStatusCondition(a.Conditions, string(rayv1.HeadPodReady)); was != nil && was.Status == metav1.ConditionFalse {
 		now := meta.FindStatusCondition(b.Conditions, string(rayv1.HeadPodReady))
 		switch {

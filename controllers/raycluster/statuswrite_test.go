@@ -1,6 +1,7 @@
 package raycluster
 
 import (
+	"k8s.io/apimachinery/pkg/api/equality"
 	"strings"
 	"testing"
 	"time"
@@ -251,5 +252,24 @@ func TestStatusMemoForgetsOldWrites(t *testing.T) {
 	}
 	if e := m.m[c]; e.written == nil {
 		t.Errorf("c's write is younger than %v and was dropped", memoKeep)
+	}
+}
+
+// The comparisons change copies: the statuses they are given (the cached object's, the one
+// just computed) stay as they were.
+func TestStatusComparisonsLeaveTheirInputsAlone(t *testing.T) {
+	now := metav1.Now()
+	mk := func(reason string, ready int32) rayv1.RayClusterStatus {
+		return rayv1.RayClusterStatus{ReadyWorkerReplicas: ready, LastUpdateTime: &now,
+			Head:       rayv1.HeadInfo{PodName: "h", PodIP: "127.0.0.5", ServiceIP: "127.0.0.5"},
+			Conditions: []metav1.Condition{{Type: string(rayv1.HeadPodReady), Status: metav1.ConditionFalse, Reason: reason, Message: "m", LastTransitionTime: now}}}
+	}
+	old, cur := mk("ContainerCreating", 1), mk("PodInitializing", 2)
+	oldCopy, curCopy := old.DeepCopy(), cur.DeepCopy()
+	if !podProgressOnly(old, cur) || !countsOnly(mk("x", 1), mk("x", 2)) || !statusChanged(old, cur) {
+		t.Fatal("comparison results changed")
+	}
+	if !equality.Semantic.DeepEqual(&old, oldCopy) || !equality.Semantic.DeepEqual(&cur, curCopy) {
+		t.Errorf("a comparison changed its inputs:\nold %+v\ncur %+v", old, cur)
 	}
 }
