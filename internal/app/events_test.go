@@ -38,7 +38,9 @@ func (m *stubManager) Start(ctx context.Context) error {
 	}
 	cancel()
 	for range m.runnables {
-		<-done
+		if err := <-done; err != nil {
+			return err
+		}
 	}
 	m.lastPass()
 	return nil
