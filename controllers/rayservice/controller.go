@@ -78,6 +78,8 @@ type Config struct {
 	// TokenAuthentication is the operator's --token-authentication; off, raygate may not read
 	// Secrets, so dashboard calls carry no token.
 	TokenAuthentication bool
+	// Recorder writes the controller's Events (nil: the manager's GetEventRecorder).
+	Recorder events.EventRecorder
 	// Prometheus evaluates the metric gates of UpgradePolicies (nil: no --prometheus-url;
 	// gated upgrades wait, saying so).
 	Prometheus *promgate.Client
@@ -119,6 +121,9 @@ type Reconciler struct {
 	messages messageMemo
 }
 
+// RecorderName is the reportingController of the controller's Events.
+const RecorderName = "raygate-rayservice"
+
 // New builds the reconciler for a manager.
 func New(mgr ctrl.Manager, cfg Config) *Reconciler {
 	if cfg.Gates == nil {
@@ -144,12 +149,15 @@ func New(mgr ctrl.Manager, cfg Config) *Reconciler {
 		// clock for both.
 		cfg.Dashboards.Now = cfg.Now
 	}
+	if cfg.Recorder == nil {
+		cfg.Recorder = mgr.GetEventRecorder(RecorderName)
+	}
 	r := &Reconciler{
 		Config:       cfg,
 		Metrics:      processMetrics,
 		client:       mgr.GetClient(),
 		apiReader:    mgr.GetAPIReader(),
-		recorder:     mgr.GetEventRecorder("raygate-rayservice"),
+		recorder:     cfg.Recorder,
 		gatewayAPI:   gatewayAPIInstalled(mgr.GetRESTMapper()),
 		grpcRouteAPI: kindInstalled(mgr.GetRESTMapper(), "GRPCRoute"),
 		newName:      func(s string) string { return s + "-" + utilrand.String(5) },

@@ -72,10 +72,16 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			TLSOpts: o.tlsOptions(),
 		}), o.WebhookShutdownDrain)
 	}
-	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	base, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
+	// Events go through raygate's bounded recorder, flushed when Start returns (events.go).
+	mgr, err := newEventsManager(base)
+	if err != nil {
+		return nil, err
+	}
+	o.events = mgr.events
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/raygate/raygate/internal/batchscheduler"
 	"github.com/raygate/raygate/internal/batchscheduler/volcano"
 	"github.com/raygate/raygate/internal/dashboard"
+	"github.com/raygate/raygate/internal/eventrecorder"
 	"github.com/raygate/raygate/internal/promgate"
 	"github.com/raygate/raygate/internal/validation"
 )
@@ -104,6 +105,9 @@ type Options struct {
 	// grpcRoutes (not a flag) says whether the API server serves the Gateway API's
 	// GRPCRoute, found out by NewManager.
 	grpcRoutes bool
+	// events (not a flag) is the manager's event writer; each controller takes a recorder
+	// from it.
+	events *eventrecorder.Writer
 	// SkipControllerNameValidation (not a flag) lets a process build managers more than once
 	// (controller names are process-wide in controller-runtime): tests restarting the operator.
 	SkipControllerNameValidation bool

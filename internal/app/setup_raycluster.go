@@ -11,7 +11,7 @@ import (
 
 // setupRayClusterController registers the RayCluster controller and its metrics.
 func setupRayClusterController(mgr ctrl.Manager, o Options) error {
-	r := raycluster.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("raycluster-controller"))
+	r := raycluster.NewReconciler(mgr.GetClient(), o.events.Recorder("raycluster-controller"))
 	r.APIReader = mgr.GetAPIReader()
 	r.Limits = o.Limits()
 	r.BatchScheduler = o.batch.syncer(mgr)

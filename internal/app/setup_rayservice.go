@@ -30,6 +30,7 @@ func setupRayServiceController(mgr ctrl.Manager, o Options) error {
 		Version:  version.Version,
 		// Without it raygate may not read Secrets, so it sends no token.
 		TokenAuthentication: o.TokenAuthentication,
+		Recorder:            o.events.Recorder(rayservice.RecorderName),
 		SharedGateways:      o.AllowedSharedGateways,
 		// Metric gates query the admin's Prometheus (nil without --prometheus-url).
 		Prometheus: prom,
