@@ -184,11 +184,19 @@ func TestRepeatPatchesSeries(t *testing.T) {
 		t.Errorf("series after patch: %+v", s)
 	}
 
-	f.clock.add(5 * time.Minute) // within 6 minutes of the last occurrence, not of the first
-	rec.Eventf(p, nil, corev1.EventTypeNormal, "Created", "Create", "made it")
+	// within 6 minutes of the last occurrence, not of the first
+	f.repeatWantsCount(t, 5*time.Minute, func() { rec.Eventf(p, nil, corev1.EventTypeNormal, "Created", "Create", "made it") }, 3)
+}
+
+// repeatWantsCount waits d, records an event with record and checks that the only Event's
+// series count is then want.
+func (f *fixture) repeatWantsCount(t *testing.T, d time.Duration, record func(), want int32) {
+	t.Helper()
+	f.clock.add(d)
+	record()
 	f.drain(t)
-	if s := f.events(t)[0].Series; s == nil || s.Count != 3 {
-		t.Errorf("third occurrence: series %+v, want count 3", s)
+	if s := f.events(t)[0].Series; s == nil || s.Count != want {
+		t.Errorf("series %+v, want count %d", s, want)
 	}
 }
 
@@ -345,12 +353,7 @@ func TestPatchNotFoundCreates(t *testing.T) {
 		t.Fatalf("after a patch NotFound: patches %d events %+v, want one new Event without series", f.sent.numPatches(), got)
 	}
 	// The new Event is the one the next repeat joins.
-	f.clock.add(time.Second)
-	rec.Eventf(p, nil, corev1.EventTypeNormal, "Ready", "Check", "ready")
-	f.drain(t)
-	if s := f.events(t)[0].Series; s == nil || s.Count != 2 {
-		t.Errorf("series on the new event: %+v, want count 2", s)
-	}
+	f.repeatWantsCount(t, time.Second, func() { rec.Eventf(p, nil, corev1.EventTypeNormal, "Ready", "Check", "ready") }, 2)
 }
 
 func TestPatchOtherErrorDoesNotCreate(t *testing.T) {
