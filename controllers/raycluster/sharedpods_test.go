@@ -111,7 +111,7 @@ func TestReconcileNeverChangesListedPods(t *testing.T) {
 		for i := range pods {
 			if pods[i].Labels[rayv1.NodeTypeLabelKey] == string(rayv1.HeadNode) {
 				pods[i].Annotations[rayv1.KubeRayVersionKey] = "v0.0.1"
-				if err := h.Client.Update(ctx, &pods[i]); err != nil {
+				if err := h.Update(ctx, &pods[i]); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -125,13 +125,13 @@ func TestReconcileNeverChangesListedPods(t *testing.T) {
 				break
 			}
 		}
-		if err := h.Client.Update(ctx, cur); err != nil {
+		if err := h.Update(ctx, cur); err != nil {
 			t.Fatal(err)
 		}
 	})
 	step("Recreate on a spec change", func(cur *rayv1.RayCluster, _ []corev1.Pod) {
 		cur.Spec.HeadGroupSpec.Template.Spec.Containers[0].Image = "rayproject/ray:2.53.0"
-		if err := h.Client.Update(ctx, cur); err != nil {
+		if err := h.Update(ctx, cur); err != nil {
 			t.Fatal(err)
 		}
 	})

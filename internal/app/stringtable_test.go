@@ -44,7 +44,8 @@ func decodedWorkerPod(t testing.TB, i int) *corev1.Pod {
 	return out
 }
 
-func sameBytes(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+// sameBytes: whether two strings share their bytes (the point of the table).
+func sameBytes(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) } //nolint:gosec // compares addresses only
 
 func TestStringTableSharesAndKeepsContent(t *testing.T) {
 	transform := slimSharedPod(newStringTable(maxSharedStrings))
