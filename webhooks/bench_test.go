@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,16 +208,47 @@ func BenchmarkValidateRayServiceCreate(b *testing.B) {
 	serve(b, webhooks.ValidateRayServicePath, review(b, admissionv1.Create, svc, nil), allowed(false))
 }
 
+// unseen numbers requests so that no two in the test binary's life are alike: the benchmark
+// framework calls a benchmark several times with growing b.N, and a value repeated from an
+// earlier call could be found in a cache.
+var unseen atomic.Int64
+
 // BenchmarkValidateRayServiceCreateColdServeConfig: every request has a serve config the
 // webhook has not seen (a comment line differs), so its verdict is never in the cache.
 func BenchmarkValidateRayServiceCreateColdServeConfig(b *testing.B) {
 	svc := productionService()
 	defaulting.RayService(svc)
 	config := svc.Spec.ServeConfigV2
-	serveEach(b, webhooks.ValidateRayServicePath, func(i int) []byte {
-		svc.Spec.ServeConfigV2 = config + fmt.Sprintf("# request %d of %s\n", i, b.Name())
+	serveEach(b, webhooks.ValidateRayServicePath, func(int) []byte {
+		svc.Spec.ServeConfigV2 = config + fmt.Sprintf("# request %d\n", unseen.Add(1))
 		return review(b, admissionv1.Create, svc, nil)
 	}, allowed(false))
+}
+
+// BenchmarkValidateRayServiceCreateColdTemplates: every request's four pod templates differ
+// from all seen before (an environment value), so none is in the table of decoded templates
+// (webhooks/templatedecode.go) and each is decoded.
+func BenchmarkValidateRayServiceCreateColdTemplates(b *testing.B) {
+	svc := productionService()
+	defaulting.RayService(svc)
+	serveEach(b, webhooks.ValidateRayServicePath, func(int) []byte {
+		return review(b, admissionv1.Create, withUnseenTemplates(svc), nil)
+	}, allowed(false))
+}
+
+// withUnseenTemplates is a copy of svc whose four pod templates differ from all made before.
+func withUnseenTemplates(svc *rayv1.RayService) *rayv1.RayService {
+	s := svc.DeepCopy()
+	spec := &s.Spec.RayClusterSpec
+	templates := []*corev1.PodTemplateSpec{&spec.HeadGroupSpec.Template}
+	for i := range spec.WorkerGroupSpecs {
+		templates = append(templates, &spec.WorkerGroupSpecs[i].Template)
+	}
+	for _, t := range templates {
+		c := &t.Spec.Containers[0]
+		c.Env = append(c.Env, corev1.EnvVar{Name: "REQUEST", Value: fmt.Sprint(unseen.Add(1))})
+	}
+	return s
 }
 
 // productionCluster is the RayCluster of productionService.

@@ -17,6 +17,15 @@ type typedDecoder struct{}
 
 var _ admission.Decoder = typedDecoder{}
 
+// objectDecoder decodes an object of a request in a namespace.
+type objectDecoder interface {
+	decode(namespace string, raw runtime.RawExtension, into runtime.Object) error
+}
+
+func (d typedDecoder) decode(_ string, raw runtime.RawExtension, into runtime.Object) error {
+	return d.DecodeRaw(raw, into)
+}
+
 func (d typedDecoder) Decode(req admission.Request, into runtime.Object) error {
 	return d.DecodeRaw(req.Object, into)
 }

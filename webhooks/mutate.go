@@ -38,21 +38,16 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 	if unchanged && m.clean.has(key) {
 		return admission.Allowed("")
 	}
-	obj := m.newObj()
-	if err := m.decoder.Decode(req, obj); err != nil {
+	// Defaulting never reads or writes pod templates or the serve config (most of an
+	// object), so they are not decoded: original is the object without them.
+	original := m.newObj()
+	if err := decodeWithoutTemplates(req.Object.Raw, original); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	// An object being deleted is left exactly as sent, so finalizer removal stays a pure
 	// metadata change.
-	if obj.GetDeletionTimestamp() != nil {
+	if original.GetDeletionTimestamp() != nil {
 		return admission.Allowed("")
-	}
-	// Defaulting never reads or writes pod templates or the serve config (most of an
-	// object), so it runs on a copy without them: original shares the rest with obj, which
-	// stays as decoded, and only that rest is deep-copied for defaulting to change.
-	original, ok := withoutTemplates(obj).(T)
-	if !ok {
-		return admission.Errored(http.StatusInternalServerError, errors.New("unexpected object type"))
 	}
 	defaulted, ok := original.DeepCopyObject().(T)
 	if !ok {
@@ -67,15 +62,27 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 		}
 		return admission.Allowed("")
 	}
-	patches, err := defaultingPatch(req.Object.Raw, original, defaulted, func() (any, any) {
-		return obj, withTemplatesOf(defaulted, obj)
+	patches, err := defaultingPatch(req.Object.Raw, original, defaulted, func() (any, any, error) {
+		obj := m.newObj()
+		if err := m.decoder.DecodeRaw(req.Object, obj); err != nil {
+			return nil, nil, undecodable{err}
+		}
+		return obj, withTemplatesOf(defaulted, obj), nil
 	})
+	if bad := (undecodable{}); errors.As(err, &bad) {
+		return admission.Errored(http.StatusBadRequest, bad.error)
+	}
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "computing the defaulting patch")
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	return admission.Patched("", patches...)
 }
+
+// undecodable is a request object that does not decode: the sender's fault, a 400. The pod
+// templates are decoded only on the slower way of defaultingPatch, so that is where a
+// malformed one shows.
+type undecodable struct{ error }
 
 // defaultingPatch returns the JSON patch that takes the request's raw object to the
 // defaulted one. It compares the decoded object with the defaulted one field by field
@@ -86,7 +93,7 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 //
 // original and defaulted are without templates (withoutTemplates); full returns the whole
 // objects, for the slower way.
-func defaultingPatch(raw []byte, original, defaulted any, full func() (original, defaulted any)) ([]jsonpatch.Operation, error) {
+func defaultingPatch(raw []byte, original, defaulted any, full func() (original, defaulted any, err error)) ([]jsonpatch.Operation, error) {
 	patches, err := structPatch(original, defaulted)
 	if errors.Is(err, errNeedsRemove) {
 		return diffFromRaw(raw, full)
@@ -155,8 +162,11 @@ func rawHas(raw []byte, pointer string) (exists, parentOK bool) {
 
 // diffFromRaw diffs the raw object against the defaulted one and drops what the round trip
 // alone changes.
-func diffFromRaw(raw []byte, full func() (original, defaulted any)) ([]jsonpatch.Operation, error) {
-	original, defaulted := full()
+func diffFromRaw(raw []byte, full func() (original, defaulted any, err error)) ([]jsonpatch.Operation, error) {
+	original, defaulted, err := full()
+	if err != nil {
+		return nil, err
+	}
 	defaultedJSON, err := json.Marshal(defaulted)
 	if err != nil {
 		return nil, err

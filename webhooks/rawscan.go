@@ -10,51 +10,176 @@ import (
 // request has. The input is what the API server sent, so it is valid JSON; anything they
 // cannot read is reported as not ok.
 
-// rawMember returns the raw value of key in the object obj (which starts with '{').
-func rawMember(obj []byte, key string) (val []byte, found, ok bool) {
-	i := 1
+// walkMembers reads the object starting at b[i] (a '{', after optional space) and calls
+// visit with each member's key as written (quotes and escapes included) and the index where
+// its value starts; visit reads or skips the value and returns the index just past it,
+// whether to go on, and whether the value could be read. end is the index just past the
+// object's closing brace (or past the last value read, when visit stopped early).
+func walkMembers(b []byte, i int, visit func(quotedKey []byte, valStart int) (valEnd int, more, ok bool)) (end int, ok bool) {
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != '{' {
+		return 0, false
+	}
+	i++
 	for {
-		i = skipSpace(obj, i)
-		if i >= len(obj) {
-			return nil, false, false
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return 0, false
 		}
-		switch obj[i] {
+		switch b[i] {
 		case '}':
-			return nil, false, true
+			return i + 1, true
 		case ',':
 			i++
 			continue
 		case '"':
 		default:
-			return nil, false, false
+			return 0, false
 		}
-		end, ok := skipString(obj, i)
+		keyEnd, ok := skipString(b, i)
 		if !ok {
-			return nil, false, false
+			return 0, false
 		}
-		k := obj[i+1 : end-1]
-		match := string(k) == key
-		if bytes.IndexByte(k, '\\') >= 0 {
-			var s string
-			if json.Unmarshal(obj[i:end], &s) != nil {
-				return nil, false, false
-			}
-			match = s == key
+		key := b[i:keyEnd]
+		i = skipSpace(b, keyEnd)
+		if i >= len(b) || b[i] != ':' {
+			return 0, false
 		}
-		i = skipSpace(obj, end)
-		if i >= len(obj) || obj[i] != ':' {
-			return nil, false, false
-		}
-		start := skipSpace(obj, i+1)
-		end, ok = skipValue(obj, start)
+		valEnd, more, ok := visit(key, skipSpace(b, i+1))
 		if !ok {
-			return nil, false, false
+			return 0, false
 		}
-		if match {
-			return obj[start:end], true, true
+		if !more {
+			return valEnd, true
 		}
-		i = end
+		i = valEnd
 	}
+}
+
+// eachMember calls fn with each member of the object obj (which starts with '{', after
+// optional space) in order, until fn returns false. quotedKey is the key as written, quotes
+// and escapes included. ok is false if the object cannot be read; end is the index just past
+// its closing brace (or past the last value read, when fn stopped early).
+func eachMember(obj []byte, fn func(quotedKey, val []byte) bool) (end int, ok bool) {
+	return walkMembers(obj, 0, func(key []byte, start int) (int, bool, bool) {
+		end, ok := skipValue(obj, start)
+		if !ok {
+			return 0, false, false
+		}
+		return end, fn(key, obj[start:end]), true
+	})
+}
+
+// walkElements reads the array starting at b[i] (a '[', after optional space) and calls
+// visit with each element's index and the index where it starts; visit reads or skips the
+// element and returns the index just past it, whether to go on, and whether it could be
+// read. end is the index just past the closing bracket (or past the last element read, when
+// visit stopped early).
+func walkElements(b []byte, i int, visit func(idx, start int) (end int, more, ok bool)) (end int, ok bool) {
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != '[' {
+		return 0, false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, true
+	}
+	for idx := 0; ; idx++ {
+		end, more, ok := visit(idx, skipSpace(b, i))
+		if !ok {
+			return 0, false
+		}
+		if !more {
+			return end, true
+		}
+		i = skipSpace(b, end)
+		if i >= len(b) {
+			return 0, false
+		}
+		switch b[i] {
+		case ']':
+			return i + 1, true
+		case ',':
+			i++
+		default:
+			return 0, false
+		}
+	}
+}
+
+// eachElement calls fn with each element of the array arr (which starts with '[', after
+// optional space) in order, until fn returns false. ok is false if the array cannot be read.
+func eachElement(arr []byte, fn func(i int, val []byte) bool) bool {
+	_, ok := walkElements(arr, 0, func(idx, start int) (int, bool, bool) {
+		end, ok := skipValue(arr, start)
+		if !ok {
+			return 0, false, false
+		}
+		return end, fn(idx, arr[start:end]), true
+	})
+	return ok
+}
+
+// keyIs reports whether the quoted key decodes to want; ok is false if it cannot be decoded.
+func keyIs(quotedKey []byte, want string) (is, ok bool) {
+	plain := quotedKey[1 : len(quotedKey)-1]
+	if bytes.IndexByte(plain, '\\') < 0 {
+		return string(plain) == want, true
+	}
+	var s string
+	if json.Unmarshal(quotedKey, &s) != nil {
+		return false, false
+	}
+	return s == want, true
+}
+
+// rawMember returns the raw value of key in the object obj (which starts with '{').
+func rawMember(obj []byte, key string) (val []byte, found, ok bool) {
+	readable := true
+	_, ok = eachMember(obj, func(k, v []byte) bool {
+		is, kok := keyIs(k, key)
+		if !kok {
+			readable = false
+			return false
+		}
+		if is {
+			val, found = v, true
+		}
+		return !is
+	})
+	if !ok || !readable {
+		return nil, false, false
+	}
+	return val, found, true
+}
+
+// uniqueMembers returns the raw values of keys in the object obj (nil for a key it does not
+// have). ok is false unless obj can be read, every key in it is a plain string (no escapes,
+// so none can decode to one of keys unseen) and none of keys appears twice: a decoder merges
+// the values of a repeated key, so a single value would not be what it decodes.
+func uniqueMembers(obj []byte, keys ...string) (vals [][]byte, end int, ok bool) {
+	vals = make([][]byte, len(keys))
+	plain := true
+	end, ok = eachMember(obj, func(k, v []byte) bool {
+		if bytes.IndexByte(k, '\\') >= 0 {
+			plain = false
+			return false
+		}
+		for i, want := range keys {
+			if string(k[1:len(k)-1]) == want {
+				if vals[i] != nil {
+					plain = false
+					return false
+				}
+				vals[i] = v
+			}
+		}
+		return true
+	})
+	if !ok || !plain {
+		return nil, 0, false
+	}
+	return vals, end, true
 }
 
 // rawElement returns the raw n-th element of the array arr (which starts with '[').
@@ -62,25 +187,16 @@ func rawElement(arr []byte, n int) (val []byte, ok bool) {
 	if n < 0 {
 		return nil, false
 	}
-	i := 1
-	for idx := 0; ; idx++ {
-		i = skipSpace(arr, i)
-		if i >= len(arr) || arr[i] == ']' {
-			return nil, false
+	found := false
+	if !eachElement(arr, func(i int, v []byte) bool {
+		if i == n {
+			val, found = v, true
 		}
-		end, ok := skipValue(arr, i)
-		if !ok {
-			return nil, false
-		}
-		if idx == n {
-			return arr[i:end], true
-		}
-		i = skipSpace(arr, end)
-		if i >= len(arr) || arr[i] != ',' {
-			return nil, false
-		}
-		i++
+		return i < n
+	}) || !found {
+		return nil, false
 	}
+	return val, true
 }
 
 func skipSpace(b []byte, i int) int {
@@ -93,10 +209,18 @@ func skipSpace(b []byte, i int) int {
 // skipString returns the index just past the string starting at b[i] == '"'.
 func skipString(b []byte, i int) (int, bool) {
 	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
+		// Strings are most of an object's bytes: find the next quote at memory speed, then
+		// see whether an odd number of backslashes escapes it.
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return 0, false
+		}
+		j += k
+		escapes := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			escapes++
+		}
+		if escapes%2 == 0 {
 			return j + 1, true
 		}
 	}

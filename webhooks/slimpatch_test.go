@@ -47,7 +47,7 @@ func TestDefaultingPatchSlowPathKeepsTemplates(t *testing.T) {
 			defaulted = d
 			want = []jsonpatch.Operation{{Operation: "remove", Path: "/spec/enableInTreeAutoscaling"}}
 		}
-		got, err := defaultingPatch(raw, original, defaulted, func() (any, any) { return obj, withTemplatesOf(defaulted, obj) })
+		got, err := defaultingPatch(raw, original, defaulted, func() (any, any, error) { return obj, withTemplatesOf(defaulted, obj), nil })
 		if err != nil {
 			t.Fatal(err)
 		}

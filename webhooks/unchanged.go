@@ -99,55 +99,9 @@ func (c *cleanSet) add(key [sha256.Size]byte) {
 // JSON object. ok is false unless both are present exactly once and every top-level key is
 // a plain string (no escapes, so none can decode to "spec" or "metadata" unseen).
 func specAndMetadata(raw []byte) (spec, meta []byte, ok bool) {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
+	vals, end, ok := uniqueMembers(raw, "spec", "metadata")
+	if !ok || vals[0] == nil || vals[1] == nil || skipSpace(raw, end) != len(raw) {
 		return nil, nil, false
 	}
-	i++
-	for {
-		i = skipSpace(raw, i)
-		if i >= len(raw) {
-			return nil, nil, false
-		}
-		switch raw[i] {
-		case '}':
-			return spec, meta, spec != nil && meta != nil && skipSpace(raw, i+1) == len(raw)
-		case ',':
-			i++
-			continue
-		case '"':
-		default:
-			return nil, nil, false
-		}
-		end, ok := skipString(raw, i)
-		if !ok {
-			return nil, nil, false
-		}
-		key := raw[i+1 : end-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return nil, nil, false
-		}
-		i = skipSpace(raw, end)
-		if i >= len(raw) || raw[i] != ':' {
-			return nil, nil, false
-		}
-		start := skipSpace(raw, i+1)
-		end, ok = skipValue(raw, start)
-		if !ok {
-			return nil, nil, false
-		}
-		switch string(key) {
-		case "spec":
-			if spec != nil {
-				return nil, nil, false
-			}
-			spec = raw[start:end]
-		case "metadata":
-			if meta != nil {
-				return nil, nil, false
-			}
-			meta = raw[start:end]
-		}
-		i = end
-	}
+	return vals[0], vals[1], true
 }

@@ -168,9 +168,30 @@ func FuzzUnchangedUpdate(f *testing.F) {
 // TestUnchangedUpdateSamples runs the same check on the repository's sample and test objects.
 func TestUnchangedUpdateSamples(t *testing.T) {
 	h := strictHandlers(t)
+	for _, s := range sampleObjects(t) {
+		t.Run(s.name, func(t *testing.T) {
+			switch s.kind {
+			case rayv1.RayClusterKind:
+				checkUnchangedUpdate(t, h, MutateRayClusterPath, ValidateRayClusterPath, s.body)
+			case rayv1.RayServiceKind:
+				checkUnchangedUpdate(t, h, MutateRayServicePath, ValidateRayServicePath, s.body)
+			}
+		})
+	}
+}
+
+// sample is a RayCluster or RayService of the repository's samples and test objects, as JSON.
+type sample struct {
+	name, kind string
+	body       []byte
+}
+
+// sampleObjects are the RayClusters and RayServices of config/samples and test/testdata.
+func sampleObjects(t testing.TB) []sample {
+	t.Helper()
 	files, _ := filepath.Glob("../config/samples/*.yaml")
 	more, _ := filepath.Glob("../test/testdata/*.yaml")
-	n := 0
+	var out []sample
 	for _, file := range append(files, more...) {
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -178,29 +199,20 @@ func TestUnchangedUpdateSamples(t *testing.T) {
 		}
 		for _, doc := range strings.Split(string(b), "\n---") {
 			var tm metav1.TypeMeta
-			if yaml.Unmarshal([]byte(doc), &tm) != nil {
+			if yaml.Unmarshal([]byte(doc), &tm) != nil || (tm.Kind != rayv1.RayClusterKind && tm.Kind != rayv1.RayServiceKind) {
 				continue
 			}
 			body, err := yaml.YAMLToJSON([]byte(doc))
 			if err != nil {
 				continue
 			}
-			t.Run(filepath.Base(file)+"/"+tm.Kind, func(t *testing.T) {
-				switch tm.Kind {
-				case rayv1.RayClusterKind:
-					checkUnchangedUpdate(t, h, MutateRayClusterPath, ValidateRayClusterPath, body)
-				case rayv1.RayServiceKind:
-					checkUnchangedUpdate(t, h, MutateRayServicePath, ValidateRayServicePath, body)
-				default:
-					return
-				}
-				n++
-			})
+			out = append(out, sample{name: filepath.Base(file) + "/" + tm.Kind, kind: tm.Kind, body: body})
 		}
 	}
-	if n < 4 {
-		t.Fatalf("checked %d sample objects; the globs found too few", n)
+	if len(out) < 4 {
+		t.Fatalf("found %d sample objects; the globs found too few", len(out))
 	}
+	return out
 }
 
 func checkUnchangedUpdate(t *testing.T, h map[string]admission.Handler, mutatePath, validatePath string, sent []byte) {

@@ -17,7 +17,7 @@ import (
 const ValidateUpgradePolicyPath = "/validate-raygate-ray-io-v1alpha1-upgradepolicy"
 
 type upgradePolicyValidator struct {
-	decoder admission.Decoder
+	decoder objectDecoder
 }
 
 func (v *upgradePolicyValidator) Handle(ctx context.Context, req admission.Request) admission.Response {

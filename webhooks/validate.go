@@ -17,7 +17,7 @@ import (
 )
 
 type rayClusterValidator struct {
-	decoder     admission.Decoder
+	decoder     objectDecoder
 	validator   validation.Validator
 	namespaces  namespaceLookup
 	certManager certManagerLookup
@@ -46,7 +46,7 @@ func (v *rayClusterValidator) Handle(ctx context.Context, req admission.Request)
 }
 
 type rayServiceValidator struct {
-	decoder        admission.Decoder
+	decoder        objectDecoder
 	validator      validation.Validator
 	namespaces     namespaceLookup
 	gatewayClasses gatewayClassLookup
@@ -102,17 +102,17 @@ func namespaceOf(req admission.Request, obj *metav1.ObjectMeta) string {
 
 // decode fills obj (and old on update). It returns ok=false with the response to send when
 // there is nothing to validate (other operations) or the request cannot be decoded.
-func decode(d admission.Decoder, req admission.Request, obj, old runtime.Object) (admission.Response, bool) {
+func decode(d objectDecoder, req admission.Request, obj, old runtime.Object) (admission.Response, bool) {
 	switch req.Operation {
 	case admissionv1.Create:
 	case admissionv1.Update:
-		if err := d.DecodeRaw(req.OldObject, old); err != nil {
+		if err := d.decode(req.Namespace, req.OldObject, old); err != nil {
 			return admission.Errored(http.StatusBadRequest, err), false
 		}
 	default:
 		return admission.Allowed(""), false
 	}
-	if err := d.DecodeRaw(req.Object, obj); err != nil {
+	if err := d.decode(req.Namespace, req.Object, obj); err != nil {
 		return admission.Errored(http.StatusBadRequest, err), false
 	}
 	return admission.Response{}, true

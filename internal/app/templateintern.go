@@ -4,11 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"reflect"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/sharedtable"
 )
 
 // Pod templates are most of a cached RayCluster (the webhook's defaults fill in probes,
@@ -17,7 +17,8 @@ import (
 // the cached RayClusters and RayServices share one decoded copy of each distinct template.
 //
 // Sharing is safe because nothing writes to a cached object: controller-runtime's cache reader
-// hands out deep copies (raygate never sets UnsafeDisableDeepCopy) and event handlers only read.
+// hands out deep copies, the few reads that ask for none (client.UnsafeDisableDeepCopy) only
+// read (controllers/raycluster/sharedpods_test.go), and event handlers only read.
 // Two templates are shared only when they are identical field for field (reflect.DeepEqual, so
 // nil and empty lists or two spellings of one quantity stay apart): every read of a spec sees
 // exactly what it would see without sharing.
@@ -27,12 +28,7 @@ import (
 // keep than sharing saves). When the table is full an arbitrary entry goes: a later identical
 // template then starts a new shared copy, costing memory, never correctness.
 type templateInterner struct {
-	mu         sync.Mutex
-	entries    map[[sha256.Size]byte]*corev1.PodTemplateSpec
-	sizes      map[[sha256.Size]byte]int
-	bytes      int
-	maxEntries int
-	maxBytes   int
+	table *sharedtable.Table[*corev1.PodTemplateSpec]
 }
 
 const (
@@ -42,12 +38,13 @@ const (
 )
 
 func newTemplateInterner() *templateInterner {
-	return &templateInterner{
-		entries:    map[[sha256.Size]byte]*corev1.PodTemplateSpec{},
-		sizes:      map[[sha256.Size]byte]int{},
-		maxEntries: maxInternedTemplates,
-		maxBytes:   maxInternedBytes,
-	}
+	return newTemplateInternerWithin(sharedtable.Limits{
+		Entries: maxInternedTemplates, Bytes: maxInternedBytes, EntryBytes: maxInternedTemplateBytes,
+	})
+}
+
+func newTemplateInternerWithin(limits sharedtable.Limits) *templateInterner {
+	return &templateInterner{table: sharedtable.New[*corev1.PodTemplateSpec](limits)}
 }
 
 // intern makes *t share the internals of an identical template seen before, or records *t as
@@ -58,26 +55,14 @@ func (in *templateInterner) intern(t *corev1.PodTemplateSpec) {
 		return
 	}
 	key := sha256.Sum256(b)
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if shared, ok := in.entries[key]; ok {
+	if shared, ok := in.table.Get(key); ok {
 		if reflect.DeepEqual(shared, t) {
 			*t = *shared
 		}
 		return
 	}
-	for len(in.entries) >= in.maxEntries || (len(in.entries) > 0 && in.bytes+len(b) > in.maxBytes) {
-		for k := range in.entries {
-			in.bytes -= in.sizes[k]
-			delete(in.entries, k)
-			delete(in.sizes, k)
-			break
-		}
-	}
 	shared := *t
-	in.entries[key] = &shared
-	in.sizes[key] = len(b)
-	in.bytes += len(b)
+	in.table.Add(key, &shared, len(b))
 }
 
 // rayClusterSpec interns the head and worker templates of a RayCluster spec.

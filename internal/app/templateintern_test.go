@@ -13,6 +13,7 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/defaulting"
+	"github.com/raygate/raygate/internal/sharedtable"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -102,15 +103,15 @@ func TestTemplateInternerSharesOnlyIdenticalTemplates(t *testing.T) {
 
 // Tenants choose templates: the table stays within its bounds whatever they write.
 func TestTemplateInternerIsBounded(t *testing.T) {
-	in := newTemplateInterner()
-	in.maxEntries, in.maxBytes = 16, 8<<10
+	limits := sharedtable.Limits{Entries: 16, Bytes: 8 << 10, EntryBytes: maxInternedTemplateBytes}
+	in := newTemplateInternerWithin(limits)
 	for i := range 200 {
 		rc := decodedCluster(t, fmt.Sprintf("c%d", i), func(rc *rayv1.RayCluster) {
 			rc.Spec.HeadGroupSpec.Template.Labels = map[string]string{"i": fmt.Sprint(i)}
 		})
 		in.rayClusterSpec(&rc.Spec)
-		if len(in.entries) > in.maxEntries || in.bytes > in.maxBytes || len(in.sizes) != len(in.entries) {
-			t.Fatalf("after %d templates: %d entries, %d bytes", i+1, len(in.entries), in.bytes)
+		if in.table.Len() > limits.Entries || in.table.Bytes() > limits.Bytes {
+			t.Fatalf("after %d templates: %d entries, %d bytes", i+1, in.table.Len(), in.table.Bytes())
 		}
 	}
 	big := decodedCluster(t, "big", func(rc *rayv1.RayCluster) {
@@ -118,8 +119,8 @@ func TestTemplateInternerIsBounded(t *testing.T) {
 	})
 	in = newTemplateInterner()
 	in.rayClusterSpec(&big.Spec)
-	if len(in.entries) != 1 { // only the worker template
-		t.Errorf("a template over %d bytes was kept: %d entries", maxInternedTemplateBytes, len(in.entries))
+	if in.table.Len() != 1 { // only the worker template
+		t.Errorf("a template over %d bytes was kept: %d entries", maxInternedTemplateBytes, in.table.Len())
 	}
 }
 

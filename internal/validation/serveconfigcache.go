@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/raygate/raygate/internal/sharedtable"
 )
 
 // The serve config is the costliest part of validating a RayService: parsing a 256 KiB one
@@ -12,8 +14,8 @@ import (
 // the string (validateServeConfig reads no gate, limit or policy), and the same string is
 // validated again and again: every update that changes the image or scales a group, every
 // re-apply by a GitOps tool, the old and the new object of an update, the controllers. So
-// the verdict is remembered by the SHA-256 of the string, in a cache bounded in entries
-// and in bytes. A tenant cannot make two configs share a digest, so a cached verdict is
+// the verdict is remembered by the SHA-256 of the string (and of its namespace), in a cache
+// bounded in entries and in bytes. A tenant cannot make two configs share a digest, so a cached verdict is
 // always the one a fresh parse would give (TestServeConfigCacheSameVerdict checks it).
 
 const (
@@ -32,13 +34,15 @@ var serveConfigPath = specPath.Child("serveConfigV2")
 // controllers share it.
 var serveConfigVerdicts = newServeConfigCache(serveConfigCacheEntries)
 
-// serveConfigErrors validates spec.serveConfigV2 of a RayService, through the cache.
-func serveConfigErrors(config string) field.ErrorList {
+// serveConfigErrors validates spec.serveConfigV2 of a RayService in namespace, through the
+// cache. Verdicts are kept per namespace: how fast a review is cannot tell a tenant that
+// another namespace holds the same serve config.
+func serveConfigErrors(namespace, config string) field.ErrorList {
 	if len(config) > MaxServeConfigBytes {
 		// Refused before parsing; not worth hashing.
 		return validateServeConfig(config, serveConfigPath)
 	}
-	key := sha256.Sum256([]byte(config))
+	key := sharedtable.KeyIn(namespace, []byte(config))
 	if errs, ok := serveConfigVerdicts.get(key); ok {
 		return errs
 	}

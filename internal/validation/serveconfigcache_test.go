@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/sharedtable"
 )
 
 // cacheTestConfigs are serve configs with every kind of verdict: valid, not YAML, wrong
@@ -46,15 +47,15 @@ func TestServeConfigCacheSameVerdict(t *testing.T) {
 	for i, config := range cacheTestConfigs {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			fresh := derefErrors(validateServeConfig(config, field.NewPath("spec", "serveConfigV2")))
-			first := serveConfigErrors(config) // fills the cache (or was filled by another test)
-			second := serveConfigErrors(config)
+			first := serveConfigErrors("team-a", config) // fills the cache (or was filled by another test)
+			second := serveConfigErrors("team-a", config)
 			if !reflect.DeepEqual(fresh, derefErrors(first)) || !reflect.DeepEqual(fresh, derefErrors(second)) {
 				t.Fatalf("verdicts differ:\nfresh  %v\nfirst  %v\nsecond %v", fresh, derefErrors(first), derefErrors(second))
 			}
 			for _, e := range second {
 				e.Detail, e.Field = "changed", "changed"
 			}
-			if third := serveConfigErrors(config); !reflect.DeepEqual(fresh, derefErrors(third)) {
+			if third := serveConfigErrors("team-a", config); !reflect.DeepEqual(fresh, derefErrors(third)) {
 				t.Fatalf("a caller's change leaked into the cache: %v", derefErrors(third))
 			}
 		})
@@ -104,7 +105,7 @@ func TestServeConfigCacheBounded(t *testing.T) {
 
 	// The process-wide cache, through the validator's entry point.
 	for i := range 3 * serveConfigCacheEntries {
-		serveConfigErrors(fmt.Sprintf("applications:\n  - {name: b%d, import_path: m:a}\n", i))
+		serveConfigErrors("team-a", fmt.Sprintf("applications:\n  - {name: b%d, import_path: m:a}\n", i))
 	}
 	if n := serveConfigVerdicts.len(); n > serveConfigCacheEntries {
 		t.Fatalf("cache holds %d verdicts, bound %d", n, serveConfigCacheEntries)
@@ -138,7 +139,7 @@ func TestServeConfigCacheConcurrent(t *testing.T) {
 			for i := range 50 {
 				config := cacheTestConfigs[(g+i)%len(cacheTestConfigs)]
 				want := derefErrors(validateServeConfig(config, serveConfigPath))
-				if got := derefErrors(serveConfigErrors(config)); !reflect.DeepEqual(want, got) {
+				if got := derefErrors(serveConfigErrors("team-a", config)); !reflect.DeepEqual(want, got) {
 					t.Errorf("config %d: %v, want %v", (g+i)%len(cacheTestConfigs), got, want)
 					return
 				}
@@ -149,3 +150,16 @@ func TestServeConfigCacheConcurrent(t *testing.T) {
 }
 
 func digestOf(s string) [sha256.Size]byte { return sha256.Sum256([]byte(s)) }
+
+// Verdicts are kept per namespace: a config validated in one namespace is parsed again in
+// another, so how fast a review is cannot tell a tenant what another namespace wrote.
+func TestServeConfigCacheIsPerNamespace(t *testing.T) {
+	config := "applications:\n  - {name: per-namespace, import_path: m:a}\n"
+	serveConfigErrors("team-a", config)
+	if _, ok := serveConfigVerdicts.get(sharedtable.KeyIn("team-a", []byte(config))); !ok {
+		t.Fatal("the verdict was not kept for its namespace")
+	}
+	if _, ok := serveConfigVerdicts.get(sharedtable.KeyIn("team-b", []byte(config))); ok {
+		t.Error("a verdict kept for one namespace is found for another")
+	}
+}

@@ -85,7 +85,7 @@ func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []strin
 	}
 	errs = append(errs, validateServiceOverride(spec.ServeService, specPath.Child("serveService"), serveServiceWhy)...)
 	errs = append(errs, c.policyService(svc)...)
-	errs = append(errs, serveConfigErrors(spec.ServeConfigV2)...)
+	errs = append(errs, serveConfigErrors(svc.Namespace, spec.ServeConfigV2)...)
 	warnings = append(warnings, batchscheduler.LabelWarnings(svc.Labels, labelsPath, c.policy.BatchScheduler)...)
 	return errs, warnings
 }
