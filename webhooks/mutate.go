@@ -41,7 +41,8 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 	// Defaulting never reads or writes pod templates or the serve config (most of an
 	// object), so they are not decoded: original is the object without them.
 	original := m.newObj()
-	if err := decodeWithoutTemplates(req.Object.Raw, original); err != nil {
+	skeleton, err := decodeWithoutTemplates(req.Object.Raw, original)
+	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	// An object being deleted is left exactly as sent, so finalizer removal stays a pure
@@ -62,7 +63,7 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 		}
 		return admission.Allowed("")
 	}
-	patches, err := defaultingPatch(req.Object.Raw, original, defaulted, func() (any, any, error) {
+	patches, err := defaultingPatch(req.Object.Raw, skeleton, original, defaulted, func() (any, any, error) {
 		obj := m.newObj()
 		if err := m.decoder.DecodeRaw(req.Object, obj); err != nil {
 			return nil, nil, undecodable{err}
@@ -91,9 +92,10 @@ type undecodable struct{ error }
 // them would rewrite what the user wrote. The operations
 // are then fitted to the raw object: a key the user left out is added, not replaced.
 //
-// original and defaulted are without templates (withoutTemplates); full returns the whole
-// objects, for the slower way.
-func defaultingPatch(raw []byte, original, defaulted any, full func() (original, defaulted any, err error)) ([]jsonpatch.Operation, error) {
+// original and defaulted are without templates (withoutTemplates), so no operation is inside
+// a template or the serve config, and which keys the request has is read from skeleton (raw
+// with those emptied, or raw itself); full returns the whole objects, for the slower way.
+func defaultingPatch(raw, skeleton []byte, original, defaulted any, full func() (original, defaulted any, err error)) ([]jsonpatch.Operation, error) {
 	patches, err := structPatch(original, defaulted)
 	if errors.Is(err, errNeedsRemove) {
 		return diffFromRaw(raw, full)
@@ -102,7 +104,7 @@ func defaultingPatch(raw []byte, original, defaulted any, full func() (original,
 		return patches, err
 	}
 	for i := range patches {
-		exists, parentOK := rawHas(raw, patches[i].Path)
+		exists, parentOK := rawHas(skeleton, patches[i].Path)
 		if !parentOK || patches[i].Operation == "remove" {
 			// Defaulting only adds and replaces, under objects the request has; anything
 			// else takes the slower way that assumes nothing.

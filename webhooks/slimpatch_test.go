@@ -47,7 +47,7 @@ func TestDefaultingPatchSlowPathKeepsTemplates(t *testing.T) {
 			defaulted = d
 			want = []jsonpatch.Operation{{Operation: "remove", Path: "/spec/enableInTreeAutoscaling"}}
 		}
-		got, err := defaultingPatch(raw, original, defaulted, func() (any, any, error) { return obj, withTemplatesOf(defaulted, obj), nil })
+		got, err := defaultingPatch(raw, raw, original, defaulted, func() (any, any, error) { return obj, withTemplatesOf(defaulted, obj), nil })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -124,12 +124,17 @@ func decodeAfresh(raw runtime.RawExtension, into runtime.Object) error {
 // defaulting does not read them. A template the raw scan cannot set aside is decoded and then
 // dropped. Malformed content inside a template is therefore not reported here; the API
 // server's schema check and the validating webhook report it.
-func decodeWithoutTemplates(raw []byte, into runtime.Object) error {
+//
+// skeleton is what was decoded: raw with the templates and serve config emptied (raw itself
+// when they could not be set aside). It answers what raw has outside them at a fraction of
+// the scanning.
+func decodeWithoutTemplates(raw []byte, into runtime.Object) (skeleton []byte, err error) {
 	if elided, ok := findElided(raw, into, true); ok && len(elided) > 0 {
-		return sigsjson.UnmarshalCaseSensitivePreserveInts(withElided(raw, elided), into)
+		skeleton = withElided(raw, elided)
+		return skeleton, sigsjson.UnmarshalCaseSensitivePreserveInts(skeleton, into)
 	}
 	if err := (typedDecoder{}).DecodeRaw(runtime.RawExtension{Raw: raw}, into); err != nil {
-		return err
+		return nil, err
 	}
 	if spec := clusterSpecOf(into); spec != nil {
 		*spec = specWithoutTemplates(*spec)
@@ -137,7 +142,7 @@ func decodeWithoutTemplates(raw []byte, into runtime.Object) error {
 	if svc, ok := into.(*rayv1.RayService); ok {
 		svc.Spec.ServeConfigV2 = ""
 	}
-	return nil
+	return raw, nil
 }
 
 // clusterSpecOf is the RayCluster spec inside a RayCluster or RayService, nil for others.
