@@ -135,15 +135,18 @@ func readAuditOf(path, user string) ([]request, error) {
 	return parseAudit(f, user)
 }
 
-// writesByAgent counts writes per client program ("raygate", "kube-scheduler", …).
-func writesByAgent(reqs []request) map[string]int {
-	out := map[string]int{}
+// writesPerObject counts writes per object, by client program ("raygate", "kube-scheduler",
+// …, and "(all)") and by "client verb resource".
+func writesPerObject(reqs []request, n int) (byAgent, byKind map[string]float64) {
+	byAgent, byKind = map[string]float64{}, map[string]float64{}
 	for _, r := range reqs {
 		if isWrite(r.Verb) {
-			out[r.Agent]++
+			byAgent[r.Agent] += 1 / float64(n)
+			byAgent["(all)"] += 1 / float64(n)
+			byKind[r.Agent+" "+r.Verb+" "+r.Resource] += 1 / float64(n)
 		}
 	}
-	return out
+	return byAgent, byKind
 }
 
 // window keeps the requests received in [from, to).

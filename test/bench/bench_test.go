@@ -452,7 +452,7 @@ func TestReferenceReplicaSetCarriesRaygatesPod(t *testing.T) {
 	}
 }
 
-func TestWritesByAgent(t *testing.T) {
+func TestWritesPerObject(t *testing.T) {
 	log := `{"auditID":"1","stage":"ResponseComplete","verb":"create","user":{"username":"admin"},"userAgent":"kube-scheduler/v1.36.3 (linux/amd64) kubernetes/abc/scheduler","objectRef":{"resource":"pods","subresource":"binding"},"requestReceivedTimestamp":"2026-01-01T00:00:01Z"}
 {"auditID":"2","stage":"ResponseComplete","verb":"patch","user":{"username":"admin"},"userAgent":"kwok/v0.8.0","objectRef":{"resource":"pods","subresource":"status"},"requestReceivedTimestamp":"2026-01-01T00:00:02Z"}
 {"auditID":"3","stage":"ResponseComplete","verb":"get","user":{"username":"admin"},"userAgent":"kwok/v0.8.0","objectRef":{"resource":"pods"},"requestReceivedTimestamp":"2026-01-01T00:00:03Z"}
@@ -462,8 +462,12 @@ func TestWritesByAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := writesByAgent(all), map[string]int{"kube-scheduler": 1, "kwok": 1, "raygate": 1}; !reflect.DeepEqual(got, want) {
-		t.Errorf("writesByAgent = %v, want %v", got, want)
+	byAgent, byKind := writesPerObject(all, 2)
+	if want := map[string]float64{"kube-scheduler": 0.5, "kwok": 0.5, "raygate": 0.5, "(all)": 1.5}; !reflect.DeepEqual(byAgent, want) {
+		t.Errorf("by client = %v, want %v", byAgent, want)
+	}
+	if want := map[string]float64{"kube-scheduler create pods/binding": 0.5, "kwok patch pods/status": 0.5, "raygate create pods": 0.5}; !reflect.DeepEqual(byKind, want) {
+		t.Errorf("by write = %v, want %v", byKind, want)
 	}
 	mine, _ := parseAudit(strings.NewReader(log), operatorUser)
 	if len(mine) != 1 || mine[0].Agent != "raygate" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,14 @@ import (
 // Ready with an IP as soon as it is scheduled, so the figures measure controllers, not
 // kwok's random delays), kube-scheduler and kube-controller-manager with client limits
 // high enough not to be the bottleneck, and the operator's requests in the audit log.
+// writtenOnlyPodIPs are pod IPs that are only ever written into objects, never dialled (as in
+// the migration suite). The API server refuses loopback addresses in Endpoints and
+// EndpointSlices, so with kwok's loopback pod IPs kube-controller-manager's endpoint
+// controllers fail on every Service that selects a pod, retry and record a Warning event each
+// time: work a real cluster does not do. Runs that call no pod use these instead, and their
+// operators get an HTTP proxy on loopback that refuses every request (noDialProxy).
+var writtenOnlyPodIPs = netip.MustParsePrefix("10.244.0.0/16")
+
 func clusterOptions(nodes int, logDir string, policy string) kwokcluster.Options {
 	return kwokcluster.Options{
 		Nodes:                nodes,

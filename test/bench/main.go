@@ -82,7 +82,7 @@ func parseFlags() (flags, error) {
 	flag.BoolVar(&f.kuberay, "kuberay", true, "also run KubeRay's operator (hack/tools.sh path kuberay) in the scale and upgrade-fleet scenarios")
 	stages := flag.String("stages", "general,fast", "kwok pod stages of the scale scenario, each a labelled run: general (1-6 s per transition, like a kubelet) and fast (Ready at once)")
 	operatorEnv := flag.String("operator-env", "", "comma-separated K=V added to the operator's environment (e.g. GOMEMLIMIT=90MiB)")
-	flag.BoolVar(&f.auditAll, "audit-all", false, "audit every user, and report the whole cluster's writes per object by component (costs API server CPU)")
+	flag.BoolVar(&f.auditAll, "audit-all", true, "in the scale scenario, audit every user and report the whole cluster's writes per object by component and by write (costs API server CPU in those runs)")
 	flag.StringVar(&f.out, "out", "", "directory for logs and profiles (default: a new temporary directory)")
 	flag.StringVar(&f.commit, "commit", "", "commit to report when the checkout has no .git (e.g. a git archive export); default: git rev-parse HEAD")
 	flag.Parse()
@@ -244,7 +244,7 @@ type bench struct {
 	keepLogs    bool
 	started     time.Time
 	operatorEnv []string // extra environment of every operator run
-	auditAll    bool     // audit every user, to compare whole-cluster work per object
+	auditAll    bool     // audit every user in the scale runs, to compare whole-cluster work per object
 }
 
 func (b *bench) logf(format string, args ...any) {
@@ -253,11 +253,7 @@ func (b *bench) logf(format string, args ...any) {
 
 // startCluster starts a fresh cluster for one run, logging to <outDir>/<name>.
 func (b *bench) startCluster(ctx context.Context, nodes int, name string, mod ...func(*kwokcluster.Options)) (*kwokcluster.Cluster, error) {
-	policy := auditPolicy
-	if b.auditAll {
-		policy = auditPolicyAll
-	}
-	o := clusterOptions(nodes, filepath.Join(b.outDir, name), policy)
+	o := clusterOptions(nodes, filepath.Join(b.outDir, name), auditPolicy)
 	o.KeepLogs = b.keepLogs
 	for _, m := range mod {
 		m(&o)

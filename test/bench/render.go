@@ -359,7 +359,13 @@ func renderMethod(m *md) {
 		"  with an IP at once) as a second, labelled run; the other scenarios run the fast stages.\n" +
 		"  kube-controller-manager gets the same client limits, so the reference is not throttled either\n" +
 		"  (raygate, like every controller-runtime client, has no client-side limit). Every run starts on a\n" +
-		"  fresh cluster.\n" +
+		"  fresh cluster. In the scale runs, where nothing calls a pod, pods get addresses that Endpoints\n" +
+		"  accept (10.244.0.0/16, only ever written into objects; the operator's HTTP proxy is a loopback\n" +
+		"  proxy that refuses everything, and a run fails if it was asked for anything). With kwok's\n" +
+		"  loopback pod IPs, which the other scenarios need because they call pods, the API server refuses\n" +
+		"  every EndpointSlice and Endpoints update, and kube-controller-manager retries and records a\n" +
+		"  Warning each time: work a real cluster does not do, which a RayCluster's head Service would pay\n" +
+		"  and a ReplicaSet would not.\n" +
 		"- **KubeRay**: its operator built from `github.com/ray-project/kuberay/ray-operator` (`hack/tools.sh\n" +
 		"  path kuberay`), run with its defaults and leader election off as the same audited user (in\n" +
 		"  system:masters: its chart's RBAC is not in this repository), on a fresh cluster of the same shape.\n" +
@@ -368,7 +374,8 @@ func renderMethod(m *md) {
 		"  `AddUser`), authorised by the generated ClusterRole (`config/rbac/role.yaml`) — so the run also\n" +
 		"  proves the generated RBAC suffices.\n" +
 		"- **Requests**: the API server's audit log with a policy that records only the operator's user at\n" +
-		"  Metadata level; one entry per request (deduplicated by audit ID). Writes are create, update,\n" +
+		"  Metadata level (every user in the scale runs, for the whole cluster's writes per object; off\n" +
+		"  with `-audit-all=false`); one entry per request (deduplicated by audit ID). Writes are create, update,\n" +
 		"  patch, delete and deletecollection, events included.\n" +
 		"- **Time**: from the first create to the moment the benchmark's informer sees the last object\n" +
 		"  ready (RayCluster `status.state: ready`; ReplicaSet `readyReplicas` = 4).\n" +
@@ -387,7 +394,7 @@ func renderMethod(m *md) {
 		"go run ./test/bench -scenarios loaded -docs /tmp/b/benchmarks.md   # 100 RayClusters with a CPU hog, raygate and KubeRay\n" +
 		"go run ./test/bench -scenarios upgrade-load -docs /tmp/b/benchmarks.md   # upgrade under load; leaves docs/ alone\n" +
 		"go run ./test/bench -keep-logs -out DIR ...     # keep component logs and audit logs in DIR\n" +
-		"go run ./test/bench -audit-all ...              # also count every component's writes per object\n" +
+		"go run ./test/bench -audit-all=false ...        # skip counting every component's writes per object\n" +
 		"go run ./test/bench -reference=false -operator-env GOMEMLIMIT=90MiB ...   # quick experiments\n" +
 		"go run ./test/bench -report-only                # re-render this page from docs/benchmarks/results.json\n" +
 		"```")
@@ -403,24 +410,42 @@ func renderMethod(m *md) {
 }
 
 // renderClusterWrites compares the whole cluster's writes per object (-audit-all): what each
-// system costs the API server, not only its own requests.
+// system costs the API server, not only its own requests; by client program, then by write.
 func renderClusterWrites(m *md, s scaleResult) {
-	agents := map[string]bool{}
-	for a := range s.Raygate.ClusterWrites {
-		agents[a] = true
+	runs := []*scaleRun{&s.Raygate}
+	head := []string{"per RayCluster (raygate run)"}
+	if s.KubeRay != nil && len(s.KubeRay.ClusterWrites) > 0 {
+		runs, head = append(runs, s.KubeRay), append(head, "per RayCluster (KubeRay run)")
 	}
-	for a := range s.Reference.ClusterWrites {
-		agents[a] = true
-	}
-	var rows [][]string
-	for _, a := range sortedKeys(agents) {
-		name := a
-		if name == "" {
-			name = "(no user agent)"
+	runs, head = append(runs, &s.Reference), append(head, "per ReplicaSet (reference run)")
+	table := func(first string, values func(*scaleRun) map[string]float64, min float64) {
+		keys := map[string]bool{}
+		for _, r := range runs {
+			for k, v := range values(r) {
+				if v >= min {
+					keys[k] = true
+				}
+			}
 		}
-		rows = append(rows, []string{name, f2(s.Raygate.ClusterWrites[a]), f2(s.Reference.ClusterWrites[a])})
+		var rows [][]string
+		for _, k := range sortedKeys(keys) {
+			name := k
+			if name == "" || strings.HasPrefix(name, " ") {
+				name = "(no user agent)" + name
+			}
+			row := []string{name}
+			for _, r := range runs {
+				row = append(row, f2(values(r)[k]))
+			}
+			rows = append(rows, row)
+		}
+		m.table(append([]string{first}, head...), rows)
 	}
 	m.p("Writes by every component of the cluster from the first create to convergence, per object\n" +
 		"(`-audit-all`: every user audited), by client program:")
-	m.table([]string{"client", "per RayCluster (raygate run)", "per ReplicaSet (reference run)"}, rows)
+	table("client", func(r *scaleRun) map[string]float64 { return r.ClusterWrites }, 0)
+	if len(s.Raygate.ClusterWritesByKind) > 0 {
+		m.p("The same by write (client, verb, resource; writes of at least 0.05 per object in one run):")
+		table("write", func(r *scaleRun) map[string]float64 { return r.ClusterWritesByKind }, 0.05)
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/rayspec"
+	"github.com/raygate/raygate/internal/testenv/kuberay"
 	"github.com/raygate/raygate/internal/testenv/kwokcluster"
 	"github.com/raygate/raygate/test/builders"
 )
@@ -61,8 +62,10 @@ type scaleRun struct {
 	// patches) per RayCluster.
 	StatusWritesPerObj float64 `json:"statusWritesPerCluster,omitempty"`
 	// ClusterWrites are every client program's writes from the first create to
-	// convergence, per object (with -audit-all).
-	ClusterWrites map[string]float64 `json:"clusterWritesPerObject,omitempty"`
+	// convergence, per object (with -audit-all), and ClusterWritesByKind the same by
+	// "client verb resource".
+	ClusterWrites       map[string]float64 `json:"clusterWritesPerObject,omitempty"`
+	ClusterWritesByKind map[string]float64 `json:"clusterWritesByKindPerObject,omitempty"`
 }
 
 // scaleResult is the "scale" scenario at one size.
@@ -185,7 +188,7 @@ func (b *bench) scaleRaygate(ctx context.Context, stages kwokcluster.StageSet, n
 	if o.KubeRay {
 		run.System, name = "kuberay", fmt.Sprintf("scale-%d-%s-kuberay", n, stages)
 	}
-	c, err := b.startCluster(ctx, nodes, name, withStages(stages))
+	c, err := b.startCluster(ctx, nodes, name, withStages(stages), b.scaleAudit, withWrittenOnlyPodIPs)
 	if err != nil {
 		run.Error = err.Error()
 		return run
@@ -196,6 +199,17 @@ func (b *bench) scaleRaygate(ctx context.Context, stages kwokcluster.StageSet, n
 		run.Error = err.Error()
 		return run
 	}
+	proxy, err := noDialProxy(&o)
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	defer func() {
+		_ = proxy.Close()
+		if refused := proxy.Refused(); len(refused) > 0 && run.Error == "" {
+			run.Error = fmt.Sprintf("the operator called %d addresses that must never be dialled, first %q", len(refused), refused[0])
+		}
+	}()
 	opStart := time.Now()
 	op, err := b.startOperator(ctx, c, o)
 	if err != nil {
@@ -271,7 +285,7 @@ func (b *bench) scaleRaygate(ctx context.Context, stages kwokcluster.StageSet, n
 		return run
 	}
 	if b.auditAll {
-		run.ClusterWrites = b.clusterWrites(c, start, converged, n)
+		run.ClusterWrites, run.ClusterWritesByKind = b.clusterWrites(c, start, converged, n)
 	}
 	conv := count(window(reqs, opStart, converged))
 	run.Requests = &conv
@@ -337,7 +351,7 @@ func waitTimeout(n int) time.Duration { return time.Minute + time.Duration(n)*60
 // kube-controller-manager's ReplicaSet controller.
 func (b *bench) scaleReference(ctx context.Context, stages kwokcluster.StageSet, nodes, n int) (run scaleRun) {
 	run = scaleRun{System: "replicaset"}
-	c, err := b.startCluster(ctx, nodes, fmt.Sprintf("scale-%d-%s-replicaset", n, stages), withStages(stages))
+	c, err := b.startCluster(ctx, nodes, fmt.Sprintf("scale-%d-%s-replicaset", n, stages), withStages(stages), b.scaleAudit, withWrittenOnlyPodIPs)
 	if err != nil {
 		run.Error = err.Error()
 		return run
@@ -374,27 +388,43 @@ func (b *bench) scaleReference(ctx context.Context, stages kwokcluster.StageSet,
 	run.Seconds = converged.Sub(start).Seconds()
 	run.Timeline = tracker.timeline(start)
 	if b.auditAll {
-		run.ClusterWrites = b.clusterWrites(c, start, converged, n)
+		run.ClusterWrites, run.ClusterWritesByKind = b.clusterWrites(c, start, converged, n)
 	}
 	return run
 }
 
 // clusterWrites is every client program's writes in [from, to] per object.
-func (b *bench) clusterWrites(c *kwokcluster.Cluster, from, to time.Time, n int) map[string]float64 {
+func (b *bench) clusterWrites(c *kwokcluster.Cluster, from, to time.Time, n int) (byAgent, byKind map[string]float64) {
 	time.Sleep(time.Second) // the audit log is written as requests complete
 	reqs, err := readAuditAll(c.AuditLogPath)
 	if err != nil {
 		b.logf("reading the audit log: %v", err)
-		return nil
+		return nil, nil
 	}
-	out := map[string]float64{}
-	total := 0
-	for agent, w := range writesByAgent(window(reqs, from, to.Add(time.Millisecond))) {
-		out[agent] = float64(w) / float64(n)
-		total += w
+	return writesPerObject(window(reqs, from, to.Add(time.Millisecond)), n)
+}
+
+// withWrittenOnlyPodIPs gives a scale run's pods addresses Endpoints accept (writtenOnlyPodIPs):
+// nothing in it calls a pod.
+func withWrittenOnlyPodIPs(o *kwokcluster.Options) { o.PodIPs = writtenOnlyPodIPs }
+
+// noDialProxy starts an HTTP proxy on loopback that refuses every request and points the
+// operator's HTTP_PROXY at it, so a call to a pod IP of writtenOnlyPodIPs never leaves the
+// machine and is reported.
+func noDialProxy(o *operatorOptions) (*kuberay.Proxy, error) {
+	p, err := kuberay.StartProxy(kuberay.Routes{})
+	if err != nil {
+		return nil, err
 	}
-	out["(all)"] = float64(total) / float64(n)
-	return out
+	o.Env = append(o.Env, "HTTP_PROXY="+p.URL(), "http_proxy="+p.URL(), "NO_PROXY=", "no_proxy=")
+	return p, nil
+}
+
+// scaleAudit audits every user in a scale run with -audit-all.
+func (b *bench) scaleAudit(o *kwokcluster.Options) {
+	if b.auditAll {
+		o.AuditPolicy = auditPolicyAll
+	}
 }
 
 // referenceReplicaSet has 4 pods that are the pods raygate builds for a worker of the

@@ -7,7 +7,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"net/netip"
 	"sort"
 	"strings"
 	"sync"
@@ -43,10 +42,6 @@ const (
 	fleetServeTimeout = 4 * time.Minute        // all N serving before the change
 	fleetWorkers      = 10                     // parallel clients creating and changing the services
 )
-
-// fleetKubeRayPodIPs are the pod IPs of KubeRay's cluster (as in the migration suite): only
-// ever written into objects, never dialled.
-var fleetKubeRayPodIPs = netip.MustParsePrefix("10.244.0.0/16")
 
 // fleetResult is the "upgrade-fleet" scenario: N incremental RayServices whose image
 // changes at once, under raygate and under KubeRay, each on its own cluster.
@@ -172,7 +167,7 @@ func (b *bench) upgradeFleetRun(ctx context.Context, n int, kuberayOp bool, theo
 		if kuberayOp {
 			// KubeRay counts serve endpoints from v1 Endpoints, which the API server refuses
 			// to hold loopback addresses; its calls to these pod IPs go through the proxy.
-			o.PodIPs = fleetKubeRayPodIPs
+			o.PodIPs = writtenOnlyPodIPs
 		}
 	})
 	if err != nil {
