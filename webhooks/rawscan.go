@@ -153,30 +153,46 @@ func rawMember(obj []byte, key string) (val []byte, found, ok bool) {
 	return val, found, true
 }
 
+// namedMembers reads the object starting at b[start] (a '{', after optional space), hands the
+// value of each member named in keys (at most 64) to read, with the key's index in keys, and
+// skips the others; read returns the index just past the value. ok is false unless the object
+// can be read, every key in it is a plain string (no escapes, so none can decode to one of
+// keys unseen) and none of keys appears twice: a decoder merges the values of a repeated key,
+// so a single value would not be what it decodes.
+func namedMembers(b []byte, start int, keys []string, read func(which, at int) (end int, ok bool)) (end int, ok bool) {
+	var seen uint64
+	return walkMembers(b, start, func(key []byte, at int) (int, bool, bool) {
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return 0, false, false
+		}
+		for which, k := range keys {
+			if string(key[1:len(key)-1]) != k {
+				continue
+			}
+			if seen&(1<<which) != 0 {
+				return 0, false, false
+			}
+			seen |= 1 << which
+			end, ok := read(which, at)
+			return end, true, ok
+		}
+		end, ok := skipValue(b, at)
+		return end, true, ok
+	})
+}
+
 // uniqueMembers returns the raw values of keys in the object obj (nil for a key it does not
-// have). ok is false unless obj can be read, every key in it is a plain string (no escapes,
-// so none can decode to one of keys unseen) and none of keys appears twice: a decoder merges
-// the values of a repeated key, so a single value would not be what it decodes.
+// have), under the conditions of namedMembers.
 func uniqueMembers(obj []byte, keys ...string) (vals [][]byte, end int, ok bool) {
 	vals = make([][]byte, len(keys))
-	plain := true
-	end, ok = eachMember(obj, func(k, v []byte) bool {
-		if bytes.IndexByte(k, '\\') >= 0 {
-			plain = false
-			return false
+	end, ok = namedMembers(obj, 0, keys, func(which, at int) (int, bool) {
+		end, ok := skipValue(obj, at)
+		if ok {
+			vals[which] = obj[at:end]
 		}
-		for i, want := range keys {
-			if string(k[1:len(k)-1]) == want {
-				if vals[i] != nil {
-					plain = false
-					return false
-				}
-				vals[i] = v
-			}
-		}
-		return true
+		return end, ok
 	})
-	if !ok || !plain {
+	if !ok {
 		return nil, 0, false
 	}
 	return vals, end, true

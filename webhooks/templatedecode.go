@@ -1,7 +1,6 @@
 package webhooks
 
 import (
-	"bytes"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -223,30 +222,14 @@ type elider struct {
 }
 
 // object reads the object (or null) at raw[start] of the given level, descending into the
-// members of elideKeys[level], each of which it must have at most once and unescaped. spec is
+// members of elideKeys[level] (under the conditions of namedMembers). spec is
 // the level of the root's spec; group is the worker group (or headGroup) of a group level.
 func (e *elider) object(start int, level, spec elideLevel, group int) (int, bool) {
 	if start < len(e.raw) && e.raw[start] != '{' {
 		return e.null(start)
 	}
-	var seen uint64
-	return walkMembers(e.raw, start, func(key []byte, at int) (int, bool, bool) {
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return 0, false, false
-		}
-		for which, k := range elideKeys[level] {
-			if string(key[1:len(key)-1]) != k {
-				continue
-			}
-			if seen&(1<<which) != 0 {
-				return 0, false, false
-			}
-			seen |= 1 << which
-			end, ok := e.member(at, level, which, spec, group)
-			return end, true, ok
-		}
-		end, ok := skipValue(e.raw, at)
-		return end, true, ok
+	return namedMembers(e.raw, start, elideKeys[level], func(which, at int) (int, bool) {
+		return e.member(at, level, which, spec, group)
 	})
 }
 
