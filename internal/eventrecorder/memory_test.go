@@ -123,9 +123,7 @@ func TestRetainedHeapVersusClientGo(t *testing.T) {
 	emit(t, w.Recorder("raycluster-controller"), writes.Load)
 	ours := int64(heap()) - int64(base)
 	runtime.KeepAlive(w)
-	w.mu.Lock() // a worker may still be recording its last write
-	entries := w.series.len()
-	w.mu.Unlock()
+	entries := w.series.len() // locked: a worker may still be recording its last write
 
 	t.Logf("retained heap after %d distinct events: client-go events broadcaster %.2f MB (%d B/event), raygate eventrecorder %.2f MB (%d B/event, series cache %d entries)",
 		memEvents, float64(clientGo)/1e6, clientGo/memEvents, float64(ours)/1e6, ours/memEvents, entries)

@@ -94,8 +94,6 @@ type Writer struct {
 	log      logr.Logger
 	queue    chan *eventsv1.Event
 	workers  int
-	// mu guards series (never held during a request).
-	mu       sync.Mutex
 	series   *seriesCache
 	lastDrop atomic.Int64
 	// lastName is the unix nanos of the last Event name, so two Events of one object in the
@@ -153,42 +151,43 @@ func (w *Writer) NeedLeaderElection() bool { return false }
 // controller-runtime stops this runnable before the controllers, whose last pass may still
 // be queueing Events.
 func (w *Writer) Start(ctx context.Context) error {
+	w.inParallel(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev := <-w.queue:
+				w.write(ctx, ev)
+			}
+		}
+	})
+	return nil
+}
+
+// inParallel runs work on each of the writer's workers and waits for all.
+func (w *Writer) inParallel(work func()) {
 	var wg sync.WaitGroup
 	for range w.workers {
-		wg.Go(func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case ev := <-w.queue:
-					w.write(ctx, ev)
-				}
-			}
-		})
+		wg.Go(work)
 	}
 	wg.Wait()
-	return nil
 }
 
 // Drain writes the queued Events, with the writer's workers, until the queue is empty or ctx
 // is done; it returns how many it wrote (or tried to).
 func (w *Writer) Drain(ctx context.Context) int {
 	var n atomic.Int64
-	var wg sync.WaitGroup
-	for range w.workers {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				select {
-				case ev := <-w.queue:
-					w.write(ctx, ev)
-					n.Add(1)
-				default:
-					return
-				}
+	w.inParallel(func() {
+		for ctx.Err() == nil {
+			select {
+			case ev := <-w.queue:
+				w.write(ctx, ev)
+				n.Add(1)
+			default:
+				return
 			}
-		})
-	}
-	wg.Wait()
+		}
+	})
 	return int(n.Load())
 }
 
@@ -221,27 +220,15 @@ func (w *Writer) write(ctx context.Context, ev *eventsv1.Event) {
 	defer cancel()
 	key := keyOf(ev)
 	at := ev.EventTime.Time
-	// The lock covers the series record only, never a request: the workers write in parallel.
-	// Two identical Events written at the same moment may both be created; the next repeat
-	// joins the later one.
-	w.mu.Lock()
-	e, repeat := w.series.get(key, at)
-	var series seriesEntry
-	if repeat {
-		e.count++
-		e.last = at
-		series = *e
-	}
-	w.mu.Unlock()
-	if repeat {
+	// The workers write in parallel: two identical Events written at the same moment may both
+	// be created; the next repeat joins the later one.
+	if series, repeat := w.series.repeat(key, at); repeat {
 		err := w.client.Patch(rctx, &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: series.namespace, Name: series.name}},
 			client.RawPatch(types.StrategicMergePatchType, seriesPatch(series.count, at)))
 		if err == nil {
 			return
 		}
-		w.mu.Lock()
 		w.series.remove(key)
-		w.mu.Unlock()
 		if !apierrors.IsNotFound(err) {
 			w.log.Error(err, "patching event series", "namespace", series.namespace, "name", series.name, "reason", ev.Reason)
 			return
@@ -254,9 +241,7 @@ func (w *Writer) write(ctx context.Context, ev *eventsv1.Event) {
 		}
 		return
 	}
-	w.mu.Lock()
 	w.series.put(key, ev.Namespace, ev.Name, at)
-	w.mu.Unlock()
 }
 
 // seriesPatch is what client-go sends for a repeat: the series with its count and last time.
