@@ -362,3 +362,17 @@ func TestSharedTemplatesMemoryIsBounded(t *testing.T) {
 	}
 	goruntime.KeepAlive(d)
 }
+
+// A malformed template is not read by the mutating webhook's decode, but when the patch takes
+// the slower way, which decodes the whole object, it is a 400 with the decoder's message, not
+// a 500.
+func TestMutatorRefusesAMalformedTemplateOnTheSlowerWay(t *testing.T) {
+	// No headGroupSpec: its defaults have no parent in the request, so the patch is computed
+	// from the whole object.
+	body := []byte(`{"apiVersion":"ray.io/v1","kind":"RayCluster","metadata":{"name":"a","namespace":"ns"},
+		"spec":{"workerGroupSpecs":[{"groupName":"w","template":{"spec":{"containers":"x"}}}]}}`)
+	resp := Handlers(Options{})[MutateRayClusterPath].Handle(context.Background(), review(admissionv1.Create, body, nil))
+	if resp.Allowed || resp.Result == nil || resp.Result.Code != 400 || !strings.Contains(resp.Result.Message, "containers") {
+		t.Fatalf("want a 400 naming the malformed field, got %+v", resp.Result)
+	}
+}
