@@ -416,7 +416,7 @@ func noDialProxy(o *operatorOptions) (*kuberay.Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.Env = append(o.Env, "HTTP_PROXY="+p.URL(), "http_proxy="+p.URL(), "NO_PROXY=", "no_proxy=")
+	o.Env = append(o.Env, p.Env()...)
 	return p, nil
 }
 

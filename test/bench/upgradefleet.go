@@ -197,7 +197,7 @@ func (b *bench) upgradeFleetRun(ctx context.Context, n int, kuberayOp bool, theo
 		defer proxy.Close()
 		op, err = b.startOperator(ctx, c, operatorOptions{KubeRay: true,
 			ExtraArgs: []string{"--feature-gates=RayServiceIncrementalUpgrade=true"},
-			Env:       []string{"HTTP_PROXY=" + proxy.URL(), "http_proxy=" + proxy.URL(), "NO_PROXY=", "no_proxy="}})
+			Env:       proxy.Env()})
 	} else {
 		l, lerr := net.Listen("tcp", "127.0.0.1:0")
 		if lerr != nil {

@@ -94,8 +94,7 @@ func Start(ctx context.Context, env *controlplane.Env, opts Options) (*KubeRay, 
 	cmd := exec.Command(bin, args...)
 	env2 := append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
 	if opts.ProxyURL != "" {
-		// Loopback (the API server) is never proxied by Go's HTTP client.
-		env2 = append(env2, "HTTP_PROXY="+opts.ProxyURL, "http_proxy="+opts.ProxyURL, "NO_PROXY=", "no_proxy=")
+		env2 = append(env2, proxyEnv(opts.ProxyURL)...)
 	}
 	cmd.Env = env2
 	cmd.Stdout, cmd.Stderr = opts.Log, opts.Log

@@ -50,6 +50,14 @@ func StartProxy(routes Routes) (*Proxy, error) {
 // URL is the proxy's address, the value for HTTP_PROXY.
 func (p *Proxy) URL() string { return "http://" + p.listener.Addr().String() }
 
+// Env points a process's HTTP client at the proxy: plain-HTTP requests go through it, and
+// loopback (the API server) is never proxied by Go's HTTP client.
+func (p *Proxy) Env() []string { return proxyEnv(p.URL()) }
+
+func proxyEnv(url string) []string {
+	return []string{"HTTP_PROXY=" + url, "http_proxy=" + url, "NO_PROXY=", "no_proxy="}
+}
+
 // Close stops the proxy.
 func (p *Proxy) Close() error { return p.server.Close() }
 

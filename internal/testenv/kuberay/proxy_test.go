@@ -111,3 +111,21 @@ func TestProxyRoutesAndRefuses(t *testing.T) {
 		t.Errorf("direct request: %d, want 403", resp.StatusCode)
 	}
 }
+
+// Env sends a process's plain-HTTP requests, and only those, through the proxy.
+func TestProxyEnv(t *testing.T) {
+	p, err := StartProxy(Routes{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	env := strings.Join(p.Env(), " ")
+	for _, want := range []string{"HTTP_PROXY=" + p.URL(), "http_proxy=" + p.URL(), "NO_PROXY=", "no_proxy="} {
+		if !strings.Contains(env, want) {
+			t.Errorf("env %q lacks %q", env, want)
+		}
+	}
+	if strings.Contains(env, "HTTPS_PROXY") {
+		t.Errorf("env %q proxies HTTPS too (the API server)", env)
+	}
+}
