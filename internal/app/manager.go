@@ -8,12 +8,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayscheme "github.com/raygate/raygate/apis/scheme"
+	"github.com/raygate/raygate/internal/metricsauth"
 )
 
 // NewManager builds the manager: caches, metrics, health and webhook servers, and every
@@ -45,7 +45,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		TLSOpts:       o.tlsOptions(),
 	}
 	if o.SecureMetrics {
-		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+		metrics.FilterProvider = metricsauth.Provider
 	}
 	mgrOpts := ctrl.Options{
 		Scheme:                        scheme,

@@ -1,0 +1,227 @@
+// Package metricsauth guards the metrics endpoint: a scrape must carry a bearer token that
+// the API server accepts (TokenReview) for a user allowed to `get` the path
+// (SubjectAccessReview): the two checks of controller-runtime's
+// filters.WithAuthenticationAndAuthorization, with its cache lifetimes.
+//
+// That filter builds the API server's delegating authenticator and authorizer, which link in
+// the API server's authentication configuration: CEL compilers, the gRPC egress selector and
+// OpenTelemetry tracing, none of which a scrape uses. They were a third of raygate's binary
+// (78 MB against 51 MB without; 54 MB of text and read-only data against 36 MB), and the
+// kernel keeps most of those pages resident: peak RSS at 100 RayClusters fell from 67 to 56 MB.
+// The two reviews are all a scrape needs, and the typed clients make them directly.
+package metricsauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/cache"
+	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"k8s.io/client-go/rest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// Cache lifetimes, as controller-runtime's filter sets them: a token's review is reused for a
+// minute, an allowed scrape for five and a denied one for thirty seconds, so a scraper every
+// 15 s costs the API server two reviews every few minutes, and a grant or a revocation takes
+// effect within those lifetimes. A rejected token is remembered for ten seconds only, enough
+// to absorb a retrying client.
+const (
+	TokenTTL       = time.Minute
+	RejectedTTL    = 10 * time.Second
+	AllowTTL       = 5 * time.Minute
+	DenyTTL        = 30 * time.Second
+	ReviewTimeout  = 10 * time.Second
+	cacheEntries   = 1024
+	maxTokenLength = 16 << 10
+)
+
+// TokenReviews and AccessReviews are the parts of the typed clients used here.
+type TokenReviews interface {
+	Create(context.Context, *authenticationv1.TokenReview, metav1.CreateOptions) (*authenticationv1.TokenReview, error)
+}
+
+type AccessReviews interface {
+	Create(context.Context, *authorizationv1.SubjectAccessReview, metav1.CreateOptions) (*authorizationv1.SubjectAccessReview, error)
+}
+
+// Provider is a metricsserver.Options.FilterProvider.
+func Provider(cfg *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
+	authn, err := authnclient.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	authz, err := authzclient.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	return New(authn.TokenReviews(), authz.SubjectAccessReviews(), time.Now), nil
+}
+
+// New returns the filter, reviewing with the given clients; now is the clock of the caches.
+func New(tokens TokenReviews, access AccessReviews, now func() time.Time) metricsserver.Filter {
+	return newGuard(tokens, access, now).filter
+}
+
+func newGuard(tokens TokenReviews, access AccessReviews, now func() time.Time) *guard {
+	return &guard{tokens: tokens, access: access,
+		users:     cache.NewLRUExpireCacheWithClock(cacheEntries, clock(now)),
+		decisions: cache.NewLRUExpireCacheWithClock(cacheEntries, clock(now))}
+}
+
+func (g *guard) filter(log logr.Logger, next http.Handler) (http.Handler, error) {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		status, msg := g.check(req)
+		if status != http.StatusOK {
+			log.V(4).Info("metrics request refused", "status", status, "reason", msg)
+			http.Error(w, msg, status)
+			return
+		}
+		req.Header.Del("Authorization") // the token goes no further than the check
+		next.ServeHTTP(w, req)
+	}), nil
+}
+
+type clock func() time.Time
+
+func (c clock) Now() time.Time { return c() }
+
+type guard struct {
+	tokens TokenReviews
+	access AccessReviews
+	// users maps a token's digest to its review's outcome (a *user, nil when rejected);
+	// decisions maps a user and request to whether it is allowed. Both are bounded, so a
+	// flood of made-up tokens costs reviews, never memory.
+	users, decisions *cache.LRUExpireCache
+}
+
+// user is who a token belongs to, as the TokenReview said.
+type user struct {
+	authenticationv1.UserInfo
+}
+
+// check returns http.StatusOK when the request may be served, else the status and the text
+// to answer with. The texts say which check failed, never why in detail.
+func (g *guard) check(req *http.Request) (int, string) {
+	token, ok := bearerToken(req)
+	if !ok {
+		return http.StatusUnauthorized, "Unauthorized"
+	}
+	u, err := g.authenticate(req.Context(), token)
+	if err != nil {
+		return http.StatusInternalServerError, "Authentication failed"
+	}
+	if u == nil {
+		return http.StatusUnauthorized, "Unauthorized"
+	}
+	allowed, err := g.authorize(req.Context(), u, strings.ToLower(req.Method), req.URL.Path)
+	if err != nil {
+		return http.StatusInternalServerError, fmt.Sprintf("Authorization for user %s failed", u.Username)
+	}
+	if !allowed {
+		return http.StatusForbidden, fmt.Sprintf("Authorization denied for user %s", u.Username)
+	}
+	return http.StatusOK, ""
+}
+
+// bearerToken reads `Authorization: Bearer <token>` (the scheme in any case, as RFC 7235
+// allows); an empty or oversized token is no token.
+func bearerToken(req *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(req.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != "" && len(token) <= maxTokenLength
+}
+
+// authenticate returns the token's user, nil when the API server rejects the token.
+// Tokens are cached by digest only, never kept themselves.
+func (g *guard) authenticate(ctx context.Context, token string) (*user, error) {
+	key := sha256.Sum256([]byte(token))
+	if v, ok := g.users.Get(key); ok {
+		return v.(*user), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, ReviewTimeout)
+	defer cancel()
+	review, err := g.tokens.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("token review: %w", err)
+	}
+	if !review.Status.Authenticated || review.Status.User.Username == "" {
+		g.users.Add(key, (*user)(nil), RejectedTTL)
+		return nil, nil
+	}
+	u := &user{review.Status.User}
+	g.users.Add(key, u, TokenTTL)
+	return u, nil
+}
+
+// authorize asks whether u may use verb on the non-resource path.
+func (g *guard) authorize(ctx context.Context, u *user, verb, path string) (bool, error) {
+	key := decisionKey(u, verb, path)
+	if v, ok := g.decisions.Get(key); ok {
+		return v.(bool), nil
+	}
+	extra := make(map[string]authorizationv1.ExtraValue, len(u.Extra))
+	for k, v := range u.Extra {
+		extra[k] = authorizationv1.ExtraValue(v)
+	}
+	ctx, cancel := context.WithTimeout(ctx, ReviewTimeout)
+	defer cancel()
+	review, err := g.access.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra,
+		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return false, fmt.Errorf("subject access review: %w", err)
+	}
+	allowed := review.Status.Allowed && !review.Status.Denied
+	ttl := DenyTTL
+	if allowed {
+		ttl = AllowTTL
+	}
+	g.decisions.Add(key, allowed, ttl)
+	return allowed, nil
+}
+
+// decisionKey digests everything a review's answer depends on; lengths prefix each part so
+// no two different inputs join to the same bytes.
+func decisionKey(u *user, verb, path string) [sha256.Size]byte {
+	h := sha256.New()
+	part := func(s string) { fmt.Fprintf(h, "%d:%s", len(s), s) }
+	part(u.Username)
+	part(u.UID)
+	part(verb)
+	part(path)
+	fmt.Fprintf(h, "g%d", len(u.Groups))
+	for _, grp := range u.Groups {
+		part(grp)
+	}
+	keys := make([]string, 0, len(u.Extra))
+	for k := range u.Extra {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	fmt.Fprintf(h, "e%d", len(keys))
+	for _, k := range keys {
+		part(k)
+		fmt.Fprintf(h, "v%d", len(u.Extra[k]))
+		for _, v := range u.Extra[k] {
+			part(v)
+		}
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	return key
+}
