@@ -23,11 +23,15 @@ import (
 	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/cache"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
 	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -37,10 +41,11 @@ import (
 // effect within those lifetimes. A rejected token is remembered for ten seconds only, enough
 // to absorb a retrying client.
 const (
-	TokenTTL       = time.Minute
-	RejectedTTL    = 10 * time.Second
-	AllowTTL       = 5 * time.Minute
-	DenyTTL        = 30 * time.Second
+	TokenTTL    = time.Minute
+	RejectedTTL = 10 * time.Second
+	AllowTTL    = 5 * time.Minute
+	DenyTTL     = 30 * time.Second
+	// ReviewTimeout bounds one review, retries included.
 	ReviewTimeout  = 10 * time.Second
 	cacheEntries   = 1024
 	maxTokenLength = 16 << 10
@@ -74,9 +79,35 @@ func New(tokens TokenReviews, access AccessReviews, now func() time.Time) metric
 }
 
 func newGuard(tokens TokenReviews, access AccessReviews, now func() time.Time) *guard {
-	return &guard{tokens: tokens, access: access,
+	return &guard{tokens: tokens, access: access, backoff: reviewBackoff,
 		users:     cache.NewLRUExpireCacheWithClock(cacheEntries, clock(now)),
 		decisions: cache.NewLRUExpireCacheWithClock(cacheEntries, clock(now))}
+}
+
+// reviewBackoff spaces the retries of a review that failed on the way (about 4 s in all, as
+// controller-runtime's filter retries), so a blip of the API server does not fail a scrape.
+var reviewBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
+
+// transient says whether a failed review may succeed if asked again: the API server busy,
+// timing out or unreachable for a moment. A refusal (the operator lacking RBAC, say) or the
+// review's own deadline is not retried.
+func transient(err error) bool {
+	return apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) ||
+		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
+}
+
+// withRetries calls create until it succeeds, fails for good or its deadline passes.
+func withRetries[T any](ctx context.Context, backoff wait.Backoff, create func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, ReviewTimeout)
+	defer cancel()
+	var out T
+	err := retry.OnError(backoff, func(err error) bool { return ctx.Err() == nil && transient(err) }, func() error {
+		var err error
+		out, err = create(ctx)
+		return err
+	})
+	return out, err
 }
 
 func (g *guard) filter(log logr.Logger, next http.Handler) (http.Handler, error) {
@@ -97,8 +128,9 @@ type clock func() time.Time
 func (c clock) Now() time.Time { return c() }
 
 type guard struct {
-	tokens TokenReviews
-	access AccessReviews
+	tokens  TokenReviews
+	access  AccessReviews
+	backoff wait.Backoff
 	// users maps a token's digest to its review's outcome (a *user, nil when rejected);
 	// decisions maps a user and request to whether it is allowed. Both are bounded, so a
 	// flood of made-up tokens costs reviews, never memory.
@@ -152,9 +184,9 @@ func (g *guard) authenticate(ctx context.Context, token string) (*user, error) {
 	if v, ok := g.users.Get(key); ok {
 		return v.(*user), nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, ReviewTimeout)
-	defer cancel()
-	review, err := g.tokens.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	review, err := withRetries(ctx, g.backoff, func(ctx context.Context) (*authenticationv1.TokenReview, error) {
+		return g.tokens.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("token review: %w", err)
 	}
@@ -177,12 +209,12 @@ func (g *guard) authorize(ctx context.Context, u *user, verb, path string) (bool
 	for k, v := range u.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)
 	}
-	ctx, cancel := context.WithTimeout(ctx, ReviewTimeout)
-	defer cancel()
-	review, err := g.access.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra,
-		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb},
-	}}, metav1.CreateOptions{})
+	review, err := withRetries(ctx, g.backoff, func(ctx context.Context) (*authorizationv1.SubjectAccessReview, error) {
+		return g.access.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra,
+			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb},
+		}}, metav1.CreateOptions{})
+	})
 	if err != nil {
 		return false, fmt.Errorf("subject access review: %w", err)
 	}

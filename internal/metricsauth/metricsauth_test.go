@@ -14,20 +14,26 @@ import (
 	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // fakeAPI answers the reviews as an API server with one valid token per user would, and
 // counts them.
 type fakeAPI struct {
-	users         map[string]authenticationv1.UserInfo // token -> user
-	allowed       map[string]bool                      // "user verb path" -> allowed
-	explicitDeny  bool
-	failTokens    bool
-	failAccess    bool
-	tokenReviews  int
-	accessReviews int
-	lastAccess    authorizationv1.SubjectAccessReviewSpec
+	users        map[string]authenticationv1.UserInfo // token -> user
+	allowed      map[string]bool                      // "user verb path" -> allowed
+	explicitDeny bool
+	failTokens   bool
+	// blips fail that many token reviews as a busy API server would; forbidden fails
+	// every one as an operator without RBAC would.
+	blips, forbidden int
+	failAccess       bool
+	tokenReviews     int
+	accessReviews    int
+	lastAccess       authorizationv1.SubjectAccessReviewSpec
 }
 
 type tokenFunc func(context.Context, *authenticationv1.TokenReview, metav1.CreateOptions) (*authenticationv1.TokenReview, error)
@@ -51,6 +57,13 @@ func (f *fakeAPI) guarded(t *testing.T, now func() time.Time) (http.Handler, *gu
 	t.Helper()
 	tokens := tokenFunc(func(_ context.Context, r *authenticationv1.TokenReview, _ metav1.CreateOptions) (*authenticationv1.TokenReview, error) {
 		f.tokenReviews++
+		if f.blips > 0 {
+			f.blips--
+			return nil, apierrors.NewServiceUnavailable("etcd leader changed")
+		}
+		if f.forbidden > 0 {
+			return nil, apierrors.NewForbidden(schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"}, "", errors.New("no RBAC"))
+		}
 		if f.failTokens {
 			return nil, errors.New("connection refused")
 		}
@@ -73,6 +86,7 @@ func (f *fakeAPI) guarded(t *testing.T, now func() time.Time) (http.Handler, *gu
 		return r, nil
 	})
 	g := newGuard(tokens, access, now)
+	g.backoff = wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: reviewBackoff.Steps}
 	h, err := g.filter(logr.Discard(), http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Header.Get("Authorization") != "" {
 			t.Error("the token reached the metrics handler")
@@ -134,6 +148,30 @@ func TestScrapeNeedsAValidTokenOfAnAllowedUser(t *testing.T) {
 			code, body := scrape(api.filter(t, now), tc.method, tc.path, tc.authorization)
 			if code != tc.code || body != tc.body {
 				t.Errorf("got %d %q, want %d %q", code, body, tc.code, tc.body)
+			}
+		})
+	}
+}
+
+func TestABusyAPIServerIsAskedAgainARefusalIsNot(t *testing.T) {
+	cases := []struct {
+		name                   string
+		blips, forbidden, code int
+		reviews                int
+	}{
+		{name: "two blips", blips: 2, code: 200, reviews: 3},
+		{name: "blips outlast the retries", blips: 10, code: 500, reviews: reviewBackoff.Steps},
+		{name: "refused", forbidden: 1, code: 500, reviews: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			api := newAPI()
+			api.blips, api.forbidden = tc.blips, tc.forbidden
+			if code, _ := scrape(api.filter(t, time.Now), "GET", "/metrics", "Bearer prom-token"); code != tc.code {
+				t.Errorf("status %d, want %d", code, tc.code)
+			}
+			if api.tokenReviews != tc.reviews {
+				t.Errorf("%d token reviews, want %d", api.tokenReviews, tc.reviews)
 			}
 		})
 	}
