@@ -112,9 +112,14 @@ func withRetries[T any](ctx context.Context, backoff wait.Backoff, create func(c
 
 func (g *guard) filter(log logr.Logger, next http.Handler) (http.Handler, error) {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		status, msg := g.check(req)
-		if status != http.StatusOK {
+		status, msg, err := g.check(req)
+		switch {
+		case err != nil: // the operator's side failed: say why in the log, not to the caller
+			log.Error(err, "metrics request not checked", "status", status)
+		case status != http.StatusOK:
 			log.V(4).Info("metrics request refused", "status", status, "reason", msg)
+		}
+		if status != http.StatusOK {
 			http.Error(w, msg, status)
 			return
 		}
@@ -143,27 +148,28 @@ type user struct {
 }
 
 // check returns http.StatusOK when the request may be served, else the status and the text
-// to answer with. The texts say which check failed, never why in detail.
-func (g *guard) check(req *http.Request) (int, string) {
+// to answer with, and the error when a review failed. The texts say which check failed, never
+// why in detail.
+func (g *guard) check(req *http.Request) (int, string, error) {
 	token, ok := bearerToken(req)
 	if !ok {
-		return http.StatusUnauthorized, "Unauthorized"
+		return http.StatusUnauthorized, "Unauthorized", nil
 	}
 	u, err := g.authenticate(req.Context(), token)
 	if err != nil {
-		return http.StatusInternalServerError, "Authentication failed"
+		return http.StatusInternalServerError, "Authentication failed", err
 	}
 	if u == nil {
-		return http.StatusUnauthorized, "Unauthorized"
+		return http.StatusUnauthorized, "Unauthorized", nil
 	}
 	allowed, err := g.authorize(req.Context(), u, strings.ToLower(req.Method), req.URL.Path)
 	if err != nil {
-		return http.StatusInternalServerError, fmt.Sprintf("Authorization for user %s failed", u.Username)
+		return http.StatusInternalServerError, fmt.Sprintf("Authorization for user %s failed", u.Username), err
 	}
 	if !allowed {
-		return http.StatusForbidden, fmt.Sprintf("Authorization denied for user %s", u.Username)
+		return http.StatusForbidden, fmt.Sprintf("Authorization denied for user %s", u.Username), nil
 	}
-	return http.StatusOK, ""
+	return http.StatusOK, "", nil
 }
 
 // bearerToken reads `Authorization: Bearer <token>` (the scheme in any case, as RFC 7235

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,6 +55,10 @@ func (f *fakeAPI) filter(t *testing.T, now func() time.Time) http.Handler {
 }
 
 func (f *fakeAPI) guarded(t *testing.T, now func() time.Time) (http.Handler, *guard) {
+	return f.guardedWithLog(t, now, logr.Discard())
+}
+
+func (f *fakeAPI) guardedWithLog(t *testing.T, now func() time.Time, log logr.Logger) (http.Handler, *guard) {
 	t.Helper()
 	tokens := tokenFunc(func(_ context.Context, r *authenticationv1.TokenReview, _ metav1.CreateOptions) (*authenticationv1.TokenReview, error) {
 		f.tokenReviews++
@@ -87,7 +92,7 @@ func (f *fakeAPI) guarded(t *testing.T, now func() time.Time) (http.Handler, *gu
 	})
 	g := newGuard(tokens, access, now)
 	g.backoff = wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: reviewBackoff.Steps}
-	h, err := g.filter(logr.Discard(), http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	h, err := g.filter(log, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Header.Get("Authorization") != "" {
 			t.Error("the token reached the metrics handler")
 		}
@@ -174,6 +179,24 @@ func TestABusyAPIServerIsAskedAgainARefusalIsNot(t *testing.T) {
 				t.Errorf("%d token reviews, want %d", api.tokenReviews, tc.reviews)
 			}
 		})
+	}
+}
+
+func TestAFailedReviewIsLoggedWithItsCause(t *testing.T) {
+	var logged []string
+	log := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
+	for _, fail := range []string{"tokens", "access"} {
+		logged = nil
+		api := newAPI()
+		api.failTokens, api.failAccess = fail == "tokens", fail == "access"
+		h, _ := api.guardedWithLog(t, time.Now, log)
+		code, body := scrape(h, "GET", "/metrics", "Bearer prom-token")
+		if code != 500 || strings.Contains(body, "connection refused") {
+			t.Errorf("%s: got %d %q: want a 500 that keeps the cause to the log", fail, code, body)
+		}
+		if len(logged) != 1 || !strings.Contains(logged[0], "connection refused") {
+			t.Errorf("%s: logged %q, want the cause once", fail, logged)
+		}
 	}
 }
 
