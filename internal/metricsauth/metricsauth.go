@@ -16,7 +16,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -136,15 +135,12 @@ type guard struct {
 	tokens  TokenReviews
 	access  AccessReviews
 	backoff wait.Backoff
-	// users maps a token's digest to its review's outcome (a *user, nil when rejected);
-	// decisions maps a user and request to whether it is allowed. Both are bounded, so a
-	// flood of made-up tokens costs reviews, never memory.
+	// users maps a token's digest to its review's outcome (the user, nil when rejected);
+	// decisions maps a digest of the token's digest and the request to whether it is
+	// allowed (a token stands for one user, so it keys that user's decisions). Both are
+	// bounded in entries and every key is a fixed-size digest, so neither made-up tokens nor
+	// long paths cost memory.
 	users, decisions *cache.LRUExpireCache
-}
-
-// user is who a token belongs to, as the TokenReview said.
-type user struct {
-	authenticationv1.UserInfo
 }
 
 // check returns http.StatusOK when the request may be served, else the status and the text
@@ -155,14 +151,15 @@ func (g *guard) check(req *http.Request) (int, string, error) {
 	if !ok {
 		return http.StatusUnauthorized, "Unauthorized", nil
 	}
-	u, err := g.authenticate(req.Context(), token)
+	tokenKey := sha256.Sum256([]byte(token))
+	u, err := g.authenticate(req.Context(), tokenKey, token)
 	if err != nil {
 		return http.StatusInternalServerError, "Authentication failed", err
 	}
 	if u == nil {
 		return http.StatusUnauthorized, "Unauthorized", nil
 	}
-	allowed, err := g.authorize(req.Context(), u, strings.ToLower(req.Method), req.URL.Path)
+	allowed, err := g.authorize(req.Context(), tokenKey, u, strings.ToLower(req.Method), req.URL.Path)
 	if err != nil {
 		return http.StatusInternalServerError, fmt.Sprintf("Authorization for user %s failed", u.Username), err
 	}
@@ -185,10 +182,9 @@ func bearerToken(req *http.Request) (string, bool) {
 
 // authenticate returns the token's user, nil when the API server rejects the token.
 // Tokens are cached by digest only, never kept themselves.
-func (g *guard) authenticate(ctx context.Context, token string) (*user, error) {
-	key := sha256.Sum256([]byte(token))
+func (g *guard) authenticate(ctx context.Context, key [sha256.Size]byte, token string) (*authenticationv1.UserInfo, error) {
 	if v, ok := g.users.Get(key); ok {
-		return v.(*user), nil
+		return v.(*authenticationv1.UserInfo), nil
 	}
 	review, err := withRetries(ctx, g.backoff, func(ctx context.Context) (*authenticationv1.TokenReview, error) {
 		return g.tokens.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
@@ -197,17 +193,18 @@ func (g *guard) authenticate(ctx context.Context, token string) (*user, error) {
 		return nil, fmt.Errorf("token review: %w", err)
 	}
 	if !review.Status.Authenticated || review.Status.User.Username == "" {
-		g.users.Add(key, (*user)(nil), RejectedTTL)
+		g.users.Add(key, (*authenticationv1.UserInfo)(nil), RejectedTTL)
 		return nil, nil
 	}
-	u := &user{review.Status.User}
+	u := &review.Status.User
 	g.users.Add(key, u, TokenTTL)
 	return u, nil
 }
 
-// authorize asks whether u may use verb on the non-resource path.
-func (g *guard) authorize(ctx context.Context, u *user, verb, path string) (bool, error) {
-	key := decisionKey(u, verb, path)
+// authorize asks whether u, the user of the token with digest tokenKey, may use verb on the
+// non-resource path.
+func (g *guard) authorize(ctx context.Context, tokenKey [sha256.Size]byte, u *authenticationv1.UserInfo, verb, path string) (bool, error) {
+	key := decisionKey(tokenKey, verb, path)
 	if v, ok := g.decisions.Get(key); ok {
 		return v.(bool), nil
 	}
@@ -233,33 +230,8 @@ func (g *guard) authorize(ctx context.Context, u *user, verb, path string) (bool
 	return allowed, nil
 }
 
-// decisionKey digests everything a review's answer depends on; lengths prefix each part so
-// no two different inputs join to the same bytes.
-func decisionKey(u *user, verb, path string) [sha256.Size]byte {
-	h := sha256.New()
-	part := func(s string) { fmt.Fprintf(h, "%d:%s", len(s), s) }
-	part(u.Username)
-	part(u.UID)
-	part(verb)
-	part(path)
-	fmt.Fprintf(h, "g%d", len(u.Groups))
-	for _, grp := range u.Groups {
-		part(grp)
-	}
-	keys := make([]string, 0, len(u.Extra))
-	for k := range u.Extra {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	fmt.Fprintf(h, "e%d", len(keys))
-	for _, k := range keys {
-		part(k)
-		fmt.Fprintf(h, "v%d", len(u.Extra[k]))
-		for _, v := range u.Extra[k] {
-			part(v)
-		}
-	}
-	var key [sha256.Size]byte
-	h.Sum(key[:0])
-	return key
+// decisionKey digests a token's digest and a request. The digest has a fixed length and a
+// verb holds no space, so no two requests join to the same bytes.
+func decisionKey(tokenKey [sha256.Size]byte, verb, path string) [sha256.Size]byte {
+	return sha256.Sum256(append(tokenKey[:], verb+" "+path...))
 }
