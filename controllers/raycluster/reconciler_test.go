@@ -217,7 +217,7 @@ func TestInvalidSpecGoesThroughTheOneStatusPath(t *testing.T) {
 	rec := &statusAtEvent{store: store, key: req.NamespacedName}
 	metrics := raycluster.NewMetrics()
 	reg := prometheus.NewRegistry()
-	if err := metrics.Register(reg); err != nil {
+	if err := metrics.Register(reg, store, nil); err != nil {
 		t.Fatal(err)
 	}
 	r := &raycluster.Reconciler{Client: store, Recorder: rec, Gates: features.Static{},
@@ -417,4 +417,47 @@ func (c labelledOnly) Get(ctx context.Context, k client.ObjectKey, obj client.Ob
 		}
 	}
 	return c.Client.Get(ctx, k, obj, opts...)
+}
+
+// podLists counts the pod lists a pass makes.
+type podLists struct {
+	client.Client
+	n int
+}
+
+func (c *podLists) List(ctx context.Context, l client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := l.(*corev1.PodList); ok {
+		c.n++
+	}
+	return c.Client.List(ctx, l, opts...)
+}
+
+// A pass that writes no pod computes the status from the pods it read (a copy of every pod
+// per list); one that created pods lists them again for its status.
+func TestPodsAreListedAgainOnlyAfterAPassWroteSome(t *testing.T) {
+	ctx := context.Background()
+	rc := builders.RayCluster("demo", "ns").WorkerGroups(builders.WorkerGroup("workers", 2)).Obj()
+	store := &podLists{Client: newStore(rc)}
+	r := &raycluster.Reconciler{Client: store, Recorder: events.NewFakeRecorder(100), Gates: features.Static{},
+		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
+	for _, step := range []struct {
+		what  string
+		lists int
+	}{
+		{"bring-up: creates the pods", 2},
+		{"steady: nothing to write", 1},
+	} {
+		store.n = 0
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		if store.n != step.lists {
+			t.Errorf("%s: %d pod lists, want %d", step.what, store.n, step.lists)
+		}
+	}
+	var pods corev1.PodList
+	if err := store.Client.List(ctx, &pods); err != nil || len(pods.Items) != 3 {
+		t.Fatalf("pods = %d, %v; want the head and 2 workers", len(pods.Items), err)
+	}
 }

@@ -19,7 +19,7 @@ func setupRayClusterController(mgr ctrl.Manager, o Options) error {
 	r.TokenAuthentication = o.TokenAuthentication
 	r.CertManager = o.certManager
 	r.CertReader = mgr.GetCache()
-	if err := r.Metrics.Register(metrics.Registry); err != nil {
+	if err := r.Metrics.Register(metrics.Registry, mgr.GetCache(), mgr.Elected()); err != nil {
 		return err
 	}
 	return r.SetupWithManager(context.Background(), mgr, o.ReconcileConcurrency)
