@@ -23,6 +23,7 @@ import (
 // is recorded in the expectations, so no pass acts twice on a change the cache does not show
 // yet.
 func (r *Reconciler) applyPodPlan(ctx context.Context, p *pass, plan podPlan) error {
+	p.podsWritten = plan.changesPods()
 	if plan.Wait != "" {
 		p.log.V(1).Info("pods left as they are", "why", plan.Wait)
 	}

@@ -54,6 +54,19 @@ type podPlan struct {
 	Groups []groupPlan
 }
 
+// changesPods says whether applying the plan writes any pod (creates, deletes or restamps).
+func (p podPlan) changesPods() bool {
+	if p.Restamp != nil || p.DeleteAll != nil {
+		return true
+	}
+	for _, g := range p.Groups {
+		if g.DeleteAll != nil || len(g.Deletes) > 0 || g.Create.Pods() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // groupPlan is what one pass does to the head pod or to the pods of one worker group.
 type groupPlan struct {
 	// Group is the worker group's name, or expectations.HeadGroup.

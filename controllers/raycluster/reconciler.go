@@ -12,7 +12,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -190,6 +189,9 @@ type pass struct {
 	invalid field.ErrorList
 	hash    string
 	pods    []corev1.Pod
+	// listed says pods is the cluster's pods as read; podsWritten that the pass may have
+	// created, deleted or changed some since.
+	listed, podsWritten bool
 	// pending and anyPending are what the expectations say: see podsInput.
 	pending    map[string]bool
 	anyPending bool
@@ -237,16 +239,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // to do: the cluster is gone, being deleted, or managed by another controller.
 func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*pass, error) {
 	log := ctrl.LoggerFrom(ctx)
-	rc := &rayv1.RayCluster{}
-	if err := r.Get(ctx, req.NamespacedName, rc); err != nil {
+	// Read without a deep copy: a pass deep-copies the cluster once for everything it computes
+	// (p.cluster below), and a second copy per pass was the largest allocation of a bring-up.
+	// rc is a shallow copy of the cached object: the pass only replaces its top-level fields
+	// (the status, the resourceVersion, the whole object after an update) and never changes
+	// anything they point to (sharedpods_test.go checks it).
+	cached := &rayv1.RayCluster{}
+	if err := r.Get(ctx, req.NamespacedName, cached, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Expectations.Forget(req.Namespace, req.Name)
-			r.Metrics.Forget(req.Namespace, req.Name)
 			r.statuses.forget(req.NamespacedName)
 			return nil, nil
 		}
 		return nil, err
 	}
+	rc := ptr.To(*cached)
 	// The status is written without a resourceVersion, so the pass must start from the
 	// last one written even when the cache has not caught up with it.
 	rc.Status = r.statuses.stored(req.NamespacedName, rc)
@@ -288,6 +295,7 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*pass, error) 
 	if p.pods, err = r.listPods(ctx, rc); err != nil {
 		return nil, err
 	}
+	p.listed = true
 	if err := r.readExpectations(ctx, p); err != nil {
 		return nil, err
 	}
@@ -365,14 +373,19 @@ func (r *Reconciler) listPods(ctx context.Context, rc *rayv1.RayCluster) ([]core
 	return list.Items, nil
 }
 
-// writeStatus computes the status from what the cache shows after the pass and writes it
-// when it changed: at once, or for a change of pod counts alone up to StatusCoalesce later,
+// writeStatus computes the status from the pods after the pass (listed again only when the
+// pass wrote pods) and writes it when it changed: at once, or for a change of pod counts alone up to StatusCoalesce later,
 // BringUpCoalesce during a trouble-free first bring-up (decideStatusWrite). The write replaces the status without a resourceVersion, so it
 // cannot conflict (internal/statuspatch). The pass's error is returned so controller-runtime retries with backoff.
 func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (ctrl.Result, error) {
-	pods, err := r.listPods(ctx, p.object)
-	if err != nil {
-		return ctrl.Result{}, err
+	// The pods read at the start stand unless the pass wrote some (a pod event meanwhile
+	// brings another pass); listing again cost a copy of each pod per pass.
+	pods := p.pods
+	if !p.listed || p.podsWritten {
+		var err error
+		if pods, err = r.listPods(ctx, p.object); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	now := r.Now()
 	st := computeStatus(statusInput{
@@ -414,13 +427,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (
 		result.RequeueAfter = decision.After
 		st = old
 	}
-	provisionedAfter := -1.0
-	if !meta.IsStatusConditionTrue(old.Conditions, string(rayv1.RayClusterProvisioned)) &&
-		meta.IsStatusConditionTrue(st.Conditions, string(rayv1.RayClusterProvisioned)) {
-		provisionedAfter = now.Sub(p.object.CreationTimestamp.Time).Seconds()
-	}
 	p.object.Status = st
-	r.Metrics.Observe(p.object, provisionedAfter)
 	if len(p.conflicts) > 0 {
 		p.recheckAfter(conflictRecheck)
 	}

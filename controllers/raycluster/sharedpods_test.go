@@ -74,7 +74,8 @@ func (h *handedOut) changed() []string {
 }
 
 // Every path that changes pods (bring-up, restamping a head built by another operator
-// version, scaling down by name, Recreate on a spec change) leaves the listed pods as listed.
+// version, scaling down by name, Recreate on a spec change) leaves the listed pods, and the
+// cluster it read, as they were read: both are the cache's own with the informer cache.
 func TestReconcileNeverChangesListedPods(t *testing.T) {
 	ctx := context.Background()
 	rc := builders.RayCluster("demo", "ns").WorkerGroups(builders.WorkerGroup("workers", 2)).Obj()
@@ -103,7 +104,7 @@ func TestReconcileNeverChangesListedPods(t *testing.T) {
 			}
 		}
 		if c := h.changed(); len(c) > 0 {
-			t.Fatalf("%s: the pass changed listed pods %v", what, c)
+			t.Fatalf("%s: the pass changed objects it read without a copy %v", what, c)
 		}
 	}
 	step("bring-up", func(*rayv1.RayCluster, []corev1.Pod) {})

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"k8s.io/utils/ptr"
@@ -22,16 +23,19 @@ import (
 // spec: a default added by a newer raygate must not look like a user change. It drives the
 // RayCluster Recreate strategy; RayServices decide on SpecHash (clusters they stamped
 // before SpecHash existed carry this hash).
+//
+// It runs on every RayCluster pass, so it copies only the groups' own fields, not what they
+// point to (the pod templates): the fields left out are replaced on the copies, and nothing
+// shared is changed.
 func HashWithoutReplicas(spec rayv1.RayClusterSpec) (string, error) {
-	s := spec.DeepCopy()
-	for i := range s.WorkerGroupSpecs {
-		s.WorkerGroupSpecs[i].Replicas = nil
-		s.WorkerGroupSpecs[i].MinReplicas = nil
-		s.WorkerGroupSpecs[i].MaxReplicas = nil
-		s.WorkerGroupSpecs[i].ScaleStrategy.WorkersToDelete = nil
+	spec.WorkerGroupSpecs = slices.Clone(spec.WorkerGroupSpecs)
+	for i := range spec.WorkerGroupSpecs {
+		g := &spec.WorkerGroupSpecs[i]
+		g.Replicas, g.MinReplicas, g.MaxReplicas = nil, nil, nil
+		g.ScaleStrategy.WorkersToDelete = nil
 	}
-	s.UpgradeStrategy = nil
-	return hashJSON(s)
+	spec.UpgradeStrategy = nil
+	return hashJSON(&spec)
 }
 
 func hashJSON(v any) (string, error) {

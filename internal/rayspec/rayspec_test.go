@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -96,6 +97,19 @@ func TestHashWithoutReplicas(t *testing.T) {
 	}
 	if got := h(base); len(got) != 32 || strings.ToLower(got) != got {
 		t.Errorf("hash %q: want 32 lower-case characters (fits an annotation value and a label)", got)
+	}
+	// Pods carry the hash: a different value for the same spec would make every cluster with
+	// upgradeStrategy Recreate recreate its pods when raygate is upgraded.
+	if got, want := h(base), "38dcucmqio7jvrs6ruocjgs31kuvodt8"; got != want {
+		t.Errorf("hash of the base spec = %q, want %q as in every earlier version", got, want)
+	}
+	scaled := *base.DeepCopy()
+	scaled.WorkerGroupSpecs[0].Replicas = ptr.To[int32](7)
+	scaled.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete = []string{"p"}
+	before := *scaled.DeepCopy()
+	h(scaled)
+	if !equality.Semantic.DeepEqual(scaled, before) {
+		t.Error("hashing changed the spec it was given")
 	}
 }
 
