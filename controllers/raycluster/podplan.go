@@ -131,7 +131,7 @@ func planPods(in podsInput) podPlan {
 	}
 
 	var plan podPlan
-	_, heads := splitByNodeType(all)
+	heads := headPods(all)
 	recreate, restamp := recreateDecision(&rc.Spec, heads, in.Hash, in.OperatorVersion)
 	if restamp {
 		plan.Restamp = &heads[0]

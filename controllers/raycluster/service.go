@@ -20,6 +20,10 @@ func mergeService(existing, desired *corev1.Service) (updated *corev1.Service, r
 	if desired.Spec.ClusterIP != "" && isHeadless(desired) != isHeadless(existing) {
 		return nil, true
 	}
+	ports := mergePorts(existing.Spec.Ports, desired.Spec.Ports)
+	if applied(existing, desired, ports) {
+		return nil, false // every pass asks; most find nothing to change, without a copy
+	}
 	u := existing.DeepCopy()
 	if u.Labels == nil {
 		u.Labels = map[string]string{}
@@ -34,11 +38,32 @@ func mergeService(existing, desired *corev1.Service) (updated *corev1.Service, r
 	u.Spec.Selector = desired.Spec.Selector
 	u.Spec.Type = desired.Spec.Type
 	u.Spec.PublishNotReadyAddresses = desired.Spec.PublishNotReadyAddresses
-	u.Spec.Ports = mergePorts(existing.Spec.Ports, desired.Spec.Ports)
+	u.Spec.Ports = ports
 	if equality.Semantic.DeepEqual(existing, u) {
 		return nil, false
 	}
 	return u, false
+}
+
+// applied says whether existing already has everything mergeService sets (the desired
+// labels and annotations among its own, the selector, type, publishNotReadyAddresses and
+// the merged ports), as comparing a merged copy with it would find.
+func applied(existing, desired *corev1.Service, ports []corev1.ServicePort) bool {
+	return hasEntries(existing.Labels, desired.Labels) && hasEntries(existing.Annotations, desired.Annotations) &&
+		equality.Semantic.DeepEqual(existing.Spec.Selector, desired.Spec.Selector) &&
+		existing.Spec.Type == desired.Spec.Type &&
+		existing.Spec.PublishNotReadyAddresses == desired.Spec.PublishNotReadyAddresses &&
+		equality.Semantic.DeepEqual(existing.Spec.Ports, ports)
+}
+
+// hasEntries says whether m holds every entry of sub.
+func hasEntries(m, sub map[string]string) bool {
+	for k, v := range sub {
+		if got, ok := m[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 // mergePorts takes the desired ports, keeping allocated node ports and defaulted fields of

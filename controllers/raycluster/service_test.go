@@ -85,3 +85,41 @@ func TestMergeHeadService(t *testing.T) {
 		t.Error("switching from headless to a cluster IP needs the Service recreated")
 	}
 }
+
+// Each field mergeService sets is noticed by its no-copy check: a difference in any one
+// gives an update carrying the desired value.
+func TestMergeServiceNoticesEveryField(t *testing.T) {
+	desired := raypod.HeadService(cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.HeadServiceAnnotations = map[string]string{"a": "1"}
+	}))
+	for _, tc := range []struct {
+		name   string
+		change func(*corev1.Service)
+	}{
+		{"a label's value", func(s *corev1.Service) { s.Labels[rayv1.ClusterLabelKey] = "other" }},
+		{"a missing label", func(s *corev1.Service) { delete(s.Labels, rayv1.ClusterLabelKey) }},
+		{"a missing annotation", func(s *corev1.Service) { s.Annotations = nil }},
+		{"the selector", func(s *corev1.Service) { s.Spec.Selector = map[string]string{"x": "y"} }},
+		{"the type", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort }},
+		{"publishNotReadyAddresses", func(s *corev1.Service) { s.Spec.PublishNotReadyAddresses = !s.Spec.PublishNotReadyAddresses }},
+		{"a port", func(s *corev1.Service) { s.Spec.Ports[0].Port++ }},
+		{"a missing port", func(s *corev1.Service) { s.Spec.Ports = s.Spec.Ports[1:] }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			existing := apiDefaults(desired)
+			tc.change(existing)
+			u, re := mergeService(existing, desired)
+			if u == nil || re {
+				t.Fatalf("update=%v recreate=%v; want an update", u != nil, re)
+			}
+			if !applied(u, desired, mergePorts(u.Spec.Ports, desired.Spec.Ports)) {
+				t.Errorf("the update does not carry the desired fields: %+v", u)
+			}
+		})
+	}
+	existing := apiDefaults(desired)
+	existing.Labels["added-by-someone"] = "x"
+	if u, _ := mergeService(existing, desired); u != nil {
+		t.Error("labels someone else added are kept, not fought")
+	}
+}

@@ -96,13 +96,17 @@ func observe(st *rayv1.RayClusterStatus, in statusInput, now metav1.Time) {
 		st.Reason = in.Capped
 	}
 
-	workers, heads := splitByNodeType(in.Pods)
+	heads := headPods(in.Pods)
 	st.ReadyWorkerReplicas, st.AvailableWorkerReplicas = 0, 0
-	for i := range workers {
-		if workers[i].Status.Phase == corev1.PodRunning {
+	for i := range in.Pods {
+		w := &in.Pods[i]
+		if rayv1.RayNodeType(w.Labels[rayv1.NodeTypeLabelKey]) != rayv1.WorkerNode {
+			continue
+		}
+		if w.Status.Phase == corev1.PodRunning {
 			st.AvailableWorkerReplicas++
 		}
-		if rayspec.RunningAndReady(&workers[i]) {
+		if rayspec.RunningAndReady(w) {
 			st.ReadyWorkerReplicas++
 		}
 	}
