@@ -160,8 +160,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// Pods are matched by their ray.io/cluster label, not their owner: every pod with the
 		// label counts (a stray head pod someone created must be reported), so every such pod
-		// triggers its cluster.
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster)).
+		// triggers its cluster, unless an update changed nothing the cache keeps of it.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster), builder.WithPredicates(podUpdateChanged)).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).
