@@ -59,12 +59,23 @@ func shouldDeletePod(pod *corev1.Pod) (bool, string) {
 	return false, ""
 }
 
-// active drops pods that are already terminating.
+// active drops pods that are already terminating. When none is (most passes) it returns
+// pods itself, capped so an append copies, instead of copying every pod; the result is
+// read only either way.
 func active(pods []corev1.Pod) []corev1.Pod {
-	out := make([]corev1.Pod, 0, len(pods))
-	for _, p := range pods {
-		if p.DeletionTimestamp.IsZero() {
-			out = append(out, p)
+	n := 0
+	for i := range pods {
+		if pods[i].DeletionTimestamp.IsZero() {
+			n++
+		}
+	}
+	if n == len(pods) {
+		return pods[:n:n]
+	}
+	out := make([]corev1.Pod, 0, n)
+	for i := range pods {
+		if pods[i].DeletionTimestamp.IsZero() {
+			out = append(out, pods[i])
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package raycluster
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -264,5 +265,33 @@ func TestSuspendStatus(t *testing.T) {
 		if got := suspendStatus(tc.conds); got != tc.want {
 			t.Errorf("case %d: suspendStatus = %q, want %q", i, got, tc.want)
 		}
+	}
+}
+
+func TestActiveDropsTerminatingPods(t *testing.T) {
+	deleting := func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Unix(2000, 0)} }
+	for _, tc := range []struct {
+		name string
+		pods []corev1.Pod
+		want []string
+	}{
+		{"none", nil, nil},
+		{"none terminating", []corev1.Pod{mkPod("a"), mkPod("b")}, []string{"a", "b"}},
+		{"one terminating", []corev1.Pod{mkPod("a"), mkPod("b", deleting), mkPod("c")}, []string{"a", "c"}},
+		{"all terminating", []corev1.Pod{mkPod("a", deleting)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := active(tc.pods)
+			var names []string
+			for i := range got {
+				names = append(names, got[i].Name)
+			}
+			if !slices.Equal(names, tc.want) {
+				t.Errorf("active = %v, want %v", names, tc.want)
+			}
+			if cap(got) != len(got) {
+				t.Errorf("cap %d > len %d: an append would write into the caller's pods", cap(got), len(got))
+			}
+		})
 	}
 }
