@@ -126,7 +126,7 @@ func (r *Reconciler) applyMTLSObject(ctx context.Context, p *pass, desired *unst
 		p.conflicts = append(p.conflicts, c)
 		return errTLSObjectTaken
 	}
-	if raypod.TLSSpecEqual(existing, desired) && hasLabels(existing, desired.GetLabels()) {
+	if raypod.TLSSpecEqual(existing, desired) && hasEntries(existing.GetLabels(), desired.GetLabels()) {
 		return nil
 	}
 	updated := raypod.WithTLSSpec(existing, desired)
@@ -145,15 +145,6 @@ func (r *Reconciler) certReader() client.Reader {
 		return r.CertReader
 	}
 	return r.Client
-}
-
-func hasLabels(obj client.Object, want map[string]string) bool {
-	for k, v := range want {
-		if obj.GetLabels()[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // podIPs are the IPs of the cluster's head and worker pods that hold one and are not on
