@@ -109,9 +109,11 @@ type Reconciler struct {
 	// StatusCoalesce is how long a change of pod counts alone may wait before its status
 	// write (0: written at once); see DefaultStatusCoalesce.
 	StatusCoalesce time.Duration
-	// BringUpCoalesce is how long pod progress may wait while a cluster comes up for the
-	// first time without trouble; see DefaultBringUpCoalesce.
+	// BringUpCoalesce is how long pod progress may wait after the pods last moved while a
+	// cluster comes up for the first time without trouble; see DefaultBringUpCoalesce.
 	BringUpCoalesce time.Duration
+	// BringUpMaxWait bounds that wait while the pods keep moving; see DefaultBringUpMaxWait.
+	BringUpMaxWait time.Duration
 
 	// statuses makes the passes read their own status writes (statuswrite.go).
 	statuses statusMemo
@@ -129,6 +131,7 @@ func NewReconciler(c client.Client, rec events.EventRecorder) *Reconciler {
 		Now:             time.Now,
 		StatusCoalesce:  DefaultStatusCoalesce,
 		BringUpCoalesce: DefaultBringUpCoalesce,
+		BringUpMaxWait:  DefaultBringUpMaxWait,
 	}
 }
 
@@ -375,8 +378,8 @@ func (r *Reconciler) listPods(ctx context.Context, rc *rayv1.RayCluster) ([]core
 
 // writeStatus computes the status from the pods after the pass (listed again only when the
 // pass wrote pods) and writes it when it changed: at once, or for a change of pod counts
-// alone up to StatusCoalesce later, BringUpCoalesce during a trouble-free first bring-up
-// (decideStatusWrite). The write replaces the status without a resourceVersion, so it cannot
+// alone up to StatusCoalesce later; during a trouble-free first bring-up, once the pods have
+// stood still for at least BringUpCoalesce, at most BringUpMaxWait later (decideStatusWrite). The write replaces the status without a resourceVersion, so it cannot
 // conflict (internal/statuspatch). The pass's error is returned so controller-runtime retries
 // with backoff.
 func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (ctrl.Result, error) {
@@ -399,8 +402,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (
 	old := p.object.Status
 	result := ctrl.Result{}
 	k := key(p.object)
-	decision := decideStatusWrite(old, st, r.statuses.pendingSince(k, p.object.UID), now,
-		coalesceWindows{Steady: r.StatusCoalesce, BringUp: r.BringUpCoalesce})
+	decision := decideStatusWrite(old, st, r.statuses.pending(k, p.object.UID), p.object.CreationTimestamp.Time, now,
+		coalesceWindows{Steady: r.StatusCoalesce, BringUp: r.BringUpCoalesce, BringUpMax: r.BringUpMaxWait})
 	if decision.Write {
 		if err := statuspatch.Replace(ctx, r.Client, p.object, st); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -409,7 +412,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (
 			}
 			return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 		}
-		r.statuses.update(k, p.object.UID, &st, time.Time{}, now)
+		r.statuses.update(k, p.object.UID, &st, pendingChange{}, now)
 		if c := conflictMessage(p.conflicts); c != "" && c != recordedConflict(old) {
 			p.warn(EventOwnershipConflict, actionSkip, "%s", c)
 		}
@@ -425,7 +428,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (
 		}
 	} else {
 		// Nothing written: a waiting count change comes back when its wait is over.
-		r.statuses.update(k, p.object.UID, nil, decision.PendingSince, now)
+		r.statuses.update(k, p.object.UID, nil, decision.Pending, now)
 		result.RequeueAfter = decision.After
 		st = old
 	}

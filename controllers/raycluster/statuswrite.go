@@ -22,23 +22,63 @@ import (
 // transition is never delayed by it.
 const DefaultStatusCoalesce = 5 * time.Second
 
-// DefaultBringUpCoalesce is how long the same progress may wait while a cluster comes up for
-// the first time without trouble: not yet provisioned, no failure reported. Its pods' progress
-// is then written with the `ready` transition, which is written at once, or at most this long
-// after it was first seen. On kubelet-like pod timing a bring-up spreads over more than
-// DefaultStatusCoalesce, so the shorter wait still cost most clusters a third status write
-// (3.1 per cluster at 100 clusters, 3.7 at 1,000, against the 2 a bring-up needs: the first
-// status and `ready`). Conditions' reasons and messages (e.g. ImagePullBackOff) and any
-// failure keep the short wait: trouble is shown within seconds.
+// DefaultBringUpCoalesce is the least time the pods of a cluster coming up for the first time
+// without trouble (not yet provisioned, no failure reported) must stand still before their
+// progress is written on its own. While they keep moving the progress waits for the `ready`
+// transition, which is written at once, up to DefaultBringUpMaxWait; once they stop short of
+// it (a worker that cannot be scheduled, a head that never turns ready) the progress is
+// written this long after their last step, or as long as the pods took to make their first
+// step since the cluster was created if that is longer: on a busy cluster every step is slow,
+// and a pause no longer than the wait for the first step is no sign of trouble. A wait
+// counted from the first step instead ran out during every bring-up slower than itself: at
+// 1,000 clusters on a saturated API server each cluster's pods took about a minute from their
+// first step to `ready`, and most clusters paid a third status write. Conditions' reasons and
+// messages (e.g. ImagePullBackOff) and any failure keep DefaultStatusCoalesce: trouble is
+// shown within seconds.
 const DefaultBringUpCoalesce = 30 * time.Second
+
+// DefaultBringUpMaxWait bounds how long pod progress waits during a first bring-up, whether
+// the pods keep moving or not: the most `kubectl get raycluster` lags behind them.
+const DefaultBringUpMaxWait = 2 * time.Minute
 
 // coalesceWindows are the waits of decideStatusWrite.
 type coalesceWindows struct {
 	// Steady is the wait of progress changes (0: every change is written at once).
 	Steady time.Duration
-	// BringUp is the wait of pod progress while a cluster comes up without trouble
-	// (bringingUp); never shorter than Steady.
+	// BringUp is the least wait of pod progress after the pods last moved, while a cluster
+	// comes up without trouble (bringingUp); never shorter than Steady.
 	BringUp time.Duration
+	// BringUpMax bounds the wait of pod progress from its first step (never shorter than
+	// BringUp).
+	BringUpMax time.Duration
+}
+
+// pendingChange is a status change waiting to be written.
+type pendingChange struct {
+	// Since is when it was first seen (zero: nothing waits).
+	Since time.Time
+	// Moved is when the pods' progress last moved, and Progress what it was then.
+	Moved    time.Time
+	Progress progressMark
+}
+
+// progressMark is what pods making progress move in a status (sameApartFromProgress), kept
+// to notice that they moved again; a few words per waiting cluster.
+type progressMark struct {
+	ready, available      int32
+	headPod, headIP, svc  string
+	headReady, headReason string
+}
+
+func markOf(s *rayv1.RayClusterStatus) progressMark {
+	m := progressMark{
+		ready: s.ReadyWorkerReplicas, available: s.AvailableWorkerReplicas,
+		headPod: s.Head.PodName, headIP: s.Head.PodIP, svc: s.Head.ServiceIP,
+	}
+	if c := meta.FindStatusCondition(s.Conditions, string(rayv1.HeadPodReady)); c != nil {
+		m.headReady, m.headReason = string(c.Status), c.Reason
+	}
+	return m
 }
 
 // statusWrite is what to do with a computed status.
@@ -47,31 +87,53 @@ type statusWrite struct {
 	Write bool
 	// After, when not writing, is when to look again so a waiting change is written.
 	After time.Duration
-	// PendingSince is when the waiting change was first seen (zero: nothing waits).
-	PendingSince time.Time
+	// Pending is the change left waiting (zero: nothing waits).
+	Pending pendingChange
 }
 
 // decideStatusWrite says whether a status that differs from the stored one in cur is
-// written now. Progress changes (countsOnly) wait until their window has passed since such a
-// change was first seen (pendingSince); anything else is written at once.
-func decideStatusWrite(old, cur rayv1.RayClusterStatus, pendingSince, now time.Time, w coalesceWindows) statusWrite {
+// written now. Progress changes (countsOnly) wait until the steady window has passed since
+// such a change was first seen (pending.Since). Pod progress during a trouble-free first
+// bring-up waits until the pods have stood still for bringUpQuiet, or the bring-up bound has
+// passed since the first step; created is the cluster's creation (zero: unknown). Anything
+// else is written at once.
+func decideStatusWrite(old, cur rayv1.RayClusterStatus, pending pendingChange, created, now time.Time, w coalesceWindows) statusWrite {
 	if !statusChanged(old, cur) {
 		return statusWrite{}
 	}
 	if w.Steady <= 0 || !countsOnly(old, cur) {
 		return statusWrite{Write: true}
 	}
-	window := w.Steady
-	if w.BringUp > window && bringingUp(old, cur) && podProgressOnly(old, cur) {
-		window = w.BringUp
+	if pending.Since.IsZero() || pending.Since.After(now) {
+		pending = pendingChange{Since: now}
 	}
-	if pendingSince.IsZero() || pendingSince.After(now) {
-		pendingSince = now
+	waited := now.Sub(pending.Since)
+	if w.BringUp <= w.Steady || !bringingUp(old, cur) || !podProgressOnly(old, cur) {
+		if waited < w.Steady {
+			return statusWrite{After: w.Steady - waited, Pending: pendingChange{Since: pending.Since}}
+		}
+		return statusWrite{Write: true}
 	}
-	if waited := now.Sub(pendingSince); waited < window {
-		return statusWrite{After: window - waited, PendingSince: pendingSince}
+	if mark := markOf(&cur); pending.Moved.IsZero() || pending.Moved.After(now) || mark != pending.Progress {
+		pending.Moved, pending.Progress = now, mark
 	}
-	return statusWrite{Write: true}
+	bound := max(w.BringUpMax, w.BringUp)
+	quiet, still := bringUpQuiet(created, pending.Since, w.BringUp, bound), now.Sub(pending.Moved)
+	if still >= quiet || waited >= bound {
+		return statusWrite{Write: true}
+	}
+	return statusWrite{After: min(quiet-still, bound-waited), Pending: pending}
+}
+
+// bringUpQuiet is how long a bring-up's pods must stand still before their progress is
+// written on its own: as long as they took from the cluster's creation to their first step
+// (firstStep), between least and most.
+func bringUpQuiet(created, firstStep time.Time, least, most time.Duration) time.Duration {
+	pace := time.Duration(0)
+	if !created.IsZero() && firstStep.After(created) {
+		pace = firstStep.Sub(created)
+	}
+	return min(max(pace, least), most)
 }
 
 // bringingUp says whether a cluster is coming up for the first time without trouble: it was
@@ -173,8 +235,8 @@ type memoEntry struct {
 	written *rayv1.RayClusterStatus
 	// writtenAt is when written was written.
 	writtenAt time.Time
-	// pendingSince is when a waiting count change was first seen.
-	pendingSince time.Time
+	// pending is a change waiting to be written.
+	pending pendingChange
 }
 
 // stored returns the status last stored for rc: the one raygate last wrote until the cache
@@ -195,18 +257,18 @@ func (s *statusMemo) stored(k types.NamespacedName, rc *rayv1.RayCluster) rayv1.
 	return rc.Status
 }
 
-func (s *statusMemo) pendingSince(k types.NamespacedName, uid types.UID) time.Time {
+func (s *statusMemo) pending(k types.NamespacedName, uid types.UID) pendingChange {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.m[k]; ok && e.uid == uid {
-		return e.pendingSince
+		return e.pending
 	}
-	return time.Time{}
+	return pendingChange{}
 }
 
-// update records the outcome of a pass at now: the status written (nil: none) and when a
-// waiting change was first seen.
-func (s *statusMemo) update(k types.NamespacedName, uid types.UID, written *rayv1.RayClusterStatus, pendingSince, now time.Time) {
+// update records the outcome of a pass at now: the status written (nil: none) and the change
+// left waiting.
+func (s *statusMemo) update(k types.NamespacedName, uid types.UID, written *rayv1.RayClusterStatus, pending pendingChange, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
@@ -219,7 +281,7 @@ func (s *statusMemo) update(k types.NamespacedName, uid types.UID, written *rayv
 	if written != nil {
 		e.written, e.writtenAt = written.DeepCopy(), now
 	}
-	e.pendingSince = pendingSince
+	e.pending = pending
 	s.put(k, e)
 	if now.Sub(s.lastSweep) >= memoSweepEvery || now.Before(s.lastSweep) {
 		s.sweep(now)
@@ -239,7 +301,7 @@ func (s *statusMemo) sweep(now time.Time) {
 
 // put stores e, or drops it when it holds nothing; the caller holds mu.
 func (s *statusMemo) put(k types.NamespacedName, e memoEntry) {
-	if e.written == nil && e.pendingSince.IsZero() {
+	if e.written == nil && e.pending.Since.IsZero() {
 		delete(s.m, k)
 		return
 	}

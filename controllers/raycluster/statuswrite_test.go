@@ -56,28 +56,28 @@ func TestDecideStatusWrite(t *testing.T) {
 		{"unchanged: nothing to do", base, time.Time{}, t0, window, statusWrite{}},
 		{"only lastUpdateTime differs: nothing to do", onlyTime, time.Time{}, t0, window, statusWrite{}},
 		{"unchanged clears a waiting change", base, t0, t0.Add(time.Second), window, statusWrite{}},
-		{"a first count change waits the window", oneReady, time.Time{}, t0, window, statusWrite{After: window, PendingSince: t0}},
-		{"a count change seen again waits the rest", oneReady, t0, t0.Add(500 * time.Millisecond), window, statusWrite{After: 1500 * time.Millisecond, PendingSince: t0}},
+		{"a first count change waits the window", oneReady, time.Time{}, t0, window, statusWrite{After: window, Pending: pendingChange{Since: t0}}},
+		{"a count change seen again waits the rest", oneReady, t0, t0.Add(500 * time.Millisecond), window, statusWrite{After: 1500 * time.Millisecond, Pending: pendingChange{Since: t0}}},
 		{"a count change is written once the window is over", oneReady, t0, t0.Add(window), window, statusWrite{Write: true}},
-		{"the head pod's IP waits too", headIP, time.Time{}, t0, window, statusWrite{After: window, PendingSince: t0}},
-		{"so does a headless Service's IP, the pod's", headlessIP, time.Time{}, t0, window, statusWrite{After: window, PendingSince: t0}},
+		{"the head pod's IP waits too", headIP, time.Time{}, t0, window, statusWrite{After: window, Pending: pendingChange{Since: t0}}},
+		{"so does a headless Service's IP, the pod's", headlessIP, time.Time{}, t0, window, statusWrite{After: window, Pending: pendingChange{Since: t0}}},
 		{"a Service's own IP is written at once", serviceIP, time.Time{}, t0, window, statusWrite{Write: true}},
-		{"a pending time in the future (clock step) restarts the wait", oneReady, t0.Add(time.Hour), t0, window, statusWrite{After: window, PendingSince: t0}},
+		{"a pending time in the future (clock step) restarts the wait", oneReady, t0.Add(time.Hour), t0, window, statusWrite{After: window, Pending: pendingChange{Since: t0}}},
 		{"without a window a count change is written at once", oneReady, time.Time{}, t0, 0, statusWrite{Write: true}},
 		{"the ready transition is written at once", ready, time.Time{}, t0, window, statusWrite{Write: true}},
 		{"the ready transition does not wait for a pending count change", ready, t0, t0.Add(time.Millisecond), window, statusWrite{Write: true}},
-		{"the head turning ready waits like a worker", headReady, time.Time{}, t0, window, statusWrite{After: window, PendingSince: t0}},
+		{"the head turning ready waits like a worker", headReady, time.Time{}, t0, window, statusWrite{After: window, Pending: pendingChange{Since: t0}}},
 		{"the head turning ready is written once the window is over", headReady, t0, t0.Add(window), window, statusWrite{Write: true}},
 		{"the head turning ready with the cluster ready is written at once", headAndClusterReady, time.Time{}, t0, window, statusWrite{Write: true}},
 		{"a new condition is written at once", newCondition, time.Time{}, t0, window, statusWrite{Write: true}},
-		{"a condition's reason while its status stays waits", headWaiting, time.Time{}, t0, window, statusWrite{After: window, PendingSince: t0}},
+		{"a condition's reason while its status stays waits", headWaiting, time.Time{}, t0, window, statusWrite{After: window, Pending: pendingChange{Since: t0}}},
 		{"a reason is written at once", reason, time.Time{}, t0, window, statusWrite{Write: true}},
 		{"desired figures are written at once", desired, time.Time{}, t0, window, statusWrite{Write: true}},
 		{"endpoints are written at once", endpoints, time.Time{}, t0, window, statusWrite{Write: true}},
 		{"observedGeneration is written at once", generation, time.Time{}, t0, window, statusWrite{Write: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := decideStatusWrite(base, tt.cur, tt.pendingSince, tt.now, coalesceWindows{Steady: tt.window}); got != tt.want {
+			if got := decideStatusWrite(base, tt.cur, pendingChange{Since: tt.pendingSince}, time.Time{}, tt.now, coalesceWindows{Steady: tt.window}); got != tt.want {
 				t.Errorf("decideStatusWrite = %+v, want %+v", got, tt.want)
 			}
 		})
@@ -105,7 +105,7 @@ func TestDecideStatusWriteOtherTransitions(t *testing.T) {
 		{"provisioned", status(tr, f), status(tr, tr), false},
 		{"head ready and provisioned", status(f, f), status(tr, tr), false},
 	} {
-		got := decideStatusWrite(tt.old, tt.cur, time.Time{}, t0, coalesceWindows{Steady: 5 * time.Second})
+		got := decideStatusWrite(tt.old, tt.cur, pendingChange{}, time.Time{}, t0, coalesceWindows{Steady: 5 * time.Second})
 		if tt.wait != !got.Write {
 			t.Errorf("%s: decideStatusWrite = %+v, want waiting %v", tt.name, got, tt.wait)
 		}
@@ -159,28 +159,28 @@ func TestDecideStatusWriteBringUp(t *testing.T) {
 		want         statusWrite
 	}{
 		{"the head turning ready with its IP waits the bring-up window", status(f, f), status(tr, f, headIP), time.Time{}, t0,
-			statusWrite{After: w.BringUp, PendingSince: t0}},
+			statusWrite{After: w.BringUp, Pending: pendingChange{Since: t0}}},
 		{"workers turning ready wait the bring-up window", status(tr, f, headIP), status(tr, f, headIP, workers(2)), t0, t0.Add(10 * time.Second),
-			statusWrite{After: 20 * time.Second, PendingSince: t0}},
+			statusWrite{After: 20 * time.Second, Pending: pendingChange{Since: t0}}},
 		{"and are written when it is over", status(tr, f, headIP), status(tr, f, headIP, workers(2)), t0, t0.Add(w.BringUp), statusWrite{Write: true}},
 		{"provisioned is written at once, with the progress that waited", status(f, f), status(tr, tr, headIP, workers(3), ready), t0, t0.Add(time.Second),
 			statusWrite{Write: true}},
 		{"a provisioned cluster's counts keep the short wait", status(tr, tr, headIP, workers(3), ready), status(tr, tr, headIP, workers(2), ready), time.Time{}, t0,
-			statusWrite{After: w.Steady, PendingSince: t0}},
+			statusWrite{After: w.Steady, Pending: pendingChange{Since: t0}}},
 		{"so do they once ready without the condition", status(tr, "", headIP, workers(3), ready), status(tr, "", headIP, workers(2), ready), time.Time{}, t0,
-			statusWrite{After: w.Steady, PendingSince: t0}},
+			statusWrite{After: w.Steady, Pending: pendingChange{Since: t0}}},
 		{"a reported failure keeps the short wait", status(f, f, failing), status(tr, f, failing, headIP), time.Time{}, t0,
-			statusWrite{After: w.Steady, PendingSince: t0}},
+			statusWrite{After: w.Steady, Pending: pendingChange{Since: t0}}},
 		{"so does a replica failure", status(f, f, replicaFailure), status(tr, f, replicaFailure, headIP), time.Time{}, t0,
-			statusWrite{After: w.Steady, PendingSince: t0}},
+			statusWrite{After: w.Steady, Pending: pendingChange{Since: t0}}},
 		{"the head's start-up steps wait the bring-up window", status(f, f), status(f, f, headIP, creating), time.Time{}, t0,
-			statusWrite{After: w.BringUp, PendingSince: t0}},
+			statusWrite{After: w.BringUp, Pending: pendingChange{Since: t0}}},
 		{"from one step to the next too", status(f, f, headIP, creating), status(f, f, headIP, initializing), time.Time{}, t0,
-			statusWrite{After: w.BringUp, PendingSince: t0}},
+			statusWrite{After: w.BringUp, Pending: pendingChange{Since: t0}}},
 		{"a start-up step to trouble keeps the short wait", status(f, f, headIP, creating), status(f, f, headIP, pulling), time.Time{}, t0,
-			statusWrite{After: w.Steady, PendingSince: t0}},
+			statusWrite{After: w.Steady, Pending: pendingChange{Since: t0}}},
 		{"a condition's new reason keeps the short wait: trouble is shown within seconds", status(f, f), status(f, f, pulling), time.Time{}, t0,
-			statusWrite{After: w.Steady, PendingSince: t0}},
+			statusWrite{After: w.Steady, Pending: pendingChange{Since: t0}}},
 		{"progress waiting since long ago is written by the short wait once a reason joins it", status(f, f), status(tr, f, headIP, workers(1), func(s *rayv1.RayClusterStatus) {
 			s.Conditions[1].Message = "one worker pending"
 		}), t0, t0.Add(w.Steady), statusWrite{Write: true}},
@@ -191,7 +191,12 @@ func TestDecideStatusWriteBringUp(t *testing.T) {
 			if strings.HasPrefix(tt.name, "no steady window") {
 				win.Steady = 0
 			}
-			if got := decideStatusWrite(tt.old, tt.cur, tt.pendingSince, tt.now, win); got != tt.want {
+			// Moved and Progress are the debounce's own (TestBringUpWaitsWhilePodsMove).
+			got := decideStatusWrite(tt.old, tt.cur, pendingChange{Since: tt.pendingSince}, time.Time{}, tt.now, win)
+			if got.Pending.Since != tt.want.Pending.Since {
+				t.Errorf("decideStatusWrite waits since %v, want %v", got.Pending.Since, tt.want.Pending.Since)
+			}
+			if got.Write != tt.want.Write || got.After != tt.want.After {
 				t.Errorf("decideStatusWrite = %+v, want %+v", got, tt.want)
 			}
 		})
@@ -205,7 +210,7 @@ func TestStatusMemoReadsItsOwnWrites(t *testing.T) {
 	if got := m.stored(k, cached); got.ReadyWorkerReplicas != 1 {
 		t.Fatalf("nothing written: stored = %d, want the cache's 1", got.ReadyWorkerReplicas)
 	}
-	m.update(k, "u1", &rayv1.RayClusterStatus{ReadyWorkerReplicas: 2}, time.Time{}, time.Unix(0, 0))
+	m.update(k, "u1", &rayv1.RayClusterStatus{ReadyWorkerReplicas: 2}, pendingChange{}, time.Unix(0, 0))
 	if got := m.stored(k, cached); got.ReadyWorkerReplicas != 2 {
 		t.Errorf("cache behind the write: stored = %d, want the written 2", got.ReadyWorkerReplicas)
 	}
@@ -214,16 +219,20 @@ func TestStatusMemoReadsItsOwnWrites(t *testing.T) {
 	if got := m.stored(k, recreated); got.ReadyWorkerReplicas != 1 {
 		t.Errorf("another object of the same name: stored = %d, want its own 1", got.ReadyWorkerReplicas)
 	}
-	m.update(k, "u1", &rayv1.RayClusterStatus{ReadyWorkerReplicas: 2}, time.Time{}, time.Unix(0, 0))
+	m.update(k, "u1", &rayv1.RayClusterStatus{ReadyWorkerReplicas: 2}, pendingChange{}, time.Unix(0, 0))
 	caughtUp := cached.DeepCopy()
 	caughtUp.Status.ReadyWorkerReplicas = 2
 	m.stored(k, caughtUp)
 	if len(m.m) != 0 {
 		t.Errorf("the cache caught up: the memo still holds %v", m.m)
 	}
-	m.update(k, "u1", nil, time.Unix(1, 0), time.Unix(1, 0))
-	if got := m.pendingSince(k, "u1"); !got.Equal(time.Unix(1, 0)) {
-		t.Errorf("pendingSince = %v", got)
+	waiting := pendingChange{Since: time.Unix(1, 0), Moved: time.Unix(1, 0), Progress: progressMark{ready: 1}}
+	m.update(k, "u1", nil, waiting, time.Unix(1, 0))
+	if got := m.pending(k, "u1"); got != waiting {
+		t.Errorf("pending = %+v, want %+v", got, waiting)
+	}
+	if got := m.pending(k, "u2"); got != (pendingChange{}) {
+		t.Errorf("another object of the same name: pending = %+v, want none", got)
 	}
 	m.forget(k)
 	if len(m.m) != 0 {
@@ -237,18 +246,18 @@ func TestStatusMemoForgetsOldWrites(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	a, b, c := types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"}, types.NamespacedName{Namespace: "ns", Name: "c"}
 	var m statusMemo
-	m.update(a, "ua", &rayv1.RayClusterStatus{ReadyWorkerReplicas: 1}, time.Time{}, t0)
-	m.update(b, "ub", &rayv1.RayClusterStatus{ReadyWorkerReplicas: 1}, t0, t0)
-	m.update(c, "uc", &rayv1.RayClusterStatus{ReadyWorkerReplicas: 1}, time.Time{}, t0.Add(memoKeep-time.Second))
+	m.update(a, "ua", &rayv1.RayClusterStatus{ReadyWorkerReplicas: 1}, pendingChange{}, t0)
+	m.update(b, "ub", &rayv1.RayClusterStatus{ReadyWorkerReplicas: 1}, pendingChange{Since: t0}, t0)
+	m.update(c, "uc", &rayv1.RayClusterStatus{ReadyWorkerReplicas: 1}, pendingChange{}, t0.Add(memoKeep-time.Second))
 	if len(m.m) != 3 {
 		t.Fatalf("memo holds %d entries, want 3", len(m.m))
 	}
-	m.update(c, "uc", nil, time.Time{}, t0.Add(memoKeep+memoSweepEvery)) // the sweeps run at most every memoSweepEvery
+	m.update(c, "uc", nil, pendingChange{}, t0.Add(memoKeep+memoSweepEvery)) // the sweeps run at most every memoSweepEvery
 	if _, ok := m.m[a]; ok {
 		t.Errorf("a's write is %v old and still kept", memoKeep)
 	}
-	if e := m.m[b]; e.written != nil || !e.pendingSince.Equal(t0) {
-		t.Errorf("b: written %v, pendingSince %v; want the write dropped and the waiting change kept", e.written, e.pendingSince)
+	if e := m.m[b]; e.written != nil || !e.pending.Since.Equal(t0) {
+		t.Errorf("b: written %v, pending since %v; want the write dropped and the waiting change kept", e.written, e.pending.Since)
 	}
 	if e := m.m[c]; e.written == nil {
 		t.Errorf("c's write is younger than %v and was dropped", memoKeep)
@@ -271,5 +280,119 @@ func TestStatusComparisonsLeaveTheirInputsAlone(t *testing.T) {
 	}
 	if !equality.Semantic.DeepEqual(&old, oldCopy) || !equality.Semantic.DeepEqual(&cur, curCopy) {
 		t.Errorf("a comparison changed its inputs:\nold %+v\ncur %+v", old, cur)
+	}
+}
+
+// During a first bring-up, pod progress waits while the pods keep moving (ready comes next,
+// written at once), is written once they have not moved for the bring-up window (a stall
+// shows), and never waits longer than the bound from its first step.
+func TestBringUpWaitsWhilePodsMove(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := coalesceWindows{Steady: 5 * time.Second, BringUp: 30 * time.Second, BringUpMax: 2 * time.Minute}
+	old := rayv1.RayClusterStatus{DesiredWorkerReplicas: 3, Conditions: []metav1.Condition{
+		{Type: string(rayv1.HeadPodReady), Status: metav1.ConditionFalse, Reason: rayv1.UnknownReason},
+		{Type: string(rayv1.RayClusterProvisioned), Status: metav1.ConditionFalse, Reason: "RayClusterPodsProvisioning"},
+	}}
+	step := func(mutate func(*rayv1.RayClusterStatus)) rayv1.RayClusterStatus {
+		s := *old.DeepCopy()
+		mutate(&s)
+		return s
+	}
+	headIP := step(func(s *rayv1.RayClusterStatus) { s.Head.PodName, s.Head.PodIP = "h", "127.0.0.5" })
+	headReady := step(func(s *rayv1.RayClusterStatus) {
+		s.Head.PodName, s.Head.PodIP = "h", "127.0.0.5"
+		s.Conditions[0].Status, s.Conditions[0].Reason = metav1.ConditionTrue, rayv1.HeadPodRunningAndReady
+	})
+	workers := func(n int32) rayv1.RayClusterStatus {
+		s := *headReady.DeepCopy()
+		s.ReadyWorkerReplicas, s.AvailableWorkerReplicas = n, n
+		return s
+	}
+	type pass struct {
+		at        time.Duration
+		cur       rayv1.RayClusterStatus
+		write     bool
+		wantAfter time.Duration
+	}
+	for _, tt := range []struct {
+		name    string
+		created time.Time // zero: unknown, the least wait
+		passes  []pass
+	}{
+		{"pods that keep moving wait past the bring-up window", time.Time{}, []pass{
+			{0, headIP, false, 30 * time.Second},
+			{20 * time.Second, headReady, false, 30 * time.Second},
+			{30 * time.Second, headReady, false, 20 * time.Second}, // a wait counted from the first step wrote here
+			{45 * time.Second, workers(1), false, 30 * time.Second},
+			{70 * time.Second, workers(2), false, 30 * time.Second},
+		}},
+		{"pods that stop moving are written a window after their last step", time.Time{}, []pass{
+			{0, headIP, false, 30 * time.Second},
+			{20 * time.Second, headReady, false, 30 * time.Second},
+			{45 * time.Second, headReady, false, 5 * time.Second},
+			{50 * time.Second, headReady, true, 0},
+		}},
+		{"pods that never stop moving are written at the bound", time.Time{}, []pass{
+			{0, headIP, false, 30 * time.Second},
+			{25 * time.Second, headReady, false, 30 * time.Second},
+			{50 * time.Second, workers(1), false, 30 * time.Second},
+			{75 * time.Second, workers(2), false, 30 * time.Second},
+			{100 * time.Second, workers(1), false, 20 * time.Second},
+			{120 * time.Second, workers(2), true, 0},
+		}},
+		{"a last step in the future (clock step) restarts the quiet wait", time.Time{}, []pass{
+			{0, headIP, false, 30 * time.Second},
+			{-10 * time.Second, headIP, false, 30 * time.Second},
+		}},
+		{"a quick first step keeps the least wait", t0.Add(-2 * time.Second), []pass{
+			{0, headIP, false, 30 * time.Second},
+			{30 * time.Second, headIP, true, 0},
+		}},
+		{"on a slow cluster a pause as long as the wait for the first step is no stall", t0.Add(-50 * time.Second), []pass{
+			{0, headIP, false, 50 * time.Second},
+			{20 * time.Second, headReady, false, 50 * time.Second},
+			{60 * time.Second, headReady, false, 10 * time.Second}, // the least wait alone wrote here
+			{70 * time.Second, headReady, true, 0},
+		}},
+		{"the pace never stretches the wait past the bound", t0.Add(-5 * time.Minute), []pass{
+			{0, headIP, false, 2 * time.Minute},
+			{60 * time.Second, headReady, false, time.Minute},
+			{2 * time.Minute, headReady, true, 0},
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var pending pendingChange
+			for _, p := range tt.passes {
+				got := decideStatusWrite(old, p.cur, pending, tt.created, t0.Add(p.at), w)
+				if got.Write != p.write || got.After != p.wantAfter {
+					t.Fatalf("at %v: decideStatusWrite = write %v after %v, want write %v after %v", p.at, got.Write, got.After, p.write, p.wantAfter)
+				}
+				if !p.write && !got.Pending.Since.Equal(t0) && p.at >= 0 {
+					t.Fatalf("at %v: waiting since %v, want the first step's %v", p.at, got.Pending.Since, t0)
+				}
+				pending = got.Pending
+			}
+		})
+	}
+}
+
+func TestBringUpQuiet(t *testing.T) {
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	least, most := 30*time.Second, 2*time.Minute
+	for _, tt := range []struct {
+		name      string
+		created   time.Time
+		firstStep time.Duration // after created
+		want      time.Duration
+	}{
+		{"a quick first step: the least wait", created, 3 * time.Second, least},
+		{"a slow first step: as long as it took", created, 50 * time.Second, 50 * time.Second},
+		{"a very slow first step: the most", created, 10 * time.Minute, most},
+		{"creation unknown: the least wait", time.Time{}, 50 * time.Second, least},
+		{"a first step before creation (clock step): the least wait", created, -time.Minute, least},
+	} {
+		if got := bringUpQuiet(tt.created, created.Add(tt.firstStep), least, most); got != tt.want {
+			t.Errorf("%s: bringUpQuiet = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

@@ -125,6 +125,7 @@ func analysisConstants() map[string]string {
 		"admissionConcurrency":   strconv.Itoa(admissionConcurrency),
 		"statusCoalesce":         fmt.Sprintf("%.0f s", raycluster.DefaultStatusCoalesce.Seconds()),
 		"bringUpCoalesce":        fmt.Sprintf("%.0f s", raycluster.DefaultBringUpCoalesce.Seconds()),
+		"bringUpMaxWait":         fmt.Sprintf("%.0f min", raycluster.DefaultBringUpMaxWait.Minutes()),
 		"targetTimeRatio":        fmt.Sprintf("≤ %s× the ReplicaSet reference", ratioText(targetTimeRatio)),
 		"targetKubeRayTimeRatio": fmt.Sprintf("≤ %s× KubeRay", ratioText(targetKubeRayTimeRatio)),
 		"targetWritesRatio":      fmt.Sprintf("≤ %s× the minimum", ratioText(targetWritesRatio)),

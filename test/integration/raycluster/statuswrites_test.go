@@ -50,6 +50,28 @@ var _ = Describe("status writes while workers turn ready one by one", func() {
 		Expect(writesIn(ns)()["patch rayclusters/status"]).To(Equal(2))
 	})
 
+	It("shows a stalled bring-up's progress once its pods have stopped moving for the bring-up wait", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		Expect(kubelet.SetBehavior(ctx, func(p *corev1.Pod) bool { return p.Namespace == ns }, framework.NotReady)).To(Succeed())
+		DeferCleanup(kubelet.ResetBehaviors)
+		Expect(k8s.Create(ctx, builders.RayCluster("stalled", ns).WorkerGroups(builders.WorkerGroup("w", 2)).Obj())).To(Succeed())
+		Eventually(func() []corev1.Pod { return workerPods(ctx, ns, "stalled", "w") }).Should(And(HaveLen(2), HaveEach(Satisfy(running))))
+		Eventually(func() []corev1.Pod { return headPods(ctx, ns, "stalled") }).Should(ContainElement(Satisfy(running)))
+		Consistently(func() int { return writesIn(ns)()["patch rayclusters/status"] }, 10*time.Second).Should(Equal(1),
+			"only the first status: the pods' start-up steps wait")
+
+		By("the head turning ready while the workers never do: its progress is written 30 s after that last step")
+		movedLast := time.Now()
+		Expect(kubelet.SetBehavior(ctx, func(p *corev1.Pod) bool {
+			return p.Namespace == ns && p.Labels[rayv1.NodeTypeLabelKey] == "head"
+		}, framework.Ready)).To(Succeed())
+		Eventually(clusterStatus(ctx, ns, "stalled"), 45*time.Second, time.Second).Should(
+			haveCondition(rayv1.HeadPodReady, "True", rayv1.HeadPodRunningAndReady))
+		Expect(time.Since(movedLast)).To(BeNumerically(">=", 29*time.Second), "written before the pods were quiet for the bring-up wait")
+		Expect(getCluster(ctx, ns, "stalled").Status.State).To(BeEmpty())
+		Expect(writesIn(ns)()["patch rayclusters/status"]).To(Equal(2))
+	})
+
 	It("coalesces a provisioned cluster's count changes into one write", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		Expect(k8s.Create(ctx, builders.RayCluster("one-by-one", ns).WorkerGroups(builders.WorkerGroup("w", 1)).Obj())).To(Succeed())
