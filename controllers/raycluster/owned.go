@@ -87,10 +87,15 @@ func (r *Reconciler) reportTaken(ctx context.Context, p *pass, kind string, desi
 // reconcileHeadService creates the head Service or brings the fields raygate sets back to
 // the desired values. Fields the API server defaulted or allocated are left alone.
 func (r *Reconciler) reconcileHeadService(ctx context.Context, p *pass) error {
-	desired := raypod.HeadService(p.cluster)
+	k := key(p.object)
 	existing := &corev1.Service{}
 	// Read only (mergeService changes a copy): no deep copy of the cached Service.
-	err := r.Get(ctx, key(desired), existing, client.UnsafeDisableDeepCopy)
+	err := r.Get(ctx, client.ObjectKey{Namespace: p.cluster.Namespace, Name: raypod.HeadServiceName(p.cluster)}, existing, client.UnsafeDisableDeepCopy)
+	if err == nil && r.headServices.agree(k, p.object.ResourceVersion, existing.ResourceVersion) {
+		p.headSvc = existing
+		return nil
+	}
+	desired := raypod.HeadService(p.cluster)
 	switch {
 	case apierrors.IsNotFound(err):
 		err := r.Create(ctx, desired)
@@ -130,6 +135,7 @@ func (r *Reconciler) reconcileHeadService(ctx context.Context, p *pass) error {
 		p.headSvc = updated
 	default:
 		p.headSvc = existing
+		r.headServices.remember(k, p.object.ResourceVersion, existing.ResourceVersion)
 	}
 	return nil
 }

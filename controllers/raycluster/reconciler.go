@@ -117,6 +117,8 @@ type Reconciler struct {
 
 	// statuses makes the passes read their own status writes (statuswrite.go).
 	statuses statusMemo
+	// headServices skips comparing a head Service already found as wanted (servicememo.go).
+	headServices serviceMemo
 }
 
 // NewReconciler returns a reconciler with production settings.
@@ -252,6 +254,7 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*pass, error) 
 		if apierrors.IsNotFound(err) {
 			r.Expectations.Forget(req.Namespace, req.Name)
 			r.statuses.forget(req.NamespacedName)
+			r.headServices.forget(req.NamespacedName)
 			return nil, nil
 		}
 		return nil, err

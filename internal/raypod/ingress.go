@@ -102,7 +102,7 @@ func HeadIngress(rc *rayv1.RayCluster) *networkingv1.Ingress {
 						Path:     path,
 						PathType: &pathType,
 						Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-							Name: headServiceName(rc),
+							Name: HeadServiceName(rc),
 							Port: networkingv1.ServiceBackendPort{Number: dashboardServicePort(rc)},
 						}},
 					}},

@@ -77,7 +77,7 @@ echo "The certificate names $%[2]s."`, cert, EnvPodIP)
 // and qualified), which the head's certificate must name: workers dial the GCS at the
 // fully qualified one.
 func HeadDNSNames(rc *rayv1.RayCluster) []string {
-	svc := headServiceName(rc)
+	svc := HeadServiceName(rc)
 	return []string{
 		"localhost",
 		svc,

@@ -157,7 +157,7 @@ func finishPod(rc *rayv1.RayCluster, pod *corev1.Pod, node rayv1.RayNodeType, pa
 	setRayEnv(rc, pod, node, startCmd)
 	for i := range pod.Spec.InitContainers {
 		addEnv(&pod.Spec.InitContainers[i], corev1.EnvVar{Name: EnvFQRayIP, Value: headFQDN(rc)}, true)
-		addEnv(&pod.Spec.InitContainers[i], corev1.EnvVar{Name: EnvRayIP, Value: headServiceName(rc)}, true)
+		addEnv(&pod.Spec.InitContainers[i], corev1.EnvVar{Name: EnvRayIP, Value: HeadServiceName(rc)}, true)
 	}
 	setProbes(rc, ray, node, params)
 	addTokenAuth(rc, pod)
@@ -196,8 +196,8 @@ func addEmptyDir(pod *corev1.Pod, c *corev1.Container, name, path string, medium
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: path})
 }
 
-// headServiceName is the head Service's name (the user may override it in headService).
-func headServiceName(rc *rayv1.RayCluster) string {
+// HeadServiceName is the head Service's name (the user may override it in headService).
+func HeadServiceName(rc *rayv1.RayCluster) string {
 	if hs := rc.Spec.HeadGroupSpec.HeadService; hs != nil && hs.Name != "" {
 		return hs.Name
 	}
@@ -205,7 +205,7 @@ func headServiceName(rc *rayv1.RayCluster) string {
 }
 
 func headFQDN(rc *rayv1.RayCluster) string {
-	return fmt.Sprintf("%s.%s.svc.%s", headServiceName(rc), rc.Namespace, ClusterDomain())
+	return fmt.Sprintf("%s.%s.svc.%s", HeadServiceName(rc), rc.Namespace, ClusterDomain())
 }
 
 // headAddress is where workers find the GCS.
@@ -238,7 +238,7 @@ func setRayEnv(rc *rayv1.RayCluster, pod *corev1.Pod, node rayv1.RayNodeType, st
 	if node == rayv1.WorkerNode {
 		ip = headFQDN(rc)
 		addEnv(c, corev1.EnvVar{Name: EnvFQRayIP, Value: ip}, true)
-		addEnv(c, corev1.EnvVar{Name: EnvRayIP, Value: headServiceName(rc)}, true)
+		addEnv(c, corev1.EnvVar{Name: EnvRayIP, Value: HeadServiceName(rc)}, true)
 	}
 	addEnv(c, fieldEnv(EnvClusterName, fmt.Sprintf("metadata.labels['%s']", rayv1.ClusterLabelKey)), true)
 	addEnv(c, fieldEnv(EnvClusterNamespace, "metadata.namespace"), true)

@@ -63,7 +63,7 @@ func HeadService(rc *rayv1.RayCluster) *corev1.Service {
 		svc.Spec = *head.HeadService.Spec.DeepCopy()
 	}
 	svc.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}
-	svc.Name = headServiceName(rc)
+	svc.Name = HeadServiceName(rc)
 	svc.Namespace = rc.Namespace
 	svc.GenerateName, svc.ResourceVersion, svc.UID = "", "", ""
 	svc.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(rc, rayv1.GroupVersion.WithKind(rayv1.RayClusterKind))}
