@@ -382,9 +382,10 @@ func (r *Reconciler) listPods(ctx context.Context, rc *rayv1.RayCluster) ([]core
 // writeStatus computes the status from the pods after the pass (listed again only when the
 // pass wrote pods) and writes it when it changed: at once, or for a change of pod counts
 // alone up to StatusCoalesce later; during a trouble-free first bring-up, once the pods have
-// stood still for at least BringUpCoalesce, at most BringUpMaxWait later (decideStatusWrite). The write replaces the status without a resourceVersion, so it cannot
-// conflict (internal/statuspatch). The pass's error is returned so controller-runtime retries
-// with backoff.
+// stood still for at least BringUpCoalesce, at most BringUpMaxWait later
+// (decideStatusWrite). The write replaces the status without a resourceVersion, so it
+// cannot conflict (internal/statuspatch). The pass's error is returned so
+// controller-runtime retries with backoff.
 func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (ctrl.Result, error) {
 	// The pods read at the start stand unless the pass wrote some (a pod event meanwhile
 	// brings another pass); listing again cost a copy of each pod per pass.
