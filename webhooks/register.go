@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/admissionjson"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/validation"
@@ -52,20 +53,22 @@ func Handlers(o Options) map[string]admission.Handler {
 	if o.LookupTimeout == 0 {
 		o.LookupTimeout = DefaultLookupTimeout
 	}
-	decoder, plain := newSharingDecoder(), typedDecoder{}
+	// Validation reads the pod templates, defaulting does not: the mutating handlers decode
+	// objects without them (admissionjson.DecodeWithoutTemplates).
+	decoder := admissionjson.NewSharingDecoder()
 	validator := validation.Validator{Gates: o.Gates, Limits: o.Limits, Policy: o.Policy}
 	namespaces := namespaceLookup{reader: o.Namespaces, live: o.Reader, timeout: o.LookupTimeout}
 	direct := lookup{reader: o.Reader, timeout: o.LookupTimeout}
 	certManager := certManagerLookup{direct}
 	return map[string]admission.Handler{
-		MutateRayClusterPath: &mutator[*rayv1.RayCluster]{decoder: plain, newObj: func() *rayv1.RayCluster { return &rayv1.RayCluster{} }, apply: defaulting.RayCluster},
-		MutateRayServicePath: &mutator[*rayv1.RayService]{decoder: plain, newObj: func() *rayv1.RayService { return &rayv1.RayService{} }, apply: func(svc *rayv1.RayService) {
+		MutateRayClusterPath: &mutator[*rayv1.RayCluster]{newObj: func() *rayv1.RayCluster { return &rayv1.RayCluster{} }, apply: defaulting.RayCluster},
+		MutateRayServicePath: &mutator[*rayv1.RayService]{newObj: func() *rayv1.RayService { return &rayv1.RayService{} }, apply: func(svc *rayv1.RayService) {
 			defaulting.RayServiceWith(svc, !o.DisableZeroDowntime)
 		}},
 		ValidateRayClusterPath: &rayClusterValidator{decoder: decoder, validator: validator, namespaces: namespaces, certManager: certManager},
 		ValidateRayServicePath: &rayServiceValidator{decoder: decoder, validator: validator, namespaces: namespaces,
 			gatewayClasses: gatewayClassLookup{direct}, sharedGateways: sharedGatewayLookup{direct}, certManager: certManager},
-		ValidateUpgradePolicyPath: &upgradePolicyValidator{decoder: plain},
+		ValidateUpgradePolicyPath: &upgradePolicyValidator{decoder: plainDecoder{}},
 	}
 }
 

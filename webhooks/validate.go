@@ -106,13 +106,13 @@ func decode(d objectDecoder, req admission.Request, obj, old runtime.Object) (ad
 	switch req.Operation {
 	case admissionv1.Create:
 	case admissionv1.Update:
-		if err := d.decode(req.Namespace, req.OldObject, old); err != nil {
+		if err := d.Decode(req.Namespace, req.OldObject.Raw, old); err != nil {
 			return admission.Errored(http.StatusBadRequest, err), false
 		}
 	default:
 		return admission.Allowed(""), false
 	}
-	if err := d.decode(req.Namespace, req.Object, obj); err != nil {
+	if err := d.Decode(req.Namespace, req.Object.Raw, obj); err != nil {
 		return admission.Errored(http.StatusBadRequest, err), false
 	}
 	return admission.Response{}, true

@@ -1,20 +1,15 @@
-package webhooks
+package admissionjson
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	goruntime "runtime"
 	"strings"
-	"sync"
 	"testing"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	sigsjson "sigs.k8s.io/json"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -110,7 +105,7 @@ func newObjectFor(name string, body []byte) runtime.Object {
 
 func plainDecode(t testing.TB, body []byte, into runtime.Object) {
 	t.Helper()
-	if err := (typedDecoder{}).DecodeRaw(runtime.RawExtension{Raw: body}, into); err != nil {
+	if err := Decode(body, into); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -122,11 +117,11 @@ func TestSharingDecoderDecodesAsThePlainDecoder(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			want := newObjectFor(name, body)
 			plainDecode(t, body, want)
-			d := newSharingDecoder()
+			d := NewSharingDecoder()
 			decode := func(body []byte) runtime.Object {
 				t.Helper()
 				got := newObjectFor(name, body)
-				if err := d.decode("team-a", runtime.RawExtension{Raw: body}, got); err != nil {
+				if err := d.Decode("team-a", body, got); err != nil {
 					t.Fatal(err)
 				}
 				return got
@@ -163,10 +158,10 @@ func TestSharingDecoderDecodesAsThePlainDecoder(t *testing.T) {
 // tenant that another namespace holds the same template.
 func TestSharingDecoderSharesWithinANamespaceOnly(t *testing.T) {
 	body := decodeFixtures(t)["RayCluster"]
-	d := newSharingDecoder()
+	d := NewSharingDecoder()
 	head := func(namespace string) *corev1.Container {
 		rc := &rayv1.RayCluster{}
-		if err := d.decode(namespace, runtime.RawExtension{Raw: body}, rc); err != nil {
+		if err := d.Decode(namespace, body, rc); err != nil {
 			t.Fatal(err)
 		}
 		return &rc.Spec.HeadGroupSpec.Template.Spec.Containers[0]
@@ -188,14 +183,14 @@ func TestDecodeWithoutTemplates(t *testing.T) {
 			full := newObjectFor(name, body)
 			plainDecode(t, body, full)
 			got := newObjectFor(name, body)
-			skeleton, err := decodeWithoutTemplates(body, got)
+			skeleton, err := DecodeWithoutTemplates(body, got)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !json.Valid(skeleton) || len(skeleton) > len(body) {
 				t.Errorf("skeleton %s", skeleton)
 			}
-			if want := withoutTemplates(full); !reflect.DeepEqual(got, want) {
+			if want := WithoutTemplates(full); !reflect.DeepEqual(got, want) {
 				t.Errorf("got %+v\nwant %+v", got, want)
 			}
 		})
@@ -203,7 +198,7 @@ func TestDecodeWithoutTemplates(t *testing.T) {
 	// A malformed template is not read here (the validating webhook reports it), but
 	// everything else is.
 	bad := []byte(`{"spec":{"headGroupSpec":{"template":{"spec":{"containers":"x"}}},"workerGroupSpecs":[{"replicas":"2"}]}}`)
-	if _, err := decodeWithoutTemplates(bad, &rayv1.RayCluster{}); err == nil || !strings.Contains(err.Error(), "replicas") {
+	if _, err := DecodeWithoutTemplates(bad, &rayv1.RayCluster{}); err == nil || !strings.Contains(err.Error(), "replicas") {
 		t.Errorf("a malformed field outside the templates: %v", err)
 	}
 }
@@ -226,14 +221,14 @@ func FuzzSharingDecoder(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	d := newSharingDecoder()
+	d := NewSharingDecoder()
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, kind := range []string{"RayCluster", "RayService"} {
 			want := newObjectFor(kind, nil)
-			wantErr := (typedDecoder{}).DecodeRaw(runtime.RawExtension{Raw: body}, want)
+			wantErr := Decode(body, want)
 			for round := range 2 {
 				got := newObjectFor(kind, nil)
-				err := d.decode("team-a", runtime.RawExtension{Raw: body}, got)
+				err := d.Decode("team-a", body, got)
 				if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 					t.Fatalf("%s, round %d: error %v, plain decoder %v", kind, round, err, wantErr)
 				}
@@ -243,8 +238,8 @@ func FuzzSharingDecoder(f *testing.F) {
 			}
 			checkSharedTemplates(t, d, "team-a", body)
 			slim := newObjectFor(kind, nil)
-			if _, err := decodeWithoutTemplates(body, slim); wantErr == nil {
-				if err != nil || !reflect.DeepEqual(slim, withoutTemplates(want)) {
+			if _, err := DecodeWithoutTemplates(body, slim); wantErr == nil {
+				if err != nil || !reflect.DeepEqual(slim, WithoutTemplates(want)) {
 					t.Fatalf("%s: without templates: %v", kind, err)
 				}
 			}
@@ -252,56 +247,9 @@ func FuzzSharingDecoder(f *testing.F) {
 	})
 }
 
-// TestValidationLeavesSharedTemplatesAlone runs every handler, many at once, on objects whose
-// templates the sharing decoder hands to several requests (creates, updates, and rejections
-// under restricted Pod Security, which locate violations field by field), then checks every
-// shared template is still exactly what its bytes decode to. A handler that wrote into a
-// decoded template would change what other requests see.
-func TestValidationLeavesSharedTemplatesAlone(t *testing.T) {
-	h := strictHandlers(t)
-	var bodies [][]byte
-	for name, body := range decodeFixtures(t) {
-		obj := newObjectFor(name, body)
-		plainDecode(t, body, obj)
-		spec := clusterSpecOf(obj)
-		spec.HeadGroupSpec.Template.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(false)}
-		if c := spec.HeadGroupSpec.Template.Spec.Containers; len(c) > 0 {
-			c[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
-		}
-		bodies = append(bodies, body, mustJSON(t, obj))
-	}
-	paths := []string{ValidateRayClusterPath, ValidateRayServicePath, MutateRayClusterPath, MutateRayServicePath}
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Go(func() {
-			for i, body := range bodies {
-				old := bodies[(i+w)%len(bodies)]
-				for _, path := range paths {
-					for _, req := range []admission.Request{
-						review(admissionv1.Create, body, nil),
-						review(admissionv1.Update, body, old),
-					} {
-						h[path].Handle(context.Background(), req)
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-
-	d := h[ValidateRayServicePath].(*rayServiceValidator).decoder.(sharingDecoder)
-	checked := 0
-	for _, body := range bodies {
-		checked += checkSharedTemplates(t, d, strictNamespace, body)
-	}
-	if checked < len(bodies) {
-		t.Fatalf("checked %d shared templates for %d objects: the handlers did not share them", checked, len(bodies))
-	}
-}
-
 // checkSharedTemplates checks that each template of body the decoder's table holds is exactly
 // what its bytes decode to, and returns how many it checked.
-func checkSharedTemplates(t testing.TB, d sharingDecoder, namespace string, body []byte) (checked int) {
+func checkSharedTemplates(t testing.TB, d *SharingDecoder, namespace string, body []byte) (checked int) {
 	t.Helper()
 	for _, obj := range []runtime.Object{&rayv1.RayCluster{}, &rayv1.RayService{}} {
 		elided, ok := findElided(body, obj, false)
@@ -326,16 +274,10 @@ func checkSharedTemplates(t testing.TB, d sharingDecoder, namespace string, body
 	return checked
 }
 
-func review(op admissionv1.Operation, obj, old []byte) admission.Request {
-	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{UID: "u", Operation: op, Namespace: strictNamespace}}
-	req.Object.Raw, req.OldObject.Raw = obj, old
-	return req
-}
-
 // Tenants choose the templates: filled with the largest it keeps, the table holds no more
 // than its limits allow. Logged for the record, checked against a generous bound.
 func TestSharedTemplatesMemoryIsBounded(t *testing.T) {
-	d := newSharingDecoder()
+	d := NewSharingDecoder()
 	goruntime.GC()
 	var before, after goruntime.MemStats
 	goruntime.ReadMemStats(&before)
@@ -349,7 +291,7 @@ func TestSharedTemplatesMemoryIsBounded(t *testing.T) {
 		for j := range (maxSharedTemplateBytes - len(mustJSON(t, rc)) - 100) / (len(mustJSON(t, env(0))) + 1) {
 			c.Env = append(c.Env, env(j))
 		}
-		if err := d.decode("team-a", runtime.RawExtension{Raw: mustJSON(t, rc)}, &rayv1.RayCluster{}); err != nil {
+		if err := d.Decode("team-a", mustJSON(t, rc), &rayv1.RayCluster{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -361,18 +303,4 @@ func TestSharedTemplatesMemoryIsBounded(t *testing.T) {
 		t.Errorf("the table holds %d bytes of JSON and %d of heap", d.templates.Bytes(), held)
 	}
 	goruntime.KeepAlive(d)
-}
-
-// A malformed template is not read by the mutating webhook's decode, but when the patch takes
-// the slower way, which decodes the whole object, it is a 400 with the decoder's message, not
-// a 500.
-func TestMutatorRefusesAMalformedTemplateOnTheSlowerWay(t *testing.T) {
-	// No headGroupSpec: its defaults have no parent in the request, so the patch is computed
-	// from the whole object.
-	body := []byte(`{"apiVersion":"ray.io/v1","kind":"RayCluster","metadata":{"name":"a","namespace":"ns"},
-		"spec":{"workerGroupSpecs":[{"groupName":"w","template":{"spec":{"containers":"x"}}}]}}`)
-	resp := Handlers(Options{})[MutateRayClusterPath].Handle(context.Background(), review(admissionv1.Create, body, nil))
-	if resp.Allowed || resp.Result == nil || resp.Result.Code != 400 || !strings.Contains(resp.Result.Message, "containers") {
-		t.Fatalf("want a 400 naming the malformed field, got %+v", resp.Result)
-	}
 }

@@ -1,4 +1,4 @@
-package webhooks
+package admissionjson
 
 import (
 	"encoding/json"
@@ -11,6 +11,34 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/test/builders"
 )
+
+func TestRawHas(t *testing.T) {
+	raw := []byte(`{"metadata": {"name":"a", "labels":{"ray.io/x":"1","q\"k":"2"}},
+	  "spec": {"groups": [ {"name":"w","n":[1,{"x":"}]"}]}, {"name":"v"} ], "s":"a,b}", "z": null}}`)
+	for _, tt := range []struct {
+		pointer          string
+		exists, parentOK bool
+	}{
+		{"/metadata/name", true, true},
+		{"/metadata/namespace", false, true},
+		{"/metadata/labels/ray.io~1x", true, true},
+		{`/metadata/labels/q"k`, true, true},
+		{"/spec/groups/1/name", true, true},
+		{"/spec/groups/1/replicas", false, true},
+		{"/spec/groups/0/n/1/x", true, true},
+		{"/spec/groups/2/name", false, false},
+		{"/spec/z", true, true},
+		{"/spec/z/a", false, false},
+		{"/spec/missing/a", false, false},
+		{"/spec/s/a", false, false},
+		{"/spec/groups/x/name", false, false},
+	} {
+		exists, parentOK := rawHas(raw, tt.pointer)
+		if exists != tt.exists || parentOK != tt.parentOK {
+			t.Errorf("rawHas(%s) = %v, %v; want %v, %v", tt.pointer, exists, parentOK, tt.exists, tt.parentOK)
+		}
+	}
+}
 
 // The mutating webhook defaults a copy without pod templates and serve config. When the
 // change needs the slower raw diff (a value removed), the whole objects are rebuilt: the
@@ -32,7 +60,7 @@ func TestDefaultingPatchSlowPathKeepsTemplates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		original := withoutTemplates(obj)
+		original := WithoutTemplates(obj)
 		var defaulted any
 		var want []jsonpatch.Operation
 		switch o := original.(type) {
@@ -47,7 +75,7 @@ func TestDefaultingPatchSlowPathKeepsTemplates(t *testing.T) {
 			defaulted = d
 			want = []jsonpatch.Operation{{Operation: "remove", Path: "/spec/enableInTreeAutoscaling"}}
 		}
-		got, err := defaultingPatch(raw, raw, original, defaulted, func() (any, any, error) { return obj, withTemplatesOf(defaulted, obj), nil })
+		got, err := DefaultingPatch(raw, raw, original, defaulted, func() (any, any, error) { return obj, WithTemplatesOf(defaulted, obj), nil })
 		if err != nil {
 			t.Fatal(err)
 		}

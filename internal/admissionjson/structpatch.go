@@ -1,4 +1,4 @@
-package webhooks
+package admissionjson
 
 import (
 	"encoding"

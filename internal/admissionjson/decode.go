@@ -1,0 +1,135 @@
+package admissionjson
+
+import (
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	sigsjson "sigs.k8s.io/json"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/sharedtable"
+)
+
+// Decode decodes the raw object of an admission request straight into a typed object, with
+// the JSON rules of the API machinery (case-sensitive keys, integers kept). The API server
+// has already checked kind and schema, so the scheme's content sniffing, which parses every
+// object a second time just to read apiVersion and kind, is not needed; it costs a
+// noticeable share of a validating review's CPU time (docs/benchmarks.md).
+func Decode(raw []byte, into runtime.Object) error {
+	if len(raw) == 0 {
+		return errors.New("there is no content to decode")
+	}
+	return sigsjson.UnmarshalCaseSensitivePreserveInts(raw, into)
+}
+
+// Pod templates are most of what an admission request decodes: each one is hundreds of
+// strings, pointers and maps, most of a review's allocations. Yet they repeat: an update
+// carries the stored object's templates twice (old and new), the RayClusters a RayService
+// creates carry its templates, a fleet is stamped out from one chart, and GitOps tools
+// re-apply the same manifests. The API server serializes an object the same way every time,
+// so a repeated template arrives as the same bytes.
+//
+// SharingDecoder decodes RayClusters and RayServices like Decode, except that each pod
+// template is taken from a bounded table of templates decoded before in the same namespace,
+// keyed by the SHA-256 of its raw JSON, and decoded (and added) only when it is not there.
+// Decoding is deterministic, so the result is the object Decode would return, but its
+// templates share their contents with other requests' objects: what is decoded this way is
+// only read (validation copies a template before building a pod from it;
+// webhooks.TestValidationLeavesSharedTemplatesAlone).
+//
+// Anything the raw scan cannot read with certainty (a key given twice or written with escapes,
+// a template that is not an object) and any decoding error take the plain way, so errors read
+// exactly as Decode's.
+type SharingDecoder struct {
+	templates *sharedtable.Table[*corev1.PodTemplateSpec]
+}
+
+// Limits of the table. A decoded template takes a few KiB plus somewhat more than its JSON,
+// so the table's memory stays within a few times sharedTemplateBytes even when tenants fill
+// it with the largest templates it keeps (TestSharedTemplatesMemoryIsBounded; what it held
+// when measured is in docs/benchmarks.md). A larger template is decoded every time.
+const (
+	sharedTemplates        = 256
+	sharedTemplateBytes    = 2 << 20
+	maxSharedTemplateBytes = 32 << 10
+)
+
+// NewSharingDecoder returns a decoder with an empty table.
+func NewSharingDecoder() *SharingDecoder {
+	return &SharingDecoder{templates: sharedtable.New[*corev1.PodTemplateSpec](sharedtable.Limits{
+		Entries: sharedTemplates, Bytes: sharedTemplateBytes, EntryBytes: maxSharedTemplateBytes,
+	})}
+}
+
+// Len is how many decoded templates the table holds.
+func (d *SharingDecoder) Len() int { return d.templates.Len() }
+
+// Decode fills into from raw, an object of a request in namespace. Objects other than
+// RayClusters and RayServices are decoded as Decode does.
+func (d *SharingDecoder) Decode(namespace string, raw []byte, into runtime.Object) error {
+	spec := clusterSpecOf(into)
+	if spec == nil {
+		return Decode(raw, into)
+	}
+	elided, ok := findElided(raw, into, false)
+	if !ok || len(elided) == 0 {
+		return Decode(raw, into)
+	}
+	keys := make([]sharedtable.Key, len(elided))
+	shared := make([]*corev1.PodTemplateSpec, len(elided))
+	hits := 0
+	for i, e := range elided {
+		// Kept per namespace: how fast a review is cannot tell a tenant what another
+		// namespace wrote.
+		keys[i] = sharedtable.KeyIn(namespace, raw[e.start:e.end])
+		if t, ok := d.templates.Get(keys[i]); ok {
+			shared[i] = t
+			hits++
+		}
+	}
+	if hits == 0 {
+		// Nothing to share: one decode of the whole object costs least, and its templates
+		// are kept for the requests that repeat them.
+		if err := Decode(raw, into); err != nil {
+			return err
+		}
+		for i, e := range elided {
+			if target := e.template(spec); target != nil {
+				t := *target
+				d.templates.Add(keys[i], &t, e.end-e.start)
+			}
+		}
+		return nil
+	}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(withElided(raw, elided), into); err != nil {
+		return decodeAfresh(raw, into)
+	}
+	for i, e := range elided {
+		target := e.template(spec)
+		if target == nil {
+			return decodeAfresh(raw, into)
+		}
+		if shared[i] == nil {
+			t := &corev1.PodTemplateSpec{}
+			if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw[e.start:e.end], t); err != nil {
+				return decodeAfresh(raw, into)
+			}
+			d.templates.Add(keys[i], t, e.end-e.start)
+			shared[i] = t
+		}
+		*target = *shared[i]
+	}
+	return nil
+}
+
+// decodeAfresh empties into and decodes raw the plain way, for its error message.
+func decodeAfresh(raw []byte, into runtime.Object) error {
+	switch o := into.(type) {
+	case *rayv1.RayCluster:
+		*o = rayv1.RayCluster{}
+	case *rayv1.RayService:
+		*o = rayv1.RayService{}
+	}
+	return Decode(raw, into)
+}
