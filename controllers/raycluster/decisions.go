@@ -261,8 +261,8 @@ func replicaIndex(p *corev1.Pod) int {
 }
 
 // headPods are the pods labelled as the head (one, normally). Only they are copied: a pass
-// asks twice, and copying every pod (a Pod is over a kilobyte) was a fifth of what a pass
-// allocated.
+// asks twice, and copying every pod (a Pod is over a kilobyte) was a large share of what a
+// pass allocated (docs/benchmarks.md).
 func headPods(pods []corev1.Pod) []corev1.Pod {
 	var heads []corev1.Pod
 	for i := range pods {

@@ -21,8 +21,8 @@ import (
 //
 // The series are made at each scrape from the RayClusters in the informer cache, as
 // kube-state-metrics does, instead of being kept in gauge vectors the reconciler sets: kept
-// series cost about 1.3 KB each, three per cluster (4 MB of live heap at 1,000 clusters, so
-// about 8 MB more at the GC's peak), and each update had to look through every series. A
+// series (three per cluster) held live heap in proportion to the fleet, and twice as much at
+// the GC's peak (docs/benchmarks.md), and each update had to look through every series. A
 // deleted cluster's series go with it from the cache, and a restarted operator reports every
 // cluster at once, its provisioning time included.
 type Metrics struct {

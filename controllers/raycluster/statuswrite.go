@@ -29,10 +29,10 @@ const DefaultStatusCoalesce = 5 * time.Second
 // it (a worker that cannot be scheduled, a head that never turns ready) the progress is
 // written this long after their last step, or as long as the pods took to make their first
 // step since the cluster was created if that is longer: on a busy cluster every step is slow,
-// and a pause no longer than the wait for the first step is no sign of trouble. A wait
-// counted from the first step instead ran out during every bring-up slower than itself: at
-// 1,000 clusters on a saturated API server each cluster's pods took about a minute from their
-// first step to `ready`, and most clusters paid a third status write. Conditions' reasons and
+// and a pause no longer than the wait for the first step is no sign of trouble. A wait counted
+// from the first step instead ran out during every bring-up slower than itself: on a saturated
+// API server each cluster's pods took far longer than that from their first step to `ready`
+// (docs/benchmarks.md), and most clusters paid a third status write. Conditions' reasons and
 // messages (e.g. ImagePullBackOff) and any failure keep DefaultStatusCoalesce: trouble is
 // shown within seconds.
 const DefaultBringUpCoalesce = 30 * time.Second
@@ -213,8 +213,8 @@ func sameApartFromProgress(old, cur rayv1.RayClusterStatus, conditionText bool) 
 // status last written even when the cache has not caught up with it.
 //
 // A written status is needed only until the cache shows it, which is the next pass's
-// business; but after a cluster's last write there may be no next pass for hours, and at
-// 1,000 clusters the copies kept that way were 3 MB of live heap. So a written status older
+// business; but after a cluster's last write there may be no next pass for hours, and the
+// copies kept that way grew with the fleet (docs/benchmarks.md). So a written status older
 // than memoKeep is dropped by a sweep that update runs at most every memoSweepEvery. Were a
 // cache ever that far behind, the pass would compute from the older status and at worst
 // write the same status again.

@@ -191,8 +191,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		return err
 	}
 	// Every Ray pod event asks which RayService owns the pod's cluster. A Get from the cache
-	// deep-copies the whole RayCluster (its pod templates) only to read two labels: at 1,000
-	// clusters that was a tenth of everything the operator allocated. The informer's store
+	// deep-copies the whole RayCluster (its pod templates) only to read two labels, a large
+	// share of what the operator allocated at scale (docs/benchmarks.md). The informer's store
 	// gives the cached object itself, which podToService only reads.
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &rayv1.RayCluster{})
 	if err != nil {

@@ -167,10 +167,9 @@ func slimPod(obj any) (any, error) {
 // (internal/rayspec.RunningAndReady and the head's HeadPodReady; no controller reads another pod
 // condition), reason and message, the pod IP, start time, QoS class, and of each container its
 // name, readiness, restarts and states. Images, image and container IDs, resources, volume
-// mounts, host IPs and init containers' statuses go: at 4,000 pods they were a fifth of the
-// cached pods' memory. The other four conditions a kubelet sets (PodScheduled, Initialized,
-// ContainersReady, PodReadyToStartContainers) cost 0.4 KB a pod once decoded (3.5 KB -> 3.1 KB
-// retained per kwok worker pod with four conditions; 1.6 MB of live heap at 4,000 pods).
+// mounts, host IPs and init containers' statuses go, and so do the four other conditions a
+// kubelet sets (PodScheduled, Initialized, ContainersReady, PodReadyToStartContainers): every
+// cached pod kept them for nothing (their cost is in docs/benchmarks.md).
 func slimPodStatus(st corev1.PodStatus) corev1.PodStatus {
 	containers := make([]corev1.ContainerStatus, len(st.ContainerStatuses))
 	for i, c := range st.ContainerStatuses {

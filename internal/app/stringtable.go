@@ -8,9 +8,9 @@ import (
 )
 
 // stringTable lets cached objects share equal short strings. Every decoded pod has its own
-// copy of each label key and value, its namespace, owner and container names: at 4,000 pods
-// that is about a tenth of the cached pods' memory, and nearly all of it repeats (the label
-// keys on every pod, a cluster's name on each of its pods).
+// copy of each label key and value, its namespace, owner and container names, a measurable
+// part of the cached pods' memory (docs/benchmarks.md), and nearly all of it repeats (the
+// label keys on every pod, a cluster's name on each of its pods).
 //
 // Strings come from tenants, so the table is bounded: strings longer than maxSharedString are
 // not shared, and a full table starts over (objects already cached keep their strings).

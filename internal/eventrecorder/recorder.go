@@ -1,13 +1,13 @@
 // Package eventrecorder writes events.k8s.io/v1 Events for raygate's controllers with bounded
 // memory and a flush on stop.
 //
-// client-go's events broadcaster keeps a deep copy of every Event it wrote for up to 12 minutes
-// to detect series (about 5 MB at 1,000 RayClusters), writes from goroutines nobody waits for,
-// and controller-runtime stops it without flushing. Here Eventf formats the Event and puts it
-// on a bounded queue (dropping and counting when full, never blocking a reconcile); one worker
-// writes the queue, turning repeats into a series on the first Event while remembering only a
-// small fixed-size record per repeat key; Drain writes what is left once the controllers
-// stopped.
+// client-go's events broadcaster keeps a deep copy of every Event it wrote for up to 12
+// minutes to detect series (memory in proportion to a fleet's events: docs/benchmarks.md),
+// writes from goroutines nobody waits for, and controller-runtime stops it without flushing.
+// Here Eventf formats the Event and puts it on a bounded queue (dropping and counting when
+// full, never blocking a reconcile); one worker writes the queue, turning repeats into a
+// series on the first Event while remembering only a small fixed-size record per repeat key;
+// Drain writes what is left once the controllers stopped.
 package eventrecorder
 
 import (
@@ -42,8 +42,8 @@ const (
 	// DefaultQueueSize bounds the Events waiting to be written (each a few hundred bytes).
 	DefaultQueueSize = 1000
 	// DefaultWorkers is how many Events are written at once. One writer at a time was too
-	// slow for a fleet's bring-up (1,000 RayClusters created together queue about 3,000
-	// Events while the API server is busiest; a single writer dropped a fifth of them).
+	// slow for a fleet's bring-up (RayClusters created together queue several Events each
+	// while the API server is busiest, and a single writer dropped many: docs/benchmarks.md).
 	DefaultWorkers = 8
 	// DefaultSeriesEntries bounds the repeat keys remembered for series.
 	DefaultSeriesEntries = 4096

@@ -5,10 +5,10 @@
 //
 // That filter builds the API server's delegating authenticator and authorizer, which link in
 // the API server's authentication configuration: CEL compilers, the gRPC egress selector and
-// OpenTelemetry tracing, none of which a scrape uses. They were a third of raygate's binary
-// (78 MB against 51 MB without; 54 MB of text and read-only data against 36 MB), and the
-// kernel keeps most of those pages resident: peak RSS at 100 RayClusters fell from 67 to 56 MB.
-// The two reviews are all a scrape needs, and the typed clients make them directly.
+// OpenTelemetry tracing, none of which a scrape uses. They made up much of raygate's binary,
+// and the kernel keeps most of those pages resident, so dropping them lowered the peak RSS
+// (docs/benchmarks.md). The two reviews are all a scrape needs, and the typed clients make
+// them directly.
 package metricsauth
 
 import (

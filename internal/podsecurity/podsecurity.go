@@ -128,10 +128,10 @@ func cmpString(a, b string) int {
 }
 
 // maxLocated bounds the violations of one object that are located field by field. Locating
-// costs about a quarter of a millisecond per failing template and an object may hold
-// thousands of worker groups, so past the bound a failing template's violations are
-// reported at its spec, with the checks' messages: the verdict stays exact, the webhook
-// stays well inside its timeout.
+// re-runs the checks per field of a failing template (docs/benchmarks.md has its cost) and an
+// object may hold thousands of worker groups, so past the bound a failing template's
+// violations are reported at its spec, with the checks' messages: the verdict stays exact, the
+// webhook stays well inside its timeout.
 const maxLocated = 200
 
 // Cluster evaluates the pods raygate would create for a defaulted cluster at a level and
@@ -201,10 +201,10 @@ func templateKey(t *corev1.PodTemplateSpec) (string, error) {
 	return string(b), err
 }
 
-// ClusterOf is the RayCluster a RayService's controller builds from its rayClusterConfig,
-// as far as its pods are concerned. Its spec shares maps, slices and pointers with svc (a
-// deep copy was a tenth of a validating review's allocations): it is for reading only, as
-// the pod builders and checks it is passed to do.
+// ClusterOf is the RayCluster a RayService's controller builds from its rayClusterConfig, as
+// far as its pods are concerned. Its spec shares maps, slices and pointers with svc (a deep
+// copy was a noticeable share of a validating review's allocations: docs/benchmarks.md): it is
+// for reading only, as the pod builders and checks it is passed to do.
 func ClusterOf(svc *rayv1.RayService) *rayv1.RayCluster {
 	return &rayv1.RayCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: svc.Namespace, Labels: map[string]string{

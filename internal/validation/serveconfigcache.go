@@ -9,14 +9,15 @@ import (
 	"github.com/raygate/raygate/internal/sharedtable"
 )
 
-// The serve config is the costliest part of validating a RayService: parsing a 256 KiB one
-// takes tens of milliseconds and ~100,000 allocations. Its verdict depends on nothing but
+// The serve config is the costliest part of validating a RayService: parsing a large one costs
+// more than all the rest of a review (docs/benchmarks.md). Its verdict depends on nothing but
 // the string (validateServeConfig reads no gate, limit or policy), and the same string is
 // validated again and again: every update that changes the image or scales a group, every
-// re-apply by a GitOps tool, the old and the new object of an update, the controllers. So
-// the verdict is remembered by the SHA-256 of the string (and of its namespace), in a cache
-// bounded in entries and in bytes. A tenant cannot make two configs share a digest, so a cached verdict is
-// always the one a fresh parse would give (TestServeConfigCacheSameVerdict checks it).
+// re-apply by a GitOps tool, the old and the new object of an update, the controllers. So the
+// verdict is remembered by the SHA-256 of the string (and of its namespace), in a cache
+// bounded in entries and in bytes. A tenant cannot make two configs share a digest, so a
+// cached verdict is always the one a fresh parse would give (TestServeConfigCacheSameVerdict
+// checks it).
 
 const (
 	// serveConfigCacheEntries bounds the verdicts kept.

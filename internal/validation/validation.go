@@ -205,8 +205,8 @@ func RayServiceUpdate(old, svc *rayv1.RayService, gates features.Gates) (field.E
 
 // At most MaxErrors errors and MaxWarnings warnings are returned, then one more saying how
 // many were left out. A 422 response's message is built from every error by concatenating
-// them one at a time, which is quadratic: a spec of 20,000 empty worker groups (60,000
-// errors, in 1.5 MB) would otherwise keep a webhook busy for minutes.
+// them one at a time, which is quadratic: a spec of tens of thousands of empty worker groups
+// would otherwise keep a webhook busy far past its timeout (docs/benchmarks.md).
 const (
 	MaxErrors   = 100
 	MaxWarnings = 20

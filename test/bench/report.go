@@ -363,6 +363,12 @@ func writeReport(docsPath, assetsDir string, r *results) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
+	// The measurements behind the code are not this run's: they close the analysis as they
+	// are written, not as a template over the results.
+	measurements, err := os.ReadFile(filepath.Join(tools.RepoRoot(), "test", "bench", "measurements.md"))
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
 	rel, err := filepath.Rel(filepath.Dir(docsPath), assetsDir)
 	if err != nil {
 		return err
@@ -371,6 +377,7 @@ func writeReport(docsPath, assetsDir string, r *results) error {
 	if err != nil {
 		return fmt.Errorf("test/bench/analysis.md: %w", err)
 	}
+	text = strings.TrimSpace(text + "\n\n" + strings.TrimSpace(string(measurements)))
 	md := renderReport(r, text, filepath.ToSlash(rel))
 	return os.WriteFile(docsPath, []byte(md), 0o644)
 }
