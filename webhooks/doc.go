@@ -1,5 +1,7 @@
 // Package webhooks holds the admission handlers for RayCluster and RayService: thin
-// adapters over internal/defaulting and internal/validation.
+// adapters over internal/defaulting and internal/validation, which read the requests' JSON
+// with internal/admissionjson (objects decoded without their pod templates, or sharing them
+// with earlier requests; the defaulting patch; updates that change nothing).
 //
 // The mutating webhooks apply the defaults and patch only what defaulting changed. The
 // validating webhooks reject with one 422 Invalid status listing every problem by field
