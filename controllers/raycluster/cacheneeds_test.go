@@ -64,10 +64,12 @@ func TestTheControllerDecidesTheSameOnSlimPods(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
+	// The pass reads through the cache only what it declares; the rest from the API server.
 	reconciler := func(c client.Client) *raycluster.Reconciler {
-		return &raycluster.Reconciler{Client: c, Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(),
-			Config: raycluster.Config{Recorder: events.NewFakeRecorder(100), Gates: features.Static{features.RayClusterStatusConditions: true},
-				Now: func() time.Time { return now }}}
+		cfg := raycluster.Config{Recorder: events.NewFakeRecorder(100), Gates: features.Static{features.RayClusterStatusConditions: true},
+			Now: func() time.Time { return now }}
+		return &raycluster.Reconciler{Client: cachewatch.Guard(c.(client.WithWatch), rayscheme.New(), raycluster.CacheNeeds(cfg)), APIReader: c,
+			Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Config: cfg}
 	}
 
 	// The first pass creates the pods; a kubelet then runs them.

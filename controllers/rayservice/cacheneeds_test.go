@@ -75,15 +75,16 @@ func TestTheControllerSeesTheSameInSlimPods(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "svc"}}
-	reconciler := func(c client.Client, heads *headsSeen) *Reconciler {
+	// The pass reads through the cache only what it declares; the rest from the API server.
+	reconciler := func(c client.WithWatch, heads *headsSeen) *Reconciler {
+		cfg := Config{Resolver: heads, Gates: features.Static{}, Now: func() time.Time { return now }, DeployingPoll: time.Second,
+			AppStatusResync: time.Minute, Capabilities: capabilities.Capabilities{}}
 		return &Reconciler{
-			Config: Config{Resolver: heads, Gates: features.Static{}, Now: func() time.Time { return now }, DeployingPoll: time.Second,
-				AppStatusResync: time.Minute, Capabilities: capabilities.Capabilities{}},
-			Metrics: NewMetrics(), client: c, apiReader: c, recorder: events.NewFakeRecorder(100),
+			Config: cfg, Metrics: NewMetrics(), client: cachewatch.Guard(c, rayscheme.New(), CacheNeeds(cfg)), apiReader: c, recorder: events.NewFakeRecorder(100),
 			dashboards: dashboard.NewPool(dashboard.PoolOptions{}), newName: func(s string) string { return s + "-a" },
 		}
 	}
-	newStore := func(objs ...client.Object) client.Client {
+	newStore := func(objs ...client.Object) client.WithWatch {
 		return fake.NewClientBuilder().WithScheme(rayscheme.New()).WithStatusSubresource(&rayv1.RayService{}, &rayv1.RayCluster{}).
 			WithObjects(objs...).Build()
 	}

@@ -8,6 +8,7 @@ package cachewatch
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -25,9 +26,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/raygate/raygate/internal/cacheneeds"
 )
 
 // Kinds builds a manager on a recording cache, runs setup (which registers a controller),
@@ -132,4 +136,37 @@ func (r *recorder) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 func (r *recorder) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	r.record(list)
 	return r.FakeInformers.List(ctx, list, opts...)
+}
+
+// Guard is c refusing to read a kind needs does not declare, as the manager's cache client
+// a controller reads through: a pass that reads an undeclared kind there fails instead of
+// silently caching all of that kind. Writes pass through.
+func Guard(c client.WithWatch, scheme *runtime.Scheme, needs cacheneeds.Needs) client.Client {
+	check := func(obj runtime.Object) error {
+		gvk, err := apiutil.GVKForObject(obj, scheme)
+		if err != nil {
+			return err
+		}
+		if _, isList := obj.(client.ObjectList); isList {
+			gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+		}
+		if !needs.Has(gvk, scheme) {
+			return fmt.Errorf("%s is read through the cache but not declared in CacheNeeds", gvk)
+		}
+		return nil
+	}
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := check(obj); err != nil {
+				return err
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := check(list); err != nil {
+				return err
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
 }
