@@ -17,6 +17,7 @@ import (
 
 func main() {
 	opts := app.DefaultOptions()
+	opts.ReadEnvironment() // before the flags, which override POD_NAMESPACE
 	fs := pflag.NewFlagSet("raygate", pflag.ContinueOnError)
 	opts.BindFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {

@@ -27,9 +27,10 @@ import (
 func batchReconciler(c client.Client, installed bool) (*raycluster.Reconciler, *events.FakeRecorder) {
 	rec := events.NewFakeRecorder(100)
 	return &raycluster.Reconciler{
-		Client: c, Recorder: rec, Gates: features.Static{},
-		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now,
+		Client:       c,
+		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(),
 		BatchScheduler: &batchscheduler.Syncer{Scheduler: volcano.Scheduler{}, Client: c, Reader: c, APIReader: c, Installed: installed},
+		Config:         raycluster.Config{Recorder: rec, Gates: features.Static{}, Now: time.Now},
 	}, rec
 }
 

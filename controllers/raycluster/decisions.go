@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -99,9 +98,9 @@ func recreateDecision(spec *rayv1.RayClusterSpec, heads []corev1.Pod, hash, oper
 
 // randomDeleteAllowed: without the autoscaler raygate picks the workers to remove on
 // scale-down; with it, only the autoscaler does (through workersToDelete), unless the
-// operator runs with ENABLE_RANDOM_POD_DELETE=true.
-func randomDeleteAllowed(autoscaling bool, env string) bool {
-	return !autoscaling || strings.EqualFold(env, "true")
+// operator runs with ENABLE_RANDOM_POD_DELETE=true (randomPodDelete).
+func randomDeleteAllowed(autoscaling, randomPodDelete bool) bool {
+	return !autoscaling || randomPodDelete
 }
 
 // workerUnit is what a worker group is managed in: one pod, or the pods of one replica of a

@@ -132,15 +132,14 @@ func TestRecreateDecision(t *testing.T) {
 
 func TestRandomDeleteAllowed(t *testing.T) {
 	cases := []struct {
-		autoscaling bool
-		env         string
-		want        bool
+		autoscaling, randomPodDelete bool
+		want                         bool
 	}{
-		{false, "", true}, {false, "false", true}, {true, "", false}, {true, "false", false}, {true, "true", true}, {true, "TRUE", true},
+		{false, false, true}, {false, true, true}, {true, false, false}, {true, true, true},
 	}
 	for _, tc := range cases {
-		if got := randomDeleteAllowed(tc.autoscaling, tc.env); got != tc.want {
-			t.Errorf("randomDeleteAllowed(%v, %q) = %v, want %v", tc.autoscaling, tc.env, got, tc.want)
+		if got := randomDeleteAllowed(tc.autoscaling, tc.randomPodDelete); got != tc.want {
+			t.Errorf("randomDeleteAllowed(%v, %v) = %v, want %v", tc.autoscaling, tc.randomPodDelete, got, tc.want)
 		}
 	}
 }

@@ -3,8 +3,6 @@ package raycluster
 import (
 	"context"
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -22,11 +20,6 @@ import (
 )
 
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;create
-
-// EnvEnableGCSFTRedisCleanup, set to "false" on the operator, turns the Redis cleanup of
-// deleted fault-tolerant clusters off (KubeRay's switch): no finalizer is added, and one
-// already there is released.
-const EnvEnableGCSFTRedisCleanup = "ENABLE_GCS_FT_REDIS_CLEANUP"
 
 // Events of the Redis cleanup.
 const (
@@ -127,11 +120,6 @@ func redisCleanupWanted(rc *rayv1.RayCluster, enabled bool) bool {
 		rayspec.GCSFaultToleranceBackend(rc.Spec.GcsFaultToleranceOptions) == rayv1.GcsFTBackendRedis
 }
 
-// redisCleanupEnabled is the operator's ENABLE_GCS_FT_REDIS_CLEANUP (on unless "false").
-func redisCleanupEnabled() bool {
-	return !strings.EqualFold(os.Getenv(EnvEnableGCSFTRedisCleanup), "false")
-}
-
 // reconcileGCSFaultTolerance keeps the Redis cleanup finalizer on fault-tolerant clusters and,
 // once such a cluster is deleted, runs the cleanup. done: the pass is over (the cluster is
 // being deleted, or the finalizer was just added and the next pass starts from it).
@@ -148,7 +136,7 @@ func (r *Reconciler) reconcileGCSFaultTolerance(ctx context.Context, req reconci
 		return reconcile.Result{}, false, nil
 	}
 	has := controllerutil.ContainsFinalizer(rc, rayv1.GCSFTRedisCleanupFinalizer)
-	wanted := redisCleanupWanted(rc, redisCleanupEnabled())
+	wanted := redisCleanupWanted(rc, !r.DisableGCSFTRedisCleanup)
 	deleting := !rc.DeletionTimestamp.IsZero()
 	switch {
 	case !deleting && wanted && !has:

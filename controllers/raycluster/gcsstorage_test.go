@@ -57,8 +57,10 @@ func TestReconcileGCSStorage(t *testing.T) {
 				objs = append(objs, pvc)
 			}
 			store := newStore(objs...)
-			r := &raycluster.Reconciler{Client: store, Recorder: events.NewFakeRecorder(100), Gates: features.Static{},
-				Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now}
+			r := &raycluster.Reconciler{Client: store,
+				Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(),
+				Config: raycluster.Config{Recorder: events.NewFakeRecorder(100), Gates: features.Static{}, Now: time.Now},
+			}
 			if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "db"}}); err != nil {
 				t.Fatal(err)
 			}

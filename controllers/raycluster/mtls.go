@@ -46,12 +46,12 @@ func (r *Reconciler) reconcileMTLS(ctx context.Context, p *pass) error {
 	if !rayspec.TLSEnabled(&p.cluster.Spec) {
 		return nil
 	}
-	if !r.CertManager {
+	if !r.Capabilities.CertManager {
 		p.warn(EventFailedMTLS, actionCreate, "%v", errCertManagerMissing)
 		return errCertManagerMissing
 	}
 	headIPs, workerIPs := podIPs(p.pods)
-	for _, desired := range raypod.TLSObjects(p.cluster, headIPs, workerIPs) {
+	for _, desired := range raypod.TLSObjects(p.cluster, headIPs, workerIPs, r.ClusterDomain) {
 		if err := r.applyMTLSObject(ctx, p, desired); err != nil {
 			return err
 		}

@@ -33,8 +33,10 @@ func TestHeadlessAndServeServicesFollowTheSpec(t *testing.T) {
 	rc.Annotations = map[string]string{rayv1.EnableServeServiceKey: "true"}
 	store := newStore(rc)
 	live := framework.NewCountingClient(store)
-	r := &raycluster.Reconciler{Client: labelledOnly{live}, APIReader: store, Recorder: events.NewFakeRecorder(100), Gates: features.Static{},
-		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now}
+	r := &raycluster.Reconciler{Client: labelledOnly{live}, APIReader: store,
+		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(),
+		Config: raycluster.Config{Recorder: events.NewFakeRecorder(100), Gates: features.Static{}, Now: time.Now},
+	}
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
 	reconcile := func() {
 		t.Helper()
@@ -114,8 +116,10 @@ func TestServicesMadeByKubeRayAreTakenOver(t *testing.T) {
 	}
 	store := newStore(rc, kuberayHeadless, kuberayServe)
 	live := framework.NewCountingClient(store)
-	r := &raycluster.Reconciler{Client: labelledOnly{live}, APIReader: store, Recorder: events.NewFakeRecorder(100), Gates: features.Static{},
-		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now}
+	r := &raycluster.Reconciler{Client: labelledOnly{live}, APIReader: store,
+		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(),
+		Config: raycluster.Config{Recorder: events.NewFakeRecorder(100), Gates: features.Static{}, Now: time.Now},
+	}
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
 	for range 2 {
 		if _, err := r.Reconcile(ctx, req); err != nil {

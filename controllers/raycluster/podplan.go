@@ -33,8 +33,8 @@ type podsInput struct {
 	// Conditions and Indexing are the RayClusterStatusConditions and RayMultiHostIndexing gates.
 	Conditions bool
 	Indexing   bool
-	// RandomPodDelete is the operator's ENABLE_RANDOM_POD_DELETE setting.
-	RandomPodDelete string
+	// RandomPodDelete is the operator's ENABLE_RANDOM_POD_DELETE=true.
+	RandomPodDelete bool
 	// OperatorVersion is this operator's version, recorded on the head pod.
 	OperatorVersion string
 }

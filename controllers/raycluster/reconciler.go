@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -28,6 +27,7 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/batchscheduler"
+	"github.com/raygate/raygate/internal/capabilities"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/expectations"
 	"github.com/raygate/raygate/internal/features"
@@ -70,50 +70,74 @@ const conflictRecheck = 30 * time.Second
 // cluster to another controller.
 const KubeRayManagerName = "ray.io/kuberay-operator"
 
-// EnvEnableRandomPodDelete, set to "true" on the operator, lets it remove arbitrary workers on
-// scale-down even when the Ray autoscaler is on (by default the autoscaler picks them).
-const EnvEnableRandomPodDelete = "ENABLE_RANDOM_POD_DELETE"
+// RecorderName is the reportingController of the controller's Events.
+const RecorderName = "raycluster-controller"
 
-// Reconciler reconciles RayClusters.
-type Reconciler struct {
-	// Client reads from the manager's cache and writes to the API server.
-	client.Client
-	Recorder     events.EventRecorder
-	Gates        features.Gates
-	Expectations *expectations.Scale
-	Metrics      *Metrics
-	// APIReader reads from the API server, bypassing the cache (nil: the Client): for objects
-	// the cache does not hold, such as a foreign object with a name raygate wants.
-	APIReader client.Reader
+// Config is what the RayCluster controller needs besides the manager: every setting, given
+// once to New. New fills in the defaults of zero values.
+type Config struct {
+	// Gates is the feature gate state (nil: features.Default()).
+	Gates features.Gates
 	// Limits are the admin's pod bounds (--max-pods-per-group, --max-pods-per-cluster); the
 	// zero value means the defaults.
 	Limits validation.Limits
-	// RandomPodDelete is the operator's ENABLE_RANDOM_POD_DELETE setting.
-	RandomPodDelete string
-	// Now is the clock (time.Now in production).
-	Now func() time.Time
-	// BatchScheduler, when --batch-scheduler is set, creates the clusters' PodGroups and
-	// marks their pods for the batch scheduler; nil: the default scheduler.
-	BatchScheduler *batchscheduler.Syncer
+	// Capabilities are the optional APIs the API server served when raygate started: without
+	// cert-manager a cluster with spec.tlsOptions gets no pods; the batch scheduler's PodGroups
+	// are made only when their kind is served.
+	Capabilities capabilities.Capabilities
+	// Scheduler is the --batch-scheduler integration (nil: the default scheduler); New builds
+	// BatchScheduler from it.
+	Scheduler batchscheduler.Scheduler
+	// ClusterDomain is the cluster's DNS domain, in which workers find the head's GCS (the
+	// operator's CLUSTER_DOMAIN; "": cluster.local).
+	ClusterDomain string
+	// RandomPodDelete is the operator's ENABLE_RANDOM_POD_DELETE=true: scale-down may remove
+	// any workers even with the Ray autoscaler on (by default the autoscaler picks them).
+	RandomPodDelete bool
+	// DisableGCSFTRedisCleanup is the operator's ENABLE_GCS_FT_REDIS_CLEANUP=false (KubeRay's
+	// switch): deleted fault-tolerant clusters get no Redis cleanup; no finalizer is added,
+	// and one already there is released.
+	DisableGCSFTRedisCleanup bool
 	// OperatorNamespace is where raygate's pods run; the head's NetworkPolicy admits them
 	// to the dashboard ("": unknown, no such rule).
 	OperatorNamespace string
 	// TokenAuthentication is the operator's --token-authentication: without it raygate holds
 	// no rights on Secrets, so a cluster with authOptions.mode token is not acted on.
 	TokenAuthentication bool
-	// CertManager says whether the API server served cert-manager's Certificate and Issuer
-	// when raygate started; without it a cluster with spec.tlsOptions gets no pods.
-	CertManager bool
-	// CertReader reads cert-manager objects (the manager's cache; nil: the Client).
-	CertReader client.Reader
+	// Recorder writes the controller's Events (nil: the manager's GetEventRecorder).
+	Recorder events.EventRecorder
 	// StatusCoalesce is how long a change of pod counts alone may wait before its status
-	// write (0: written at once); see DefaultStatusCoalesce.
+	// write (DefaultStatusCoalesce when zero; negative: written at once).
 	StatusCoalesce time.Duration
 	// BringUpCoalesce is how long pod progress may wait after the pods last moved while a
-	// cluster comes up for the first time without trouble; see DefaultBringUpCoalesce.
+	// cluster comes up for the first time without trouble (DefaultBringUpCoalesce when
+	// zero; negative: no wait).
 	BringUpCoalesce time.Duration
-	// BringUpMaxWait bounds that wait while the pods keep moving; see DefaultBringUpMaxWait.
+	// BringUpMaxWait bounds that wait while the pods keep moving (DefaultBringUpMaxWait when
+	// zero; negative: no wait).
 	BringUpMaxWait time.Duration
+	// Concurrency is how many clusters are reconciled at once (at least 1).
+	Concurrency int
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Reconciler reconciles RayClusters. Its settings are its Config; the rest is built by New
+// from the manager.
+type Reconciler struct {
+	Config
+	// Client reads from the manager's cache and writes to the API server.
+	client.Client
+	// APIReader reads from the API server, bypassing the cache (nil: the Client): for objects
+	// the cache does not hold, such as a foreign object with a name raygate wants.
+	APIReader client.Reader
+	// CertReader reads cert-manager objects (the manager's cache; nil: the Client).
+	CertReader client.Reader
+	// BatchScheduler, when --batch-scheduler is set, creates the clusters' PodGroups and
+	// marks their pods for the batch scheduler; nil: the default scheduler.
+	BatchScheduler *batchscheduler.Syncer
+	Expectations   *expectations.Scale
+	Metrics        *Metrics
 
 	// statuses makes the passes read their own status writes (statuswrite.go).
 	statuses statusMemo
@@ -121,26 +145,57 @@ type Reconciler struct {
 	headServices serviceMemo
 }
 
-// NewReconciler returns a reconciler with production settings.
-func NewReconciler(c client.Client, rec events.EventRecorder) *Reconciler {
-	return &Reconciler{
-		Client:          c,
-		Recorder:        rec,
-		Gates:           features.Default(),
-		Expectations:    expectations.New(expectations.DefaultTimeout),
-		Metrics:         processMetrics,
-		RandomPodDelete: os.Getenv(EnvEnableRandomPodDelete),
-		Now:             time.Now,
-		StatusCoalesce:  DefaultStatusCoalesce,
-		BringUpCoalesce: DefaultBringUpCoalesce,
-		BringUpMaxWait:  DefaultBringUpMaxWait,
+// New builds the reconciler for a manager.
+func New(mgr ctrl.Manager, cfg Config) *Reconciler {
+	if cfg.Gates == nil {
+		cfg.Gates = features.Default()
 	}
+	if cfg.Recorder == nil {
+		cfg.Recorder = mgr.GetEventRecorder(RecorderName)
+	}
+	cfg.StatusCoalesce = durationOrDefault(cfg.StatusCoalesce, DefaultStatusCoalesce)
+	cfg.BringUpCoalesce = durationOrDefault(cfg.BringUpCoalesce, DefaultBringUpCoalesce)
+	cfg.BringUpMaxWait = durationOrDefault(cfg.BringUpMaxWait, DefaultBringUpMaxWait)
+	cfg.Concurrency = max(cfg.Concurrency, 1)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	r := &Reconciler{
+		Config:       cfg,
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		CertReader:   mgr.GetCache(),
+		Expectations: expectations.New(expectations.DefaultTimeout),
+		Metrics:      processMetrics,
+	}
+	if cfg.Scheduler != nil {
+		r.BatchScheduler = &batchscheduler.Syncer{
+			Scheduler: cfg.Scheduler,
+			Client:    mgr.GetClient(),
+			Reader:    mgr.GetCache(),
+			APIReader: mgr.GetAPIReader(),
+			Installed: podGroupServed(cfg),
+		}
+	}
+	return r
+}
+
+// durationOrDefault: zero means the default, negative means none.
+func durationOrDefault(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
 }
 
 // SetupWithManager registers the controller: RayClusters (spec, label and annotation
-// changes; its own status writes do not trigger it) and the objects it owns.
-func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, PodClusterIndex, func(o client.Object) []string {
+// changes; its own status writes do not trigger it) and the objects it owns, the kinds
+// CacheNeeds declares.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, PodClusterIndex, func(o client.Object) []string {
 		if c := o.GetLabels()[rayv1.ClusterLabelKey]; c != "" {
 			return []string{c}
 		}
@@ -152,7 +207,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	if r.BatchScheduler != nil && r.BatchScheduler.Owned() != nil {
 		b = b.Owns(r.BatchScheduler.Owned())
 	}
-	if r.CertManager {
+	if r.Capabilities.CertManager {
 		for _, gvk := range []schema.GroupVersionKind{raypod.CertificateGVK, raypod.IssuerGVK} {
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(gvk)
@@ -173,7 +228,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&networkingv1.Ingress{}).
 		Owns(&networkingv1.NetworkPolicy{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Concurrency}).
 		Complete(r)
 }
 

@@ -80,8 +80,9 @@ func TestStaleCacheNeverDuplicatesCreatesOrDeletes(t *testing.T) {
 	live := framework.NewCountingClient(newStore(rc))
 	frozen := newStore()
 	r := &raycluster.Reconciler{
-		Client: &staleCache{Client: live, frozen: frozen}, Recorder: events.NewFakeRecorder(100), Gates: features.Static{},
-		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now,
+		Client:       &staleCache{Client: live, frozen: frozen},
+		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(),
+		Config: raycluster.Config{Recorder: events.NewFakeRecorder(100), Gates: features.Static{}, Now: time.Now},
 	}
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
 	reconcile := func() {
@@ -150,8 +151,10 @@ func TestClusterWithoutContainersIsRejectedNotBuilt(t *testing.T) {
 	rc.Spec.HeadGroupSpec.Template.Spec.Containers = nil
 	rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers = nil
 	store := framework.NewCountingClient(newStore(rc))
-	r := &raycluster.Reconciler{Client: store, Recorder: events.NewFakeRecorder(10), Gates: features.Static{},
-		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now}
+	r := &raycluster.Reconciler{Client: store,
+		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(),
+		Config: raycluster.Config{Recorder: events.NewFakeRecorder(10), Gates: features.Static{}, Now: time.Now},
+	}
 	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "empty"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -190,8 +193,10 @@ func TestEventsFollowTheStatusWrite(t *testing.T) {
 	store := newStore(rc)
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
 	rec := &statusAtEvent{store: store, key: req.NamespacedName}
-	r := &raycluster.Reconciler{Client: store, Recorder: rec, Gates: features.Static{},
-		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now}
+	r := &raycluster.Reconciler{Client: store,
+		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(),
+		Config: raycluster.Config{Recorder: rec, Gates: features.Static{}, Now: time.Now},
+	}
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
@@ -220,8 +225,10 @@ func TestInvalidSpecGoesThroughTheOneStatusPath(t *testing.T) {
 	if err := metrics.Register(reg, store, nil); err != nil {
 		t.Fatal(err)
 	}
-	r := &raycluster.Reconciler{Client: store, Recorder: rec, Gates: features.Static{},
-		Expectations: expectations.New(time.Hour), Metrics: metrics, Now: time.Now}
+	r := &raycluster.Reconciler{Client: store,
+		Expectations: expectations.New(time.Hour), Metrics: metrics,
+		Config: raycluster.Config{Recorder: rec, Gates: features.Static{}, Now: time.Now},
+	}
 
 	for range 2 {
 		if _, err := r.Reconcile(ctx, req); err != nil {
@@ -273,8 +280,9 @@ func TestForeignObjectsAreLeftUntouchedAndReported(t *testing.T) {
 	r := &raycluster.Reconciler{
 		// The manager's cache holds only objects raygate labelled: the foreign ones are found
 		// only when a create is refused, by reading the API server.
-		Client: labelledOnly{live}, APIReader: store, Recorder: rec, Gates: features.Static{features.RayClusterStatusConditions: true},
-		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now,
+		Client: labelledOnly{live}, APIReader: store,
+		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(),
+		Config: raycluster.Config{Recorder: rec, Gates: features.Static{features.RayClusterStatusConditions: true}, Now: time.Now},
 	}
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
 	for range 3 {
@@ -366,9 +374,9 @@ func TestStoredClusterAboveThePodBoundsIsServedAtThem(t *testing.T) {
 	store := newStore(rc)
 	rec := events.NewFakeRecorder(100)
 	r := &raycluster.Reconciler{
-		Client: store, Recorder: rec, Gates: features.Static{features.RayClusterStatusConditions: true},
-		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now,
-		Limits: validation.Limits{MaxPodsPerGroup: 3, MaxPodsPerCluster: 10},
+		Client:       store,
+		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(),
+		Config: raycluster.Config{Recorder: rec, Gates: features.Static{features.RayClusterStatusConditions: true}, Now: time.Now, Limits: validation.Limits{MaxPodsPerGroup: 3, MaxPodsPerCluster: 10}},
 	}
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "big"}}
 	for range 4 {
@@ -438,8 +446,10 @@ func TestPodsAreListedAgainOnlyAfterAPassWroteSome(t *testing.T) {
 	ctx := context.Background()
 	rc := builders.RayCluster("demo", "ns").WorkerGroups(builders.WorkerGroup("workers", 2)).Obj()
 	store := &podLists{Client: newStore(rc)}
-	r := &raycluster.Reconciler{Client: store, Recorder: events.NewFakeRecorder(100), Gates: features.Static{},
-		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now}
+	r := &raycluster.Reconciler{Client: store,
+		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(),
+		Config: raycluster.Config{Recorder: events.NewFakeRecorder(100), Gates: features.Static{}, Now: time.Now},
+	}
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
 	for _, step := range []struct {
 		what  string

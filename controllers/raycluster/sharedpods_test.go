@@ -82,8 +82,9 @@ func TestReconcileNeverChangesListedPods(t *testing.T) {
 	rc.Spec.UpgradeStrategy = &rayv1.RayClusterUpgradeStrategy{Type: ptr.To(rayv1.RayClusterRecreate)}
 	h := &handedOut{Client: newStore(rc)}
 	r := &raycluster.Reconciler{
-		Client: h, Recorder: events.NewFakeRecorder(1000), Gates: features.Static{},
-		Expectations: expectations.New(time.Millisecond), Metrics: raycluster.NewMetrics(), Now: time.Now,
+		Client:       h,
+		Expectations: expectations.New(time.Millisecond), Metrics: raycluster.NewMetrics(),
+		Config: raycluster.Config{Recorder: events.NewFakeRecorder(1000), Gates: features.Static{}, Now: time.Now},
 	}
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
 	step := func(what string, change func(*rayv1.RayCluster, []corev1.Pod)) {
@@ -155,8 +156,9 @@ func TestFinalizerPatchLeavesTheReadClusterAlone(t *testing.T) {
 	rc.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{RedisAddress: "redis:6379"}
 	h := &handedOut{Client: newStore(rc)}
 	r := &raycluster.Reconciler{
-		Client: h, Recorder: events.NewFakeRecorder(100), Gates: features.Static{},
-		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now,
+		Client:       h,
+		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(),
+		Config: raycluster.Config{Recorder: events.NewFakeRecorder(100), Gates: features.Static{}, Now: time.Now},
 	}
 	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "ft"}}); err != nil {
 		t.Fatal(err)

@@ -42,9 +42,10 @@ func TestTokenClusterWithoutTokenAuthentication(t *testing.T) {
 		store := framework.NewCountingClient(counted)
 		req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "tok"}}
 		rec := &statusAtEvent{store: store, key: req.NamespacedName}
-		r := &raycluster.Reconciler{Client: store, Recorder: rec, Gates: features.Static{},
-			Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(), Now: time.Now,
-			TokenAuthentication: enabled}
+		r := &raycluster.Reconciler{Client: store,
+			Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(),
+			Config: raycluster.Config{Recorder: rec, Gates: features.Static{}, Now: time.Now, TokenAuthentication: enabled},
+		}
 		if _, err := r.Reconcile(ctx, req); err != nil {
 			t.Fatal(err)
 		}

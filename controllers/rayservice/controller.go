@@ -7,8 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -24,6 +22,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/capabilities"
 	"github.com/raygate/raygate/internal/dashboard"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/promgate"
@@ -45,8 +44,12 @@ import (
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways;httproutes;grpcroutes,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Config is what the RayService controller needs besides the manager.
+// Config is what the RayService controller needs besides the manager: every setting, given
+// once to New. New fills in the defaults of zero values.
 type Config struct {
+	// Capabilities are the optional APIs the API server served when raygate started: without
+	// the Gateway API the NewClusterWithIncrementalUpgrade strategy cannot upgrade.
+	Capabilities capabilities.Capabilities
 	// Resolver turns a cluster's head pod into its dashboard's URL (nil: the pod's IP).
 	Resolver dashboard.Resolver
 	// Gates is the feature gate state (features.Default() in production).
@@ -83,6 +86,8 @@ type Config struct {
 	// Prometheus evaluates the metric gates of UpgradePolicies (nil: no --prometheus-url;
 	// gated upgrades wait, saying so).
 	Prometheus *promgate.Client
+	// Concurrency is how many RayServices are reconciled at once (at least 1).
+	Concurrency int
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }
@@ -101,8 +106,7 @@ type Reconciler struct {
 	queue      queueRef
 	// taken remembers names a create found taken by an object the cache lacks (ownership.go).
 	taken sync.Map
-	// gatewayAPI: the Gateway API CRDs were installed when raygate started; grpcRouteAPI:
-	// the GRPCRoute CRD too.
+	// gatewayAPI and grpcRouteAPI are Capabilities.GatewayAPI and .GRPCRoute.
 	gatewayAPI   bool
 	grpcRouteAPI bool
 	// written remembers, per RayService, the resourceVersion of raygate's last status write,
@@ -152,41 +156,24 @@ func New(mgr ctrl.Manager, cfg Config) *Reconciler {
 	if cfg.Recorder == nil {
 		cfg.Recorder = mgr.GetEventRecorder(RecorderName)
 	}
+	cfg.Concurrency = max(cfg.Concurrency, 1)
 	r := &Reconciler{
 		Config:       cfg,
 		Metrics:      processMetrics,
 		client:       mgr.GetClient(),
 		apiReader:    mgr.GetAPIReader(),
 		recorder:     cfg.Recorder,
-		gatewayAPI:   gatewayAPIInstalled(mgr.GetRESTMapper()),
-		grpcRouteAPI: kindInstalled(mgr.GetRESTMapper(), "GRPCRoute"),
+		gatewayAPI:   cfg.Capabilities.GatewayAPI,
+		grpcRouteAPI: cfg.Capabilities.GatewayAPI && cfg.Capabilities.GRPCRoute,
 		newName:      func(s string) string { return s + "-" + utilrand.String(5) },
 	}
 	r.dashboards = r.newPool(cfg.Dashboards)
 	return r
 }
 
-// gatewayAPIInstalled asks the RESTMapper whether the Gateway and HTTPRoute kinds exist, so
-// raygate starts (and serves the other strategies) on clusters without the Gateway API.
-func gatewayAPIInstalled(m meta.RESTMapper) bool {
-	for _, kind := range []string{"Gateway", "HTTPRoute"} {
-		if _, err := m.RESTMapping(schema.GroupKind{Group: gwv1.GroupName, Kind: kind}, gwv1.GroupVersion.Version); err != nil {
-			return false
-		}
-	}
-	return true
-}
-
-func kindInstalled(m meta.RESTMapper, kind string) bool {
-	_, err := m.RESTMapping(schema.GroupKind{Group: gwv1.GroupName, Kind: kind}, gwv1.GroupVersion.Version)
-	return err == nil
-}
-
-// GatewayAPI reports whether the controller manages Gateways and HTTPRoutes.
-func (r *Reconciler) GatewayAPI() bool { return r.gatewayAPI }
-
-// SetupWithManager registers the controller, its watches and the dashboard pool.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+// SetupWithManager registers the controller, its watches (the kinds CacheNeeds declares) and
+// the dashboard pool.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(r.dashboards); err != nil {
 		return err
 	}
@@ -209,7 +196,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(byOriginLabel)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podToService), builder.WithPredicates(podChange)).
 		WatchesRawSource(r.queueSource()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)})
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Concurrency})
 	if r.gatewayAPI {
 		b = b.Owns(&gwv1.Gateway{}).Owns(&gwv1.HTTPRoute{})
 		if r.grpcRouteAPI {

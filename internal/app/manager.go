@@ -4,38 +4,46 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayscheme "github.com/raygate/raygate/apis/scheme"
+	"github.com/raygate/raygate/controllers/raycluster"
+	"github.com/raygate/raygate/controllers/rayservice"
+	"github.com/raygate/raygate/internal/batchscheduler"
+	"github.com/raygate/raygate/internal/cacheneeds"
+	"github.com/raygate/raygate/internal/capabilities"
 	"github.com/raygate/raygate/internal/metricsauth"
 )
 
 // NewManager builds the manager: caches, metrics, health and webhook servers, and every
-// controller and webhook.
+// controller and webhook. It asks the API server once which optional APIs it serves
+// (internal/capabilities); the cache and the controllers are set up from that answer and
+// from what each controller declares it reads (CacheNeeds).
 func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	scheme := rayscheme.New()
-	gatewayAPI, err := gatewayAPIServed(cfg)
+	scheduler, err := batchscheduler.New(o.BatchSchedulerName())
 	if err != nil {
 		return nil, err
 	}
-	if gatewayAPI {
-		if o.grpcRoutes, err = kindsServed(cfg, gwv1.GroupVersion.String(), "GRPCRoute"); err != nil {
-			return nil, err
-		}
-	}
-	if o.certManager, err = certManagerServed(cfg); err != nil {
+	caps, err := capabilities.ForConfig(cfg, podGroupKind(scheduler))
+	if err != nil {
 		return nil, err
 	}
-	batch, err := discoverBatchScheduling(cfg, o)
+	reportMissingPodGroups(scheduler, caps)
+	ctrls, err := newControllerConfigs(o, caps, scheduler)
+	if err != nil {
+		return nil, err
+	}
+	needs, err := ctrls.cacheNeeds(scheme)
 	if err != nil {
 		return nil, err
 	}
@@ -58,11 +66,10 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaseDuration:                 &o.LeaseDuration,
 		RenewDeadline:                 &o.RenewDeadline,
 		RetryPeriod:                   &o.RetryPeriod,
-		Cache:                         cacheOptions(o, gatewayAPI),
+		Cache:                         cacheOptions(o, needs),
 		PprofBindAddress:              o.PprofAddr,
 		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 	}
-	batch.cacheOptions(&mgrOpts.Cache)
 
 	if o.EnableWebhooks {
 		mgrOpts.WebhookServer = newDrainingServer(webhook.NewServer(webhook.Options{
@@ -76,12 +83,12 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	// Events go through raygate's bounded recorder, flushed when Start returns (events.go).
+	// Events go through raygate's bounded recorder, flushed when Start returns (events.go);
+	// the controllers take their recorders from this manager.
 	mgr, err := newEventsManager(base)
 	if err != nil {
 		return nil, err
 	}
-	o.events = mgr.events
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
 	}
@@ -94,25 +101,39 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		return nil, err
 	}
-	o.batch = batch
-	if err := setup(mgr, o); err != nil {
+	if err := setupWebhooks(mgr, o); err != nil {
+		return nil, err
+	}
+	if o.WebhooksOnly {
+		return mgr, nil
+	}
+	if err := setupRayClusterController(mgr, ctrls.cluster); err != nil {
+		return nil, err
+	}
+	if err := setupRayServiceController(mgr, ctrls.service); err != nil {
 		return nil, err
 	}
 	return mgr, nil
 }
 
-// setup registers the webhooks and controllers, each from its own setup_*.go file.
-func setup(mgr ctrl.Manager, o Options) error {
-	phases := []func(ctrl.Manager, Options) error{setupWebhooks, setupRayClusterController, setupRayServiceController}
-	if o.WebhooksOnly {
-		phases = phases[:1]
+// controllerConfigs are the controllers' configurations. They are built before the manager
+// because the cache is set up from what the controllers declare they read with them.
+type controllerConfigs struct {
+	cluster raycluster.Config
+	service rayservice.Config
+}
+
+func newControllerConfigs(o Options, caps capabilities.Capabilities, scheduler batchscheduler.Scheduler) (controllerConfigs, error) {
+	service, err := rayServiceConfig(o, caps)
+	if err != nil {
+		return controllerConfigs{}, err
 	}
-	for _, f := range phases {
-		if err := f(mgr, o); err != nil {
-			return err
-		}
-	}
-	return nil
+	return controllerConfigs{cluster: rayClusterConfig(o, caps, scheduler), service: service}, nil
+}
+
+// cacheNeeds is the union of what the controllers declare.
+func (c controllerConfigs) cacheNeeds(scheme *runtime.Scheme) (cacheneeds.Needs, error) {
+	return cacheneeds.Union(scheme, raycluster.CacheNeeds(c.cluster), rayservice.CacheNeeds(c.service))
 }
 
 // Run builds the manager and runs it until ctx is done.

@@ -17,12 +17,14 @@ import (
 	"github.com/raygate/raygate/internal/batchscheduler"
 	"github.com/raygate/raygate/internal/batchscheduler/volcano"
 	"github.com/raygate/raygate/internal/dashboard"
-	"github.com/raygate/raygate/internal/eventrecorder"
 	"github.com/raygate/raygate/internal/promgate"
 	"github.com/raygate/raygate/internal/validation"
 )
 
-// Options are the manager's settings, one per flag.
+// Options are the manager's settings: one field per flag, then what the operator takes from
+// its environment (Environment, read once by ReadEnvironment) and what only an in-process
+// caller can set (InProcess). What the manager finds out from the API server is not here:
+// see internal/capabilities.
 type Options struct {
 	MetricsAddr      string
 	SecureMetrics    bool
@@ -80,7 +82,7 @@ type Options struct {
 	EnableBatchScheduler bool
 	// OperatorNamespace is the namespace raygate's pods run in; the head NetworkPolicies of
 	// spec.networkPolicy admit them to the dashboard. Default: $POD_NAMESPACE (the chart sets
-	// it from the downward API), else the pod's service account namespace.
+	// it from the downward API), else the pod's service account namespace (ReadEnvironment).
 	OperatorNamespace string
 	// TokenAuthentication lets RayClusters use authOptions.mode token: raygate then gets and
 	// creates their token Secrets, which needs RBAC the default install does not grant
@@ -91,29 +93,25 @@ type Options struct {
 	// closing each connection after its answer, between the stop signal and its shutdown.
 	WebhookShutdownDrain time.Duration
 
-	// DashboardResolver (not a flag) locates Ray dashboards; tests and the local mode inject
-	// simulators here. Nil: built from DashboardURLTemplate, or the in-cluster resolver.
+	Environment
+	InProcess
+}
+
+// InProcess are the settings a process running the manager in-process (tests, the local
+// mode) may set; no flag or environment variable reaches them.
+type InProcess struct {
+	// DashboardResolver locates Ray dashboards; tests and the local mode inject simulators
+	// here. Nil: built from DashboardURLTemplate, or the in-cluster resolver.
 	DashboardResolver dashboard.Resolver
-	// WebhooksOnly (not a flag) serves admission without running the controllers: suites
-	// about admission, whose objects must stay exactly as admission left them.
+	// WebhooksOnly serves admission without running the controllers: suites about admission,
+	// whose objects must stay exactly as admission left them.
 	WebhooksOnly bool
-	// batch (not a flag) is --batch-scheduler resolved against the API server by NewManager.
-	batch batchScheduling
-	// certManager (not a flag) says whether the API server serves cert-manager's
-	// Certificate and Issuer, found out by NewManager.
-	certManager bool
-	// grpcRoutes (not a flag) says whether the API server serves the Gateway API's
-	// GRPCRoute, found out by NewManager.
-	grpcRoutes bool
-	// events (not a flag) is the manager's event writer; each controller takes a recorder
-	// from it.
-	events *eventrecorder.Writer
-	// SkipControllerNameValidation (not a flag) lets a process build managers more than once
-	// (controller names are process-wide in controller-runtime): tests restarting the operator.
+	// SkipControllerNameValidation lets a process build managers more than once (controller
+	// names are process-wide in controller-runtime): tests restarting the operator.
 	SkipControllerNameValidation bool
 }
 
-// DefaultOptions are the defaults of every flag.
+// DefaultOptions are the defaults of every flag, and of the environment when it sets nothing.
 func DefaultOptions() Options {
 	return Options{
 		MetricsAddr:          ":8443",
@@ -136,7 +134,7 @@ func DefaultOptions() Options {
 		MaxPodsPerCluster:    validation.DefaultMaxPodsPerCluster,
 		AllowedServiceTypes:  []string{string(corev1.ServiceTypeClusterIP)},
 		PodSecurityCheck:     string(validation.PodSecurityEnforce),
-		OperatorNamespace:    operatorNamespace(),
+		Environment:          DefaultEnvironment(),
 	}
 }
 

@@ -1,26 +1,36 @@
 package app
 
 import (
-	"context"
-
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/raygate/raygate/controllers/raycluster"
+	"github.com/raygate/raygate/internal/batchscheduler"
+	"github.com/raygate/raygate/internal/capabilities"
+	"github.com/raygate/raygate/internal/features"
 )
 
+// rayClusterConfig is the RayCluster controller's configuration.
+func rayClusterConfig(o Options, caps capabilities.Capabilities, scheduler batchscheduler.Scheduler) raycluster.Config {
+	return raycluster.Config{
+		Gates:                    features.Default(),
+		Limits:                   o.Limits(),
+		Capabilities:             caps,
+		Scheduler:                scheduler,
+		ClusterDomain:            o.ClusterDomain,
+		RandomPodDelete:          o.RandomPodDelete,
+		DisableGCSFTRedisCleanup: o.DisableGCSFTRedisCleanup,
+		OperatorNamespace:        o.OperatorNamespace,
+		TokenAuthentication:      o.TokenAuthentication,
+		Concurrency:              o.ReconcileConcurrency,
+	}
+}
+
 // setupRayClusterController registers the RayCluster controller and its metrics.
-func setupRayClusterController(mgr ctrl.Manager, o Options) error {
-	r := raycluster.NewReconciler(mgr.GetClient(), o.events.Recorder("raycluster-controller"))
-	r.APIReader = mgr.GetAPIReader()
-	r.Limits = o.Limits()
-	r.BatchScheduler = o.batch.syncer(mgr)
-	r.OperatorNamespace = o.OperatorNamespace
-	r.TokenAuthentication = o.TokenAuthentication
-	r.CertManager = o.certManager
-	r.CertReader = mgr.GetCache()
+func setupRayClusterController(mgr ctrl.Manager, cfg raycluster.Config) error {
+	r := raycluster.New(mgr, cfg)
 	if err := r.Metrics.Register(metrics.Registry, mgr.GetCache(), mgr.Elected()); err != nil {
 		return err
 	}
-	return r.SetupWithManager(context.Background(), mgr, o.ReconcileConcurrency)
+	return r.SetupWithManager(mgr)
 }

@@ -1,46 +1,49 @@
 package app
 
 import (
-	"os"
-
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/raygate/raygate/controllers/rayservice"
+	"github.com/raygate/raygate/internal/capabilities"
 	"github.com/raygate/raygate/internal/dashboard"
-	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/promgate"
 	"github.com/raygate/raygate/internal/version"
 )
 
-// setupRayServiceController registers the RayService controller and its metrics.
-func setupRayServiceController(mgr ctrl.Manager, o Options) error {
+// rayServiceConfig is the RayService controller's configuration.
+func rayServiceConfig(o Options, caps capabilities.Capabilities) (rayservice.Config, error) {
 	var prom *promgate.Client
 	if o.PrometheusURL != "" {
 		var err error
 		if prom, err = promgate.New(o.PrometheusURL, promgate.Options{}); err != nil {
-			return err
+			return rayservice.Config{}, err
 		}
 	}
-	r := rayservice.New(mgr, rayservice.Config{
-		Resolver: dashboardResolver(o),
-		Gates:    features.Default(),
-		Limits:   o.Limits(),
-		Version:  version.Version,
+	return rayservice.Config{
+		Capabilities: caps,
+		Resolver:     dashboardResolver(o),
+		Gates:        features.Default(),
+		Limits:       o.Limits(),
+		Version:      version.Version,
 		// Without it raygate may not read Secrets, so it sends no token.
 		TokenAuthentication: o.TokenAuthentication,
-		Recorder:            o.events.Recorder(rayservice.RecorderName),
 		SharedGateways:      o.AllowedSharedGateways,
 		// Metric gates query the admin's Prometheus (nil without --prometheus-url).
-		Prometheus: prom,
-		// KubeRay's switch, read from the environment as KubeRay reads it.
-		DisableZeroDowntime: !defaulting.ZeroDowntime(os.Getenv(defaulting.EnvEnableZeroDowntime)),
-	})
+		Prometheus:          prom,
+		DisableZeroDowntime: o.DisableZeroDowntime,
+		Concurrency:         o.ReconcileConcurrency,
+	}, nil
+}
+
+// setupRayServiceController registers the RayService controller and its metrics.
+func setupRayServiceController(mgr ctrl.Manager, cfg rayservice.Config) error {
+	r := rayservice.New(mgr, cfg)
 	if err := r.Metrics.Register(metrics.Registry); err != nil {
 		return err
 	}
-	return r.SetupWithManager(mgr, o.ReconcileConcurrency)
+	return r.SetupWithManager(mgr)
 }
 
 // dashboardResolver is Options.DashboardResolver, else --dashboard-url-template, else the

@@ -3,14 +3,12 @@ package app
 import (
 	"context"
 	"fmt"
-	"os"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/webhooks"
 )
@@ -40,13 +38,12 @@ func setupWebhooks(mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("registering the webhook metrics: %w", err)
 	}
 	webhooks.Register(mgr.GetWebhookServer(), webhooks.Options{
-		Reader:     mgr.GetAPIReader(),
-		Gates:      features.Default(),
-		Limits:     o.Limits(),
-		Policy:     o.Policy(),
-		Namespaces: mgr.GetCache(),
-		// KubeRay's switch, read from the environment as KubeRay reads it.
-		DisableZeroDowntime: !defaulting.ZeroDowntime(os.Getenv(defaulting.EnvEnableZeroDowntime)),
+		Reader:              mgr.GetAPIReader(),
+		Gates:               features.Default(),
+		Limits:              o.Limits(),
+		Policy:              o.Policy(),
+		Namespaces:          mgr.GetCache(),
+		DisableZeroDowntime: o.DisableZeroDowntime,
 	})
 	return nil
 }

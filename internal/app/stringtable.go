@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/raygate/raygate/internal/cacheneeds"
 )
 
 // stringTable lets cached objects share equal short strings. Every decoded pod has its own
@@ -48,7 +50,7 @@ func (t *stringTable) share(s string) string {
 	return s
 }
 
-// pod shares the repeated strings of a slim cached pod (slimPod has already dropped the rest).
+// pod shares the repeated strings of a slim cached pod (SlimPod has already dropped the rest).
 func (t *stringTable) pod(p *corev1.Pod) {
 	p.Namespace = t.share(p.Namespace)
 	p.GenerateName = t.share(p.GenerateName)
@@ -96,13 +98,13 @@ func (t *stringTable) pod(p *corev1.Pod) {
 	}
 }
 
-// slimSharedPod is the pod cache's transform: slimPod, then shared strings.
-func slimSharedPod(t *stringTable) cache.TransformFunc {
+// slimSharedPod is the pod cache's transform: the declared fields only
+// (cacheneeds.SlimPod), then shared strings.
+func slimSharedPod(fields cacheneeds.PodFields, t *stringTable) cache.TransformFunc {
 	return func(obj any) (any, error) {
-		out, err := slimPod(obj)
-		if pod, ok := out.(*corev1.Pod); ok && err == nil {
-			t.pod(pod)
+		if pod, ok := obj.(*corev1.Pod); ok {
+			t.pod(cacheneeds.SlimPod(pod, fields))
 		}
-		return out, err
+		return obj, nil
 	}
 }

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/raygate/raygate/controllers/raycluster"
+	"github.com/raygate/raygate/controllers/rayservice"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/test/builders"
@@ -23,7 +25,7 @@ func decodedWorkerPod(t testing.TB, i int) *corev1.Pod {
 	t.Helper()
 	rc := builders.RayCluster(fmt.Sprintf("cluster-%04d", i/4), "bench").Obj()
 	defaulting.RayCluster(rc)
-	p := raypod.WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+	p := raypod.WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
 	p.Name = fmt.Sprintf("%s%05d", p.GenerateName, i)
 	p.UID = types.UID(fmt.Sprintf("0c9a7a3e-8a1b-4c1d-9a0e-%012d", i))
 	p.ResourceVersion = fmt.Sprint(1000 + i)
@@ -48,7 +50,7 @@ func decodedWorkerPod(t testing.TB, i int) *corev1.Pod {
 func sameBytes(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) } //nolint:gosec // compares addresses only
 
 func TestStringTableSharesAndKeepsContent(t *testing.T) {
-	transform := slimSharedPod(newStringTable(maxSharedStrings))
+	transform := slimSharedPod(raycluster.PodFields|rayservice.PodFields, newStringTable(maxSharedStrings))
 	var pods []*corev1.Pod
 	for i := range 8 {
 		plain, err := slimPod(decodedWorkerPod(t, i))

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/capabilities"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/sharedtable"
 	"github.com/raygate/raygate/test/builders"
@@ -126,7 +127,7 @@ func TestTemplateInternerIsBounded(t *testing.T) {
 
 // The cache is wired to intern: without it the table above is never used.
 func TestCacheInternsRayTemplates(t *testing.T) {
-	opts := cacheOptions(DefaultOptions(), false)
+	opts := cacheOptions(DefaultOptions(), testNeeds(t, capabilities.Capabilities{}, nil))
 	for _, k := range []client.Object{&rayv1.RayCluster{}, &rayv1.RayService{}} {
 		found := false
 		for o, b := range opts.ByObject {

@@ -1,22 +1,12 @@
 package defaulting
 
 import (
-	"strings"
-
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 )
 
-// EnvEnableZeroDowntime, set to "false" (any case) on the operator, makes a RayService whose
-// spec sets no upgrade strategy keep its cluster when rayClusterConfig changes (the None
-// strategy), as KubeRay's ENABLE_ZERO_DOWNTIME does for users without room for two
-// clusters. spec.upgradeStrategy.type, when set, takes precedence.
-const EnvEnableZeroDowntime = "ENABLE_ZERO_DOWNTIME"
-
-// ZeroDowntime reads the operator's ENABLE_ZERO_DOWNTIME value: only "false" turns it off.
-func ZeroDowntime(env string) bool { return !strings.EqualFold(env, "false") }
-
 // UpgradeTypeOf is a RayService's upgrade strategy as KubeRay decides it: the spec's type
-// when set; otherwise NewCluster, or None when zero-downtime upgrades are off.
+// when set; otherwise NewCluster, or None when zero-downtime upgrades are off (KubeRay's
+// ENABLE_ZERO_DOWNTIME=false on the operator, for users without room for two clusters).
 func UpgradeTypeOf(spec *rayv1.RayServiceSpec, zeroDowntime bool) rayv1.RayServiceUpgradeType {
 	if s := spec.UpgradeStrategy; s != nil && s.Type != nil {
 		return *s.Type

@@ -11,24 +11,21 @@ import (
 func TestUpgradeTypeOf(t *testing.T) {
 	incremental := rayv1.NewClusterWithIncrementalUpgrade
 	for _, tc := range []struct {
-		name     string
-		strategy *rayv1.RayServiceUpgradeStrategy
-		env      string
-		want     rayv1.RayServiceUpgradeType
+		name         string
+		strategy     *rayv1.RayServiceUpgradeStrategy
+		zeroDowntime bool
+		want         rayv1.RayServiceUpgradeType
 	}{
-		{"nothing set: zero downtime", nil, "", rayv1.NewCluster},
-		{"env true", nil, "true", rayv1.NewCluster},
-		{"env anything else but false", nil, "no", rayv1.NewCluster},
-		{"env false: no new cluster", nil, "false", rayv1.None},
-		{"env FALSE, any case", nil, "FALSE", rayv1.None},
-		{"strategy without a type: env decides", &rayv1.RayServiceUpgradeStrategy{}, "false", rayv1.None},
-		{"the spec's NewCluster wins over env false", &rayv1.RayServiceUpgradeStrategy{Type: ptr.To(rayv1.NewCluster)}, "false", rayv1.NewCluster},
-		{"the spec's incremental wins over env false", &rayv1.RayServiceUpgradeStrategy{Type: &incremental}, "false", incremental},
-		{"the spec's None wins over env true", &rayv1.RayServiceUpgradeStrategy{Type: ptr.To(rayv1.None)}, "true", rayv1.None},
+		{"nothing set: zero downtime", nil, true, rayv1.NewCluster},
+		{"zero downtime off: no new cluster", nil, false, rayv1.None},
+		{"strategy without a type: the setting decides", &rayv1.RayServiceUpgradeStrategy{}, false, rayv1.None},
+		{"the spec's NewCluster wins over zero downtime off", &rayv1.RayServiceUpgradeStrategy{Type: ptr.To(rayv1.NewCluster)}, false, rayv1.NewCluster},
+		{"the spec's incremental wins over zero downtime off", &rayv1.RayServiceUpgradeStrategy{Type: &incremental}, false, incremental},
+		{"the spec's None wins over zero downtime on", &rayv1.RayServiceUpgradeStrategy{Type: ptr.To(rayv1.None)}, true, rayv1.None},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := &rayv1.RayServiceSpec{UpgradeStrategy: tc.strategy}
-			if got := UpgradeTypeOf(spec, ZeroDowntime(tc.env)); got != tc.want {
+			if got := UpgradeTypeOf(spec, tc.zeroDowntime); got != tc.want {
 				t.Errorf("got %s, want %s", got, tc.want)
 			}
 		})

@@ -183,6 +183,7 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 
 func (e *Env) startManager(ctx context.Context) error {
 	opts := app.DefaultOptions()
+	opts.ReadEnvironment() // the operator's environment, as the binary reads it
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
 	opts.LogFormat = "console"
 	opts.WebhookHost, opts.WebhookPort, opts.WebhookCertDir = e.Cluster.WebhookServing()

@@ -40,6 +40,10 @@ type Pods struct {
 // worker groups.
 const MaxPodKinds = 256
 
+// anyDomain builds the pods in the default DNS domain: the domain is only in the pods'
+// environment values, which quota does not count.
+const anyDomain = ""
+
 // ClusterPods are the pods a defaulted cluster asks for: the head, and for each worker
 // group max(replicas, minReplicas) × numOfHosts pods; none while the cluster is suspended,
 // none for a suspended group. Groups without containers are left out (validation reports
@@ -49,7 +53,7 @@ func ClusterPods(rc *rayv1.RayCluster) (pods []Pods, ok bool) {
 	if ptr.Deref(rc.Spec.Suspend, false) || len(rc.Spec.HeadGroupSpec.Template.Spec.Containers) == 0 {
 		return nil, true
 	}
-	out := []Pods{{Pod: defaulted(raypod.HeadPod(rc, "")), Count: 1}}
+	out := []Pods{{Pod: defaulted(raypod.HeadPod(rc, "", anyDomain)), Count: 1}}
 	byKey := map[string]int{} // index in out of the pods of a quota key
 	for i := range rc.Spec.WorkerGroupSpecs {
 		g := &rc.Spec.WorkerGroupSpecs[i]
@@ -70,7 +74,7 @@ func ClusterPods(rc *rayv1.RayCluster) (pods []Pods, ok bool) {
 			return nil, false
 		}
 		byKey[key] = len(out)
-		out = append(out, Pods{Pod: defaulted(raypod.WorkerPod(rc, g, nil)), Count: n})
+		out = append(out, Pods{Pod: defaulted(raypod.WorkerPod(rc, g, nil, anyDomain)), Count: n})
 	}
 	return out, true
 }

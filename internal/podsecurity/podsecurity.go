@@ -146,6 +146,10 @@ func (e *Evaluator) Cluster(lv api.LevelVersion, rc *rayv1.RayCluster, specPath 
 // and the updated object of one request finds each template's violations once.
 type Memo struct{ found map[string][]located }
 
+// anyDomain builds the pods in the default DNS domain: the domain is only in the pods'
+// environment values, which no Pod Security check reads.
+const anyDomain = ""
+
 // ClusterWith is Cluster, remembering found violations in memo (not safe for concurrent use).
 func (e *Evaluator) ClusterWith(memo *Memo, lv api.LevelVersion, rc *rayv1.RayCluster, specPath *field.Path) []Violation {
 	if memo.found == nil {
@@ -158,7 +162,7 @@ func (e *Evaluator) ClusterWith(memo *Memo, lv api.LevelVersion, rc *rayv1.RayCl
 	var out []Violation
 	head := &rc.Spec.HeadGroupSpec
 	if len(head.Template.Spec.Containers) > 0 {
-		pod := raypod.HeadPod(rc, "")
+		pod := raypod.HeadPod(rc, "", anyDomain)
 		tmpl := specPath.Child("headGroupSpec", "template")
 		found := locatePod(checks, pod, len(head.Template.Spec.Containers), len(head.Template.Spec.InitContainers))
 		out = append(out, materialize(found, tmpl, specPath)...)
@@ -172,7 +176,7 @@ func (e *Evaluator) ClusterWith(memo *Memo, lv api.LevelVersion, rc *rayv1.RayCl
 		key = lv.String() + "/" + key
 		found, seen := memo.found[key]
 		if !seen || err != nil {
-			pod := raypod.WorkerPod(rc, g, nil)
+			pod := raypod.WorkerPod(rc, g, nil, anyDomain)
 			if len(out) < maxLocated {
 				found = locatePod(checks, pod, len(g.Template.Spec.Containers), len(g.Template.Spec.InitContainers))
 			} else {

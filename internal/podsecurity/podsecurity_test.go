@@ -202,7 +202,7 @@ func TestChecksMatchTheLibrary(t *testing.T) {
 			rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"NET_BIND_SERVICE"}
 		}),
 	} {
-		pods = append(pods, raypod.HeadPod(rc, ""), raypod.WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil))
+		pods = append(pods, raypod.HeadPod(rc, "", ""), raypod.WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, ""))
 	}
 	var versions []api.Version
 	for minor := 0; minor <= 40; minor++ {

@@ -93,8 +93,9 @@ type CAIssuer struct {
 // depend on each other: the self-signed Issuer, the CA Certificate, the CA Issuer, the head's
 // and the workers' Certificates. headIPs and workerIPs are the IPs of the cluster's running
 // head and worker pods; each leaf certificate names its own pods' IPs (GCS dials workers by
-// IP), so scaling workers never reissues the head's. Nil when TLS is off.
-func TLSObjects(rc *rayv1.RayCluster, headIPs, workerIPs []string) []*unstructured.Unstructured {
+// IP), so scaling workers never reissues the head's. clusterDomain is the cluster's DNS
+// domain ("": cluster.local), in the head's names. Nil when TLS is off.
+func TLSObjects(rc *rayv1.RayCluster, headIPs, workerIPs []string, clusterDomain string) []*unstructured.Unstructured {
 	if !rayspec.TLSEnabled(&rc.Spec) {
 		return nil
 	}
@@ -113,7 +114,7 @@ func TLSObjects(rc *rayv1.RayCluster, headIPs, workerIPs []string) []*unstructur
 	})
 	caIssuer := newTLSObject(rc, IssuerGVK, rayspec.CAIssuerName(name), "ca-issuer", &IssuerSpec{CA: &CAIssuer{SecretName: rayspec.CASecretName(name)}})
 	head := newTLSObject(rc, CertificateGVK, rayspec.TLSCertificateName(name, rayv1.HeadNode), "head-certificate",
-		leafSpec(name, rayv1.HeadNode, HeadDNSNames(rc), headIPs))
+		leafSpec(name, rayv1.HeadNode, HeadDNSNames(rc, clusterDomain), headIPs))
 	worker := newTLSObject(rc, CertificateGVK, rayspec.TLSCertificateName(name, rayv1.WorkerNode), "worker-certificate",
 		leafSpec(name, rayv1.WorkerNode, []string{"localhost"}, workerIPs))
 	return []*unstructured.Unstructured{selfSigned, ca, caIssuer, head, worker}

@@ -18,10 +18,10 @@ func tlsCluster() *rayv1.RayCluster {
 }
 
 func TestTLSObjects(t *testing.T) {
-	if got := TLSObjects(builders.RayCluster("demo", "team-a").Obj(), nil, nil); got != nil {
+	if got := TLSObjects(builders.RayCluster("demo", "team-a").Obj(), nil, nil, ""); got != nil {
 		t.Fatalf("TLS off: %d objects, want none", len(got))
 	}
-	objs := TLSObjects(tlsCluster(), []string{"127.0.0.9"}, []string{"127.0.0.12", "", "127.0.0.11", "127.0.0.12"})
+	objs := TLSObjects(tlsCluster(), []string{"127.0.0.9"}, []string{"127.0.0.12", "", "127.0.0.11", "127.0.0.12"}, "")
 	type view struct {
 		Kind, Name, Component string
 		Issuer, Secret        string
@@ -79,7 +79,7 @@ func TestTLSObjects(t *testing.T) {
 }
 
 func TestTLSSpecEqual(t *testing.T) {
-	desired := TLSObjects(tlsCluster(), []string{"127.0.0.9"}, nil)[3]
+	desired := TLSObjects(tlsCluster(), []string{"127.0.0.9"}, nil, "")[3]
 	stored := desired.DeepCopy()
 	// What the API server and cert-manager add, and a spec field raygate does not set.
 	stored.Object["status"] = map[string]any{"revision": int64(2)}
@@ -88,7 +88,7 @@ func TestTLSSpecEqual(t *testing.T) {
 	if !TLSSpecEqual(stored, desired) {
 		t.Errorf("an unchanged Certificate must be equal")
 	}
-	moved := TLSObjects(tlsCluster(), []string{"127.0.0.10"}, nil)[3]
+	moved := TLSObjects(tlsCluster(), []string{"127.0.0.10"}, nil, "")[3]
 	if TLSSpecEqual(stored, moved) {
 		t.Fatalf("a new head IP must differ")
 	}
@@ -102,7 +102,7 @@ func TestTLSSpecEqual(t *testing.T) {
 	if _, ok := updated.Object["status"]; !ok {
 		t.Errorf("WithTLSSpec dropped the status")
 	}
-	issuer := TLSObjects(tlsCluster(), nil, nil)[2]
+	issuer := TLSObjects(tlsCluster(), nil, nil, "")[2]
 	if !TLSSpecEqual(issuer.DeepCopy(), issuer) || TLSSpecEqual(&unstructured.Unstructured{Object: map[string]any{"kind": "Issuer"}}, issuer) {
 		t.Errorf("Issuer comparison")
 	}

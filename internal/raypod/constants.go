@@ -1,12 +1,5 @@
 package raypod
 
-import (
-	"os"
-	"strings"
-
-	"k8s.io/apimachinery/pkg/util/validation"
-)
-
 // Names of the volumes and containers raygate adds.
 const (
 	SharedMemoryVolumeName = "shared-mem"
@@ -40,21 +33,6 @@ const (
 	EnvUlimitOpenFiles        = "RAY_START_ULIMIT_OPEN_FILES"
 )
 
-// DefaultClusterDomain is the DNS suffix of in-cluster Service names unless the operator's
-// CLUSTER_DOMAIN environment variable says otherwise.
+// DefaultClusterDomain is the DNS suffix of in-cluster Service names unless the operator is
+// told another (its CLUSTER_DOMAIN environment variable, read by internal/app).
 const DefaultClusterDomain = "cluster.local"
-
-// EnvClusterDomain names the operator's environment variable with the cluster's DNS domain
-// (the Helm value clusterDomain sets it), as KubeRay reads it.
-const EnvClusterDomain = "CLUSTER_DOMAIN"
-
-// ClusterDomain is the cluster's DNS domain: CLUSTER_DOMAIN when it is a valid DNS name
-// (a trailing dot dropped), else cluster.local. Workers find the GCS at the head Service's
-// name in it, so a wrong domain leaves them waiting forever.
-func ClusterDomain() string {
-	d := strings.TrimSuffix(strings.TrimSpace(os.Getenv(EnvClusterDomain)), ".")
-	if d == "" || len(validation.IsDNS1123Subdomain(d)) > 0 {
-		return DefaultClusterDomain
-	}
-	return d
-}

@@ -75,14 +75,14 @@ echo "The certificate names $%[2]s."`, cert, EnvPodIP)
 
 // HeadDNSNames are the names under which a cluster's head is reached (its Service, short
 // and qualified), which the head's certificate must name: workers dial the GCS at the
-// fully qualified one.
-func HeadDNSNames(rc *rayv1.RayCluster) []string {
+// fully qualified one, in the cluster's DNS domain ("": cluster.local).
+func HeadDNSNames(rc *rayv1.RayCluster, clusterDomain string) []string {
 	svc := HeadServiceName(rc)
 	return []string{
 		"localhost",
 		svc,
 		svc + "." + rc.Namespace,
 		svc + "." + rc.Namespace + ".svc",
-		headFQDN(rc),
+		headFQDN(rc, clusterDomain),
 	}
 }

@@ -35,8 +35,8 @@ func TestMTLSPods(t *testing.T) {
 			rc.Spec.TLSOptions = tc.tls
 			// A user's value is replaced by raygate's.
 			rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "RAY_USE_TLS", Value: "0"}}
-			head := HeadPod(rc, "h")
-			worker := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+			head := HeadPod(rc, "h", "")
+			worker := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
 			for _, pc := range []struct {
 				pod    *corev1.Pod
 				secret string
@@ -87,12 +87,12 @@ func TestMTLSPods(t *testing.T) {
 func TestHeadDNSNames(t *testing.T) {
 	rc := builders.RayCluster("demo", "team-a").Obj()
 	want := []string{"localhost", "demo-head-svc", "demo-head-svc.team-a", "demo-head-svc.team-a.svc", "demo-head-svc.team-a.svc.cluster.local"}
-	if diff := cmp.Diff(want, HeadDNSNames(rc)); diff != "" {
+	if diff := cmp.Diff(want, HeadDNSNames(rc, "")); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	rc.Spec.HeadGroupSpec.HeadService = &corev1.Service{}
 	rc.Spec.HeadGroupSpec.HeadService.Name = "gcs"
-	if got := HeadDNSNames(rc)[4]; got != "gcs.team-a.svc.cluster.local" {
+	if got := HeadDNSNames(rc, "")[4]; got != "gcs.team-a.svc.cluster.local" {
 		t.Errorf("with a head Service name override: %s", got)
 	}
 }

@@ -26,8 +26,8 @@ type ReplicaIndex struct {
 }
 
 // HeadPod builds the head pod of a (defaulted) cluster. hash is the spec hash recorded
-// for the Recreate strategy.
-func HeadPod(rc *rayv1.RayCluster, hash string) *corev1.Pod {
+// for the Recreate strategy; clusterDomain is the cluster's DNS domain ("": cluster.local).
+func HeadPod(rc *rayv1.RayCluster, hash, clusterDomain string) *corev1.Pod {
 	spec := &rc.Spec
 	head := spec.HeadGroupSpec
 	pod := newPod(rc, head.Template, rayv1.HeadNode, rayv1.HeadGroupLabelValue, head.Labels)
@@ -42,14 +42,17 @@ func HeadPod(rc *rayv1.RayCluster, hash string) *corev1.Pod {
 		addAutoscaler(rc, pod)
 	}
 	addHeadPorts(&pod.Spec.Containers[rayv1.RayContainerIndex], params)
-	finishPod(rc, pod, rayv1.HeadNode, params)
+	finishPod(rc, pod, rayv1.HeadNode, params, headFQDN(rc, clusterDomain))
 	addHistoryCollector(rc, pod, rayv1.HeadNode)
 	return pod
 }
 
 // WorkerPod builds a pod of a worker group of a (defaulted) cluster. idx is nil unless
-// RayMultiHostIndexing is on.
-func WorkerPod(rc *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, idx *ReplicaIndex) *corev1.Pod {
+// RayMultiHostIndexing is on. clusterDomain is the cluster's DNS domain ("": cluster.local),
+// in which workers find the head's GCS.
+func WorkerPod(rc *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, idx *ReplicaIndex, clusterDomain string) *corev1.Pod {
+	fqdn := headFQDN(rc, clusterDomain)
+	headAddress := fqdn + ":" + headPort(&rc.Spec)
 	pod := newPod(rc, group.Template, rayv1.WorkerNode, group.GroupName, group.Labels)
 	pod.GenerateName = rayspec.WorkerPodGenerateName(rc.Name, group.GroupName)
 	if idx != nil {
@@ -59,11 +62,11 @@ func WorkerPod(rc *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, idx *ReplicaI
 			pod.Labels[rayv1.ReplicaHostIndexLabelKey] = strconv.Itoa(idx.Host)
 		}
 	}
-	params := startParams(rayv1.WorkerNode, group.RayStartParams, group.Resources, group.Labels, pod.Spec.Containers[rayv1.RayContainerIndex], headAddress(rc), rayspec.AutoscalingEnabled(&rc.Spec))
+	params := startParams(rayv1.WorkerNode, group.RayStartParams, group.Resources, group.Labels, pod.Spec.Containers[rayv1.RayContainerIndex], headAddress, rayspec.AutoscalingEnabled(&rc.Spec))
 	addPortIfMissing(&pod.Spec.Containers[rayv1.RayContainerIndex], rayspec.MetricsPortName, metricsPort(params))
-	pod.Spec.InitContainers = append(pod.Spec.InitContainers, waitGCSContainer(rc, pod.Spec.Containers[rayv1.RayContainerIndex]))
+	pod.Spec.InitContainers = append(pod.Spec.InitContainers, waitGCSContainer(headAddress, pod.Spec.Containers[rayv1.RayContainerIndex]))
 	gcsFaultTolerance(rc, pod, rayv1.WorkerNode)
-	finishPod(rc, pod, rayv1.WorkerNode, params)
+	finishPod(rc, pod, rayv1.WorkerNode, params, fqdn)
 	addHistoryCollector(rc, pod, rayv1.WorkerNode)
 	return pod
 }
@@ -142,8 +145,8 @@ func createdByRayService(rc *rayv1.RayCluster) bool {
 }
 
 // finishPod sets what head and worker pods share: the Ray container's command and
-// environment, shared memory and probes.
-func finishPod(rc *rayv1.RayCluster, pod *corev1.Pod, node rayv1.RayNodeType, params map[string]string) {
+// environment, shared memory and probes. headFQDN is the head Service's qualified name.
+func finishPod(rc *rayv1.RayCluster, pod *corev1.Pod, node rayv1.RayNodeType, params map[string]string, headFQDN string) {
 	ray := &pod.Spec.Containers[rayv1.RayContainerIndex]
 	startCmd := rayStartCommand(node, params)
 	if pod.Annotations[rayv1.OverwriteContainerCmdKey] != "true" {
@@ -154,9 +157,9 @@ func finishPod(rc *rayv1.RayCluster, pod *corev1.Pod, node rayv1.RayNodeType, pa
 	if _, ok := params["plasma-directory"]; !ok {
 		addEmptyDir(pod, ray, SharedMemoryVolumeName, SharedMemoryMountPath, corev1.StorageMediumMemory, sharedMemorySize(*ray))
 	}
-	setRayEnv(rc, pod, node, startCmd)
+	setRayEnv(rc, pod, node, startCmd, headFQDN)
 	for i := range pod.Spec.InitContainers {
-		addEnv(&pod.Spec.InitContainers[i], corev1.EnvVar{Name: EnvFQRayIP, Value: headFQDN(rc)}, true)
+		addEnv(&pod.Spec.InitContainers[i], corev1.EnvVar{Name: EnvFQRayIP, Value: headFQDN}, true)
 		addEnv(&pod.Spec.InitContainers[i], corev1.EnvVar{Name: EnvRayIP, Value: HeadServiceName(rc)}, true)
 	}
 	setProbes(rc, ray, node, params)
@@ -204,13 +207,13 @@ func HeadServiceName(rc *rayv1.RayCluster) string {
 	return rayspec.HeadServiceName(rc.Name)
 }
 
-func headFQDN(rc *rayv1.RayCluster) string {
-	return fmt.Sprintf("%s.%s.svc.%s", HeadServiceName(rc), rc.Namespace, ClusterDomain())
-}
-
-// headAddress is where workers find the GCS.
-func headAddress(rc *rayv1.RayCluster) string {
-	return headFQDN(rc) + ":" + headPort(&rc.Spec)
+// headFQDN is the head Service's fully qualified name in the cluster's DNS domain ("":
+// cluster.local), where workers find the GCS.
+func headFQDN(rc *rayv1.RayCluster, clusterDomain string) string {
+	if clusterDomain == "" {
+		clusterDomain = DefaultClusterDomain
+	}
+	return HeadServiceName(rc) + "." + rc.Namespace + ".svc." + clusterDomain
 }
 
 func fieldEnv(name, path string) corev1.EnvVar {
@@ -231,12 +234,12 @@ func addEnv(c *corev1.Container, e corev1.EnvVar, override bool) {
 	c.Env = append(c.Env, e)
 }
 
-func setRayEnv(rc *rayv1.RayCluster, pod *corev1.Pod, node rayv1.RayNodeType, startCmd string) {
+func setRayEnv(rc *rayv1.RayCluster, pod *corev1.Pod, node rayv1.RayNodeType, startCmd, headFQDN string) {
 	c := &pod.Spec.Containers[rayv1.RayContainerIndex]
 	port := headPort(&rc.Spec)
 	ip := "127.0.0.1"
 	if node == rayv1.WorkerNode {
-		ip = headFQDN(rc)
+		ip = headFQDN
 		addEnv(c, corev1.EnvVar{Name: EnvFQRayIP, Value: ip}, true)
 		addEnv(c, corev1.EnvVar{Name: EnvRayIP, Value: HeadServiceName(rc)}, true)
 	}
@@ -303,8 +306,7 @@ func addPortIfMissing(c *corev1.Container, name string, port int32) {
 
 // waitGCSContainer delays a worker's Ray container until the head's GCS answers, so workers
 // do not crash-loop while the head starts.
-func waitGCSContainer(rc *rayv1.RayCluster, ray corev1.Container) corev1.Container {
-	addr := headAddress(rc)
+func waitGCSContainer(addr string, ray corev1.Container) corev1.Container {
 	script := fmt.Sprintf(`SECONDS=0
 while true; do
   if ray health-check --address %[1]s > /dev/null 2>&1; then

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -64,10 +65,10 @@ func TestPodGoldens(t *testing.T) {
 		name string
 		pod  func() *corev1.Pod
 	}{
-		{"head-basic", func() *corev1.Pod { return HeadPod(cluster(), "hash1") }},
+		{"head-basic", func() *corev1.Pod { return HeadPod(cluster(), "hash1", "") }},
 		{"worker-basic", func() *corev1.Pod {
 			rc := cluster()
-			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
 		}},
 		{"head-autoscaler-v2", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) {
@@ -81,14 +82,14 @@ func TestPodGoldens(t *testing.T) {
 					Env: []corev1.EnvVar{{Name: "AUTOSCALER_LOG_LEVEL", Value: "debug"}},
 				}
 			})
-			return HeadPod(rc, "hash1")
+			return HeadPod(rc, "hash1", "")
 		}},
 		{"worker-autoscaler-v2", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) {
 				rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
 				rc.Spec.AutoscalerOptions = &rayv1.AutoscalerOptions{Version: ptr.To(rayv1.AutoscalerVersionV2)}
 			})
-			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
 		}},
 		{"head-overwrite-cmd", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) {
@@ -97,7 +98,7 @@ func TestPodGoldens(t *testing.T) {
 				c.Command = []string{"/bin/bash", "-c"}
 				c.Args = []string{"echo hello && $KUBERAY_GEN_RAY_START_CMD"}
 			})
-			return HeadPod(rc, "hash1")
+			return HeadPod(rc, "hash1", "")
 		}},
 		{"head-user-command-prefix", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) {
@@ -105,28 +106,28 @@ func TestPodGoldens(t *testing.T) {
 				c.Command = []string{"pip install emoji"}
 				rc.Spec.HeadGroupSpec.RayStartParams = map[string]string{"num-cpus": "0", "dashboard-port": "9000", "log-color": "true"}
 			})
-			return HeadPod(rc, "hash1")
+			return HeadPod(rc, "hash1", "")
 		}},
 		{"worker-resources-labels-accelerators", func() *corev1.Pod {
 			rc := cluster(gpu)
-			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
 		}},
 		{"worker-multihost-indexed", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].NumOfHosts = 4 })
-			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], &ReplicaIndex{Index: 2, Name: "workers-abcde", Host: 3, MultiHost: true})
+			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], &ReplicaIndex{Index: 2, Name: "workers-abcde", Host: 3, MultiHost: true}, "")
 		}},
 		{"worker-rayservice", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) {
 				rc.Labels = map[string]string{rayv1.OriginatedFromCRDLabelKey: rayv1.RayServiceKind, rayv1.OriginatedFromCRNameLabelKey: "svc"}
 			})
-			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
 		}},
 		{"head-ray-2.53-http-probes", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) {
 				rc.Spec.RayVersion = "2.53.0"
 				rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "shm", MountPath: "/dev/shm"}}
 			})
-			return HeadPod(rc, "hash1")
+			return HeadPod(rc, "hash1", "")
 		}},
 	}
 	for _, tc := range cases {
@@ -140,8 +141,8 @@ func TestBuildDoesNotModifyTheSpec(t *testing.T) {
 		rc.Spec.WorkerGroupSpecs[0].Resources = map[string]string{"GPU": "1"}
 	})
 	before := rc.DeepCopy()
-	HeadPod(rc, "h")
-	WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+	HeadPod(rc, "h", "")
+	WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
 	HeadService(rc)
 	if d := cmp.Diff(before, rc); d != "" {
 		t.Fatalf("building pods changed the cluster:\n%s", d)
@@ -153,7 +154,7 @@ func TestUserLabelsCannotHijackSelectors(t *testing.T) {
 		rc.Spec.WorkerGroupSpecs[0].Template.Labels = map[string]string{
 			rayv1.ClusterLabelKey: "other", rayv1.NodeTypeLabelKey: "head", rayv1.NodeGroupLabelKey: "x", "team": "ml"}
 	})
-	pod := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+	pod := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
 	want := map[string]string{rayv1.ClusterLabelKey: "demo", rayv1.NodeTypeLabelKey: "worker", rayv1.NodeGroupLabelKey: "workers", "team": "ml"}
 	for k, v := range want {
 		if pod.Labels[k] != v {
@@ -163,29 +164,33 @@ func TestUserLabelsCannotHijackSelectors(t *testing.T) {
 }
 
 // Workers find the GCS at the head Service's name in the cluster's DNS domain, which the
-// operator's CLUSTER_DOMAIN gives (the chart sets it from clusterDomain); a value that is
-// not a DNS name falls back to cluster.local.
+// operator is given (its CLUSTER_DOMAIN, which the chart sets from clusterDomain).
 func TestWorkersUseTheClusterDomain(t *testing.T) {
 	rc := builders.RayCluster("demo", "team-a").Obj()
-	for _, tc := range []struct{ env, want string }{
+	for _, tc := range []struct{ domain, want string }{
 		{"", "demo-head-svc.team-a.svc.cluster.local"},
 		{"corp.example", "demo-head-svc.team-a.svc.corp.example"},
-		{"corp.example.", "demo-head-svc.team-a.svc.corp.example"},
-		{"not a domain; rm -rf /", "demo-head-svc.team-a.svc.cluster.local"},
 	} {
-		t.Setenv(EnvClusterDomain, tc.env)
-		pod := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+		pod := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, tc.domain)
 		var found bool
 		for _, e := range pod.Spec.Containers[0].Env {
 			if e.Name == "FQ_RAY_IP" {
 				found = true
 				if e.Value != tc.want {
-					t.Errorf("CLUSTER_DOMAIN=%q: FQ_RAY_IP = %q, want %q", tc.env, e.Value, tc.want)
+					t.Errorf("domain %q: FQ_RAY_IP = %q, want %q", tc.domain, e.Value, tc.want)
 				}
 			}
 		}
 		if !found {
 			t.Fatalf("no FQ_RAY_IP in %v", pod.Spec.Containers[0].Env)
+		}
+		for _, c := range pod.Spec.InitContainers {
+			if c.Name == WaitGCSInitContainer && !strings.Contains(strings.Join(c.Args, " "), tc.want+":6379") {
+				t.Errorf("domain %q: %s waits elsewhere: %v", tc.domain, c.Name, c.Args)
+			}
+		}
+		if got := HeadDNSNames(rc, tc.domain)[4]; got != tc.want {
+			t.Errorf("domain %q: the head certificate names %q, want %q", tc.domain, got, tc.want)
 		}
 	}
 }
@@ -196,7 +201,7 @@ func TestSharedMemoryIsMemoryBackedWithoutAMemorySetting(t *testing.T) {
 	rc := builders.RayCluster("demo", "team-a").Obj()
 	g := &rc.Spec.WorkerGroupSpecs[0]
 	g.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
-	pod := WorkerPod(rc, g, nil)
+	pod := WorkerPod(rc, g, nil, "")
 	for _, v := range pod.Spec.Volumes {
 		if v.Name == SharedMemoryVolumeName {
 			if v.EmptyDir == nil || v.EmptyDir.Medium != corev1.StorageMediumMemory || v.EmptyDir.SizeLimit != nil {
@@ -212,7 +217,7 @@ func TestSharedMemoryIsMemoryBackedWithoutAMemorySetting(t *testing.T) {
 // and the autoscaler match on it) and lower-cased in pod names, which must be DNS names.
 func TestWorkerPodOfAnUpperCaseGroup(t *testing.T) {
 	rc := cluster(func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].GroupName = "GPU-Workers" })
-	pod := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil)
+	pod := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
 	if want := "demo-gpu-workers-worker-"; pod.GenerateName != want {
 		t.Errorf("generateName = %q, want %q", pod.GenerateName, want)
 	}

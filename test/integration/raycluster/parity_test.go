@@ -2,13 +2,13 @@ package raycluster
 
 import (
 	"context"
-	"os"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/raygate/raygate/internal/raypod"
+	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -25,10 +25,20 @@ var _ = Describe("KubeRay parity in the pods", func() {
 	}
 
 	It("points workers at the head in the operator's CLUSTER_DOMAIN and backs /dev/shm with memory when the Ray container sets none", func(ctx context.Context) {
-		// The operator reads CLUSTER_DOMAIN for every pod it builds (the chart's clusterDomain
-		// value sets it), so the running manager picks it up.
-		Expect(os.Setenv(raypod.EnvClusterDomain, "corp.example")).To(Succeed())
-		DeferCleanup(os.Unsetenv, raypod.EnvClusterDomain)
+		// The operator reads CLUSTER_DOMAIN once at start (the chart's clusterDomain value sets
+		// it) into its options: run one with the domain set.
+		Expect(mgr.Stop()).To(Succeed())
+		opts := managerOptions()
+		opts.ClusterDomain = "corp.example"
+		var err error
+		mgr, err = framework.StartManager(env, opts)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() {
+			Expect(mgr.Stop()).To(Succeed())
+			var err error
+			mgr, err = framework.StartManager(env, managerOptions())
+			Expect(err).NotTo(HaveOccurred())
+		})
 		ns := newNamespace(ctx)
 		rc := builders.RayCluster("dom", ns).Obj()
 		worker := &rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0]

@@ -2,7 +2,6 @@ package rayservice
 
 import (
 	"context"
-	"os"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -12,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/internal/defaulting"
+	"github.com/raygate/raygate/internal/app"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -102,12 +101,9 @@ var _ = Describe("KubeRay parity", func() {
 	})
 
 	It("plans a RayService without a strategy type as None under ENABLE_ZERO_DOWNTIME=false, and still upgrades one that asks for NewCluster", func(ctx context.Context) {
-		Expect(os.Setenv(defaulting.EnvEnableZeroDowntime, "false")).To(Succeed())
-		restartManager(0)
-		DeferCleanup(func() {
-			Expect(os.Unsetenv(defaulting.EnvEnableZeroDowntime)).To(Succeed())
-			restartManager(0)
-		})
+		// ENABLE_ZERO_DOWNTIME=false, as the operator reads it at start.
+		restartManager(0, func(o *app.Options) { o.DisableZeroDowntime = true })
+		DeferCleanup(func() { restartManager(0) })
 		ns := newNamespace(ctx)
 		watchInvariants(ctx, ns)
 		unset := builders.RayService("unset", ns).Obj()

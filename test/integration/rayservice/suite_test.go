@@ -20,6 +20,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/app"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
@@ -83,12 +84,15 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 })
 
-func startManager() {
+func startManager(edits ...func(*app.Options)) {
 	var err error
 	opts := dashboards.Wire(framework.ManagerOptions())
 	// sharedgateway_test.go attaches routes to Gateways in this namespace.
 	opts.AllowedSharedGateways = []string{sharedGatewayNamespace + "/*"}
 	opts.PrometheusURL = prom.URL() // the scripted Prometheus of gates_test.go
+	for _, edit := range edits {
+		edit(&opts)
+	}
 	mgr, err = framework.StartManager(env, opts)
 	Expect(err).NotTo(HaveOccurred())
 }
@@ -108,11 +112,11 @@ func reconcileCount() float64 {
 }
 
 // restartManager stops the operator and starts a new one with empty memory.
-func restartManager(pause time.Duration) {
+func restartManager(pause time.Duration, edits ...func(*app.Options)) {
 	By("restarting the operator")
 	Expect(mgr.Stop()).To(Succeed())
 	time.Sleep(pause)
-	startManager()
+	startManager(edits...)
 }
 
 func newNamespace(ctx context.Context) string { return rstest.NewNamespace(ctx, k8s, "rs-") }

@@ -1,0 +1,82 @@
+package app
+
+import (
+	"errors"
+	"io/fs"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// The environment variables mean what they mean to KubeRay's operator.
+func TestReadEnvironment(t *testing.T) {
+	noFile := func(string) ([]byte, error) { return nil, fs.ErrNotExist }
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		file func(string) ([]byte, error)
+		want Environment
+		ns   string
+	}{
+		{name: "nothing set", want: DefaultEnvironment()},
+		{name: "cluster domain", env: map[string]string{EnvClusterDomain: "corp.example"}, want: Environment{ClusterDomain: "corp.example"}},
+		{name: "cluster domain with its root dot", env: map[string]string{EnvClusterDomain: " corp.example. "}, want: Environment{ClusterDomain: "corp.example"}},
+		{name: "a cluster domain that is not a DNS name", env: map[string]string{EnvClusterDomain: "not a domain; rm -rf /"}, want: DefaultEnvironment()},
+		{name: "zero downtime off", env: map[string]string{EnvEnableZeroDowntime: "false"}, want: Environment{ClusterDomain: "cluster.local", DisableZeroDowntime: true}},
+		{name: "zero downtime off, any case", env: map[string]string{EnvEnableZeroDowntime: "FALSE"}, want: Environment{ClusterDomain: "cluster.local", DisableZeroDowntime: true}},
+		{name: "zero downtime: only false turns it off", env: map[string]string{EnvEnableZeroDowntime: "no"}, want: DefaultEnvironment()},
+		{name: "random pod delete", env: map[string]string{EnvEnableRandomPodDelete: "True"}, want: Environment{ClusterDomain: "cluster.local", RandomPodDelete: true}},
+		{name: "random pod delete: only true turns it on", env: map[string]string{EnvEnableRandomPodDelete: "yes"}, want: DefaultEnvironment()},
+		{name: "Redis cleanup off", env: map[string]string{EnvEnableGCSFTRedisCleanup: "false"}, want: Environment{ClusterDomain: "cluster.local", DisableGCSFTRedisCleanup: true}},
+		{name: "Redis cleanup stays on unless false", env: map[string]string{EnvEnableGCSFTRedisCleanup: "0"}, want: DefaultEnvironment()},
+		{name: "pod namespace", env: map[string]string{EnvPodNamespace: " raygate-system "}, want: DefaultEnvironment(), ns: "raygate-system"},
+		{name: "the service account's namespace", file: func(name string) ([]byte, error) {
+			if name != serviceAccountNamespaceFile {
+				return nil, errors.New("unexpected file " + name)
+			}
+			return []byte("ops\n"), nil
+		}, want: DefaultEnvironment(), ns: "ops"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultOptions()
+			file := tc.file
+			if file == nil {
+				file = noFile
+			}
+			o.readEnvironment(func(k string) string { return tc.env[k] }, file)
+			if o.Environment != tc.want || o.OperatorNamespace != tc.ns {
+				t.Errorf("got %+v in namespace %q, want %+v in %q", o.Environment, o.OperatorNamespace, tc.want, tc.ns)
+			}
+		})
+	}
+}
+
+// POD_NAMESPACE is only the default of --operator-namespace.
+func TestOperatorNamespaceFlagOverridesTheEnvironment(t *testing.T) {
+	o := DefaultOptions()
+	o.readEnvironment(func(k string) string { return map[string]string{EnvPodNamespace: "from-env"}[k] }, nil)
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	if err := fs.Parse(nil); err != nil || o.OperatorNamespace != "from-env" {
+		t.Fatalf("no flag: %q (%v)", o.OperatorNamespace, err)
+	}
+	if err := fs.Parse([]string{"--operator-namespace=from-flag"}); err != nil || o.OperatorNamespace != "from-flag" {
+		t.Fatalf("flag: %q (%v)", o.OperatorNamespace, err)
+	}
+}
+
+// DefaultOptions reads nothing from the process: a test or an in-process operator gets the
+// same options whatever the environment of the process running it.
+func TestDefaultOptionsReadNoEnvironment(t *testing.T) {
+	t.Setenv(EnvPodNamespace, "somewhere")
+	t.Setenv(EnvClusterDomain, "corp.example")
+	t.Setenv(EnvEnableZeroDowntime, "false")
+	o := DefaultOptions()
+	if o.OperatorNamespace != "" || o.Environment != DefaultEnvironment() {
+		t.Errorf("DefaultOptions read the environment: %q %+v", o.OperatorNamespace, o.Environment)
+	}
+	o.ReadEnvironment()
+	if o.OperatorNamespace != "somewhere" || o.ClusterDomain != "corp.example" || !o.DisableZeroDowntime {
+		t.Errorf("ReadEnvironment: %q %+v", o.OperatorNamespace, o.Environment)
+	}
+}
