@@ -13,73 +13,73 @@ import (
 
 // An action is one change to the world the plan asks for. The objects in it belong to the
 // action (the plan copies what it observed before changing it).
-type action interface {
+type Action interface {
 	fmt.Stringer
 }
 
 // createCluster creates a RayCluster.
-type createCluster struct {
+type CreateCluster struct {
 	Cluster *rayv1.RayCluster
-	Done    event
+	Done    Event
 }
 
 // updateCluster writes a RayCluster's spec and annotations (an in-place update).
-type updateCluster struct {
+type UpdateCluster struct {
 	Cluster *rayv1.RayCluster
-	Done    event
+	Done    Event
 }
 
 // annotateCluster merges annotations onto a RayCluster and removes those in Remove.
-type annotateCluster struct {
+type AnnotateCluster struct {
 	Cluster     *rayv1.RayCluster
 	Annotations map[string]string
 	Remove      []string
-	Done        *event // nil: nothing worth an event
+	Done        *Event // nil: nothing worth an event
 }
 
 // deleteCluster deletes a RayCluster and its per-cluster serve Service.
-type deleteCluster struct {
+type DeleteCluster struct {
 	Cluster *rayv1.RayCluster
-	Done    event
+	Done    Event
 }
 
 // createObject creates a Service, Gateway or HTTPRoute.
-type createObject struct{ Object client.Object }
+type CreateObject struct{ Object client.Object }
 
 // deleteObject deletes a Service, Gateway or HTTPRoute the RayService controls (UID
 // precondition; already gone is fine).
-type deleteObject struct{ Object client.Object }
+type DeleteObject struct{ Object client.Object }
 
 // updateObject writes a Service, Gateway or HTTPRoute as observed with raygate's fields set.
-type updateObject struct{ Object client.Object }
+type UpdateObject struct{ Object client.Object }
 
 // labelPod sets a head pod's ray.io/serve label, which puts it behind the serve Services.
-type labelPod struct {
+type LabelPod struct {
 	Pod   *corev1.Pod
 	Value string
 	// Done is announced once the label is set (nil: nothing).
-	Done *event
+	Done *Event
 }
 
 // submitServeConfig asks a cluster's dashboard, through the dashboard pool, to run a serve
 // config at a target capacity; the answer comes back on a later pass, which records it on
 // the cluster. Before the config is sent it is kept in the cluster's serve config record
 // (a ConfigMap the cluster owns), so it can be sent again after an operator restart.
-type submitServeConfig struct {
+type SubmitServeConfig struct {
 	Cluster *rayv1.RayCluster
 	Hash    string
 	// Config is the config to send; nil: the one recorded for Hash, read from the record.
-	Config         *serveConfig
+	Config         *ServeConfig
 	TargetCapacity *int32 // nil: no target_capacity
 	// Keep are the hashes of configs the cluster ran or runs, whose records stay when
 	// Config is recorded (at most three configs are kept).
 	Keep   []string
 	Reason string
 	// Done is announced once the dashboard accepted it.
-	Done event
+	Done Event
 }
 
-func (s submitServeConfig) id() string { return submissionID(s.Hash, s.TargetCapacity) }
+func (s SubmitServeConfig) ID() string { return submissionID(s.Hash, s.TargetCapacity) }
 
 // recordAnnotations say what a cluster's dashboard accepted; they survive an operator
 // restart, so nothing is resubmitted or forgotten.
@@ -99,24 +99,24 @@ func legacyAnnotations(rc *rayv1.RayCluster) []string {
 	return nil
 }
 
-func (a createCluster) String() string { return "create RayCluster " + a.Cluster.Name }
-func (a updateCluster) String() string { return "update RayCluster " + a.Cluster.Name + " in place" }
-func (a annotateCluster) String() string {
+func (a CreateCluster) String() string { return "create RayCluster " + a.Cluster.Name }
+func (a UpdateCluster) String() string { return "update RayCluster " + a.Cluster.Name + " in place" }
+func (a AnnotateCluster) String() string {
 	return fmt.Sprintf("annotate RayCluster %s %v (remove %v)", a.Cluster.Name, a.Annotations, a.Remove)
 }
-func (a deleteCluster) String() string { return "delete RayCluster " + a.Cluster.Name }
-func (a createObject) String() string  { return "create " + kindOf(a.Object) + " " + a.Object.GetName() }
-func (a deleteObject) String() string  { return "delete " + kindOf(a.Object) + " " + a.Object.GetName() }
-func (a updateObject) String() string  { return "update " + kindOf(a.Object) + " " + a.Object.GetName() }
-func (a labelPod) String() string {
+func (a DeleteCluster) String() string { return "delete RayCluster " + a.Cluster.Name }
+func (a CreateObject) String() string  { return "create " + KindOf(a.Object) + " " + a.Object.GetName() }
+func (a DeleteObject) String() string  { return "delete " + KindOf(a.Object) + " " + a.Object.GetName() }
+func (a UpdateObject) String() string  { return "update " + KindOf(a.Object) + " " + a.Object.GetName() }
+func (a LabelPod) String() string {
 	return fmt.Sprintf("label pod %s %s=%s", a.Pod.Name, rayv1.ServeLabelKey, a.Value)
 }
-func (s submitServeConfig) String() string {
-	return fmt.Sprintf("submit serve config %s to %s at target capacity %s", s.Hash, s.Cluster.Name, percent(s.TargetCapacity))
+func (s SubmitServeConfig) String() string {
+	return fmt.Sprintf("submit serve config %s to %s at target capacity %s", s.Hash, s.Cluster.Name, Percent(s.TargetCapacity))
 }
 
 // kindOf names the kinds raygate writes besides RayClusters, for messages.
-func kindOf(o client.Object) string {
+func KindOf(o client.Object) string {
 	switch o.(type) {
 	case *corev1.Service:
 		return "Service"
@@ -133,7 +133,7 @@ func kindOf(o client.Object) string {
 }
 
 // event is a Kubernetes event about the RayService, optionally related to one of its clusters.
-type event struct {
+type Event struct {
 	Type    string
 	Reason  string
 	Action  string
@@ -141,16 +141,16 @@ type event struct {
 	Related *rayv1.RayCluster
 }
 
-func normalEvent(related *rayv1.RayCluster, reason, action, format string, args ...any) event {
-	return event{Type: corev1.EventTypeNormal, Reason: reason, Action: action, Note: fmt.Sprintf(format, args...), Related: related}
+func NormalEvent(related *rayv1.RayCluster, reason, action, format string, args ...any) Event {
+	return Event{Type: corev1.EventTypeNormal, Reason: reason, Action: action, Note: fmt.Sprintf(format, args...), Related: related}
 }
 
-func warningEvent(related *rayv1.RayCluster, reason, action, format string, args ...any) event {
-	return event{Type: corev1.EventTypeWarning, Reason: reason, Action: action, Note: fmt.Sprintf(format, args...), Related: related}
+func WarningEvent(related *rayv1.RayCluster, reason, action, format string, args ...any) Event {
+	return Event{Type: corev1.EventTypeWarning, Reason: reason, Action: action, Note: fmt.Sprintf(format, args...), Related: related}
 }
 
 // finishedUpgrade is an upgrade that ended, for the duration histogram.
-type finishedUpgrade struct {
+type FinishedUpgrade struct {
 	Strategy rayv1.RayServiceUpgradeType
 	Result   string
 	Seconds  float64

@@ -27,7 +27,7 @@ const (
 	conflictRecheck = 30 * time.Second
 
 	// rayServiceKind is the value of ray.io/originated-from-crd on our RayClusters.
-	rayServiceKind = "RayService"
+	RayServiceKind = "RayService"
 
 	// defaultDeletionDelay is rayClusterDeletionDelaySeconds' default.
 	defaultDeletionDelay = 60 * time.Second
@@ -80,3 +80,6 @@ const (
 	EventUpdatedHeadPodServeLabel = "UpdatedHeadPodServeLabel"
 	EventFailedHeadPodServeLabel  = "FailedToUpdateHeadPodServeLabel"
 )
+
+// rayServiceKind is RayServiceKind under the name controller.go uses.
+const rayServiceKind = RayServiceKind

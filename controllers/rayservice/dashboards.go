@@ -87,10 +87,10 @@ func dashboardPort(spec *rayv1.RayClusterSpec) int32 {
 
 // serveViewOf is what the plan reads of a pool snapshot. Applications read before the head
 // accepted a config say nothing about that config: they count as not read.
-func serveViewOf(s dashboard.Snapshot) serveView {
-	v := serveView{}
+func serveViewOf(s dashboard.Snapshot) ServeView {
+	v := ServeView{}
 	if sub := s.Submission; sub != nil {
-		v.Submission = &submission{ID: sub.ID, Outcome: sub.Outcome, BadRequest: sub.BadRequest, Message: sub.Message}
+		v.Submission = &Submission{ID: sub.ID, Outcome: sub.Outcome, BadRequest: sub.BadRequest, Message: sub.Message}
 	}
 	if s.Err != "" && !s.ErrAt.Before(s.ReadAt) {
 		v.Err = s.Err
@@ -99,12 +99,12 @@ func serveViewOf(s dashboard.Snapshot) serveView {
 		v.Apps, v.ReadAt = appStatuses(s.Details), metav1.NewTime(s.ReadAt)
 	}
 	if a := s.Accepted; a != nil {
-		if hash, tc, ok := parseSubmissionID(a.ID); ok {
-			v.Accepted = &acceptedConfig{Hash: hash, TargetCapacity: tc}
+		if hash, tc, ok := ParseSubmissionID(a.ID); ok {
+			v.Accepted = &AcceptedConfig{Hash: hash, TargetCapacity: tc}
 		}
 	}
 	if p := s.Proxy; p != nil {
-		v.Proxy = &proxyHealth{Healthy: p.Healthy, Err: p.Err}
+		v.Proxy = &ProxyHealth{Healthy: p.Healthy, Err: p.Err}
 	}
 	return v
 }
@@ -130,8 +130,8 @@ func needsRefresh(s dashboard.Snapshot, now time.Time, poll, resync time.Duratio
 // read also checks the head's Serve proxy, at most proxyRecheck, as often as the head's place
 // in the serve endpoints is reconsidered.
 func readResync(resync time.Duration, checksProxy bool) time.Duration {
-	if checksProxy && (resync < 0 || resync > proxyRecheck) {
-		return proxyRecheck
+	if checksProxy && (resync < 0 || resync > ProxyRecheck) {
+		return ProxyRecheck
 	}
 	return resync
 }
@@ -150,7 +150,7 @@ type submissionTag struct {
 	svc     *rayv1.RayService
 	cluster *rayv1.RayCluster
 	reason  string
-	done    event
+	done    Event
 }
 
 // newPool builds the dashboard pool; its word goes to the controller's queue once the
@@ -177,7 +177,7 @@ func (r *Reconciler) dashboardDone(d dashboard.Done) {
 	case dashboard.Accepted:
 		r.emit(t.svc, t.done)
 	case dashboard.Refused, dashboard.Failed:
-		r.emit(t.svc, warningEvent(t.cluster, EventFailedServeConfig, "SubmitServeConfig", "submitting the serve config to %s (%s): %s",
+		r.emit(t.svc, WarningEvent(t.cluster, EventFailedServeConfig, "SubmitServeConfig", "submitting the serve config to %s (%s): %s",
 			t.cluster.Name, t.reason, dashboard.Sanitize(d.Err.Error(), 300)))
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 // desired is the RayService's spec as the plan reads it: defaulted, validated with the rules
 // for stored objects, and digested into what the decisions compare.
-type desired struct {
+type Desired struct {
 	// Service is the RayService with its spec defaulted (its status is left empty: the plan
 	// gets the stored status separately).
 	Service *rayv1.RayService
@@ -24,7 +24,7 @@ type desired struct {
 	Goal     goal
 	Strategy rayv1.RayServiceUpgradeType
 	Pacing   pacing
-	Serve    *serveConfig
+	Serve    *ServeConfig
 	// Version is this raygate's version, stamped on the clusters it creates.
 	Version string
 	// Fallback, when set, says why the strategy the spec asks for is not the one used.
@@ -39,11 +39,11 @@ type desired struct {
 // objects, so a spec stored while the webhook was off cannot make the controller
 // misbehave, while one admitted under older rules or gates keeps being served: a strategy
 // whose gate is off falls back to NewCluster, and clusters are capped at the pod bounds.
-func admit(svc *rayv1.RayService, gates features.Gates, limits validation.Limits, version string) *desired {
+func Admit(svc *rayv1.RayService, gates features.Gates, limits validation.Limits, version string) *Desired {
 	s := svc.DeepCopy()
 	s.Status = rayv1.RayServiceStatuses{}
 	defaulting.RayService(s)
-	want := &desired{Service: s, Version: version}
+	want := &Desired{Service: s, Version: version}
 	errs := validation.Validator{Gates: gates, Limits: limits}.StoredRayService(s)
 	errs = append(errs, unsafeOverrides(s)...)
 	route, routeErrs := validation.ParseRouteAttachment(s.Annotations)
@@ -51,14 +51,14 @@ func admit(svc *rayv1.RayService, gates features.Gates, limits validation.Limits
 	want.Route = route
 	if len(errs) == 0 {
 		var err error
-		if want.Serve, err = parseServeConfig(s.Spec.ServeConfigV2); err != nil {
+		if want.Serve, err = ParseServeConfig(s.Spec.ServeConfigV2); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "serveConfigV2"), "", err.Error()))
 		} else if want.Goal, err = newGoal(svc.Spec.RayClusterSpec, s.Spec.RayClusterSpec); err != nil {
 			errs = append(errs, field.InternalError(field.NewPath("spec", "rayClusterConfig"), err))
 		}
 	}
 	if len(errs) > 0 {
-		return &desired{Service: s, Version: version, Invalid: errs.ToAggregate().Error()}
+		return &Desired{Service: s, Version: version, Invalid: errs.ToAggregate().Error()}
 	}
 	want.Strategy, want.Pacing = strategyOf(&s.Spec), pacingOf(&s.Spec)
 	if want.Strategy == rayv1.NewClusterWithIncrementalUpgrade && !gates.Enabled(features.RayServiceIncrementalUpgrade) {
@@ -105,24 +105,24 @@ func unsafeSpec(p *field.Path, typ, externalName string, externalIPs int) field.
 // restrictSharedGateway rejects a RayService whose shared Gateway the admin does not allow
 // (admission refuses it; this covers objects stored past the webhook): nothing is then
 // written for it, so no route attaches where it must not.
-func restrictSharedGateway(want *desired, allowed []string) *desired {
+func RestrictSharedGateway(want *Desired, allowed []string) *Desired {
 	if want.Invalid != "" || want.Route.Gateway == nil || !want.incremental() {
 		return want
 	}
 	if (validation.Policy{AllowedSharedGateways: allowed}).AllowsSharedGateway(*want.Route.Gateway) {
 		return want
 	}
-	return &desired{Service: want.Service, Version: want.Version, Invalid: fmt.Sprintf(
+	return &Desired{Service: want.Service, Version: want.Version, Invalid: fmt.Sprintf(
 		"metadata.annotations[%s]: Forbidden: Gateway %s is not in the manager's --allowed-shared-gateways", rayv1.SharedGatewayKey, want.Route.Gateway)}
 }
 
-func (d *desired) incremental() bool { return d.Strategy == rayv1.NewClusterWithIncrementalUpgrade }
+func (d *Desired) incremental() bool { return d.Strategy == rayv1.NewClusterWithIncrementalUpgrade }
 
 // deletionDelay is rayClusterDeletionDelaySeconds with its default, never negative.
-func (d *desired) deletionDelay() int32 { return deletionDelaySeconds(&d.Service.Spec) }
+func (d *Desired) deletionDelay() int32 { return deletionDelaySeconds(&d.Service.Spec) }
 
 // gatewayClassName is the GatewayClass of the RayService's Gateway.
-func (d *desired) gatewayClassName() string {
+func (d *Desired) gatewayClassName() string {
 	if o := d.Service.Spec.UpgradeStrategy; o != nil && o.ClusterUpgradeOptions != nil {
 		return o.ClusterUpgradeOptions.GatewayClassName
 	}

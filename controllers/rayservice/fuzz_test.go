@@ -147,7 +147,7 @@ func (s scenario) run(t *testing.T, d *dice) {
 			return
 		}
 		p := step("calm", i)
-		w.advance(w.untilNext(p.out.Wake.after(w.now, time.Second, time.Minute)))
+		w.advance(w.untilNext(p.out.Wake.After(w.now, time.Second, time.Minute)))
 	}
 	var clusters []string
 	for _, n := range slices.Sorted(maps.Keys(w.clusters)) {
@@ -161,7 +161,7 @@ func (s scenario) run(t *testing.T, d *dice) {
 // wait is how long the clock moves after a pass: usually until the plan's wakeup, sometimes
 // less (a watch event comes first) or a little more (the operator is slow).
 func wait(d *dice, p *reconciled) time.Duration {
-	want := p.out.Wake.after(p.now, time.Second, time.Minute)
+	want := p.out.Wake.After(p.now, time.Second, time.Minute)
 	switch d.intn(8) {
 	case 0:
 		return 0
@@ -378,7 +378,7 @@ func probeExtremeStatus(t *testing.T, p *reconciled, v, u int32) {
 	st := p.stored.DeepCopy()
 	st.ActiveServiceStatus.TargetCapacity, st.ActiveServiceStatus.TrafficRoutedPercent = ptr.To(v), ptr.To(u)
 	st.PendingServiceStatus.TargetCapacity, st.PendingServiceStatus.TrafficRoutedPercent = ptr.To(u), ptr.To(v)
-	out := plan(p.obsCopy, p.want, st, p.now)
+	out := Decide(p.obsCopy, p.want, st, p.now)
 	for _, bad := range checkWeights(&reconciled{out: out}) {
 		t.Fatalf("status edited to capacity/traffic %d/%d: %s", v, u, bad)
 	}

@@ -34,7 +34,7 @@ const (
 
 // gateObservation is what the reconciler found for the policy: its gates and their results,
 // or why they cannot be evaluated.
-type gateObservation struct {
+type GateObservation struct {
 	Policy string
 	// Unavailable, when set, is why the gates cannot be evaluated (no policy, no CRD, no
 	// Prometheus configured, an invalid policy): the upgrade waits.
@@ -65,7 +65,7 @@ type gateDecision struct {
 // decideGates judges a policy's results: a gate out of bounds fails (even while another
 // has no data: a bad value is an answer); any gate without an answer waits; else pass.
 // Missing data never passes and never fails.
-func decideGates(g gateObservation) gateDecision {
+func decideGates(g GateObservation) gateDecision {
 	if g.Unavailable != "" {
 		return gateDecision{Verdict: gateWait, Reason: raygatev1alpha1.GatesUnavailable, Message: g.Unavailable}
 	}
@@ -162,7 +162,7 @@ func describeBounds(g raygatev1alpha1.Gate) string {
 }
 
 // gateAsk says which policy the pass needs results of.
-type gateAsk struct {
+type GateAsk struct {
 	Policy          string
 	Active, Pending string
 }
@@ -194,7 +194,7 @@ func gateHold(in inputs, r roles, step gateStep, out *planned) (bool, string) {
 	}
 	g := in.obs.Gates
 	if g == nil {
-		out.GateAsk = &gateAsk{Policy: policy, Active: r.Active.name(), Pending: r.Pending.name()}
+		out.GateAsk = &GateAsk{Policy: policy, Active: r.Active.name(), Pending: r.Pending.name()}
 		return true, "evaluating the gates of UpgradePolicy " + policy
 	}
 	d := decideGates(*g)
@@ -203,7 +203,7 @@ func gateHold(in inputs, r roles, step gateStep, out *planned) (bool, string) {
 	case gateWait:
 		out.Wake.due(in.now.Add(gateRecheck))
 		if c := findCondition(in.stored.Conditions, raygatev1alpha1.UpgradeGatesCondition); c == nil || c.Reason != d.Reason {
-			out.tell(warningEvent(r.Pending.cluster(), EventGateWaiting, "EvaluateGates", "%s", d.Message))
+			out.tell(WarningEvent(r.Pending.cluster(), EventGateWaiting, "EvaluateGates", "%s", d.Message))
 		}
 		return true, "gates hold the upgrade: " + d.Message
 	case gateFail:
@@ -239,18 +239,18 @@ func failGate(in inputs, r roles, onFailure raygatev1alpha1.FailureAction, d gat
 	if ann[rayv1.UpgradeActionKey] == action && ann[rayv1.UpgradeTargetKey] == r.Pending.name() {
 		return
 	}
-	out.do(annotateService{Service: in.want.Service, Annotations: map[string]string{
+	out.do(AnnotateService{Service: in.want.Service, Annotations: map[string]string{
 		rayv1.UpgradeActionKey: action, rayv1.UpgradeTargetKey: r.Pending.name(),
 	}})
 	if c := findCondition(in.stored.Conditions, raygatev1alpha1.UpgradeGatesCondition); c != nil && c.Reason == d.Reason && c.Message == d.Message {
 		return // told already (the annotation write is being retried)
 	}
-	out.tell(warningEvent(r.Pending.cluster(), EventGateFailed, "EvaluateGates", "%s; %s=%s set on the RayService", d.Message, rayv1.UpgradeActionKey, action))
-	out.GateFailed = &gateFailure{Gate: d.Gate, Action: action}
+	out.tell(WarningEvent(r.Pending.cluster(), EventGateFailed, "EvaluateGates", "%s; %s=%s set on the RayService", d.Message, rayv1.UpgradeActionKey, action))
+	out.GateFailed = &GateFailure{Gate: d.Gate, Action: action}
 }
 
 // gateFailure is a gate failure, counted once the status saying so is stored.
-type gateFailure struct{ Gate, Action string }
+type GateFailure struct{ Gate, Action string }
 
 // setUpgradeGates keeps the UpgradeGates condition: set from this pass' decision; after a
 // resume, marked as re-evaluating; kept as stored otherwise (a paused upgrade keeps saying

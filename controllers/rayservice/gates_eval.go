@@ -27,22 +27,22 @@ import (
 // gateEvaluator is an executor that can evaluate gates (the reconciler's; test worlds
 // without Prometheus leave it out).
 type gateEvaluator interface {
-	evaluateGates(ask gateAsk) *gateObservation
+	evaluateGates(ask GateAsk) *GateObservation
 }
 
 // annotateService sets upgrade-action annotations on the RayService, as a user would.
-type annotateService struct {
+type AnnotateService struct {
 	Service     *rayv1.RayService
 	Annotations map[string]string
 }
 
-func (a annotateService) String() string {
+func (a AnnotateService) String() string {
 	return fmt.Sprintf("annotate RayService %s %v", a.Service.Name, a.Annotations)
 }
 
 // annotateService merge-patches the annotations; the UID makes it fail on another
 // RayService of that name.
-func (r *Reconciler) annotateService(ctx context.Context, a annotateService) error {
+func (r *Reconciler) annotateService(ctx context.Context, a AnnotateService) error {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": a.Service.UID, "annotations": a.Annotations}})
 	target := &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Namespace: a.Service.Namespace, Name: a.Service.Name}}
 	if err := r.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
@@ -51,14 +51,14 @@ func (r *Reconciler) annotateService(ctx context.Context, a annotateService) err
 	return nil
 }
 
-func (x reconcilerExecutor) evaluateGates(ask gateAsk) *gateObservation {
+func (x reconcilerExecutor) evaluateGates(ask GateAsk) *GateObservation {
 	return x.r.evaluateGates(x.ctx, x.svc, ask)
 }
 
 // evaluateGates reads the policy and runs its queries. Every failure to do so is reported
 // as Unavailable (or as a result without data), so the plan waits.
-func (r *Reconciler) evaluateGates(ctx context.Context, svc *rayv1.RayService, ask gateAsk) *gateObservation {
-	g := &gateObservation{Policy: ask.Policy}
+func (r *Reconciler) evaluateGates(ctx context.Context, svc *rayv1.RayService, ask GateAsk) *GateObservation {
+	g := &GateObservation{Policy: ask.Policy}
 	pol := &raygatev1alpha1.UpgradePolicy{}
 	err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: ask.Policy}, pol)
 	switch {

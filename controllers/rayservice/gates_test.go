@@ -17,15 +17,15 @@ func TestDecideGates(t *testing.T) {
 	errRatio := raygatev1alpha1.Gate{Name: "errors", Query: "q1", Max: "0.05"}
 	rps := raygatev1alpha1.Gate{Name: "rps", Query: "q2", Min: "10"}
 	band := raygatev1alpha1.Gate{Name: "band", Query: "q3", Min: "1", Max: "2"}
-	obs := func(gates []raygatev1alpha1.Gate, results ...promgate.Result) gateObservation {
-		return gateObservation{Policy: "pol", Gates: gates, Results: results}
+	obs := func(gates []raygatev1alpha1.Gate, results ...promgate.Result) GateObservation {
+		return GateObservation{Policy: "pol", Gates: gates, Results: results}
 	}
 	res := func(gate string, values ...float64) promgate.Result {
 		return promgate.Result{Gate: gate, Query: "rendered-" + gate, Values: values}
 	}
 	cases := []struct {
 		name    string
-		in      gateObservation
+		in      GateObservation
 		verdict gateVerdict
 		reason  string
 		gate    string
@@ -48,7 +48,7 @@ func TestDecideGates(t *testing.T) {
 			verdict: gateFail, gate: "rps", reason: raygatev1alpha1.GateFailed},
 		{name: "a gate without a result waits", in: obs([]raygatev1alpha1.Gate{errRatio, rps}, res("errors", 0)),
 			verdict: gateWait, reason: raygatev1alpha1.GatesWaiting, message: []string{`gate "rps" was not evaluated`}},
-		{name: "policy unavailable waits", in: gateObservation{Policy: "pol", Unavailable: "UpgradePolicy ns/pol does not exist"},
+		{name: "policy unavailable waits", in: GateObservation{Policy: "pol", Unavailable: "UpgradePolicy ns/pol does not exist"},
 			verdict: gateWait, reason: raygatev1alpha1.GatesUnavailable, message: []string{"does not exist"}},
 		{name: "an unparsable bound waits as invalid", in: obs([]raygatev1alpha1.Gate{{Name: "x", Query: "q", Max: "lots"}}, res("x", 1)),
 			verdict: gateWait, reason: raygatev1alpha1.GatesUnavailable, message: []string{"is invalid", `"lots" is not a finite number`}},
@@ -71,16 +71,16 @@ func TestDecideGates(t *testing.T) {
 }
 
 // gatedInputs is an incremental upgrade from a to p with the policy annotation.
-func gatedInputs(ann map[string]string, gates *gateObservation, stored *rayv1.RayServiceStatuses, now time.Time) (inputs, roles) {
+func gatedInputs(ann map[string]string, gates *GateObservation, stored *rayv1.RayServiceStatuses, now time.Time) (inputs, roles) {
 	svc := &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Name: "svc", Namespace: "ns", UID: "u1", Annotations: ann}}
 	if stored == nil {
 		stored = &rayv1.RayServiceStatuses{}
 	}
-	in := inputs{obs: &observed{Gates: gates}, want: &desired{Service: svc, Strategy: rayv1.NewClusterWithIncrementalUpgrade}, stored: stored, now: now}
+	in := inputs{obs: &Observed{Gates: gates}, want: &Desired{Service: svc, Strategy: rayv1.NewClusterWithIncrementalUpgrade}, stored: stored, now: now}
 	migrated := metav1.NewTime(now.Add(-10 * time.Second))
 	r := roles{
-		Active:  slot{View: &clusterView{Cluster: &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}, Status: rayv1.RayServiceStatus{TrafficRoutedPercent: ptr.To[int32](0), TargetCapacity: ptr.To[int32](0), LastTrafficMigratedTime: &migrated}},
-		Pending: slot{View: &clusterView{Cluster: &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "p"}}}, Status: rayv1.RayServiceStatus{TrafficRoutedPercent: ptr.To[int32](100), TargetCapacity: ptr.To[int32](100), LastTrafficMigratedTime: &migrated}},
+		Active:  slot{View: &ClusterView{Cluster: &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}, Status: rayv1.RayServiceStatus{TrafficRoutedPercent: ptr.To[int32](0), TargetCapacity: ptr.To[int32](0), LastTrafficMigratedTime: &migrated}},
+		Pending: slot{View: &ClusterView{Cluster: &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "p"}}}, Status: rayv1.RayServiceStatus{TrafficRoutedPercent: ptr.To[int32](100), TargetCapacity: ptr.To[int32](100), LastTrafficMigratedTime: &migrated}},
 	}
 	return in, r
 }
@@ -89,9 +89,9 @@ func TestGateHold(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	pol := map[string]string{raygatev1alpha1.UpgradePolicyAnnotation: "pol"}
 	gate := raygatev1alpha1.Gate{Name: "errors", Query: "q", Max: "0.05"}
-	pass := &gateObservation{Policy: "pol", OnFailure: raygatev1alpha1.FailurePause, Gates: []raygatev1alpha1.Gate{gate}, Results: []promgate.Result{{Gate: "errors", Values: []float64{0}}}}
-	fail := &gateObservation{Policy: "pol", OnFailure: raygatev1alpha1.FailureRollback, Gates: []raygatev1alpha1.Gate{gate}, Results: []promgate.Result{{Gate: "errors", Query: "q", Values: []float64{1}}}}
-	down := &gateObservation{Policy: "pol", Gates: []raygatev1alpha1.Gate{gate}, Results: []promgate.Result{{Gate: "errors", Err: "refused"}}}
+	pass := &GateObservation{Policy: "pol", OnFailure: raygatev1alpha1.FailurePause, Gates: []raygatev1alpha1.Gate{gate}, Results: []promgate.Result{{Gate: "errors", Values: []float64{0}}}}
+	fail := &GateObservation{Policy: "pol", OnFailure: raygatev1alpha1.FailureRollback, Gates: []raygatev1alpha1.Gate{gate}, Results: []promgate.Result{{Gate: "errors", Query: "q", Values: []float64{1}}}}
+	down := &GateObservation{Policy: "pol", Gates: []raygatev1alpha1.Gate{gate}, Results: []promgate.Result{{Gate: "errors", Err: "refused"}}}
 	settling := *pass
 	settling.Settle = time.Minute
 
@@ -106,7 +106,7 @@ func TestGateHold(t *testing.T) {
 		in, r := gatedInputs(pol, nil, nil, now)
 		var out planned
 		hold, _ := gateHold(in, r, gateTraffic, &out)
-		if !hold || out.GateAsk == nil || *out.GateAsk != (gateAsk{Policy: "pol", Active: "a", Pending: "p"}) {
+		if !hold || out.GateAsk == nil || *out.GateAsk != (GateAsk{Policy: "pol", Active: "a", Pending: "p"}) {
 			t.Errorf("hold %v ask %+v", hold, out.GateAsk)
 		}
 	})
@@ -132,7 +132,7 @@ func TestGateHold(t *testing.T) {
 		if !hold || len(out.Actions) != 1 || out.GateFailed == nil || len(out.Events) != 1 || out.Events[0].Reason != EventGateFailed {
 			t.Fatalf("hold %v actions %v failed %v events %v", hold, out.Actions, out.GateFailed, out.Events)
 		}
-		a := out.Actions[0].(annotateService)
+		a := out.Actions[0].(AnnotateService)
 		if a.Annotations[rayv1.UpgradeActionKey] != rayv1.UpgradeActionAbort || a.Annotations[rayv1.UpgradeTargetKey] != "p" {
 			t.Errorf("annotations %v", a.Annotations)
 		}

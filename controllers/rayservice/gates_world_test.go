@@ -17,11 +17,11 @@ import (
 // results, as it does for the reconciler.
 type gatedExecutor struct{ worldExecutor }
 
-func (x gatedExecutor) evaluateGates(ask gateAsk) *gateObservation { return x.w.promGates(ask) }
+func (x gatedExecutor) evaluateGates(ask GateAsk) *GateObservation { return x.w.promGates(ask) }
 
 // annotateService merges annotations onto the RayService, as the API server would; the
 // next pass reads them.
-func (w *world) annotateService(a annotateService) {
+func (w *world) annotateService(a AnnotateService) {
 	if w.svc.Annotations == nil {
 		w.svc.Annotations = map[string]string{}
 	}
@@ -36,12 +36,12 @@ func gatedWorld(t *testing.T, onFailure raygatev1alpha1.FailureAction, value *fl
 	svc.Annotations = map[string]string{raygatev1alpha1.UpgradePolicyAnnotation: "pol"}
 	w := newWorld(svc)
 	gate := raygatev1alpha1.Gate{Name: "errors", Query: "q", Max: "0.05"}
-	w.promGates = func(ask gateAsk) *gateObservation {
+	w.promGates = func(ask GateAsk) *GateObservation {
 		*asks++
 		if ask.Policy != "pol" || ask.Pending == "" || ask.Active == "" {
 			t.Errorf("asked %+v", ask)
 		}
-		return &gateObservation{Policy: "pol", OnFailure: onFailure, Gates: []raygatev1alpha1.Gate{gate},
+		return &GateObservation{Policy: "pol", OnFailure: onFailure, Gates: []raygatev1alpha1.Gate{gate},
 			Results: []promgate.Result{{Gate: "errors", Query: "q", Values: []float64{*value}}}}
 	}
 	settle(t, w)

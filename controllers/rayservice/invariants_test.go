@@ -101,11 +101,11 @@ func routesOf(out planned) []*gwv1.HTTPRoute {
 	var rts []*gwv1.HTTPRoute
 	for _, a := range out.Actions {
 		switch a := a.(type) {
-		case createObject:
+		case CreateObject:
 			if rt, ok := a.Object.(*gwv1.HTTPRoute); ok {
 				rts = append(rts, rt)
 			}
-		case updateObject:
+		case UpdateObject:
 			if rt, ok := a.Object.(*gwv1.HTTPRoute); ok {
 				rts = append(rts, rt)
 			}
@@ -186,7 +186,7 @@ func (c *checker) checkCapacity(p *reconciled) []string {
 // running: the cluster's dashboard reported applications, all RUNNING, when it was observed.
 func running(p *reconciled, name string) bool {
 	v := p.obs.cluster(name)
-	if v == nil || !headReady(v.Pods) || v.Serve.Apps == nil {
+	if v == nil || !HeadReady(v.Pods) || v.Serve.Apps == nil {
 		return false
 	}
 	if len(v.Serve.Apps) == 0 && !p.want.Serve.empty() {
@@ -295,7 +295,7 @@ func checkPure(p *reconciled) []string {
 	if !equality.Semantic.DeepEqual(p.obs, p.obsCopy) {
 		out = append(out, "the observation changed while planning")
 	}
-	a, b := plan(p.obsCopy, p.want, &p.stored, p.now), plan(p.obsCopy, p.want, &p.stored, p.now)
+	a, b := Decide(p.obsCopy, p.want, &p.stored, p.now), Decide(p.obsCopy, p.want, &p.stored, p.now)
 	if !reflect.DeepEqual(a, b) {
 		out = append(out, "two plans of the same inputs differ: "+cmp.Diff(a, b, cmp.Exporter(func(reflect.Type) bool { return true })))
 	}
@@ -325,7 +325,7 @@ func TestInvariantChecksCatchBrokenPasses(t *testing.T) {
 			if breaches := c.check(p); len(breaches) > 0 {
 				t.Fatalf("the unbroken upgrade breaks %v", breaches)
 			}
-			w.advance(w.untilNext(p.out.Wake.after(w.now, time.Second, time.Minute)))
+			w.advance(w.untilNext(p.out.Wake.After(w.now, time.Second, time.Minute)))
 		}
 		t.Fatal("no traffic step")
 		return nil, nil
@@ -355,8 +355,8 @@ func TestInvariantChecksCatchBrokenPasses(t *testing.T) {
 		}},
 		{ruleDeleteAfterDelay, func(p *reconciled) { p.deleted = []string{active(p)} }},
 		{ruleActiveConfigFixed, func(p *reconciled) {
-			cfg, _ := parseServeConfig(serveConfigs[1])
-			p.submits = append(p.submits, submitServeConfig{Cluster: p.clusters[active(p)], Hash: cfg.hash, Config: cfg})
+			cfg, _ := ParseServeConfig(serveConfigs[1])
+			p.submits = append(p.submits, SubmitServeConfig{Cluster: p.clusters[active(p)], Hash: cfg.hash, Config: cfg})
 		}},
 		{rulePacing, func(p *reconciled) { p.out.Status.PendingServiceStatus.TrafficRoutedPercent = ptr.To[int32](100) }},
 		{rulePacing, func(p *reconciled) {
@@ -390,7 +390,7 @@ func TestInvariantChecksCatchBrokenPasses(t *testing.T) {
 	for w.svc.Status.ActiveServiceStatus.RayClusterName == blue {
 		p, _ := w.reconcile()
 		c.check(p)
-		w.advance(w.untilNext(p.out.Wake.after(w.now, time.Second, time.Minute)))
+		w.advance(w.untilNext(p.out.Wake.After(w.now, time.Second, time.Minute)))
 	}
 	w.advance(10 * time.Second)
 	p, _ := w.reconcile()

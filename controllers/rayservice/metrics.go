@@ -46,8 +46,8 @@ type Metrics struct {
 
 // Results label finished upgrades.
 const (
-	resultPromoted   = "promoted"
-	resultRolledBack = "rolled_back"
+	ResultPromoted   = "promoted"
+	ResultRolledBack = "rolled_back"
 )
 
 // Roles label the traffic and capacity series: the serving cluster and the one being
@@ -130,7 +130,7 @@ func (m *Metrics) Observe(svc *rayv1.RayService) {
 		current = c.Reason
 		m.action.WithLabelValues(name, ns, uid, current).Set(1)
 	}
-	for _, reason := range upgradeActionReasons {
+	for _, reason := range UpgradeActionReasons {
 		if reason != current {
 			m.action.DeleteLabelValues(name, ns, uid, reason)
 		}
@@ -143,7 +143,7 @@ func (m *Metrics) Observe(svc *rayv1.RayService) {
 		setPercent(m.traffic, traffic, name, ns, uid, role)
 		setPercent(m.capacity, capacity, name, ns, uid, role)
 	}
-	if c, ok := upgradeClockOf(svc); ok {
+	if c, ok := UpgradeClockOf(svc); ok {
 		m.upgradeStart.WithLabelValues(name, ns, uid).Set(float64(c.Start.UnixMilli()) / 1000)
 		m.upgradeExpected.WithLabelValues(name, ns, uid).Set(c.Expected.Seconds())
 	} else {

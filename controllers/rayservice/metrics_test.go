@@ -171,9 +171,9 @@ func TestUpgradeFinishedIsAHistogramByStrategyAndResult(t *testing.T) {
 	if err := m.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	m.UpgradeFinished(rayv1.NewClusterWithIncrementalUpgrade, resultPromoted, 95)
-	m.UpgradeFinished(rayv1.NewClusterWithIncrementalUpgrade, resultPromoted, 400)
-	m.UpgradeFinished(rayv1.NewCluster, resultRolledBack, 10)
+	m.UpgradeFinished(rayv1.NewClusterWithIncrementalUpgrade, ResultPromoted, 95)
+	m.UpgradeFinished(rayv1.NewClusterWithIncrementalUpgrade, ResultPromoted, 400)
+	m.UpgradeFinished(rayv1.NewCluster, ResultRolledBack, 10)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

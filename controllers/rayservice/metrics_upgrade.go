@@ -10,7 +10,7 @@ import (
 
 // upgradeClock is what the "upgrade stuck" alert compares: when the upgrade started and how
 // long it should take at the RayService's own pacing.
-type upgradeClock struct {
+type UpgradeClock struct {
 	Start    time.Time
 	Expected time.Duration
 }
@@ -95,10 +95,10 @@ func upgradeProgressOf(svc *rayv1.RayService) (p upgradeProgress, ok bool) {
 }
 
 // upgradeClockOf is the clock of the RayService's upgrade in progress (ok false: none).
-func upgradeClockOf(svc *rayv1.RayService) (upgradeClock, bool) {
+func UpgradeClockOf(svc *rayv1.RayService) (UpgradeClock, bool) {
 	p, ok := upgradeProgressOf(svc)
 	if !ok {
-		return upgradeClock{}, false
+		return UpgradeClock{}, false
 	}
-	return upgradeClock{Start: p.Start, Expected: expectedUpgrade(p)}, true
+	return UpgradeClock{Start: p.Start, Expected: expectedUpgrade(p)}, true
 }

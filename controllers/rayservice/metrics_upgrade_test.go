@@ -73,7 +73,7 @@ func TestUpgradeClockOfReadsTheStatus(t *testing.T) {
 		{"rolling back at 40%: 2 steps back", svc(upgrading, cond(rayv1.RollbackInProgress, metav1.ConditionTrue, "DesiredClusterSpecChanged", t0)), true, 5 * time.Minute},
 	}
 	for _, tc := range cases {
-		c, ok := upgradeClockOf(tc.svc)
+		c, ok := UpgradeClockOf(tc.svc)
 		if ok != tc.ok || c.Expected != tc.want {
 			t.Errorf("%s: got %v %s, want %v %s", tc.name, ok, c.Expected, tc.ok, tc.want)
 		}

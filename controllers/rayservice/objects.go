@@ -27,7 +27,7 @@ func ownerRef(svc *rayv1.RayService) metav1.OwnerReference {
 func serviceLabels(svc *rayv1.RayService) map[string]string {
 	return map[string]string{
 		rayv1.OriginatedFromCRNameLabelKey: svc.Name,
-		rayv1.OriginatedFromCRDLabelKey:    rayServiceKind,
+		rayv1.OriginatedFromCRDLabelKey:    RayServiceKind,
 		rayv1.KubernetesCreatedByLabelKey:  rayv1.ComponentName,
 	}
 }
@@ -140,7 +140,7 @@ func serveSelector(cluster string) map[string]string {
 }
 
 // serveServiceName is `<service>-serve-svc`, or spec.serveService's name when given.
-func serveServiceName(svc *rayv1.RayService) string {
+func ServeServiceName(svc *rayv1.RayService) string {
 	if svc.Spec.ServeService != nil && svc.Spec.ServeService.Name != "" {
 		return svc.Spec.ServeService.Name
 	}
@@ -167,7 +167,7 @@ func serveService(svc *rayv1.RayService, cluster *rayv1.RayCluster) *corev1.Serv
 			}
 		}
 	}
-	s.Name, s.Namespace = serveServiceName(svc), svc.Namespace
+	s.Name, s.Namespace = ServeServiceName(svc), svc.Namespace
 	s.Labels = merge(s.Labels, serviceLabels(svc), map[string]string{rayv1.ServeLabelKey: svc.Name + "-serve"})
 	if s.Spec.Type == "" {
 		s.Spec.Type = cluster.Spec.HeadGroupSpec.ServiceType

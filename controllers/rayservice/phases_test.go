@@ -148,7 +148,7 @@ func (g *phaseGuard) pass(hold bool) *reconciled {
 		g.run.passes++
 	}
 	if !hold {
-		g.w.advance(g.w.untilNext(p.out.Wake.after(g.w.now, time.Second, time.Minute)))
+		g.w.advance(g.w.untilNext(p.out.Wake.After(g.w.now, time.Second, time.Minute)))
 	}
 	return p
 }
@@ -188,7 +188,7 @@ func (g *phaseGuard) rules(p *reconciled) []string {
 		if b, a := p.before.weights, p.after.weights; a != nil && b != nil && (a[g.green] > b[g.green] || b[g.green]-a[g.green] > g.step) {
 			bad = append(bad, fmt.Sprintf("abort moved the route %d%% -> %d%%", b[g.green], a[g.green]))
 		}
-		if len(actionsOf[createCluster](p.out)) != 0 {
+		if len(actionsOf[CreateCluster](p.out)) != 0 {
 			bad = append(bad, "a cluster is created during an abort")
 		}
 	case rayv1.UpgradeActionPromote:
@@ -246,7 +246,7 @@ func (g *phaseGuard) record(action string, restart bool) {
 		g.w.restartOperator()
 		g.w.want = nil
 	}
-	g.w.advance(g.w.untilNext(p.out.Wake.after(g.w.now, time.Second, time.Minute)))
+	g.w.advance(g.w.untilNext(p.out.Wake.After(g.w.now, time.Second, time.Minute)))
 }
 
 // hold runs passes for a while (many intervals) during a pause.

@@ -15,15 +15,15 @@ type planned struct {
 	// ClusterActions carry out the new-cluster decision (create, replace, update in place,
 	// re-stamp); then come the Submits (serve configs, to the clusters as those leave them),
 	// then the other Actions.
-	ClusterActions []action
-	Submits        []submitServeConfig
-	Actions        []action
+	ClusterActions []Action
+	Submits        []SubmitServeConfig
+	Actions        []Action
 	// Events are emitted once Status is stored (or needed no write): they announce
 	// decisions the status records, so a failed write must not announce them.
-	Events []event
+	Events []Event
 	// Finished is the upgrade Status ends, observed once it is stored.
-	Finished *finishedUpgrade
-	Wake     wakeup
+	Finished *FinishedUpgrade
+	Wake     Wakeup
 	// Conflicts describe objects raygate must manage that belong to someone else: they are
 	// left untouched, the OwnershipConflict condition names them, and nothing moves until
 	// they are gone.
@@ -38,19 +38,19 @@ type planned struct {
 	ActionRecorded string
 	// GateAsk: the pass reached a gated step without gate results (gates.go); Gate is the
 	// decision on the results it had; GateFailed a failure to count once stored.
-	GateAsk    *gateAsk
+	GateAsk    *GateAsk
 	Gate       *gateDecision
-	GateFailed *gateFailure
+	GateFailed *GateFailure
 	// Refresh names the clusters whose dashboards are to be read again now: a decision
 	// waits for an answer newer than the one the pass had.
 	Refresh []string
 }
 
-func (o *planned) doFirst(a action)           { o.ClusterActions = append(o.ClusterActions, a) }
-func (o *planned) do(a action)                { o.Actions = append(o.Actions, a) }
-func (o *planned) tell(e event)               { o.Events = append(o.Events, e) }
+func (o *planned) doFirst(a Action)           { o.ClusterActions = append(o.ClusterActions, a) }
+func (o *planned) do(a Action)                { o.Actions = append(o.Actions, a) }
+func (o *planned) tell(e Event)               { o.Events = append(o.Events, e) }
 func (o *planned) note(decision string)       { o.Decisions = append(o.Decisions, decision) }
-func (o *planned) submit(s submitServeConfig) { o.Submits = append(o.Submits, s) }
+func (o *planned) submit(s SubmitServeConfig) { o.Submits = append(o.Submits, s) }
 func (o *planned) refresh(cluster string)     { o.Refresh = append(o.Refresh, cluster) }
 
 // conflict notes an object raygate must leave alone; it is looked at again after a while.
@@ -60,8 +60,8 @@ func (o *planned) conflict(description string) {
 
 // inputs are the plan's arguments, read by every step and changed by none.
 type inputs struct {
-	obs    *observed
-	want   *desired
+	obs    *Observed
+	want   *Desired
 	stored *rayv1.RayServiceStatuses
 	now    time.Time
 }
@@ -72,7 +72,7 @@ type inputs struct {
 // A decision that needs a step to take effect first (a traffic share, a target capacity,
 // a promotion) is recorded in the status and carried out by the next pass, so an operator
 // restart at any point resumes from the status and the clusters' annotations, not memory.
-func plan(obs *observed, want *desired, stored *rayv1.RayServiceStatuses, now time.Time) planned {
+func Decide(obs *Observed, want *Desired, stored *rayv1.RayServiceStatuses, now time.Time) planned {
 	var out planned
 	in := inputs{obs: obs, want: want, stored: stored, now: now}
 	if st, ok := planSuspend(in, &out); ok {
@@ -126,7 +126,7 @@ type roles struct {
 // slot is one role: its cluster and its part of the status (the cluster status and the
 // applications are filled in when the status is built).
 type slot struct {
-	View   *clusterView // nil: no cluster has this role
+	View   *ClusterView // nil: no cluster has this role
 	Status rayv1.RayServiceStatus
 }
 
@@ -148,7 +148,7 @@ func (s slot) cluster() *rayv1.RayCluster {
 func (r roles) split() split { return splitOf(r.Active.Status, r.Pending.Status) }
 
 // wakeup is when the pass wants to run again.
-type wakeup struct {
+type Wakeup struct {
 	// Soon: a decision was recorded (or an action taken) that the next pass carries on.
 	Soon bool
 	// Poll: applications are deploying or a dashboard did not answer; dashboards cannot be
@@ -158,7 +158,7 @@ type wakeup struct {
 	At time.Time
 }
 
-func (w *wakeup) due(t time.Time) {
+func (w *Wakeup) due(t time.Time) {
 	if w.At.IsZero() || t.Before(w.At) {
 		w.At = t
 	}
@@ -170,7 +170,7 @@ const stepRequeue = 20 * time.Millisecond
 
 // after turns the wakeup into one delay: a recorded decision is carried out right away;
 // otherwise the earliest of the due time and the poll; otherwise the resync (0: none).
-func (w wakeup) after(now time.Time, poll, resync time.Duration) time.Duration {
+func (w Wakeup) After(now time.Time, poll, resync time.Duration) time.Duration {
 	if w.Soon {
 		return stepRequeue
 	}

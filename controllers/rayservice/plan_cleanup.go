@@ -31,10 +31,10 @@ func planCleanup(in inputs, r roles, out *planned) {
 		at, ok := deleteAfter(in, rc, out)
 		switch {
 		case !ok:
-			out.tell(warningEvent(rc, EventFailedCluster, "Delete", "annotation %s=%q is not an RFC 3339 time; delete RayCluster %s by hand",
+			out.tell(WarningEvent(rc, EventFailedCluster, "Delete", "annotation %s=%q is not an RFC 3339 time; delete RayCluster %s by hand",
 				rayv1.DeleteAfterKey, rc.Annotations[rayv1.DeleteAfterKey], rc.Name))
 		case !in.now.Before(at):
-			out.do(deleteCluster{Cluster: rc, Done: normalEvent(rc, EventDeletedCluster, "Delete",
+			out.do(DeleteCluster{Cluster: rc, Done: NormalEvent(rc, EventDeletedCluster, "Delete",
 				"deleted RayCluster %s: its deletion delay after it stopped serving has passed", rc.Name)})
 		default:
 			out.Wake.due(at)
@@ -54,14 +54,14 @@ func deleteAfter(in inputs, rc *rayv1.RayCluster, out *planned) (time.Time, bool
 	if t := at.Truncate(time.Second); !t.Equal(at) {
 		at = t.Add(time.Second)
 	}
-	out.do(annotateCluster{Cluster: rc, Annotations: map[string]string{rayv1.DeleteAfterKey: at.UTC().Format(time.RFC3339)}})
+	out.do(AnnotateCluster{Cluster: rc, Annotations: map[string]string{rayv1.DeleteAfterKey: at.UTC().Format(time.RFC3339)}})
 	return at, true
 }
 
 // deletes reports whether the plan already deletes the cluster.
 func (o *planned) deletes(name string) bool {
 	for _, a := range append(o.ClusterActions, o.Actions...) {
-		if d, ok := a.(deleteCluster); ok && d.Cluster.Name == name {
+		if d, ok := a.(DeleteCluster); ok && d.Cluster.Name == name {
 			return true
 		}
 	}

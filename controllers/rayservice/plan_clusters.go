@@ -24,7 +24,7 @@ func assignRoles(in inputs, out *planned) roles {
 // rolesInStatus are the clusters the stored status names. A named cluster that is gone
 // (deleted by hand) is forgotten, with a warning; the one left takes its traffic.
 func rolesInStatus(in inputs, out *planned) roles {
-	live := func(name string) *clusterView {
+	live := func(name string) *ClusterView {
 		if v := in.obs.cluster(name); v != nil && v.Cluster.DeletionTimestamp == nil {
 			return v
 		}
@@ -37,13 +37,13 @@ func rolesInStatus(in inputs, out *planned) roles {
 	activeGone, pendingGone := false, false
 	if n := r.Active.Status.RayClusterName; n != "" {
 		if r.Active.View = live(n); r.Active.View == nil {
-			out.tell(warningEvent(nil, EventFailedCluster, "Observe", "active RayCluster %s is gone; a new one will be created", n))
+			out.tell(WarningEvent(nil, EventFailedCluster, "Observe", "active RayCluster %s is gone; a new one will be created", n))
 			r.Active.Status, activeGone = rayv1.RayServiceStatus{}, true
 		}
 	}
 	if n := r.Pending.Status.RayClusterName; n != "" {
 		if r.Pending.View = live(n); r.Pending.View == nil {
-			out.tell(warningEvent(nil, EventFailedCluster, "Observe", "pending RayCluster %s is gone", n))
+			out.tell(WarningEvent(nil, EventFailedCluster, "Observe", "pending RayCluster %s is gone", n))
 			r.Pending.Status, pendingGone = rayv1.RayServiceStatus{}, true
 		}
 	}
@@ -88,7 +88,7 @@ func adopt(in inputs, r roles, out *planned) roles {
 // withPendingDefaults fills the capacity fields a pending cluster's status lacks: an
 // incremental upgrade starts it at 0% capacity and traffic (the active cluster at 100%); a
 // first cluster takes 100% at once. Fields already set are progress and are kept.
-func withPendingDefaults(r roles, want *desired) roles {
+func withPendingDefaults(r roles, want *Desired) roles {
 	if !want.incremental() {
 		return r
 	}
@@ -138,7 +138,7 @@ func planClusters(in inputs, r roles, out *planned) roles {
 	case actNotApplied:
 		// Said once per spec edit: the pass that first sees a generation.
 		if in.stored.ObservedGeneration != in.want.Service.Generation {
-			out.tell(normalEvent(nil, EventSpecNotApplied, "Upgrade", "%s", d.Reason))
+			out.tell(NormalEvent(nil, EventSpecNotApplied, "Upgrade", "%s", d.Reason))
 		}
 	case actRestampActive:
 		r.Active = restamp(in, r.Active, d.Reason, out)
@@ -149,7 +149,7 @@ func planClusters(in inputs, r roles, out *planned) roles {
 	case actBlockedNoGwAPI:
 		r.Blocked = d.Reason
 		if c := findCondition(in.stored.Conditions, rayv1.UpgradeInProgress); c == nil || c.Reason != ReasonGatewayAPIUnavailable {
-			out.tell(warningEvent(nil, EventGatewayAPIUnavailable, "Upgrade", "%s", d.Reason))
+			out.tell(WarningEvent(nil, EventGatewayAPIUnavailable, "Upgrade", "%s", d.Reason))
 		}
 	}
 	return r
@@ -166,16 +166,16 @@ func stampIn(s slot) *stamp {
 func createPending(in inputs, r roles, reason string, out *planned) roles {
 	upgrade := r.Active.View != nil
 	rc := newRayCluster(in.want.Service, in.obs.NewClusterName, in.want.Goal, in.want.Version, upgrade && in.want.incremental())
-	done := normalEvent(rc, EventCreatedCluster, "Create", "created RayCluster %s", rc.Name)
+	done := NormalEvent(rc, EventCreatedCluster, "Create", "created RayCluster %s", rc.Name)
 	if upgrade {
-		done = normalEvent(rc, EventUpgradeStarted, "Create", "created pending RayCluster %s (%s strategy) to replace %s: %s",
+		done = NormalEvent(rc, EventUpgradeStarted, "Create", "created pending RayCluster %s (%s strategy) to replace %s: %s",
 			rc.Name, in.want.Strategy, r.Active.name(), reason)
 	}
-	out.doFirst(createCluster{Cluster: rc, Done: done})
+	out.doFirst(CreateCluster{Cluster: rc, Done: done})
 	if in.want.Capped != "" {
-		out.tell(warningEvent(rc, EventCappedAtPodLimits, "Create", "RayCluster %s is created with fewer pods than the spec asks for: %s", rc.Name, in.want.Capped))
+		out.tell(WarningEvent(rc, EventCappedAtPodLimits, "Create", "RayCluster %s is created with fewer pods than the spec asks for: %s", rc.Name, in.want.Capped))
 	}
-	r.Pending = slot{View: &clusterView{Cluster: rc.DeepCopy()}, Status: rayv1.RayServiceStatus{RayClusterName: rc.Name}}
+	r.Pending = slot{View: &ClusterView{Cluster: rc.DeepCopy()}, Status: rayv1.RayServiceStatus{RayClusterName: rc.Name}}
 	out.Wake.Soon = true
 	return withPendingDefaults(r, in.want)
 }
@@ -191,7 +191,7 @@ func dropCluster(in inputs, s slot, why string, out *planned) {
 		out.note("keeping RayCluster " + rc.Name + " for the deletion delay: traffic may reach it")
 		return
 	}
-	out.doFirst(deleteCluster{Cluster: rc, Done: normalEvent(rc, EventDeletedCluster, "Delete", "deleted RayCluster %s: %s", rc.Name, why)})
+	out.doFirst(DeleteCluster{Cluster: rc, Done: NormalEvent(rc, EventDeletedCluster, "Delete", "deleted RayCluster %s: %s", rc.Name, why)})
 }
 
 // mayCarryTraffic: the serve Service selects the cluster, or the route gives it a share.
@@ -200,7 +200,7 @@ func mayCarryTraffic(in inputs, cluster string) bool {
 }
 
 func selectedByServeService(in inputs, cluster string) bool {
-	s := in.obs.Services[serveServiceName(in.want.Service)]
+	s := in.obs.Services[ServeServiceName(in.want.Service)]
 	return s != nil && s.Spec.Selector[rayv1.ClusterLabelKey] == cluster
 }
 
@@ -209,7 +209,7 @@ func updateInPlace(in inputs, s slot, reason string, out *planned) slot {
 	rc := s.cluster().DeepCopy()
 	rc.Spec = appendedGroupsSpec(rc.Spec, in.want.Goal)
 	setAnnotations(rc, stampAnnotations(in.want.Goal, in.want.Version))
-	out.doFirst(updateCluster{Cluster: rc, Done: normalEvent(rc, EventUpdatedCluster, "Update", "updated RayCluster %s in place: %s", rc.Name, reason)})
+	out.doFirst(UpdateCluster{Cluster: rc, Done: NormalEvent(rc, EventUpdatedCluster, "Update", "updated RayCluster %s in place: %s", rc.Name, reason)})
 	return s.withCluster(rc.DeepCopy())
 }
 
@@ -217,8 +217,8 @@ func restamp(in inputs, s slot, reason string, out *planned) slot {
 	rc := s.cluster().DeepCopy()
 	ann := stampAnnotations(in.want.Goal, in.want.Version)
 	setAnnotations(rc, ann)
-	done := normalEvent(rc, EventUpdatedCluster, "Update", "re-stamped RayCluster %s with the current spec hash instead of replacing it: %s", rc.Name, reason)
-	out.doFirst(annotateCluster{Cluster: rc, Annotations: ann, Done: &done})
+	done := NormalEvent(rc, EventUpdatedCluster, "Update", "re-stamped RayCluster %s with the current spec hash instead of replacing it: %s", rc.Name, reason)
+	out.doFirst(AnnotateCluster{Cluster: rc, Annotations: ann, Done: &done})
 	return s.withCluster(rc.DeepCopy())
 }
 

@@ -39,7 +39,7 @@ const (
 )
 
 // upgradeActionReasons are every reason of the UpgradeAction condition.
-var upgradeActionReasons = [...]string{ReasonUpgradePaused, ReasonUpgradeResumed, ReasonUpgradeAborting, ReasonUpgradePromoting, ReasonUpgradeAborted}
+var UpgradeActionReasons = [...]string{ReasonUpgradePaused, ReasonUpgradeResumed, ReasonUpgradeAborting, ReasonUpgradePromoting, ReasonUpgradeAborted}
 
 // control is decideControl's answer.
 type control struct {
@@ -139,12 +139,12 @@ func planControl(in inputs, r roles, out *planned) roles {
 		case c.AbortedHash != "" && have != c.AbortedHash:
 			cp := rc.DeepCopy()
 			setAnnotations(cp, map[string]string{rayv1.AbortedSpecHashKey: c.AbortedHash})
-			out.doFirst(annotateCluster{Cluster: cp, Annotations: map[string]string{rayv1.AbortedSpecHashKey: c.AbortedHash}})
+			out.doFirst(AnnotateCluster{Cluster: cp, Annotations: map[string]string{rayv1.AbortedSpecHashKey: c.AbortedHash}})
 			r.Active = r.Active.withCluster(cp)
 		case c.Release && have != "":
 			cp := rc.DeepCopy()
 			delete(cp.Annotations, rayv1.AbortedSpecHashKey)
-			out.doFirst(annotateCluster{Cluster: cp, Remove: []string{rayv1.AbortedSpecHashKey}})
+			out.doFirst(AnnotateCluster{Cluster: cp, Remove: []string{rayv1.AbortedSpecHashKey}})
 			r.Active = r.Active.withCluster(cp)
 			out.Wake.Soon = true
 		}
@@ -178,7 +178,7 @@ func setUpgradeAction(in inputs, st *rayv1.RayServiceStatuses, c control, now me
 	if c.Recorded {
 		return
 	}
-	out.tell(normalEvent(nil, c.Reason, "UpgradeAction", "%s", c.Message))
+	out.tell(NormalEvent(nil, c.Reason, "UpgradeAction", "%s", c.Message))
 	out.ActionRecorded = c.Action
 	out.Wake.Soon = true
 }

@@ -162,7 +162,7 @@ func TestPlanAbortWalksBackAndHoldsTheSpec(t *testing.T) {
 	act(w, rayv1.UpgradeActionAbort, green)
 	before := r2s(w.svc.Status)
 	p, _ := w.reconcile()
-	annotated := actionsOf[annotateCluster](p.out)
+	annotated := actionsOf[AnnotateCluster](p.out)
 	if len(annotated) != 1 || annotated[0].Cluster.Name != blue || annotated[0].Annotations[rayv1.AbortedSpecHashKey] == "" {
 		t.Fatalf("the abort is recorded on the active cluster first: %v", annotated)
 	}
@@ -183,7 +183,7 @@ func TestPlanAbortWalksBackAndHoldsTheSpec(t *testing.T) {
 	for range 10 {
 		w.advance(time.Second)
 		p, _ = w.reconcile()
-		if len(actionsOf[createCluster](p.out)) != 0 {
+		if len(actionsOf[CreateCluster](p.out)) != 0 {
 			t.Fatal("a new cluster was created for the aborted spec")
 		}
 	}
@@ -192,8 +192,8 @@ func TestPlanAbortWalksBackAndHoldsTheSpec(t *testing.T) {
 	}
 	// Resume retries the upgrade.
 	act(w, rayv1.UpgradeActionResume, "")
-	p = checked(t, w, c, "a new pending cluster", func(p *reconciled) bool { return len(actionsOf[createCluster](p.out)) == 1 })
-	if a := actionsOf[annotateCluster](p.out); len(a) != 1 || a[0].Cluster.Name != blue || len(a[0].Remove) != 1 || a[0].Remove[0] != rayv1.AbortedSpecHashKey {
+	p = checked(t, w, c, "a new pending cluster", func(p *reconciled) bool { return len(actionsOf[CreateCluster](p.out)) == 1 })
+	if a := actionsOf[AnnotateCluster](p.out); len(a) != 1 || a[0].Cluster.Name != blue || len(a[0].Remove) != 1 || a[0].Remove[0] != rayv1.AbortedSpecHashKey {
 		t.Errorf("resume removes the aborted spec hash from the active cluster: %v", a)
 	}
 }
@@ -254,13 +254,13 @@ func TestPlanNewClusterAbortDropsThePendingCluster(t *testing.T) {
 	checked(t, w, c, "the pending cluster dropped", func(p *reconciled) bool { return p.written && p.out.Status.PendingServiceStatus.RayClusterName == "" })
 	for range 20 {
 		p, _ = w.step()
-		if len(actionsOf[createCluster](p.out)) != 0 || w.svc.Status.ActiveServiceStatus.RayClusterName != blue {
+		if len(actionsOf[CreateCluster](p.out)) != 0 || w.svc.Status.ActiveServiceStatus.RayClusterName != blue {
 			t.Fatal("the aborted spec was upgraded to")
 		}
 	}
 	// A new spec upgrades despite the abort left on the object.
 	w.updateSpec(func(s *rayv1.RayService) { setTestImage(s, "rayproject/ray:2.54.0") })
-	checked(t, w, c, "a new pending cluster", func(p *reconciled) bool { return len(actionsOf[createCluster](p.out)) == 1 })
+	checked(t, w, c, "a new pending cluster", func(p *reconciled) bool { return len(actionsOf[CreateCluster](p.out)) == 1 })
 }
 
 // An action is carried out only once the status recording it is stored: a lost write (or an

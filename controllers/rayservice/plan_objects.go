@@ -26,11 +26,11 @@ func ensureService(in inputs, want *corev1.Service, out *planned) (changed, ok b
 			out.conflict(fmt.Sprintf("Service %s would be %s; raygate does not create it", want.Name, why))
 			return false, false
 		}
-		out.do(createObject{Object: want})
+		out.do(CreateObject{Object: want})
 		return true, true
 	}
 	if !ownedBySameController(cur, want) {
-		out.conflict(foreign("Service", cur, want))
+		out.conflict(Foreign("Service", cur, want))
 		return false, false
 	}
 	if why := unsafeService(want); why != "" {
@@ -47,18 +47,18 @@ func ensureService(in inputs, want *corev1.Service, out *planned) (changed, ok b
 	}
 	next := cur.DeepCopy()
 	next.Labels, next.Annotations, next.Spec.Selector, next.Spec.Type, next.Spec.Ports = labels, annotations, want.Spec.Selector, want.Spec.Type, ports
-	out.do(updateObject{Object: next})
+	out.do(UpdateObject{Object: next})
 	return true, true
 }
 
 func ensureGateway(in inputs, want *gwv1.Gateway, out *planned) (changed, ok bool) {
 	cur := in.obs.Gateway
 	if cur == nil {
-		out.do(createObject{Object: want})
+		out.do(CreateObject{Object: want})
 		return true, true
 	}
 	if !ownedBySameController(cur, want) {
-		out.conflict(foreign("Gateway", cur, want))
+		out.conflict(Foreign("Gateway", cur, want))
 		return false, false
 	}
 	if equality.Semantic.DeepDerivative(want.Spec, cur.Spec) && len(want.Spec.Listeners) == len(cur.Spec.Listeners) && hasLabels(cur.Labels, want.Labels) {
@@ -67,7 +67,7 @@ func ensureGateway(in inputs, want *gwv1.Gateway, out *planned) (changed, ok boo
 	next := cur.DeepCopy()
 	next.Spec = want.Spec
 	next.Labels = merge(cur.Labels, want.Labels)
-	out.do(updateObject{Object: next})
+	out.do(UpdateObject{Object: next})
 	return true, true
 }
 
@@ -75,11 +75,11 @@ func ensureGateway(in inputs, want *gwv1.Gateway, out *planned) (changed, ok boo
 func ensureRoute(in inputs, want *gwv1.HTTPRoute, out *planned) (changed bool, before map[string]int32, ok bool) {
 	cur := in.obs.Route
 	if cur == nil {
-		out.do(createObject{Object: want})
+		out.do(CreateObject{Object: want})
 		return true, nil, true
 	}
 	if !ownedBySameController(cur, want) {
-		out.conflict(foreign("HTTPRoute", cur, want))
+		out.conflict(Foreign("HTTPRoute", cur, want))
 		return false, nil, false
 	}
 	if routeSpecMatches(want, cur) && hasLabels(cur.Labels, want.Labels) {
@@ -88,12 +88,12 @@ func ensureRoute(in inputs, want *gwv1.HTTPRoute, out *planned) (changed bool, b
 	next := cur.DeepCopy()
 	next.Spec = want.Spec
 	next.Labels = merge(cur.Labels, want.Labels)
-	out.do(updateObject{Object: next})
+	out.do(UpdateObject{Object: next})
 	return true, rayspec.RouteWeights(cur), true
 }
 
 // foreign describes an object with a wanted name that the wanted owner does not control.
-func foreign(kind string, cur, want metav1.Object) string {
+func Foreign(kind string, cur, want metav1.Object) string {
 	owner := "it has no controller"
 	if ref := metav1.GetControllerOf(cur); ref != nil {
 		owner = "it is controlled by " + ref.Kind + " " + ref.Name

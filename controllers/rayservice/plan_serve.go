@@ -55,11 +55,11 @@ func planServeFor(in inputs, r roles, s slot, active bool, out *planned) serveSt
 	if acc := v.Serve.Accepted; acc != nil && !st.Runs.is(acc.Hash, acc.TargetCapacity) {
 		// The dashboard accepted a config since the record was written: record it first,
 		// so the record never lags what the cluster runs for longer than a pass.
-		out.doFirst(annotateCluster{Cluster: rc, Annotations: recordAnnotations(acc.Hash, acc.TargetCapacity), Remove: legacyAnnotations(rc)})
+		out.doFirst(AnnotateCluster{Cluster: rc, Annotations: recordAnnotations(acc.Hash, acc.TargetCapacity), Remove: legacyAnnotations(rc)})
 		st.Runs = submitted{Hash: acc.Hash, TargetCapacity: acc.TargetCapacity}
 	}
 	switch {
-	case !headReady(v.Pods):
+	case !HeadReady(v.Pods):
 		st.Note = "waiting for the head pod of " + rc.Name + " to be ready"
 		return st
 	case v.Serve.Err != "":
@@ -98,20 +98,20 @@ func planServeFor(in inputs, r roles, s slot, active bool, out *planned) serveSt
 // submitServe asks for a cluster's serve config to be submitted and says what the cluster
 // waits for: "" when its applications keep running meanwhile (only the target capacity
 // changes). sent is false when the config cannot be submitted (its record's name is taken).
-func submitServe(in inputs, rc *rayv1.RayCluster, v *clusterView, w wanted, runs submitted, reason string, redeploy bool, out *planned) (note string, sent bool) {
+func submitServe(in inputs, rc *rayv1.RayCluster, v *ClusterView, w wanted, runs submitted, reason string, redeploy bool, out *planned) (note string, sent bool) {
 	if foreign := in.obs.ForeignRecords[rc.Name]; foreign != "" {
 		out.conflict(foreign)
 		return "the serve config of " + rc.Name + " cannot be recorded: " + foreign, false
 	}
-	done := normalEvent(rc, EventTargetCapacity, "SetTargetCapacity", "set Serve target_capacity of %s to %s", rc.Name, percent(w.TC))
+	done := NormalEvent(rc, EventTargetCapacity, "SetTargetCapacity", "set Serve target_capacity of %s to %s", rc.Name, Percent(w.TC))
 	if redeploy {
-		done = normalEvent(rc, EventSubmittedServeConfig, "SubmitServeConfig", "submitted the serve config to %s: %s", rc.Name, reason)
+		done = NormalEvent(rc, EventSubmittedServeConfig, "SubmitServeConfig", "submitted the serve config to %s: %s", rc.Name, reason)
 	}
 	keep := []string{runs.Hash}
 	if h := submittedOn(rc).Hash; h != runs.Hash {
 		keep = append(keep, h)
 	}
-	out.submit(submitServeConfig{Cluster: rc, Hash: w.Hash, Config: w.Config, TargetCapacity: w.TC, Keep: keep, Reason: reason, Done: done})
+	out.submit(SubmitServeConfig{Cluster: rc, Hash: w.Hash, Config: w.Config, TargetCapacity: w.TC, Keep: keep, Reason: reason, Done: done})
 	if sub := v.Serve.Submission; sub != nil && sub.ID == submissionID(w.Hash, w.TC) {
 		switch sub.Outcome {
 		case dashboard.Refused:
@@ -138,7 +138,7 @@ type wanted struct {
 	Hash string
 	// Config is nil when only the hash is known: the config recorded for a frozen cluster,
 	// read from the cluster's record when it must be sent again.
-	Config *serveConfig
+	Config *ServeConfig
 	TC     *int32
 }
 
@@ -212,7 +212,7 @@ func describeApps(cluster string, apps map[string]rayv1.AppStatus, wanted []stri
 	return fmt.Sprintf("Serve applications of %s not RUNNING yet: %v", cluster, waiting)
 }
 
-func percent(v *int32) string {
+func Percent(v *int32) string {
 	if v == nil {
 		return "unset (100%)"
 	}

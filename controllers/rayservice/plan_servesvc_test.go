@@ -74,9 +74,9 @@ func TestHoldLastShrink(t *testing.T) {
 }
 
 func TestPromotable(t *testing.T) {
-	inc := admit(incrementalService(20, 5, 10), allGates, validation.Limits{}, "v1")
-	nc := admit(builders.RayService("svc", "ns").Obj(), allGates, validation.Limits{}, "v1")
-	view := &clusterView{Cluster: &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}
+	inc := Admit(incrementalService(20, 5, 10), allGates, validation.Limits{}, "v1")
+	nc := Admit(builders.RayService("svc", "ns").Obj(), allGates, validation.Limits{}, "v1")
+	view := &ClusterView{Cluster: &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}
 	roleSplit := func(activeCap, pendingCap, pendingTraffic int32, rollback string) roles {
 		return roles{
 			Active:   slot{View: view, Status: rayv1.RayServiceStatus{TargetCapacity: ptr.To(activeCap), TrafficRoutedPercent: ptr.To(100 - pendingTraffic)}},
@@ -86,7 +86,7 @@ func TestPromotable(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name    string
-		want    *desired
+		want    *Desired
 		r       roles
 		settled bool
 		ok      bool
@@ -98,7 +98,7 @@ func TestPromotable(t *testing.T) {
 		{"incremental: rolling back", inc, roleSplit(0, 100, 100, "the spec went back"), true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			in := inputs{obs: &observed{GatewayAPI: true}, want: tt.want, now: t0}
+			in := inputs{obs: &Observed{GatewayAPI: true}, want: tt.want, now: t0}
 			if got := promotable(in, tt.r, trafficState{Settled: tt.settled}); got != tt.ok {
 				t.Errorf("promotable = %v, want %v", got, tt.ok)
 			}

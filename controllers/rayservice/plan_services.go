@@ -12,7 +12,7 @@ import (
 
 // serving is the cluster the head and serve Services select once this pass is carried out.
 type serving struct {
-	View *clusterView // nil: none yet
+	View *ClusterView // nil: none yet
 	// Endpoints counts the ready pods the serve Service selects, with this pass's labels.
 	Endpoints int32
 }
@@ -53,7 +53,7 @@ func planServices(in inputs, r roles, serve serveStates, traffic trafficState, o
 //     the blue/green switch, promotion follows;
 //   - incremental (and its rollback): the cluster the HTTPRoute sends all traffic to, never
 //     one at target capacity 0 (serveServiceSide).
-func servingCluster(in inputs, r roles, serve serveStates, _ trafficState) *clusterView {
+func servingCluster(in inputs, r roles, serve serveStates, _ trafficState) *ClusterView {
 	switch {
 	case r.Active.View == nil && serve.ready(r.Pending):
 		return r.Pending.View
@@ -90,7 +90,7 @@ func servingCluster(in inputs, r roles, serve serveStates, _ trafficState) *clus
 func labelHead(in inputs, s slot, serve serveStates, labels map[string]string, out *planned) {
 	proxy := s.View.Serve.Proxy
 	if proxy != nil {
-		out.Wake.due(in.now.Add(proxyRecheck))
+		out.Wake.due(in.now.Add(ProxyRecheck))
 		out.Wake.Poll = out.Wake.Poll || !proxy.Healthy
 	}
 	for i := range s.View.Pods {
@@ -101,9 +101,9 @@ func labelHead(in inputs, s slot, serve serveStates, labels map[string]string, o
 		cur := pod.Labels[rayv1.ServeLabelKey]
 		want, why := headServeLabel(cur, in.want.Service.Spec.ExcludeHeadPodFromServeSvc, serve.ready(s), proxy)
 		if want != cur {
-			done := normalEvent(s.cluster(), EventUpdatedHeadPodServeLabel, "Label", "set %s=%s on head pod %s of RayCluster %s: %s",
+			done := NormalEvent(s.cluster(), EventUpdatedHeadPodServeLabel, "Label", "set %s=%s on head pod %s of RayCluster %s: %s",
 				rayv1.ServeLabelKey, want, pod.Name, s.name(), why)
-			out.do(labelPod{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}, Value: want, Done: &done})
+			out.do(LabelPod{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}, Value: want, Done: &done})
 			labels[pod.Name] = want
 		}
 	}
@@ -112,7 +112,7 @@ func labelHead(in inputs, s slot, serve serveStates, labels map[string]string, o
 // proxyRecheck is how often the Serve proxy of a head that may serve is checked, as KubeRay
 // checks it on every pass: a head whose proxy fails leaves the serve endpoints within about
 // this long.
-const proxyRecheck = 10 * time.Second
+const ProxyRecheck = 10 * time.Second
 
 // headServeLabel is the head pod's ray.io/serve label after this pass, and why it changes:
 //
@@ -122,7 +122,7 @@ const proxyRecheck = 10 * time.Second
 //   - "true" once the cluster's applications run and the proxy (when checked) is healthy;
 //   - otherwise unchanged: applications that stop running do not take the head out (the
 //     status says they fail), and a proxy not checked yet says nothing.
-func headServeLabel(cur string, exclude, appsRun bool, proxy *proxyHealth) (label, why string) {
+func headServeLabel(cur string, exclude, appsRun bool, proxy *ProxyHealth) (label, why string) {
 	switch {
 	case exclude:
 		return "false", "spec.excludeHeadPodFromServeSvc is set"
@@ -138,7 +138,7 @@ func headServeLabel(cur string, exclude, appsRun bool, proxy *proxyHealth) (labe
 
 // serveEndpoints counts the ready pods the serve Service selects (a ready pod is what an
 // EndpointSlice would list), with the labels this pass sets.
-func serveEndpoints(v *clusterView, labels map[string]string) int32 {
+func serveEndpoints(v *ClusterView, labels map[string]string) int32 {
 	var n int32
 	sel := serveSelector(v.Cluster.Name)
 	for i := range v.Pods {

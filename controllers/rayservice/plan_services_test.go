@@ -9,13 +9,13 @@ import (
 )
 
 func TestHeadServeLabel(t *testing.T) {
-	healthy, failed := &proxyHealth{Healthy: true}, &proxyHealth{Err: "HTTP 503"}
+	healthy, failed := &ProxyHealth{Healthy: true}, &ProxyHealth{Err: "HTTP 503"}
 	for _, tc := range []struct {
 		name    string
 		cur     string
 		exclude bool
 		appsRun bool
-		proxy   *proxyHealth
+		proxy   *ProxyHealth
 		want    string
 	}{
 		{"excluded, whatever the proxy", "true", true, true, healthy, "false"},
@@ -44,18 +44,18 @@ func TestPlanFollowsTheHeadsServeProxy(t *testing.T) {
 	w := newWorld(builders.RayService("svc", "ns").Obj())
 	w.proxyChecks = true
 	p := stepUntil(t, w, "serving", func(p *reconciled) bool { return p.out.Status.NumServeEndpoints == 2 })
-	if d := p.out.Wake.after(p.now, time.Second, time.Minute); d > proxyRecheck {
-		t.Errorf("a head whose proxy is checked is looked at again after %v, want within %v", d, proxyRecheck)
+	if d := p.out.Wake.After(p.now, time.Second, time.Minute); d > ProxyRecheck {
+		t.Errorf("a head whose proxy is checked is looked at again after %v, want within %v", d, ProxyRecheck)
 	}
 	active := w.clusters[p.out.Status.ActiveServiceStatus.RayClusterName]
 
 	active.proxyDown = true
 	start := w.now
 	p = stepUntil(t, w, "the head out", func(p *reconciled) bool { return active.headLabel == "false" })
-	if took := w.now.Sub(start); took > proxyRecheck+2*time.Second {
+	if took := w.now.Sub(start); took > ProxyRecheck+2*time.Second {
 		t.Errorf("the head left the serve endpoints %v after its proxy failed", took)
 	}
-	labelled := actionsOf[labelPod](p.out)
+	labelled := actionsOf[LabelPod](p.out)
 	if len(labelled) != 1 || labelled[0].Done == nil || labelled[0].Done.Reason != EventUpdatedHeadPodServeLabel ||
 		labelled[0].Done.Note != "set ray.io/serve=false on head pod "+active.rc.Name+"-head of RayCluster "+active.rc.Name+
 			": its Serve proxy health check failed: GET http://head:8000/-/healthz: HTTP 503: This node is being drained." {

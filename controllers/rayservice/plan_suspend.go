@@ -51,7 +51,7 @@ func commitSuspend(in inputs, out *planned) rayv1.RayServiceStatuses {
 	setCondition(&st, rayv1.RayServiceSuspending, true, rayv1.SuspendInProgress, msg, gen, now)
 	setCondition(&st, rayv1.RayServiceSuspended, false, rayv1.SuspendInProgress, msg, gen, now)
 	setCondition(&st, rayv1.RayServiceReady, false, rayv1.SuspendInProgress, msg, gen, now)
-	out.tell(normalEvent(nil, EventSuspending, "Suspend", "%s", msg))
+	out.tell(NormalEvent(nil, EventSuspending, "Suspend", "%s", msg))
 	out.note("spec.suspend: committing the suspension")
 	out.Wake.Soon = true
 	stampUpdate(in, &st)
@@ -75,7 +75,7 @@ func tearDown(in inputs, out *planned) rayv1.RayServiceStatuses {
 	now := metav1.NewTime(in.now)
 	const msg = "every RayCluster and Service of the RayService was deleted"
 	if !meta.IsStatusConditionTrue(st.Conditions, string(rayv1.RayServiceSuspended)) {
-		out.tell(normalEvent(nil, EventSuspended, "Suspend", "%s", msg))
+		out.tell(NormalEvent(nil, EventSuspended, "Suspend", "%s", msg))
 		out.note("spec.suspend: suspended")
 		// A change of spec.suspend during the teardown did not wake this pass's caller for
 		// good: look at the spec again once this status is stored.
@@ -97,7 +97,7 @@ func deleteAllOwned(in inputs, out *planned) int {
 	for _, v := range in.obs.Clusters {
 		left++
 		if rc := v.Cluster; rc.DeletionTimestamp == nil {
-			out.do(deleteCluster{Cluster: rc, Done: normalEvent(rc, EventDeletedCluster, "Delete",
+			out.do(DeleteCluster{Cluster: rc, Done: NormalEvent(rc, EventDeletedCluster, "Delete",
 				"deleted RayCluster %s: the RayService is suspended", rc.Name)})
 		}
 	}
@@ -118,7 +118,7 @@ func deleteAllOwned(in inputs, out *planned) int {
 		}
 		left++
 		if o.GetDeletionTimestamp() == nil {
-			out.do(deleteObject{Object: o})
+			out.do(DeleteObject{Object: o})
 		}
 	}
 	return left
@@ -135,7 +135,7 @@ func resume(in inputs, out *planned) rayv1.RayServiceStatuses {
 	// the resume (meta's helper would keep the time of the earlier False).
 	meta.RemoveStatusCondition(&st.Conditions, string(rayv1.RayServiceReady))
 	setCondition(&st, rayv1.RayServiceReady, false, rayv1.RayServiceInitializing, "resumed: preparing a new RayCluster", gen, now)
-	out.tell(normalEvent(nil, EventResumed, "Resume", "spec.suspend is false: the RayService starts again with a new RayCluster"))
+	out.tell(NormalEvent(nil, EventResumed, "Resume", "spec.suspend is false: the RayService starts again with a new RayCluster"))
 	out.note("spec.suspend: resuming")
 	out.Wake.Soon = true
 	stampUpdate(in, &st)

@@ -108,7 +108,7 @@ func TestPlanSuspensionCompletesWhenTheSpecChangesItsMind(t *testing.T) {
 	}
 	w.updateSpec(func(s *rayv1.RayService) { s.Spec.Suspend = false })
 	p, _ := w.reconcile()
-	if len(actionsOf[deleteCluster](p.out)) != 1 || condition(p.out.Status, rayv1.RayServiceSuspending) != "True/SuspendInProgress" {
+	if len(actionsOf[DeleteCluster](p.out)) != 1 || condition(p.out.Status, rayv1.RayServiceSuspending) != "True/SuspendInProgress" {
 		t.Fatalf("a committed suspension was not carried out: %v, %s", p.out.Actions, condition(p.out.Status, rayv1.RayServiceSuspending))
 	}
 	w.advance(time.Millisecond)

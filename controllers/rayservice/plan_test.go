@@ -47,14 +47,14 @@ func stepUntil(t *testing.T, w *world, what string, done func(*reconciled) bool)
 		if done(p) {
 			return p
 		}
-		w.advance(w.untilNext(p.out.Wake.after(w.now, time.Second, time.Minute)))
+		w.advance(w.untilNext(p.out.Wake.After(w.now, time.Second, time.Minute)))
 	}
 	t.Fatalf("never: %s; status %+v", what, w.svc.Status)
 	return nil
 }
 
-func eventsOf(out planned, reason string) []event {
-	var es []event
+func eventsOf(out planned, reason string) []Event {
+	var es []Event
 	for _, e := range out.Events {
 		if e.Reason == reason {
 			es = append(es, e)
@@ -64,17 +64,17 @@ func eventsOf(out planned, reason string) []event {
 }
 
 // actionEvents are the events reported when actions succeed.
-func actionEvents(out planned) []event {
-	var es []event
+func actionEvents(out planned) []Event {
+	var es []Event
 	for _, a := range append(out.ClusterActions, out.Actions...) {
 		switch a := a.(type) {
-		case createCluster:
+		case CreateCluster:
 			es = append(es, a.Done)
-		case updateCluster:
+		case UpdateCluster:
 			es = append(es, a.Done)
-		case deleteCluster:
+		case DeleteCluster:
 			es = append(es, a.Done)
-		case annotateCluster:
+		case AnnotateCluster:
 			if a.Done != nil {
 				es = append(es, *a.Done)
 			}
@@ -86,7 +86,7 @@ func actionEvents(out planned) []event {
 	return es
 }
 
-func actionsOf[A action](out planned) []A {
+func actionsOf[A Action](out planned) []A {
 	var as []A
 	for _, a := range append(out.ClusterActions, out.Actions...) {
 		if x, ok := a.(A); ok {
@@ -114,7 +114,7 @@ func TestPlanFirstCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	created := actionsOf[createCluster](p.out)
+	created := actionsOf[CreateCluster](p.out)
 	if len(created) != 1 || created[0].Cluster.Name != "svc-00001" || p.out.Status.PendingServiceStatus.RayClusterName != "svc-00001" {
 		t.Fatalf("first pass: created %v, status %+v", created, p.out.Status.PendingServiceStatus)
 	}
@@ -130,7 +130,7 @@ func TestPlanFirstCluster(t *testing.T) {
 		t.Errorf("promotion events %+v", es)
 	}
 	var selectors []string
-	for _, o := range actionsOf[createObject](p.out) {
+	for _, o := range actionsOf[CreateObject](p.out) {
 		if s, ok := o.Object.(*corev1.Service); ok {
 			selectors = append(selectors, s.Name+"→"+s.Spec.Selector[rayv1.ClusterLabelKey])
 		}
@@ -157,7 +157,7 @@ func TestPlanConvergedChangesNothing(t *testing.T) {
 		if !equality.Semantic.DeepEqual(p.stored, p.out.Status) {
 			t.Error("a converged pass changed the status")
 		}
-		if d := p.out.Wake.after(p.now, time.Second, time.Minute); d != time.Minute {
+		if d := p.out.Wake.After(p.now, time.Second, time.Minute); d != time.Minute {
 			t.Errorf("converged: comes back after %v, want the resync", d)
 		}
 
@@ -192,8 +192,8 @@ func TestPlanWithoutTheGatewayAPI(t *testing.T) {
 	settle(t, w)
 	w.updateSpec(func(s *rayv1.RayService) { setTestImage(s, "rayproject/ray:2.53.0") })
 	p, _ := w.reconcile()
-	if len(actionsOf[createCluster](p.out)) != 0 || condition(p.out.Status, rayv1.UpgradeInProgress) != "False/"+ReasonGatewayAPIUnavailable {
-		t.Fatalf("created %v, UpgradeInProgress %s", actionsOf[createCluster](p.out), condition(p.out.Status, rayv1.UpgradeInProgress))
+	if len(actionsOf[CreateCluster](p.out)) != 0 || condition(p.out.Status, rayv1.UpgradeInProgress) != "False/"+ReasonGatewayAPIUnavailable {
+		t.Fatalf("created %v, UpgradeInProgress %s", actionsOf[CreateCluster](p.out), condition(p.out.Status, rayv1.UpgradeInProgress))
 	}
 	if len(eventsOf(p.out, EventGatewayAPIUnavailable)) != 1 {
 		t.Errorf("events %v", p.out.Events)
@@ -215,12 +215,12 @@ func TestPlanLeavesAForeignServiceAlone(t *testing.T) {
 		t.Fatalf("condition %+v", c)
 	}
 	for _, a := range p.out.Actions {
-		if u, ok := a.(updateObject); ok && u.Object.GetName() == "svc-serve-svc" {
+		if u, ok := a.(UpdateObject); ok && u.Object.GetName() == "svc-serve-svc" {
 			t.Fatal("updated a Service raygate does not control")
 		}
 	}
 	// Looked at again after a while, announced once; gone, the condition goes too.
-	if d := p.out.Wake.after(p.now, time.Second, time.Minute); d > conflictRecheck {
+	if d := p.out.Wake.After(p.now, time.Second, time.Minute); d > conflictRecheck {
 		t.Errorf("looks again after %v", d)
 	}
 	w.advance(time.Second)
@@ -258,7 +258,7 @@ func TestPlanNoneStrategyDoesNotApplyClusterChanges(t *testing.T) {
 	settle(t, w)
 	w.updateSpec(func(s *rayv1.RayService) { setTestImage(s, "rayproject/ray:2.53.0") })
 	p, _ := w.reconcile()
-	if n := len(actionsOf[updateCluster](p.out)) + len(actionsOf[createCluster](p.out)) + len(actionsOf[annotateCluster](p.out)); n != 0 {
+	if n := len(actionsOf[UpdateCluster](p.out)) + len(actionsOf[CreateCluster](p.out)) + len(actionsOf[AnnotateCluster](p.out)); n != 0 {
 		t.Fatalf("%d cluster actions, want none: %v", n, p.out.ClusterActions)
 	}
 	if es := eventsOf(p.out, EventSpecNotApplied); len(es) != 1 || !strings.Contains(es[0].Note, "switch to NewCluster") {
@@ -274,21 +274,21 @@ func TestWakeupAfter(t *testing.T) {
 	poll, resync := time.Second, time.Minute
 	cases := []struct {
 		name string
-		w    wakeup
+		w    Wakeup
 		want time.Duration
 	}{
-		{"nothing due", wakeup{}, resync},
-		{"due in 3 s", wakeup{At: t0.Add(3 * time.Second)}, 3 * time.Second},
-		{"overdue", wakeup{At: t0.Add(-time.Second)}, time.Millisecond},
-		{"deploying", wakeup{Poll: true, At: t0.Add(3 * time.Second)}, poll},
-		{"decided", wakeup{Soon: true, Poll: true}, stepRequeue},
+		{"nothing due", Wakeup{}, resync},
+		{"due in 3 s", Wakeup{At: t0.Add(3 * time.Second)}, 3 * time.Second},
+		{"overdue", Wakeup{At: t0.Add(-time.Second)}, time.Millisecond},
+		{"deploying", Wakeup{Poll: true, At: t0.Add(3 * time.Second)}, poll},
+		{"decided", Wakeup{Soon: true, Poll: true}, stepRequeue},
 	}
 	for _, tc := range cases {
-		if got := tc.w.after(t0, poll, resync); got != tc.want {
+		if got := tc.w.After(t0, poll, resync); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	w := wakeup{}
+	w := Wakeup{}
 	w.due(t0.Add(7 * time.Second))
 	w.due(t0.Add(3 * time.Second))
 	if !w.At.Equal(t0.Add(3 * time.Second)) {
@@ -299,7 +299,7 @@ func TestWakeupAfter(t *testing.T) {
 // A stored incremental RayService is never frozen by the gate being off: it is served and
 // upgraded as NewCluster, with a condition and one Warning event saying so.
 func TestPlanWithTheIncrementalGateOffFallsBackToNewCluster(t *testing.T) {
-	want := admit(incrementalService(20, 5, 10), features.Static{features.RayServiceIncrementalUpgrade: false}, validation.Limits{}, "v1")
+	want := Admit(incrementalService(20, 5, 10), features.Static{features.RayServiceIncrementalUpgrade: false}, validation.Limits{}, "v1")
 	if want.Invalid != "" || want.Strategy != rayv1.NewCluster || !strings.Contains(want.Fallback, string(features.RayServiceIncrementalUpgrade)) {
 		t.Fatalf("invalid %q, strategy %s, fallback %q", want.Invalid, want.Strategy, want.Fallback)
 	}
@@ -334,7 +334,7 @@ func TestPlanCapsClustersAtThePodBounds(t *testing.T) {
 	w := newWorld(svc)
 	w.limits = validation.Limits{MaxPodsPerGroup: 10, MaxPodsPerCluster: 100}
 	p, _ := w.reconcile()
-	created := actionsOf[createCluster](p.out)
+	created := actionsOf[CreateCluster](p.out)
 	if len(created) != 1 || ptr.Deref(created[0].Cluster.Spec.WorkerGroupSpecs[0].Replicas, 0) != 10 {
 		t.Fatalf("created %v", created)
 	}
@@ -345,8 +345,8 @@ func TestPlanCapsClustersAtThePodBounds(t *testing.T) {
 
 func TestServingCluster(t *testing.T) {
 	nc, inc := builders.RayService("svc", "ns").Obj(), incrementalService(20, 5, 10)
-	view := func(name string) *clusterView {
-		return &clusterView{Cluster: &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+	view := func(name string) *ClusterView {
+		return &ClusterView{Cluster: &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}}
 	}
 	done := rayv1.RayServiceStatus{TargetCapacity: ptr.To[int32](100), TrafficRoutedPercent: ptr.To[int32](100)}
 	half := rayv1.RayServiceStatus{TargetCapacity: ptr.To[int32](60), TrafficRoutedPercent: ptr.To[int32](40)}
@@ -374,7 +374,7 @@ func TestServingCluster(t *testing.T) {
 		{name: "rolling back keeps the active", svc: nc, active: "a", pending: "p", ready: []string{"p"}, rollback: true, want: "a"},
 	}
 	for _, tc := range cases {
-		want := admit(tc.svc, allGates, validation.Limits{}, "v1")
+		want := Admit(tc.svc, allGates, validation.Limits{}, "v1")
 		r := roles{}
 		if tc.active != "" {
 			r.Active = slot{View: view(tc.active), Status: rayv1.RayServiceStatus{RayClusterName: tc.active, TargetCapacity: ptr.To(tc.activeCapacity)}}
@@ -391,7 +391,7 @@ func TestServingCluster(t *testing.T) {
 		for _, n := range tc.ready {
 			serve[n] = serveState{Ready: true}
 		}
-		got := servingCluster(inputs{obs: &observed{GatewayAPI: true}, want: want, now: t0}, r, serve, trafficState{Settled: tc.settled})
+		got := servingCluster(inputs{obs: &Observed{GatewayAPI: true}, want: want, now: t0}, r, serve, trafficState{Settled: tc.settled})
 		if name := (serving{View: got}).name(); name != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, name, tc.want)
 		}
@@ -402,7 +402,7 @@ func TestPlanCountsEndpointsWithTheLabelsItSets(t *testing.T) {
 	w := newWorld(builders.RayService("svc", "ns").Obj())
 	p := stepUntil(t, w, "promotion", func(p *reconciled) bool { return p.out.Status.ActiveServiceStatus.RayClusterName != "" })
 	// The head pod gets ray.io/serve=true in this very pass; the worker has it already.
-	if labels := actionsOf[labelPod](p.out); len(labels) != 1 || labels[0].Value != "true" {
+	if labels := actionsOf[LabelPod](p.out); len(labels) != 1 || labels[0].Value != "true" {
 		t.Fatalf("labels %v", labels)
 	}
 	if p.out.Status.NumServeEndpoints != 2 {

@@ -37,7 +37,7 @@ func planInitializingTimeout(in inputs, out *planned) (rayv1.RayServiceStatuses,
 	msg := "the RayService did not become ready within " + validation.InitializingTimeoutAnnotation + "=" + timeout.String() +
 		" (initializing for " + spent.String() + "); its RayClusters are deleted and it is not retried: delete it and create it again"
 	setReady(&st, in.want.Service.Generation, rayv1.RayServiceInitializingTimeout, msg, in.now)
-	out.tell(warningEvent(nil, EventInitializingTimeout, "Initialize", "%s", msg))
+	out.tell(WarningEvent(nil, EventInitializingTimeout, "Initialize", "%s", msg))
 	out.note("initializing timeout passed: failing the RayService")
 	out.Wake.Soon = true // retire its clusters once this status is stored
 	stampUpdate(in, &st)
@@ -81,10 +81,10 @@ func cleanUpAfterTimeout(in inputs, out *planned) {
 		at, ok := deleteAfter(in, rc, out)
 		switch {
 		case !ok:
-			out.tell(warningEvent(rc, EventFailedCluster, "Delete", "annotation %s=%q is not an RFC 3339 time; delete RayCluster %s by hand",
+			out.tell(WarningEvent(rc, EventFailedCluster, "Delete", "annotation %s=%q is not an RFC 3339 time; delete RayCluster %s by hand",
 				rayv1.DeleteAfterKey, rc.Annotations[rayv1.DeleteAfterKey], rc.Name))
 		case !in.now.Before(at):
-			out.do(deleteCluster{Cluster: rc, Done: normalEvent(rc, EventDeletedCluster, "Delete",
+			out.do(DeleteCluster{Cluster: rc, Done: NormalEvent(rc, EventDeletedCluster, "Delete",
 				"deleted RayCluster %s: the RayService failed to initialize in time", rc.Name)})
 		default:
 			out.Wake.due(at)

@@ -29,7 +29,7 @@ func TestPlanFailsARayServiceThatDoesNotInitializeInTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := p.now
-	if got := p.out.Wake.after(p.now, time.Hour, time.Hour); got > 20*time.Second {
+	if got := p.out.Wake.After(p.now, time.Hour, time.Hour); got > 20*time.Second {
 		t.Errorf("an Initializing RayService with a timeout comes back after %v, want by the timeout", got)
 	}
 	p = stepUntil(t, w, "the timeout", func(p *reconciled) bool {

@@ -130,7 +130,7 @@ func capacitiesApplied(r roles, serve serveStates) (bool, string) {
 			return false, orDefault(st.Note, "waiting for the serve config of "+s.name()+" to be accepted")
 		}
 		if !equalPtr(st.Runs.TargetCapacity, tc) {
-			return false, orDefault(st.Note, fmt.Sprintf("waiting for RayCluster %s to accept target_capacity %d%% (it runs %s)", s.name(), *tc, percent(st.Runs.TargetCapacity)))
+			return false, orDefault(st.Note, fmt.Sprintf("waiting for RayCluster %s to accept target_capacity %d%% (it runs %s)", s.name(), *tc, Percent(st.Runs.TargetCapacity)))
 		}
 	}
 	return true, ""

@@ -62,12 +62,12 @@ func promote(in inputs, r roles, out *planned) roles {
 	r.Active, r.Pending = slot{View: next.View, Status: promoted}, slot{}
 	out.Wake.Soon = true
 	if old.View == nil {
-		out.tell(normalEvent(next.cluster(), EventPromoted, "Promote", "RayCluster %s serves traffic", next.name()))
+		out.tell(NormalEvent(next.cluster(), EventPromoted, "Promote", "RayCluster %s serves traffic", next.name()))
 		return r
 	}
-	out.tell(normalEvent(next.cluster(), EventPromoted, "Promote", "RayCluster %s serves all traffic; %s is deleted after %ds",
+	out.tell(NormalEvent(next.cluster(), EventPromoted, "Promote", "RayCluster %s serves all traffic; %s is deleted after %ds",
 		next.name(), old.name(), in.want.deletionDelay()))
-	out.Finished = finished(in, next.cluster(), resultPromoted)
+	out.Finished = finished(in, next.cluster(), ResultPromoted)
 	return r
 }
 
@@ -78,7 +78,7 @@ func stepUpgrade(in inputs, r roles, serve serveStates, traffic trafficState, ou
 	if r.Rollback != "" {
 		dir, target = towardActive, r.Active
 		if c := findCondition(in.stored.Conditions, rayv1.RollbackInProgress); c == nil || c.Status != metav1.ConditionTrue {
-			out.tell(normalEvent(r.Active.cluster(), EventRollback, "Rollback", "%s", r.Rollback))
+			out.tell(NormalEvent(r.Active.cluster(), EventRollback, "Rollback", "%s", r.Rollback))
 		}
 	}
 	s := r.split()
@@ -147,7 +147,7 @@ func stepUpgrade(in inputs, r roles, serve serveStates, traffic trafficState, ou
 	if next.Kind == stepTraffic {
 		t := metav1.NewTime(stampTime(in.now))
 		r.Active.Status.LastTrafficMigratedTime, r.Pending.Status.LastTrafficMigratedTime = &t, t.DeepCopy()
-		out.tell(normalEvent(target.cluster(), EventTrafficShifted, "ShiftTraffic", "traffic: active %s %d%%, pending %s %d%%",
+		out.tell(NormalEvent(target.cluster(), EventTrafficShifted, "ShiftTraffic", "traffic: active %s %d%%, pending %s %d%%",
 			r.Active.name(), n.ActiveTraffic(), r.Pending.name(), n.PendingTraffic))
 	}
 	out.Wake.Soon = true
@@ -163,17 +163,17 @@ func finishRollback(in inputs, r roles, out *planned) roles {
 	r.Active.Status.TargetCapacity, r.Active.Status.TrafficRoutedPercent = ptr.To[int32](100), ptr.To[int32](100)
 	r.Rollback = ""
 	out.Wake.Soon = true
-	out.tell(normalEvent(r.Active.cluster(), EventRollback, "Rollback", "rollback complete: %s serves all traffic; %s is deleted after %ds",
+	out.tell(NormalEvent(r.Active.cluster(), EventRollback, "Rollback", "rollback complete: %s serves all traffic; %s is deleted after %ds",
 		r.Active.name(), dropped.name(), in.want.deletionDelay()))
-	out.Finished = finished(in, dropped.cluster(), resultRolledBack)
+	out.Finished = finished(in, dropped.cluster(), ResultRolledBack)
 	return r
 }
 
 // finished is the upgrade that ends with this status, timed from the pending cluster's
 // creation. It is observed once the status is stored, so a conflicting write that makes
 // the pass run again does not count it twice.
-func finished(in inputs, pending *rayv1.RayCluster, result string) *finishedUpgrade {
-	return &finishedUpgrade{Strategy: in.want.Strategy, Result: result, Seconds: in.now.Sub(pending.CreationTimestamp.Time).Seconds()}
+func finished(in inputs, pending *rayv1.RayCluster, result string) *FinishedUpgrade {
+	return &FinishedUpgrade{Strategy: in.want.Strategy, Result: result, Seconds: in.now.Sub(pending.CreationTimestamp.Time).Seconds()}
 }
 
 // warnUnhealthy warns once (while the condition does not say so yet) that no traffic moves
@@ -185,7 +185,7 @@ func warnUnhealthy(in inputs, r roles, unhealthy []string, out *planned) {
 	if c := findCondition(in.stored.Conditions, rayv1.UpgradeInProgress); c != nil && c.Reason == rayv1.PendingApplicationsUnhealthy {
 		return
 	}
-	out.tell(warningEvent(r.Pending.cluster(), EventPendingUnhealthy, "Upgrade", "no traffic moves to %s: %v", r.Pending.name(), unhealthy))
+	out.tell(WarningEvent(r.Pending.cluster(), EventPendingUnhealthy, "Upgrade", "no traffic moves to %s: %v", r.Pending.name(), unhealthy))
 }
 
 func describeUpgrade(r roles, s split, what string) string {

@@ -25,7 +25,7 @@ func TestPlanNewClusterUpgrade(t *testing.T) {
 		s.Spec.ServeConfigV2 = serveConfigs[1]
 	})
 	p, _ := w.reconcile()
-	created := actionsOf[createCluster](p.out)
+	created := actionsOf[CreateCluster](p.out)
 	if len(created) != 1 || created[0].Done.Reason != EventUpgradeStarted {
 		t.Fatalf("upgrade start: %v", created)
 	}
@@ -35,7 +35,7 @@ func TestPlanNewClusterUpgrade(t *testing.T) {
 	if es := eventsOf(p.out, EventPromoted); len(es) != 1 || !strings.Contains(es[0].Note, "is deleted after 30s") {
 		t.Errorf("promotion events %+v", es)
 	}
-	if p.out.Finished == nil || p.out.Finished.Result != resultPromoted {
+	if p.out.Finished == nil || p.out.Finished.Result != ResultPromoted {
 		t.Errorf("finished %+v", p.out.Finished)
 	}
 	for _, s := range p.submits {
@@ -43,14 +43,14 @@ func TestPlanNewClusterUpgrade(t *testing.T) {
 			t.Errorf("the old cluster got a config during the upgrade: %s", s)
 		}
 	}
-	if len(actionsOf[annotateCluster](p.out)) != 0 {
+	if len(actionsOf[AnnotateCluster](p.out)) != 0 {
 		t.Error("the old cluster was retired in the pass that demoted it, before the demotion was stored")
 	}
 	w.advance(time.Second)
 
 	// The pass after: retired, with its deletion time recorded on it.
 	p, _ = w.reconcile()
-	retired := actionsOf[annotateCluster](p.out)
+	retired := actionsOf[AnnotateCluster](p.out)
 	at := p.now.Add(30 * time.Second)
 	if at.Truncate(time.Second) != at {
 		at = at.Truncate(time.Second).Add(time.Second)
@@ -59,11 +59,11 @@ func TestPlanNewClusterUpgrade(t *testing.T) {
 		t.Fatalf("retired %v, wake %+v; want deletion at %v", retired, p.out.Wake, at)
 	}
 	w.advance(at.Sub(w.now) - time.Millisecond)
-	if p, _ = w.reconcile(); len(actionsOf[deleteCluster](p.out)) != 0 {
+	if p, _ = w.reconcile(); len(actionsOf[DeleteCluster](p.out)) != 0 {
 		t.Fatal("deleted before its time")
 	}
 	w.advance(time.Millisecond)
-	if p, _ = w.reconcile(); len(actionsOf[deleteCluster](p.out)) != 1 {
+	if p, _ = w.reconcile(); len(actionsOf[DeleteCluster](p.out)) != 1 {
 		t.Fatal("not deleted when due")
 	}
 }
@@ -150,17 +150,17 @@ func TestPlanRollsBackStepByStep(t *testing.T) {
 	if rollbackEvents != 2 || !strings.Contains(eventsOf(p.out, EventRollback)[0].Note, "rollback complete") {
 		t.Errorf("%d rollback events (want the start and the end)", rollbackEvents)
 	}
-	if p.out.Finished == nil || p.out.Finished.Result != resultRolledBack {
+	if p.out.Finished == nil || p.out.Finished.Result != ResultRolledBack {
 		t.Errorf("finished %+v", p.out.Finished)
 	}
 	if fmt.Sprint(traffic) != "[50 25 0]" {
 		t.Errorf("pending traffic on the way back: %v, want 50 25 0", traffic)
 	}
-	if w.svc.Status.ActiveServiceStatus.RayClusterName != blue || len(actionsOf[deleteCluster](p.out)) != 0 {
+	if w.svc.Status.ActiveServiceStatus.RayClusterName != blue || len(actionsOf[DeleteCluster](p.out)) != 0 {
 		t.Fatal("the rollback must keep the active cluster and not delete the pending one at once")
 	}
 	w.advance(time.Second)
-	if p, _ = w.reconcile(); len(actionsOf[annotateCluster](p.out)) != 1 || actionsOf[annotateCluster](p.out)[0].Cluster.Name != green {
+	if p, _ = w.reconcile(); len(actionsOf[AnnotateCluster](p.out)) != 1 || actionsOf[AnnotateCluster](p.out)[0].Cluster.Name != green {
 		t.Errorf("the dropped pending cluster is retired with the deletion delay: %v", p.out.Actions)
 	}
 }
@@ -178,14 +178,14 @@ func TestPlanThirdSpecReturnsToTheActiveClusterFirst(t *testing.T) {
 	if c := findCondition(p.out.Status.Conditions, rayv1.RollbackInProgress); c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "changed again") {
 		t.Fatalf("RollbackInProgress %+v", c)
 	}
-	if len(actionsOf[createCluster](p.out)) != 0 {
+	if len(actionsOf[CreateCluster](p.out)) != 0 {
 		t.Fatal("a third cluster was created before returning to the active one")
 	}
 	p = stepUntil(t, w, "a new pending cluster", func(p *reconciled) bool {
 		n := p.out.Status.PendingServiceStatus.RayClusterName
 		return n != "" && n != second
 	})
-	if created := actionsOf[createCluster](p.out); len(created) != 1 || created[0].Cluster.Spec.HeadGroupSpec.Template.Spec.Containers[0].Image != "rayproject/ray:2.54.0" {
+	if created := actionsOf[CreateCluster](p.out); len(created) != 1 || created[0].Cluster.Spec.HeadGroupSpec.Template.Spec.Containers[0].Image != "rayproject/ray:2.54.0" {
 		t.Errorf("third cluster: %v", created)
 	}
 }
@@ -286,13 +286,13 @@ func TestPlanResumesAfterACrashBetweenCreateAndStatusWrite(t *testing.T) {
 	w.updateSpec(func(s *rayv1.RayService) { setTestImage(s, "rayproject/ray:2.53.0") })
 	w.conflictStatus = true
 	p, _ := w.reconcile()
-	if len(actionsOf[createCluster](p.out)) != 1 || w.svc.Status.PendingServiceStatus.RayClusterName != "" {
+	if len(actionsOf[CreateCluster](p.out)) != 1 || w.svc.Status.PendingServiceStatus.RayClusterName != "" {
 		t.Fatal("setup: the cluster is created and the status not written")
 	}
-	created := actionsOf[createCluster](p.out)[0].Cluster.Name
+	created := actionsOf[CreateCluster](p.out)[0].Cluster.Name
 	p, _ = w.reconcile()
-	if len(actionsOf[createCluster](p.out)) != 0 || p.out.Status.PendingServiceStatus.RayClusterName != created {
-		t.Fatalf("the next pass created %v; pending %q, want %s adopted", actionsOf[createCluster](p.out), p.out.Status.PendingServiceStatus.RayClusterName, created)
+	if len(actionsOf[CreateCluster](p.out)) != 0 || p.out.Status.PendingServiceStatus.RayClusterName != created {
+		t.Fatalf("the next pass created %v; pending %q, want %s adopted", actionsOf[CreateCluster](p.out), p.out.Status.PendingServiceStatus.RayClusterName, created)
 	}
 }
 
@@ -316,7 +316,7 @@ func TestPlanKeepsAClusterTrafficMayStillReach(t *testing.T) {
 	}
 	w.updateSpec(func(s *rayv1.RayService) { setTestImage(s, builders.DefaultImage) })
 	p, _ := w.reconcile()
-	if len(actionsOf[deleteCluster](p.out)) != 0 || w.traffic().serving == green {
-		t.Fatalf("deleted %v; serving %s", actionsOf[deleteCluster](p.out), w.traffic().serving)
+	if len(actionsOf[DeleteCluster](p.out)) != 0 || w.traffic().serving == green {
+		t.Fatalf("deleted %v; serving %s", actionsOf[DeleteCluster](p.out), w.traffic().serving)
 	}
 }

@@ -39,14 +39,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	now := r.Now()
-	want := restrictSharedGateway(admit(withUpgradeDefault(svc, !r.DisableZeroDowntime), r.Gates, r.Limits, r.Version), r.SharedGateways)
-	obs := observation{observed: &observed{}}
+	want := RestrictSharedGateway(Admit(WithUpgradeDefault(svc, !r.DisableZeroDowntime), r.Gates, r.Limits, r.Version), r.SharedGateways)
+	obs := observation{Observed: &Observed{}}
 	if want.Invalid == "" {
 		if obs, err = r.observe(ctx, svc, want); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	out, err := carryOut(obs.observed, want, &svc.Status, now, reconcilerExecutor{ctx: ctx, r: r, svc: svc, targets: obs.targets})
+	out, err := carryOut(obs.Observed, want, &svc.Status, now, reconcilerExecutor{ctx: ctx, r: r, svc: svc, targets: obs.targets})
 	for _, d := range out.Decisions {
 		r.logFor(ctx, nil).V(1).Info(d, "rayservice", req.NamespacedName)
 	}
@@ -81,7 +81,7 @@ func (r *Reconciler) get(ctx context.Context, key types.NamespacedName) (*rayv1.
 // (or needed no write) come the metrics and the events, and the plan says when to come back.
 func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out planned, now time.Time) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(svc)
-	requeue := out.Wake.after(now, r.DeployingPoll, r.AppStatusResync)
+	requeue := out.Wake.After(now, r.DeployingPoll, r.AppStatusResync)
 	changed := !equality.Semantic.DeepEqual(svc.Status, out.Status)
 	quiet := len(out.Events) == 0 && out.ActionRecorded == "" && out.GateFailed == nil && out.Finished == nil
 	if changed {
@@ -127,7 +127,7 @@ func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out plan
 }
 
 // emit records an event about the RayService.
-func (r *Reconciler) emit(svc *rayv1.RayService, e event) {
+func (r *Reconciler) emit(svc *rayv1.RayService, e Event) {
 	if e.Related != nil {
 		r.recorder.Eventf(svc, e.Related, e.Type, e.Reason, e.Action, "%s", e.Note)
 		return

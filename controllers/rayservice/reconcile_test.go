@@ -45,9 +45,9 @@ func TestRecordAnnouncesOnlyWhatTheStoredStatusSays(t *testing.T) {
 		st.ActiveServiceStatus.RayClusterName = "svc-green"
 		return planned{
 			Status:   st,
-			Events:   []event{normalEvent(nil, EventPromoted, "Promote", "RayCluster svc-green serves all traffic")},
-			Finished: &finishedUpgrade{Strategy: rayv1.NewCluster, Result: resultPromoted, Seconds: 42},
-			Wake:     wakeup{Soon: true},
+			Events:   []Event{NormalEvent(nil, EventPromoted, "Promote", "RayCluster svc-green serves all traffic")},
+			Finished: &FinishedUpgrade{Strategy: rayv1.NewCluster, Result: ResultPromoted, Seconds: 42},
+			Wake:     Wakeup{Soon: true},
 		}
 	}
 	announced := func() int { return len(rec.Events) + testutil.CollectAndCount(r.Metrics.upgrades) }
@@ -87,7 +87,7 @@ func TestRecordAnnouncesOnlyWhatTheStoredStatusSays(t *testing.T) {
 	// An unchanged status is not written again; what the plan announces still goes out.
 	svc := read()
 	rv := svc.ResourceVersion
-	same := planned{Status: *svc.Status.DeepCopy(), Events: []event{warningEvent(nil, EventFailedCluster, "Delete", "delete it by hand")}}
+	same := planned{Status: *svc.Status.DeepCopy(), Events: []Event{WarningEvent(nil, EventFailedCluster, "Delete", "delete it by hand")}}
 	if _, err := r.record(ctx, svc, same, t0); err != nil {
 		t.Fatal(err)
 	}

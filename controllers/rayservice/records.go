@@ -33,7 +33,7 @@ func recordOwner(rc *rayv1.RayCluster) metav1.Object {
 
 // observeRecord reads a cluster's record when its name was found taken, so the plan can
 // report a foreign one.
-func (r *Reconciler) observeRecord(ctx context.Context, rc *rayv1.RayCluster, obs *observed) error {
+func (r *Reconciler) observeRecord(ctx context.Context, rc *rayv1.RayCluster, obs *Observed) error {
 	cm, key := &corev1.ConfigMap{}, recordKey(rc)
 	if !r.suspected(cm, key) {
 		return nil
@@ -47,14 +47,14 @@ func (r *Reconciler) observeRecord(ctx context.Context, rc *rayv1.RayCluster, ob
 	case metav1.IsControlledBy(cm, rc):
 		r.unsuspect(cm, key)
 	default:
-		obs.ForeignRecords[rc.Name] = foreign("ConfigMap", cm, recordOwner(rc))
+		obs.ForeignRecords[rc.Name] = Foreign("ConfigMap", cm, recordOwner(rc))
 	}
 	return nil
 }
 
 // writeRecord keeps cfg in the cluster's record, with the configs in keep, before cfg is
 // submitted. It writes only when the record lacks cfg or holds others.
-func (r *Reconciler) writeRecord(ctx context.Context, rc *rayv1.RayCluster, cfg *serveConfig, keep []string) error {
+func (r *Reconciler) writeRecord(ctx context.Context, rc *rayv1.RayCluster, cfg *ServeConfig, keep []string) error {
 	cm, key := &corev1.ConfigMap{}, recordKey(rc)
 	err := r.apiReader.Get(ctx, key, cm)
 	if apierrors.IsNotFound(err) {
@@ -64,7 +64,7 @@ func (r *Reconciler) writeRecord(ctx context.Context, rc *rayv1.RayCluster, cfg 
 				Labels: map[string]string{
 					rayv1.ClusterLabelKey:              rc.Name,
 					rayv1.OriginatedFromCRNameLabelKey: rc.Labels[rayv1.OriginatedFromCRNameLabelKey],
-					rayv1.OriginatedFromCRDLabelKey:    rayServiceKind,
+					rayv1.OriginatedFromCRDLabelKey:    RayServiceKind,
 					rayv1.KubernetesCreatedByLabelKey:  rayv1.ComponentName,
 				},
 				OwnerReferences: recordOwner(rc).GetOwnerReferences(),
@@ -107,7 +107,7 @@ func (r *Reconciler) writeRecord(ctx context.Context, rc *rayv1.RayCluster, cfg 
 // readRecord is the config recorded for hash. missing, when set, says why there is none to
 // send (the record is gone, not the cluster's, or does not hold that config); err is a
 // failure to read.
-func (r *Reconciler) readRecord(ctx context.Context, rc *rayv1.RayCluster, hash string) (cfg *serveConfig, missing string, err error) {
+func (r *Reconciler) readRecord(ctx context.Context, rc *rayv1.RayCluster, hash string) (cfg *ServeConfig, missing string, err error) {
 	cm, key := &corev1.ConfigMap{}, recordKey(rc)
 	err = r.apiReader.Get(ctx, key, cm)
 	switch {
@@ -123,7 +123,7 @@ func (r *Reconciler) readRecord(ctx context.Context, rc *rayv1.RayCluster, hash 
 	if !ok {
 		return nil, fmt.Sprintf("ConfigMap %s does not hold the serve config %s that %s runs; it keeps what it runs", key.Name, hash, rc.Name), nil
 	}
-	cfg, perr := parseServeConfig(text)
+	cfg, perr := ParseServeConfig(text)
 	if perr != nil || cfg.hash != hash {
 		return nil, fmt.Sprintf("the serve config %s recorded in ConfigMap %s was changed; %s keeps what it runs", hash, key.Name, rc.Name), nil
 	}

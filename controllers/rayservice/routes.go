@@ -143,11 +143,11 @@ func GRPCRouteWeights(rt *gwv1.GRPCRoute) map[string]int32 {
 func ensureGRPCRoute(in inputs, want *gwv1.GRPCRoute, out *planned) (changed, ok bool) {
 	cur := in.obs.GRPCRoute
 	if cur == nil {
-		out.do(createObject{Object: want})
+		out.do(CreateObject{Object: want})
 		return true, true
 	}
 	if !ownedBySameController(cur, want) {
-		out.conflict(foreign("GRPCRoute", cur, want))
+		out.conflict(Foreign("GRPCRoute", cur, want))
 		return false, false
 	}
 	if grpcRouteSpecMatches(want, cur) && hasLabels(cur.Labels, want.Labels) {
@@ -156,7 +156,7 @@ func ensureGRPCRoute(in inputs, want *gwv1.GRPCRoute, out *planned) (changed, ok
 	next := cur.DeepCopy()
 	next.Spec = want.Spec
 	next.Labels = merge(cur.Labels, want.Labels)
-	out.do(updateObject{Object: next})
+	out.do(UpdateObject{Object: next})
 	return true, true
 }
 
@@ -319,8 +319,8 @@ func setRouteAccepted(in inputs, st *rayv1.RayServiceStatuses, c *metav1.Conditi
 	prev := meta.FindStatusCondition(in.stored.Conditions, ConditionRouteAccepted)
 	switch {
 	case next.Status == metav1.ConditionFalse && (prev == nil || prev.Status != metav1.ConditionFalse || prev.Message != next.Message):
-		out.tell(warningEvent(nil, EventRouteNotAccepted, "AttachRoute", "%s", next.Message))
+		out.tell(WarningEvent(nil, EventRouteNotAccepted, "AttachRoute", "%s", next.Message))
 	case next.Status == metav1.ConditionTrue && prev != nil && prev.Status == metav1.ConditionFalse:
-		out.tell(normalEvent(nil, EventRouteAccepted, "AttachRoute", "%s", next.Message))
+		out.tell(NormalEvent(nil, EventRouteAccepted, "AttachRoute", "%s", next.Message))
 	}
 }

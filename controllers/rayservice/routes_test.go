@@ -131,13 +131,13 @@ func sharedService() *rayv1.RayService {
 // noGatewayWrites fails on any planned write of a Gateway.
 func noGatewayWrites(t *testing.T, p *reconciled) {
 	t.Helper()
-	for _, a := range append(append([]action{}, p.out.ClusterActions...), p.out.Actions...) {
+	for _, a := range append(append([]Action{}, p.out.ClusterActions...), p.out.Actions...) {
 		switch a := a.(type) {
-		case createObject:
+		case CreateObject:
 			if _, ok := a.Object.(*gwv1.Gateway); ok {
 				t.Fatalf("pass %d creates a Gateway with a shared Gateway configured", p.index)
 			}
-		case updateObject:
+		case UpdateObject:
 			if _, ok := a.Object.(*gwv1.Gateway); ok {
 				t.Fatalf("pass %d updates a Gateway with a shared Gateway configured", p.index)
 			}
@@ -240,20 +240,20 @@ func TestPlanSharedGatewayRefusedMovesNoTraffic(t *testing.T) {
 }
 
 func TestRestrictSharedGateway(t *testing.T) {
-	want := admit(sharedService(), allGates, validation.Limits{}, "v1")
+	want := Admit(sharedService(), allGates, validation.Limits{}, "v1")
 	if want.Invalid != "" || want.Route.Gateway == nil || *want.Route.Gateway != infraShared {
 		t.Fatalf("admit: invalid %q, route %+v", want.Invalid, want.Route)
 	}
-	if got := restrictSharedGateway(want, []string{"infra/*"}); got.Invalid != "" {
+	if got := RestrictSharedGateway(want, []string{"infra/*"}); got.Invalid != "" {
 		t.Errorf("allowed: %s", got.Invalid)
 	}
-	got := restrictSharedGateway(want, nil)
+	got := RestrictSharedGateway(want, nil)
 	if !strings.Contains(got.Invalid, "metadata.annotations[raygate.ray.io/gateway]: Forbidden: Gateway infra/shared is not in the manager's --allowed-shared-gateways") {
 		t.Errorf("not allowed: %q", got.Invalid)
 	}
 	bad := sharedService()
 	bad.Annotations[rayv1.RoutePathPrefixKey] = "v1"
-	if got := admit(bad, allGates, validation.Limits{}, "v1"); !strings.Contains(got.Invalid, "raygate.ray.io/path-prefix") {
+	if got := Admit(bad, allGates, validation.Limits{}, "v1"); !strings.Contains(got.Invalid, "raygate.ray.io/path-prefix") {
 		t.Errorf("a malformed annotation is not rejected: %q", got.Invalid)
 	}
 }

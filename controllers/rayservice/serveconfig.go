@@ -15,7 +15,7 @@ import (
 )
 
 // serveConfig is a Serve config ready to submit: the user's serveConfigV2 as a JSON object.
-type serveConfig struct {
+type ServeConfig struct {
 	doc  map[string]any
 	hash string
 	apps []string
@@ -33,7 +33,7 @@ var emptyConfigHash = func() string {
 
 // parseServeConfig turns serveConfigV2 (YAML) into the JSON document the dashboard takes.
 // An empty config means "no applications": nothing is submitted.
-func parseServeConfig(yamlText string) (*serveConfig, error) {
+func ParseServeConfig(yamlText string) (*ServeConfig, error) {
 	doc := map[string]any{}
 	if err := yaml.Unmarshal([]byte(yamlText), &doc); err != nil {
 		return nil, fmt.Errorf("serveConfigV2 is not valid YAML: %w", err)
@@ -50,7 +50,7 @@ func parseServeConfig(yamlText string) (*serveConfig, error) {
 
 // parseLegacyConfig reads the config older raygate versions recorded in an annotation
 // (JSON, no target_capacity).
-func parseLegacyConfig(jsonText string) (*serveConfig, error) {
+func parseLegacyConfig(jsonText string) (*ServeConfig, error) {
 	doc := map[string]any{}
 	if err := json.Unmarshal([]byte(jsonText), &doc); err != nil {
 		return nil, fmt.Errorf("annotation %s is not a JSON object: %w", LegacyServeConfigKey, err)
@@ -62,7 +62,7 @@ func parseLegacyConfig(jsonText string) (*serveConfig, error) {
 	return c, err
 }
 
-func newServeConfig(doc map[string]any) (*serveConfig, error) {
+func newServeConfig(doc map[string]any) (*ServeConfig, error) {
 	// A target_capacity the user wrote is part of the config, as in KubeRay: it reaches the
 	// dashboard, and a change of it alone resubmits the config (to the serving cluster; it
 	// never makes a new cluster). With the incremental strategy raygate sets the target
@@ -72,7 +72,7 @@ func newServeConfig(doc map[string]any) (*serveConfig, error) {
 		return nil, fmt.Errorf("encoding serve config: %w", err)
 	}
 	sum := sha256.Sum256(b)
-	c := &serveConfig{doc: doc, hash: hex.EncodeToString(sum[:])[:16]}
+	c := &ServeConfig{doc: doc, hash: hex.EncodeToString(sum[:])[:16]}
 	if apps, ok := doc["applications"].([]any); ok {
 		for _, a := range apps {
 			m, _ := a.(map[string]any)
@@ -84,11 +84,11 @@ func newServeConfig(doc map[string]any) (*serveConfig, error) {
 }
 
 // empty reports whether there is nothing to submit.
-func (c *serveConfig) empty() bool { return c == nil || len(c.doc) == 0 }
+func (c *ServeConfig) empty() bool { return c == nil || len(c.doc) == 0 }
 
 // body is what is PUT to the dashboard: the config, with targetCapacity, when set, over the
 // config's own target_capacity.
-func (c *serveConfig) body(targetCapacity *int32) []byte {
+func (c *ServeConfig) Body(targetCapacity *int32) []byte {
 	doc := make(map[string]any, len(c.doc)+1)
 	for k, v := range c.doc {
 		doc[k] = v
@@ -132,7 +132,7 @@ func submissionID(hash string, tc *int32) string {
 }
 
 // parseSubmissionID is submissionID's inverse.
-func parseSubmissionID(id string) (hash string, tc *int32, ok bool) {
+func ParseSubmissionID(id string) (hash string, tc *int32, ok bool) {
 	hash, v, ok := strings.Cut(id, "@")
 	if !ok || hash == "" {
 		return "", nil, false

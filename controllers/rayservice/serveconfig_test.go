@@ -12,7 +12,7 @@ import (
 )
 
 func TestParseServeConfig(t *testing.T) {
-	cfg, err := parseServeConfig(builders.DefaultServeConfig)
+	cfg, err := ParseServeConfig(builders.DefaultServeConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,33 +21,33 @@ func TestParseServeConfig(t *testing.T) {
 	}
 	// Same content, other YAML layout: same hash.
 	flow := "applications: [{name: fruit, route_prefix: /fruit, import_path: fruit.deployment_graph, deployments: [{name: MangoStand, num_replicas: 2}]}]"
-	other, _ := parseServeConfig(flow)
+	other, _ := ParseServeConfig(flow)
 	if other.hash != cfg.hash {
 		t.Error("the YAML layout changed the config hash")
 	}
 	// A target_capacity the user wrote is part of the config: a change of it alone resubmits
 	// it (as in KubeRay), and it reaches the dashboard unless raygate sets its own.
-	withTC, _ := parseServeConfig("target_capacity: 30\n" + flow)
+	withTC, _ := ParseServeConfig("target_capacity: 30\n" + flow)
 	if withTC.hash == cfg.hash {
 		t.Error("the user's target_capacity is not part of the config hash")
 	}
 	var userBody map[string]any
-	if err := json.Unmarshal(withTC.body(nil), &userBody); err != nil || userBody["target_capacity"] != float64(30) {
+	if err := json.Unmarshal(withTC.Body(nil), &userBody); err != nil || userBody["target_capacity"] != float64(30) {
 		t.Errorf("the user's target_capacity did not reach the body: %v %v", userBody, err)
 	}
-	if err := json.Unmarshal(withTC.body(ptr.To[int32](70)), &userBody); err != nil || userBody["target_capacity"] != float64(70) {
+	if err := json.Unmarshal(withTC.Body(ptr.To[int32](70)), &userBody); err != nil || userBody["target_capacity"] != float64(70) {
 		t.Errorf("raygate's target capacity does not override the user's: %v %v", userBody, err)
 	}
-	changed, _ := parseServeConfig(strings.Replace(builders.DefaultServeConfig, "num_replicas: 2", "num_replicas: 3", 1))
+	changed, _ := ParseServeConfig(strings.Replace(builders.DefaultServeConfig, "num_replicas: 2", "num_replicas: 3", 1))
 	if changed.hash == cfg.hash {
 		t.Error("a changed config kept its hash")
 	}
 	var body map[string]any
-	if err := json.Unmarshal(cfg.body(ptr.To[int32](40)), &body); err != nil || body["target_capacity"] != float64(40) {
+	if err := json.Unmarshal(cfg.Body(ptr.To[int32](40)), &body); err != nil || body["target_capacity"] != float64(40) {
 		t.Errorf("body with target capacity: %v %v", body, err)
 	}
-	_ = json.Unmarshal(cfg.body(nil), &body)
-	if strings.Contains(string(cfg.body(nil)), "target_capacity") {
+	_ = json.Unmarshal(cfg.Body(nil), &body)
+	if strings.Contains(string(cfg.Body(nil)), "target_capacity") {
 		t.Error("target_capacity sent while unset")
 	}
 	legacy, _ := json.Marshal(cfg.doc)
@@ -55,28 +55,28 @@ func TestParseServeConfig(t *testing.T) {
 	if err != nil || rec.hash != cfg.hash {
 		t.Errorf("legacy recorded config: %v %v", rec, err)
 	}
-	if again, _ := parseServeConfig(cfg.source); again.hash != cfg.hash {
+	if again, _ := ParseServeConfig(cfg.source); again.hash != cfg.hash {
 		t.Error("the recorded source does not give the same hash")
 	}
-	if _, err := parseServeConfig("applications: [unclosed"); err == nil {
+	if _, err := ParseServeConfig("applications: [unclosed"); err == nil {
 		t.Error("invalid YAML accepted")
 	}
-	empty, _ := parseServeConfig("")
+	empty, _ := ParseServeConfig("")
 	if !empty.empty() {
 		t.Error("empty config not empty")
 	}
-	unnamed, _ := parseServeConfig("applications: [{import_path: a.b}]")
+	unnamed, _ := ParseServeConfig("applications: [{import_path: a.b}]")
 	if len(unnamed.apps) != 1 || unnamed.apps[0] != "default" {
 		t.Errorf("unnamed application: %v, want Ray's default name", unnamed.apps)
 	}
 }
 
 func TestDecideSubmit(t *testing.T) {
-	cfg, _ := parseServeConfig(builders.DefaultServeConfig)
-	changed, _ := parseServeConfig(strings.Replace(builders.DefaultServeConfig, "num_replicas: 2", "num_replicas: 3", 1))
-	empty, _ := parseServeConfig("")
+	cfg, _ := ParseServeConfig(builders.DefaultServeConfig)
+	changed, _ := ParseServeConfig(strings.Replace(builders.DefaultServeConfig, "num_replicas: 2", "num_replicas: 3", 1))
+	empty, _ := ParseServeConfig("")
 	tc := func(v int32) *int32 { return &v }
-	known := func(c *serveConfig, tc *int32) wanted { return wanted{Hash: c.hash, Config: c, TC: tc} }
+	known := func(c *ServeConfig, tc *int32) wanted { return wanted{Hash: c.hash, Config: c, TC: tc} }
 	cases := []struct {
 		name         string
 		rec          submitted
@@ -120,13 +120,13 @@ func TestSubmittedOn(t *testing.T) {
 
 func TestSubmissionID(t *testing.T) {
 	for _, tc := range []*int32{nil, ptr.To[int32](0), ptr.To[int32](100)} {
-		h, got, ok := parseSubmissionID(submissionID("abc", tc))
+		h, got, ok := ParseSubmissionID(submissionID("abc", tc))
 		if !ok || h != "abc" || !equalPtr(got, tc) {
 			t.Errorf("%v: %q %v %v", tc, h, got, ok)
 		}
 	}
 	for _, bad := range []string{"", "abc", "@5", "abc@x"} {
-		if _, _, ok := parseSubmissionID(bad); ok {
+		if _, _, ok := ParseSubmissionID(bad); ok {
 			t.Errorf("%q parsed", bad)
 		}
 	}

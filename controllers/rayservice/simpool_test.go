@@ -35,7 +35,7 @@ type simPool struct {
 
 type simSubmission struct {
 	id  string
-	cfg *serveConfig
+	cfg *ServeConfig
 	tc  *int32
 }
 
@@ -70,20 +70,20 @@ func (w *world) restartOperator() {
 
 // submit is what the controller's executor does with a submission: keep or read the
 // record, then hand it to the pool unless the pool holds it already.
-func (w *world) submit(s submitServeConfig) error {
+func (w *world) submit(s SubmitServeConfig) error {
 	c := w.clusters[s.Cluster.Name]
 	if c == nil {
 		return errors.New("cluster " + s.Cluster.Name + " not found")
 	}
 	w.snapshot(c)
-	id := s.id()
+	id := s.ID()
 	if sub := c.pool.snap.Submission; sub != nil && sub.ID == id && (sub.Sending || (sub.Outcome == dashboard.Accepted && w.now.Sub(sub.At) < 2*time.Second) ||
 		(sub.Outcome == dashboard.Refused && w.now.Sub(sub.At) < refusedRetry)) {
 		return nil
 	}
 	cfg := s.Config
 	if cfg != nil {
-		rec := map[string]*serveConfig{cfg.hash: cfg}
+		rec := map[string]*ServeConfig{cfg.hash: cfg}
 		for _, h := range s.Keep {
 			if old := w.records[c.rc.Name][h]; old != nil {
 				rec[h] = old

@@ -191,7 +191,7 @@ func rejectedStatus(in inputs, out *planned) rayv1.RayServiceStatuses {
 	st.ObservedGeneration = in.want.Service.Generation
 	setConditions(&st, st.ObservedGeneration, conditionInputs{ValidationError: in.want.Invalid}, metav1.NewTime(in.now))
 	if c := findCondition(in.stored.Conditions, rayv1.RayServiceReady); c == nil || c.Reason != rayv1.ValidationFailed || c.Message != in.want.Invalid {
-		out.tell(warningEvent(nil, EventValidationFailed, "Validate", "spec rejected, nothing is created or deleted until it is fixed: %s", in.want.Invalid))
+		out.tell(WarningEvent(nil, EventValidationFailed, "Validate", "spec rejected, nothing is created or deleted until it is fixed: %s", in.want.Invalid))
 	}
 	stampUpdate(in, &st)
 	return st

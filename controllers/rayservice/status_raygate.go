@@ -52,7 +52,7 @@ func tellPodsRefused(in inputs, refused string, out *planned) {
 			return
 		}
 	}
-	out.tell(warningEvent(nil, EventPodsRefused, "CreatePods", "%s", refused))
+	out.tell(WarningEvent(nil, EventPodsRefused, "CreatePods", "%s", refused))
 }
 
 // setOwnershipConflict sets OwnershipConflict while objects raygate must manage belong to
@@ -68,7 +68,7 @@ func setOwnershipConflict(in inputs, st *rayv1.RayServiceStatuses, conflicts []s
 		Message: msg, ObservedGeneration: in.want.Service.Generation, LastTransitionTime: now,
 	})
 	if c := findCondition(in.stored.Conditions, rayv1.RayServiceOwnershipConflict); c == nil || c.Message != msg {
-		out.tell(warningEvent(nil, EventOwnershipConflict, "Skip", "%s", msg))
+		out.tell(WarningEvent(nil, EventOwnershipConflict, "Skip", "%s", msg))
 	}
 }
 
@@ -84,7 +84,7 @@ func setStrategyFallback(in inputs, st *rayv1.RayServiceStatuses, now metav1.Tim
 		Message: in.want.Fallback, ObservedGeneration: in.want.Service.Generation, LastTransitionTime: now,
 	})
 	if c := findCondition(in.stored.Conditions, rayv1.UpgradeStrategyFallback); c == nil || c.Message != in.want.Fallback {
-		out.tell(warningEvent(nil, EventStrategyFallback, "Upgrade", "%s", in.want.Fallback))
+		out.tell(WarningEvent(nil, EventStrategyFallback, "Upgrade", "%s", in.want.Fallback))
 	}
 }
 

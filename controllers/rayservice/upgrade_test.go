@@ -286,11 +286,11 @@ func TestPlanAdoptsKubeRayCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := len(actionsOf[createCluster](p.out)) + len(actionsOf[updateCluster](p.out)) + len(actionsOf[deleteCluster](p.out)); n != 0 {
+		if n := len(actionsOf[CreateCluster](p.out)) + len(actionsOf[UpdateCluster](p.out)) + len(actionsOf[DeleteCluster](p.out)); n != 0 {
 			t.Fatalf("%s: %d cluster changes on adoption: %v", strategyOf(&svc.Spec), n, p.out.ClusterActions)
 		}
-		var stamps []annotateCluster
-		for _, a := range actionsOf[annotateCluster](p.out) {
+		var stamps []AnnotateCluster
+		for _, a := range actionsOf[AnnotateCluster](p.out) {
 			if _, ok := a.Annotations[rayv1.SpecHashKey]; ok {
 				stamps = append(stamps, a)
 			}

@@ -45,7 +45,7 @@ type world struct {
 	passes       int // reconciles so far
 
 	// records are the clusters' serve config records (ConfigMaps), by cluster and hash.
-	records map[string]map[string]*serveConfig
+	records map[string]map[string]*ServeConfig
 
 	// Faults.
 	refuseNext     int  // the dashboards refuse the next serve configs they are sent
@@ -59,13 +59,13 @@ type world struct {
 	acceptAt time.Time
 
 	// promGates evaluates metric gates (gates_world_test.go); nil: the executor cannot.
-	promGates func(gateAsk) *gateObservation
+	promGates func(GateAsk) *GateObservation
 
 	// proxyChecks: every read also checks the head's Serve proxy, as the controller's pool
 	// does for a head that may serve.
 	proxyChecks bool
 
-	want           *desired // for the spec at wantGeneration
+	want           *Desired // for the spec at wantGeneration
 	wantGeneration int64
 	// gates and limits are the operator's feature gates and pod bounds.
 	gates  features.Gates
@@ -120,14 +120,14 @@ func newWorld(svc *rayv1.RayService) *world {
 	}
 	return &world{
 		now: t0, svc: svc, version: "v1", gatewayAPI: true, failAction: -1, gates: allGates,
-		clusters: map[string]*simCluster{}, services: map[string]*corev1.Service{}, records: map[string]map[string]*serveConfig{},
+		clusters: map[string]*simCluster{}, services: map[string]*corev1.Service{}, records: map[string]map[string]*ServeConfig{},
 	}
 }
 
 // desired is what the controller would plan for. A spec validation rejects is also planned
 // for, with the checks skipped (the pacing and delay readers clamp what they read), so the
 // plan is exercised with any integers; the controller itself never plans for such a spec.
-func (w *world) desired() *desired {
+func (w *world) desired() *Desired {
 	if w.want != nil && w.wantGeneration == w.svc.Generation {
 		return w.want
 	}
@@ -135,15 +135,15 @@ func (w *world) desired() *desired {
 	return w.want
 }
 
-func (w *world) admitAnyway() *desired {
-	want := admit(w.svc, w.gates, w.limits, w.version)
+func (w *world) admitAnyway() *Desired {
+	want := Admit(w.svc, w.gates, w.limits, w.version)
 	if want.Invalid == "" {
 		return want
 	}
 	s := w.svc.DeepCopy()
 	s.Status = rayv1.RayServiceStatuses{}
 	defaulting.RayService(s)
-	cfg, err := parseServeConfig(s.Spec.ServeConfigV2)
+	cfg, err := ParseServeConfig(s.Spec.ServeConfigV2)
 	if err != nil {
 		return want
 	}
@@ -151,7 +151,7 @@ func (w *world) admitAnyway() *desired {
 	if err != nil {
 		return want
 	}
-	return &desired{Service: s, Goal: g, Strategy: strategyOf(&s.Spec), Pacing: pacingOf(&s.Spec), Serve: cfg, Version: w.version,
+	return &Desired{Service: s, Goal: g, Strategy: strategyOf(&s.Spec), Pacing: pacingOf(&s.Spec), Serve: cfg, Version: w.version,
 		Capped: strings.Join(validation.CapPods(&g.Spec, w.limits), "; ")}
 }
 
@@ -162,15 +162,15 @@ func (w *world) updateSpec(change func(*rayv1.RayService)) {
 }
 
 // observe is what the controller's reads would return.
-func (w *world) observe(want *desired) *observed {
-	obs := &observed{GatewayAPI: w.gatewayAPI, GRPCRouteAPI: w.gatewayAPI && w.grpcAPI, NewClusterName: fmt.Sprintf("svc-%05d", w.created+1), Services: map[string]*corev1.Service{}}
-	names := []string{rayspec.ServiceHeadServiceName(w.svc.Name), serveServiceName(want.Service)}
+func (w *world) observe(want *Desired) *Observed {
+	obs := &Observed{GatewayAPI: w.gatewayAPI, GRPCRouteAPI: w.gatewayAPI && w.grpcAPI, NewClusterName: fmt.Sprintf("svc-%05d", w.created+1), Services: map[string]*corev1.Service{}}
+	names := []string{rayspec.ServiceHeadServiceName(w.svc.Name), ServeServiceName(want.Service)}
 	for _, name := range slices.Sorted(maps.Keys(w.clusters)) {
 		c := w.clusters[name]
-		v := &clusterView{Cluster: c.rc.DeepCopy()}
-		if mayServe(c.rc, &w.svc.Status, want.Goal) {
+		v := &ClusterView{Cluster: c.rc.DeepCopy()}
+		if MayServe(c.rc, &w.svc.Status, want.Goal) {
 			v.Pods = c.pods(w.now)
-			if headReady(v.Pods) {
+			if HeadReady(v.Pods) {
 				snap := w.snapshot(c)
 				v.Serve = serveViewOf(snap)
 				if needsRefresh(snap, w.now, time.Second, readResync(time.Minute, w.proxyChecks)) {
@@ -239,11 +239,11 @@ func (c *simCluster) reportedApps() map[string]rayv1.AppStatus {
 type reconciled struct {
 	index        int // passes before this one
 	now          time.Time
-	want         *desired
+	want         *Desired
 	stored       rayv1.RayServiceStatuses // before the pass
-	obs          *observed                // before any submission
+	obs          *Observed                // before any submission
 	out          planned
-	submits      []submitServeConfig          // attempted, refused ones included
+	submits      []SubmitServeConfig          // attempted, refused ones included
 	recorded     map[string]submitted         // what each cluster had accepted before the pass
 	before       trafficView                  // where traffic went before the pass
 	after        trafficView                  // ... and after it
@@ -252,7 +252,7 @@ type reconciled struct {
 	actionsTried int                          // actions the world was asked to carry out
 	written      bool                         // the status was stored
 	tcAfter      map[string]*int32            // the target capacity each cluster's dashboard runs after the pass
-	obsCopy      *observed                    // obs deep-copied before planning, to prove plan changes nothing
+	obsCopy      *Observed                    // obs deep-copied before planning, to prove plan changes nothing
 	clusters     map[string]*rayv1.RayCluster // the clusters before the pass
 }
 
@@ -271,7 +271,7 @@ func (w *world) traffic() trafficView {
 	if w.grpcRoute != nil {
 		t.grpc = GRPCRouteWeights(w.grpcRoute)
 	}
-	if s := w.services[serveServiceName(w.svc)]; s != nil {
+	if s := w.services[ServeServiceName(w.svc)]; s != nil {
 		t.serving = s.Spec.Selector[rayv1.ClusterLabelKey]
 	}
 	return t
@@ -290,7 +290,7 @@ func (w *world) reconcile() (*reconciled, error) {
 	if want.Invalid == "" {
 		p.obs = w.observe(want)
 	} else {
-		p.obs = &observed{}
+		p.obs = &Observed{}
 	}
 	p.obsCopy = deepCopyObserved(p.obs)
 	var x executor = worldExecutor{w: w, p: p}
@@ -341,12 +341,12 @@ type actionFailed struct{ action string }
 
 func (e actionFailed) Error() string { return e.action + " failed" }
 
-func (x worldExecutor) submit(s submitServeConfig) error {
+func (x worldExecutor) submit(s SubmitServeConfig) error {
 	x.p.submits = append(x.p.submits, s)
 	return x.w.submit(s)
 }
 
-func (x worldExecutor) apply(actions []action) error {
+func (x worldExecutor) apply(actions []Action) error {
 	if !x.w.apply(actions, x.p) {
 		return actionFailed{fmt.Sprint(actions)}
 	}
@@ -355,14 +355,14 @@ func (x worldExecutor) apply(actions []action) error {
 
 // apply carries out actions like the API server; it reports whether all were. failAction
 // counts the actions of the whole pass.
-func (w *world) apply(actions []action, p *reconciled) bool {
+func (w *world) apply(actions []Action, p *reconciled) bool {
 	for _, a := range actions {
 		p.actionsTried++
 		if p.actionsTried-1 == w.failAction {
 			return false
 		}
 		switch a := a.(type) {
-		case createCluster:
+		case CreateCluster:
 			if w.clusters[a.Cluster.Name] != nil {
 				return false // AlreadyExists
 			}
@@ -371,14 +371,14 @@ func (w *world) apply(actions []action, p *reconciled) bool {
 			rc.UID = types.UID(rc.Name + "-uid")
 			rc.CreationTimestamp, rc.ResourceVersion = metav1.NewTime(w.now), "1"
 			w.clusters[rc.Name] = &simCluster{rc: rc, headLabel: "false", readyAt: w.now.Add(headStart)}
-		case updateCluster:
+		case UpdateCluster:
 			c := w.clusters[a.Cluster.Name]
 			if c == nil || c.rc.ResourceVersion != a.Cluster.ResourceVersion {
 				return false // not found, or a conflict: the cluster changed since it was read
 			}
 			c.rc.Spec, c.rc.Annotations = *a.Cluster.Spec.DeepCopy(), maps.Clone(a.Cluster.Annotations)
 			c.changed()
-		case annotateCluster:
+		case AnnotateCluster:
 			c := w.clusters[a.Cluster.Name]
 			if c == nil || c.rc.UID != a.Cluster.UID {
 				return false
@@ -388,26 +388,26 @@ func (w *world) apply(actions []action, p *reconciled) bool {
 				delete(c.rc.Annotations, k)
 			}
 			c.changed()
-		case deleteCluster:
+		case DeleteCluster:
 			w.deleteCluster(a.Cluster.Name)
 			p.deleted = append(p.deleted, a.Cluster.Name)
-		case createObject:
+		case CreateObject:
 			if !w.write(a.Object, true) {
 				return false
 			}
-		case updateObject:
+		case UpdateObject:
 			if !w.write(a.Object, false) {
 				return false
 			}
-		case deleteObject:
+		case DeleteObject:
 			w.remove(a.Object)
-		case labelPod:
+		case LabelPod:
 			for _, c := range w.clusters {
 				if a.Pod.Name == c.rc.Name+"-head" {
 					c.headLabel = a.Value
 				}
 			}
-		case annotateService:
+		case AnnotateService:
 			w.annotateService(a)
 		default:
 			panic(fmt.Sprintf("unknown action %T", a))
@@ -574,7 +574,7 @@ func (w *world) step() (*reconciled, error) {
 	if err != nil {
 		return p, err
 	}
-	w.advance(w.untilNext(p.out.Wake.after(w.now, time.Second, time.Minute)))
+	w.advance(w.untilNext(p.out.Wake.After(w.now, time.Second, time.Minute)))
 	return p, nil
 }
 
@@ -598,11 +598,11 @@ func (w *world) untilNext(d time.Duration) time.Duration {
 	return d
 }
 
-func deepCopyObserved(o *observed) *observed {
+func deepCopyObserved(o *Observed) *Observed {
 	c := *o
 	c.Clusters = nil
 	for _, v := range o.Clusters {
-		cv := &clusterView{Cluster: v.Cluster.DeepCopy(), Serve: serveView{Err: v.Serve.Err, Submission: v.Serve.Submission, Accepted: v.Serve.Accepted, ReadAt: v.Serve.ReadAt, Proxy: v.Serve.Proxy}}
+		cv := &ClusterView{Cluster: v.Cluster.DeepCopy(), Serve: ServeView{Err: v.Serve.Err, Submission: v.Serve.Submission, Accepted: v.Serve.Accepted, ReadAt: v.Serve.ReadAt, Proxy: v.Serve.Proxy}}
 		if s := v.Serve.Submission; s != nil {
 			c := *s
 			cv.Serve.Submission = &c

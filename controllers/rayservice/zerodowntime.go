@@ -8,7 +8,7 @@ import (
 // withUpgradeDefault is the RayService to plan for: itself, or, when zero-downtime upgrades
 // are off on the operator (ENABLE_ZERO_DOWNTIME=false) and its spec sets no upgrade
 // strategy type, a copy with the None strategy, as KubeRay decides it at every pass.
-func withUpgradeDefault(svc *rayv1.RayService, zeroDowntime bool) *rayv1.RayService {
+func WithUpgradeDefault(svc *rayv1.RayService, zeroDowntime bool) *rayv1.RayService {
 	if defaulting.UpgradeTypeOf(&svc.Spec, zeroDowntime) != rayv1.None || hasUpgradeType(svc) {
 		return svc
 	}

@@ -27,7 +27,7 @@ func TestZeroDowntimeOffPlansTheNoneStrategy(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.svc.DeepCopy()
-			want := admit(withUpgradeDefault(tc.svc, tc.zeroDowntime), features.Static{}, validation.Limits{}, "v1")
+			want := Admit(WithUpgradeDefault(tc.svc, tc.zeroDowntime), features.Static{}, validation.Limits{}, "v1")
 			if want.Invalid != "" || want.Strategy != tc.want {
 				t.Errorf("strategy %s (%s), want %s", want.Strategy, want.Invalid, tc.want)
 			}
@@ -43,7 +43,7 @@ func TestZeroDowntimeOffPlansTheNoneStrategy(t *testing.T) {
 func TestPlanWithZeroDowntimeOffCreatesNoSecondCluster(t *testing.T) {
 	svc := builders.RayService("svc", "ns").Obj()
 	svc.Spec.UpgradeStrategy = nil
-	w := newWorld(withUpgradeDefault(svc, false))
+	w := newWorld(WithUpgradeDefault(svc, false))
 	settle(t, w)
 	w.updateSpec(func(s *rayv1.RayService) {
 		s.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image = "rayproject/ray:2.53.0"
@@ -52,7 +52,7 @@ func TestPlanWithZeroDowntimeOffCreatesNoSecondCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := actionsOf[createCluster](p.out); len(c) != 0 || p.out.Status.PendingServiceStatus.RayClusterName != "" {
+	if c := actionsOf[CreateCluster](p.out); len(c) != 0 || p.out.Status.PendingServiceStatus.RayClusterName != "" {
 		t.Errorf("a new cluster with ENABLE_ZERO_DOWNTIME=false: %v", c)
 	}
 }
