@@ -28,7 +28,7 @@ type executor interface {
 // new-cluster decision (and the records of configs the dashboards accepted), then the
 // serve config submissions, handed to the dashboard pool (their answers come back on a
 // later pass), then everything else. It returns the plan whose status is to be written.
-func carryOut(obs *Observed, want *Desired, stored *rayv1.RayServiceStatuses, now time.Time, x executor) (planned, error) {
+func carryOut(obs *Observed, want *Desired, stored *rayv1.RayServiceStatuses, now time.Time, x executor) (Plan, error) {
 	out := Decide(obs, want, stored, now)
 	if g, ok := x.(gateEvaluator); ok && out.GateAsk != nil {
 		// The plan reached a gated step: query Prometheus, then plan again with the results.

@@ -19,7 +19,7 @@ import (
 // before each traffic step of an incremental upgrade, and through the policy's settle
 // period before promotion, the policy's Prometheus queries must all be within bounds. The
 // plan cannot query Prometheus; a pass that reaches a gated step without results asks for
-// them (planned.GateAsk), and carryOut plans again with them. A failing gate writes the
+// them (Effects.GateAsk), and the caller plans again with them. A failing gate writes the
 // same annotation a user would (pause or abort), so what it decided survives a restart.
 
 // gateRecheck is how soon gates that waited (no data, Prometheus down) or are settling are
@@ -184,41 +184,49 @@ const (
 	gatePromote                 // the promotion after the last step
 )
 
+// gateCheck is gateHold's answer: whether the step waits and why, and the decision on the
+// gates' results (nil: none was made), which the UpgradeGates condition records.
+type gateCheck struct {
+	Hold     bool
+	Why      string
+	Decision *gateDecision
+}
+
 // gateHold consults the gates before a traffic step or the promotion of an incremental
 // upgrade; it says whether to hold and why. A user's action overrides the gates: a
 // promote is carried out without them, and a paused upgrade is not evaluated.
-func gateHold(in inputs, r roles, step gateStep, out *planned) (bool, string) {
+func gateHold(in inputs, r roles, step gateStep, act *Effects, out *Outcome) gateCheck {
 	policy := policyOf(in)
 	if policy == "" || r.Active.View == nil || r.Pending.View == nil || (r.Control.Mode != ctlNone && r.Control.Mode != ctlResumed) {
-		return false, ""
+		return gateCheck{}
 	}
 	g := in.obs.Gates
 	if g == nil {
-		out.GateAsk = &GateAsk{Policy: policy, Active: r.Active.name(), Pending: r.Pending.name()}
-		return true, "evaluating the gates of UpgradePolicy " + policy
+		act.GateAsk = &GateAsk{Policy: policy, Active: r.Active.name(), Pending: r.Pending.name()}
+		return gateCheck{Hold: true, Why: "evaluating the gates of UpgradePolicy " + policy}
 	}
 	d := decideGates(*g)
-	out.Gate = &d
 	switch d.Verdict {
 	case gateWait:
 		out.Wake.due(in.now.Add(gateRecheck))
 		if c := findCondition(in.stored.Conditions, raygatev1alpha1.UpgradeGatesCondition); c == nil || c.Reason != d.Reason {
 			out.tell(WarningEvent(r.Pending.cluster(), EventGateWaiting, "EvaluateGates", "%s", d.Message))
 		}
-		return true, "gates hold the upgrade: " + d.Message
+		return gateCheck{Hold: true, Why: "gates hold the upgrade: " + d.Message, Decision: &d}
 	case gateFail:
-		failGate(in, r, g.OnFailure, d, out)
-		return true, "gates hold the upgrade: " + d.Message
+		failGate(in, r, g.OnFailure, d, act, out)
+		return gateCheck{Hold: true, Why: "gates hold the upgrade: " + d.Message, Decision: &d}
 	}
 	if step == gatePromote && g.Settle > 0 {
 		last := r.split().LastMigrated
 		if last != nil && in.now.Before(last.Add(g.Settle)) {
 			end := last.Add(g.Settle)
 			out.Wake.due(minTime(end, in.now.Add(gateRecheck)))
-			return true, fmt.Sprintf("settling: the gates of UpgradePolicy %s are evaluated until %s before promotion", policy, end.UTC().Format(time.RFC3339))
+			return gateCheck{Hold: true, Decision: &d,
+				Why: fmt.Sprintf("settling: the gates of UpgradePolicy %s are evaluated until %s before promotion", policy, end.UTC().Format(time.RFC3339))}
 		}
 	}
-	return false, ""
+	return gateCheck{Decision: &d}
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -230,7 +238,7 @@ func minTime(a, b time.Time) time.Time {
 
 // failGate writes the action a user would (pause or abort of the pending cluster), once
 // per failure: the annotation is the durable record, taken up by the next pass.
-func failGate(in inputs, r roles, onFailure raygatev1alpha1.FailureAction, d gateDecision, out *planned) {
+func failGate(in inputs, r roles, onFailure raygatev1alpha1.FailureAction, d gateDecision, act *Effects, out *Outcome) {
 	action := rayv1.UpgradeActionPause
 	if onFailure == raygatev1alpha1.FailureRollback {
 		action = rayv1.UpgradeActionAbort
@@ -239,30 +247,30 @@ func failGate(in inputs, r roles, onFailure raygatev1alpha1.FailureAction, d gat
 	if ann[rayv1.UpgradeActionKey] == action && ann[rayv1.UpgradeTargetKey] == r.Pending.name() {
 		return
 	}
-	out.do(AnnotateService{Service: in.want.Service, Annotations: map[string]string{
+	act.do(AnnotateService{Service: in.want.Service, Annotations: map[string]string{
 		rayv1.UpgradeActionKey: action, rayv1.UpgradeTargetKey: r.Pending.name(),
 	}})
 	if c := findCondition(in.stored.Conditions, raygatev1alpha1.UpgradeGatesCondition); c != nil && c.Reason == d.Reason && c.Message == d.Message {
 		return // told already (the annotation write is being retried)
 	}
 	out.tell(WarningEvent(r.Pending.cluster(), EventGateFailed, "EvaluateGates", "%s; %s=%s set on the RayService", d.Message, rayv1.UpgradeActionKey, action))
-	out.GateFailed = &GateFailure{Gate: d.Gate, Action: action}
+	out.Metrics.GateFailed = &GateFailure{Gate: d.Gate, Action: action}
 }
 
-// gateFailure is a gate failure, counted once the status saying so is stored.
+// GateFailure is a gate failure, counted once the status saying so is stored.
 type GateFailure struct{ Gate, Action string }
 
-// setUpgradeGates keeps the UpgradeGates condition: set from this pass' decision; after a
-// resume, marked as re-evaluating; kept as stored otherwise (a paused upgrade keeps saying
-// which gate paused it); removed when no gated upgrade runs.
-func setUpgradeGates(in inputs, st *rayv1.RayServiceStatuses, r roles, now metav1.Time, out *planned) {
+// setUpgradeGates keeps the UpgradeGates condition: set from this pass' decision (gate; nil:
+// none made); after a resume, marked as re-evaluating; kept as stored otherwise (a paused
+// upgrade keeps saying which gate paused it); removed when no gated upgrade runs.
+func setUpgradeGates(in inputs, st *rayv1.RayServiceStatuses, r roles, gate *gateDecision, now metav1.Time) {
 	typ := raygatev1alpha1.UpgradeGatesCondition
 	if policyOf(in) == "" || r.Active.View == nil || r.Pending.View == nil {
 		meta.RemoveStatusCondition(&st.Conditions, typ)
 		return
 	}
 	c := metav1.Condition{Type: typ, ObservedGeneration: in.want.Service.Generation, LastTransitionTime: now}
-	switch d := out.Gate; {
+	switch d := gate; {
 	case d != nil:
 		c.Reason, c.Message, c.Status = d.Reason, d.Message, metav1.ConditionFalse
 		if d.Verdict == gatePass {

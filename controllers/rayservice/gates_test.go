@@ -97,40 +97,40 @@ func TestGateHold(t *testing.T) {
 
 	t.Run("no annotation: no gate", func(t *testing.T) {
 		in, r := gatedInputs(nil, nil, nil, now)
-		var out planned
-		if hold, _ := gateHold(in, r, gateTraffic, &out); hold || out.GateAsk != nil {
+		var out Plan
+		if hold := gateHold(in, r, gateTraffic, &out.Effects, &out.Outcome).Hold; hold || out.GateAsk != nil {
 			t.Error("an upgrade without a policy is held")
 		}
 	})
 	t.Run("not evaluated yet: asks and holds", func(t *testing.T) {
 		in, r := gatedInputs(pol, nil, nil, now)
-		var out planned
-		hold, _ := gateHold(in, r, gateTraffic, &out)
+		var out Plan
+		hold := gateHold(in, r, gateTraffic, &out.Effects, &out.Outcome).Hold
 		if !hold || out.GateAsk == nil || *out.GateAsk != (GateAsk{Policy: "pol", Active: "a", Pending: "p"}) {
 			t.Errorf("hold %v ask %+v", hold, out.GateAsk)
 		}
 	})
 	t.Run("pass: the step goes on", func(t *testing.T) {
 		in, r := gatedInputs(pol, pass, nil, now)
-		var out planned
-		if hold, note := gateHold(in, r, gateTraffic, &out); hold || len(out.Actions) > 0 {
-			t.Errorf("held: %s", note)
+		var out Plan
+		if g := gateHold(in, r, gateTraffic, &out.Effects, &out.Outcome); g.Hold || len(out.Actions) > 0 {
+			t.Errorf("held: %s", g.Why)
 		}
 	})
 	t.Run("Prometheus down: waits, no action, looks again", func(t *testing.T) {
 		in, r := gatedInputs(pol, down, nil, now)
-		var out planned
-		hold, _ := gateHold(in, r, gateTraffic, &out)
+		var out Plan
+		hold := gateHold(in, r, gateTraffic, &out.Effects, &out.Outcome).Hold
 		if !hold || len(out.Actions) > 0 || out.Wake.At != now.Add(gateRecheck) {
 			t.Errorf("hold %v actions %v wake %v", hold, out.Actions, out.Wake.At)
 		}
 	})
 	t.Run("fail with Rollback: writes abort for the pending cluster, warns and counts", func(t *testing.T) {
 		in, r := gatedInputs(pol, fail, nil, now)
-		var out planned
-		hold, _ := gateHold(in, r, gateTraffic, &out)
-		if !hold || len(out.Actions) != 1 || out.GateFailed == nil || len(out.Events) != 1 || out.Events[0].Reason != EventGateFailed {
-			t.Fatalf("hold %v actions %v failed %v events %v", hold, out.Actions, out.GateFailed, out.Events)
+		var out Plan
+		hold := gateHold(in, r, gateTraffic, &out.Effects, &out.Outcome).Hold
+		if !hold || len(out.Actions) != 1 || out.Metrics.GateFailed == nil || len(out.Events) != 1 || out.Events[0].Reason != EventGateFailed {
+			t.Fatalf("hold %v actions %v failed %v events %v", hold, out.Actions, out.Metrics.GateFailed, out.Events)
 		}
 		a := out.Actions[0].(AnnotateService)
 		if a.Annotations[rayv1.UpgradeActionKey] != rayv1.UpgradeActionAbort || a.Annotations[rayv1.UpgradeTargetKey] != "p" {
@@ -140,33 +140,34 @@ func TestGateHold(t *testing.T) {
 	t.Run("fail already acted on: nothing written again", func(t *testing.T) {
 		ann := map[string]string{raygatev1alpha1.UpgradePolicyAnnotation: "pol", rayv1.UpgradeActionKey: "abort", rayv1.UpgradeTargetKey: "p"}
 		in, r := gatedInputs(ann, fail, nil, now)
-		var out planned
-		if hold, _ := gateHold(in, r, gateTraffic, &out); !hold || len(out.Actions) > 0 {
+		var out Plan
+		if hold := gateHold(in, r, gateTraffic, &out.Effects, &out.Outcome).Hold; !hold || len(out.Actions) > 0 {
 			t.Errorf("hold %v actions %v", hold, out.Actions)
 		}
 	})
 	t.Run("a paused upgrade is not evaluated", func(t *testing.T) {
 		in, r := gatedInputs(pol, nil, nil, now)
 		r.Control = control{Mode: ctlPaused}
-		var out planned
-		if hold, _ := gateHold(in, r, gateTraffic, &out); hold || out.GateAsk != nil {
+		var out Plan
+		if hold := gateHold(in, r, gateTraffic, &out.Effects, &out.Outcome).Hold; hold || out.GateAsk != nil {
 			t.Error("evaluated while paused")
 		}
 	})
 	t.Run("settle: promotion waits until the gates passed for settleSeconds after the last step", func(t *testing.T) {
 		in, r := gatedInputs(pol, &settling, nil, now)
-		var out planned
-		hold, note := gateHold(in, r, gatePromote, &out)
+		var out Plan
+		g := gateHold(in, r, gatePromote, &out.Effects, &out.Outcome)
+		hold, note := g.Hold, g.Why
 		if !hold || !strings.Contains(note, "settling") || out.Wake.At != now.Add(gateRecheck) {
 			t.Errorf("hold %v note %q wake %v", hold, note, out.Wake.At)
 		}
 		in.now = now.Add(time.Minute)
-		out = planned{}
-		if hold, note := gateHold(in, r, gatePromote, &out); hold {
-			t.Errorf("held after the settle period: %s", note)
+		out = Plan{}
+		if g := gateHold(in, r, gatePromote, &out.Effects, &out.Outcome); g.Hold {
+			t.Errorf("held after the settle period: %s", g.Why)
 		}
-		out = planned{}
-		if hold, _ := gateHold(in, r, gateTraffic, &out); hold {
+		out = Plan{}
+		if hold := gateHold(in, r, gateTraffic, &out.Effects, &out.Outcome).Hold; hold {
 			t.Error("a traffic step waits for the settle period")
 		}
 	})
@@ -181,19 +182,19 @@ func TestSetUpgradeGates(t *testing.T) {
 	in, r := gatedInputs(pol, nil, stored, now)
 	st := *stored.DeepCopy()
 	r.Control = control{Mode: ctlPaused}
-	setUpgradeGates(in, &st, r, metav1.NewTime(now), &planned{})
+	setUpgradeGates(in, &st, r, nil, metav1.NewTime(now))
 	if c := findCondition(st.Conditions, raygatev1alpha1.UpgradeGatesCondition); c == nil || c.Reason != raygatev1alpha1.GateFailed {
 		t.Errorf("a paused upgrade forgot which gate paused it: %v", st.Conditions)
 	}
 
 	r.Control = control{Mode: ctlResumed, Reason: ReasonUpgradeResumed}
-	setUpgradeGates(in, &st, r, metav1.NewTime(now), &planned{})
+	setUpgradeGates(in, &st, r, nil, metav1.NewTime(now))
 	if c := findCondition(st.Conditions, raygatev1alpha1.UpgradeGatesCondition); c == nil || c.Reason != raygatev1alpha1.GatesEvaluating {
 		t.Errorf("resume: %v", st.Conditions)
 	}
 
 	r.Pending = slot{}
-	setUpgradeGates(in, &st, r, metav1.NewTime(now), &planned{})
+	setUpgradeGates(in, &st, r, nil, metav1.NewTime(now))
 	if c := findCondition(st.Conditions, raygatev1alpha1.UpgradeGatesCondition); c != nil {
 		t.Errorf("no upgrade, condition kept: %v", c)
 	}

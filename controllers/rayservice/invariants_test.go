@@ -97,7 +97,7 @@ func (c *checker) remember(p *reconciled) {
 }
 
 // routesOf are the HTTPRoutes the plan writes.
-func routesOf(out planned) []*gwv1.HTTPRoute {
+func routesOf(out Plan) []*gwv1.HTTPRoute {
 	var rts []*gwv1.HTTPRoute
 	for _, a := range out.Actions {
 		switch a := a.(type) {

@@ -235,8 +235,8 @@ func (g *phaseGuard) record(action string, restart bool) {
 	g.recording = true
 	p := g.pass(true)
 	g.recording = false
-	if !p.written || p.out.ActionRecorded != action || len(eventsOf(p.out, reasonOfAction(action))) != 1 {
-		g.t.Fatalf("%s not recorded: written %v, recorded %q, events %v", action, p.written, p.out.ActionRecorded, p.out.Events)
+	if !p.written || p.out.Metrics.ActionRecorded != action || len(eventsOf(p.out, reasonOfAction(action))) != 1 {
+		g.t.Fatalf("%s not recorded: written %v, recorded %q, events %v", action, p.written, p.out.Metrics.ActionRecorded, p.out.Events)
 	}
 	if action != rayv1.UpgradeActionResume && r2s(p.out.Status) != before {
 		g.t.Fatalf("the pass recording %s moved the upgrade: %s (was %s)", action, r2s(p.out.Status), before)

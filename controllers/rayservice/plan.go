@@ -3,58 +3,71 @@ package rayservice
 import (
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 )
 
-// planned is the plan's answer: the status to store, the actions that bring the world in
-// line with it, the events to emit once it is stored, and when to look again.
-type planned struct {
-	Status rayv1.RayServiceStatuses
-	// ClusterActions carry out the new-cluster decision (create, replace, update in place,
-	// re-stamp); then come the Submits (serve configs, to the clusters as those leave them),
-	// then the other Actions.
+// Plan is the plan's answer for one pass: the Effects the pass must carry out and the
+// Outcome it concludes, which is recorded once the effects are carried out.
+type Plan struct {
+	Effects
+	Outcome
+}
+
+// Effects are what the pass must do, in this order: the ClusterActions carry out the
+// new-cluster decision (create, replace, update in place, re-stamp); then come the Submits
+// (serve configs, to the clusters as those leave them), then the other Actions. A failed
+// effect stops the pass before its outcome is recorded.
+type Effects struct {
 	ClusterActions []Action
 	Submits        []SubmitServeConfig
 	Actions        []Action
+	// Refresh names the clusters whose dashboards are to be read again now: a decision
+	// waits for an answer newer than the one the pass had.
+	Refresh []string
+	// GateAsk: the pass reached a gated step without gate results (gates.go); the caller
+	// evaluates the gates and plans again with their results.
+	GateAsk *GateAsk
+}
+
+func (e *Effects) doFirst(a Action)           { e.ClusterActions = append(e.ClusterActions, a) }
+func (e *Effects) do(a Action)                { e.Actions = append(e.Actions, a) }
+func (e *Effects) submit(s SubmitServeConfig) { e.Submits = append(e.Submits, s) }
+func (e *Effects) refresh(cluster string)     { e.Refresh = append(e.Refresh, cluster) }
+
+// Outcome is what the pass concludes: the status to store and what follows once it is
+// stored.
+type Outcome struct {
+	Status rayv1.RayServiceStatuses
 	// Events are emitted once Status is stored (or needed no write): they announce
 	// decisions the status records, so a failed write must not announce them.
 	Events []Event
-	// Finished is the upgrade Status ends, observed once it is stored.
-	Finished *FinishedUpgrade
-	Wake     Wakeup
 	// Conflicts describe objects raygate must manage that belong to someone else: they are
 	// left untouched, the OwnershipConflict condition names them, and nothing moves until
 	// they are gone.
 	Conflicts []string
 	// Decisions say what was decided and why, for the operator's log.
 	Decisions []string
-	// RouteAccepted is condition RouteAccepted while the routes attach to a shared Gateway
-	// (nil: removed).
-	RouteAccepted *metav1.Condition
-	// ActionRecorded is the upgrade action Status records for the first time, counted
-	// once it is stored.
-	ActionRecorded string
-	// GateAsk: the pass reached a gated step without gate results (gates.go); Gate is the
-	// decision on the results it had; GateFailed a failure to count once stored.
-	GateAsk    *GateAsk
-	Gate       *gateDecision
-	GateFailed *GateFailure
-	// Refresh names the clusters whose dashboards are to be read again now: a decision
-	// waits for an answer newer than the one the pass had.
-	Refresh []string
+	Wake      Wakeup
+	// Metrics are the facts counted once Status is stored.
+	Metrics MetricFacts
 }
 
-func (o *planned) doFirst(a Action)           { o.ClusterActions = append(o.ClusterActions, a) }
-func (o *planned) do(a Action)                { o.Actions = append(o.Actions, a) }
-func (o *planned) tell(e Event)               { o.Events = append(o.Events, e) }
-func (o *planned) note(decision string)       { o.Decisions = append(o.Decisions, decision) }
-func (o *planned) submit(s SubmitServeConfig) { o.Submits = append(o.Submits, s) }
-func (o *planned) refresh(cluster string)     { o.Refresh = append(o.Refresh, cluster) }
+// MetricFacts are what the metrics count of a pass once its status is stored, so a pass
+// whose write fails (and runs again) does not count them twice.
+type MetricFacts struct {
+	// Finished is the upgrade Status ends.
+	Finished *FinishedUpgrade
+	// ActionRecorded is the upgrade action Status records for the first time.
+	ActionRecorded string
+	// GateFailed is a gate failure Status records.
+	GateFailed *GateFailure
+}
+
+func (o *Outcome) tell(e Event)         { o.Events = append(o.Events, e) }
+func (o *Outcome) note(decision string) { o.Decisions = append(o.Decisions, decision) }
 
 // conflict notes an object raygate must leave alone; it is looked at again after a while.
-func (o *planned) conflict(description string) {
+func (o *Outcome) conflict(description string) {
 	o.Conflicts = append(o.Conflicts, description)
 }
 
@@ -72,43 +85,44 @@ type inputs struct {
 // A decision that needs a step to take effect first (a traffic share, a target capacity,
 // a promotion) is recorded in the status and carried out by the next pass, so an operator
 // restart at any point resumes from the status and the clusters' annotations, not memory.
-func Decide(obs *Observed, want *Desired, stored *rayv1.RayServiceStatuses, now time.Time) planned {
-	var out planned
+func Decide(obs *Observed, want *Desired, stored *rayv1.RayServiceStatuses, now time.Time) Plan {
+	var p Plan
+	act, out := &p.Effects, &p.Outcome
 	in := inputs{obs: obs, want: want, stored: stored, now: now}
-	if st, ok := planSuspend(in, &out); ok {
+	if st, ok := planSuspend(in, act, out); ok {
 		out.Status = st
-		return out
+		return p
 	}
-	if st, failed := planInitializingTimeout(in, &out); failed {
+	if st, failed := planInitializingTimeout(in, act, out); failed {
 		out.Status = st
-		return out
+		return p
 	}
 	if want.Invalid != "" {
-		out.Status = rejectedStatus(in, &out)
-		return out
+		out.Status = rejectedStatus(in, out)
+		return p
 	}
-	r := assignRoles(in, &out)
+	r := assignRoles(in, out)
 	r.Control = controlOf(in, r)
 	release := r.Control.Release
-	r = planClusters(in, r, &out)
+	r = planClusters(in, r, act, out)
 	// The clusters may have changed (a resume after an abort starts the upgrade again).
 	r.Control = controlOf(in, r)
 	r.Control.Release = r.Control.Release || release
-	r = planControl(in, r, &out)
-	serve := planServe(in, r, &out)
-	r, traffic := planTraffic(in, r, serve, &out)
-	serving := planServices(in, r, serve, traffic, &out)
+	r = planControl(in, r, act, out)
+	serve := planServe(in, r, act, out)
+	r, traffic := planTraffic(in, r, serve, act, out)
+	serving := planServices(in, r, serve, traffic, act, out)
 	var prog progress
 	if len(out.Conflicts) == 0 {
 		// Nothing moves while an object raygate must manage belongs to someone else.
-		r, prog = advance(in, r, serve, traffic, serving, &out)
-		planCleanup(in, r, &out)
+		r, prog = advance(in, r, serve, traffic, serving, act, out)
+		planCleanup(in, r, act, out)
 	} else {
 		out.Wake.due(now.Add(conflictRecheck))
 	}
-	out.Status = buildStatus(in, r, serve, serving, prog, &out)
-	wakeForInitializingTimeout(in, &out)
-	return out
+	out.Status = buildStatus(in, r, serve, traffic, serving, prog, out)
+	wakeForInitializingTimeout(in, out)
+	return p
 }
 
 // roles are the active and pending clusters as the pass leaves them, each with its part of

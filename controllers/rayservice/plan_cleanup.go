@@ -13,10 +13,10 @@ import (
 // but never recorded (a crash between create and status write) may have been reached
 // through its Services, so it gets the same delay. The time is recorded on the cluster, so
 // a restart neither forgets the deletion nor brings it forward.
-func planCleanup(in inputs, r roles, out *planned) {
+func planCleanup(in inputs, r roles, act *Effects, out *Outcome) {
 	for _, v := range in.obs.Clusters {
 		rc := v.Cluster
-		if rc.DeletionTimestamp != nil || rc.Name == r.Active.name() || rc.Name == r.Pending.name() || out.deletes(rc.Name) {
+		if rc.DeletionTimestamp != nil || rc.Name == r.Active.name() || rc.Name == r.Pending.name() || act.deletes(rc.Name) {
 			continue
 		}
 		if recordedIn(in.stored, rc.Name) {
@@ -28,13 +28,13 @@ func planCleanup(in inputs, r roles, out *planned) {
 			// the active cluster is gone): its deletion delay starts once they no longer do.
 			continue
 		}
-		at, ok := deleteAfter(in, rc, out)
+		at, ok := deleteAfter(in, rc, act)
 		switch {
 		case !ok:
 			out.tell(WarningEvent(rc, EventFailedCluster, "Delete", "annotation %s=%q is not an RFC 3339 time; delete RayCluster %s by hand",
 				rayv1.DeleteAfterKey, rc.Annotations[rayv1.DeleteAfterKey], rc.Name))
 		case !in.now.Before(at):
-			out.do(DeleteCluster{Cluster: rc, Done: NormalEvent(rc, EventDeletedCluster, "Delete",
+			act.do(DeleteCluster{Cluster: rc, Done: NormalEvent(rc, EventDeletedCluster, "Delete",
 				"deleted RayCluster %s: its deletion delay after it stopped serving has passed", rc.Name)})
 		default:
 			out.Wake.due(at)
@@ -45,7 +45,7 @@ func planCleanup(in inputs, r roles, out *planned) {
 // deleteAfter is when a retired cluster may be deleted: the time recorded on it, or, for a
 // cluster retired in this pass, now plus the deletion delay, recorded by an action. It is
 // rounded up to the second the annotation can hold, so the delay is never cut short.
-func deleteAfter(in inputs, rc *rayv1.RayCluster, out *planned) (time.Time, bool) {
+func deleteAfter(in inputs, rc *rayv1.RayCluster, act *Effects) (time.Time, bool) {
 	if v := rc.Annotations[rayv1.DeleteAfterKey]; v != "" {
 		at, err := time.Parse(time.RFC3339, v)
 		return at, err == nil
@@ -54,13 +54,13 @@ func deleteAfter(in inputs, rc *rayv1.RayCluster, out *planned) (time.Time, bool
 	if t := at.Truncate(time.Second); !t.Equal(at) {
 		at = t.Add(time.Second)
 	}
-	out.do(AnnotateCluster{Cluster: rc, Annotations: map[string]string{rayv1.DeleteAfterKey: at.UTC().Format(time.RFC3339)}})
+	act.do(AnnotateCluster{Cluster: rc, Annotations: map[string]string{rayv1.DeleteAfterKey: at.UTC().Format(time.RFC3339)}})
 	return at, true
 }
 
 // deletes reports whether the plan already deletes the cluster.
-func (o *planned) deletes(name string) bool {
-	for _, a := range append(o.ClusterActions, o.Actions...) {
+func (e *Effects) deletes(name string) bool {
+	for _, a := range append(e.ClusterActions, e.Actions...) {
 		if d, ok := a.(DeleteCluster); ok && d.Cluster.Name == name {
 			return true
 		}

@@ -9,7 +9,7 @@ import (
 
 // assignRoles finds the active and pending clusters: those the stored status names, a
 // first cluster that already serves, or a cluster to adopt.
-func assignRoles(in inputs, out *planned) roles {
+func assignRoles(in inputs, out *Outcome) roles {
 	r := rolesInStatus(in, out)
 	if r.Active.View == nil && r.Pending.View != nil && selectedByServeService(in, r.Pending.name()) {
 		// The pass that switched the serve Service to this first cluster lost its status
@@ -23,7 +23,7 @@ func assignRoles(in inputs, out *planned) roles {
 
 // rolesInStatus are the clusters the stored status names. A named cluster that is gone
 // (deleted by hand) is forgotten, with a warning; the one left takes its traffic.
-func rolesInStatus(in inputs, out *planned) roles {
+func rolesInStatus(in inputs, out *Outcome) roles {
 	live := func(name string) *ClusterView {
 		if v := in.obs.cluster(name); v != nil && v.Cluster.DeletionTimestamp == nil {
 			return v
@@ -69,7 +69,7 @@ func rolesInStatus(in inputs, out *planned) roles {
 // cluster that ran a serve config may have served (the active cluster demoted by the
 // previous pass looks the same until it is retired), so it is retired with the deletion
 // delay instead.
-func adopt(in inputs, r roles, out *planned) roles {
+func adopt(in inputs, r roles, out *Outcome) roles {
 	if r.Pending.View != nil || (r.Active.View != nil && matchGoal(stampOf(r.Active.cluster()), in.want.Goal).runsGoal()) {
 		return r
 	}
@@ -109,7 +109,7 @@ func withPendingDefaults(r roles, want *Desired) roles {
 }
 
 // planClusters carries the new-cluster decision into actions and roles.
-func planClusters(in inputs, r roles, out *planned) roles {
+func planClusters(in inputs, r roles, act *Effects, out *Outcome) roles {
 	d := decideClusters(clusterInputs{
 		Strategy: in.want.Strategy, Goal: in.want.Goal, GatewayAPI: in.obs.GatewayAPI,
 		Active: stampIn(r.Active), Pending: stampIn(r.Pending),
@@ -122,28 +122,28 @@ func planClusters(in inputs, r roles, out *planned) roles {
 	}
 	switch d.Change {
 	case actCreatePending:
-		return createPending(in, r, d.Reason, out)
+		return createPending(in, r, d.Reason, act, out)
 	case actReplacePending:
-		dropCluster(in, r.Pending, "replaced: "+d.Reason, out)
+		dropCluster(in, r.Pending, "replaced: "+d.Reason, act, out)
 		r.Pending = slot{}
-		return createPending(in, r, d.Reason, out)
+		return createPending(in, r, d.Reason, act, out)
 	case actDropPending:
-		dropCluster(in, r.Pending, d.Reason, out)
+		dropCluster(in, r.Pending, d.Reason, act, out)
 		r.Pending = slot{}
 		out.Wake.Soon = true
 	case actAppendActive:
-		r.Active = updateInPlace(in, r.Active, d.Reason, out)
+		r.Active = updateInPlace(in, r.Active, d.Reason, act)
 	case actAppendPending:
-		r.Pending = updateInPlace(in, r.Pending, d.Reason, out)
+		r.Pending = updateInPlace(in, r.Pending, d.Reason, act)
 	case actNotApplied:
 		// Said once per spec edit: the pass that first sees a generation.
 		if in.stored.ObservedGeneration != in.want.Service.Generation {
 			out.tell(NormalEvent(nil, EventSpecNotApplied, "Upgrade", "%s", d.Reason))
 		}
 	case actRestampActive:
-		r.Active = restamp(in, r.Active, d.Reason, out)
+		r.Active = restamp(in, r.Active, d.Reason, act)
 	case actRestampPending:
-		r.Pending = restamp(in, r.Pending, d.Reason, out)
+		r.Pending = restamp(in, r.Pending, d.Reason, act)
 	case actRollback:
 		r.Rollback = d.Reason
 	case actBlockedNoGwAPI:
@@ -163,7 +163,7 @@ func stampIn(s slot) *stamp {
 	return &st
 }
 
-func createPending(in inputs, r roles, reason string, out *planned) roles {
+func createPending(in inputs, r roles, reason string, act *Effects, out *Outcome) roles {
 	upgrade := r.Active.View != nil
 	rc := newRayCluster(in.want.Service, in.obs.NewClusterName, in.want.Goal, in.want.Version, upgrade && in.want.incremental())
 	done := NormalEvent(rc, EventCreatedCluster, "Create", "created RayCluster %s", rc.Name)
@@ -171,7 +171,7 @@ func createPending(in inputs, r roles, reason string, out *planned) roles {
 		done = NormalEvent(rc, EventUpgradeStarted, "Create", "created pending RayCluster %s (%s strategy) to replace %s: %s",
 			rc.Name, in.want.Strategy, r.Active.name(), reason)
 	}
-	out.doFirst(CreateCluster{Cluster: rc, Done: done})
+	act.doFirst(CreateCluster{Cluster: rc, Done: done})
 	if in.want.Capped != "" {
 		out.tell(WarningEvent(rc, EventCappedAtPodLimits, "Create", "RayCluster %s is created with fewer pods than the spec asks for: %s", rc.Name, in.want.Capped))
 	}
@@ -185,13 +185,13 @@ func createPending(in inputs, r roles, reason string, out *planned) roles {
 // and lost its status write; or the route gives it a share; or its status records a
 // traffic step) is left to planCleanup instead, which retires it with the deletion delay
 // once the status without it is stored, so requests in flight can finish.
-func dropCluster(in inputs, s slot, why string, out *planned) {
+func dropCluster(in inputs, s slot, why string, act *Effects, out *Outcome) {
 	rc := s.cluster()
 	if submittedOn(rc).Hash != "" || mayCarryTraffic(in, rc.Name) || ptr.Deref(s.Status.TrafficRoutedPercent, 0) > 0 || s.Status.LastTrafficMigratedTime != nil {
 		out.note("keeping RayCluster " + rc.Name + " for the deletion delay: traffic may reach it")
 		return
 	}
-	out.doFirst(DeleteCluster{Cluster: rc, Done: NormalEvent(rc, EventDeletedCluster, "Delete", "deleted RayCluster %s: %s", rc.Name, why)})
+	act.doFirst(DeleteCluster{Cluster: rc, Done: NormalEvent(rc, EventDeletedCluster, "Delete", "deleted RayCluster %s: %s", rc.Name, why)})
 }
 
 // mayCarryTraffic: the serve Service selects the cluster, or the route gives it a share.
@@ -205,20 +205,20 @@ func selectedByServeService(in inputs, cluster string) bool {
 }
 
 // updateInPlace adds the worker groups appended to the spec to a cluster.
-func updateInPlace(in inputs, s slot, reason string, out *planned) slot {
+func updateInPlace(in inputs, s slot, reason string, act *Effects) slot {
 	rc := s.cluster().DeepCopy()
 	rc.Spec = appendedGroupsSpec(rc.Spec, in.want.Goal)
 	setAnnotations(rc, stampAnnotations(in.want.Goal, in.want.Version))
-	out.doFirst(UpdateCluster{Cluster: rc, Done: NormalEvent(rc, EventUpdatedCluster, "Update", "updated RayCluster %s in place: %s", rc.Name, reason)})
+	act.doFirst(UpdateCluster{Cluster: rc, Done: NormalEvent(rc, EventUpdatedCluster, "Update", "updated RayCluster %s in place: %s", rc.Name, reason)})
 	return s.withCluster(rc.DeepCopy())
 }
 
-func restamp(in inputs, s slot, reason string, out *planned) slot {
+func restamp(in inputs, s slot, reason string, act *Effects) slot {
 	rc := s.cluster().DeepCopy()
 	ann := stampAnnotations(in.want.Goal, in.want.Version)
 	setAnnotations(rc, ann)
 	done := NormalEvent(rc, EventUpdatedCluster, "Update", "re-stamped RayCluster %s with the current spec hash instead of replacing it: %s", rc.Name, reason)
-	out.doFirst(AnnotateCluster{Cluster: rc, Annotations: ann, Done: &done})
+	act.doFirst(AnnotateCluster{Cluster: rc, Annotations: ann, Done: &done})
 	return s.withCluster(rc.DeepCopy())
 }
 

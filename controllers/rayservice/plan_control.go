@@ -131,7 +131,7 @@ func controlOf(in inputs, r roles) control {
 // (written before the abort is carried out) and, once the abort is recorded, starts
 // walking back: step by step for the incremental strategy; a NewCluster pending cluster
 // never served, so it is dropped.
-func planControl(in inputs, r roles, out *planned) roles {
+func planControl(in inputs, r roles, act *Effects, out *Outcome) roles {
 	c := r.Control
 	if rc := r.Active.cluster(); rc != nil && rc.UID != "" {
 		have := rc.Annotations[rayv1.AbortedSpecHashKey]
@@ -139,12 +139,12 @@ func planControl(in inputs, r roles, out *planned) roles {
 		case c.AbortedHash != "" && have != c.AbortedHash:
 			cp := rc.DeepCopy()
 			setAnnotations(cp, map[string]string{rayv1.AbortedSpecHashKey: c.AbortedHash})
-			out.doFirst(AnnotateCluster{Cluster: cp, Annotations: map[string]string{rayv1.AbortedSpecHashKey: c.AbortedHash}})
+			act.doFirst(AnnotateCluster{Cluster: cp, Annotations: map[string]string{rayv1.AbortedSpecHashKey: c.AbortedHash}})
 			r.Active = r.Active.withCluster(cp)
 		case c.Release && have != "":
 			cp := rc.DeepCopy()
 			delete(cp.Annotations, rayv1.AbortedSpecHashKey)
-			out.doFirst(AnnotateCluster{Cluster: cp, Remove: []string{rayv1.AbortedSpecHashKey}})
+			act.doFirst(AnnotateCluster{Cluster: cp, Remove: []string{rayv1.AbortedSpecHashKey}})
 			r.Active = r.Active.withCluster(cp)
 			out.Wake.Soon = true
 		}
@@ -158,7 +158,7 @@ func planControl(in inputs, r roles, out *planned) roles {
 		}
 		return r
 	}
-	dropCluster(in, r.Pending, c.Message, out)
+	dropCluster(in, r.Pending, c.Message, act, out)
 	r.Pending = slot{}
 	out.Wake.Soon = true
 	return r
@@ -166,7 +166,7 @@ func planControl(in inputs, r roles, out *planned) roles {
 
 // setUpgradeAction stores the UpgradeAction condition; the pass that records an action
 // announces it and counts it.
-func setUpgradeAction(in inputs, st *rayv1.RayServiceStatuses, c control, now metav1.Time, out *planned) {
+func setUpgradeAction(in inputs, st *rayv1.RayServiceStatuses, c control, now metav1.Time, out *Outcome) {
 	if c.Reason == "" {
 		meta.RemoveStatusCondition(&st.Conditions, string(rayv1.UpgradeAction))
 		return
@@ -179,7 +179,7 @@ func setUpgradeAction(in inputs, st *rayv1.RayServiceStatuses, c control, now me
 		return
 	}
 	out.tell(NormalEvent(nil, c.Reason, "UpgradeAction", "%s", c.Message))
-	out.ActionRecorded = c.Action
+	out.Metrics.ActionRecorded = c.Action
 	out.Wake.Soon = true
 }
 

@@ -125,8 +125,8 @@ func TestPlanPauseFreezesAndResumeContinues(t *testing.T) {
 	w, c, _, green := midShift(t)
 	act(w, rayv1.UpgradeActionPause, green)
 	p, _ := w.reconcile()
-	if got := condition(p.out.Status, rayv1.UpgradeAction); got != "True/UpgradePaused" || len(eventsOf(p.out, ReasonUpgradePaused)) != 1 || p.out.ActionRecorded != "pause" {
-		t.Fatalf("recording pass: condition %s, events %v, counted %q", got, p.out.Events, p.out.ActionRecorded)
+	if got := condition(p.out.Status, rayv1.UpgradeAction); got != "True/UpgradePaused" || len(eventsOf(p.out, ReasonUpgradePaused)) != 1 || p.out.Metrics.ActionRecorded != "pause" {
+		t.Fatalf("recording pass: condition %s, events %v, counted %q", got, p.out.Events, p.out.Metrics.ActionRecorded)
 	}
 	frozen := w.svc.Status.DeepCopy()
 	for i := range 30 {
@@ -271,20 +271,20 @@ func TestPlanCarriesOutAnActionOnlyOnceRecorded(t *testing.T) {
 	before := r2s(w.svc.Status)
 	w.conflictStatus = true
 	p, _ := w.reconcile()
-	if p.written || p.out.ActionRecorded != "promote" {
-		t.Fatalf("written %v, recorded %q", p.written, p.out.ActionRecorded)
+	if p.written || p.out.Metrics.ActionRecorded != "promote" {
+		t.Fatalf("written %v, recorded %q", p.written, p.out.Metrics.ActionRecorded)
 	}
 	w.advance(time.Second)
 	p, _ = w.reconcile()
 	if breaches := c.check(p); len(breaches) > 0 {
 		t.Fatal(breaches)
 	}
-	if r2s(p.out.Status) != before || p.out.ActionRecorded != "promote" || len(eventsOf(p.out, ReasonUpgradePromoting)) != 1 {
-		t.Fatalf("the pass after a lost write: %s (was %s), recorded %q", r2s(p.out.Status), before, p.out.ActionRecorded)
+	if r2s(p.out.Status) != before || p.out.Metrics.ActionRecorded != "promote" || len(eventsOf(p.out, ReasonUpgradePromoting)) != 1 {
+		t.Fatalf("the pass after a lost write: %s (was %s), recorded %q", r2s(p.out.Status), before, p.out.Metrics.ActionRecorded)
 	}
 	w.advance(time.Second)
 	p, _ = w.reconcile()
-	if got := ptr.Deref(p.out.Status.PendingServiceStatus.TargetCapacity, 0); got != 100 || p.out.ActionRecorded != "" {
-		t.Fatalf("once recorded, promote grows the pending capacity first: %d%%, recorded again %q", got, p.out.ActionRecorded)
+	if got := ptr.Deref(p.out.Status.PendingServiceStatus.TargetCapacity, 0); got != 100 || p.out.Metrics.ActionRecorded != "" {
+		t.Fatalf("once recorded, promote grows the pending capacity first: %d%%, recorded again %q", got, p.out.Metrics.ActionRecorded)
 	}
 }

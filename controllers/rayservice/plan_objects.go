@@ -19,14 +19,14 @@ import (
 
 // ensureService sets the fields raygate owns, leaving what the API server filled in
 // (clusterIP, nodePorts, ...) alone.
-func ensureService(in inputs, want *corev1.Service, out *planned) (changed, ok bool) {
+func ensureService(in inputs, want *corev1.Service, act *Effects, out *Outcome) (changed, ok bool) {
 	cur := in.obs.Services[want.Name]
 	if cur == nil {
 		if why := unsafeService(want); why != "" {
 			out.conflict(fmt.Sprintf("Service %s would be %s; raygate does not create it", want.Name, why))
 			return false, false
 		}
-		out.do(CreateObject{Object: want})
+		act.do(CreateObject{Object: want})
 		return true, true
 	}
 	if !ownedBySameController(cur, want) {
@@ -47,14 +47,14 @@ func ensureService(in inputs, want *corev1.Service, out *planned) (changed, ok b
 	}
 	next := cur.DeepCopy()
 	next.Labels, next.Annotations, next.Spec.Selector, next.Spec.Type, next.Spec.Ports = labels, annotations, want.Spec.Selector, want.Spec.Type, ports
-	out.do(UpdateObject{Object: next})
+	act.do(UpdateObject{Object: next})
 	return true, true
 }
 
-func ensureGateway(in inputs, want *gwv1.Gateway, out *planned) (changed, ok bool) {
+func ensureGateway(in inputs, want *gwv1.Gateway, act *Effects, out *Outcome) (changed, ok bool) {
 	cur := in.obs.Gateway
 	if cur == nil {
-		out.do(CreateObject{Object: want})
+		act.do(CreateObject{Object: want})
 		return true, true
 	}
 	if !ownedBySameController(cur, want) {
@@ -67,15 +67,15 @@ func ensureGateway(in inputs, want *gwv1.Gateway, out *planned) (changed, ok boo
 	next := cur.DeepCopy()
 	next.Spec = want.Spec
 	next.Labels = merge(cur.Labels, want.Labels)
-	out.do(UpdateObject{Object: next})
+	act.do(UpdateObject{Object: next})
 	return true, true
 }
 
 // ensureRoute also returns, on an update, the weights the route had before.
-func ensureRoute(in inputs, want *gwv1.HTTPRoute, out *planned) (changed bool, before map[string]int32, ok bool) {
+func ensureRoute(in inputs, want *gwv1.HTTPRoute, act *Effects, out *Outcome) (changed bool, before map[string]int32, ok bool) {
 	cur := in.obs.Route
 	if cur == nil {
-		out.do(CreateObject{Object: want})
+		act.do(CreateObject{Object: want})
 		return true, nil, true
 	}
 	if !ownedBySameController(cur, want) {
@@ -88,7 +88,7 @@ func ensureRoute(in inputs, want *gwv1.HTTPRoute, out *planned) (changed bool, b
 	next := cur.DeepCopy()
 	next.Spec = want.Spec
 	next.Labels = merge(cur.Labels, want.Labels)
-	out.do(UpdateObject{Object: next})
+	act.do(UpdateObject{Object: next})
 	return true, rayspec.RouteWeights(cur), true
 }
 

@@ -35,27 +35,27 @@ func (s serveStates) ready(role slot) bool { return role.View != nil && s[role.n
 
 // planServe decides, for the active and pending clusters, which serve config to submit and
 // whether their applications run.
-func planServe(in inputs, r roles, out *planned) serveStates {
+func planServe(in inputs, r roles, act *Effects, out *Outcome) serveStates {
 	states := serveStates{}
 	for _, s := range []struct {
 		slot   slot
 		active bool
 	}{{r.Active, true}, {r.Pending, false}} {
 		if s.slot.View != nil {
-			states[s.slot.name()] = planServeFor(in, r, s.slot, s.active, out)
+			states[s.slot.name()] = planServeFor(in, r, s.slot, s.active, act, out)
 		}
 	}
 	return states
 }
 
-func planServeFor(in inputs, r roles, s slot, active bool, out *planned) serveState {
+func planServeFor(in inputs, r roles, s slot, active bool, act *Effects, out *Outcome) serveState {
 	rc, v := s.cluster(), s.View
 	w := wantedServe(in, r, s, active)
 	st := serveState{Runs: submittedOn(rc), NothingToRun: w.empty()}
 	if acc := v.Serve.Accepted; acc != nil && !st.Runs.is(acc.Hash, acc.TargetCapacity) {
 		// The dashboard accepted a config since the record was written: record it first,
 		// so the record never lags what the cluster runs for longer than a pass.
-		out.doFirst(AnnotateCluster{Cluster: rc, Annotations: recordAnnotations(acc.Hash, acc.TargetCapacity), Remove: legacyAnnotations(rc)})
+		act.doFirst(AnnotateCluster{Cluster: rc, Annotations: recordAnnotations(acc.Hash, acc.TargetCapacity), Remove: legacyAnnotations(rc)})
 		st.Runs = submitted{Hash: acc.Hash, TargetCapacity: acc.TargetCapacity}
 	}
 	switch {
@@ -76,7 +76,7 @@ func planServeFor(in inputs, r roles, s slot, active bool, out *planned) serveSt
 	d := decideSubmit(st.Runs, w, len(st.Apps), acceptedHere)
 	if d.Submit {
 		redeploy := st.Runs.Hash != w.Hash || len(st.Apps) == 0
-		if note, sent := submitServe(in, rc, v, w, st.Runs, d.Reason, redeploy, out); !sent || note != "" {
+		if note, sent := submitServe(in, rc, v, w, st.Runs, d.Reason, redeploy, act, out); !sent || note != "" {
 			st.Note = note
 			return st
 		}
@@ -98,7 +98,7 @@ func planServeFor(in inputs, r roles, s slot, active bool, out *planned) serveSt
 // submitServe asks for a cluster's serve config to be submitted and says what the cluster
 // waits for: "" when its applications keep running meanwhile (only the target capacity
 // changes). sent is false when the config cannot be submitted (its record's name is taken).
-func submitServe(in inputs, rc *rayv1.RayCluster, v *ClusterView, w wanted, runs submitted, reason string, redeploy bool, out *planned) (note string, sent bool) {
+func submitServe(in inputs, rc *rayv1.RayCluster, v *ClusterView, w wanted, runs submitted, reason string, redeploy bool, act *Effects, out *Outcome) (note string, sent bool) {
 	if foreign := in.obs.ForeignRecords[rc.Name]; foreign != "" {
 		out.conflict(foreign)
 		return "the serve config of " + rc.Name + " cannot be recorded: " + foreign, false
@@ -111,7 +111,7 @@ func submitServe(in inputs, rc *rayv1.RayCluster, v *ClusterView, w wanted, runs
 	if h := submittedOn(rc).Hash; h != runs.Hash {
 		keep = append(keep, h)
 	}
-	out.submit(SubmitServeConfig{Cluster: rc, Hash: w.Hash, Config: w.Config, TargetCapacity: w.TC, Keep: keep, Reason: reason, Done: done})
+	act.submit(SubmitServeConfig{Cluster: rc, Hash: w.Hash, Config: w.Config, TargetCapacity: w.TC, Keep: keep, Reason: reason, Done: done})
 	if sub := v.Serve.Submission; sub != nil && sub.ID == submissionID(w.Hash, w.TC) {
 		switch sub.Outcome {
 		case dashboard.Refused:

@@ -26,19 +26,19 @@ func (s serving) name() string {
 
 // planServices labels the head pods that may take serve traffic and points the head and
 // serve Services at the serving cluster.
-func planServices(in inputs, r roles, serve serveStates, traffic trafficState, out *planned) serving {
+func planServices(in inputs, r roles, serve serveStates, traffic trafficState, act *Effects, out *Outcome) serving {
 	labels := map[string]string{} // pod name → its ray.io/serve label after this pass
 	for _, s := range []slot{r.Active, r.Pending} {
 		if s.View != nil {
-			labelHead(in, s, serve, labels, out)
+			labelHead(in, s, serve, labels, act, out)
 		}
 	}
 	v := servingCluster(in, r, serve, traffic)
 	if v == nil {
 		return serving{}
 	}
-	ensureService(in, headService(in.want.Service, v.Cluster), out)
-	if _, ok := ensureService(in, serveService(in.want.Service, v.Cluster), out); !ok {
+	ensureService(in, headService(in.want.Service, v.Cluster), act, out)
+	if _, ok := ensureService(in, serveService(in.want.Service, v.Cluster), act, out); !ok {
 		// The serve Service raygate would point at the cluster is someone else's: nothing
 		// reaches the cluster through it.
 		return serving{View: v}
@@ -87,7 +87,7 @@ func servingCluster(in inputs, r roles, serve serveStates, _ trafficState) *Clus
 // endpoints; the RayCluster controller creates RayService head pods with "false") in line
 // with headServeLabel. While the head's Serve proxy is checked, the pass comes back to
 // check it again, soon when it failed.
-func labelHead(in inputs, s slot, serve serveStates, labels map[string]string, out *planned) {
+func labelHead(in inputs, s slot, serve serveStates, labels map[string]string, act *Effects, out *Outcome) {
 	proxy := s.View.Serve.Proxy
 	if proxy != nil {
 		out.Wake.due(in.now.Add(ProxyRecheck))
@@ -103,7 +103,7 @@ func labelHead(in inputs, s slot, serve serveStates, labels map[string]string, o
 		if want != cur {
 			done := NormalEvent(s.cluster(), EventUpdatedHeadPodServeLabel, "Label", "set %s=%s on head pod %s of RayCluster %s: %s",
 				rayv1.ServeLabelKey, want, pod.Name, s.name(), why)
-			out.do(LabelPod{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}, Value: want, Done: &done})
+			act.do(LabelPod{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}, Value: want, Done: &done})
 			labels[pod.Name] = want
 		}
 	}

@@ -68,14 +68,14 @@ func trafficStepFacts(s split, p pacing, target slot, serve serveStates) stepFac
 
 // holdStep applies holdTrafficStep to a traffic step of the upgrade: when it holds, the
 // progress says why and the pass asks for what it waits for.
-func holdStep(in inputs, r roles, s split, target slot, serve serveStates, out *planned) (bool, progress) {
+func holdStep(in inputs, r roles, s split, target slot, serve serveStates, act *Effects, out *Outcome) (bool, progress) {
 	h := holdTrafficStep(trafficStepFacts(s, in.want.Pacing, target, serve), target.name())
 	if !h.Hold {
 		return false, progress{}
 	}
 	out.note(h.Why)
 	if h.Refresh {
-		out.refresh(target.name())
+		act.refresh(target.name())
 		out.Wake.Poll = true // in case the pool's word is lost
 		// The read takes milliseconds: the status keeps saying when the step is due (as
 		// the pass that waited for the interval wrote it), so the hold costs no status

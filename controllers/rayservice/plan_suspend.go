@@ -20,7 +20,7 @@ import (
 
 // planSuspend returns the status of a pass that suspension or resumption decides alone
 // (ok); otherwise the caller plans as usual.
-func planSuspend(in inputs, out *planned) (rayv1.RayServiceStatuses, bool) {
+func planSuspend(in inputs, act *Effects, out *Outcome) (rayv1.RayServiceStatuses, bool) {
 	if in.want.Invalid != "" {
 		// Nothing was observed: a rejected spec freezes a suspension too, until it is fixed.
 		return rayv1.RayServiceStatuses{}, false
@@ -31,7 +31,7 @@ func planSuspend(in inputs, out *planned) (rayv1.RayServiceStatuses, bool) {
 	wanted := in.want.Service.Spec.Suspend
 	switch {
 	case suspending || (wanted && suspended):
-		return tearDown(in, out), true
+		return tearDown(in, act, out), true
 	case wanted:
 		return commitSuspend(in, out), true
 	case suspended:
@@ -42,7 +42,7 @@ func planSuspend(in inputs, out *planned) (rayv1.RayServiceStatuses, bool) {
 
 // commitSuspend stores Suspending=True and nothing else: only once that is stored does
 // anything get deleted, so a suspension that started always finishes.
-func commitSuspend(in inputs, out *planned) rayv1.RayServiceStatuses {
+func commitSuspend(in inputs, out *Outcome) rayv1.RayServiceStatuses {
 	st := *in.stored.DeepCopy()
 	gen := in.want.Service.Generation
 	st.ObservedGeneration = gen
@@ -59,14 +59,14 @@ func commitSuspend(in inputs, out *planned) rayv1.RayServiceStatuses {
 }
 
 // tearDown deletes what the RayService controls; once nothing is left it is Suspended.
-func tearDown(in inputs, out *planned) rayv1.RayServiceStatuses {
+func tearDown(in inputs, act *Effects, out *Outcome) rayv1.RayServiceStatuses {
 	st := *in.stored.DeepCopy()
 	gen := in.want.Service.Generation
 	st.ObservedGeneration = gen
 	// Nothing serves anymore: the status forgets the clusters, so resuming starts afresh.
 	st.ActiveServiceStatus, st.PendingServiceStatus = rayv1.RayServiceStatus{}, rayv1.RayServiceStatus{}
 	st.NumServeEndpoints = 0
-	if left := deleteAllOwned(in, out); left > 0 {
+	if left := deleteAllOwned(in, act); left > 0 {
 		st.ServiceStatus = rayv1.NotRunning
 		stampUpdate(in, &st)
 		return st
@@ -92,12 +92,12 @@ func tearDown(in inputs, out *planned) rayv1.RayServiceStatuses {
 // deleteAllOwned plans the deletion of every cluster, Service, Gateway and HTTPRoute the
 // RayService controls and returns how many still exist (deleted by this pass or going).
 // Objects with raygate's names that the RayService does not control are not its to delete.
-func deleteAllOwned(in inputs, out *planned) int {
+func deleteAllOwned(in inputs, act *Effects) int {
 	left := 0
 	for _, v := range in.obs.Clusters {
 		left++
 		if rc := v.Cluster; rc.DeletionTimestamp == nil {
-			out.do(DeleteCluster{Cluster: rc, Done: NormalEvent(rc, EventDeletedCluster, "Delete",
+			act.do(DeleteCluster{Cluster: rc, Done: NormalEvent(rc, EventDeletedCluster, "Delete",
 				"deleted RayCluster %s: the RayService is suspended", rc.Name)})
 		}
 	}
@@ -118,14 +118,14 @@ func deleteAllOwned(in inputs, out *planned) int {
 		}
 		left++
 		if o.GetDeletionTimestamp() == nil {
-			out.do(DeleteObject{Object: o})
+			act.do(DeleteObject{Object: o})
 		}
 	}
 	return left
 }
 
 // resume forgets the suspension: the next pass plans as for a new RayService.
-func resume(in inputs, out *planned) rayv1.RayServiceStatuses {
+func resume(in inputs, out *Outcome) rayv1.RayServiceStatuses {
 	st := *in.stored.DeepCopy()
 	gen := in.want.Service.Generation
 	st.ObservedGeneration = gen

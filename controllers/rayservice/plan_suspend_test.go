@@ -12,7 +12,7 @@ func suspended(p *reconciled) bool {
 	return condition(p.out.Status, rayv1.RayServiceSuspended) == "True/SuspendComplete"
 }
 
-func actionCount(out planned) int {
+func actionCount(out Plan) int {
 	return len(out.ClusterActions) + len(out.Submits) + len(out.Actions)
 }
 

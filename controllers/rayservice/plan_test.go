@@ -53,7 +53,7 @@ func stepUntil(t *testing.T, w *world, what string, done func(*reconciled) bool)
 	return nil
 }
 
-func eventsOf(out planned, reason string) []Event {
+func eventsOf(out Plan, reason string) []Event {
 	var es []Event
 	for _, e := range out.Events {
 		if e.Reason == reason {
@@ -64,7 +64,7 @@ func eventsOf(out planned, reason string) []Event {
 }
 
 // actionEvents are the events reported when actions succeed.
-func actionEvents(out planned) []Event {
+func actionEvents(out Plan) []Event {
 	var es []Event
 	for _, a := range append(out.ClusterActions, out.Actions...) {
 		switch a := a.(type) {
@@ -86,7 +86,7 @@ func actionEvents(out planned) []Event {
 	return es
 }
 
-func actionsOf[A Action](out planned) []A {
+func actionsOf[A Action](out Plan) []A {
 	var as []A
 	for _, a := range append(out.ClusterActions, out.Actions...) {
 		if x, ok := a.(A); ok {

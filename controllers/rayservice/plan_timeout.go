@@ -19,9 +19,9 @@ import (
 // planInitializingTimeout returns the status of a pass that finds the RayService failed
 // (ok): it failed in an earlier pass, or its timeout passes now. The caller plans nothing
 // else.
-func planInitializingTimeout(in inputs, out *planned) (rayv1.RayServiceStatuses, bool) {
+func planInitializingTimeout(in inputs, act *Effects, out *Outcome) (rayv1.RayServiceStatuses, bool) {
 	if initializingTimedOut(in.stored) {
-		cleanUpAfterTimeout(in, out)
+		cleanUpAfterTimeout(in, act, out)
 		return *in.stored.DeepCopy(), true
 	}
 	at, timeout, ok := initializingDeadline(in.want.Service, in.stored)
@@ -64,7 +64,7 @@ func initializingDeadline(svc *rayv1.RayService, st *rayv1.RayServiceStatuses) (
 
 // wakeForInitializingTimeout makes the pass come back when the timeout of a RayService the
 // pass leaves Initializing passes.
-func wakeForInitializingTimeout(in inputs, out *planned) {
+func wakeForInitializingTimeout(in inputs, out *Outcome) {
 	if at, _, ok := initializingDeadline(in.want.Service, &out.Status); ok {
 		out.Wake.due(at)
 	}
@@ -72,19 +72,19 @@ func wakeForInitializingTimeout(in inputs, out *planned) {
 
 // cleanUpAfterTimeout deletes every cluster of a failed RayService after the deletion
 // delay, whatever still selects it: the RayService serves nothing anymore.
-func cleanUpAfterTimeout(in inputs, out *planned) {
+func cleanUpAfterTimeout(in inputs, act *Effects, out *Outcome) {
 	for _, v := range in.obs.Clusters {
 		rc := v.Cluster
 		if rc.DeletionTimestamp != nil {
 			continue
 		}
-		at, ok := deleteAfter(in, rc, out)
+		at, ok := deleteAfter(in, rc, act)
 		switch {
 		case !ok:
 			out.tell(WarningEvent(rc, EventFailedCluster, "Delete", "annotation %s=%q is not an RFC 3339 time; delete RayCluster %s by hand",
 				rayv1.DeleteAfterKey, rc.Annotations[rayv1.DeleteAfterKey], rc.Name))
 		case !in.now.Before(at):
-			out.do(DeleteCluster{Cluster: rc, Done: NormalEvent(rc, EventDeletedCluster, "Delete",
+			act.do(DeleteCluster{Cluster: rc, Done: NormalEvent(rc, EventDeletedCluster, "Delete",
 				"deleted RayCluster %s: the RayService failed to initialize in time", rc.Name)})
 		default:
 			out.Wake.due(at)

@@ -16,30 +16,33 @@ type trafficState struct {
 	Settled bool
 	// Note is what the step waits for.
 	Note string
+	// RouteAccepted is condition RouteAccepted while the routes attach to a shared Gateway
+	// (nil: the condition is removed).
+	RouteAccepted *metav1.Condition
 }
 
 // planTraffic keeps, for the incremental strategy, each cluster's serve Service, the
 // Gateway and the HTTPRoute whose weights are the status' traffic split. A RayService that
 // left the incremental strategy keeps its route on the active cluster.
-func planTraffic(in inputs, r roles, serve serveStates, out *planned) (roles, trafficState) {
+func planTraffic(in inputs, r roles, serve serveStates, act *Effects, out *Outcome) (roles, trafficState) {
 	if !in.obs.GatewayAPI {
 		return r, trafficState{}
 	}
 	if !in.want.incremental() {
-		followActive(in, r, out)
+		followActive(in, r, act, out)
 		return r, trafficState{}
 	}
 	svc := in.want.Service
 	for _, s := range []slot{r.Active, r.Pending} {
 		if hasUID(s) {
-			ensureService(in, clusterServeService(svc, s.cluster()), out)
+			ensureService(in, clusterServeService(svc, s.cluster()), act, out)
 		}
 	}
 	at := in.want.Route
 	gwChanged, gwOK := false, true
 	if at.Gateway == nil {
 		// A shared Gateway is someone else's: raygate neither creates nor writes it.
-		gwChanged, gwOK = ensureGateway(in, gateway(svc, in.want.gatewayClassName()), out)
+		gwChanged, gwOK = ensureGateway(in, gateway(svc, in.want.gatewayClassName()), act, out)
 	}
 	if r.Active.View == nil {
 		return r, trafficState{Note: "the HTTPRoute is created once a cluster serves"}
@@ -49,8 +52,8 @@ func planTraffic(in inputs, r roles, serve serveStates, out *planned) (roles, tr
 	if hasUID(r.Pending) {
 		backends = append(backends, backend{Cluster: r.Pending.name(), Port: rayspec.ServePort(&r.Pending.cluster().Spec), Weight: sp.PendingTraffic})
 	}
-	rtChanged, before, rtOK := ensureRoute(in, attachedHTTPRoute(svc, at, backends), out)
-	grpcManaged, grpcChanged, grpcOK, _ := planGRPCRoute(in, r, at, backends, out)
+	rtChanged, before, rtOK := ensureRoute(in, attachedHTTPRoute(svc, at, backends), act, out)
+	grpcManaged, grpcChanged, grpcOK, _ := planGRPCRoute(in, r, at, backends, act, out)
 	if r.Pending.View != nil && before != nil && before[r.Pending.name()] != sp.PendingTraffic && movedLate(sp, in.now) {
 		// The interval runs from when traffic really moved: a step recorded before an
 		// operator restart and applied after it is not followed at once by the next one.
@@ -82,12 +85,14 @@ func planTraffic(in inputs, r roles, serve serveStates, out *planned) (roles, tr
 			grpcReady, grpcNote = s.Accepted, s.Note
 		}
 	}
+	ts := trafficState{}
 	if at.Gateway != nil {
 		c := sharedRouteAcceptance(in, svc.Name, parent, grpcManaged)
-		out.RouteAccepted = &c
+		ts.RouteAccepted = &c
 	}
 	capOK, capNote := capacitiesApplied(r, serve)
-	return r, trafficState{Settled: gwReady && rtReady && grpcReady && capOK, Note: firstNonEmpty(gwNote, rtNote, grpcNote, capNote)}
+	ts.Settled, ts.Note = gwReady && rtReady && grpcReady && capOK, firstNonEmpty(gwNote, rtNote, grpcNote, capNote)
+	return r, ts
 }
 
 // hasUID: the slot's cluster exists in the API. A cluster created in this pass has no UID
@@ -108,14 +113,14 @@ func objectReady(changed, ok bool, what string) (bool, string) {
 // followActive keeps the HTTPRoute of a RayService that left the incremental strategy on
 // its active cluster, so clients still sending traffic through the Gateway are not cut off
 // when the next upgrade deletes the cluster the route pointed at. Nothing is created.
-func followActive(in inputs, r roles, out *planned) {
+func followActive(in inputs, r roles, act *Effects, out *Outcome) {
 	if !hasUID(r.Active) || in.obs.Route == nil || !metav1.IsControlledBy(in.obs.Route, in.want.Service) {
 		return
 	}
-	if _, ok := ensureService(in, clusterServeService(in.want.Service, r.Active.cluster()), out); !ok {
+	if _, ok := ensureService(in, clusterServeService(in.want.Service, r.Active.cluster()), act, out); !ok {
 		return
 	}
-	ensureRoute(in, attachedHTTPRoute(in.want.Service, in.want.Route, []backend{{Cluster: r.Active.name(), Port: rayspec.ServePort(&r.Active.cluster().Spec), Weight: 100}}), out)
+	ensureRoute(in, attachedHTTPRoute(in.want.Service, in.want.Route, []backend{{Cluster: r.Active.name(), Port: rayspec.ServePort(&r.Active.cluster().Spec), Weight: 100}}), act, out)
 }
 
 // capacitiesApplied: each cluster's dashboard accepted the target capacity in the status

@@ -18,6 +18,9 @@ type progress struct {
 	Upgrade string
 	// Unhealthy lists the pending cluster's failed applications: no traffic moves to it.
 	Unhealthy []string
+	// Gate is the decision on the gates' results this pass made (nil: none), which the
+	// UpgradeGates condition records.
+	Gate *gateDecision
 }
 
 // advance moves the upgrade on by one decision, recorded in the status; the next pass
@@ -28,14 +31,15 @@ type progress struct {
 //   - incremental: one step of the capacity/traffic loop (or the rollback walk), if the
 //     previous step took effect and the target's applications run;
 //   - otherwise say what the upgrade waits for.
-func advance(in inputs, r roles, serve serveStates, traffic trafficState, sv serving, out *planned) (roles, progress) {
+func advance(in inputs, r roles, serve serveStates, traffic trafficState, sv serving, act *Effects, out *Outcome) (roles, progress) {
 	pending := r.Pending.name()
 	switch {
 	case pending != "" && sv.name() == pending && promotable(in, r, traffic):
-		if hold, note := gateHold(in, r, gatePromote, out); hold {
-			return r, progress{Upgrade: describeUpgrade(r, r.split(), note)}
+		g := gateHold(in, r, gatePromote, act, out)
+		if g.Hold {
+			return r, progress{Upgrade: describeUpgrade(r, r.split(), g.Why), Gate: g.Decision}
 		}
-		return promote(in, r, out), progress{}
+		return promote(in, r, out), progress{Gate: g.Decision}
 	case pending == "":
 		return r, progress{}
 	case r.Active.View == nil:
@@ -50,10 +54,10 @@ func advance(in inputs, r roles, serve serveStates, traffic trafficState, sv ser
 		}
 		return r, p
 	}
-	return stepUpgrade(in, r, serve, traffic, out)
+	return stepUpgrade(in, r, serve, traffic, act, out)
 }
 
-func promote(in inputs, r roles, out *planned) roles {
+func promote(in inputs, r roles, out *Outcome) roles {
 	old, next := r.Active, r.Pending
 	promoted := next.Status
 	if in.want.incremental() {
@@ -67,12 +71,12 @@ func promote(in inputs, r roles, out *planned) roles {
 	}
 	out.tell(NormalEvent(next.cluster(), EventPromoted, "Promote", "RayCluster %s serves all traffic; %s is deleted after %ds",
 		next.name(), old.name(), in.want.deletionDelay()))
-	out.Finished = finished(in, next.cluster(), ResultPromoted)
+	out.Metrics.Finished = finished(in, next.cluster(), ResultPromoted)
 	return r
 }
 
 // stepUpgrade takes one step of an incremental upgrade or rollback.
-func stepUpgrade(in inputs, r roles, serve serveStates, traffic trafficState, out *planned) (roles, progress) {
+func stepUpgrade(in inputs, r roles, serve serveStates, traffic trafficState, act *Effects, out *Outcome) (roles, progress) {
 	r = withPendingDefaults(r, in.want) // no-op unless fields are missing (e.g. a status edited by hand)
 	dir, target := towardPending, r.Pending
 	if r.Rollback != "" {
@@ -108,13 +112,15 @@ func stepUpgrade(in inputs, r roles, serve serveStates, traffic trafficState, ou
 		return r, p
 	}
 	if next.Kind == stepTraffic {
-		if held, hp := holdStep(in, r, s, target, serve, out); held {
+		if held, hp := holdStep(in, r, s, target, serve, act, out); held {
 			return r, hp
 		}
 	}
 	if dir == towardPending && next.Kind == stepTraffic && r.Control.Mode != ctlPromoting {
-		if hold, note := gateHold(in, r, gateTraffic, out); hold {
-			p.Upgrade = describeUpgrade(r, s, note)
+		g := gateHold(in, r, gateTraffic, act, out)
+		p.Gate = g.Decision
+		if g.Hold {
+			p.Upgrade = describeUpgrade(r, s, g.Why)
 			return r, p
 		}
 	}
@@ -157,7 +163,7 @@ func stepUpgrade(in inputs, r roles, serve serveStates, traffic trafficState, ou
 
 // finishRollback drops the pending cluster once traffic and capacity are all back on the
 // active one. It may still finish requests, so it is deleted after the deletion delay.
-func finishRollback(in inputs, r roles, out *planned) roles {
+func finishRollback(in inputs, r roles, out *Outcome) roles {
 	dropped := r.Pending
 	r.Pending = slot{}
 	r.Active.Status.TargetCapacity, r.Active.Status.TrafficRoutedPercent = ptr.To[int32](100), ptr.To[int32](100)
@@ -165,7 +171,7 @@ func finishRollback(in inputs, r roles, out *planned) roles {
 	out.Wake.Soon = true
 	out.tell(NormalEvent(r.Active.cluster(), EventRollback, "Rollback", "rollback complete: %s serves all traffic; %s is deleted after %ds",
 		r.Active.name(), dropped.name(), in.want.deletionDelay()))
-	out.Finished = finished(in, dropped.cluster(), ResultRolledBack)
+	out.Metrics.Finished = finished(in, dropped.cluster(), ResultRolledBack)
 	return r
 }
 
@@ -178,7 +184,7 @@ func finished(in inputs, pending *rayv1.RayCluster, result string) *FinishedUpgr
 
 // warnUnhealthy warns once (while the condition does not say so yet) that no traffic moves
 // to the pending cluster.
-func warnUnhealthy(in inputs, r roles, unhealthy []string, out *planned) {
+func warnUnhealthy(in inputs, r roles, unhealthy []string, out *Outcome) {
 	if len(unhealthy) == 0 {
 		return
 	}

@@ -35,8 +35,8 @@ func TestPlanNewClusterUpgrade(t *testing.T) {
 	if es := eventsOf(p.out, EventPromoted); len(es) != 1 || !strings.Contains(es[0].Note, "is deleted after 30s") {
 		t.Errorf("promotion events %+v", es)
 	}
-	if p.out.Finished == nil || p.out.Finished.Result != ResultPromoted {
-		t.Errorf("finished %+v", p.out.Finished)
+	if p.out.Metrics.Finished == nil || p.out.Metrics.Finished.Result != ResultPromoted {
+		t.Errorf("finished %+v", p.out.Metrics.Finished)
 	}
 	for _, s := range p.submits {
 		if s.Cluster.Name == blue {
@@ -150,8 +150,8 @@ func TestPlanRollsBackStepByStep(t *testing.T) {
 	if rollbackEvents != 2 || !strings.Contains(eventsOf(p.out, EventRollback)[0].Note, "rollback complete") {
 		t.Errorf("%d rollback events (want the start and the end)", rollbackEvents)
 	}
-	if p.out.Finished == nil || p.out.Finished.Result != ResultRolledBack {
-		t.Errorf("finished %+v", p.out.Finished)
+	if p.out.Metrics.Finished == nil || p.out.Metrics.Finished.Result != ResultRolledBack {
+		t.Errorf("finished %+v", p.out.Metrics.Finished)
 	}
 	if fmt.Sprint(traffic) != "[50 25 0]" {
 		t.Errorf("pending traffic on the way back: %v, want 50 25 0", traffic)

@@ -79,11 +79,11 @@ func (r *Reconciler) get(ctx context.Context, key types.NamespacedName) (*rayv1.
 
 // record writes the planned status when it differs from the stored one; once it is stored
 // (or needed no write) come the metrics and the events, and the plan says when to come back.
-func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out planned, now time.Time) (ctrl.Result, error) {
+func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out Plan, now time.Time) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(svc)
 	requeue := out.Wake.After(now, r.DeployingPoll, r.AppStatusResync)
 	changed := !equality.Semantic.DeepEqual(svc.Status, out.Status)
-	quiet := len(out.Events) == 0 && out.ActionRecorded == "" && out.GateFailed == nil && out.Finished == nil
+	quiet := len(out.Events) == 0 && out.Metrics == (MetricFacts{})
 	if changed {
 		since := r.messages.since(key, svc.UID)
 		if since.IsZero() {
@@ -114,13 +114,13 @@ func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out plan
 	for _, e := range out.Events {
 		r.emit(svc, e)
 	}
-	if a := out.ActionRecorded; a != "" {
+	if a := out.Metrics.ActionRecorded; a != "" {
 		r.Metrics.UpgradeAction(a)
 	}
-	if g := out.GateFailed; g != nil {
+	if g := out.Metrics.GateFailed; g != nil {
 		r.Metrics.GateFailed(svc.Namespace, g.Gate, g.Action)
 	}
-	if f := out.Finished; f != nil {
+	if f := out.Metrics.Finished; f != nil {
 		r.Metrics.UpgradeFinished(f.Strategy, f.Result, f.Seconds)
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil

@@ -40,15 +40,15 @@ func TestRecordAnnouncesOnlyWhatTheStoredStatusSays(t *testing.T) {
 		}
 		return svc
 	}
-	promoted := func(svc *rayv1.RayService) planned {
+	promoted := func(svc *rayv1.RayService) Plan {
 		st := *svc.Status.DeepCopy()
 		st.ActiveServiceStatus.RayClusterName = "svc-green"
-		return planned{
-			Status:   st,
-			Events:   []Event{NormalEvent(nil, EventPromoted, "Promote", "RayCluster svc-green serves all traffic")},
-			Finished: &FinishedUpgrade{Strategy: rayv1.NewCluster, Result: ResultPromoted, Seconds: 42},
-			Wake:     Wakeup{Soon: true},
-		}
+		return Plan{Outcome: Outcome{
+			Status:  st,
+			Events:  []Event{NormalEvent(nil, EventPromoted, "Promote", "RayCluster svc-green serves all traffic")},
+			Metrics: MetricFacts{Finished: &FinishedUpgrade{Strategy: rayv1.NewCluster, Result: ResultPromoted, Seconds: 42}},
+			Wake:    Wakeup{Soon: true},
+		}}
 	}
 	announced := func() int { return len(rec.Events) + testutil.CollectAndCount(r.Metrics.upgrades) }
 
@@ -87,7 +87,7 @@ func TestRecordAnnouncesOnlyWhatTheStoredStatusSays(t *testing.T) {
 	// An unchanged status is not written again; what the plan announces still goes out.
 	svc := read()
 	rv := svc.ResourceVersion
-	same := planned{Status: *svc.Status.DeepCopy(), Events: []Event{WarningEvent(nil, EventFailedCluster, "Delete", "delete it by hand")}}
+	same := Plan{Outcome: Outcome{Status: *svc.Status.DeepCopy(), Events: []Event{WarningEvent(nil, EventFailedCluster, "Delete", "delete it by hand")}}}
 	if _, err := r.record(ctx, svc, same, t0); err != nil {
 		t.Fatal(err)
 	}

@@ -140,10 +140,10 @@ func GRPCRouteWeights(rt *gwv1.GRPCRoute) map[string]int32 {
 }
 
 // ensureGRPCRoute is ensureRoute for the GRPCRoute.
-func ensureGRPCRoute(in inputs, want *gwv1.GRPCRoute, out *planned) (changed, ok bool) {
+func ensureGRPCRoute(in inputs, want *gwv1.GRPCRoute, act *Effects, out *Outcome) (changed, ok bool) {
 	cur := in.obs.GRPCRoute
 	if cur == nil {
-		out.do(CreateObject{Object: want})
+		act.do(CreateObject{Object: want})
 		return true, true
 	}
 	if !ownedBySameController(cur, want) {
@@ -156,7 +156,7 @@ func ensureGRPCRoute(in inputs, want *gwv1.GRPCRoute, out *planned) (changed, ok
 	next := cur.DeepCopy()
 	next.Spec = want.Spec
 	next.Labels = merge(cur.Labels, want.Labels)
-	out.do(UpdateObject{Object: next})
+	act.do(UpdateObject{Object: next})
 	return true, true
 }
 
@@ -178,7 +178,7 @@ func grpcRouteSpecMatches(want, cur *gwv1.GRPCRoute) bool {
 // planGRPCRoute keeps the GRPCRoute on the same backends and weights as the HTTPRoute when
 // the Gateway API serves GRPCRoutes and every cluster with a backend exposes serve-grpc.
 // managed is false when there is none to keep: the route is then not waited on.
-func planGRPCRoute(in inputs, r roles, at validation.RouteAttachment, http []backend, out *planned) (managed, changed, ok bool, note string) {
+func planGRPCRoute(in inputs, r roles, at validation.RouteAttachment, http []backend, act *Effects, out *Outcome) (managed, changed, ok bool, note string) {
 	if !in.obs.GRPCRouteAPI {
 		return false, false, true, ""
 	}
@@ -191,7 +191,7 @@ func planGRPCRoute(in inputs, r roles, at validation.RouteAttachment, http []bac
 		}
 		return false, false, true, ""
 	}
-	changed, ok = ensureGRPCRoute(in, grpcRoute(in.want.Service, at, backends), out)
+	changed, ok = ensureGRPCRoute(in, grpcRoute(in.want.Service, at, backends), act, out)
 	return true, changed, ok, ""
 }
 
@@ -308,7 +308,7 @@ func routeAcceptance(states ...routeParentState) metav1.Condition {
 
 // setRouteAccepted sets RouteAccepted while the routes attach to a shared Gateway (removes
 // it otherwise), and announces a refusal, and the end of one, with an event.
-func setRouteAccepted(in inputs, st *rayv1.RayServiceStatuses, c *metav1.Condition, now metav1.Time, out *planned) {
+func setRouteAccepted(in inputs, st *rayv1.RayServiceStatuses, c *metav1.Condition, now metav1.Time, out *Outcome) {
 	if c == nil {
 		meta.RemoveStatusCondition(&st.Conditions, ConditionRouteAccepted)
 		return

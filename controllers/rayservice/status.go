@@ -146,7 +146,7 @@ func statusChanged(old, cur *rayv1.RayServiceStatuses) bool {
 // status and applications as observed, the serve endpoints and the conditions. It tells the
 // events that announce a condition raygate adds (ownership conflicts, the strategy
 // fallback, pods refused), once: when the stored status does not say so yet.
-func buildStatus(in inputs, r roles, serve serveStates, sv serving, prog progress, out *planned) rayv1.RayServiceStatuses {
+func buildStatus(in inputs, r roles, serve serveStates, traffic trafficState, sv serving, prog progress, out *Outcome) rayv1.RayServiceStatuses {
 	st := *in.stored.DeepCopy()
 	gen := in.want.Service.Generation
 	st.ObservedGeneration = gen
@@ -179,14 +179,14 @@ func buildStatus(in inputs, r roles, serve serveStates, sv serving, prog progres
 	setOwnershipConflict(in, &st, out.Conflicts, now, out)
 	setStrategyFallback(in, &st, now, out)
 	setUpgradeAction(in, &st, r.Control, now, out)
-	setRouteAccepted(in, &st, out.RouteAccepted, now, out)
-	setUpgradeGates(in, &st, r, now, out)
+	setRouteAccepted(in, &st, traffic.RouteAccepted, now, out)
+	setUpgradeGates(in, &st, r, prog.Gate, now)
 	stampUpdate(in, &st)
 	return st
 }
 
 // rejectedStatus says why the spec is rejected; the rest of the status stays as it was.
-func rejectedStatus(in inputs, out *planned) rayv1.RayServiceStatuses {
+func rejectedStatus(in inputs, out *Outcome) rayv1.RayServiceStatuses {
 	st := *in.stored.DeepCopy()
 	st.ObservedGeneration = in.want.Service.Generation
 	setConditions(&st, st.ObservedGeneration, conditionInputs{ValidationError: in.want.Invalid}, metav1.NewTime(in.now))

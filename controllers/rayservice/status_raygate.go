@@ -43,7 +43,7 @@ func podsRefused(r roles) string {
 }
 
 // tellPodsRefused warns once about refused pods: when no stored condition quotes it yet.
-func tellPodsRefused(in inputs, refused string, out *planned) {
+func tellPodsRefused(in inputs, refused string, out *Outcome) {
 	if refused == "" {
 		return
 	}
@@ -57,7 +57,7 @@ func tellPodsRefused(in inputs, refused string, out *planned) {
 
 // setOwnershipConflict sets OwnershipConflict while objects raygate must manage belong to
 // someone else, and removes it when they are gone.
-func setOwnershipConflict(in inputs, st *rayv1.RayServiceStatuses, conflicts []string, now metav1.Time, out *planned) {
+func setOwnershipConflict(in inputs, st *rayv1.RayServiceStatuses, conflicts []string, now metav1.Time, out *Outcome) {
 	if len(conflicts) == 0 {
 		meta.RemoveStatusCondition(&st.Conditions, string(rayv1.RayServiceOwnershipConflict))
 		return
@@ -74,7 +74,7 @@ func setOwnershipConflict(in inputs, st *rayv1.RayServiceStatuses, conflicts []s
 
 // setStrategyFallback says, while the spec asks for a strategy whose feature gate is off,
 // that upgrades use NewCluster instead.
-func setStrategyFallback(in inputs, st *rayv1.RayServiceStatuses, now metav1.Time, out *planned) {
+func setStrategyFallback(in inputs, st *rayv1.RayServiceStatuses, now metav1.Time, out *Outcome) {
 	if in.want.Fallback == "" {
 		meta.RemoveStatusCondition(&st.Conditions, string(rayv1.UpgradeStrategyFallback))
 		return

@@ -242,7 +242,7 @@ type reconciled struct {
 	want         *Desired
 	stored       rayv1.RayServiceStatuses // before the pass
 	obs          *Observed                // before any submission
-	out          planned
+	out          Plan
 	submits      []SubmitServeConfig          // attempted, refused ones included
 	recorded     map[string]submitted         // what each cluster had accepted before the pass
 	before       trafficView                  // where traffic went before the pass
