@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/controllers/rayservice/plan"
 	"github.com/raygate/raygate/internal/statuspatch"
 	"github.com/raygate/raygate/internal/validation"
 )
@@ -39,8 +40,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	now := r.Now()
-	want := RestrictSharedGateway(Admit(WithUpgradeDefault(svc, !r.DisableZeroDowntime), r.Gates, r.Limits, r.Version), r.SharedGateways)
-	obs := observation{Observed: &Observed{}}
+	want := plan.RestrictSharedGateway(plan.Admit(plan.WithUpgradeDefault(svc, !r.DisableZeroDowntime), r.Gates, r.Limits, r.Version), r.SharedGateways)
+	obs := observation{Observed: &plan.Observed{}}
 	if want.Invalid == "" {
 		if obs, err = r.observe(ctx, svc, want); err != nil {
 			return ctrl.Result{}, err
@@ -79,11 +80,11 @@ func (r *Reconciler) get(ctx context.Context, key types.NamespacedName) (*rayv1.
 
 // record writes the planned status when it differs from the stored one; once it is stored
 // (or needed no write) come the metrics and the events, and the plan says when to come back.
-func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out Plan, now time.Time) (ctrl.Result, error) {
+func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out plan.Plan, now time.Time) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(svc)
 	requeue := out.Wake.After(now, r.DeployingPoll, r.AppStatusResync)
 	changed := !equality.Semantic.DeepEqual(svc.Status, out.Status)
-	quiet := len(out.Events) == 0 && out.Metrics == (MetricFacts{})
+	quiet := len(out.Events) == 0 && out.Metrics == (plan.MetricFacts{})
 	if changed {
 		since := r.messages.since(key, svc.UID)
 		if since.IsZero() {
@@ -127,7 +128,7 @@ func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out Plan
 }
 
 // emit records an event about the RayService.
-func (r *Reconciler) emit(svc *rayv1.RayService, e Event) {
+func (r *Reconciler) emit(svc *rayv1.RayService, e plan.Event) {
 	if e.Related != nil {
 		r.recorder.Eventf(svc, e.Related, e.Type, e.Reason, e.Action, "%s", e.Note)
 		return
