@@ -18,17 +18,16 @@ import (
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
-// executor carries out what the plan asks for: the controller against the API server and
-// the dashboard pool, tests against a simulated world.
+// executor carries out what the plan asks for: the controller's against the API server
+// and the dashboard pool, tests' against a recording.
 type executor interface {
 	apply(actions []plan.Action) error
 	submit(s plan.SubmitServeConfig) error
 }
 
-// carryOut plans the pass and carries it out in the order the steps depend on: the
-// new-cluster decision (and the records of configs the dashboards accepted), then the
-// serve config submissions, handed to the dashboard pool (their answers come back on a
-// later pass), then everything else. It returns the plan whose status is to be written.
+// carryOut plans the pass and carries out its effects. A pass that reaches a gated step is
+// planned again with the gates' results, when the executor can evaluate them. It returns
+// the plan whose outcome is to be recorded.
 func carryOut(obs *plan.Observed, want *plan.Desired, stored *rayv1.RayServiceStatuses, now time.Time, x executor) (plan.Plan, error) {
 	out := plan.Decide(obs, want, stored, now)
 	if g, ok := x.(gateEvaluator); ok && out.GateAsk != nil {
@@ -37,15 +36,23 @@ func carryOut(obs *plan.Observed, want *plan.Desired, stored *rayv1.RayServiceSt
 		o.Gates = g.evaluateGates(*out.GateAsk)
 		out = plan.Decide(&o, want, stored, now)
 	}
-	if err := x.apply(out.ClusterActions); err != nil {
-		return out, err
+	return out, carryOutEffects(out.Effects, x)
+}
+
+// carryOutEffects carries out a pass's effects in the order they depend on: the
+// new-cluster decision (and the records of configs the dashboards accepted), then the
+// serve config submissions, handed to the dashboard pool (their answers come back on a
+// later pass), then everything else. It stops at the first failure.
+func carryOutEffects(e plan.Effects, x executor) error {
+	if err := x.apply(e.ClusterActions); err != nil {
+		return err
 	}
-	for _, s := range out.Submits {
+	for _, s := range e.Submits {
 		if err := x.submit(s); err != nil {
-			return out, err
+			return err
 		}
 	}
-	return out, x.apply(out.Actions)
+	return x.apply(e.Actions)
 }
 
 // reconcilerExecutor carries out one pass of a Reconciler for one RayService.
@@ -56,7 +63,9 @@ type reconcilerExecutor struct {
 	targets map[string]dashboard.Target
 }
 
-func (x reconcilerExecutor) apply(actions []plan.Action) error { return x.r.apply(x.ctx, x.svc, actions) }
+func (x reconcilerExecutor) apply(actions []plan.Action) error {
+	return x.r.apply(x.ctx, x.svc, actions)
+}
 
 func (x reconcilerExecutor) submit(s plan.SubmitServeConfig) error {
 	t, ok := x.targets[s.Cluster.Name]

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/controllers/rayservice/plan"
 	raygatev1alpha1 "github.com/raygate/raygate/apis/raygate/v1alpha1"
+	"github.com/raygate/raygate/controllers/rayservice/plan"
 	"github.com/raygate/raygate/internal/promgate"
 	"github.com/raygate/raygate/internal/validation"
 )

@@ -161,4 +161,3 @@ func appStatuses(d *dashboard.ServeDetails) map[string]rayv1.AppStatus {
 	}
 	return out
 }
-

@@ -79,7 +79,7 @@ func (a AnnotateService) String() string {
 	return fmt.Sprintf("annotate RayService %s %v", a.Service.Name, a.Annotations)
 }
 
-// submitServeConfig asks a cluster's dashboard, through the dashboard pool, to run a serve
+// SubmitServeConfig asks a cluster's dashboard, through the dashboard pool, to run a serve
 // config at a target capacity; the answer comes back on a later pass, which records it on
 // the cluster. Before the config is sent it is kept in the cluster's serve config record
 // (a ConfigMap the cluster owns), so it can be sent again after an operator restart.
@@ -133,7 +133,7 @@ func (s SubmitServeConfig) String() string {
 	return fmt.Sprintf("submit serve config %s to %s at target capacity %s", s.Hash, s.Cluster.Name, Percent(s.TargetCapacity))
 }
 
-// kindOf names the kinds raygate writes besides RayClusters, for messages.
+// KindOf names the kinds raygate writes besides RayClusters, for messages.
 func KindOf(o Object) string {
 	switch o.(type) {
 	case *corev1.Service:
@@ -150,7 +150,7 @@ func KindOf(o Object) string {
 	return fmt.Sprintf("%T", o)
 }
 
-// event is a Kubernetes event about the RayService, optionally related to one of its clusters.
+// Event is a Kubernetes event about the RayService, optionally related to one of its clusters.
 type Event struct {
 	Type    string
 	Reason  string

@@ -12,7 +12,7 @@ import (
 	"github.com/raygate/raygate/internal/validation"
 )
 
-// desired is the RayService's spec as the plan reads it: defaulted, validated with the rules
+// Desired is the RayService's spec as the plan reads it: defaulted, validated with the rules
 // for stored objects, and digested into what the decisions compare.
 type Desired struct {
 	// Service is the RayService with its spec defaulted (its status is left empty: the plan
@@ -35,7 +35,7 @@ type Desired struct {
 	Capped string
 }
 
-// admit defaults a copy of the RayService and validates it with the rules for stored
+// Admit defaults a copy of the RayService and validates it with the rules for stored
 // objects, so a spec stored while the webhook was off cannot make the controller
 // misbehave, while one admitted under older rules or gates keeps being served: a strategy
 // whose gate is off falls back to NewCluster, and clusters are capped at the pod bounds.
@@ -102,7 +102,7 @@ func unsafeSpec(p *field.Path, typ, externalName string, externalIPs int) field.
 	return errs
 }
 
-// restrictSharedGateway rejects a RayService whose shared Gateway the admin does not allow
+// RestrictSharedGateway rejects a RayService whose shared Gateway the admin does not allow
 // (admission refuses it; this covers objects stored past the webhook): nothing is then
 // written for it, so no route attaches where it must not.
 func RestrictSharedGateway(want *Desired, allowed []string) *Desired {

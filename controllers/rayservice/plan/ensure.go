@@ -92,7 +92,7 @@ func ensureRoute(in inputs, want *gwv1.HTTPRoute, act *Effects, out *Outcome) (c
 	return true, rayspec.RouteWeights(cur), true
 }
 
-// foreign describes an object with a wanted name that the wanted owner does not control.
+// Foreign describes an object with a wanted name that the wanted owner does not control.
 func Foreign(kind string, cur, want metav1.Object) string {
 	owner := "it has no controller"
 	if ref := metav1.GetControllerOf(cur); ref != nil {

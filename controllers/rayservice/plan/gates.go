@@ -31,7 +31,7 @@ const (
 	EventGateWaiting = "UpgradeGateWaiting"
 )
 
-// gateObservation is what the reconciler found for the policy: its gates and their results,
+// GateObservation is what the reconciler found for the policy: its gates and their results,
 // or why they cannot be evaluated.
 type GateObservation struct {
 	Policy string
@@ -171,7 +171,7 @@ func describeBounds(g raygatev1alpha1.Gate) string {
 	return strings.Join(p, ", ")
 }
 
-// gateAsk says which policy the pass needs results of.
+// GateAsk says which policy the pass needs results of.
 type GateAsk struct {
 	Policy          string
 	Active, Pending string

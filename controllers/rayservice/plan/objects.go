@@ -139,7 +139,7 @@ func serveSelector(cluster string) map[string]string {
 	return map[string]string{rayv1.ClusterLabelKey: cluster, rayv1.ServeLabelKey: "true"}
 }
 
-// serveServiceName is `<service>-serve-svc`, or spec.serveService's name when given.
+// ServeServiceName is `<service>-serve-svc`, or spec.serveService's name when given.
 func ServeServiceName(svc *rayv1.RayService) string {
 	if svc.Spec.ServeService != nil && svc.Spec.ServeService.Name != "" {
 		return svc.Spec.ServeService.Name

@@ -79,7 +79,7 @@ type inputs struct {
 	now    time.Time
 }
 
-// plan decides one pass from what was observed, the spec and the stored status, at now.
+// Decide plans one pass from what was observed, the spec and the stored status, at now.
 // It calls no client, dashboard or clock, so the same inputs give the same answer.
 //
 // A decision that needs a step to take effect first (a traffic share, a target capacity,
@@ -161,7 +161,7 @@ func (s slot) cluster() *rayv1.RayCluster {
 // split reads the upgrade's capacities and traffic from the roles.
 func (r roles) split() split { return splitOf(r.Active.Status, r.Pending.Status) }
 
-// wakeup is when the pass wants to run again.
+// Wakeup is when the pass wants to run again.
 type Wakeup struct {
 	// Soon: a decision was recorded (or an action taken) that the next pass carries on.
 	Soon bool
@@ -182,7 +182,7 @@ func (w *Wakeup) due(t time.Time) {
 // it out (apply weights, capacity, promotion).
 const stepRequeue = 20 * time.Millisecond
 
-// after turns the wakeup into one delay: a recorded decision is carried out right away;
+// After turns the wakeup into one delay: a recorded decision is carried out right away;
 // otherwise the earliest of the due time and the poll; otherwise the resync (0: none).
 func (w Wakeup) After(now time.Time, poll, resync time.Duration) time.Duration {
 	if w.Soon {

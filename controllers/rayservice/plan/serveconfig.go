@@ -14,7 +14,7 @@ import (
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
-// serveConfig is a Serve config ready to submit: the user's serveConfigV2 as a JSON object.
+// ServeConfig is a Serve config ready to submit: the user's serveConfigV2 as a JSON object.
 type ServeConfig struct {
 	doc  map[string]any
 	hash string
@@ -31,7 +31,7 @@ var emptyConfigHash = func() string {
 	return c.hash
 }()
 
-// parseServeConfig turns serveConfigV2 (YAML) into the JSON document the dashboard takes.
+// ParseServeConfig turns serveConfigV2 (YAML) into the JSON document the dashboard takes.
 // An empty config means "no applications": nothing is submitted.
 func ParseServeConfig(yamlText string) (*ServeConfig, error) {
 	doc := map[string]any{}
@@ -92,7 +92,7 @@ func (c *ServeConfig) Hash() string { return c.hash }
 // Source is the text the config was parsed from, which the cluster's record keeps.
 func (c *ServeConfig) Source() string { return c.source }
 
-// body is what is PUT to the dashboard: the config, with targetCapacity, when set, over the
+// Body is what is PUT to the dashboard: the config, with targetCapacity, when set, over the
 // config's own target_capacity.
 func (c *ServeConfig) Body(targetCapacity *int32) []byte {
 	doc := make(map[string]any, len(c.doc)+1)
@@ -137,7 +137,7 @@ func submissionID(hash string, tc *int32) string {
 	return hash + "@" + strconv.Itoa(int(*tc))
 }
 
-// parseSubmissionID is submissionID's inverse.
+// ParseSubmissionID is submissionID's inverse.
 func ParseSubmissionID(id string) (hash string, tc *int32, ok bool) {
 	hash, v, ok := strings.Cut(id, "@")
 	if !ok || hash == "" {

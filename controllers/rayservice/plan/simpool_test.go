@@ -152,7 +152,7 @@ func (w *world) restartOperator() {
 	}
 }
 
-// submit is what the controller's executor does with a submission: keep or read the
+// submit is what the controller does with a submission: keep or read the
 // record, then hand it to the pool unless the pool holds it already.
 func (w *world) submit(s SubmitServeConfig) error {
 	c := w.clusters[s.Cluster.Name]

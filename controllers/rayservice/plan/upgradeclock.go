@@ -8,7 +8,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 )
 
-// upgradeClock is what the "upgrade stuck" alert compares: when the upgrade started and how
+// UpgradeClock is what the "upgrade stuck" alert compares: when the upgrade started and how
 // long it should take at the RayService's own pacing.
 type UpgradeClock struct {
 	Start    time.Time
@@ -94,7 +94,7 @@ func upgradeProgressOf(svc *rayv1.RayService) (p upgradeProgress, ok bool) {
 	return p, true
 }
 
-// upgradeClockOf is the clock of the RayService's upgrade in progress (ok false: none).
+// UpgradeClockOf is the clock of the RayService's upgrade in progress (ok false: none).
 func UpgradeClockOf(svc *rayv1.RayService) (UpgradeClock, bool) {
 	p, ok := upgradeProgressOf(svc)
 	if !ok {

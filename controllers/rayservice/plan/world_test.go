@@ -58,7 +58,7 @@ type world struct {
 	// latest generation (zero: nothing to accept).
 	acceptAt time.Time
 
-	// promGates evaluates metric gates (gates_world_test.go); nil: the executor cannot.
+	// promGates evaluates metric gates (gates_world_test.go); nil: no Prometheus.
 	promGates func(GateAsk) *GateObservation
 
 	// proxyChecks: every read also checks the head's Serve proxy, as the controller's pool

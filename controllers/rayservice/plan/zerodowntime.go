@@ -5,7 +5,7 @@ import (
 	"github.com/raygate/raygate/internal/defaulting"
 )
 
-// withUpgradeDefault is the RayService to plan for: itself, or, when zero-downtime upgrades
+// WithUpgradeDefault is the RayService to plan for: itself, or, when zero-downtime upgrades
 // are off on the operator (ENABLE_ZERO_DOWNTIME=false) and its spec sets no upgrade
 // strategy type, a copy with the None strategy, as KubeRay decides it at every pass.
 func WithUpgradeDefault(svc *rayv1.RayService, zeroDowntime bool) *rayv1.RayService {
