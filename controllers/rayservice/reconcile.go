@@ -59,7 +59,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.dashboards.Refresh(t)
 		}
 	}
-	return r.record(ctx, svc, out, now)
+	return r.record(ctx, svc, out.Outcome, now)
 }
 
 // get reads the RayService from the cache, or from the API when the cache has not yet seen
@@ -78,9 +78,10 @@ func (r *Reconciler) get(ctx context.Context, key types.NamespacedName) (*rayv1.
 	return svc, nil
 }
 
-// record writes the planned status when it differs from the stored one; once it is stored
-// (or needed no write) come the metrics and the events, and the plan says when to come back.
-func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out plan.Plan, now time.Time) (ctrl.Result, error) {
+// record writes the outcome's status when it differs from the stored one; once it is stored
+// (or needed no write) come the metrics and the events, and the outcome says when to come
+// back.
+func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out plan.Outcome, now time.Time) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(svc)
 	requeue := out.Wake.After(now, r.DeployingPoll, r.AppStatusResync)
 	changed := !equality.Semantic.DeepEqual(svc.Status, out.Status)

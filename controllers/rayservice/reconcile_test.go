@@ -42,15 +42,15 @@ func TestRecordAnnouncesOnlyWhatTheStoredStatusSays(t *testing.T) {
 		}
 		return svc
 	}
-	promoted := func(svc *rayv1.RayService) plan.Plan {
+	promoted := func(svc *rayv1.RayService) plan.Outcome {
 		st := *svc.Status.DeepCopy()
 		st.ActiveServiceStatus.RayClusterName = "svc-green"
-		return plan.Plan{Outcome: plan.Outcome{
+		return plan.Outcome{
 			Status:  st,
 			Events:  []plan.Event{plan.NormalEvent(nil, plan.EventPromoted, "Promote", "RayCluster svc-green serves all traffic")},
 			Metrics: plan.MetricFacts{Finished: &plan.FinishedUpgrade{Strategy: rayv1.NewCluster, Result: plan.ResultPromoted, Seconds: 42}},
 			Wake:    plan.Wakeup{Soon: true},
-		}}
+		}
 	}
 	announced := func() int { return len(rec.Events) + testutil.CollectAndCount(r.Metrics.upgrades) }
 
@@ -89,7 +89,7 @@ func TestRecordAnnouncesOnlyWhatTheStoredStatusSays(t *testing.T) {
 	// An unchanged status is not written again; what the plan announces still goes out.
 	svc := read()
 	rv := svc.ResourceVersion
-	same := plan.Plan{Outcome: plan.Outcome{Status: *svc.Status.DeepCopy(), Events: []plan.Event{plan.WarningEvent(nil, plan.EventFailedCluster, "Delete", "delete it by hand")}}}
+	same := plan.Outcome{Status: *svc.Status.DeepCopy(), Events: []plan.Event{plan.WarningEvent(nil, plan.EventFailedCluster, "Delete", "delete it by hand")}}
 	if _, err := r.record(ctx, svc, same, t0); err != nil {
 		t.Fatal(err)
 	}
