@@ -239,14 +239,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if res, done, err := r.reconcileGCSFaultTolerance(ctx, req); done || err != nil {
 		return res, err
 	}
-	obs, err := r.observe(ctx, req)
-	if obs == nil || err != nil {
+	p := &pass{log: ctrl.LoggerFrom(ctx)}
+	if found, err := r.observe(ctx, req, &p.observation); !found || err != nil {
 		return ctrl.Result{}, err
 	}
-	p := &pass{observation: *obs, log: ctrl.LoggerFrom(ctx)}
 	defer r.emit(p) // last: after the status write
-	var actErr error
-	podsWritten := false
+	var (
+		podsWritten bool
+		actErr      error
+	)
 	if len(p.invalid) == 0 {
 		pods := planPods(r.podsInput(&p.observation)) // pure
 		podsWritten, actErr = r.act(ctx, p, pods)
@@ -254,9 +255,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return r.writeStatus(ctx, p, podsWritten, actErr)
 }
 
-// observe reads the cluster and what the pass decides from. A nil observation means there
+// observe reads the cluster and what the pass decides from into p. found is false when there
 // is nothing to do: the cluster is gone, being deleted, or managed by another controller.
-func (r *Reconciler) observe(ctx context.Context, req ctrl.Request) (*observation, error) {
+func (r *Reconciler) observe(ctx context.Context, req ctrl.Request, p *observation) (found bool, err error) {
 	log := ctrl.LoggerFrom(ctx)
 	// Read without a deep copy: a pass deep-copies the cluster once for everything it computes
 	// (p.cluster below), and a second copy per pass was the largest allocation of a bring-up.
@@ -269,23 +270,23 @@ func (r *Reconciler) observe(ctx context.Context, req ctrl.Request) (*observatio
 			r.Expectations.Forget(req.Namespace, req.Name)
 			r.statuses.forget(req.NamespacedName)
 			r.headServices.forget(req.NamespacedName)
-			return nil, nil
+			return false, nil
 		}
-		return nil, err
+		return false, err
 	}
 	rc := ptr.To(*cached)
 	// The status is written without a resourceVersion, so the pass must start from the
 	// last one written even when the cache has not caught up with it.
 	rc.Status = r.statuses.stored(req.NamespacedName, rc)
 	if !rc.DeletionTimestamp.IsZero() {
-		return nil, nil // the garbage collector removes what the cluster owns
+		return false, nil // the garbage collector removes what the cluster owns
 	}
 	if managedByOther(rc) {
 		log.V(1).Info("skipping a cluster managed by another controller", "managedBy", ptr.Deref(rc.Spec.ManagedBy, ""))
-		return nil, nil
+		return false, nil
 	}
 
-	p := &observation{object: rc, cluster: rc.DeepCopy()}
+	p.object, p.cluster = rc, rc.DeepCopy()
 	defaulting.RayCluster(p.cluster)
 	// Admission normally rejects an invalid spec; this covers objects stored while the
 	// webhook was off or bypassed, and rules added since. Only the rules whose violation
@@ -299,13 +300,12 @@ func (r *Reconciler) observe(ctx context.Context, req ctrl.Request) (*observatio
 		p.invalid = tokenAuthRefused(&p.cluster.Spec, r.TokenAuthentication)
 	}
 	if len(p.invalid) > 0 {
-		return p, nil
+		return true, nil
 	}
 	// A cluster stored above the pod bounds is served at the bounds.
 	p.capped = validation.CapPods(&p.cluster.Spec, r.Limits)
-	var err error
 	if p.hash, err = rayspec.HashWithoutReplicas(p.cluster.Spec); err != nil {
-		return nil, err
+		return false, err
 	}
 	if !r.Gates.Enabled(features.RayClusterHistoryServer) {
 		// As KubeRay: with the gate off the pods get no collector (the hash above still
@@ -313,13 +313,13 @@ func (r *Reconciler) observe(ctx context.Context, req ctrl.Request) (*observatio
 		p.cluster.Spec.HistoryServerOptions = nil
 	}
 	if p.pods, err = r.listPods(ctx, rc); err != nil {
-		return nil, err
+		return false, err
 	}
 	p.listed = true
 	if err := r.readExpectations(ctx, p); err != nil {
-		return nil, err
+		return false, err
 	}
-	return p, nil
+	return true, nil
 }
 
 // readExpectations notes the groups whose last pod creates and deletes the cache does not
