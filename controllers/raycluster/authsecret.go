@@ -89,17 +89,37 @@ func (r *Reconciler) reconcileAuthSecret(ctx context.Context, p *pass) error {
 	}
 	name := rayspec.GeneratedAuthSecretName(p.cluster.Name)
 	existing := &corev1.Secret{}
-	err := r.getUncached(ctx, key(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.cluster.Namespace, Name: name}}), existing)
-	switch {
-	case err == nil:
-		if c, foreign := conflictOf(p, "Secret", existing); foreign {
-			p.conflicts = append(p.conflicts, c)
-			return errAuthSecretTaken
-		}
-		return nil
-	case !apierrors.IsNotFound(err):
+	switch err := r.getUncached(ctx, key(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.cluster.Namespace, Name: name}}), existing); {
+	case apierrors.IsNotFound(err):
+		existing = nil
+	case err != nil:
 		return fmt.Errorf("reading Secret %s: %w", name, err)
 	}
+	switch decideAuthSecret(existing, existing != nil && metav1.IsControlledBy(existing, p.object)) {
+	case changeKeep:
+		return nil
+	case changeConflict:
+		c, _ := conflictOf(p, "Secret", existing)
+		p.conflicts = append(p.conflicts, c)
+		return errAuthSecretTaken
+	}
+	return r.createAuthSecret(ctx, p, name)
+}
+
+// decideAuthSecret: a token Secret is created when missing, kept as it is once it exists,
+// and reported when the cluster does not control it.
+func decideAuthSecret(existing *corev1.Secret, controlled bool) changeOp {
+	switch {
+	case existing == nil:
+		return changeCreate
+	case !controlled:
+		return changeConflict
+	}
+	return changeKeep
+}
+
+// createAuthSecret creates the token Secret called name with a new random token.
+func (r *Reconciler) createAuthSecret(ctx context.Context, p *pass, name string) error {
 	token, err := newAuthToken()
 	if err != nil {
 		return err

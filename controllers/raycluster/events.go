@@ -63,24 +63,24 @@ type event struct {
 // refused, and lost.
 const maxEventNote = 1024
 
-func (p *pass) normal(reason, action, format string, args ...any) {
-	p.events = append(p.events, event{kind: corev1.EventTypeNormal, reason: reason, action: action, note: cutBytes(fmt.Sprintf(format, args...), maxEventNote)})
+func (rep *report) normal(reason, action, format string, args ...any) {
+	rep.events = append(rep.events, event{kind: corev1.EventTypeNormal, reason: reason, action: action, note: cutBytes(fmt.Sprintf(format, args...), maxEventNote)})
 }
 
-func (p *pass) warn(reason, action, format string, args ...any) {
-	p.events = append(p.events, event{kind: corev1.EventTypeWarning, reason: reason, action: action, note: cutBytes(fmt.Sprintf(format, args...), maxEventNote)})
+func (rep *report) warn(reason, action, format string, args ...any) {
+	rep.events = append(rep.events, event{kind: corev1.EventTypeWarning, reason: reason, action: action, note: cutBytes(fmt.Sprintf(format, args...), maxEventNote)})
 }
 
 // normalAbout is normal for an event about one of the cluster's objects.
-func (p *pass) normalAbout(related runtime.Object, reason, action, format string, args ...any) {
-	p.normal(reason, action, format, args...)
-	p.events[len(p.events)-1].related = related
+func (rep *report) normalAbout(related runtime.Object, reason, action, format string, args ...any) {
+	rep.normal(reason, action, format, args...)
+	rep.events[len(rep.events)-1].related = related
 }
 
 // warnAbout is warn for an event about one of the cluster's objects.
-func (p *pass) warnAbout(related runtime.Object, reason, action, format string, args ...any) {
-	p.warn(reason, action, format, args...)
-	p.events[len(p.events)-1].related = related
+func (rep *report) warnAbout(related runtime.Object, reason, action, format string, args ...any) {
+	rep.warn(reason, action, format, args...)
+	rep.events[len(rep.events)-1].related = related
 }
 
 // emit sends the pass's events.

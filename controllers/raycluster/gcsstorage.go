@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/raypod"
 )
 
@@ -42,7 +43,7 @@ func (r *Reconciler) reconcileGCSStorage(ctx context.Context, p *pass) error {
 	err := r.getUncached(ctx, key(desired), existing)
 	switch {
 	case err == nil:
-		return usableClaim(p, existing)
+		return useClaim(p, existing)
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("reading PersistentVolumeClaim %s: %w", desired.Name, err)
 	}
@@ -51,7 +52,7 @@ func (r *Reconciler) reconcileGCSStorage(ctx context.Context, p *pass) error {
 		if err := r.getUncached(ctx, key(desired), existing); err != nil {
 			return fmt.Errorf("reading PersistentVolumeClaim %s: %w", desired.Name, err)
 		}
-		return usableClaim(p, existing)
+		return useClaim(p, existing)
 	case err != nil:
 		p.warn(EventFailedGCSStorage, actionCreate, "Failed to create PersistentVolumeClaim %s for the GCS storage: %v", desired.Name, err)
 		return fmt.Errorf("creating PersistentVolumeClaim %s: %w", desired.Name, err)
@@ -61,14 +62,19 @@ func (r *Reconciler) reconcileGCSStorage(ctx context.Context, p *pass) error {
 	return nil
 }
 
-// usableClaim accepts a claim the cluster controls or nothing controls.
-func usableClaim(p *pass, pvc *corev1.PersistentVolumeClaim) error {
-	if metav1.GetControllerOf(pvc) == nil {
+// usableClaim: the head may keep its GCS state on a claim the cluster controls or nothing
+// controls.
+func usableClaim(rc *rayv1.RayCluster, pvc *corev1.PersistentVolumeClaim) bool {
+	return metav1.GetControllerOf(pvc) == nil || metav1.IsControlledBy(pvc, rc)
+}
+
+// useClaim goes on with an existing claim when it is usable, and otherwise reports it and
+// stops the pass.
+func useClaim(p *pass, pvc *corev1.PersistentVolumeClaim) error {
+	if usableClaim(p.object, pvc) {
 		return nil
 	}
-	if c, foreign := conflictOf(p, "PersistentVolumeClaim", pvc); foreign {
-		p.conflicts = append(p.conflicts, c)
-		return errGCSStorageTaken
-	}
-	return nil
+	c, _ := conflictOf(p, "PersistentVolumeClaim", pvc)
+	p.conflicts = append(p.conflicts, c)
+	return errGCSStorageTaken
 }

@@ -2,7 +2,6 @@ package raycluster
 
 import (
 	"context"
-	"fmt"
 	"maps"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -11,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/raypod"
 )
 
@@ -31,26 +31,31 @@ const (
 // creates it once and never looks at it again, raygate keeps it in line with the spec and the
 // cluster's annotations, and deletes it when enableIngress is turned off.
 
-// decideIngress is the step for the dashboard Ingress: desired is nil when the cluster does
+// ingressKind names the dashboard Ingress in events and errors.
+var ingressKind = ownedKind{kind: "Ingress", noun: "ingress",
+	created: EventCreatedIngress, updated: EventUpdatedIngress, deleted: EventDeletedIngress,
+	createFailed: EventFailedIngress, changeFailed: EventFailedIngressUpdate}
+
+// decideIngress is the change to the dashboard Ingress: desired is nil when the cluster does
 // not want one, existing nil when there is none. controlled says the cluster is the existing
-// object's controller. updated is the object to write for serviceUpdate.
-func decideIngress(desired, existing *networkingv1.Ingress, controlled bool) (step serviceStep, updated *networkingv1.Ingress) {
+// object's controller.
+func decideIngress(desired, existing *networkingv1.Ingress, controlled bool) change {
 	switch {
 	case existing == nil && desired == nil:
-		return serviceKeep, nil
+		return change{}
 	case existing == nil:
-		return serviceCreate, nil
+		return change{op: changeCreate, object: desired}
 	case !controlled && desired == nil:
-		return serviceKeep, nil
+		return change{}
 	case !controlled:
-		return serviceConflict, nil
+		return change{op: changeConflict, object: existing}
 	case desired == nil:
-		return serviceDelete, nil
+		return change{op: changeDelete, object: existing, why: "enableIngress is no longer true"}
 	}
 	if u := mergeIngress(existing, desired); u != nil {
-		return serviceUpdate, u
+		return change{op: changeUpdate, object: u}
 	}
-	return serviceKeep, nil
+	return change{}
 }
 
 // mergeIngress returns the existing Ingress with raygate's labels, annotations and spec, or
@@ -85,46 +90,30 @@ func mergeIngress(existing, desired *networkingv1.Ingress) *networkingv1.Ingress
 
 // reconcileIngress creates, corrects or deletes the cluster's dashboard Ingress.
 func (r *Reconciler) reconcileIngress(ctx context.Context, p *pass) error {
-	name := raypod.HeadIngressName(p.cluster.Name)
-	var desired *networkingv1.Ingress
-	if raypod.WantsIngress(p.cluster) {
-		desired = raypod.HeadIngress(p.cluster)
-	}
-	var existing *networkingv1.Ingress
-	got := &networkingv1.Ingress{}
-	switch err := r.Get(ctx, client.ObjectKey{Namespace: p.cluster.Namespace, Name: name}, got); {
-	case err == nil:
-		existing = got
-	case !apierrors.IsNotFound(err):
+	existing, err := r.readIngress(ctx, p.cluster)
+	if err != nil {
 		return err
 	}
-	step, updated := decideIngress(desired, existing, existing != nil && metav1.IsControlledBy(existing, p.object))
-	switch step {
-	case serviceCreate:
-		err := r.Create(ctx, desired)
-		switch {
-		case apierrors.IsAlreadyExists(err):
-			return r.reportTaken(ctx, p, "Ingress", desired, &networkingv1.Ingress{})
-		case err != nil:
-			p.warnAbout(desired, EventFailedIngress, actionCreate, "Failed to create ingress %s: %v", name, err)
-			return fmt.Errorf("creating ingress: %w", err)
-		}
-		p.normalAbout(desired, EventCreatedIngress, actionCreate, "Created ingress %s", name)
-	case serviceUpdate:
-		if err := r.Update(ctx, updated); err != nil {
-			p.warnAbout(updated, EventFailedIngressUpdate, actionUpdate, "Failed to update ingress %s: %v", name, err)
-			return fmt.Errorf("updating ingress: %w", err)
-		}
-		p.normalAbout(updated, EventUpdatedIngress, actionUpdate, "Updated ingress %s", name)
-	case serviceDelete:
-		if err := r.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); err != nil && !apierrors.IsNotFound(err) {
-			p.warnAbout(existing, EventFailedIngressUpdate, actionDelete, "Failed to delete ingress %s: %v", name, err)
-			return fmt.Errorf("deleting ingress: %w", err)
-		}
-		p.normalAbout(existing, EventDeletedIngress, actionDelete, "Deleted ingress %s: enableIngress is no longer true", name)
-	case serviceConflict:
-		c, _ := conflictOf(p, "Ingress", existing)
-		p.conflicts = append(p.conflicts, c)
+	return r.applyChange(ctx, p, ingressKind, planIngress(&p.observation, existing), &networkingv1.Ingress{})
+}
+
+// readIngress reads the cluster's dashboard Ingress from the cache (nil: none).
+func (r *Reconciler) readIngress(ctx context.Context, rc *rayv1.RayCluster) (*networkingv1.Ingress, error) {
+	got := &networkingv1.Ingress{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: rc.Namespace, Name: raypod.HeadIngressName(rc.Name)}, got); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
 	}
-	return nil
+	return got, nil
+}
+
+// planIngress is the change to the dashboard Ingress the cluster asks for.
+func planIngress(obs *observation, existing *networkingv1.Ingress) change {
+	var desired *networkingv1.Ingress
+	if raypod.WantsIngress(obs.cluster) {
+		desired = raypod.HeadIngress(obs.cluster)
+	}
+	return decideIngress(desired, existing, existing != nil && metav1.IsControlledBy(existing, obs.object))
 }

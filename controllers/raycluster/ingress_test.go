@@ -36,43 +36,44 @@ func TestDecideIngress(t *testing.T) {
 		name              string
 		desired, existing *networkingv1.Ingress
 		controlled        bool
-		want              serviceStep
+		want              changeOp
 	}{
-		{"not wanted, not there", nil, nil, false, serviceKeep},
-		{"wanted, missing", desired, nil, false, serviceCreate},
-		{"as created", desired, stored(desired), true, serviceKeep},
+		{"not wanted, not there", nil, nil, false, changeKeep},
+		{"wanted, missing", desired, nil, false, changeCreate},
+		{"as created", desired, stored(desired), true, changeKeep},
 		{"the API server's default class is kept", desired, stored(desired, func(i *networkingv1.Ingress) {
 			i.Spec.IngressClassName = ptr.To("default-class")
-		}), true, serviceKeep},
+		}), true, changeKeep},
 		{"an Ingress controller's annotation and status are kept", desired, stored(desired, func(i *networkingv1.Ingress) {
 			i.Annotations["controller.example.com/seen"] = "yes"
 			i.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "127.0.0.9"}}
-		}), true, serviceKeep},
-		{"ingressOptions changed", newHost, stored(desired), true, serviceUpdate},
-		{"a cluster annotation added", annotated, stored(desired), true, serviceUpdate},
-		{"a cluster annotation removed", desired, stored(annotated), true, serviceUpdate},
+		}), true, changeKeep},
+		{"ingressOptions changed", newHost, stored(desired), true, changeUpdate},
+		{"a cluster annotation added", annotated, stored(desired), true, changeUpdate},
+		{"a cluster annotation removed", desired, stored(annotated), true, changeUpdate},
 		{"edited by hand: put back", desired, stored(desired, func(i *networkingv1.Ingress) {
 			i.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port.Number = 80
-		}), true, serviceUpdate},
-		{"enableIngress turned off", nil, stored(desired), true, serviceDelete},
+		}), true, changeUpdate},
+		{"enableIngress turned off", nil, stored(desired), true, changeDelete},
 		{"someone else's Ingress of that name", desired, stored(desired, func(i *networkingv1.Ingress) {
 			i.OwnerReferences = nil
-		}), false, serviceConflict},
+		}), false, changeConflict},
 		{"someone else's Ingress, not wanted: left alone", nil, stored(desired, func(i *networkingv1.Ingress) {
 			i.OwnerReferences = []metav1.OwnerReference{}
-		}), false, serviceKeep},
+		}), false, changeKeep},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			step, updated := decideIngress(tc.desired, tc.existing, tc.controlled)
-			if step != tc.want {
-				t.Fatalf("step = %v, want %v", step, tc.want)
+			c := decideIngress(tc.desired, tc.existing, tc.controlled)
+			if c.op != tc.want {
+				t.Fatalf("change = %v, want %v", c.op, tc.want)
 			}
-			if step != serviceUpdate {
+			if c.op != changeUpdate {
 				return
 			}
-			if decideAgain, _ := decideIngress(tc.desired, updated, true); decideAgain != serviceKeep {
-				t.Errorf("after the update the next pass does %v, want nothing", decideAgain)
+			updated := c.object.(*networkingv1.Ingress)
+			if decideAgain := decideIngress(tc.desired, updated, true); decideAgain.op != changeKeep {
+				t.Errorf("after the update the next pass does %v, want nothing", decideAgain.op)
 			}
 			if updated.ResourceVersion != tc.existing.ResourceVersion {
 				t.Error("the update must carry the stored resourceVersion")

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -52,8 +53,19 @@ func (r *Reconciler) reconcileMTLS(ctx context.Context, p *pass) error {
 	}
 	headIPs, workerIPs := podIPs(p.pods)
 	for _, desired := range raypod.TLSObjects(p.cluster, headIPs, workerIPs, r.ClusterDomain) {
-		if err := r.applyMTLSObject(ctx, p, desired); err != nil {
+		existing, err := r.readTLSObject(ctx, desired)
+		if err != nil {
 			return err
+		}
+		c := decideTLSObject(desired, existing, existing != nil && metav1.IsControlledBy(existing, p.object))
+		blank := &unstructured.Unstructured{}
+		blank.SetGroupVersionKind(desired.GroupVersionKind())
+		n := len(p.conflicts)
+		if err := r.applyChange(ctx, p, tlsKind(desired.GetKind()), c, blank); err != nil {
+			return err
+		}
+		if len(p.conflicts) > n {
+			return errTLSObjectTaken
 		}
 	}
 	due, next := tlsRestartsDue(p.pods, r.Now())
@@ -95,47 +107,39 @@ func tlsRestartsDue(pods []corev1.Pod, now time.Time) (due []restartDue, next ti
 	return due, next
 }
 
-func (r *Reconciler) applyMTLSObject(ctx context.Context, p *pass, desired *unstructured.Unstructured) error {
-	kind := desired.GetKind()
+// tlsKind names a cert-manager object in events and errors.
+func tlsKind(kind string) ownedKind {
+	return ownedKind{kind: kind, noun: kind, named: true,
+		created: EventCreatedMTLSResource, updated: EventUpdatedMTLSResource,
+		createFailed: EventFailedMTLS, changeFailed: EventFailedMTLS}
+}
+
+// readTLSObject reads a cert-manager object like desired (nil: none).
+func (r *Reconciler) readTLSObject(ctx context.Context, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(desired.GroupVersionKind())
-	err := r.certReader().Get(ctx, key(desired), existing)
-	switch {
+	switch err := r.certReader().Get(ctx, key(desired), existing); {
 	case apierrors.IsNotFound(err):
-		err := r.Create(ctx, desired)
-		switch {
-		case apierrors.IsAlreadyExists(err):
-			n := len(p.conflicts)
-			if err := r.reportTaken(ctx, p, kind, desired, existing); err != nil {
-				return err
-			}
-			if len(p.conflicts) > n {
-				return errTLSObjectTaken
-			}
-			return nil
-		case err != nil:
-			p.warnAbout(desired, EventFailedMTLS, actionCreate, "Failed to create %s %s: %v", kind, desired.GetName(), err)
-			return fmt.Errorf("creating %s %s: %w", kind, desired.GetName(), err)
-		}
-		p.normalAbout(desired, EventCreatedMTLSResource, actionCreate, "Created %s %s", kind, desired.GetName())
-		return nil
+		return nil, nil
 	case err != nil:
-		return fmt.Errorf("reading %s %s: %w", kind, desired.GetName(), err)
+		return nil, fmt.Errorf("reading %s %s: %w", desired.GetKind(), desired.GetName(), err)
 	}
-	if c, foreign := conflictOf(p, kind, existing); foreign {
-		p.conflicts = append(p.conflicts, c)
-		return errTLSObjectTaken
+	return existing, nil
+}
+
+// decideTLSObject is the change to one cert-manager object: created when missing, reported
+// when the cluster does not control it, its spec and labels put back when they differ. Its
+// events are about the desired object.
+func decideTLSObject(desired, existing *unstructured.Unstructured, controlled bool) change {
+	switch {
+	case existing == nil:
+		return change{op: changeCreate, object: desired}
+	case !controlled:
+		return change{op: changeConflict, object: existing}
+	case raypod.TLSSpecEqual(existing, desired) && hasEntries(existing.GetLabels(), desired.GetLabels()):
+		return change{}
 	}
-	if raypod.TLSSpecEqual(existing, desired) && hasEntries(existing.GetLabels(), desired.GetLabels()) {
-		return nil
-	}
-	updated := raypod.WithTLSSpec(existing, desired)
-	if err := r.Update(ctx, updated); err != nil {
-		p.warnAbout(desired, EventFailedMTLS, actionUpdate, "Failed to update %s %s: %v", kind, desired.GetName(), err)
-		return fmt.Errorf("updating %s %s: %w", kind, desired.GetName(), err)
-	}
-	p.normalAbout(desired, EventUpdatedMTLSResource, actionUpdate, "Updated %s %s", kind, desired.GetName())
-	return nil
+	return change{op: changeUpdate, object: raypod.WithTLSSpec(existing, desired), about: desired}
 }
 
 // certReader reads cert-manager objects: the manager's cache (which holds the ones raygate

@@ -8,7 +8,6 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,6 +25,11 @@ const (
 	EventFailedNetworkPolicy  = "FailedToReconcileNetworkPolicy"
 )
 
+// networkPolicyKind names NetworkPolicies in events and errors.
+var networkPolicyKind = ownedKind{kind: "NetworkPolicy", noun: "NetworkPolicy", named: true,
+	created: EventCreatedNetworkPolicy, updated: EventUpdatedNetworkPolicy, deleted: EventDeletedNetworkPolicy,
+	createFailed: EventFailedNetworkPolicy, changeFailed: EventFailedNetworkPolicy}
+
 // reconcileNetworkPolicies brings the cluster's NetworkPolicies to spec.networkPolicy: it
 // creates the missing ones, corrects changed ones, and deletes those the spec no longer asks
 // for (a removed worker group, or networkPolicy removed altogether). It runs before pods are
@@ -37,58 +41,44 @@ func (r *Reconciler) reconcileNetworkPolicies(ctx context.Context, p *pass) erro
 	if err := r.List(ctx, &list, client.InNamespace(p.cluster.Namespace), client.MatchingLabels{rayv1.ClusterLabelKey: p.cluster.Name}); err != nil {
 		return fmt.Errorf("listing NetworkPolicies: %w", err)
 	}
-	existing := map[string]*networkingv1.NetworkPolicy{}
-	for i := range list.Items {
-		existing[list.Items[i].Name] = &list.Items[i]
-	}
-	wanted := map[string]bool{}
-	for _, d := range desired {
-		wanted[d.Name] = true
-		if err := r.applyNetworkPolicy(ctx, p, d, existing[d.Name]); err != nil {
+	for _, c := range planNetworkPolicies(p.object, desired, list.Items) {
+		if err := r.applyChange(ctx, p, networkPolicyKind, c, &networkingv1.NetworkPolicy{}); err != nil {
 			return err
 		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(existing)) {
-		e := existing[name]
-		if wanted[name] || !metav1.IsControlledBy(e, p.object) {
-			continue
-		}
-		if err := r.Delete(ctx, e, client.Preconditions{UID: &e.UID}); err != nil && !apierrors.IsNotFound(err) {
-			p.warnAbout(e, EventFailedNetworkPolicy, actionDelete, "Failed to delete NetworkPolicy %s: %v", name, err)
-			return fmt.Errorf("deleting NetworkPolicy %s: %w", name, err)
-		}
-		p.normalAbout(e, EventDeletedNetworkPolicy, actionDelete, "Deleted NetworkPolicy %s: the cluster no longer asks for it", name)
 	}
 	return nil
 }
 
-func (r *Reconciler) applyNetworkPolicy(ctx context.Context, p *pass, desired, existing *networkingv1.NetworkPolicy) error {
-	if existing == nil {
-		err := r.Create(ctx, desired)
+// planNetworkPolicies are the changes that bring the policies listed (existing) to those
+// desired for the cluster rc: the desired ones in order, then the deletions of the ones the
+// cluster controls and no longer asks for, by name.
+func planNetworkPolicies(rc *rayv1.RayCluster, desired []*networkingv1.NetworkPolicy, listed []networkingv1.NetworkPolicy) []change {
+	existing := map[string]*networkingv1.NetworkPolicy{}
+	for i := range listed {
+		existing[listed[i].Name] = &listed[i]
+	}
+	var changes []change
+	wanted := map[string]bool{}
+	for _, d := range desired {
+		wanted[d.Name] = true
+		e := existing[d.Name]
 		switch {
-		case apierrors.IsAlreadyExists(err):
-			return r.reportTaken(ctx, p, "NetworkPolicy", desired, &networkingv1.NetworkPolicy{})
-		case err != nil:
-			p.warnAbout(desired, EventFailedNetworkPolicy, actionCreate, "Failed to create NetworkPolicy %s: %v", desired.Name, err)
-			return fmt.Errorf("creating NetworkPolicy %s: %w", desired.Name, err)
+		case e == nil:
+			changes = append(changes, change{op: changeCreate, object: d})
+		case !metav1.IsControlledBy(e, rc):
+			changes = append(changes, change{op: changeConflict, object: e})
+		default:
+			if u := mergeNetworkPolicy(e, d); u != nil {
+				changes = append(changes, change{op: changeUpdate, object: u})
+			}
 		}
-		p.normalAbout(desired, EventCreatedNetworkPolicy, actionCreate, "Created NetworkPolicy %s", desired.Name)
-		return nil
 	}
-	if c, foreign := conflictOf(p, "NetworkPolicy", existing); foreign {
-		p.conflicts = append(p.conflicts, c)
-		return nil
+	for _, name := range slices.Sorted(maps.Keys(existing)) {
+		if e := existing[name]; !wanted[name] && metav1.IsControlledBy(e, rc) {
+			changes = append(changes, change{op: changeDelete, object: e, why: "the cluster no longer asks for it"})
+		}
 	}
-	updated := mergeNetworkPolicy(existing, desired)
-	if updated == nil {
-		return nil
-	}
-	if err := r.Update(ctx, updated); err != nil {
-		p.warnAbout(updated, EventFailedNetworkPolicy, actionUpdate, "Failed to update NetworkPolicy %s: %v", desired.Name, err)
-		return fmt.Errorf("updating NetworkPolicy %s: %w", desired.Name, err)
-	}
-	p.normalAbout(updated, EventUpdatedNetworkPolicy, actionUpdate, "Updated NetworkPolicy %s", desired.Name)
-	return nil
+	return changes
 }
 
 // mergeNetworkPolicy is the existing policy with raygate's spec and labels, or nil when it

@@ -2,7 +2,6 @@ package raycluster
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,45 +30,45 @@ func (r *Reconciler) reconcileServices(ctx context.Context, p *pass) error {
 	return nil
 }
 
-// serviceStep is what one pass does with an optional Service.
-type serviceStep int
-
-const (
-	serviceKeep serviceStep = iota
-	serviceCreate
-	serviceUpdate
-	serviceRecreate // delete now, created again by the next pass
-	serviceDelete
-	serviceConflict
+// Optional Services in events and errors.
+var (
+	headlessServiceKind = serviceKind("headless worker service")
+	serveServiceKind    = serviceKind("serve service")
 )
 
-// decideService is the step for an optional Service: desired is nil when the cluster does not
-// want it, existing nil when there is none in the cache. controlled says the cluster is the
-// existing object's controller, ours that it also carries the labels of the kind of Service
-// raygate builds under that name (only such a Service is deleted when no longer wanted).
-// updated is the object to write for serviceUpdate.
-func decideService(desired, existing *corev1.Service, controlled, ours bool) (step serviceStep, updated *corev1.Service) {
+func serviceKind(noun string) ownedKind {
+	return ownedKind{kind: "Service", noun: noun,
+		created: EventCreatedService, updated: EventUpdatedService, deleted: EventDeletedService,
+		createFailed: EventFailedService, changeFailed: EventFailedService}
+}
+
+// decideService is the change to an optional Service: desired is nil when the cluster does
+// not want it, existing nil when there is none in the cache. controlled says the cluster is
+// the existing object's controller, ours that it also carries the labels of the kind of
+// Service raygate builds under that name (only such a Service is deleted when no longer
+// wanted).
+func decideService(desired, existing *corev1.Service, controlled, ours bool) change {
 	switch {
 	case existing == nil && desired == nil:
-		return serviceKeep, nil
+		return change{}
 	case existing == nil:
-		return serviceCreate, nil
+		return change{op: changeCreate, object: desired}
 	case desired == nil:
 		if controlled && ours {
-			return serviceDelete, nil
+			return change{op: changeDelete, object: existing, why: "the cluster no longer asks for it"}
 		}
-		return serviceKeep, nil
+		return change{}
 	case !controlled:
-		return serviceConflict, nil
+		return change{op: changeConflict, object: existing}
 	}
 	u, recreate := mergeService(existing, desired)
 	switch {
 	case recreate:
-		return serviceRecreate, nil
+		return change{op: changeRecreate, object: existing, why: "to recreate it with a different cluster IP mode"}
 	case u != nil:
-		return serviceUpdate, u
+		return change{op: changeUpdate, object: u}
 	}
-	return serviceKeep, nil
+	return change{}
 }
 
 // reconcileHeadlessService creates or corrects `<cluster>-headless` while a worker group
@@ -79,7 +78,7 @@ func (r *Reconciler) reconcileHeadlessService(ctx context.Context, p *pass) erro
 		return nil
 	}
 	desired := raypod.HeadlessWorkerService(p.cluster)
-	return r.applyOptionalService(ctx, p, "headless worker service", desired.Name, desired, func(*corev1.Service) bool { return false })
+	return r.reconcileOptionalService(ctx, p, headlessServiceKind, desired.Name, desired, func(*corev1.Service) bool { return false })
 }
 
 // reconcileServeService creates or corrects `<cluster>-serve-svc` of a standalone cluster
@@ -93,7 +92,7 @@ func (r *Reconciler) reconcileServeService(ctx context.Context, p *pass) error {
 	if !raypod.WantsServeService(p.object) {
 		desired = nil
 	}
-	return r.applyOptionalService(ctx, p, "serve service", name, desired, func(s *corev1.Service) bool {
+	return r.reconcileOptionalService(ctx, p, serveServiceKind, name, desired, func(s *corev1.Service) bool {
 		return s.Labels[rayv1.OriginatedFromCRDLabelKey] == rayv1.RayClusterKind
 	})
 }
@@ -107,8 +106,9 @@ func ownedByRayService(rc *rayv1.RayCluster) bool {
 	return ref != nil && ref.Kind == rayv1.RayServiceKind
 }
 
-// applyOptionalService reads the Service called name and takes the step decideService gives.
-func (r *Reconciler) applyOptionalService(ctx context.Context, p *pass, what, name string, desired *corev1.Service, ours func(*corev1.Service) bool) error {
+// reconcileOptionalService reads the Service called name from the cache and carries out the
+// change decideService gives.
+func (r *Reconciler) reconcileOptionalService(ctx context.Context, p *pass, k ownedKind, name string, desired *corev1.Service, ours func(*corev1.Service) bool) error {
 	var existing *corev1.Service
 	got := &corev1.Service{}
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: p.cluster.Namespace, Name: name}, got); {
@@ -118,37 +118,6 @@ func (r *Reconciler) applyOptionalService(ctx context.Context, p *pass, what, na
 		return err
 	}
 	controlled := existing != nil && metav1.IsControlledBy(existing, p.object)
-	step, updated := decideService(desired, existing, controlled, existing != nil && ours(existing))
-	switch step {
-	case serviceCreate:
-		err := r.Create(ctx, desired)
-		switch {
-		case apierrors.IsAlreadyExists(err):
-			return r.reportTaken(ctx, p, "Service", desired, &corev1.Service{})
-		case err != nil:
-			p.warnAbout(desired, EventFailedService, actionCreate, "Failed to create %s %s: %v", what, name, err)
-			return fmt.Errorf("creating %s: %w", what, err)
-		}
-		p.normalAbout(desired, EventCreatedService, actionCreate, "Created %s %s", what, name)
-	case serviceUpdate:
-		if err := r.Update(ctx, updated); err != nil {
-			p.warnAbout(updated, EventFailedService, actionUpdate, "Failed to update %s %s: %v", what, name, err)
-			return fmt.Errorf("updating %s: %w", what, err)
-		}
-		p.normalAbout(updated, EventUpdatedService, actionUpdate, "Updated %s %s", what, name)
-	case serviceRecreate, serviceDelete:
-		if err := r.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); err != nil && !apierrors.IsNotFound(err) {
-			p.warnAbout(existing, EventFailedService, actionDelete, "Failed to delete %s %s: %v", what, name, err)
-			return fmt.Errorf("deleting %s: %w", what, err)
-		}
-		why := "to recreate it with a different cluster IP mode"
-		if step == serviceDelete {
-			why = "the cluster no longer asks for it"
-		}
-		p.normalAbout(existing, EventDeletedService, actionDelete, "Deleted %s %s: %s", what, name, why)
-	case serviceConflict:
-		c, _ := conflictOf(p, "Service", existing)
-		p.conflicts = append(p.conflicts, c)
-	}
-	return nil
+	c := decideService(desired, existing, controlled, existing != nil && ours(existing))
+	return r.applyChange(ctx, p, k, c, &corev1.Service{})
 }

@@ -31,30 +31,31 @@ func TestDecideService(t *testing.T) {
 		name              string
 		desired, existing *corev1.Service
 		controlled, ours  bool
-		want              serviceStep
+		want              changeOp
 	}{
-		{"neither wanted nor there", nil, nil, false, false, serviceKeep},
-		{"wanted, missing", serve, nil, false, false, serviceCreate},
-		{"as created, plus API defaults", serve, apiDefaults(serve), true, true, serviceKeep},
-		{"headless as created, plus API defaults", headless, apiDefaults(headless), true, false, serviceKeep},
-		{"made by KubeRay: gets raygate's label", serve, relabelled(serve), true, true, serviceUpdate},
-		{"serve port moved", raypod.ClusterServeService(movedPort), apiDefaults(serve), true, true, serviceUpdate},
-		{"headless Service that got a cluster IP", headless, withClusterIP(headless), true, false, serviceRecreate},
-		{"someone else's Service", serve, apiDefaults(serve), false, false, serviceConflict},
-		{"no longer wanted, ours", nil, apiDefaults(serve), true, true, serviceDelete},
-		{"no longer wanted, controlled but another kind (a RayService's backend)", nil, apiDefaults(serve), true, false, serviceKeep},
-		{"no longer wanted, someone else's", nil, apiDefaults(serve), false, true, serviceKeep},
+		{"neither wanted nor there", nil, nil, false, false, changeKeep},
+		{"wanted, missing", serve, nil, false, false, changeCreate},
+		{"as created, plus API defaults", serve, apiDefaults(serve), true, true, changeKeep},
+		{"headless as created, plus API defaults", headless, apiDefaults(headless), true, false, changeKeep},
+		{"made by KubeRay: gets raygate's label", serve, relabelled(serve), true, true, changeUpdate},
+		{"serve port moved", raypod.ClusterServeService(movedPort), apiDefaults(serve), true, true, changeUpdate},
+		{"headless Service that got a cluster IP", headless, withClusterIP(headless), true, false, changeRecreate},
+		{"someone else's Service", serve, apiDefaults(serve), false, false, changeConflict},
+		{"no longer wanted, ours", nil, apiDefaults(serve), true, true, changeDelete},
+		{"no longer wanted, controlled but another kind (a RayService's backend)", nil, apiDefaults(serve), true, false, changeKeep},
+		{"no longer wanted, someone else's", nil, apiDefaults(serve), false, true, changeKeep},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			step, updated := decideService(tc.desired, tc.existing, tc.controlled, tc.ours)
-			if step != tc.want {
-				t.Fatalf("step = %d, want %d", step, tc.want)
+			c := decideService(tc.desired, tc.existing, tc.controlled, tc.ours)
+			if c.op != tc.want {
+				t.Fatalf("change = %d, want %d", c.op, tc.want)
 			}
-			if (step == serviceUpdate) != (updated != nil) {
-				t.Fatalf("an update needs the object to write, and only an update: %v", updated)
+			if (c.op == changeKeep) != (c.object == nil) {
+				t.Fatalf("every change but keep names its object: %+v", c)
 			}
-			if updated != nil && (updated.ResourceVersion != tc.existing.ResourceVersion || updated.Spec.ClusterIP != tc.existing.Spec.ClusterIP) {
+			if updated, ok := c.object.(*corev1.Service); ok && c.op == changeUpdate &&
+				(updated.ResourceVersion != tc.existing.ResourceVersion || updated.Spec.ClusterIP != tc.existing.Spec.ClusterIP) {
 				t.Errorf("the update lost what the API server set: %+v", updated)
 			}
 		})

@@ -23,7 +23,6 @@ import (
 // is recorded in the expectations, so no pass acts twice on a change the cache does not show
 // yet.
 func (r *Reconciler) applyPodPlan(ctx context.Context, p *pass, plan podPlan) error {
-	p.podsWritten = plan.changesPods()
 	if plan.Wait != "" {
 		p.log.V(1).Info("pods left as they are", "why", plan.Wait)
 	}
@@ -60,9 +59,6 @@ func (r *Reconciler) applyPodPlan(ctx context.Context, p *pass, plan podPlan) er
 		}
 		if g.ReportSkippedRestart {
 			p.normal(EventSkippedHeadPodRestart, actionSkip, "Head pod not recreated: the cluster is provisioned and annotated %s=true", rayv1.DisableProvisionedHeadRestartKey)
-		}
-		if g.ClearWorkersToDelete {
-			p.clearWorkersToDelete = append(p.clearWorkersToDelete, g.Group)
 		}
 	}
 	return nil
@@ -235,15 +231,16 @@ func slowStartBatches(n int, fn func(i int) error) error {
 	return nil
 }
 
-// clearHandledWorkersToDelete removes the handled workersToDelete from the spec. The update
-// carries the resourceVersion read, so a concurrent autoscaler write is never overwritten.
-func (r *Reconciler) clearHandledWorkersToDelete(ctx context.Context, p *pass) error {
-	if len(p.clearWorkersToDelete) == 0 {
+// clearHandledWorkersToDelete removes the workersToDelete of the groups whose pods the pass
+// deleted from the spec. The update carries the resourceVersion read, so a concurrent
+// autoscaler write is never overwritten.
+func (r *Reconciler) clearHandledWorkersToDelete(ctx context.Context, p *pass, groups []string) error {
+	if len(groups) == 0 {
 		return nil
 	}
 	obj := p.object.DeepCopy()
 	for i := range obj.Spec.WorkerGroupSpecs {
-		if slices.Contains(p.clearWorkersToDelete, obj.Spec.WorkerGroupSpecs[i].GroupName) {
+		if slices.Contains(groups, obj.Spec.WorkerGroupSpecs[i].GroupName) {
 			obj.Spec.WorkerGroupSpecs[i].ScaleStrategy.WorkersToDelete = nil
 		}
 	}

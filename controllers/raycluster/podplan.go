@@ -67,6 +67,18 @@ func (p podPlan) changesPods() bool {
 	return false
 }
 
+// handledWorkersToDelete are the worker groups whose workersToDelete the plan handles: they
+// are cleared from the spec once the plan is carried out.
+func (p podPlan) handledWorkersToDelete() []string {
+	var groups []string
+	for _, g := range p.Groups {
+		if g.ClearWorkersToDelete {
+			groups = append(groups, g.Group)
+		}
+	}
+	return groups
+}
+
 // groupPlan is what one pass does to the head pod or to the pods of one worker group.
 type groupPlan struct {
 	// Group is the worker group's name, or expectations.HeadGroup.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -358,5 +359,22 @@ func TestPlanWorkerGroupAllocatesNothingForMissingPods(t *testing.T) {
 		if p.Create.Replicas > maxCreatesPerPass {
 			t.Errorf("numOfHosts %d: %d replicas planned in one pass", hosts, p.Create.Replicas)
 		}
+	}
+}
+
+// The workersToDelete cleared after the pass are those of the groups whose plan handled
+// them, in spec order.
+func TestHandledWorkersToDelete(t *testing.T) {
+	p := podPlan{Groups: []groupPlan{
+		{Group: expectations.HeadGroup},
+		{Group: "a", ClearWorkersToDelete: true},
+		{Group: "b"},
+		{Group: "c", ClearWorkersToDelete: true},
+	}}
+	if got := p.handledWorkersToDelete(); !slices.Equal(got, []string{"a", "c"}) {
+		t.Errorf("handled %v, want [a c]", got)
+	}
+	if got := (podPlan{}).handledWorkersToDelete(); got != nil {
+		t.Errorf("a plan without groups handled %v", got)
 	}
 }

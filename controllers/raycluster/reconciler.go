@@ -240,26 +240,37 @@ func podToCluster(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: c}}}
 }
 
-// pass is the state of one reconcile.
-type pass struct {
-	log     logr.Logger
-	object  *rayv1.RayCluster // as read from the cache; the object written back
+// observation is what a pass reads before it decides anything, and nothing changes
+// afterwards, except that object is what the pass writes back: an update of its
+// workersToDelete and the status write give it their resourceVersion and status.
+type observation struct {
+	object  *rayv1.RayCluster // as read from the cache (a shallow copy)
 	cluster *rayv1.RayCluster // defaulted copy everything is computed from
 	// invalid lists why the spec is refused; nothing is created or deleted for it.
 	invalid field.ErrorList
-	hash    string
-	pods    []corev1.Pod
-	// listed says pods is the cluster's pods as read; podsWritten that the pass may have
-	// created, deleted or changed some since.
-	listed, podsWritten bool
+	// capped says which worker groups were lowered to the admin's pod bounds.
+	capped []string
+	hash   string
+	pods   []corev1.Pod
+	// listed says pods is the cluster's pods as read (not read for an invalid spec).
+	listed bool
 	// pending and anyPending are what the expectations say: see podsInput.
 	pending    map[string]bool
 	anyPending bool
-	headSvc    *corev1.Service
-	// clearWorkersToDelete lists groups whose workersToDelete were handled.
-	clearWorkersToDelete []string
-	// capped says which worker groups were lowered to the admin's pod bounds.
-	capped []string
+}
+
+// pass is one reconcile: what it observed, and the report its act phases write for the
+// status write and the events after it.
+type pass struct {
+	observation
+	report
+	log logr.Logger
+}
+
+// report is what a pass's act phases tell the status write and the events that follow it.
+type report struct {
+	// headSvc is the head Service as found or written (nil: none).
+	headSvc *corev1.Service
 	// conflicts are objects with names raygate wants that the cluster does not control.
 	conflicts []conflict
 	// events are sent once the pass is over, after its status write.
@@ -269,35 +280,39 @@ type pass struct {
 }
 
 // recheckAfter asks for another pass within d (d <= 0: no need).
-func (p *pass) recheckAfter(d time.Duration) {
-	if d > 0 && (p.recheck == 0 || d < p.recheck) {
-		p.recheck = d
+func (rep *report) recheckAfter(d time.Duration) {
+	if d > 0 && (rep.recheck == 0 || d < rep.recheck) {
+		rep.recheck = d
 	}
 }
 
-// Reconcile reads the cluster and its pods, plans the pods (pure), applies the autoscaler
-// RBAC, the head Service and the plan, writes the status once (only when it changed) and
-// then sends the pass's events. An invalid spec is not acted on, only reported.
+// Reconcile observes the cluster and its pods, plans the pods (pure), acts (each phase
+// observes, plans and acts on its own objects, the pods last), writes the status once (only
+// when it changed) and then sends the pass's events. An invalid spec is not acted on, only
+// reported.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if res, done, err := r.reconcileGCSFaultTolerance(ctx, req); done || err != nil {
 		return res, err
 	}
-	p, err := r.read(ctx, req)
-	if p == nil || err != nil {
+	p := &pass{log: ctrl.LoggerFrom(ctx)}
+	if found, err := r.observe(ctx, req, &p.observation); !found || err != nil {
 		return ctrl.Result{}, err
 	}
 	defer r.emit(p) // last: after the status write
-	var applyErr error
+	var (
+		podsWritten bool
+		actErr      error
+	)
 	if len(p.invalid) == 0 {
-		plan := planPods(r.podsInput(p)) // pure
-		applyErr = r.apply(ctx, p, plan)
+		pods := planPods(r.podsInput(&p.observation)) // pure
+		podsWritten, actErr = r.act(ctx, p, pods)
 	}
-	return r.writeStatus(ctx, p, applyErr)
+	return r.writeStatus(ctx, p, podsWritten, actErr)
 }
 
-// read gets the cluster and what the pass decides from. A nil pass means there is nothing
-// to do: the cluster is gone, being deleted, or managed by another controller.
-func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*pass, error) {
+// observe reads the cluster and what the pass decides from into p. found is false when there
+// is nothing to do: the cluster is gone, being deleted, or managed by another controller.
+func (r *Reconciler) observe(ctx context.Context, req ctrl.Request, p *observation) (found bool, err error) {
 	log := ctrl.LoggerFrom(ctx)
 	// Read without a deep copy: a pass deep-copies the cluster once for everything it computes
 	// (p.cluster below), and a second copy per pass was the largest allocation of a bring-up.
@@ -310,23 +325,23 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*pass, error) 
 			r.Expectations.Forget(req.Namespace, req.Name)
 			r.statuses.forget(req.NamespacedName)
 			r.headServices.forget(req.NamespacedName)
-			return nil, nil
+			return false, nil
 		}
-		return nil, err
+		return false, err
 	}
 	rc := ptr.To(*cached)
 	// The status is written without a resourceVersion, so the pass must start from the
 	// last one written even when the cache has not caught up with it.
 	rc.Status = r.statuses.stored(req.NamespacedName, rc)
 	if !rc.DeletionTimestamp.IsZero() {
-		return nil, nil // the garbage collector removes what the cluster owns
+		return false, nil // the garbage collector removes what the cluster owns
 	}
 	if managedByOther(rc) {
 		log.V(1).Info("skipping a cluster managed by another controller", "managedBy", ptr.Deref(rc.Spec.ManagedBy, ""))
-		return nil, nil
+		return false, nil
 	}
 
-	p := &pass{log: log, object: rc, cluster: rc.DeepCopy()}
+	p.object, p.cluster = rc, rc.DeepCopy()
 	defaulting.RayCluster(p.cluster)
 	// Admission normally rejects an invalid spec; this covers objects stored while the
 	// webhook was off or bypassed, and rules added since. Only the rules whose violation
@@ -340,13 +355,12 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*pass, error) 
 		p.invalid = tokenAuthRefused(&p.cluster.Spec, r.TokenAuthentication)
 	}
 	if len(p.invalid) > 0 {
-		return p, nil
+		return true, nil
 	}
 	// A cluster stored above the pod bounds is served at the bounds.
 	p.capped = validation.CapPods(&p.cluster.Spec, r.Limits)
-	var err error
 	if p.hash, err = rayspec.HashWithoutReplicas(p.cluster.Spec); err != nil {
-		return nil, err
+		return false, err
 	}
 	if !r.Gates.Enabled(features.RayClusterHistoryServer) {
 		// As KubeRay: with the gate off the pods get no collector (the hash above still
@@ -354,18 +368,18 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*pass, error) 
 		p.cluster.Spec.HistoryServerOptions = nil
 	}
 	if p.pods, err = r.listPods(ctx, rc); err != nil {
-		return nil, err
+		return false, err
 	}
 	p.listed = true
 	if err := r.readExpectations(ctx, p); err != nil {
-		return nil, err
+		return false, err
 	}
-	return p, nil
+	return true, nil
 }
 
 // readExpectations notes the groups whose last pod creates and deletes the cache does not
 // show yet.
-func (r *Reconciler) readExpectations(ctx context.Context, p *pass) error {
+func (r *Reconciler) readExpectations(ctx context.Context, p *observation) error {
 	ns, name := p.cluster.Namespace, p.cluster.Name
 	groups := []string{expectations.HeadGroup}
 	for _, g := range p.cluster.Spec.WorkerGroupSpecs {
@@ -384,7 +398,7 @@ func (r *Reconciler) readExpectations(ctx context.Context, p *pass) error {
 	return err
 }
 
-func (r *Reconciler) podsInput(p *pass) podsInput {
+func (r *Reconciler) podsInput(p *observation) podsInput {
 	return podsInput{
 		Cluster: p.cluster, Hash: p.hash, Pods: p.pods,
 		Pending: p.pending, AnyPending: p.anyPending,
@@ -395,9 +409,11 @@ func (r *Reconciler) podsInput(p *pass) podsInput {
 	}
 }
 
-// apply brings the owned objects and the pods to what the spec and the plan say. It stops at
-// the first failure.
-func (r *Reconciler) apply(ctx context.Context, p *pass, plan podPlan) error {
+// act brings the owned objects and the pods to what the spec and the pod plan say, phase
+// by phase; each phase observes its own objects, decides with a pure function and acts
+// (the pods' plan was made before). It stops at the first failure. podsWritten says the
+// pass reached the pods and may have created, deleted or changed some.
+func (r *Reconciler) act(ctx context.Context, p *pass, pods podPlan) (podsWritten bool, err error) {
 	for _, phase := range []func(context.Context, *pass) error{
 		r.reconcileAutoscalerRBAC,
 		r.reconcileAuthSecret,
@@ -407,17 +423,22 @@ func (r *Reconciler) apply(ctx context.Context, p *pass, plan podPlan) error {
 		r.reconcileServices,
 		r.reconcileIngress,
 		r.syncBatchScheduling,
-		func(ctx context.Context, p *pass) error { return r.applyPodPlan(ctx, p, plan) },
-		r.clearHandledWorkersToDelete,
+		func(ctx context.Context, p *pass) error {
+			podsWritten = pods.changesPods()
+			return r.applyPodPlan(ctx, p, pods)
+		},
+		func(ctx context.Context, p *pass) error {
+			return r.clearHandledWorkersToDelete(ctx, p, pods.handledWorkersToDelete())
+		},
 	} {
 		if err := phase(ctx, p); err != nil {
 			if errors.Is(err, errStopPass) {
-				return nil // reported in the status; looked at again after conflictRecheck
+				return podsWritten, nil // reported in the status; looked at again after conflictRecheck
 			}
-			return err
+			return podsWritten, err
 		}
 	}
-	return nil
+	return podsWritten, nil
 }
 
 // listPods lists the cluster's pods from the cache. The pods share their labels, annotations
@@ -441,11 +462,11 @@ func (r *Reconciler) listPods(ctx context.Context, rc *rayv1.RayCluster) ([]core
 // (decideStatusWrite). The write replaces the status without a resourceVersion, so it
 // cannot conflict (internal/statuspatch). The pass's error is returned so
 // controller-runtime retries with backoff.
-func (r *Reconciler) writeStatus(ctx context.Context, p *pass, applyErr error) (ctrl.Result, error) {
+func (r *Reconciler) writeStatus(ctx context.Context, p *pass, podsWritten bool, applyErr error) (ctrl.Result, error) {
 	// The pods read at the start stand unless the pass wrote some (a pod event meanwhile
 	// brings another pass); listing again cost a copy of each pod per pass.
 	pods := p.pods
-	if !p.listed || p.podsWritten {
+	if !p.listed || podsWritten {
 		var err error
 		if pods, err = r.listPods(ctx, p.object); err != nil {
 			return ctrl.Result{}, err

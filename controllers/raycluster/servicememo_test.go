@@ -41,7 +41,7 @@ func TestHeadServiceIsComparedAgainOnlyWhenEitherChanges(t *testing.T) {
 		object.ResourceVersion = resourceVersion
 		cluster := object.DeepCopy()
 		cluster.Spec.HeadServiceAnnotations = map[string]string{"team": team}
-		p := &pass{object: object, cluster: cluster}
+		p := &pass{observation: observation{object: object, cluster: cluster}}
 		if err := r.reconcileHeadService(ctx, p); err != nil {
 			t.Fatal(err)
 		}

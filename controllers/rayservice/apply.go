@@ -13,38 +13,46 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/controllers/rayservice/plan"
 	"github.com/raygate/raygate/internal/dashboard"
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
-// executor carries out what the plan asks for: the controller against the API server and
-// the dashboard pool, tests against a simulated world.
+// executor carries out what the plan asks for: the controller's against the API server
+// and the dashboard pool, tests' against a recording.
 type executor interface {
-	apply(actions []action) error
-	submit(s submitServeConfig) error
+	apply(actions []plan.Action) error
+	submit(s plan.SubmitServeConfig) error
 }
 
-// carryOut plans the pass and carries it out in the order the steps depend on: the
-// new-cluster decision (and the records of configs the dashboards accepted), then the
-// serve config submissions, handed to the dashboard pool (their answers come back on a
-// later pass), then everything else. It returns the plan whose status is to be written.
-func carryOut(obs *observed, want *desired, stored *rayv1.RayServiceStatuses, now time.Time, x executor) (planned, error) {
-	out := plan(obs, want, stored, now)
+// carryOut plans the pass and carries out its effects. A pass that reaches a gated step is
+// planned again with the gates' results, when the executor can evaluate them. It returns
+// the plan whose outcome is to be recorded.
+func carryOut(obs *plan.Observed, want *plan.Desired, stored *rayv1.RayServiceStatuses, now time.Time, x executor) (plan.Plan, error) {
+	out := plan.Decide(obs, want, stored, now)
 	if g, ok := x.(gateEvaluator); ok && out.GateAsk != nil {
 		// The plan reached a gated step: query Prometheus, then plan again with the results.
 		o := *obs
 		o.Gates = g.evaluateGates(*out.GateAsk)
-		out = plan(&o, want, stored, now)
+		out = plan.Decide(&o, want, stored, now)
 	}
-	if err := x.apply(out.ClusterActions); err != nil {
-		return out, err
+	return out, carryOutEffects(out.Effects, x)
+}
+
+// carryOutEffects carries out a pass's effects in the order they depend on: the
+// new-cluster decision (and the records of configs the dashboards accepted), then the
+// serve config submissions, handed to the dashboard pool (their answers come back on a
+// later pass), then everything else. It stops at the first failure.
+func carryOutEffects(e plan.Effects, x executor) error {
+	if err := x.apply(e.ClusterActions); err != nil {
+		return err
 	}
-	for _, s := range out.Submits {
+	for _, s := range e.Submits {
 		if err := x.submit(s); err != nil {
-			return out, err
+			return err
 		}
 	}
-	return out, x.apply(out.Actions)
+	return x.apply(e.Actions)
 }
 
 // reconcilerExecutor carries out one pass of a Reconciler for one RayService.
@@ -55,9 +63,11 @@ type reconcilerExecutor struct {
 	targets map[string]dashboard.Target
 }
 
-func (x reconcilerExecutor) apply(actions []action) error { return x.r.apply(x.ctx, x.svc, actions) }
+func (x reconcilerExecutor) apply(actions []plan.Action) error {
+	return x.r.apply(x.ctx, x.svc, actions)
+}
 
-func (x reconcilerExecutor) submit(s submitServeConfig) error {
+func (x reconcilerExecutor) submit(s plan.SubmitServeConfig) error {
 	t, ok := x.targets[s.Cluster.Name]
 	if !ok {
 		return nil // no dashboard to call in this pass; the plan asks again
@@ -68,8 +78,8 @@ func (x reconcilerExecutor) submit(s submitServeConfig) error {
 // submitServeConfig hands a serve config to the dashboard pool, after keeping it in the
 // cluster's record (or reading it from there, for a config no longer in the spec). Nothing
 // is prepared when the pool holds the same submission already.
-func (r *Reconciler) submitServeConfig(ctx context.Context, svc *rayv1.RayService, t dashboard.Target, s submitServeConfig) error {
-	id := s.id()
+func (r *Reconciler) submitServeConfig(ctx context.Context, svc *rayv1.RayService, t dashboard.Target, s plan.SubmitServeConfig) error {
+	id := s.ID()
 	if !r.dashboards.Wants(t, id) {
 		return nil
 	}
@@ -85,21 +95,21 @@ func (r *Reconciler) submitServeConfig(ctx context.Context, svc *rayv1.RayServic
 		}
 		if missing != "" {
 			r.dashboards.Reject(t, id, missing)
-			r.emit(svc, warningEvent(s.Cluster, EventFailedServeConfig, "SubmitServeConfig", "%s", missing))
+			r.emit(svc, plan.WarningEvent(s.Cluster, plan.EventFailedServeConfig, "SubmitServeConfig", "%s", missing))
 			return nil
 		}
 		cfg = loaded
 	}
 	tag := submissionTag{svc: svc.DeepCopy(), cluster: s.Cluster, reason: s.Reason, done: s.Done}
 	tag.svc.Spec, tag.svc.Status = rayv1.RayServiceSpec{}, rayv1.RayServiceStatuses{}
-	r.dashboards.Submit(t, dashboard.Submission{ID: id, Body: cfg.body(s.TargetCapacity), Tag: tag})
-	r.logFor(ctx, s.Cluster).Info("submitting serve config", "reason", s.Reason, "hash", s.Hash, "targetCapacity", percent(s.TargetCapacity))
+	r.dashboards.Submit(t, dashboard.Submission{ID: id, Body: cfg.Body(s.TargetCapacity), Tag: tag})
+	r.logFor(ctx, s.Cluster).Info("submitting serve config", "reason", s.Reason, "hash", s.Hash, "targetCapacity", plan.Percent(s.TargetCapacity))
 	return nil
 }
 
 // apply carries out actions in order and stops at the first failure: the status that relies
 // on them is then not written, and the next pass plans again from what is.
-func (r *Reconciler) apply(ctx context.Context, svc *rayv1.RayService, actions []action) error {
+func (r *Reconciler) apply(ctx context.Context, svc *rayv1.RayService, actions []plan.Action) error {
 	log := r.logFor(ctx, nil)
 	for _, a := range actions {
 		log.V(1).Info("applying", "action", a.String())
@@ -110,56 +120,56 @@ func (r *Reconciler) apply(ctx context.Context, svc *rayv1.RayService, actions [
 	return nil
 }
 
-func (r *Reconciler) applyOne(ctx context.Context, svc *rayv1.RayService, a action) error {
+func (r *Reconciler) applyOne(ctx context.Context, svc *rayv1.RayService, a plan.Action) error {
 	switch a := a.(type) {
-	case createCluster:
+	case plan.CreateCluster:
 		if err := r.client.Create(ctx, a.Cluster); err != nil {
-			r.emit(svc, warningEvent(nil, EventFailedCluster, "Create", "creating RayCluster %s: %v", a.Cluster.Name, err))
+			r.emit(svc, plan.WarningEvent(nil, plan.EventFailedCluster, "Create", "creating RayCluster %s: %v", a.Cluster.Name, err))
 			return fmt.Errorf("creating RayCluster %s: %w", a.Cluster.Name, err)
 		}
 		r.emit(svc, a.Done)
-	case updateCluster:
+	case plan.UpdateCluster:
 		if err := r.client.Update(ctx, a.Cluster); err != nil {
 			return fmt.Errorf("updating RayCluster %s: %w", a.Cluster.Name, err)
 		}
 		r.emit(svc, a.Done)
-	case annotateCluster:
+	case plan.AnnotateCluster:
 		if err := r.annotate(ctx, a.Cluster, a.Annotations, a.Remove...); err != nil {
 			return err
 		}
 		if a.Done != nil {
 			r.emit(svc, *a.Done)
 		}
-	case deleteCluster:
+	case plan.DeleteCluster:
 		if err := r.deleteCluster(ctx, a.Cluster); err != nil {
-			r.emit(svc, warningEvent(a.Cluster, EventFailedCluster, "Delete", "deleting RayCluster %s: %v", a.Cluster.Name, err))
+			r.emit(svc, plan.WarningEvent(a.Cluster, plan.EventFailedCluster, "Delete", "deleting RayCluster %s: %v", a.Cluster.Name, err))
 			return err
 		}
 		r.emit(svc, a.Done)
-	case createObject:
+	case plan.CreateObject:
 		if err := r.client.Create(ctx, a.Object); err != nil {
-			kind := kindOf(a.Object)
+			kind := plan.KindOf(a.Object)
 			if apierrors.IsAlreadyExists(err) {
 				r.suspect(a.Object, client.ObjectKeyFromObject(a.Object))
 				return &nameTaken{kind: kind, name: a.Object.GetName()}
 			}
-			r.emit(svc, warningEvent(nil, failedEventReason(kind), "Create"+kind, "creating %s %s: %v", kind, a.Object.GetName(), err))
+			r.emit(svc, plan.WarningEvent(nil, failedEventReason(kind), "Create"+kind, "creating %s %s: %v", kind, a.Object.GetName(), err))
 			return fmt.Errorf("creating %s %s: %w", kind, a.Object.GetName(), err)
 		}
-	case updateObject:
+	case plan.UpdateObject:
 		if err := r.client.Update(ctx, a.Object); err != nil {
-			kind := kindOf(a.Object)
-			r.emit(svc, warningEvent(nil, failedEventReason(kind), "Update"+kind, "updating %s %s: %v", kind, a.Object.GetName(), err))
+			kind := plan.KindOf(a.Object)
+			r.emit(svc, plan.WarningEvent(nil, failedEventReason(kind), "Update"+kind, "updating %s %s: %v", kind, a.Object.GetName(), err))
 			return fmt.Errorf("updating %s %s: %w", kind, a.Object.GetName(), err)
 		}
-	case deleteObject:
+	case plan.DeleteObject:
 		uid := a.Object.GetUID()
 		if err := r.client.Delete(ctx, a.Object, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
-			kind := kindOf(a.Object)
-			r.emit(svc, warningEvent(nil, failedEventReason(kind), "Delete"+kind, "deleting %s %s: %v", kind, a.Object.GetName(), err))
+			kind := plan.KindOf(a.Object)
+			r.emit(svc, plan.WarningEvent(nil, failedEventReason(kind), "Delete"+kind, "deleting %s %s: %v", kind, a.Object.GetName(), err))
 			return fmt.Errorf("deleting %s %s: %w", kind, a.Object.GetName(), err)
 		}
-	case labelPod:
+	case plan.LabelPod:
 		// The UID makes the patch fail on any other pod of that name.
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": a.Pod.UID, "labels": map[string]string{rayv1.ServeLabelKey: a.Value}}})
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: a.Pod.Namespace, Name: a.Pod.Name}}
@@ -167,13 +177,13 @@ func (r *Reconciler) applyOne(ctx context.Context, svc *rayv1.RayService, a acti
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
-			r.emit(svc, warningEvent(nil, EventFailedHeadPodServeLabel, "Label", "setting %s=%s on head pod %s: %v", rayv1.ServeLabelKey, a.Value, a.Pod.Name, err))
+			r.emit(svc, plan.WarningEvent(nil, plan.EventFailedHeadPodServeLabel, "Label", "setting %s=%s on head pod %s: %v", rayv1.ServeLabelKey, a.Value, a.Pod.Name, err))
 			return fmt.Errorf("labelling head pod %s: %w", a.Pod.Name, err)
 		}
 		if a.Done != nil {
 			r.emit(svc, *a.Done)
 		}
-	case annotateService:
+	case plan.AnnotateService:
 		if err := r.annotateService(ctx, a); err != nil {
 			return err
 		}
@@ -185,9 +195,9 @@ func (r *Reconciler) applyOne(ctx context.Context, svc *rayv1.RayService, a acti
 
 func failedEventReason(kind string) string {
 	if kind == "Service" {
-		return EventFailedService
+		return plan.EventFailedService
 	}
-	return EventFailedGateway
+	return plan.EventFailedGateway
 }
 
 // annotate merge-patches annotations onto a cluster, removing those in remove. The UID

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/controllers/rayservice/plan"
 	"github.com/raygate/raygate/internal/dashboard"
 	"github.com/raygate/raygate/internal/rayspec"
 )
@@ -87,10 +88,10 @@ func dashboardPort(spec *rayv1.RayClusterSpec) int32 {
 
 // serveViewOf is what the plan reads of a pool snapshot. Applications read before the head
 // accepted a config say nothing about that config: they count as not read.
-func serveViewOf(s dashboard.Snapshot) serveView {
-	v := serveView{}
+func serveViewOf(s dashboard.Snapshot) plan.ServeView {
+	v := plan.ServeView{}
 	if sub := s.Submission; sub != nil {
-		v.Submission = &submission{ID: sub.ID, Outcome: sub.Outcome, BadRequest: sub.BadRequest, Message: sub.Message}
+		v.Submission = &plan.Submission{ID: sub.ID, Outcome: submitOutcome(sub.Outcome), BadRequest: sub.BadRequest, Message: sub.Message}
 	}
 	if s.Err != "" && !s.ErrAt.Before(s.ReadAt) {
 		v.Err = s.Err
@@ -99,14 +100,27 @@ func serveViewOf(s dashboard.Snapshot) serveView {
 		v.Apps, v.ReadAt = appStatuses(s.Details), metav1.NewTime(s.ReadAt)
 	}
 	if a := s.Accepted; a != nil {
-		if hash, tc, ok := parseSubmissionID(a.ID); ok {
-			v.Accepted = &acceptedConfig{Hash: hash, TargetCapacity: tc}
+		if hash, tc, ok := plan.ParseSubmissionID(a.ID); ok {
+			v.Accepted = &plan.AcceptedConfig{Hash: hash, TargetCapacity: tc}
 		}
 	}
 	if p := s.Proxy; p != nil {
-		v.Proxy = &proxyHealth{Healthy: p.Healthy, Err: p.Err}
+		v.Proxy = &plan.ProxyHealth{Healthy: p.Healthy, Err: p.Err}
 	}
 	return v
+}
+
+// submitOutcome is the plan's word for the pool's answer to a submission.
+func submitOutcome(o dashboard.Outcome) plan.SubmitOutcome {
+	switch o {
+	case dashboard.Accepted:
+		return plan.SubmitAccepted
+	case dashboard.Refused:
+		return plan.SubmitRefused
+	case dashboard.Failed:
+		return plan.SubmitFailed
+	}
+	return plan.SubmitNotAnswered
 }
 
 // needsRefresh: what the pool knows of a dashboard is old enough to read it again — after
@@ -130,8 +144,8 @@ func needsRefresh(s dashboard.Snapshot, now time.Time, poll, resync time.Duratio
 // read also checks the head's Serve proxy, at most proxyRecheck, as often as the head's place
 // in the serve endpoints is reconsidered.
 func readResync(resync time.Duration, checksProxy bool) time.Duration {
-	if checksProxy && (resync < 0 || resync > proxyRecheck) {
-		return proxyRecheck
+	if checksProxy && (resync < 0 || resync > plan.ProxyRecheck) {
+		return plan.ProxyRecheck
 	}
 	return resync
 }
@@ -150,7 +164,7 @@ type submissionTag struct {
 	svc     *rayv1.RayService
 	cluster *rayv1.RayCluster
 	reason  string
-	done    event
+	done    plan.Event
 }
 
 // newPool builds the dashboard pool; its word goes to the controller's queue once the
@@ -177,7 +191,7 @@ func (r *Reconciler) dashboardDone(d dashboard.Done) {
 	case dashboard.Accepted:
 		r.emit(t.svc, t.done)
 	case dashboard.Refused, dashboard.Failed:
-		r.emit(t.svc, warningEvent(t.cluster, EventFailedServeConfig, "SubmitServeConfig", "submitting the serve config to %s (%s): %s",
+		r.emit(t.svc, plan.WarningEvent(t.cluster, plan.EventFailedServeConfig, "SubmitServeConfig", "submitting the serve config to %s (%s): %s",
 			t.cluster.Name, t.reason, dashboard.Sanitize(d.Err.Error(), 300)))
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	raygatev1alpha1 "github.com/raygate/raygate/apis/raygate/v1alpha1"
+	"github.com/raygate/raygate/controllers/rayservice/plan"
 	"github.com/raygate/raygate/internal/promgate"
 	"github.com/raygate/raygate/internal/validation"
 )
@@ -27,22 +28,12 @@ import (
 // gateEvaluator is an executor that can evaluate gates (the reconciler's; test worlds
 // without Prometheus leave it out).
 type gateEvaluator interface {
-	evaluateGates(ask gateAsk) *gateObservation
-}
-
-// annotateService sets upgrade-action annotations on the RayService, as a user would.
-type annotateService struct {
-	Service     *rayv1.RayService
-	Annotations map[string]string
-}
-
-func (a annotateService) String() string {
-	return fmt.Sprintf("annotate RayService %s %v", a.Service.Name, a.Annotations)
+	evaluateGates(ask plan.GateAsk) *plan.GateObservation
 }
 
 // annotateService merge-patches the annotations; the UID makes it fail on another
 // RayService of that name.
-func (r *Reconciler) annotateService(ctx context.Context, a annotateService) error {
+func (r *Reconciler) annotateService(ctx context.Context, a plan.AnnotateService) error {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": a.Service.UID, "annotations": a.Annotations}})
 	target := &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Namespace: a.Service.Namespace, Name: a.Service.Name}}
 	if err := r.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
@@ -51,14 +42,14 @@ func (r *Reconciler) annotateService(ctx context.Context, a annotateService) err
 	return nil
 }
 
-func (x reconcilerExecutor) evaluateGates(ask gateAsk) *gateObservation {
+func (x reconcilerExecutor) evaluateGates(ask plan.GateAsk) *plan.GateObservation {
 	return x.r.evaluateGates(x.ctx, x.svc, ask)
 }
 
 // evaluateGates reads the policy and runs its queries. Every failure to do so is reported
 // as Unavailable (or as a result without data), so the plan waits.
-func (r *Reconciler) evaluateGates(ctx context.Context, svc *rayv1.RayService, ask gateAsk) *gateObservation {
-	g := &gateObservation{Policy: ask.Policy}
+func (r *Reconciler) evaluateGates(ctx context.Context, svc *rayv1.RayService, ask plan.GateAsk) *plan.GateObservation {
+	g := &plan.GateObservation{Policy: ask.Policy}
 	pol := &raygatev1alpha1.UpgradePolicy{}
 	err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: ask.Policy}, pol)
 	switch {
@@ -83,9 +74,12 @@ func (r *Reconciler) evaluateGates(ctx context.Context, svc *rayv1.RayService, a
 		return g
 	}
 	timeout := time.Duration(pol.Spec.QueryTimeoutOrDefault()) * time.Second
-	g.Results = r.Prometheus.Evaluate(ctx, pol.Spec.Gates, timeout, promgate.Vars{
+	results := r.Prometheus.Evaluate(ctx, pol.Spec.Gates, timeout, promgate.Vars{
 		Namespace: svc.Namespace, RayService: svc.Name, Pending: ask.Pending, Active: ask.Active,
 	})
+	for _, res := range results {
+		g.Results = append(g.Results, plan.GateResult{Gate: res.Gate, Query: res.Query, Values: res.Values, Err: res.Err})
+	}
 	r.logFor(ctx, nil).V(1).Info("evaluated upgrade gates", "rayservice", client.ObjectKeyFromObject(svc), "policy", ask.Policy, "results", len(g.Results))
 	return g
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/controllers/rayservice/plan"
 	"github.com/raygate/raygate/internal/promgauge"
 )
 
@@ -43,12 +44,6 @@ type Metrics struct {
 	// and created again before a pass saw it gone are replaced, not kept beside the new ones.
 	uids map[types.NamespacedName]types.UID
 }
-
-// Results label finished upgrades.
-const (
-	resultPromoted   = "promoted"
-	resultRolledBack = "rolled_back"
-)
 
 // Roles label the traffic and capacity series: the serving cluster and the one being
 // prepared (present only during an upgrade).
@@ -130,7 +125,7 @@ func (m *Metrics) Observe(svc *rayv1.RayService) {
 		current = c.Reason
 		m.action.WithLabelValues(name, ns, uid, current).Set(1)
 	}
-	for _, reason := range upgradeActionReasons {
+	for _, reason := range plan.UpgradeActionReasons {
 		if reason != current {
 			m.action.DeleteLabelValues(name, ns, uid, reason)
 		}
@@ -143,7 +138,7 @@ func (m *Metrics) Observe(svc *rayv1.RayService) {
 		setPercent(m.traffic, traffic, name, ns, uid, role)
 		setPercent(m.capacity, capacity, name, ns, uid, role)
 	}
-	if c, ok := upgradeClockOf(svc); ok {
+	if c, ok := plan.UpgradeClockOf(svc); ok {
 		m.upgradeStart.WithLabelValues(name, ns, uid).Set(float64(c.Start.UnixMilli()) / 1000)
 		m.upgradeExpected.WithLabelValues(name, ns, uid).Set(c.Expected.Seconds())
 	} else {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/controllers/rayservice/plan"
 )
 
 // seriesOf gathers reg into sorted "name{l=v,...} value" lines.
@@ -171,9 +172,9 @@ func TestUpgradeFinishedIsAHistogramByStrategyAndResult(t *testing.T) {
 	if err := m.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	m.UpgradeFinished(rayv1.NewClusterWithIncrementalUpgrade, resultPromoted, 95)
-	m.UpgradeFinished(rayv1.NewClusterWithIncrementalUpgrade, resultPromoted, 400)
-	m.UpgradeFinished(rayv1.NewCluster, resultRolledBack, 10)
+	m.UpgradeFinished(rayv1.NewClusterWithIncrementalUpgrade, plan.ResultPromoted, 95)
+	m.UpgradeFinished(rayv1.NewClusterWithIncrementalUpgrade, plan.ResultPromoted, 400)
+	m.UpgradeFinished(rayv1.NewCluster, plan.ResultRolledBack, 10)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

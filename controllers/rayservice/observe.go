@@ -13,99 +13,14 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/controllers/rayservice/plan"
 	"github.com/raygate/raygate/internal/dashboard"
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
-// observed is what one reconcile read about the world before deciding anything. The plan
-// reads it and never changes it.
-type observed struct {
-	// GatewayAPI: the Gateway API CRDs were installed when raygate started.
-	GatewayAPI bool
-	// Clusters are the RayClusters the RayService controls, sorted by name.
-	Clusters []*clusterView
-	// NewClusterName is the name a RayCluster created in this pass gets. Names are random;
-	// drawing one here keeps the plan a function of what it is given.
-	NewClusterName string
-	// Gateway and Route are the RayService's Gateway and HTTPRoute (nil: none).
-	Gateway *gwv1.Gateway
-	Route   *gwv1.HTTPRoute
-	// GRPCRouteAPI: the GRPCRoute CRD was installed when raygate started; GRPCRoute is the
-	// RayService's `<service>-grpcroute` (nil: none).
-	GRPCRouteAPI bool
-	GRPCRoute    *gwv1.GRPCRoute
-	// Services are the Services raygate manages for the RayService that exist, by name: the
-	// head and serve Services and the per-cluster serve Services.
-	Services map[string]*corev1.Service
-	// Gates are the UpgradePolicy's gates and their results, evaluated only when a pass asked
-	// for them (nil: not evaluated in this pass).
-	Gates *gateObservation
-	// ForeignRecords are, by cluster, the serve config records (ConfigMaps) whose names are
-	// taken by an object the cluster does not control, described.
-	ForeignRecords map[string]string
-}
-
-// clusterView is one RayCluster and, when it may serve, its pods and Serve applications.
-type clusterView struct {
-	Cluster *rayv1.RayCluster
-	// Pods are the pods the cluster controls, read for the clusters the status names and
-	// those the plan could adopt.
-	Pods  []corev1.Pod
-	Serve serveView
-}
-
-// serveView is what the dashboard pool last heard from a cluster's head.
-type serveView struct {
-	// Apps are the applications by name; nil when the dashboard was not read yet (or not
-	// since it accepted a config, or the head pod is not ready).
-	Apps map[string]rayv1.AppStatus
-	// ReadAt is when Apps were read (a metav1.Time, which the semantic equality the tests
-	// compare observations with can handle).
-	ReadAt metav1.Time
-	// Err is why the last read failed.
-	Err string
-	// Submission is the last serve config asked of this head and what became of it.
-	Submission *submission
-	// Accepted is the last serve config this head accepted (nil: none seen by this
-	// process).
-	Accepted *acceptedConfig
-	// Proxy is what the last check of the head's Serve proxy found (nil: not checked).
-	Proxy *proxyHealth
-}
-
-// proxyHealth is whether a head's Serve proxy answered its health check, and why not.
-type proxyHealth struct {
-	Healthy bool
-	Err     string
-}
-
-// submission is what became of the last serve config asked of a head.
-type submission struct {
-	ID      string
-	Outcome dashboard.Outcome
-	// BadRequest: the dashboard refused the config itself.
-	BadRequest bool
-	Message    string
-}
-
-// acceptedConfig is a serve config and target capacity a dashboard accepted.
-type acceptedConfig struct {
-	Hash           string
-	TargetCapacity *int32
-}
-
-func (o *observed) cluster(name string) *clusterView {
-	for _, c := range o.Clusters {
-		if c.Cluster.Name == name {
-			return c
-		}
-	}
-	return nil
-}
-
 // observation is what observe read, and, by cluster, the dashboards to send submissions to.
 type observation struct {
-	*observed
+	*plan.Observed
 	targets map[string]dashboard.Target
 }
 
@@ -113,25 +28,25 @@ type observation struct {
 // for those that may serve, their pods and what the dashboard pool last heard from their
 // heads (asking it to read again when that is old); and the Services, Gateway and HTTPRoute
 // raygate manages for it.
-func (r *Reconciler) observe(ctx context.Context, svc *rayv1.RayService, want *desired) (observation, error) {
-	obs := &observed{GatewayAPI: r.gatewayAPI, GRPCRouteAPI: r.gatewayAPI && r.grpcRouteAPI, NewClusterName: r.newName(svc.Name), Services: map[string]*corev1.Service{}, ForeignRecords: map[string]string{}}
-	res := observation{observed: obs, targets: map[string]dashboard.Target{}}
+func (r *Reconciler) observe(ctx context.Context, svc *rayv1.RayService, want *plan.Desired) (observation, error) {
+	obs := &plan.Observed{GatewayAPI: r.gatewayAPI, GRPCRouteAPI: r.gatewayAPI && r.grpcRouteAPI, NewClusterName: r.newName(svc.Name), Services: map[string]*corev1.Service{}, ForeignRecords: map[string]string{}}
+	res := observation{Observed: obs, targets: map[string]dashboard.Target{}}
 	var list rayv1.RayClusterList
 	if err := r.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingLabels{
-		rayv1.OriginatedFromCRNameLabelKey: svc.Name, rayv1.OriginatedFromCRDLabelKey: rayServiceKind,
+		rayv1.OriginatedFromCRNameLabelKey: svc.Name, rayv1.OriginatedFromCRDLabelKey: plan.RayServiceKind,
 	}); err != nil {
 		return res, fmt.Errorf("listing RayClusters: %w", err)
 	}
 	for i := range list.Items {
 		if metav1.IsControlledBy(&list.Items[i], svc) {
-			obs.Clusters = append(obs.Clusters, &clusterView{Cluster: &list.Items[i]})
+			obs.Clusters = append(obs.Clusters, &plan.ClusterView{Cluster: &list.Items[i]})
 		}
 	}
 	sort.Slice(obs.Clusters, func(i, j int) bool { return obs.Clusters[i].Cluster.Name < obs.Clusters[j].Cluster.Name })
 
-	serviceNames := []string{rayspec.ServiceHeadServiceName(svc.Name), serveServiceName(want.Service)}
+	serviceNames := []string{rayspec.ServiceHeadServiceName(svc.Name), plan.ServeServiceName(want.Service)}
 	for _, v := range obs.Clusters {
-		if !mayServe(v.Cluster, &svc.Status, want.Goal) {
+		if !plan.MayServe(v.Cluster, &svc.Status, want) {
 			continue
 		}
 		t, err := r.observeCluster(ctx, svc, v)
@@ -179,20 +94,10 @@ func (r *Reconciler) observe(ctx context.Context, svc *rayv1.RayService, want *d
 	return res, nil
 }
 
-// mayServe picks the clusters whose pods and applications are read: those the status names
-// and those the plan could adopt as the pending cluster (see adopt). The others are only
-// waiting to be retired or deleted.
-func mayServe(rc *rayv1.RayCluster, st *rayv1.RayServiceStatuses, g goal) bool {
-	if rc.DeletionTimestamp != nil {
-		return false
-	}
-	return recordedIn(st, rc.Name) || (rc.Annotations[rayv1.DeleteAfterKey] == "" && matchGoal(stampOf(rc), g).runsGoal() && submittedOn(rc).Hash == "")
-}
-
 // observeCluster reads the pods a cluster controls and, once its head pod is ready, what
 // the dashboard pool last heard from it; it returns the head's dashboard (nil: none to
 // call). A dashboard that does not answer is a fact for the plan, not an error.
-func (r *Reconciler) observeCluster(ctx context.Context, svc *rayv1.RayService, v *clusterView) (*dashboard.Target, error) {
+func (r *Reconciler) observeCluster(ctx context.Context, svc *rayv1.RayService, v *plan.ClusterView) (*dashboard.Target, error) {
 	rc := v.Cluster
 	var pods corev1.PodList
 	if err := r.client.List(ctx, &pods, client.InNamespace(rc.Namespace), client.MatchingLabels{rayv1.ClusterLabelKey: rc.Name}); err != nil {
@@ -205,7 +110,7 @@ func (r *Reconciler) observeCluster(ctx context.Context, svc *rayv1.RayService, 
 			v.Pods = append(v.Pods, pods.Items[i])
 		}
 	}
-	if !headReady(v.Pods) {
+	if !plan.HeadReady(v.Pods) {
 		return nil, nil
 	}
 	t, err := r.targetOf(ctx, svc, rc, v.Pods)
@@ -255,14 +160,4 @@ func appStatuses(d *dashboard.ServeDetails) map[string]rayv1.AppStatus {
 		out[name] = s
 	}
 	return out
-}
-
-// headReady reports whether a cluster's head pod is ready, so its dashboard can be asked.
-func headReady(pods []corev1.Pod) bool {
-	for i := range pods {
-		if pods[i].Labels[rayv1.NodeTypeLabelKey] == string(rayv1.HeadNode) && rayspec.Serving(&pods[i]) {
-			return true
-		}
-	}
-	return false
 }

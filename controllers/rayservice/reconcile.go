@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/controllers/rayservice/plan"
 	"github.com/raygate/raygate/internal/statuspatch"
 	"github.com/raygate/raygate/internal/validation"
 )
@@ -39,14 +40,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	now := r.Now()
-	want := restrictSharedGateway(admit(withUpgradeDefault(svc, !r.DisableZeroDowntime), r.Gates, r.Limits, r.Version), r.SharedGateways)
-	obs := observation{observed: &observed{}}
+	want := plan.RestrictSharedGateway(plan.Admit(plan.WithUpgradeDefault(svc, !r.DisableZeroDowntime), r.Gates, r.Limits, r.Version), r.SharedGateways)
+	obs := observation{Observed: &plan.Observed{}}
 	if want.Invalid == "" {
 		if obs, err = r.observe(ctx, svc, want); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	out, err := carryOut(obs.observed, want, &svc.Status, now, reconcilerExecutor{ctx: ctx, r: r, svc: svc, targets: obs.targets})
+	out, err := carryOut(obs.Observed, want, &svc.Status, now, reconcilerExecutor{ctx: ctx, r: r, svc: svc, targets: obs.targets})
 	for _, d := range out.Decisions {
 		r.logFor(ctx, nil).V(1).Info(d, "rayservice", req.NamespacedName)
 	}
@@ -58,7 +59,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.dashboards.Refresh(t)
 		}
 	}
-	return r.record(ctx, svc, out, now)
+	return r.record(ctx, svc, out.Outcome, now)
 }
 
 // get reads the RayService from the cache, or from the API when the cache has not yet seen
@@ -77,13 +78,14 @@ func (r *Reconciler) get(ctx context.Context, key types.NamespacedName) (*rayv1.
 	return svc, nil
 }
 
-// record writes the planned status when it differs from the stored one; once it is stored
-// (or needed no write) come the metrics and the events, and the plan says when to come back.
-func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out planned, now time.Time) (ctrl.Result, error) {
+// record writes the outcome's status when it differs from the stored one; once it is stored
+// (or needed no write) come the metrics and the events, and the outcome says when to come
+// back.
+func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out plan.Outcome, now time.Time) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(svc)
-	requeue := out.Wake.after(now, r.DeployingPoll, r.AppStatusResync)
+	requeue := out.Wake.After(now, r.DeployingPoll, r.AppStatusResync)
 	changed := !equality.Semantic.DeepEqual(svc.Status, out.Status)
-	quiet := len(out.Events) == 0 && out.ActionRecorded == "" && out.GateFailed == nil && out.Finished == nil
+	quiet := len(out.Events) == 0 && out.Metrics == (plan.MetricFacts{})
 	if changed {
 		since := r.messages.since(key, svc.UID)
 		if since.IsZero() {
@@ -114,20 +116,20 @@ func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out plan
 	for _, e := range out.Events {
 		r.emit(svc, e)
 	}
-	if a := out.ActionRecorded; a != "" {
+	if a := out.Metrics.ActionRecorded; a != "" {
 		r.Metrics.UpgradeAction(a)
 	}
-	if g := out.GateFailed; g != nil {
+	if g := out.Metrics.GateFailed; g != nil {
 		r.Metrics.GateFailed(svc.Namespace, g.Gate, g.Action)
 	}
-	if f := out.Finished; f != nil {
+	if f := out.Metrics.Finished; f != nil {
 		r.Metrics.UpgradeFinished(f.Strategy, f.Result, f.Seconds)
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
 // emit records an event about the RayService.
-func (r *Reconciler) emit(svc *rayv1.RayService, e event) {
+func (r *Reconciler) emit(svc *rayv1.RayService, e plan.Event) {
 	if e.Related != nil {
 		r.recorder.Eventf(svc, e.Related, e.Type, e.Reason, e.Action, "%s", e.Note)
 		return

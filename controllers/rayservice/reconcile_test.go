@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/controllers/rayservice/plan"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -23,6 +24,7 @@ import (
 // when the write fails. The same holds for the finished-upgrade histogram.
 func TestRecordAnnouncesOnlyWhatTheStoredStatusSays(t *testing.T) {
 	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -40,14 +42,14 @@ func TestRecordAnnouncesOnlyWhatTheStoredStatusSays(t *testing.T) {
 		}
 		return svc
 	}
-	promoted := func(svc *rayv1.RayService) planned {
+	promoted := func(svc *rayv1.RayService) plan.Outcome {
 		st := *svc.Status.DeepCopy()
 		st.ActiveServiceStatus.RayClusterName = "svc-green"
-		return planned{
-			Status:   st,
-			Events:   []event{normalEvent(nil, EventPromoted, "Promote", "RayCluster svc-green serves all traffic")},
-			Finished: &finishedUpgrade{Strategy: rayv1.NewCluster, Result: resultPromoted, Seconds: 42},
-			Wake:     wakeup{Soon: true},
+		return plan.Outcome{
+			Status:  st,
+			Events:  []plan.Event{plan.NormalEvent(nil, plan.EventPromoted, "Promote", "RayCluster svc-green serves all traffic")},
+			Metrics: plan.MetricFacts{Finished: &plan.FinishedUpgrade{Strategy: rayv1.NewCluster, Result: plan.ResultPromoted, Seconds: 42}},
+			Wake:    plan.Wakeup{Soon: true},
 		}
 	}
 	announced := func() int { return len(rec.Events) + testutil.CollectAndCount(r.Metrics.upgrades) }
@@ -71,7 +73,7 @@ func TestRecordAnnouncesOnlyWhatTheStoredStatusSays(t *testing.T) {
 	stale := read()
 	stale.ResourceVersion = "1"
 	res, err = r.record(ctx, stale, promoted(stale), t0)
-	if err != nil || res.RequeueAfter != stepRequeue {
+	if soon := (plan.Wakeup{Soon: true}).After(t0, 0, 0); err != nil || res.RequeueAfter != soon {
 		t.Fatalf("%v, %v", res, err)
 	}
 	if got := read().Status.ActiveServiceStatus.RayClusterName; got != "svc-green" {
@@ -87,7 +89,7 @@ func TestRecordAnnouncesOnlyWhatTheStoredStatusSays(t *testing.T) {
 	// An unchanged status is not written again; what the plan announces still goes out.
 	svc := read()
 	rv := svc.ResourceVersion
-	same := planned{Status: *svc.Status.DeepCopy(), Events: []event{warningEvent(nil, EventFailedCluster, "Delete", "delete it by hand")}}
+	same := plan.Outcome{Status: *svc.Status.DeepCopy(), Events: []plan.Event{plan.WarningEvent(nil, plan.EventFailedCluster, "Delete", "delete it by hand")}}
 	if _, err := r.record(ctx, svc, same, t0); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/controllers/rayservice/plan"
 )
 
 // A cluster's serve config record is a ConfigMap the cluster owns, `<cluster>-serve-configs`,
@@ -33,7 +34,7 @@ func recordOwner(rc *rayv1.RayCluster) metav1.Object {
 
 // observeRecord reads a cluster's record when its name was found taken, so the plan can
 // report a foreign one.
-func (r *Reconciler) observeRecord(ctx context.Context, rc *rayv1.RayCluster, obs *observed) error {
+func (r *Reconciler) observeRecord(ctx context.Context, rc *rayv1.RayCluster, obs *plan.Observed) error {
 	cm, key := &corev1.ConfigMap{}, recordKey(rc)
 	if !r.suspected(cm, key) {
 		return nil
@@ -47,14 +48,14 @@ func (r *Reconciler) observeRecord(ctx context.Context, rc *rayv1.RayCluster, ob
 	case metav1.IsControlledBy(cm, rc):
 		r.unsuspect(cm, key)
 	default:
-		obs.ForeignRecords[rc.Name] = foreign("ConfigMap", cm, recordOwner(rc))
+		obs.ForeignRecords[rc.Name] = plan.Foreign("ConfigMap", cm, recordOwner(rc))
 	}
 	return nil
 }
 
 // writeRecord keeps cfg in the cluster's record, with the configs in keep, before cfg is
 // submitted. It writes only when the record lacks cfg or holds others.
-func (r *Reconciler) writeRecord(ctx context.Context, rc *rayv1.RayCluster, cfg *serveConfig, keep []string) error {
+func (r *Reconciler) writeRecord(ctx context.Context, rc *rayv1.RayCluster, cfg *plan.ServeConfig, keep []string) error {
 	cm, key := &corev1.ConfigMap{}, recordKey(rc)
 	err := r.apiReader.Get(ctx, key, cm)
 	if apierrors.IsNotFound(err) {
@@ -64,12 +65,12 @@ func (r *Reconciler) writeRecord(ctx context.Context, rc *rayv1.RayCluster, cfg 
 				Labels: map[string]string{
 					rayv1.ClusterLabelKey:              rc.Name,
 					rayv1.OriginatedFromCRNameLabelKey: rc.Labels[rayv1.OriginatedFromCRNameLabelKey],
-					rayv1.OriginatedFromCRDLabelKey:    rayServiceKind,
+					rayv1.OriginatedFromCRDLabelKey:    plan.RayServiceKind,
 					rayv1.KubernetesCreatedByLabelKey:  rayv1.ComponentName,
 				},
 				OwnerReferences: recordOwner(rc).GetOwnerReferences(),
 			},
-			Data: map[string]string{cfg.hash: cfg.source},
+			Data: map[string]string{cfg.Hash(): cfg.Source()},
 		}
 		err = r.client.Create(ctx, cm)
 		if apierrors.IsAlreadyExists(err) {
@@ -88,7 +89,7 @@ func (r *Reconciler) writeRecord(ctx context.Context, rc *rayv1.RayCluster, cfg 
 		r.suspect(cm, key)
 		return fmt.Errorf("ConfigMap %s is not controlled by RayCluster %s: the serve config is not submitted", key.Name, rc.Name)
 	}
-	data := map[string]string{cfg.hash: cfg.source}
+	data := map[string]string{cfg.Hash(): cfg.Source()}
 	for _, h := range keep {
 		if v, ok := cm.Data[h]; ok && h != "" {
 			data[h] = v
@@ -107,7 +108,7 @@ func (r *Reconciler) writeRecord(ctx context.Context, rc *rayv1.RayCluster, cfg 
 // readRecord is the config recorded for hash. missing, when set, says why there is none to
 // send (the record is gone, not the cluster's, or does not hold that config); err is a
 // failure to read.
-func (r *Reconciler) readRecord(ctx context.Context, rc *rayv1.RayCluster, hash string) (cfg *serveConfig, missing string, err error) {
+func (r *Reconciler) readRecord(ctx context.Context, rc *rayv1.RayCluster, hash string) (cfg *plan.ServeConfig, missing string, err error) {
 	cm, key := &corev1.ConfigMap{}, recordKey(rc)
 	err = r.apiReader.Get(ctx, key, cm)
 	switch {
@@ -123,8 +124,8 @@ func (r *Reconciler) readRecord(ctx context.Context, rc *rayv1.RayCluster, hash 
 	if !ok {
 		return nil, fmt.Sprintf("ConfigMap %s does not hold the serve config %s that %s runs; it keeps what it runs", key.Name, hash, rc.Name), nil
 	}
-	cfg, perr := parseServeConfig(text)
-	if perr != nil || cfg.hash != hash {
+	cfg, perr := plan.ParseServeConfig(text)
+	if perr != nil || cfg.Hash() != hash {
 		return nil, fmt.Sprintf("the serve config %s recorded in ConfigMap %s was changed; %s keeps what it runs", hash, key.Name, rc.Name), nil
 	}
 	return cfg, "", nil

@@ -3,9 +3,8 @@ package dashboard
 import (
 	"maps"
 	"slices"
-	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/raygate/raygate/internal/untrusted"
 )
 
 // A dashboard runs in the tenant's head pod, so everything it answers is untrusted: these
@@ -27,32 +26,7 @@ const (
 
 // Sanitize makes remote text safe to show: valid UTF-8, control characters and runs of
 // white space turned into single spaces, cut to at most max runes with "…" marking the cut.
-func Sanitize(s string, limit int) string {
-	var b strings.Builder
-	n, space := 0, false
-	for len(s) > 0 && n < limit {
-		r, size := utf8.DecodeRuneInString(s)
-		s = s[size:]
-		if r == utf8.RuneError && size <= 1 {
-			r = '?'
-		}
-		if unicode.IsSpace(r) || unicode.IsControl(r) || !unicode.IsPrint(r) {
-			space = true
-			continue
-		}
-		if space && b.Len() > 0 {
-			b.WriteByte(' ')
-			n++
-		}
-		space = false
-		b.WriteRune(r)
-		n++
-	}
-	if strings.TrimSpace(s) != "" {
-		b.WriteString("…")
-	}
-	return b.String()
-}
+func Sanitize(s string, limit int) string { return untrusted.Text(s, limit) }
 
 // bound applies the limits above to a decoded answer in place.
 func (d *ServeDetails) bound() {
