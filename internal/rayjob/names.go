@@ -23,13 +23,17 @@ func SubmitterJobName(job string) string { return job }
 
 // NewClusterName is the name of a RayCluster created for a job: `<job>-<5 random
 // characters>`, a new one for every attempt.
-func NewClusterName(job string) string { return rayspec.ClusterNamePrefix(job) + utilrand.String(SuffixLength) }
+func NewClusterName(job string) string {
+	return rayspec.ClusterNamePrefix(job) + utilrand.String(SuffixLength)
+}
 
 // NewJobID is a generated submission id: `<job>-<5 random characters>`.
 func NewJobID(job string) string { return job + "-" + utilrand.String(SuffixLength) }
 
 // PlaceholderClusterName is a name of the length of a job's cluster names, for admission.
-func PlaceholderClusterName(job string) string { return rayspec.ClusterNamePrefix(job) + placeholderSuffix }
+func PlaceholderClusterName(job string) string {
+	return rayspec.ClusterNamePrefix(job) + placeholderSuffix
+}
 
 // DerivedNames are the names derived from a RayJob name that must each fit in a label value
 // (63 characters): the job's own (the submitter Job's name, a label on its pods), its head
