@@ -44,9 +44,10 @@ var (
 var errNoSubmitterContainer = errors.New("spec.submitterPodTemplate has no container to run the submitter")
 
 // DefaultSubmitterContainer is the submitter container when the job brings none: the image
-// of the cluster's head Ray container (so the Ray CLI matches the cluster's Ray) and small
-// fixed resources. cluster may be nil (a clusterSelector job whose cluster is not known):
-// the image is then empty.
+// of the cluster's head Ray container (so the Ray CLI matches the cluster's Ray), its
+// securityContext (so a namespace's Pod Security level that admits the head admits the
+// submitter too; KubeRay sets none) and small fixed resources. cluster may be nil (a
+// clusterSelector job whose cluster is not known): the image is then empty.
 func DefaultSubmitterContainer(cluster *rayv1.RayClusterSpec) corev1.Container {
 	c := corev1.Container{
 		Name: rayv1.SubmitterContainerName,
@@ -56,13 +57,18 @@ func DefaultSubmitterContainer(cluster *rayv1.RayClusterSpec) corev1.Container {
 		},
 	}
 	if cluster != nil && len(cluster.HeadGroupSpec.Template.Spec.Containers) > 0 {
-		c.Image = cluster.HeadGroupSpec.Template.Spec.Containers[rayv1.RayContainerIndex].Image
+		ray := &cluster.HeadGroupSpec.Template.Spec.Containers[rayv1.RayContainerIndex]
+		c.Image = ray.Image
+		if ray.SecurityContext != nil {
+			c.SecurityContext = ray.SecurityContext.DeepCopy()
+		}
 	}
 	return c
 }
 
 // SubmitterTemplate is the pod template of the submitter Job in K8sJobMode: the job's
-// submitterPodTemplate, or one with DefaultSubmitterContainer that never restarts. Its
+// submitterPodTemplate, or one with DefaultSubmitterContainer that never restarts and has
+// the head pod's pod-level securityContext (for Pod Security, as the container's). Its
 // first container runs SubmitCommand unless the template gave it a command; it gets the
 // submitter's environment (and, for a cluster with token authentication, the token), and
 // the pod KubeRay's labels naming the RayJob. cluster is the RayCluster the job runs on
@@ -76,6 +82,9 @@ func SubmitterTemplate(job *rayv1.RayJob, cluster *rayv1.RayCluster, gates featu
 			Containers:    []corev1.Container{DefaultSubmitterContainer(specOf(cluster))},
 			RestartPolicy: corev1.RestartPolicyNever,
 		}}
+		if cluster != nil && cluster.Spec.HeadGroupSpec.Template.Spec.SecurityContext != nil {
+			tmpl.Spec.SecurityContext = cluster.Spec.HeadGroupSpec.Template.Spec.SecurityContext.DeepCopy()
+		}
 	}
 	if len(tmpl.Spec.Containers) == 0 {
 		return corev1.PodTemplateSpec{}, errNoSubmitterContainer
