@@ -60,11 +60,14 @@ func jobName(job *rayv1.RayJob) string {
 	return job.GenerateName + generatedSuffix
 }
 
-// forBuilding is a copy of job with what only a running job knows (its submission id, its
-// dashboard's address, its name when generated) filled with placeholders of the largest
-// length, for building its objects at admission.
+// forBuilding is a copy of job for building its pods at admission: what only a running job
+// knows (its submission id, its dashboard's address, its name when generated) filled with
+// placeholders, and without what it submits, which only goes into the submit command's
+// arguments (Pod Security and quotas do not read them; the rules about them, run first,
+// bound them).
 func forBuilding(job *rayv1.RayJob) *rayv1.RayJob {
 	j := *job
+	j.Spec.Entrypoint, j.Spec.RuntimeEnvYAML, j.Spec.Metadata, j.Spec.EntrypointResources = "", "", nil, ""
 	j.Name = jobName(job)
 	cluster := rayjob.PlaceholderClusterName(j.Name)
 	if j.Status.JobId == "" {
@@ -156,7 +159,15 @@ func (c *check) jobPods(ns *Namespace, old, job *rayv1.RayJob) (field.ErrorList,
 	if !ok {
 		return errs, append(warnings, fmt.Sprintf(WarnQuotaNotChecked, specPath, podquota.MaxPodKinds))
 	}
-	what := fmt.Sprintf("the job's %d pods (its cluster's and its submitter's)", countPods(pods))
+	var what string
+	switch n := countPods(pods); {
+	case cluster == nil:
+		what = "the submitter Job's pods"
+	case pod == nil:
+		what = fmt.Sprintf("the %d pods of the job's cluster", n)
+	default:
+		what = fmt.Sprintf("the job's %d pods (its cluster's and its submitter's)", n)
+	}
 	return errs, append(warnings, podQuotaWarnings(ns, oldPods, pods, old != nil, specPath, what)...)
 }
 

@@ -101,11 +101,15 @@ func TestRayJobKubeRayCases(t *testing.T) {
 			want:   field.ErrorList{field.Invalid(p("spec.backoffLimit"), nil, "")},
 		},
 		"backoffLimit in InteractiveMode": {
-			mutate: func(j *rayv1.RayJob) { j.Spec.SubmissionMode, j.Spec.BackoffLimit = rayv1.InteractiveMode, ptr.To[int32](1) },
-			want:   field.ErrorList{field.Forbidden(p("spec.backoffLimit"), "")},
+			mutate: func(j *rayv1.RayJob) {
+				j.Spec.SubmissionMode, j.Spec.BackoffLimit = rayv1.InteractiveMode, ptr.To[int32](1)
+			},
+			want: field.ErrorList{field.Forbidden(p("spec.backoffLimit"), "")},
 		},
 		"backoffLimit 0 in InteractiveMode": {
-			mutate: func(j *rayv1.RayJob) { j.Spec.SubmissionMode, j.Spec.BackoffLimit, j.Spec.Entrypoint = rayv1.InteractiveMode, ptr.To[int32](0), "" },
+			mutate: func(j *rayv1.RayJob) {
+				j.Spec.SubmissionMode, j.Spec.BackoffLimit, j.Spec.Entrypoint = rayv1.InteractiveMode, ptr.To[int32](0), ""
+			},
 		},
 		"backoffLimit unset in InteractiveMode": {
 			mutate: func(j *rayv1.RayJob) { j.Spec.SubmissionMode, j.Spec.Entrypoint = rayv1.InteractiveMode, "" },
@@ -322,8 +326,10 @@ func TestRayJobRules(t *testing.T) {
 			want:   field.ErrorList{field.NotSupported[string](p("spec.submissionMode"), "", nil)},
 		},
 		"both rayClusterSpec and clusterSelector": {
-			mutate: func(j *rayv1.RayJob) { j.Spec.ClusterSelector = map[string]string{rayv1.RayJobClusterSelectorKey: "shared"} },
-			want:   field.ErrorList{field.Forbidden(p("spec.rayClusterSpec"), "")},
+			mutate: func(j *rayv1.RayJob) {
+				j.Spec.ClusterSelector = map[string]string{rayv1.RayJobClusterSelectorKey: "shared"}
+			},
+			want: field.ErrorList{field.Forbidden(p("spec.rayClusterSpec"), "")},
 		},
 		"a clusterSelector naming no valid cluster": {
 			mutate: jobAll(onSelector, func(j *rayv1.RayJob) { j.Spec.ClusterSelector[rayv1.RayJobClusterSelectorKey] = "Not A Name" }),
@@ -355,8 +361,10 @@ func TestRayJobRules(t *testing.T) {
 			want:   field.ErrorList{field.Required(p("spec.entrypoint"), "")},
 		},
 		"a submitter template without containers": {
-			mutate: func(j *rayv1.RayJob) { j.Spec.SubmitterPodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever}} },
-			want:   field.ErrorList{field.Required(p("spec.submitterPodTemplate.spec.containers"), "")},
+			mutate: func(j *rayv1.RayJob) {
+				j.Spec.SubmitterPodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever}}
+			},
+			want: field.ErrorList{field.Required(p("spec.submitterPodTemplate.spec.containers"), "")},
 		},
 		"a submitter without image": {
 			mutate: template(corev1.Container{Name: "s"}, corev1.RestartPolicyOnFailure),
@@ -371,8 +379,10 @@ func TestRayJobRules(t *testing.T) {
 			want:   field.ErrorList{field.NotSupported[string](p("spec.submitterPodTemplate.spec.restartPolicy"), "", nil)},
 		},
 		"a negative submitter backoffLimit": {
-			mutate: func(j *rayv1.RayJob) { j.Spec.SubmitterConfig = &rayv1.SubmitterConfig{BackoffLimit: ptr.To[int32](-1)} },
-			want:   field.ErrorList{field.Invalid(p("spec.submitterConfig.backoffLimit"), nil, "")},
+			mutate: func(j *rayv1.RayJob) {
+				j.Spec.SubmitterConfig = &rayv1.SubmitterConfig{BackoffLimit: ptr.To[int32](-1)}
+			},
+			want: field.ErrorList{field.Invalid(p("spec.submitterConfig.backoffLimit"), nil, "")},
 		},
 		"a head container named like the sidecar": {
 			mutate: func(j *rayv1.RayJob) {
@@ -407,8 +417,10 @@ func TestRayJobRules(t *testing.T) {
 			want:   field.ErrorList{field.TooLong(p("spec.entrypoint"), nil, 0)},
 		},
 		"metadata over its size": {
-			mutate: func(j *rayv1.RayJob) { j.Spec.Metadata = map[string]string{"k": strings.Repeat("v", MaxJobMetadataBytes)} },
-			want:   field.ErrorList{field.TooLong(p("spec.metadata"), nil, 0)},
+			mutate: func(j *rayv1.RayJob) {
+				j.Spec.Metadata = map[string]string{"k": strings.Repeat("v", MaxJobMetadataBytes)}
+			},
+			want: field.ErrorList{field.TooLong(p("spec.metadata"), nil, 0)},
 		},
 		"a submit command over Linux's argument limit": {
 			mutate: func(j *rayv1.RayJob) {
@@ -424,12 +436,16 @@ func TestRayJobRules(t *testing.T) {
 			}),
 		},
 		"metadata on a Ray without --metadata-json": {
-			mutate: func(j *rayv1.RayJob) { j.Spec.Metadata, j.Spec.RayClusterSpec.RayVersion = map[string]string{"a": "b"}, "2.5.0" },
-			want:   field.ErrorList{field.Forbidden(p("spec.metadata"), "")},
+			mutate: func(j *rayv1.RayJob) {
+				j.Spec.Metadata, j.Spec.RayClusterSpec.RayVersion = map[string]string{"a": "b"}, "2.5.0"
+			},
+			want: field.ErrorList{field.Forbidden(p("spec.metadata"), "")},
 		},
 		"metadata with a rayVersion that is not a version": {
-			mutate: func(j *rayv1.RayJob) { j.Spec.Metadata, j.Spec.RayClusterSpec.RayVersion = map[string]string{"a": "b"}, "latest" },
-			want:   field.ErrorList{field.Invalid(p("spec.rayClusterSpec.rayVersion"), nil, "")},
+			mutate: func(j *rayv1.RayJob) {
+				j.Spec.Metadata, j.Spec.RayClusterSpec.RayVersion = map[string]string{"a": "b"}, "latest"
+			},
+			want: field.ErrorList{field.Invalid(p("spec.rayClusterSpec.rayVersion"), nil, "")},
 		},
 		"metadata in HTTPMode is not given to the CLI": {
 			mutate: func(j *rayv1.RayJob) {
@@ -457,10 +473,14 @@ func TestRayJobRules(t *testing.T) {
 			want:   field.ErrorList{field.Invalid(p("spec.entrypointResources"), nil, "")},
 		},
 		"entrypoint resources as Ray takes them": {
-			mutate: func(j *rayv1.RayJob) { j.Spec.EntrypointNumCpus, j.Spec.EntrypointResources = 2, `{"resource1": 1, "TPU": 0.5}` },
+			mutate: func(j *rayv1.RayJob) {
+				j.Spec.EntrypointNumCpus, j.Spec.EntrypointResources = 2, `{"resource1": 1, "TPU": 0.5}`
+			},
 		},
 		"zero deadlines": {
-			mutate: func(j *rayv1.RayJob) { j.Spec.ActiveDeadlineSeconds, j.Spec.PreRunningDeadlineSeconds = ptr.To[int32](0), ptr.To[int32](0) },
+			mutate: func(j *rayv1.RayJob) {
+				j.Spec.ActiveDeadlineSeconds, j.Spec.PreRunningDeadlineSeconds = ptr.To[int32](0), ptr.To[int32](0)
+			},
 			want: field.ErrorList{field.Invalid(p("spec.activeDeadlineSeconds"), nil, ""),
 				field.Invalid(p("spec.preRunningDeadlineSeconds"), nil, "")},
 		},
@@ -505,8 +525,10 @@ func TestRayJobWarnings(t *testing.T) {
 	}{
 		"a valid job": {},
 		"what InteractiveMode does not use": {
-			mutate: func(j *rayv1.RayJob) { j.Spec.SubmissionMode, j.Spec.RuntimeEnvYAML = rayv1.InteractiveMode, "pip: [requests]" },
-			want:   []string{"spec.submissionMode: in InteractiveMode raygate submits nothing, so entrypoint, runtimeEnvYAML are not used; submit the job yourself and set spec.jobId to its submission id"},
+			mutate: func(j *rayv1.RayJob) {
+				j.Spec.SubmissionMode, j.Spec.RuntimeEnvYAML = rayv1.InteractiveMode, "pip: [requests]"
+			},
+			want: []string{"spec.submissionMode: in InteractiveMode raygate submits nothing, so entrypoint, runtimeEnvYAML are not used; submit the job yourself and set spec.jobId to its submission id"},
 		},
 		"clusterSelector keys that select nothing": {
 			mutate: jobAll(onSelector, func(j *rayv1.RayJob) { j.Spec.ClusterSelector["team"] = "ml" }),
@@ -523,8 +545,10 @@ func TestRayJobWarnings(t *testing.T) {
 				"(RAY_DASHBOARD_ADDRESS and RAY_JOB_SUBMISSION_ID are set for it)"},
 		},
 		"a pre-running deadline past the active one": {
-			mutate: func(j *rayv1.RayJob) { j.Spec.ActiveDeadlineSeconds, j.Spec.PreRunningDeadlineSeconds = ptr.To[int32](60), ptr.To[int32](60) },
-			want:   []string{"spec.preRunningDeadlineSeconds is 60, not less than activeDeadlineSeconds 60: the active deadline ends the job first, so it has no effect"},
+			mutate: func(j *rayv1.RayJob) {
+				j.Spec.ActiveDeadlineSeconds, j.Spec.PreRunningDeadlineSeconds = ptr.To[int32](60), ptr.To[int32](60)
+			},
+			want: []string{"spec.preRunningDeadlineSeconds is 60, not less than activeDeadlineSeconds 60: the active deadline ends the job first, so it has no effect"},
 		},
 		"a restarting sidecar on an old Ray": {
 			mutate: func(j *rayv1.RayJob) { j.Spec.SubmissionMode = rayv1.SidecarMode },
@@ -552,7 +576,9 @@ func TestRayJobWarnings(t *testing.T) {
 }
 
 func TestRayJobUpdate(t *testing.T) {
-	running := func(j *rayv1.RayJob) { j.Status.JobDeploymentStatus, j.Status.JobId = rayv1.JobDeploymentStatusRunning, "job-abcde" }
+	running := func(j *rayv1.RayJob) {
+		j.Status.JobDeploymentStatus, j.Status.JobId = rayv1.JobDeploymentStatusRunning, "job-abcde"
+	}
 	withStatus := func(s rayv1.JobDeploymentStatus) func(*rayv1.RayJob) {
 		return func(j *rayv1.RayJob) { j.Status.JobDeploymentStatus = s }
 	}
@@ -629,7 +655,9 @@ func TestStoredRayJob(t *testing.T) {
 			want: field.ErrorList{field.Invalid(p("status.jobDeploymentStatus"), nil, "")},
 		},
 		"waiting in InteractiveMode": {
-			job: job(func(j *rayv1.RayJob) { j.Spec.SubmissionMode, j.Status.JobDeploymentStatus = rayv1.InteractiveMode, rayv1.JobDeploymentStatusWaiting }),
+			job: job(func(j *rayv1.RayJob) {
+				j.Spec.SubmissionMode, j.Status.JobDeploymentStatus = rayv1.InteractiveMode, rayv1.JobDeploymentStatusWaiting
+			}),
 		},
 		"create-only rules are not checked": {
 			job: job(jobAll(func(j *rayv1.RayJob) { j.Spec.Entrypoint = "" }, rules(rule(rayv1.DeleteSelf, rayv1.JobStatusSucceeded, 1)))),

@@ -143,7 +143,7 @@ func New(data []byte) *randfill.Filler {
 			*s = pick(c, []rayv1.JobDeploymentStatus{rayv1.JobDeploymentStatusNew, rayv1.JobDeploymentStatusRunning,
 				rayv1.JobDeploymentStatusWaiting, rayv1.JobDeploymentStatusFailed, rayv1.JobDeploymentStatusComplete, rayv1.JobDeploymentStatusSuspended})
 		},
-		func(f *float32, c randfill.Continue) { *f = pick(c, []float32{0, -1, 0.5, 2, float32(math.Inf(1))}) },
+		func(f *float32, c randfill.Continue) { *f = pick(c, []float32{0, -1, 0.5, 2, 1e30}) },
 		func(s *rayv1.RayJobSpec, c randfill.Continue) {
 			c.FillNoCustom(s)
 			s.RuntimeEnvYAML = pick(c, runtimeEnvs)
