@@ -78,10 +78,10 @@ func TestNames(t *testing.T) {
 	job := &rayv1.RayJob{}
 	job.Name = "train"
 	for _, tc := range []struct {
-		name            string
-		edit            func(*rayv1.RayJob)
-		id, cluster     string
-		generatedID     bool
+		name             string
+		edit             func(*rayv1.RayJob)
+		id, cluster      string
+		generatedID      bool
 		generatedCluster bool
 	}{
 		{name: "nothing recorded", generatedID: true, generatedCluster: true},

@@ -78,7 +78,9 @@ func TestSubmitCommand(t *testing.T) {
 		},
 		"SidecarMode without a dashboard port uses Ray's": {
 			mode: rayv1.SidecarMode,
-			edit: func(j *rayv1.RayJob) { j.Spec = rayv1.RayJobSpec{Entrypoint: "python a.py", RayClusterSpec: &rayv1.RayClusterSpec{}} },
+			edit: func(j *rayv1.RayJob) {
+				j.Spec = rayv1.RayJobSpec{Entrypoint: "python a.py", RayClusterSpec: &rayv1.RayClusterSpec{}}
+			},
 			want: wait("http://localhost:8265/api/gcs_healthz", "http://127.0.0.1:8265") +
 				"ray job submit --address http://127.0.0.1:8265 --submission-id train-qz7wd -- python a.py ;",
 		},
