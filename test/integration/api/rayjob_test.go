@@ -39,11 +39,15 @@ spec:
 
 	It("rejects what KubeRay's schema rejects", func(ctx context.Context) {
 		bad := strings.Replace(testdata("rayjob-full.yaml"), "name: full-rules", "name: bad-rules", 1)
-		bad = strings.Replace(bad, "          jobStatus: SUCCEEDED\n", "          jobStatus: SUCCEEDED\n          jobDeploymentStatus: Failed\n", 1)
-		bad = strings.Replace(bad, "      - policy: DeleteWorkers", "      - policy: DeleteEverything", 1)
-		_, stderr, err := env.Kubectl(ctx, bad, "apply", "-f", "-")
+		policy := strings.Replace(bad, "      - policy: DeleteWorkers", "      - policy: DeleteEverything", 1)
+		_, stderr, err := env.Kubectl(ctx, policy, "apply", "-f", "-")
 		Expect(err).To(HaveOccurred())
 		Expect(stderr).To(ContainSubstring(`spec.deletionStrategy.deletionRules[0].policy: Unsupported value: "DeleteEverything"`))
+
+		// The CEL rules run once the rest of the object is valid.
+		both := strings.Replace(bad, "          jobStatus: SUCCEEDED\n", "          jobStatus: SUCCEEDED\n          jobDeploymentStatus: Failed\n", 1)
+		_, stderr, err = env.Kubectl(ctx, both, "apply", "-f", "-")
+		Expect(err).To(HaveOccurred())
 		Expect(stderr).To(ContainSubstring("JobStatus and JobDeploymentStatus cannot be used together within the same deletion condition."))
 
 		typo := strings.Replace(testdata("rayjob-full.yaml"), "name: full-selector", "name: typo", 1)
