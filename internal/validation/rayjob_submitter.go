@@ -47,7 +47,7 @@ const (
 	WarnEntrypointNotRun = "%s is not run by raygate: the first container of spec.submitterPodTemplate has a command of its own, which must submit the job itself " +
 		"(RAY_DASHBOARD_ADDRESS and RAY_JOB_SUBMISSION_ID are set for it)"
 	// WarnInteractiveIgnored: InteractiveMode submits nothing, so what would be submitted is unused.
-	WarnInteractiveIgnored = "%s: in InteractiveMode raygate submits nothing, so %s are not used; submit the job yourself and set spec.jobId to its submission id"
+	WarnInteractiveIgnored = "%s: in InteractiveMode raygate submits nothing, so it does not use %s; submit the job yourself and set spec.jobId to its submission id"
 	// WarnSidecarRestartRayVersion: the restarting sidecar checks the job's status with a Ray
 	// CLI that can fail on older versions.
 	WarnSidecarRestartRayVersion = "%s is %s: with the SidecarSubmitterRestart feature gate the submitter container restarts on failure, which needs Ray %s or newer (and Kubernetes 1.35)"

@@ -528,7 +528,7 @@ func TestRayJobWarnings(t *testing.T) {
 			mutate: func(j *rayv1.RayJob) {
 				j.Spec.SubmissionMode, j.Spec.RuntimeEnvYAML = rayv1.InteractiveMode, "pip: [requests]"
 			},
-			want: []string{"spec.submissionMode: in InteractiveMode raygate submits nothing, so entrypoint, runtimeEnvYAML are not used; submit the job yourself and set spec.jobId to its submission id"},
+			want: []string{"spec.submissionMode: in InteractiveMode raygate submits nothing, so it does not use entrypoint, runtimeEnvYAML; submit the job yourself and set spec.jobId to its submission id"},
 		},
 		"clusterSelector keys that select nothing": {
 			mutate: jobAll(onSelector, func(j *rayv1.RayJob) { j.Spec.ClusterSelector["team"] = "ml" }),

@@ -67,7 +67,9 @@ var _ = Describe("RayJob admission through kubectl", func() {
     ray.io/cluster: shared
 `), "apply", "-f", "-")
 		Expect(err).To(HaveOccurred())
-		Expect(stderr).To(Equal(`The RayJob "four-mistakes" is invalid: ` + "\n" +
+		Expect(stderr).To(Equal(`Warning: spec.submissionMode: in InteractiveMode raygate submits nothing, so it does not use runtimeEnvYAML; ` +
+			`submit the job yourself and set spec.jobId to its submission id` + "\n" +
+			`The RayJob "four-mistakes" is invalid: ` + "\n" +
 			`* spec.rayClusterSpec: Forbidden: not used with clusterSelector: the job runs on the RayCluster the selector names, and no cluster is created; remove one of the two` + "\n" +
 			`* spec.backoffLimit: Forbidden: must be 0 with clusterSelector: each retry runs on a new RayCluster, and a job on an existing cluster has none` + "\n" +
 			`* spec.ttlSecondsAfterFinished: Forbidden: used only with shutdownAfterJobFinishes: true (it is how long the RayCluster is kept after the job finished); set it, or remove ttlSecondsAfterFinished` + "\n" +
