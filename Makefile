@@ -44,7 +44,8 @@ generate: tools ## Generate deepcopy code.
 
 .PHONY: manifests
 manifests: tools ## Generate CRDs (trimmed to fit etcd's object size limit; ray.io/v1alpha1 served as a deprecated copy of v1), RBAC and webhook configuration (with matchConditions).
-	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./apis/... output:crd:artifacts:config=config/crd/bases
+	@# allowDangerousTypes: RayJob's entrypointNumCpus and entrypointNumGpus are numbers, as in KubeRay.
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true,allowDangerousTypes=true paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	$(GO) run ./hack/crdtrim config/crd/bases/*.yaml
 	$(CONTROLLER_GEN) rbac:roleName=raygate-manager-role paths=./controllers/... paths=./internal/... output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:artifacts:config=config/webhook

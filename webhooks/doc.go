@@ -1,4 +1,4 @@
-// Package webhooks holds the admission handlers for RayCluster and RayService: thin
+// Package webhooks holds the admission handlers for RayCluster, RayService and RayJob: thin
 // adapters over internal/defaulting and internal/validation, which read the requests' JSON
 // with internal/admissionjson (objects decoded without their pod templates, or sharing them
 // with earlier requests; the defaulting patch; updates that change nothing).
@@ -17,6 +17,8 @@ import admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 // +kubebuilder:webhook:path=/mutate-ray-io-v1-rayservice,mutating=true,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayservices,verbs=create;update,versions=v1,name=mrayservice.ray.io,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent
 // +kubebuilder:webhook:path=/validate-ray-io-v1-raycluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayclusters,verbs=create;update,versions=v1,name=vraycluster.ray.io,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent
 // +kubebuilder:webhook:path=/validate-ray-io-v1-rayservice,mutating=false,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayservices,verbs=create;update,versions=v1,name=vrayservice.ray.io,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent
+// +kubebuilder:webhook:path=/mutate-ray-io-v1-rayjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayjobs,verbs=create;update,versions=v1,name=mrayjob.ray.io,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent
+// +kubebuilder:webhook:path=/validate-ray-io-v1-rayjob,mutating=false,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayjobs,verbs=create;update,versions=v1,name=vrayjob.ray.io,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent
 
 // MatchConditions are added to every webhook of the generated configuration by `make
 // manifests` (hack/webhookconditions; controller-gen's markers cannot express them): the
@@ -34,4 +36,6 @@ const (
 	MutateRayServicePath   = "/mutate-ray-io-v1-rayservice"
 	ValidateRayClusterPath = "/validate-ray-io-v1-raycluster"
 	ValidateRayServicePath = "/validate-ray-io-v1-rayservice"
+	MutateRayJobPath       = "/mutate-ray-io-v1-rayjob"
+	ValidateRayJobPath     = "/validate-ray-io-v1-rayjob"
 )

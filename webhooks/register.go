@@ -45,7 +45,7 @@ type Options struct {
 	DisableZeroDowntime bool
 }
 
-// Handlers are the four admission handlers, by path.
+// Handlers are the admission handlers, by path.
 func Handlers(o Options) map[string]admission.Handler {
 	if o.Gates == nil {
 		o.Gates = features.Default()
@@ -69,10 +69,12 @@ func Handlers(o Options) map[string]admission.Handler {
 		ValidateRayServicePath: &rayServiceValidator{decoder: decoder, validator: validator, namespaces: namespaces,
 			gatewayClasses: gatewayClassLookup{direct}, sharedGateways: sharedGatewayLookup{direct}, certManager: certManager},
 		ValidateUpgradePolicyPath: &upgradePolicyValidator{decoder: plainDecoder{}},
+		MutateRayJobPath:          &mutator[*rayv1.RayJob]{newObj: func() *rayv1.RayJob { return &rayv1.RayJob{} }, apply: defaulting.RayJob},
+		ValidateRayJobPath:        &rayJobValidator{decoder: plainDecoder{}, validator: validator, namespaces: namespaces, certManager: certManager},
 	}
 }
 
-// Register adds the four webhooks to the manager's webhook server.
+// Register adds the webhooks to the manager's webhook server.
 func Register(srv webhook.Server, o Options) {
 	for path, h := range Handlers(o) {
 		srv.Register(path, &webhook.Admission{Handler: counted{path: path, next: h}})

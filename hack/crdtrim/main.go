@@ -22,6 +22,7 @@ import (
 var kinds = map[string]reflect.Type{
 	rayv1.RayClusterKind: reflect.TypeFor[rayv1.RayCluster](),
 	rayv1.RayServiceKind: reflect.TypeFor[rayv1.RayService](),
+	rayv1.RayJobKind:     reflect.TypeFor[rayv1.RayJob](),
 }
 
 var ourPkg = reflect.TypeFor[rayv1.RayCluster]().PkgPath()

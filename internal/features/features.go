@@ -37,6 +37,14 @@ const (
 	// RayClusterMTLS allows spec.tlsOptions: mutual TLS between a cluster's Ray processes,
 	// with certificates from cert-manager (Alpha and off, as in KubeRay).
 	RayClusterMTLS featuregate.Feature = "RayClusterMTLS"
+	// RayJobDeletionPolicy allows a RayJob's spec.deletionStrategy: what is deleted, and
+	// when, once the job is finished (Beta and on, as in KubeRay).
+	RayJobDeletionPolicy featuregate.Feature = "RayJobDeletionPolicy"
+	// SidecarSubmitterRestart restarts a SidecarMode submitter container that fails (up to
+	// spec.submitterConfig.backoffLimit times, default 2) instead of failing the RayJob; it
+	// needs Kubernetes 1.35 (per-container restart policies) and Ray 2.54.0 (Alpha and off,
+	// as in KubeRay).
+	SidecarSubmitterRestart featuregate.Feature = "SidecarSubmitterRestart"
 )
 
 // Specs are the defaults and maturity of every gate.
@@ -48,6 +56,8 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	RayClusterNetworkPolicy:          {Default: false, PreRelease: featuregate.Alpha},
 	GCSFaultToleranceEmbeddedStorage: {Default: false, PreRelease: featuregate.Alpha},
 	RayClusterMTLS:                   {Default: false, PreRelease: featuregate.Alpha},
+	RayJobDeletionPolicy:             {Default: true, PreRelease: featuregate.Beta},
+	SidecarSubmitterRestart:          {Default: false, PreRelease: featuregate.Alpha},
 }
 
 func init() {

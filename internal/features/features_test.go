@@ -16,6 +16,8 @@ func TestDefaults(t *testing.T) {
 		string(RayClusterHistoryServer):          false,
 		string(GCSFaultToleranceEmbeddedStorage): false,
 		string(RayClusterMTLS):                   false,
+		string(RayJobDeletionPolicy):             true,
+		string(SidecarSubmitterRestart):          false,
 	}
 	for name, on := range want {
 		if got := utilfeature.DefaultFeatureGate.Enabled(Feature(name)); got != on {

@@ -45,6 +45,11 @@ func TokenAuthenticationOff(path *field.Path) *field.Error {
 const K8sTokenAuthOnRayService = "KubeRay does not support Kubernetes-delegated token authentication on a RayService; " +
 	"use mode: token, with the Secret raygate generates or one named in secretName"
 
+// K8sTokenAuthOnRayJob explains the refusal of authOptions.enableK8sTokenAuth on a RayJob:
+// KubeRay refuses it there too.
+const K8sTokenAuthOnRayJob = "KubeRay does not support Kubernetes-delegated token authentication on a RayJob; " +
+	"use mode: token, with the Secret raygate generates or one named in secretName"
+
 // WarnK8sTokenAuthRBAC: Ray checks tokens with the API server as the pods' ServiceAccount,
 // and raygate grants that account nothing.
 const WarnK8sTokenAuthRBAC = "%s: the pods' ServiceAccount needs create on tokenreviews (authentication.k8s.io) and subjectaccessreviews (authorization.k8s.io), " +
@@ -70,8 +75,9 @@ func (c *check) authAndIsolation(oldSpec, spec *rayv1.RayClusterSpec, path *fiel
 func (c *check) authOptions(oldSpec, spec *rayv1.RayClusterSpec, path *field.Path) (field.ErrorList, []string) {
 	ao := spec.AuthOptions
 	// A RayService's change of authOptions makes a new cluster, so only a RayCluster's
-	// running pods keep old settings.
-	isService := path.String() == rayClusterConfigPath.String()
+	// running pods keep old settings. A RayJob's cluster is the same: built anew for each
+	// attempt, and refused the delegated mode as a RayService's is.
+	isService := path.String() == rayClusterConfigPath.String() || path.String() == rayJobClusterPath.String()
 	if ao == nil {
 		if oldSpec != nil && oldSpec.AuthOptions != nil && c.admission() && !isService {
 			return nil, []string{fmt.Sprintf(WarnAuthChangeRunningPods, path.Child("authOptions"))}
@@ -83,7 +89,11 @@ func (c *check) authOptions(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 	k8s := ptr.Deref(ao.EnableK8sTokenAuth, false)
 	if k8s && isService {
 		// Any change under authOptions counts on update: the refused field is still there.
-		errs = append(errs, c.related(field.Forbidden(p.Child("enableK8sTokenAuth"), K8sTokenAuthOnRayService), p))
+		why := K8sTokenAuthOnRayService
+		if path.String() == rayJobClusterPath.String() {
+			why = K8sTokenAuthOnRayJob
+		}
+		errs = append(errs, c.related(field.Forbidden(p.Child("enableK8sTokenAuth"), why), p))
 	}
 	if !c.admission() {
 		return errs, nil

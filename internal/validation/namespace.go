@@ -41,19 +41,30 @@ var podSecurityEvaluator = podsecurity.NewEvaluator()
 // before its namespace was labelled can still be scaled and relabelled, by the autoscaler
 // and by Kueue.
 func (c *check) podSecurity(ns *Namespace, old, rc *rayv1.RayCluster, path *field.Path) (field.ErrorList, []string) {
+	memo := &podsecurity.Memo{}
+	return c.podSecurityOf(ns, func(lv api.LevelVersion, ofStored bool) []podsecurity.Violation {
+		if ofStored {
+			return podSecurityEvaluator.ClusterWith(memo, lv, old, path)
+		}
+		return podSecurityEvaluator.ClusterWith(memo, lv, rc, path)
+	}, old != nil)
+}
+
+// podSecurityOf is podSecurity for any pods: evaluate returns the violations of the
+// object's pods at a level (of the stored object's, with ofStored, on update).
+func (c *check) podSecurityOf(ns *Namespace, evaluate func(lv api.LevelVersion, ofStored bool) []podsecurity.Violation, update bool) (field.ErrorList, []string) {
 	mode := c.policy.PodSecurity
 	if ns == nil || !ns.LabelsKnown || mode == PodSecurityOff || slices.Contains(c.policy.PodSecurityExemptNamespaces, ns.Name) {
 		return nil, nil
 	}
 	p := podsecurity.NamespacePolicy(ns.Labels)
-	memo := &podsecurity.Memo{}
-	enforced := podSecurityEvaluator.ClusterWith(memo, p.Enforce, rc, path)
+	enforced := evaluate(p.Enforce, false)
 	var errs field.ErrorList
 	var warnings []string
 	if len(enforced) > 0 {
 		stored := map[string]bool{}
-		if old != nil {
-			for _, v := range podSecurityEvaluator.ClusterWith(memo, p.Enforce, old, path) {
+		if update {
+			for _, v := range evaluate(p.Enforce, true) {
 				stored[v.Path.String()+"/"+v.Check] = true
 			}
 		}
@@ -80,7 +91,7 @@ func (c *check) podSecurity(ns *Namespace, old, rc *rayv1.RayCluster, path *fiel
 			continue // the same evaluation as one already reported
 		}
 		checked = append(checked, lv.lv)
-		for _, v := range podSecurityEvaluator.ClusterWith(memo, lv.lv, rc, path) {
+		for _, v := range evaluate(lv.lv, false) {
 			warnings = append(warnings, fmt.Sprintf(lv.format, v.Path, lv.lv.String(), v.Message))
 		}
 	}
@@ -102,17 +113,23 @@ func quotaWarnings(ns *Namespace, old, rc *rayv1.RayCluster, path *field.Path) [
 	if !ok {
 		return []string{fmt.Sprintf(WarnQuotaNotChecked, path, podquota.MaxPodKinds)}
 	}
+	return podQuotaWarnings(ns, oldPods, pods, old != nil, path, fmt.Sprintf("the cluster's %d pods", countPods(pods)))
+}
+
+// podQuotaWarnings warns when pods (what, e.g. "the cluster's 4 pods") do not fit in the
+// namespace's quotas; on update only what they add to oldPods counts.
+func podQuotaWarnings(ns *Namespace, oldPods, pods []podquota.Pods, update bool, path *field.Path, what string) []string {
 	var warnings []string
 	for _, q := range quotasByName(ns) {
-		need, what := podquota.Demand(q, pods), fmt.Sprintf("the cluster's %d pods", countPods(pods))
-		if old != nil {
+		need, what := podquota.Demand(q, pods), what
+		if update {
 			need = podquota.Sub(need, podquota.Demand(q, oldPods))
 			what = "the pods this change adds"
 		}
 		if s := podquota.Shortfalls(q, need); len(s) > 0 {
 			warnings = append(warnings, fmt.Sprintf(WarnQuotaExceeded, path, what, q.Name, joinShortfalls(s)))
 		}
-		warnings = append(warnings, missingRequestWarnings(q, oldPods, pods, old != nil, path)...)
+		warnings = append(warnings, missingRequestWarnings(q, oldPods, pods, update, path)...)
 	}
 	return warnings
 }

@@ -260,13 +260,22 @@ const MultiKueueManager = "kueue.x-k8s.io/multikueue"
 // value is no change; the CRD alone would let a running service be handed to MultiKueue
 // by adding the field.
 func managedBy(old, svc *rayv1.RayService) field.ErrorList {
+	if old == nil {
+		return managedByChange(nil, svc.Spec.ManagedBy, false)
+	}
+	return managedByChange(old.Spec.ManagedBy, svc.Spec.ManagedBy, true)
+}
+
+// managedByChange checks spec.managedBy of a RayService or RayJob: one of the two managers,
+// and on update (isUpdate) the same manager as before, unset counting as raygate.
+func managedByChange(old, m *string, isUpdate bool) field.ErrorList {
 	path := specPath.Child("managedBy")
 	var errs field.ErrorList
-	if m := svc.Spec.ManagedBy; m != nil && *m != kubeRayManager && *m != MultiKueueManager {
+	if m != nil && *m != kubeRayManager && *m != MultiKueueManager {
 		errs = append(errs, field.NotSupported(path, *m, []string{kubeRayManager, MultiKueueManager}))
 	}
-	if old != nil && ManagerOf(old.Spec.ManagedBy) != ManagerOf(svc.Spec.ManagedBy) {
-		errs = append(errs, field.Invalid(path, ptr.Deref(svc.Spec.ManagedBy, ""), "the managedBy field is immutable"))
+	if isUpdate && ManagerOf(old) != ManagerOf(m) {
+		errs = append(errs, field.Invalid(path, ptr.Deref(m, ""), "the managedBy field is immutable"))
 	}
 	return errs
 }

@@ -110,7 +110,7 @@ const (
 	CertManagerNotInstalled
 )
 
-// TLSClusterPath returns the path of the cluster spec of a RayCluster or RayService that
+// TLSClusterPath returns the path of the cluster spec of a RayCluster, RayService or RayJob that
 // asks for mutual TLS, so the webhook looks up cert-manager only for those.
 func TLSClusterPath(obj any) (*field.Path, bool) {
 	switch o := obj.(type) {
@@ -121,6 +121,10 @@ func TLSClusterPath(obj any) (*field.Path, bool) {
 	case *rayv1.RayService:
 		if o != nil && o.DeletionTimestamp == nil && rayspec.TLSEnabled(&o.Spec.RayClusterSpec) {
 			return rayClusterConfigPath, true
+		}
+	case *rayv1.RayJob:
+		if o != nil && o.DeletionTimestamp == nil && o.Spec.RayClusterSpec != nil && rayspec.TLSEnabled(o.Spec.RayClusterSpec) {
+			return rayJobClusterPath, true
 		}
 	}
 	return nil, false

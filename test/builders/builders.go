@@ -1,4 +1,4 @@
-// Package builders makes RayCluster and RayService objects for tests with a fluent API:
+// Package builders makes RayCluster, RayService and RayJob objects for tests with a fluent API:
 //
 //	builders.RayService("svc", "ns").Incremental(20, 5, 10, "istio").Obj()
 //

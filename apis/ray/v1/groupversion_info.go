@@ -21,10 +21,11 @@ var (
 const (
 	RayClusterKind = "RayCluster"
 	RayServiceKind = "RayService"
+	RayJobKind     = "RayJob"
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &RayCluster{}, &RayClusterList{}, &RayService{}, &RayServiceList{})
+	s.AddKnownTypes(GroupVersion, &RayCluster{}, &RayClusterList{}, &RayService{}, &RayServiceList{}, &RayJob{}, &RayJobList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -21,11 +21,12 @@ import (
 )
 
 // fullManifests are the test data files that together set every field of our types.
-var fullManifests = []string{"raycluster-full.yaml", "rayservice-full.yaml"}
+var fullManifests = []string{"raycluster-full.yaml", "rayservice-full.yaml", "rayjob-full.yaml"}
 
 var kindTypes = map[string]reflect.Type{
 	rayv1.RayClusterKind: reflect.TypeFor[rayv1.RayCluster](),
 	rayv1.RayServiceKind: reflect.TypeFor[rayv1.RayService](),
+	rayv1.RayJobKind:     reflect.TypeFor[rayv1.RayJob](),
 }
 
 // manifestDoc is one YAML document of a test data file, as JSON, with its Go type.
@@ -151,7 +152,7 @@ func TestRoundTripDetectsDrops(t *testing.T) {
 }
 
 // TestFullManifestsSetEveryField keeps the test data complete: every JSON field of every
-// struct of this package reachable from RayCluster and RayService must be set in at least one
+// struct of this package reachable from RayCluster, RayService and RayJob must be set in at least one
 // of the full manifests, so the envtest suite proves the CRD schema accepts it. A field added
 // to the types without an example fails here.
 func TestFullManifestsSetEveryField(t *testing.T) {

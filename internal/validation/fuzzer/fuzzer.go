@@ -1,4 +1,4 @@
-// Package fuzzer builds random RayClusters and RayServices for the fuzz tests of defaulting
+// Package fuzzer builds random RayClusters, RayServices and RayJobs for the fuzz tests of defaulting
 // and validation. Values are drawn mostly from the ones the rules care about (boundaries,
 // strategy names, autoscaler versions, serve configs), so a short fuzzing run reaches every
 // rule instead of producing only unparsable noise.
@@ -38,6 +38,9 @@ var (
 	// accepted size, one byte more, and the densest document.
 	largeServeConfigs = []string{
 		maxSizeConfig(256 << 10), maxSizeConfig(256<<10 + 1), "applications: [" + strings.Repeat("0,", 128<<10-20) + "0]\n",
+	}
+	runtimeEnvs = []string{
+		"", "pip:\n  - requests==2.26.0\nenv_vars:\n  A: \"1\"\n", "invalid_yaml_str", "- a\n", "a: [\n", "null\n", billionLaughs,
 	}
 	billionLaughs = "a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n" +
 		"d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
@@ -127,6 +130,33 @@ func New(data []byte) *randfill.Filler {
 			s.ServeConfigV2 = pick(c, serveConfigs)
 			if c.Intn(32) == 0 {
 				s.ServeConfigV2 = pick(c, largeServeConfigs)
+			}
+		},
+		func(m *rayv1.JobSubmissionMode, c randfill.Continue) {
+			*m = pick(c, []rayv1.JobSubmissionMode{rayv1.K8sJobMode, rayv1.HTTPMode, rayv1.InteractiveMode, rayv1.SidecarMode, "", "Other"})
+		},
+		func(p *rayv1.DeletionPolicyType, c randfill.Continue) {
+			*p = pick(c, []rayv1.DeletionPolicyType{rayv1.DeleteCluster, rayv1.DeleteWorkers, rayv1.DeleteSelf, rayv1.DeleteNone, "Other"})
+		},
+		func(s *rayv1.JobStatus, c randfill.Continue) { *s = pick(c, rayv1.AllJobStatuses) },
+		func(s *rayv1.JobDeploymentStatus, c randfill.Continue) {
+			*s = pick(c, []rayv1.JobDeploymentStatus{rayv1.JobDeploymentStatusNew, rayv1.JobDeploymentStatusRunning,
+				rayv1.JobDeploymentStatusWaiting, rayv1.JobDeploymentStatusFailed, rayv1.JobDeploymentStatusComplete, rayv1.JobDeploymentStatusSuspended})
+		},
+		func(f *float32, c randfill.Continue) { *f = pick(c, []float32{0, -1, 0.5, 2, 1e30}) },
+		func(s *rayv1.RayJobSpec, c randfill.Continue) {
+			c.FillNoCustom(s)
+			s.RuntimeEnvYAML = pick(c, runtimeEnvs)
+			s.EntrypointResources = pick(c, []string{"", `{"r": 1}`, "[1]", "{"})
+			if c.Intn(4) == 0 {
+				s.ClusterSelector = map[string]string{rayv1.RayJobClusterSelectorKey: pick(c, strs)}
+			}
+		},
+		func(s *rayv1.RayJobStatus, c randfill.Continue) {
+			*s = rayv1.RayJobStatus{}
+			c.Fill(&s.JobDeploymentStatus)
+			if c.Bool() {
+				s.JobId, s.RayClusterName = pick(c, strs), pick(c, strs)
 			}
 		},
 		// Now and then many worker groups, copies of one filled group.

@@ -29,6 +29,7 @@ var _ = Describe("the chart and the generated manifests", func() {
 			"generated/webhooks.yaml":                  generatedWebhooks,
 			"crds/ray.io_rayclusters.yaml":             filepath.Join(repoRoot, "config", "crd", "bases", "ray.io_rayclusters.yaml"),
 			"crds/ray.io_rayservices.yaml":             filepath.Join(repoRoot, "config", "crd", "bases", "ray.io_rayservices.yaml"),
+			"crds/ray.io_rayjobs.yaml":                 filepath.Join(repoRoot, "config", "crd", "bases", "ray.io_rayjobs.yaml"),
 			"crds/raygate.ray.io_upgradepolicies.yaml": filepath.Join(repoRoot, "config", "crd", "bases", "raygate.ray.io_upgradepolicies.yaml"),
 		} {
 			Expect(readFileOrEmpty(filepath.Join(chartDir, chartFile))).To(Equal(readFileOrEmpty(src)),
@@ -171,10 +172,10 @@ func expectWebhooks(objs objects, gen generated, namespaces []string, caBundle s
 		Expect(*h.failurePolicy).To(Equal(admissionregistrationv1.Fail), key)
 		Expect(*h.timeoutSeconds).To(BeNumerically("<=", 5), key)
 		for _, r := range h.rules {
-			// Our CRDs only: ray.io's two kinds, and raygate's own UpgradePolicy.
+			// Our CRDs only: ray.io's kinds, and raygate's own UpgradePolicy.
 			Expect(r.APIGroups).To(Or(Equal([]string{"ray.io"}), Equal([]string{"raygate.ray.io"})), key)
 			if r.APIGroups[0] == "ray.io" {
-				Expect(r.Resources).To(HaveEach(BeElementOf("rayclusters", "rayservices")), key)
+				Expect(r.Resources).To(HaveEach(BeElementOf("rayclusters", "rayservices", "rayjobs")), key)
 			} else {
 				Expect(r.Resources).To(Equal([]string{"upgradepolicies"}), key)
 			}
