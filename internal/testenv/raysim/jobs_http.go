@@ -30,6 +30,18 @@ func isJobsAPIPath(path string) bool {
 // serveJobs serves the Jobs API (ServeHTTP has already counted, authorized and faulted the
 // request, and answered 503 while the cluster is unavailable).
 func (s *Server) serveJobs(w http.ResponseWriter, r *http.Request) {
+	// The GCS health and version endpoints are not the job module's: a JobsFault leaves
+	// them alone.
+	switch r.URL.Path {
+	case GCSHealthPath:
+		onlyGet(w, r, func() { _, _ = io.WriteString(w, "success") })
+		return
+	case VersionPath:
+		onlyGet(w, r, func() {
+			writeJSON(w, map[string]string{"version": "4", "ray_version": "2.52.0", "ray_commit": "simulated", "session_name": "session_raysim"})
+		})
+		return
+	}
 	s.mu.Lock()
 	fault := s.jobs.fault
 	s.mu.Unlock()
@@ -42,16 +54,6 @@ func (s *Server) serveJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	if fault.Errors {
 		http.Error(w, "Traceback (most recent call last):\nRuntimeError: the simulated job module is failing (raysim JobsFault.Errors)", http.StatusInternalServerError)
-		return
-	}
-	switch r.URL.Path {
-	case GCSHealthPath:
-		onlyGet(w, r, func() { _, _ = io.WriteString(w, "success") })
-		return
-	case VersionPath:
-		onlyGet(w, r, func() {
-			writeJSON(w, map[string]string{"version": "4", "ray_version": "2.52.0", "ray_commit": "simulated", "session_name": "session_raysim"})
-		})
 		return
 	}
 	rest := strings.TrimPrefix(r.URL.EscapedPath(), strings.TrimSuffix(dashboard.JobsPath, "/"))
