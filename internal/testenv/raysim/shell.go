@@ -209,9 +209,10 @@ func (p *shellParser) endCommand() {
 	}
 }
 
-// expandKubernetes expands $(NAME) references of a container's command and args as the
-// kubelet does: defined variables are replaced, $$ is a literal $, anything else is kept.
-func expandKubernetes(s string, env map[string]string) string {
+// ExpandKubeletRefs expands $(NAME) references as the kubelet does in a container's
+// command, args and env values: defined variables are replaced, $$ is a literal $,
+// anything else is kept.
+func ExpandKubeletRefs(s string, env map[string]string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		if s[i] != '$' || i+1 >= len(s) {

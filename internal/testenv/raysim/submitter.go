@@ -99,7 +99,7 @@ var ErrNotASubmission = errors.New("no `ray job submit` the simulation can run")
 func ParseSubmitter(command, args []string, env map[string]string) (*SubmitterScript, error) {
 	argv := make([]string, 0, len(command)+len(args))
 	for _, a := range slices.Concat(command, args) {
-		argv = append(argv, expandKubernetes(a, env))
+		argv = append(argv, ExpandKubeletRefs(a, env))
 	}
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("%w: the container has no command (the image's entrypoint is unknown here)", ErrNotASubmission)

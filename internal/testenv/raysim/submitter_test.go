@@ -152,7 +152,7 @@ func TestParseShell(t *testing.T) {
 	}
 }
 
-func TestExpandKubernetesAndShlexJoin(t *testing.T) {
+func TestExpandKubeletRefsAndShlexJoin(t *testing.T) {
 	env := map[string]string{"ADDR": "h:8265", "ID": "j"}
 	for in, want := range map[string]string{
 		"--address=http://$(ADDR)": "--address=http://h:8265",
@@ -161,8 +161,8 @@ func TestExpandKubernetesAndShlexJoin(t *testing.T) {
 		"$ADDR ${ADDR} $(ADDR":     "$ADDR ${ADDR} $(ADDR",
 		"trailing $":               "trailing $",
 	} {
-		if got := expandKubernetes(in, env); got != want {
-			t.Errorf("expandKubernetes(%q) = %q, want %q", in, got, want)
+		if got := ExpandKubeletRefs(in, env); got != want {
+			t.Errorf("ExpandKubeletRefs(%q) = %q, want %q", in, got, want)
 		}
 	}
 	for _, tc := range []struct {
