@@ -36,7 +36,7 @@ func TestJobCallsNeverFollowRedirects(t *testing.T) {
 	defer other.Close()
 	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
 		head := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Redirect(w, r, other.URL+r.URL.Path, code)
+			http.Redirect(w, r, other.URL+JobsPath, code)
 		}))
 		for name, err := range jobCalls(New(head.URL, &http.Client{})) {
 			var e *Error
@@ -124,7 +124,7 @@ func TestJobCallsOnGarbage(t *testing.T) {
 				t.Errorf("status %d %s: no error", status, name)
 				continue
 			}
-			if strings.ContainsAny(err.Error(), "\x00\x1b\r\xff\xfe") || !utf8.ValidString(err.Error()) {
+			if hasRawBytes(err.Error()) {
 				t.Errorf("status %d %s: the error carries raw bytes: %q", status, name, err)
 			}
 		}
@@ -237,4 +237,10 @@ func TestReadLogsTailBounds(t *testing.T) {
 	if _, err := c.GetJobLogs(context.Background(), "j-1"); err == nil || !strings.Contains(err.Error(), "raygate reads") {
 		t.Errorf("err = %v", err)
 	}
+}
+
+// hasRawBytes reports whether s carries bytes an answer's text must lose on its way into
+// an error: NUL, escape, carriage return, or invalid UTF-8.
+func hasRawBytes(s string) bool {
+	return strings.IndexByte(s, 0) >= 0 || strings.IndexByte(s, 0x1b) >= 0 || strings.IndexByte(s, '\r') >= 0 || !utf8.ValidString(s)
 }

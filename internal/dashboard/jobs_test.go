@@ -285,7 +285,7 @@ func TestGetJobInfoAnswers(t *testing.T) {
 			if IsJobNotFound(err) != tc.notFound || IsJobAlreadyExists(err) {
 				t.Errorf("IsJobNotFound = %v, want %v; IsJobAlreadyExists = %v", IsJobNotFound(err), tc.notFound, IsJobAlreadyExists(err))
 			}
-			if err != nil && strings.ContainsAny(err.Error(), "\x00\x1b\xff") {
+			if err != nil && hasRawBytes(err.Error()) {
 				t.Errorf("the error quotes the untrusted answer: %q", err)
 			}
 			if tc.check != nil {

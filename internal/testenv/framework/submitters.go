@@ -423,7 +423,7 @@ func (s *Submitters) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev
 	env := map[string]string{}
 	for _, from := range c.EnvFrom {
 		data, optional, err := s.sourceData(ctx, pod.Namespace, from)
-		if err != nil && !(optional && errors.Is(err, errNoValue)) {
+		if err != nil && (!optional || !errors.Is(err, errNoValue)) {
 			return nil, err
 		}
 		for k, v := range data {

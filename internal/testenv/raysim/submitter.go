@@ -168,14 +168,20 @@ func fromCommands(cmds []shellCommand, env map[string]string) (*SubmitterScript,
 			sc.CheckID = checkID
 		case isRayJob(w, "status") && slices.Contains(c.keywords, "if") && slices.Contains(c.keywords, "!"):
 			_, pos, err := parseFlags(w[3:], map[string]bool{"address": true, "headers": true, "verify": true, "log-style": true, "log-color": true}, nil)
-			if err != nil || len(pos) != 1 {
-				return nil, fmt.Errorf("ray job status: want one submission id (%v)", err)
+			if err != nil {
+				return nil, fmt.Errorf("ray job status: %w", err)
+			}
+			if len(pos) != 1 {
+				return nil, errors.New("ray job status: want one submission id")
 			}
 			checkID = pos[0]
 		case isRayJob(w, "logs") && submitted:
 			flags, pos, err := parseFlags(w[3:], map[string]bool{"address": true, "headers": true, "verify": true, "log-style": true, "log-color": true}, map[string]bool{"follow": true, "f": true})
-			if err != nil || len(pos) != 1 {
-				return nil, fmt.Errorf("ray job logs: want one submission id (%v)", err)
+			if err != nil {
+				return nil, fmt.Errorf("ray job logs: %w", err)
+			}
+			if len(pos) != 1 {
+				return nil, errors.New("ray job logs: want one submission id")
 			}
 			if _, f1 := flags["follow"]; f1 {
 				sc.FollowID = pos[0]

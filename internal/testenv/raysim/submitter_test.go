@@ -222,3 +222,16 @@ func TestParseSubmitterNeverPanics(t *testing.T) {
 		_, _ = ParseSubmitter([]string{in}, []string{in}, nil)
 	}
 }
+
+func TestK8sJobModeCommandParses(t *testing.T) {
+	cmd, args := K8sJobModeCommand(sampleAddress, "rj-1", " python /home/ray/samples/sample_code.py ")
+	sc, err := ParseSubmitter(cmd, args, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := SubmitterScript{GCSHealthURL: sampleAddress + "/api/gcs_healthz", CheckID: "rj-1", Address: sampleAddress, NoWait: true, FollowID: "rj-1",
+		Job: dashboard.JobSubmission{Entrypoint: "python /home/ray/samples/sample_code.py", SubmissionID: "rj-1"}}
+	if !reflect.DeepEqual(*sc, want) {
+		t.Errorf("got  %+v\nwant %+v", *sc, want)
+	}
+}
