@@ -199,7 +199,7 @@ func jobLogs(j *job, started, ended bool) string {
 	return out
 }
 
-// details is the job as GET /api/jobs/<id> answers (Ray's JobDetails).
+// detailsLocked is the job as GET /api/jobs/<id> answers now (Ray's JobDetails).
 func (s *Server) detailsLocked(j *job, now time.Time) map[string]any {
 	v := s.viewLocked(j, now)
 	d := map[string]any{
@@ -207,8 +207,6 @@ func (s *Server) detailsLocked(j *job, now time.Time) map[string]any {
 		"status": v.status, "entrypoint": j.req.Entrypoint, "message": v.message, "error_type": nil,
 		"start_time": j.submitted.UnixMilli(), "end_time": nil, "metadata": j.req.Metadata, "runtime_env": j.req.RuntimeEnv,
 		"driver_agent_http_address": nil, "driver_node_id": nil, "driver_exit_code": nil,
-		"entrypoint_num_cpus": j.req.EntrypointNumCPUs, "entrypoint_num_gpus": j.req.EntrypointNumGPUs,
-		"entrypoint_memory": j.req.EntrypointMemory, "entrypoint_resources": j.req.EntrypointResources,
 	}
 	if j.req.RuntimeEnv == nil {
 		d["runtime_env"] = nil
