@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -264,6 +265,23 @@ func TestGetJobInfoAnswers(t *testing.T) {
 			check: func(t *testing.T, i *JobInfo) {
 				if i.RuntimeEnv != nil || len(i.Metadata) != 1 || i.Metadata["ok"] != "v" {
 					t.Errorf("runtime_env %d bytes, metadata %v", len(i.RuntimeEnv), i.Metadata)
+				}
+			}},
+		{name: "dense metadata", status: 200, body: func() string {
+			var b strings.Builder
+			b.WriteString(`{"submission_id":"j-1","status":"RUNNING","metadata":{`)
+			for i := 0; b.Len() < MaxResponseBytes-64; i++ {
+				if i > 0 {
+					b.WriteString(",")
+				}
+				b.WriteString(`"k` + strconv.Itoa(i) + `":""`)
+			}
+			b.WriteString(`}}`)
+			return b.String()
+		}(),
+			check: func(t *testing.T, i *JobInfo) {
+				if _, first := i.Metadata["k0"]; len(i.Metadata) != MaxJobMetadata || !first {
+					t.Errorf("kept %d metadata entries", len(i.Metadata))
 				}
 			}},
 		{name: "status not a string", status: 200, body: `{"submission_id":"j-1","status":3}`, errSubstr: "invalid JSON"},
