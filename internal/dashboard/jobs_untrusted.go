@@ -294,6 +294,12 @@ func (s *jsonStream) syntax() error { return errors.New("the answer is not the J
 // into w.
 func (s *jsonStream) readString(w *ring) error {
 	for {
+		// Copy the run of plain bytes already buffered in one go: a log of megabytes is
+		// read at the speed of copying it.
+		if run := plainRun(s.buf[s.pos:]); run > 0 {
+			w.write(s.buf[s.pos : s.pos+run]...)
+			s.pos += run
+		}
 		c, err := s.next()
 		if err != nil {
 			return err
@@ -311,6 +317,17 @@ func (s *jsonStream) readString(w *ring) error {
 			w.write(c)
 		}
 	}
+}
+
+// plainRun is how many bytes at the start of b need no decoding: up to a quote, a
+// backslash or a control character.
+func plainRun(b []byte) int {
+	for i, c := range b {
+		if c == '"' || c == '\\' || c < 0x20 {
+			return i
+		}
+	}
+	return len(b)
 }
 
 func (s *jsonStream) readEscape(w *ring) error {
