@@ -120,20 +120,57 @@ func (c *HTTPClient) DeployApplications(ctx context.Context, config []byte) erro
 }
 
 func (c *HTTPClient) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	status, data, err := c.exchange(ctx, method, path, body, MaxResponseBytes)
+	if err != nil {
+		return nil, err
+	}
+	if status < 200 || status > 299 {
+		return nil, &Error{Op: method, URL: c.url(path), StatusCode: status, Body: Sanitize(string(data), maxErrorExcerpt)}
+	}
+	return data, nil
+}
+
+func (c *HTTPClient) url(path string) string { return strings.TrimRight(c.BaseURL, "/") + path }
+
+// exchange sends one request and returns the answer's status and body, read within the
+// timeout and refused beyond limit bytes. Redirects come back as they are (never followed).
+func (c *HTTPClient) exchange(ctx context.Context, method, path string, body []byte, limit int64) (int, []byte, error) {
+	resp, done, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer done()
+	url := c.url(path)
+	if resp.ContentLength > limit {
+		return 0, nil, fmt.Errorf("%s %s: the answer is %d bytes, more than the %d raygate reads", method, url, resp.ContentLength, limit)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s %s: reading the answer failed: %w", method, url, err)
+	}
+	if int64(len(data)) > limit {
+		return 0, nil, fmt.Errorf("%s %s: the answer is longer than the %d bytes raygate reads", method, url, limit)
+	}
+	return resp.StatusCode, data, nil
+}
+
+// send sends one request under the client's timeout, which keeps running while the caller
+// reads the answer; done closes the answer and ends the timeout.
+func (c *HTTPClient) send(ctx context.Context, method, path string, body []byte) (resp *http.Response, done func(), err error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	url := strings.TrimRight(c.BaseURL, "/") + path
+	url := c.url(path)
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, url, err)
+		cancel()
+		return nil, nil, fmt.Errorf("%s %s: %w", method, url, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	c.Token.authorize(req)
@@ -147,24 +184,11 @@ func (c *HTTPClient) do(ctx context.Context, method, path string, body []byte) (
 		own.CheckRedirect = refuseRedirect
 		hc = &own
 	}
-	resp, err := hc.Do(req)
+	resp, err = hc.Do(req)
 	if err != nil {
+		cancel()
 		// The url.Error already names the method and URL.
-		return nil, fmt.Errorf("the Ray dashboard is unreachable: %w", err)
+		return nil, nil, fmt.Errorf("the Ray dashboard is unreachable: %w", err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.ContentLength > MaxResponseBytes {
-		return nil, fmt.Errorf("%s %s: the answer is %d bytes, more than the %d raygate reads", method, url, resp.ContentLength, MaxResponseBytes)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: reading the answer failed", method, url)
-	}
-	if len(data) > MaxResponseBytes {
-		return nil, fmt.Errorf("%s %s: the answer is longer than the %d bytes raygate reads", method, url, MaxResponseBytes)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, &Error{Op: method, URL: url, StatusCode: resp.StatusCode, Body: Sanitize(string(data), maxErrorExcerpt)}
-	}
-	return data, nil
+	return resp, func() { _ = resp.Body.Close(); cancel() }, nil
 }

@@ -7,6 +7,12 @@
 // of raygate's Gateways and HTTPRoutes and routes requests by their weights to the serve
 // pods' EndpointSlice addresses. A user reaches it with a kubeconfig at a stable path and
 // the kubectl built for the control plane.
+//
+// Each simulated dashboard serves the Ray Jobs API too, and a RayJob's K8sJobMode submitter
+// pods run without containers: kwok makes them Running but does not complete them
+// (kwokcluster.Options.HeldJobPods), and framework.Submitters carries out their `ray job
+// submit` script against the simulated cluster and sets them Succeeded or Failed, so
+// kube-controller-manager's Job controller sees the submitter Job finish.
 package localmode
 
 import (
@@ -51,6 +57,9 @@ type Options struct {
 	// DeployDelay is how long a simulated Serve application stays DEPLOYING before it is
 	// RUNNING (default 5s).
 	DeployDelay time.Duration
+	// JobDuration is how long a simulated Ray job runs before it SUCCEEDS (default 10s); it
+	// is PENDING for a second before.
+	JobDuration time.Duration
 	// LogLevel is the operator's log level (default info).
 	LogLevel string
 	// Progress receives one line per phase of start-up (nil: discarded).
@@ -69,6 +78,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DeployDelay == 0 {
 		o.DeployDelay = 5 * time.Second
+	}
+	if o.JobDuration == 0 {
+		o.JobDuration = 10 * time.Second
 	}
 	if o.LogLevel == "" {
 		o.LogLevel = "info"
@@ -107,6 +119,9 @@ type Env struct {
 	mgrErr    error
 	lock      *lock
 	closeLog  func()
+
+	// submitters run RayJob submitter pods against the simulators.
+	submitters *framework.Submitters
 }
 
 // Start brings the environment up and returns once the webhooks answer the API server and
@@ -139,6 +154,7 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 	_ = os.RemoveAll(logs)
 	e.Cluster, err = kwokcluster.Start(ctx, kwokcluster.Options{
 		Nodes: o.Nodes, NodeCapacity: NodeCapacity(), GatewayAPI: true, Webhooks: true, LogDir: logs,
+		HeldJobPods: framework.SubmitterPods(),
 	})
 	if err != nil {
 		return nil, err
@@ -156,11 +172,14 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 	e.Session = *s
 
 	fmt.Fprintln(o.Progress, "starting raygate (controllers and admission webhooks), simulated Ray dashboards and Traefik (the Gateway API implementation)...")
-	e.Dashboards = raysim.NewRegistry(raysim.Options{DeployDelay: o.DeployDelay})
+	e.Dashboards = raysim.NewRegistry(raysim.Options{DeployDelay: o.DeployDelay, Jobs: raysim.JobOptions{PendingDelay: time.Second, RunDelay: o.JobDuration}})
 	// kwok gives pods loopback IPs: each simulator listens on its pods' IPs as Ray would, and
 	// raygate reaches it there with its production resolver.
 	if e.pods, err = framework.StartPodServers(e.Config, e.Dashboards); err != nil {
 		return nil, fmt.Errorf("starting the simulated Ray listeners: %w", err)
+	}
+	if e.submitters, err = framework.StartSubmitters(e.Config, e.Dashboards, framework.SubmitterOptions{}); err != nil {
+		return nil, fmt.Errorf("starting the simulated RayJob submitters: %w", err)
 	}
 	if err := e.startManager(ctx); err != nil {
 		return nil, err
@@ -262,6 +281,9 @@ func (e *Env) Stop() error {
 		case <-time.After(30 * time.Second):
 			errs = append(errs, errors.New("the raygate manager did not stop within 30s"))
 		}
+	}
+	if e.submitters != nil {
+		e.submitters.Stop()
 	}
 	if e.pods != nil {
 		e.pods.Stop()

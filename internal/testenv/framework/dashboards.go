@@ -17,7 +17,8 @@ import (
 // resolver: the head pod's IP.
 type Dashboards struct {
 	*raysim.Registry
-	pods *PodServers
+	pods       *PodServers
+	submitters *Submitters
 }
 
 // StartDashboardsWith starts a registry with full simulator options (e.g. an Outcome that
@@ -40,8 +41,22 @@ func (d *Dashboards) ListenOnPods(cfg *rest.Config) error {
 // Pods are the pod listeners (nil unless ListenOnPods).
 func (d *Dashboards) Pods() *PodServers { return d.pods }
 
-// Close stops the pod listeners and every simulator.
+// RunSubmitters runs the RayJob submitter pods of the control plane at cfg against these
+// simulators (see Submitters) until Close.
+func (d *Dashboards) RunSubmitters(cfg *rest.Config, opts SubmitterOptions) (*Submitters, error) {
+	s, err := StartSubmitters(cfg, d.Registry, opts)
+	if err != nil {
+		return nil, err
+	}
+	d.submitters = s
+	return s, nil
+}
+
+// Close stops the submitter runs, the pod listeners and every simulator.
 func (d *Dashboards) Close() {
+	if d.submitters != nil {
+		d.submitters.Stop()
+	}
 	if d.pods != nil {
 		d.pods.Stop()
 	}

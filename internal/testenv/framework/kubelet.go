@@ -52,7 +52,10 @@ type KubeletOptions struct {
 
 // Kubelet is a fake kubelet for envtest, which runs no nodes: it watches pods and writes the
 // status a real kubelet would. Pods are never bound to a node, so the API server deletes
-// them at once (no graceful termination to finish).
+// them at once (no graceful termination to finish). Containers never exit on their own: a
+// RayJob submitter pod stays Running until Submitters (started next to the kubelet, see
+// Dashboards.RunSubmitters) has carried out its `ray job submit` against the simulated Jobs
+// API and set its phase Succeeded or Failed, which the kubelet then leaves alone.
 type Kubelet struct {
 	c       client.Client
 	opts    KubeletOptions
@@ -151,7 +154,9 @@ func (k *Kubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	k.mu.Lock()
 	injured := k.injured[pod.UID]
 	k.mu.Unlock()
-	if injured || !pod.DeletionTimestamp.IsZero() {
+	// A kubelet never brings back a pod that ended: a RayJob submitter pod that Submitters
+	// finished (or one a test finished) keeps its phase.
+	if injured || !pod.DeletionTimestamp.IsZero() || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return ctrl.Result{}, nil
 	}
 	if wait := k.opts.StartDelay - time.Since(pod.CreationTimestamp.Time); wait > 0 {

@@ -35,6 +35,9 @@ type Options struct {
 	NodeCapacity corev1.ResourceList
 	// PodStages chooses kwok's pod stages (default GeneralStages).
 	PodStages StageSet
+	// HeldJobPods are the Job pods kwok leaves Running instead of completing them (see
+	// HeldPods); the zero value holds none.
+	HeldJobPods HeldPods
 
 	// SchedulerQPS and SchedulerBurst raise kube-scheduler's client rate limit (defaults:
 	// the scheduler's own, 50 and 100). Burst defaults to twice the QPS.
@@ -158,7 +161,7 @@ func (c *Cluster) start(ctx context.Context, o Options, bins Binaries) error {
 	}
 	c.Env = env
 
-	stages, err := writeStages(c.LogDir, bins.KwokStagesDir, o.PodStages)
+	stages, err := writeStages(c.LogDir, bins.KwokStagesDir, o.PodStages, o.HeldJobPods)
 	if err != nil {
 		return err
 	}

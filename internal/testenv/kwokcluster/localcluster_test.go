@@ -78,7 +78,7 @@ func TestWriteStages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.set), func(t *testing.T) {
-			path, err := writeStages(t.TempDir(), mod, tt.set)
+			path, err := writeStages(t.TempDir(), mod, tt.set, HeldPods{})
 			if tt.wantErr {
 				if err == nil {
 					t.Fatal("want an error for an unknown stage set")
@@ -114,7 +114,7 @@ func TestWriteStages(t *testing.T) {
 }
 
 func TestWriteStagesMissingFiles(t *testing.T) {
-	if _, err := writeStages(t.TempDir(), t.TempDir(), GeneralStages); err == nil || !strings.Contains(err.Error(), "node-initialize.yaml") {
+	if _, err := writeStages(t.TempDir(), t.TempDir(), GeneralStages, HeldPods{}); err == nil || !strings.Contains(err.Error(), "node-initialize.yaml") {
 		t.Errorf("want an error naming the missing stage file, got %v", err)
 	}
 }
@@ -265,5 +265,73 @@ func TestWithDefaults(t *testing.T) {
 	}
 	if o := withDefaults(Options{Nodes: 3, SchedulerQPS: 10, SchedulerBurst: 15}); o.Nodes != 3 || o.SchedulerBurst != 15 {
 		t.Errorf("explicit values must win: %+v", o)
+	}
+}
+
+// podCompleteStage is the shape of kwok's pod-complete stage: a selector on Job pods and a
+// status template that must survive the rewrite unchanged.
+const podCompleteStage = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-complete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: 'In'
+      values:
+      - 'Job'
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      phase: Succeeded
+`
+
+func TestHoldJobPods(t *testing.T) {
+	held := HeldPods{Labels: map[string]string{"ray.io/originated-from-crd": "RayJob"}, ContainerNames: []string{"ray-job-submitter"}}
+	out, err := holdJobPods([]byte(podCompleteStage), held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stage struct {
+		Spec struct {
+			Selector struct {
+				MatchExpressions []struct {
+					Key      string
+					Operator string
+					Values   []string
+				} `json:"matchExpressions"`
+			}
+			Next struct {
+				StatusTemplate string `json:"statusTemplate"`
+			}
+		}
+	}
+	if err := yaml.Unmarshal(out, &stage); err != nil {
+		t.Fatal(err)
+	}
+	exprs := stage.Spec.Selector.MatchExpressions
+	if len(exprs) != 3 || exprs[0].Key != ".metadata.ownerReferences.[].kind" ||
+		exprs[1].Key != `.metadata.labels["ray.io/originated-from-crd"]` || exprs[1].Operator != "NotIn" || !slices.Equal(exprs[1].Values, []string{"RayJob"}) ||
+		exprs[2].Key != ".spec.containers.[].name" || exprs[2].Operator != "NotIn" || !slices.Equal(exprs[2].Values, []string{"ray-job-submitter"}) {
+		t.Errorf("match expressions = %+v", exprs)
+	}
+	if stage.Spec.Next.StatusTemplate != "{{ $now := Now }}\nphase: Succeeded\n" {
+		t.Errorf("status template = %q", stage.Spec.Next.StatusTemplate)
+	}
+	// Other stages, and every stage when nothing is held, are left byte for byte.
+	for _, tc := range []struct {
+		doc  string
+		held HeldPods
+	}{{podCompleteStage, HeldPods{}}, {"kind: Stage\nmetadata:\n  name: pod-ready\n", held}} {
+		if got, err := holdJobPods([]byte(tc.doc), tc.held); err != nil || string(got) != tc.doc {
+			t.Errorf("holdJobPods changed %q: %q, %v", tc.doc, got, err)
+		}
+	}
+	if _, err := holdJobPods([]byte("kind: Stage\nmetadata:\n  name: pod-complete\nspec: {}\n"), held); err == nil {
+		t.Error("a pod-complete stage without a selector must be an error")
 	}
 }

@@ -2,10 +2,14 @@ package kwokcluster
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/raygate/raygate/internal/testenv/tools"
 )
@@ -68,8 +72,8 @@ func concatYAML(docs [][]byte) []byte {
 }
 
 // writeStages writes kwok's configuration (every stage file of the set, concatenated) to
-// dir/stages.yaml and returns its path.
-func writeStages(dir, stagesDir string, set StageSet) (string, error) {
+// dir/stages.yaml and returns its path; the pod-complete stage leaves held pods alone.
+func writeStages(dir, stagesDir string, set StageSet, held HeldPods) (string, error) {
 	files, err := stageFiles(stagesDir, set)
 	if err != nil {
 		return "", err
@@ -80,10 +84,59 @@ func writeStages(dir, stagesDir string, set StageSet) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if b, err = holdJobPods(b, held); err != nil {
+			return "", fmt.Errorf("%s: %w", f, err)
+		}
 		docs = append(docs, b)
 	}
 	path := filepath.Join(dir, "stages.yaml")
 	return path, os.WriteFile(path, concatYAML(docs), 0o600)
+}
+
+// HeldPods marks the pods of batch Jobs that kwok must not complete. kwok's pod-complete
+// stage makes every Running, Ready pod owned by a Job Succeeded a few seconds later, as if
+// its containers exited 0; a pod with one of Labels (key and value) or a container named
+// one of ContainerNames is left Running for the harness to finish as its command would
+// (framework.Submitters runs RayJob submitter pods so).
+type HeldPods struct {
+	Labels         map[string]string
+	ContainerNames []string
+}
+
+func (h HeldPods) empty() bool { return len(h.Labels) == 0 && len(h.ContainerNames) == 0 }
+
+// holdJobPods adds to the pod-complete stage in doc the selector terms that exclude held
+// pods; any other stage comes back unchanged.
+func holdJobPods(doc []byte, held HeldPods) ([]byte, error) {
+	if held.empty() {
+		return doc, nil
+	}
+	var stage map[string]any
+	if err := yaml.Unmarshal(doc, &stage); err != nil {
+		return nil, err
+	}
+	meta, _ := stage["metadata"].(map[string]any)
+	if stage["kind"] != "Stage" || meta["name"] != "pod-complete" {
+		return doc, nil
+	}
+	spec, _ := stage["spec"].(map[string]any)
+	selector, _ := spec["selector"].(map[string]any)
+	if selector == nil {
+		return nil, fmt.Errorf("the pod-complete stage has no spec.selector")
+	}
+	exprs, _ := selector["matchExpressions"].([]any)
+	for _, k := range slices.Sorted(maps.Keys(held.Labels)) {
+		exprs = append(exprs, map[string]any{"key": `.metadata.labels["` + k + `"]`, "operator": "NotIn", "values": []any{held.Labels[k]}})
+	}
+	if len(held.ContainerNames) > 0 {
+		names := make([]any, 0, len(held.ContainerNames))
+		for _, n := range held.ContainerNames {
+			names = append(names, n)
+		}
+		exprs = append(exprs, map[string]any{"key": ".spec.containers.[].name", "operator": "NotIn", "values": names})
+	}
+	selector["matchExpressions"] = exprs
+	return yaml.Marshal(stage)
 }
 
 // Binaries are the programs a local cluster runs besides etcd and kube-apiserver.

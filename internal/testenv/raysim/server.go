@@ -7,6 +7,11 @@
 // one gets HTTP 400 with the pydantic error), applications whose config changed go DEPLOYING
 // and then RUNNING after a delay, applications missing from a config are removed, a change
 // of target_capacity alone does not redeploy, and every submission is recorded.
+//
+// Each simulated dashboard serves the Ray Jobs API too (jobs.go): jobs go PENDING, RUNNING
+// and SUCCEEDED after configurable delays or end as scripted, and every submission is
+// recorded. submitter.go parses the command of a RayJob's submitter pod so the harness can
+// run it against these simulators.
 package raysim
 
 import (
@@ -41,6 +46,8 @@ type Options struct {
 	// RequireToken, when set, gives the token a cluster's dashboard requires ("": none), as
 	// Ray's token authentication does: requests without it get HTTP 401.
 	RequireToken func(cluster types.NamespacedName) string
+	// Jobs tunes the simulated Jobs API.
+	Jobs JobOptions
 }
 
 // App is a deployed application as Outcome sees it.
@@ -107,6 +114,7 @@ type Server struct {
 	track          func() (done func()) // counts requests in progress (set by a Registry)
 	onSubmit       func(types.NamespacedName, Submission)
 	userErrors     userErrors // share of user requests the Serve proxy fails (usererrors.go)
+	jobs           jobState   // the Jobs API (jobs.go), guarded by mu
 
 	listener net.Listener
 	http     *http.Server
@@ -146,8 +154,8 @@ func (s *Server) Close() error {
 	return s.http.Close()
 }
 
-// ServeHTTP serves GET and PUT /api/serve/applications/ and, as the head's Serve proxy
-// would on the serve port, GET /-/healthz.
+// ServeHTTP serves GET and PUT /api/serve/applications/, the Jobs API (jobs_http.go) and,
+// as the head's Serve proxy would on the serve port, GET /-/healthz.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
 	s.mu.Lock()
@@ -160,7 +168,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if proxy {
 		s.proxyChecks.Add(1)
 	}
-	if !proxy && strings.TrimRight(r.URL.Path, "/") != strings.TrimRight(dashboard.ApplicationsPath, "/") {
+	jobs := isJobsAPIPath(r.URL.Path)
+	if !proxy && !jobs && strings.TrimRight(r.URL.Path, "/") != strings.TrimRight(dashboard.ApplicationsPath, "/") {
 		http.NotFound(w, r)
 		return
 	}
@@ -180,6 +189,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if down {
 		http.Error(w, "Failed to get a response from the controller. The GCS may be down, please retry later.", http.StatusServiceUnavailable)
+		return
+	}
+	if jobs {
+		s.serveJobs(w, r)
 		return
 	}
 	switch r.Method {
@@ -367,12 +380,13 @@ func (s *Server) ClearApplicationStatus(app string) {
 	}
 }
 
-// Restart simulates a head pod restart without GCS fault tolerance: every application and
-// the target capacity are forgotten (the submission history is kept).
+// Restart simulates a head pod restart without GCS fault tolerance: every application,
+// the target capacity and every job are forgotten (the submission histories are kept).
 func (s *Server) Restart() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.apps, s.order, s.targetCapacity = map[string]*appState{}, nil, nil
+	s.forgetJobsLocked()
 }
 
 // proxyHealth answers as Ray's proxy: 200 "success", or 503 while it is draining.

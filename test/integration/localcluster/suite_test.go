@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/kwokcluster"
 )
 
@@ -34,7 +35,8 @@ var _ = AfterEach(func() {
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	var err error
-	cluster, err = kwokcluster.Start(ctx, kwokcluster.Options{Nodes: 2})
+	// RayJob submitter pods are left Running for framework.Submitters (submitter_test.go).
+	cluster, err = kwokcluster.Start(ctx, kwokcluster.Options{Nodes: 2, HeldJobPods: framework.SubmitterPods()})
 	Expect(err).NotTo(HaveOccurred())
 	pids := cluster.PIDs()
 	DeferCleanup(func() {
