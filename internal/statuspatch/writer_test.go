@@ -40,7 +40,9 @@ func cluster(name, uid string, ready int32) *rayv1.RayCluster {
 	}
 }
 
-func keyOf(name string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: name} }
+func keyOf(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: "ns", Name: name}
+}
 
 func newAPI(objs ...client.Object) client.Client {
 	return fake.NewClientBuilder().WithScheme(rayscheme.New()).WithStatusSubresource(&rayv1.RayCluster{}).WithObjects(objs...).Build()
