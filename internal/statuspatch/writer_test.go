@@ -254,7 +254,7 @@ func TestWrite(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			store := newAPI(cluster("c", "u1", 1))
-			var c client.Client = store
+			c := store
 			if tt.intercept != nil {
 				c = interceptor.NewClient(store.(client.WithWatch), *tt.intercept)
 			}
