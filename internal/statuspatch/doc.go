@@ -28,14 +28,18 @@
 //
 // Read your writes. A pass reads its object with Get or GetCached, never with the bare cache,
 // so it never computes from a status it already replaced. Write remembers the
-// resourceVersion the write made; while the cache shows another one, the cache is behind
-// (or shows an object of the same name that is not the one written), and
+// resourceVersion the write made; while the cache shows another one, the cache is behind,
+// and
 //   - Get reads the object from the API server instead (each pass, until the cache shows the
 //     version read): the whole object is fresh, at the price of a request;
 //   - GetCached puts the status last written in place of the cached one and asks nothing:
 //     the rest of the object is the cache's, which is enough for a controller whose passes
-//     only need its own status to be current (the RayCluster controller, at a thousand
+//     only need their own status to be current (the RayCluster controller, at a thousand
 //     clusters, could not afford a read of each whole cluster after every write).
+//
+// A cached object of the same name but another UID than the one written (recreated since,
+// or the one before it) makes both forget what they remembered; Get reads the API server
+// once more to tell which.
 //
 // Nobody else writes these statuses; an edit by hand is replaced by the next write.
 //
@@ -71,7 +75,7 @@
 //	// jobStatus reaches a RayJob's status for the Writer.
 //	type jobStatus struct{}
 //
-//	func (jobStatus) Status(j *rayv1.RayJob) *rayv1.RayJobStatus      { return &j.Status }
+//	func (jobStatus) Status(j *rayv1.RayJob) *rayv1.RayJobStatus     { return &j.Status }
 //	func (jobStatus) Copy(s *rayv1.RayJobStatus) *rayv1.RayJobStatus { return s.DeepCopy() }
 //
 //	type Reconciler struct {
