@@ -33,7 +33,6 @@ import (
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/rayspec"
-	"github.com/raygate/raygate/internal/statuspatch"
 	"github.com/raygate/raygate/internal/validation"
 	"github.com/raygate/raygate/internal/version"
 )
@@ -139,8 +138,9 @@ type Reconciler struct {
 	Expectations   *expectations.Scale
 	Metrics        *Metrics
 
-	// statuses makes the passes read their own status writes (statuswrite.go).
-	statuses statusMemo
+	// statuses writes the status, makes the passes read their own status writes and keeps
+	// the changes left waiting (statuswrite.go).
+	statuses statusWriter
 	// headServices skips comparing a head Service already found as wanted (servicememo.go).
 	headServices serviceMemo
 }
@@ -319,20 +319,19 @@ func (r *Reconciler) observe(ctx context.Context, req ctrl.Request, p *observati
 	// rc is a shallow copy of the cached object: the pass only replaces its top-level fields
 	// (the status, the resourceVersion, the whole object after an update) and never changes
 	// anything they point to (sharedpods_test.go checks it).
+	// The status is written without a resourceVersion, so the pass must start from the
+	// last one written even when the cache has not caught up with it: GetCached puts it in
+	// place of the cached one (the writer forgets a cluster that is gone).
 	cached := &rayv1.RayCluster{}
-	if err := r.Get(ctx, req.NamespacedName, cached, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.statuses.GetCached(ctx, r.Client, req.NamespacedName, cached, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Expectations.Forget(req.Namespace, req.Name)
-			r.statuses.forget(req.NamespacedName)
 			r.headServices.forget(req.NamespacedName)
 			return false, nil
 		}
 		return false, err
 	}
 	rc := ptr.To(*cached)
-	// The status is written without a resourceVersion, so the pass must start from the
-	// last one written even when the cache has not caught up with it.
-	rc.Status = r.statuses.stored(req.NamespacedName, rc)
 	if !rc.DeletionTimestamp.IsZero() {
 		return false, nil // the garbage collector removes what the cluster owns
 	}
@@ -481,18 +480,15 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, podsWritten bool,
 	})
 	old := p.object.Status
 	result := ctrl.Result{}
-	k := key(p.object)
-	decision := decideStatusWrite(old, st, r.statuses.pending(k, p.object.UID), p.object.CreationTimestamp.Time, now,
-		coalesceWindows{Steady: r.StatusCoalesce, BringUp: r.BringUpCoalesce, BringUpMax: r.BringUpMaxWait})
-	if decision.Write {
-		if err := statuspatch.Replace(ctx, r.Client, p.object, st); err != nil {
-			if apierrors.IsNotFound(err) {
-				r.statuses.forget(k)
-				return ctrl.Result{}, nil // deleted meanwhile
-			}
-			return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
+	written, err := r.statuses.Write(ctx, r.Client, p.object, st, now, statusPolicy(p.object.CreationTimestamp.Time,
+		coalesceWindows{Steady: r.StatusCoalesce, BringUp: r.BringUpCoalesce, BringUpMax: r.BringUpMaxWait}))
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil // deleted meanwhile (the writer forgot it)
 		}
-		r.statuses.update(k, p.object.UID, &st, pendingChange{}, now)
+		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
+	}
+	if written.Written {
 		if c := conflictMessage(p.conflicts); c != "" && c != recordedConflict(old) {
 			p.warn(EventOwnershipConflict, actionSkip, "%s", c)
 		}
@@ -508,11 +504,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, podsWritten bool,
 		}
 	} else {
 		// Nothing written: a waiting count change comes back when its wait is over.
-		r.statuses.update(k, p.object.UID, nil, decision.Pending, now)
-		result.RequeueAfter = decision.After
-		st = old
+		result.RequeueAfter = written.Wait
 	}
-	p.object.Status = st
 	if len(p.conflicts) > 0 {
 		p.recheckAfter(conflictRecheck)
 	}

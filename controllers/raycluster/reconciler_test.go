@@ -255,6 +255,52 @@ func TestInvalidSpecGoesThroughTheOneStatusPath(t *testing.T) {
 	}
 }
 
+// frozenClusters reads RayClusters from a frozen copy of the cache and everything else live,
+// like an informer that has not seen the last status write yet. Writes go to the live store.
+type frozenClusters struct {
+	client.Client
+	frozen client.Reader
+}
+
+func (f frozenClusters) Get(ctx context.Context, k client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+	if _, ok := o.(*rayv1.RayCluster); ok {
+		return f.frozen.Get(ctx, k, o, opts...)
+	}
+	return f.Client.Get(ctx, k, o, opts...)
+}
+
+// A pass on a cache that has not seen the last status write computes from the status last
+// written: it writes nothing again, and the event of that write is not sent again.
+func TestPassesReadTheirOwnStatusWrites(t *testing.T) {
+	ctx := context.Background()
+	rc := builders.RayCluster("bad", "ns").Obj()
+	rc.Spec.WorkerGroupSpecs[0].MinReplicas = ptr.To[int32](5)
+	rc.Spec.WorkerGroupSpecs[0].MaxReplicas = ptr.To[int32](2)
+	store := newStore(rc)
+	before := &rayv1.RayCluster{}
+	if err := store.Get(ctx, client.ObjectKeyFromObject(rc), before); err != nil {
+		t.Fatal(err)
+	}
+	live := framework.NewCountingClient(store)
+	rec := events.NewFakeRecorder(10)
+	r := &raycluster.Reconciler{Client: frozenClusters{Client: live, frozen: newStore(before)},
+		Expectations: expectations.New(time.Hour), Metrics: raycluster.NewMetrics(),
+		Config: raycluster.Config{Recorder: rec, Gates: features.Static{}, Now: time.Now},
+	}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(rc)}
+	for range 3 {
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := live.Writes.Snapshot(); w["patch RayCluster/status"] != 1 || len(w) != 1 {
+		t.Errorf("writes = %v; want one status write over three passes on a cache behind it", w)
+	}
+	if n := len(rec.Events); n != 1 {
+		t.Errorf("%d events; want the one ValidationFailed warning", n)
+	}
+}
+
 // Objects with the names raygate wants that the cluster does not control — a Service someone
 // created, a RoleBinding applied by GitOps, one controlled by another RayCluster — are never
 // updated, deleted or adopted: the cluster reports them in OwnershipConflict and a Warning

@@ -2,15 +2,13 @@ package raycluster
 
 import (
 	"slices"
-	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/statuspatch"
 )
 
 // DefaultStatusCoalesce is how long a status change that only follows pods' progress (ready
@@ -81,15 +79,9 @@ func markOf(s *rayv1.RayClusterStatus) progressMark {
 	return m
 }
 
-// statusWrite is what to do with a computed status.
-type statusWrite struct {
-	// Write: write it now.
-	Write bool
-	// After, when not writing, is when to look again so a waiting change is written.
-	After time.Duration
-	// Pending is the change left waiting (zero: nothing waits).
-	Pending pendingChange
-}
+// statusWrite is what to do with a computed status: write it now, or wait (After) with the
+// change left waiting (Pending).
+type statusWrite = statuspatch.Decision[pendingChange]
 
 // decideStatusWrite says whether a status that differs from the stored one in cur is
 // written now. Progress changes (countsOnly) wait until the steady window has passed since
@@ -208,108 +200,21 @@ func sameApartFromProgress(old, cur rayv1.RayClusterStatus, conditionText bool) 
 	return !statusChanged(*a, *b)
 }
 
-// statusMemo remembers, per cluster, the status raygate last wrote and any change waiting to
-// be written. The status patch carries no resourceVersion, so a pass must compute from the
-// status last written even when the cache has not caught up with it.
-//
-// A written status is needed only until the cache shows it, which is the next pass's
-// business; but after a cluster's last write there may be no next pass for hours, and the
-// copies kept that way grew with the fleet (docs/benchmarks.md). So a written status older
-// than memoKeep is dropped by a sweep that update runs at most every memoSweepEvery. Were a
-// cache ever that far behind, the pass would compute from the older status and at worst
-// write the same status again.
-type statusMemo struct {
-	mu        sync.Mutex
-	m         map[types.NamespacedName]memoEntry
-	lastSweep time.Time
-}
+// statusWriter writes the clusters' statuses; GetCached makes the passes read their own
+// status writes without a request, and the changes decideStatusWrite leaves waiting are kept
+// there (internal/statuspatch).
+type statusWriter = statuspatch.Writer[*rayv1.RayCluster, rayv1.RayClusterStatus, pendingChange, clusterStatus]
 
-const (
-	memoKeep       = time.Minute
-	memoSweepEvery = 10 * time.Second
-)
+// clusterStatus reaches a RayCluster's status for the writer.
+type clusterStatus struct{}
 
-type memoEntry struct {
-	uid types.UID
-	// written is the status last written, kept until the cache shows it (or memoKeep).
-	written *rayv1.RayClusterStatus
-	// writtenAt is when written was written.
-	writtenAt time.Time
-	// pending is a change waiting to be written.
-	pending pendingChange
-}
+func (clusterStatus) Status(rc *rayv1.RayCluster) *rayv1.RayClusterStatus { return &rc.Status }
 
-// stored returns the status last stored for rc: the one raygate last wrote until the cache
-// shows it, then rc's own. (Nobody else writes this status; an edit by hand is replaced by
-// the next write either way.)
-func (s *statusMemo) stored(k types.NamespacedName, rc *rayv1.RayCluster) rayv1.RayClusterStatus {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.m[k]
-	if !ok || e.written == nil {
-		return rc.Status
-	}
-	if e.uid == rc.UID && !equality.Semantic.DeepEqual(*e.written, rc.Status) {
-		return *e.written.DeepCopy()
-	}
-	e.written = nil
-	s.put(k, e)
-	return rc.Status
-}
+func (clusterStatus) Copy(s *rayv1.RayClusterStatus) *rayv1.RayClusterStatus { return s.DeepCopy() }
 
-func (s *statusMemo) pending(k types.NamespacedName, uid types.UID) pendingChange {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.m[k]; ok && e.uid == uid {
-		return e.pending
+// statusPolicy is decideStatusWrite for a cluster created at created (zero: unknown).
+func statusPolicy(created time.Time, w coalesceWindows) statuspatch.Policy[rayv1.RayClusterStatus, pendingChange] {
+	return func(old, cur rayv1.RayClusterStatus, pending pendingChange, now time.Time) statusWrite {
+		return decideStatusWrite(old, cur, pending, created, now, w)
 	}
-	return pendingChange{}
-}
-
-// update records the outcome of a pass at now: the status written (nil: none) and the change
-// left waiting.
-func (s *statusMemo) update(k types.NamespacedName, uid types.UID, written *rayv1.RayClusterStatus, pending pendingChange, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[types.NamespacedName]memoEntry{}
-	}
-	e := s.m[k]
-	if e.uid != uid {
-		e = memoEntry{uid: uid}
-	}
-	if written != nil {
-		e.written, e.writtenAt = written.DeepCopy(), now
-	}
-	e.pending = pending
-	s.put(k, e)
-	if now.Sub(s.lastSweep) >= memoSweepEvery || now.Before(s.lastSweep) {
-		s.sweep(now)
-	}
-}
-
-// sweep drops written statuses older than memoKeep; the caller holds mu.
-func (s *statusMemo) sweep(now time.Time) {
-	s.lastSweep = now
-	for k, e := range s.m {
-		if e.written != nil && now.Sub(e.writtenAt) >= memoKeep {
-			e.written = nil
-			s.put(k, e)
-		}
-	}
-}
-
-// put stores e, or drops it when it holds nothing; the caller holds mu.
-func (s *statusMemo) put(k types.NamespacedName, e memoEntry) {
-	if e.written == nil && e.pending.Since.IsZero() {
-		delete(s.m, k)
-		return
-	}
-	s.m[k] = e
-}
-
-func (s *statusMemo) forget(k types.NamespacedName) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.m, k)
 }

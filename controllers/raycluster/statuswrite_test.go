@@ -1,13 +1,12 @@
 package raycluster
 
 import (
-	"k8s.io/apimachinery/pkg/api/equality"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 )
@@ -200,67 +199,6 @@ func TestDecideStatusWriteBringUp(t *testing.T) {
 				t.Errorf("decideStatusWrite = %+v, want %+v", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestStatusMemoReadsItsOwnWrites(t *testing.T) {
-	k := types.NamespacedName{Namespace: "ns", Name: "c"}
-	var m statusMemo
-	cached := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{UID: "u1"}, Status: rayv1.RayClusterStatus{ReadyWorkerReplicas: 1}}
-	if got := m.stored(k, cached); got.ReadyWorkerReplicas != 1 {
-		t.Fatalf("nothing written: stored = %d, want the cache's 1", got.ReadyWorkerReplicas)
-	}
-	m.update(k, "u1", &rayv1.RayClusterStatus{ReadyWorkerReplicas: 2}, pendingChange{}, time.Unix(0, 0))
-	if got := m.stored(k, cached); got.ReadyWorkerReplicas != 2 {
-		t.Errorf("cache behind the write: stored = %d, want the written 2", got.ReadyWorkerReplicas)
-	}
-	recreated := cached.DeepCopy()
-	recreated.UID = "u2"
-	if got := m.stored(k, recreated); got.ReadyWorkerReplicas != 1 {
-		t.Errorf("another object of the same name: stored = %d, want its own 1", got.ReadyWorkerReplicas)
-	}
-	m.update(k, "u1", &rayv1.RayClusterStatus{ReadyWorkerReplicas: 2}, pendingChange{}, time.Unix(0, 0))
-	caughtUp := cached.DeepCopy()
-	caughtUp.Status.ReadyWorkerReplicas = 2
-	m.stored(k, caughtUp)
-	if len(m.m) != 0 {
-		t.Errorf("the cache caught up: the memo still holds %v", m.m)
-	}
-	waiting := pendingChange{Since: time.Unix(1, 0), Moved: time.Unix(1, 0), Progress: progressMark{ready: 1}}
-	m.update(k, "u1", nil, waiting, time.Unix(1, 0))
-	if got := m.pending(k, "u1"); got != waiting {
-		t.Errorf("pending = %+v, want %+v", got, waiting)
-	}
-	if got := m.pending(k, "u2"); got != (pendingChange{}) {
-		t.Errorf("another object of the same name: pending = %+v, want none", got)
-	}
-	m.forget(k)
-	if len(m.m) != 0 {
-		t.Errorf("forget left %v", m.m)
-	}
-}
-
-// A written status the cache never showed to a pass is dropped after memoKeep, by the sweep
-// of a later update of any cluster; a waiting change is kept.
-func TestStatusMemoForgetsOldWrites(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	a, b, c := types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"}, types.NamespacedName{Namespace: "ns", Name: "c"}
-	var m statusMemo
-	m.update(a, "ua", &rayv1.RayClusterStatus{ReadyWorkerReplicas: 1}, pendingChange{}, t0)
-	m.update(b, "ub", &rayv1.RayClusterStatus{ReadyWorkerReplicas: 1}, pendingChange{Since: t0}, t0)
-	m.update(c, "uc", &rayv1.RayClusterStatus{ReadyWorkerReplicas: 1}, pendingChange{}, t0.Add(memoKeep-time.Second))
-	if len(m.m) != 3 {
-		t.Fatalf("memo holds %d entries, want 3", len(m.m))
-	}
-	m.update(c, "uc", nil, pendingChange{}, t0.Add(memoKeep+memoSweepEvery)) // the sweeps run at most every memoSweepEvery
-	if _, ok := m.m[a]; ok {
-		t.Errorf("a's write is %v old and still kept", memoKeep)
-	}
-	if e := m.m[b]; e.written != nil || !e.pending.Since.Equal(t0) {
-		t.Errorf("b: written %v, pending since %v; want the write dropped and the waiting change kept", e.written, e.pending.Since)
-	}
-	if e := m.m[c]; e.written == nil {
-		t.Errorf("c's write is younger than %v and was dropped", memoKeep)
 	}
 }
 

@@ -109,11 +109,11 @@ type Reconciler struct {
 	// gatewayAPI and grpcRouteAPI are Capabilities.GatewayAPI and .GRPCRoute.
 	gatewayAPI   bool
 	grpcRouteAPI bool
-	// written remembers, per RayService, the resourceVersion of raygate's last status write,
-	// so a reconcile that finds an older object in the cache reads it from the API instead of
-	// acting on a status it already replaced. A cache of the API, not state: losing it on
-	// restart costs nothing.
-	written sync.Map
+	// statuses writes the status; a reconcile that finds in the cache an object older than
+	// raygate's last status write reads it from the API instead of acting on a status it
+	// already replaced, and status changes that only reword progress messages wait there
+	// (statuscoalesce.go). A cache of the API, not state: losing it on restart costs nothing.
+	statuses serviceStatusWriter
 	// newName generates cluster names (tests make it deterministic).
 	newName func(service string) string
 	// tokens are the clusters' Ray auth tokens, briefly (authtoken.go).
@@ -121,8 +121,6 @@ type Reconciler struct {
 	// clusters is the informer's store of RayClusters, read without a copy to map pod
 	// events to RayServices (nil: read through the client).
 	clusters toolscache.Store
-	// messages remembers status changes that only reword progress messages while they wait.
-	messages messageMemo
 }
 
 // RecorderName is the reportingController of the controller's Events.

@@ -6,15 +6,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/controllers/rayservice/plan"
-	"github.com/raygate/raygate/internal/statuspatch"
 	"github.com/raygate/raygate/internal/validation"
 )
 
@@ -23,8 +20,7 @@ import (
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	svc, err := r.get(ctx, req.NamespacedName)
 	if apierrors.IsNotFound(err) {
-		r.written.Delete(req.NamespacedName)
-		r.messages.clear(req.NamespacedName)
+		// The status writer forgot it.
 		r.Metrics.Forget(req.Namespace, req.Name)
 		return ctrl.Result{}, nil
 	}
@@ -66,14 +62,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // raygate's last status write.
 func (r *Reconciler) get(ctx context.Context, key types.NamespacedName) (*rayv1.RayService, error) {
 	svc := &rayv1.RayService{}
-	if err := r.client.Get(ctx, key, svc); err != nil {
+	if err := r.statuses.Get(ctx, r.client, r.apiReader, key, svc); err != nil {
 		return nil, err
-	}
-	if rv, ok := r.written.Load(key); ok && rv.(string) != svc.ResourceVersion {
-		if err := r.apiReader.Get(ctx, key, svc); err != nil {
-			return nil, err
-		}
-		r.written.Store(key, svc.ResourceVersion)
 	}
 	return svc, nil
 }
@@ -82,35 +72,22 @@ func (r *Reconciler) get(ctx context.Context, key types.NamespacedName) (*rayv1.
 // (or needed no write) come the metrics and the events, and the outcome says when to come
 // back.
 func (r *Reconciler) record(ctx context.Context, svc *rayv1.RayService, out plan.Outcome, now time.Time) (ctrl.Result, error) {
-	key := client.ObjectKeyFromObject(svc)
 	requeue := out.Wake.After(now, r.DeployingPoll, r.AppStatusResync)
-	changed := !equality.Semantic.DeepEqual(svc.Status, out.Status)
 	quiet := len(out.Events) == 0 && out.Metrics == (plan.MetricFacts{})
-	if changed {
-		since := r.messages.since(key, svc.UID)
-		if since.IsZero() {
-			since = now
-		}
-		if wait := messageWait(&svc.Status, &out.Status, quiet, since, now, r.MessageCoalesce); wait > 0 {
-			// Only progress messages changed: written with the next change, or when the wait
-			// is over.
-			r.messages.wait(key, svc.UID, since)
-			if requeue <= 0 || wait < requeue {
-				requeue = wait
-			}
-			r.Metrics.Observe(svc)
-			return ctrl.Result{RequeueAfter: requeue}, nil
-		}
+	// A replace without resourceVersion (internal/statuspatch): it cannot conflict, and get
+	// made this pass start from the status last written.
+	written, err := r.statuses.Write(ctx, r.client, svc, out.Status, now, messagePolicy(quiet, r.MessageCoalesce))
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing the status: %w", err)
 	}
-	r.messages.clear(key)
-	if changed {
-		// A replace without resourceVersion (internal/statuspatch): it cannot conflict, and
-		// get made this pass start from the status last written.
-		if err := statuspatch.Replace(ctx, r.client, svc, out.Status); err != nil {
-			return ctrl.Result{}, fmt.Errorf("writing the status: %w", err)
+	if written.Wait > 0 {
+		// Only progress messages changed: written with the next change, or when the wait is
+		// over.
+		if requeue <= 0 || written.Wait < requeue {
+			requeue = written.Wait
 		}
-		svc.Status = out.Status
-		r.written.Store(key, svc.ResourceVersion)
+		r.Metrics.Observe(svc)
+		return ctrl.Result{RequeueAfter: requeue}, nil
 	}
 	r.Metrics.Observe(svc)
 	for _, e := range out.Events {

@@ -1,13 +1,12 @@
 package rayservice
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/types"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/statuspatch"
 )
 
 // DefaultMessageCoalesce is how long a status change that only rewords the progress
@@ -64,23 +63,31 @@ func messageWait(stored, planned *rayv1.RayServiceStatuses, quiet bool, pendingS
 	return 0
 }
 
-// messageMemo remembers, per RayService, since when a message-only change waits.
-type messageMemo struct{ m sync.Map }
-
-type messagePending struct {
-	uid   types.UID
-	since time.Time
-}
-
-func (p *messageMemo) since(k types.NamespacedName, uid types.UID) time.Time {
-	if v, ok := p.m.Load(k); ok && v.(messagePending).uid == uid {
-		return v.(messagePending).since
+// messagePolicy is the RayService's status write policy: a change that messageWait lets
+// wait is written with the next change or when the wait is over; the pending state is since
+// when it waits.
+func messagePolicy(quiet bool, window time.Duration) statuspatch.Policy[rayv1.RayServiceStatuses, time.Time] {
+	return func(stored, planned rayv1.RayServiceStatuses, since, now time.Time) statuspatch.Decision[time.Time] {
+		if since.IsZero() {
+			since = now
+		}
+		if wait := messageWait(&stored, &planned, quiet, since, now, window); wait > 0 {
+			return statuspatch.Decision[time.Time]{After: wait, Pending: since}
+		}
+		return statuspatch.Decision[time.Time]{Write: true}
 	}
-	return time.Time{}
 }
 
-func (p *messageMemo) wait(k types.NamespacedName, uid types.UID, since time.Time) {
-	p.m.Store(k, messagePending{uid: uid, since: since})
-}
+// serviceStatusWriter writes the RayServices' statuses (internal/statuspatch): Get reads a
+// RayService from the API while the cache has not seen the last status write, and the
+// changes messagePolicy leaves waiting are kept there.
+type serviceStatusWriter = statuspatch.Writer[*rayv1.RayService, rayv1.RayServiceStatuses, time.Time, serviceStatus]
 
-func (p *messageMemo) clear(k types.NamespacedName) { p.m.Delete(k) }
+// serviceStatus reaches a RayService's status for the writer.
+type serviceStatus struct{}
+
+func (serviceStatus) Status(svc *rayv1.RayService) *rayv1.RayServiceStatuses { return &svc.Status }
+
+func (serviceStatus) Copy(s *rayv1.RayServiceStatuses) *rayv1.RayServiceStatuses {
+	return s.DeepCopy()
+}
