@@ -85,6 +85,9 @@ type recorder struct {
 	scheme *runtime.Scheme
 	mu     sync.Mutex
 	kinds  map[schema.GroupVersionKind]bool
+	// fake serializes calls into FakeInformers, whose informer map is not safe for the
+	// controllers' sources, which start concurrently.
+	fake sync.Mutex
 }
 
 func (r *recorder) record(obj runtime.Object) {
@@ -113,6 +116,8 @@ func (r *recorder) sorted() []schema.GroupVersionKind {
 
 func (r *recorder) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
 	r.record(obj)
+	r.fake.Lock()
+	defer r.fake.Unlock()
 	return r.FakeInformers.GetInformer(ctx, obj, opts...)
 }
 
@@ -120,21 +125,29 @@ func (r *recorder) GetInformerForKind(ctx context.Context, gvk schema.GroupVersi
 	r.mu.Lock()
 	r.kinds[gvk] = true
 	r.mu.Unlock()
+	r.fake.Lock()
+	defer r.fake.Unlock()
 	return r.FakeInformers.GetInformerForKind(ctx, gvk, opts...)
 }
 
 func (r *recorder) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
 	r.record(obj)
+	r.fake.Lock()
+	defer r.fake.Unlock()
 	return r.FakeInformers.IndexField(ctx, obj, field, extract)
 }
 
 func (r *recorder) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	r.record(obj)
+	r.fake.Lock()
+	defer r.fake.Unlock()
 	return r.FakeInformers.Get(ctx, key, obj, opts...)
 }
 
 func (r *recorder) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	r.record(list)
+	r.fake.Lock()
+	defer r.fake.Unlock()
 	return r.FakeInformers.List(ctx, list, opts...)
 }
 
