@@ -8,12 +8,13 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/owned/ownerref"
 	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/internal/validation"
 )
@@ -89,16 +90,17 @@ func (r *Reconciler) reconcileAuthSecret(ctx context.Context, p *pass) error {
 	}
 	name := rayspec.GeneratedAuthSecretName(p.cluster.Name)
 	existing := &corev1.Secret{}
-	switch err := r.getUncached(ctx, key(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.cluster.Namespace, Name: name}}), existing); {
-	case apierrors.IsNotFound(err):
-		existing = nil
-	case err != nil:
-		return fmt.Errorf("reading Secret %s: %w", name, err)
+	found, err := r.objects(p).Uncached().Get(ctx, types.NamespacedName{Namespace: p.cluster.Namespace, Name: name}, existing)
+	if err != nil {
+		return err
 	}
-	switch decideAuthSecret(existing, existing != nil && metav1.IsControlledBy(existing, p.object)) {
-	case changeKeep:
+	if !found {
+		existing = nil
+	}
+	switch decideAuthSecret(existing, found && ownerref.ControlledBy(existing, p.object)) {
+	case ownerref.Keep:
 		return nil
-	case changeConflict:
+	case ownerref.Report:
 		c, _ := conflictOf(p, "Secret", existing)
 		p.conflicts = append(p.conflicts, c)
 		return errAuthSecretTaken
@@ -108,14 +110,14 @@ func (r *Reconciler) reconcileAuthSecret(ctx context.Context, p *pass) error {
 
 // decideAuthSecret: a token Secret is created when missing, kept as it is once it exists,
 // and reported when the cluster does not control it.
-func decideAuthSecret(existing *corev1.Secret, controlled bool) changeOp {
+func decideAuthSecret(existing *corev1.Secret, controlled bool) ownerref.Op {
 	switch {
 	case existing == nil:
-		return changeCreate
+		return ownerref.Create
 	case !controlled:
-		return changeConflict
+		return ownerref.Report
 	}
-	return changeKeep
+	return ownerref.Keep
 }
 
 // createAuthSecret creates the token Secret called name with a new random token.
@@ -125,18 +127,15 @@ func (r *Reconciler) createAuthSecret(ctx context.Context, p *pass, name string)
 		return err
 	}
 	desired := authSecret(p.object, token)
-	switch err := r.Create(ctx, desired); {
-	case apierrors.IsAlreadyExists(err):
-		if err := r.reportTaken(ctx, p, "Secret", desired, &corev1.Secret{}); err != nil {
-			return err
-		}
-		if len(p.conflicts) > 0 && p.conflicts[len(p.conflicts)-1].name == name {
-			return errAuthSecretTaken
-		}
-		return nil
+	switch res, err := r.objects(p).Uncached().Create(ctx, desired); {
 	case err != nil:
 		p.warn(EventFailedAuthSecret, actionCreate, "Failed to create Secret %s for the Ray auth token: %v", name, err)
 		return fmt.Errorf("creating Secret %s: %w", name, err)
+	case res.Conflict != nil:
+		p.conflicts = append(p.conflicts, *res.Conflict)
+		return errAuthSecretTaken
+	case res.Existing != nil:
+		return nil // the cluster's, made meanwhile
 	}
 	p.normal(EventCreatedAuthSecret, actionCreate, "Created Secret %s with a new random Ray auth token (key %s)", name, rayspec.AuthTokenKey)
 	return nil

@@ -143,6 +143,8 @@ type Reconciler struct {
 	statuses statusMemo
 	// headServices skips comparing a head Service already found as wanted (servicememo.go).
 	headServices serviceMemo
+	// taken remembers names a create found taken by objects the cache lacks (owned.go).
+	taken takenNames
 }
 
 // New builds the reconciler for a manager.
@@ -325,6 +327,7 @@ func (r *Reconciler) observe(ctx context.Context, req ctrl.Request, p *observati
 			r.Expectations.Forget(req.Namespace, req.Name)
 			r.statuses.forget(req.NamespacedName)
 			r.headServices.forget(req.NamespacedName)
+			r.taken.Forget(req.NamespacedName)
 			return false, nil
 		}
 		return false, err
