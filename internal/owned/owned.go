@@ -17,6 +17,7 @@ import (
 	"reflect"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,9 +66,6 @@ func (c Client) ReadingFrom(r client.Reader) Client {
 }
 
 func (c Client) cache() client.Reader {
-	if c.uncached {
-		return c.api()
-	}
 	if c.Cache != nil {
 		return c.Cache
 	}
@@ -83,26 +81,34 @@ func (c Client) api() client.Reader {
 
 // Get reads the object called key into obj; found is false when there is none. A cached
 // kind is read from the cache, and from the API server when the cache lacks a name a create
-// found taken, until the API server says it is gone or the cache holds it. opts apply to the
-// cache's read.
+// found taken, until the API server says it is gone or the cache holds it; an uncached kind
+// is read from the API server (a name found taken stays remembered while the object is
+// there). opts apply to the cache's read.
 func (c Client) Get(ctx context.Context, key types.NamespacedName, obj client.Object, opts ...client.GetOption) (found bool, err error) {
-	err = c.cache().Get(ctx, key, obj, opts...)
 	n := nameOf(obj, key)
-	switch {
+	if c.uncached {
+		return c.getAPI(ctx, n, obj)
+	}
+	switch err := c.cache().Get(ctx, key, obj, opts...); {
 	case err == nil:
 		c.settled(n) // the cache holds it now
 		return true, nil
 	case !apierrors.IsNotFound(err):
 		return false, fmt.Errorf("reading %s %s: %w", c.kindOf(obj), key.Name, err)
-	case c.uncached || !c.remembered(n):
+	case !c.remembered(n):
 		return false, nil
 	}
-	switch err := c.api().Get(ctx, key, obj); {
+	return c.getAPI(ctx, n, obj)
+}
+
+// getAPI reads from the API server; a name found gone is forgotten.
+func (c Client) getAPI(ctx context.Context, n takenName, obj client.Object) (bool, error) {
+	switch err := c.api().Get(ctx, n.key, obj); {
 	case apierrors.IsNotFound(err):
 		c.settled(n)
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("reading %s %s: %w", c.kindOf(obj), key.Name, err)
+		return false, fmt.Errorf("reading %s %s: %w", c.kindOf(obj), n.key.Name, err)
 	}
 	return true, nil
 }
@@ -190,9 +196,9 @@ func (c Client) Apply(ctx context.Context, ch ownerref.Change[client.Object]) (A
 	return Applied{}, nil
 }
 
-// ConflictOf describes found, an object under the name of want (built for its owner), as a
-// conflict.
-func (c Client) ConflictOf(found, want client.Object) ownerref.Conflict {
+// ConflictOf describes found, an object under the name of want (built for its owner, or
+// carrying only its owner's controller reference), as a conflict.
+func (c Client) ConflictOf(found client.Object, want metav1.Object) ownerref.Conflict {
 	return ownerref.NewConflict(c.kindOf(found), found, ownerref.WantedOwner(want, c.OwnerKind))
 }
 

@@ -105,14 +105,7 @@ func grpcBackends(r roles, http []backend) ([]backend, bool) {
 func grpcRoute(svc *rayv1.RayService, at validation.RouteAttachment, backends []backend) *gwv1.GRPCRoute {
 	refs := make([]gwv1.GRPCBackendRef, 0, len(backends))
 	for _, b := range backends {
-		refs = append(refs, gwv1.GRPCBackendRef{BackendRef: gwv1.BackendRef{
-			BackendObjectReference: gwv1.BackendObjectReference{
-				Group: ptr.To(gwv1.Group("")), Kind: ptr.To(gwv1.Kind("Service")),
-				Name: gwv1.ObjectName(rayspec.ClusterServeServiceName(b.Cluster)),
-				Port: ptr.To(gwv1.PortNumber(b.Port)),
-			},
-			Weight: ptr.To(b.Weight),
-		}})
+		refs = append(refs, gwv1.GRPCBackendRef{BackendRef: b.ref()})
 	}
 	return &gwv1.GRPCRoute{
 		ObjectMeta: metav1.ObjectMeta{
@@ -141,23 +134,11 @@ func GRPCRouteWeights(rt *gwv1.GRPCRoute) map[string]int32 {
 
 // ensureGRPCRoute is ensureRoute for the GRPCRoute.
 func ensureGRPCRoute(in inputs, want *gwv1.GRPCRoute, act *Effects, out *Outcome) (changed, ok bool) {
-	cur := in.obs.GRPCRoute
-	if cur == nil {
-		act.do(CreateObject{Object: want})
-		return true, true
-	}
-	if !ownedBySameController(cur, want) {
-		out.conflict(Foreign("GRPCRoute", cur, want))
-		return false, false
-	}
-	if grpcRouteSpecMatches(want, cur) && hasLabels(cur.Labels, want.Labels) {
-		return false, true
-	}
-	next := cur.DeepCopy()
-	next.Spec = want.Spec
-	next.Labels = merge(cur.Labels, want.Labels)
-	act.do(UpdateObject{Object: next})
-	return true, true
+	return ensure(in.obs.GRPCRoute, want, mergeGRPCRoute, act, out)
+}
+
+func mergeGRPCRoute(cur, want *gwv1.GRPCRoute) (*gwv1.GRPCRoute, bool) {
+	return withSpecAndLabels(cur, want, grpcRouteSpecMatches(want, cur), func(next, want *gwv1.GRPCRoute) { next.Spec = want.Spec })
 }
 
 // grpcRouteSpecMatches: raygate's fields have their values, and no backend, rule, parent or
