@@ -8,12 +8,12 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/owned"
 	"github.com/raygate/raygate/internal/owned/ownerref"
 	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/internal/validation"
@@ -42,16 +42,7 @@ const authTokenBytes = 32
 // token is random; nothing else about it is logged or reported.
 func authSecret(rc *rayv1.RayCluster, token string) *corev1.Secret {
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      rayspec.GeneratedAuthSecretName(rc.Name),
-			Namespace: rc.Namespace,
-			Labels: map[string]string{
-				rayv1.ClusterLabelKey:                   rc.Name,
-				rayv1.KubernetesApplicationNameLabelKey: rayv1.ApplicationName,
-				rayv1.KubernetesCreatedByLabelKey:       rayv1.ComponentName,
-			},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rc, rayv1.GroupVersion.WithKind(rayv1.RayClusterKind))},
-		},
+		ObjectMeta: ownedMeta(rc, rayspec.GeneratedAuthSecretName(rc.Name)),
 		Type:      corev1.SecretTypeOpaque,
 		Immutable: ptr.To(true),
 		Data:      map[string][]byte{rayspec.AuthTokenKey: []byte(token)},
@@ -89,15 +80,11 @@ func (r *Reconciler) reconcileAuthSecret(ctx context.Context, p *pass) error {
 		return nil
 	}
 	name := rayspec.GeneratedAuthSecretName(p.cluster.Name)
-	existing := &corev1.Secret{}
-	found, err := r.objects(p).Uncached().Get(ctx, types.NamespacedName{Namespace: p.cluster.Namespace, Name: name}, existing)
+	existing, err := owned.Read(ctx, r.objects(p).Uncached(), types.NamespacedName{Namespace: p.cluster.Namespace, Name: name}, &corev1.Secret{})
 	if err != nil {
 		return err
 	}
-	if !found {
-		existing = nil
-	}
-	switch decideAuthSecret(existing, found && ownerref.ControlledBy(existing, p.object)) {
+	switch decideAuthSecret(existing, existing != nil && ownerref.ControlledBy(existing, p.object)) {
 	case ownerref.Keep:
 		return nil
 	case ownerref.Report:

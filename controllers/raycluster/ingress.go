@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/raygate/raygate/internal/owned"
 	"github.com/raygate/raygate/internal/owned/ownerref"
 	"github.com/raygate/raygate/internal/raypod"
 )
@@ -77,13 +78,9 @@ func mergeIngress(existing, desired *networkingv1.Ingress) (*networkingv1.Ingres
 
 // reconcileIngress creates, corrects or deletes the cluster's dashboard Ingress.
 func (r *Reconciler) reconcileIngress(ctx context.Context, p *pass) error {
-	existing := &networkingv1.Ingress{}
-	found, err := r.objects(p).Get(ctx, client.ObjectKey{Namespace: p.cluster.Namespace, Name: raypod.HeadIngressName(p.cluster.Name)}, existing)
+	existing, err := owned.Read(ctx, r.objects(p), client.ObjectKey{Namespace: p.cluster.Namespace, Name: raypod.HeadIngressName(p.cluster.Name)}, &networkingv1.Ingress{})
 	if err != nil {
 		return err
-	}
-	if !found {
-		existing = nil
 	}
 	_, err = r.applyChange(ctx, p, ingressKind, planIngress(&p.observation, existing))
 	return err

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/owned"
 	"github.com/raygate/raygate/internal/owned/ownerref"
 	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/rayspec"
@@ -53,16 +54,13 @@ func (r *Reconciler) reconcileMTLS(ctx context.Context, p *pass) error {
 	headIPs, workerIPs := podIPs(p.pods)
 	objects := r.objects(p).ReadingFrom(r.certReader())
 	for _, desired := range raypod.TLSObjects(p.cluster, headIPs, workerIPs, r.ClusterDomain) {
-		existing := &unstructured.Unstructured{}
-		existing.SetGroupVersionKind(desired.GroupVersionKind())
-		found, err := objects.Get(ctx, key(desired), existing)
+		blank := &unstructured.Unstructured{}
+		blank.SetGroupVersionKind(desired.GroupVersionKind())
+		existing, err := owned.Read(ctx, objects, key(desired), blank)
 		if err != nil {
 			return err
 		}
-		if !found {
-			existing = nil
-		}
-		c := decideTLSObject(desired, existing, found && ownerref.ControlledBy(existing, p.object))
+		c := decideTLSObject(desired, existing, existing != nil && ownerref.ControlledBy(existing, p.object))
 		n := len(p.conflicts)
 		if _, err := r.applyChange(ctx, p, tlsKind(desired.GetKind()), c); err != nil {
 			return err

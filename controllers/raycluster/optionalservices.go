@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/owned"
 	"github.com/raygate/raygate/internal/owned/ownerref"
 	"github.com/raygate/raygate/internal/raypod"
 )
@@ -99,14 +100,11 @@ func ownedByRayService(rc *rayv1.RayCluster) bool {
 // reconcileOptionalService reads the Service called name and carries out the change
 // decideService gives.
 func (r *Reconciler) reconcileOptionalService(ctx context.Context, p *pass, k ownedKind, name string, desired *corev1.Service, ours func(*corev1.Service) bool) error {
-	existing := &corev1.Service{}
-	found, err := r.objects(p).Get(ctx, client.ObjectKey{Namespace: p.cluster.Namespace, Name: name}, existing)
+	existing, err := owned.Read(ctx, r.objects(p), client.ObjectKey{Namespace: p.cluster.Namespace, Name: name}, &corev1.Service{})
 	if err != nil {
 		return err
 	}
-	if !found {
-		existing = nil
-	}
+	found := existing != nil
 	_, err = r.applyChange(ctx, p, k, decideService(desired, existing, found && ownerref.ControlledBy(existing, p.object), found && ours(existing)))
 	return err
 }

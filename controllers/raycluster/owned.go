@@ -42,6 +42,22 @@ func conflictMessage(cs []conflict) string {
 	return ownerref.Message(parts, "raygate leaves it untouched: delete or rename it, or rename the RayCluster.")
 }
 
+// ownedMeta is the metadata of an object the cluster owns besides its pods and Services: its
+// name, the cluster's namespace and controller reference, and the labels raygate's cache
+// selects on.
+func ownedMeta(rc *rayv1.RayCluster, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:      name,
+		Namespace: rc.Namespace,
+		Labels: map[string]string{
+			rayv1.ClusterLabelKey:                   rc.Name,
+			rayv1.KubernetesApplicationNameLabelKey: rayv1.ApplicationName,
+			rayv1.KubernetesCreatedByLabelKey:       rayv1.ComponentName,
+		},
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rc, rayv1.GroupVersion.WithKind(rayv1.RayClusterKind))},
+	}
+}
+
 // objects reads and writes the objects the pass's cluster owns.
 func (r *Reconciler) objects(p *pass) owned.Client {
 	return owned.Client{Writer: r.Client, API: r.APIReader, Names: &r.taken, Owner: key(p.object), OwnerKind: rayv1.RayClusterKind}
@@ -63,20 +79,17 @@ var headServiceKind = serviceKind("head service")
 // the desired values. Fields the API server defaulted or allocated are left alone.
 func (r *Reconciler) reconcileHeadService(ctx context.Context, p *pass) error {
 	k := key(p.object)
-	existing := &corev1.Service{}
 	// Read only (MergeService changes a copy): no deep copy of the cached Service.
-	found, err := r.objects(p).Get(ctx, client.ObjectKey{Namespace: p.cluster.Namespace, Name: raypod.HeadServiceName(p.cluster)}, existing, client.UnsafeDisableDeepCopy)
+	existing, err := owned.Read(ctx, r.objects(p), client.ObjectKey{Namespace: p.cluster.Namespace, Name: raypod.HeadServiceName(p.cluster)}, &corev1.Service{}, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return err
 	}
-	if !found {
-		existing = nil
-	} else if r.headServices.agree(k, p.object.ResourceVersion, existing.ResourceVersion) {
+	if existing != nil && r.headServices.agree(k, p.object.ResourceVersion, existing.ResourceVersion) {
 		p.headSvc = existing
 		return nil
 	}
 	desired := raypod.HeadService(p.cluster)
-	c := decideService(desired, existing, found && ownerref.ControlledBy(existing, p.object), true)
+	c := decideService(desired, existing, existing != nil && ownerref.ControlledBy(existing, p.object), true)
 	done, err := r.applyChange(ctx, p, headServiceKind, c)
 	switch {
 	case err != nil:
@@ -142,16 +155,12 @@ func mergeRoleBinding(existing, desired *rbacv1.RoleBinding) (*rbacv1.RoleBindin
 // object (read into blank), merge brings it in line, by an update or by deleting it (to be
 // recreated by the next pass). An object the cluster does not control is only reported.
 func ensure[T ownedObject](ctx context.Context, r *Reconciler, p *pass, k ownedKind, desired, blank T, merge ownerref.Merge[T]) error {
-	existing := blank
-	found, err := r.objects(p).Get(ctx, key(desired), existing)
+	existing, err := owned.Read(ctx, r.objects(p), key(desired), blank)
 	if err != nil {
 		return err
 	}
-	if !found {
-		var none T
-		existing = none
-	}
-	_, err = r.applyChange(ctx, p, k, changeOf(ownerref.Decide(desired, existing, found && ownerref.ControlledBy(existing, p.object), merge)))
+	var none T
+	_, err = r.applyChange(ctx, p, k, changeOf(ownerref.Decide(desired, existing, existing != none && ownerref.ControlledBy(existing, p.object), merge)))
 	return err
 }
 

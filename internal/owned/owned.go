@@ -101,6 +101,21 @@ func (c Client) Get(ctx context.Context, key types.NamespacedName, obj client.Ob
 	return c.getAPI(ctx, n, obj)
 }
 
+// Object is a pointer to an API object an owner owns (nil: none).
+type Object interface {
+	comparable
+	client.Object
+}
+
+// Read is Get returning the object read into blank, or nil when there is none.
+func Read[T Object](ctx context.Context, c Client, key types.NamespacedName, blank T, opts ...client.GetOption) (T, error) {
+	var none T
+	if found, err := c.Get(ctx, key, blank, opts...); err != nil || !found {
+		return none, err
+	}
+	return blank, nil
+}
+
 // getAPI reads from the API server; a name found gone is forgotten.
 func (c Client) getAPI(ctx context.Context, n takenName, obj client.Object) (bool, error) {
 	switch err := c.api().Get(ctx, n.key, obj); {

@@ -126,13 +126,9 @@ func newWorld(names *TakenNames, objects ...client.Object) *world {
 
 // ensure is one pass over one Service: read, decide, carry out.
 func (w *world) ensure(ctx context.Context, want *corev1.Service, name string) (ownerref.Change[*corev1.Service], Applied, error) {
-	existing := &corev1.Service{}
-	found, err := w.c.Get(ctx, types.NamespacedName{Namespace: "ns", Name: name}, existing)
+	existing, err := Read(ctx, w.c, types.NamespacedName{Namespace: "ns", Name: name}, &corev1.Service{})
 	if err != nil {
 		return ownerref.Change[*corev1.Service]{}, Applied{}, err
-	}
-	if !found {
-		existing = nil
 	}
 	ch := ownerref.Decide(want, existing, existing != nil && ownerref.ControlledBy(existing, owner), mergeSelector)
 	var obj client.Object

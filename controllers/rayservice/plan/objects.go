@@ -20,6 +20,12 @@ func ownerRef(svc *rayv1.RayService) metav1.OwnerReference {
 	return *metav1.NewControllerRef(svc, rayv1.GroupVersion.WithKind(rayv1.RayServiceKind))
 }
 
+// ownedMeta is the metadata of an object the RayService owns: its name, the RayService's
+// namespace, labels and controller reference.
+func ownedMeta(svc *rayv1.RayService, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: svc.Namespace, Labels: serviceLabels(svc), OwnerReferences: []metav1.OwnerReference{ownerRef(svc)}}
+}
+
 // serviceLabels mark objects created for a RayService (KubeRay's keys). The created-by label
 // is what raygate's cache selects Services, Gateways and HTTPRoutes on.
 func serviceLabels(svc *rayv1.RayService) map[string]string {
@@ -126,10 +132,7 @@ func clusterServeService(svc *rayv1.RayService, cluster *rayv1.RayCluster) *core
 // gateway is `<service>-gateway`: one HTTP listener on port 80 of the given class.
 func gateway(svc *rayv1.RayService, className string) *gwv1.Gateway {
 	return &gwv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: rayspec.GatewayName(svc.Name), Namespace: svc.Namespace,
-			Labels: serviceLabels(svc), OwnerReferences: []metav1.OwnerReference{ownerRef(svc)},
-		},
+		ObjectMeta: ownedMeta(svc, rayspec.GatewayName(svc.Name)),
 		Spec: gwv1.GatewaySpec{
 			GatewayClassName: gwv1.ObjectName(className),
 			Listeners: []gwv1.Listener{{
@@ -158,19 +161,22 @@ func (b backend) ref() gwv1.BackendRef {
 	}
 }
 
+// refsTo are the backends as one kind of route refers to them (wrap makes its backendRef).
+func refsTo[R any](backends []backend, wrap func(gwv1.BackendRef) R) []R {
+	refs := make([]R, 0, len(backends))
+	for _, b := range backends {
+		refs = append(refs, wrap(b.ref()))
+	}
+	return refs
+}
+
 // httpRoute is `<service>-httproute`: the Gateway as parent, one rule for PathPrefix "/",
 // and a weighted backendRef per cluster. Fields the API server defaults are set
 // explicitly, so a semantic comparison with the stored object is exact.
 func httpRoute(svc *rayv1.RayService, backends []backend) *gwv1.HTTPRoute {
-	refs := make([]gwv1.HTTPBackendRef, 0, len(backends))
-	for _, b := range backends {
-		refs = append(refs, gwv1.HTTPBackendRef{BackendRef: b.ref()})
-	}
+	refs := refsTo(backends, func(r gwv1.BackendRef) gwv1.HTTPBackendRef { return gwv1.HTTPBackendRef{BackendRef: r} })
 	return &gwv1.HTTPRoute{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: rayspec.HTTPRouteName(svc.Name), Namespace: svc.Namespace,
-			Labels: serviceLabels(svc), OwnerReferences: []metav1.OwnerReference{ownerRef(svc)},
-		},
+		ObjectMeta: ownedMeta(svc, rayspec.HTTPRouteName(svc.Name)),
 		Spec: gwv1.HTTPRouteSpec{
 			CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{
 				Group: ptr.To(gwv1.Group(gwv1.GroupName)), Kind: ptr.To(gwv1.Kind("Gateway")),

@@ -103,15 +103,9 @@ func grpcBackends(r roles, http []backend) ([]backend, bool) {
 // grpcRoute is `<service>-grpcroute`: the same parent and hostnames as the HTTPRoute, one
 // rule matching every gRPC method, and the same weighted backends on the serve-grpc port.
 func grpcRoute(svc *rayv1.RayService, at validation.RouteAttachment, backends []backend) *gwv1.GRPCRoute {
-	refs := make([]gwv1.GRPCBackendRef, 0, len(backends))
-	for _, b := range backends {
-		refs = append(refs, gwv1.GRPCBackendRef{BackendRef: b.ref()})
-	}
+	refs := refsTo(backends, func(r gwv1.BackendRef) gwv1.GRPCBackendRef { return gwv1.GRPCBackendRef{BackendRef: r} })
 	return &gwv1.GRPCRoute{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: rayspec.GRPCRouteName(svc.Name), Namespace: svc.Namespace,
-			Labels: serviceLabels(svc), OwnerReferences: []metav1.OwnerReference{ownerRef(svc)},
-		},
+		ObjectMeta: ownedMeta(svc, rayspec.GRPCRouteName(svc.Name)),
 		Spec: gwv1.GRPCRouteSpec{
 			CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{parentRef(svc, at)}},
 			Hostnames:       hostnames(at),
