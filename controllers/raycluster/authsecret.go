@@ -43,9 +43,9 @@ const authTokenBytes = 32
 func authSecret(rc *rayv1.RayCluster, token string) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: ownedMeta(rc, rayspec.GeneratedAuthSecretName(rc.Name)),
-		Type:      corev1.SecretTypeOpaque,
-		Immutable: ptr.To(true),
-		Data:      map[string][]byte{rayspec.AuthTokenKey: []byte(token)},
+		Type:       corev1.SecretTypeOpaque,
+		Immutable:  ptr.To(true),
+		Data:       map[string][]byte{rayspec.AuthTokenKey: []byte(token)},
 	}
 }
 

@@ -91,9 +91,9 @@ func buildNetworkPolicy(rc *rayv1.RayCluster, mode rayv1.NetworkPolicyMode, name
 	spec = *spec.DeepCopy() // the user's rules are not shared with the cluster object
 	defaultProtocols(&spec)
 	return &networkingv1.NetworkPolicy{
-		TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
 		ObjectMeta: ownedMeta(rc, name),
-		Spec: spec,
+		Spec:       spec,
 	}
 }
 
