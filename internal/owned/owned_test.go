@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -344,5 +345,25 @@ func TestUncached(t *testing.T) {
 	}
 	if fmt.Sprint(w.writes) != "[create s]" {
 		t.Errorf("writes %q: an uncached object is not relabelled", w.writes)
+	}
+}
+
+// Names are remembered by kind: an unstructured Certificate and Issuer of one name are two.
+func TestNamesByKind(t *testing.T) {
+	c := Client{Names: &TakenNames{}, Owner: ownerKey}
+	obj := func(kind string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: kind})
+		u.SetNamespace("ns")
+		u.SetName("demo-ca")
+		return u
+	}
+	c.Remember(obj("Certificate"))
+	key := types.NamespacedName{Namespace: "ns", Name: "demo-ca"}
+	if !c.Remembered(obj("Certificate"), key) || c.Remembered(obj("Issuer"), key) || c.Remembered(&corev1.Secret{}, key) {
+		t.Error("a name is remembered for its kind only")
+	}
+	if n := testing.AllocsPerRun(100, func() { c.Remembered(&corev1.Service{}, key) }); n > 1 {
+		t.Errorf("looking a name up allocates %v times", n)
 	}
 }

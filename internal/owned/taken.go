@@ -1,9 +1,10 @@
 package owned
 
 import (
-	"fmt"
+	"reflect"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -21,14 +22,20 @@ type TakenNames struct {
 	m  map[types.NamespacedName]map[takenName]struct{}
 }
 
-// takenName is one object: its Go type (one per kind) and its key.
+// takenName is one object: its Go type (one per kind; an unstructured object's kind too)
+// and its key. Building one allocates nothing: a pass asks for every object it reads.
 type takenName struct {
+	typ  reflect.Type
 	kind string
 	key  types.NamespacedName
 }
 
 func nameOf(obj client.Object, key types.NamespacedName) takenName {
-	return takenName{kind: fmt.Sprintf("%T", obj), key: key}
+	n := takenName{typ: reflect.TypeOf(obj), key: key}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		n.kind = u.GetKind()
+	}
+	return n
 }
 
 func (t *TakenNames) remember(owner types.NamespacedName, n takenName) {
