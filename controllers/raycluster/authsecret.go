@@ -8,12 +8,13 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/owned"
+	"github.com/raygate/raygate/internal/owned/ownerref"
 	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/internal/validation"
 )
@@ -41,19 +42,10 @@ const authTokenBytes = 32
 // token is random; nothing else about it is logged or reported.
 func authSecret(rc *rayv1.RayCluster, token string) *corev1.Secret {
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      rayspec.GeneratedAuthSecretName(rc.Name),
-			Namespace: rc.Namespace,
-			Labels: map[string]string{
-				rayv1.ClusterLabelKey:                   rc.Name,
-				rayv1.KubernetesApplicationNameLabelKey: rayv1.ApplicationName,
-				rayv1.KubernetesCreatedByLabelKey:       rayv1.ComponentName,
-			},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rc, rayv1.GroupVersion.WithKind(rayv1.RayClusterKind))},
-		},
-		Type:      corev1.SecretTypeOpaque,
-		Immutable: ptr.To(true),
-		Data:      map[string][]byte{rayspec.AuthTokenKey: []byte(token)},
+		ObjectMeta: ownedMeta(rc, rayspec.GeneratedAuthSecretName(rc.Name)),
+		Type:       corev1.SecretTypeOpaque,
+		Immutable:  ptr.To(true),
+		Data:       map[string][]byte{rayspec.AuthTokenKey: []byte(token)},
 	}
 }
 
@@ -88,17 +80,14 @@ func (r *Reconciler) reconcileAuthSecret(ctx context.Context, p *pass) error {
 		return nil
 	}
 	name := rayspec.GeneratedAuthSecretName(p.cluster.Name)
-	existing := &corev1.Secret{}
-	switch err := r.getUncached(ctx, key(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.cluster.Namespace, Name: name}}), existing); {
-	case apierrors.IsNotFound(err):
-		existing = nil
-	case err != nil:
-		return fmt.Errorf("reading Secret %s: %w", name, err)
+	existing, err := owned.Read(ctx, r.objects(p).Uncached(), types.NamespacedName{Namespace: p.cluster.Namespace, Name: name}, &corev1.Secret{})
+	if err != nil {
+		return err
 	}
-	switch decideAuthSecret(existing, existing != nil && metav1.IsControlledBy(existing, p.object)) {
-	case changeKeep:
+	switch decideAuthSecret(existing, existing != nil && ownerref.ControlledBy(existing, p.object)) {
+	case ownerref.Keep:
 		return nil
-	case changeConflict:
+	case ownerref.Report:
 		c, _ := conflictOf(p, "Secret", existing)
 		p.conflicts = append(p.conflicts, c)
 		return errAuthSecretTaken
@@ -108,14 +97,14 @@ func (r *Reconciler) reconcileAuthSecret(ctx context.Context, p *pass) error {
 
 // decideAuthSecret: a token Secret is created when missing, kept as it is once it exists,
 // and reported when the cluster does not control it.
-func decideAuthSecret(existing *corev1.Secret, controlled bool) changeOp {
+func decideAuthSecret(existing *corev1.Secret, controlled bool) ownerref.Op {
 	switch {
 	case existing == nil:
-		return changeCreate
+		return ownerref.Create
 	case !controlled:
-		return changeConflict
+		return ownerref.Report
 	}
-	return changeKeep
+	return ownerref.Keep
 }
 
 // createAuthSecret creates the token Secret called name with a new random token.
@@ -125,18 +114,15 @@ func (r *Reconciler) createAuthSecret(ctx context.Context, p *pass, name string)
 		return err
 	}
 	desired := authSecret(p.object, token)
-	switch err := r.Create(ctx, desired); {
-	case apierrors.IsAlreadyExists(err):
-		if err := r.reportTaken(ctx, p, "Secret", desired, &corev1.Secret{}); err != nil {
-			return err
-		}
-		if len(p.conflicts) > 0 && p.conflicts[len(p.conflicts)-1].name == name {
-			return errAuthSecretTaken
-		}
-		return nil
+	switch res, err := r.objects(p).Uncached().Create(ctx, desired); {
 	case err != nil:
 		p.warn(EventFailedAuthSecret, actionCreate, "Failed to create Secret %s for the Ray auth token: %v", name, err)
 		return fmt.Errorf("creating Secret %s: %w", name, err)
+	case res.Conflict != nil:
+		p.conflicts = append(p.conflicts, *res.Conflict)
+		return errAuthSecretTaken
+	case res.Existing != nil:
+		return nil // the cluster's, made meanwhile
 	}
 	p.normal(EventCreatedAuthSecret, actionCreate, "Created Secret %s with a new random Ray auth token (key %s)", name, rayspec.AuthTokenKey)
 	return nil

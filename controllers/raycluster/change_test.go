@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/owned/ownerref"
 	"github.com/raygate/raygate/internal/raypod"
 )
 
@@ -55,7 +56,7 @@ func TestPlanNetworkPolicies(t *testing.T) {
 		{"none yet", nil, []string{"create " + head.Name, "create " + worker.Name}},
 		{"as wanted", []networkingv1.NetworkPolicy{stored(head), stored(worker)}, nil},
 		{"one edited, one foreign", []networkingv1.NetworkPolicy{stored(head, edited), stored(worker, foreign)},
-			[]string{"update " + head.Name, "conflict " + worker.Name}},
+			[]string{"update " + head.Name, "report " + worker.Name}},
 		{"no longer wanted: deleted by name, after the others; someone else's left alone",
 			[]networkingv1.NetworkPolicy{*gone("demo-workers-z"), stored(head), *gone("demo-workers-a"), stored(worker, func(np *networkingv1.NetworkPolicy) {
 				np.Name = "demo-workers-old"
@@ -66,17 +67,13 @@ func TestPlanNetworkPolicies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
 			for _, c := range planNetworkPolicies(rc, desired, tt.listed) {
-				got = append(got, opName(c.op)+" "+c.object.GetName())
+				got = append(got, c.op.String()+" "+c.object.GetName())
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("changes %q, want %q", got, tt.want)
 			}
 		})
 	}
-}
-
-func opName(op changeOp) string {
-	return [...]string{"keep", "create", "update", "recreate", "delete", "conflict"}[op]
 }
 
 // A cert-manager object is created when missing, put back when its spec or labels differ
@@ -93,17 +90,17 @@ func TestDecideTLSObject(t *testing.T) {
 	moved := existing.DeepCopy()
 	moved.Object["spec"] = map[string]any{"secretName": "demo-head-tls", "ipAddresses": []any{"127.0.0.6"}}
 
-	if c := decideTLSObject(desired, nil, false); c.op != changeCreate || c.object != desired {
+	if c := decideTLSObject(desired, nil, false); c.op != ownerref.Create || c.object != desired {
 		t.Errorf("missing: %+v", c)
 	}
-	if c := decideTLSObject(desired, existing, true); c.op != changeKeep {
+	if c := decideTLSObject(desired, existing, true); c.op != ownerref.Keep {
 		t.Errorf("as wanted: %+v", c)
 	}
-	if c := decideTLSObject(desired, existing, false); c.op != changeConflict || c.object != existing {
+	if c := decideTLSObject(desired, existing, false); c.op != ownerref.Report || c.object != existing {
 		t.Errorf("foreign: %+v", c)
 	}
 	c := decideTLSObject(desired, moved, true)
-	if c.op != changeUpdate || c.about != desired || c.object.GetResourceVersion() != "9" || !raypod.TLSSpecEqual(c.object.(*unstructured.Unstructured), desired) {
+	if c.op != ownerref.Update || c.about != desired || c.object.GetResourceVersion() != "9" || !raypod.TLSSpecEqual(c.object.(*unstructured.Unstructured), desired) {
 		t.Errorf("changed: %+v", c)
 	}
 }
@@ -115,14 +112,14 @@ func TestDecideAuthSecretAndUsableClaim(t *testing.T) {
 		name       string
 		existing   *corev1.Secret
 		controlled bool
-		want       changeOp
+		want       ownerref.Op
 	}{
-		{"missing: created", nil, false, changeCreate},
-		{"the cluster's: kept, never changed", secret, true, changeKeep},
-		{"someone else's: reported", secret, false, changeConflict},
+		{"missing: created", nil, false, ownerref.Create},
+		{"the cluster's: kept, never changed", secret, true, ownerref.Keep},
+		{"someone else's: reported", secret, false, ownerref.Report},
 	} {
 		if got := decideAuthSecret(tt.existing, tt.controlled); got != tt.want {
-			t.Errorf("%s: %s, want %s", tt.name, opName(got), opName(tt.want))
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
 		}
 	}
 
@@ -156,12 +153,12 @@ func TestApplyChange(t *testing.T) {
 	p := &pass{observation: observation{object: rc, cluster: rc}}
 	created := ownedBy(&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "demo-head", Namespace: rc.Namespace}}, rc)
 	for _, ch := range []change{
-		{op: changeCreate, object: created},
-		{op: changeDelete, object: old, why: "the cluster no longer asks for it"},
-		{op: changeCreate, object: &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: taken.Name, Namespace: taken.Namespace}}},
-		{op: changeKeep},
+		{op: ownerref.Create, object: created},
+		{op: ownerref.Delete, object: old, why: "the cluster no longer asks for it"},
+		{op: ownerref.Create, object: &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: taken.Name, Namespace: taken.Namespace}}},
+		{op: ownerref.Keep},
 	} {
-		if err := r.applyChange(ctx, p, networkPolicyKind, ch, &networkingv1.NetworkPolicy{}); err != nil {
+		if _, err := r.applyChange(ctx, p, networkPolicyKind, ch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -179,7 +176,7 @@ func TestApplyChange(t *testing.T) {
 	if !slices.Equal(notes, want) {
 		t.Errorf("events %q, want %q", notes, want)
 	}
-	if len(p.conflicts) != 1 || p.conflicts[0].name != "demo-taken" {
+	if len(p.conflicts) != 1 || p.conflicts[0].Name != "demo-taken" {
 		t.Errorf("conflicts %v", p.conflicts)
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(old), &networkingv1.NetworkPolicy{}); err == nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -39,20 +38,16 @@ func (r *Reconciler) reconcileGCSStorage(ctx context.Context, p *pass) error {
 	if desired == nil {
 		return nil // no rocksdb, or the user's own claim
 	}
+	objects := r.objects(p).Uncached()
 	existing := &corev1.PersistentVolumeClaim{}
-	err := r.getUncached(ctx, key(desired), existing)
-	switch {
-	case err == nil:
+	if found, err := objects.Get(ctx, key(desired), existing); err != nil {
+		return err
+	} else if found {
 		return useClaim(p, existing)
-	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("reading PersistentVolumeClaim %s: %w", desired.Name, err)
 	}
-	switch err := r.Create(ctx, desired); {
-	case apierrors.IsAlreadyExists(err):
-		if err := r.getUncached(ctx, key(desired), existing); err != nil {
-			return fmt.Errorf("reading PersistentVolumeClaim %s: %w", desired.Name, err)
-		}
-		return useClaim(p, existing)
+	switch res, err := objects.Create(ctx, desired); {
+	case err == nil && res.Existing != nil:
+		return useClaim(p, res.Existing.(*corev1.PersistentVolumeClaim))
 	case err != nil:
 		p.warn(EventFailedGCSStorage, actionCreate, "Failed to create PersistentVolumeClaim %s for the GCS storage: %v", desired.Name, err)
 		return fmt.Errorf("creating PersistentVolumeClaim %s: %w", desired.Name, err)

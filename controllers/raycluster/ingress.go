@@ -6,11 +6,10 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/owned"
+	"github.com/raygate/raygate/internal/owned/ownerref"
 	"github.com/raygate/raygate/internal/raypod"
 )
 
@@ -32,7 +31,7 @@ const (
 // cluster's annotations, and deletes it when enableIngress is turned off.
 
 // ingressKind names the dashboard Ingress in events and errors.
-var ingressKind = ownedKind{kind: "Ingress", noun: "ingress",
+var ingressKind = ownedKind{noun: "ingress",
 	created: EventCreatedIngress, updated: EventUpdatedIngress, deleted: EventDeletedIngress,
 	createFailed: EventFailedIngress, changeFailed: EventFailedIngressUpdate}
 
@@ -40,30 +39,19 @@ var ingressKind = ownedKind{kind: "Ingress", noun: "ingress",
 // not want one, existing nil when there is none. controlled says the cluster is the existing
 // object's controller.
 func decideIngress(desired, existing *networkingv1.Ingress, controlled bool) change {
-	switch {
-	case existing == nil && desired == nil:
-		return change{}
-	case existing == nil:
-		return change{op: changeCreate, object: desired}
-	case !controlled && desired == nil:
-		return change{}
-	case !controlled:
-		return change{op: changeConflict, object: existing}
-	case desired == nil:
-		return change{op: changeDelete, object: existing, why: "enableIngress is no longer true"}
+	c := changeOf(ownerref.Decide(desired, existing, controlled, mergeIngress))
+	if c.op == ownerref.Delete {
+		c.why = "enableIngress is no longer true"
 	}
-	if u := mergeIngress(existing, desired); u != nil {
-		return change{op: changeUpdate, object: u}
-	}
-	return change{}
+	return c
 }
 
 // mergeIngress returns the existing Ingress with raygate's labels, annotations and spec, or
-// nil when nothing differs. Annotations raygate copied from the cluster earlier and the
+// nil when nothing differs (it is never recreated). Annotations raygate copied from the cluster earlier and the
 // cluster no longer has are removed; those others added (an Ingress controller's) are kept.
 // The status is the Ingress controller's. Without a class annotation on the cluster the ingressClassName
 // the API server's DefaultIngressClass admission set on create is kept.
-func mergeIngress(existing, desired *networkingv1.Ingress) *networkingv1.Ingress {
+func mergeIngress(existing, desired *networkingv1.Ingress) (*networkingv1.Ingress, bool) {
 	u := existing.DeepCopy()
 	if u.Labels == nil {
 		u.Labels = map[string]string{}
@@ -83,30 +71,19 @@ func mergeIngress(existing, desired *networkingv1.Ingress) *networkingv1.Ingress
 		u.Spec.IngressClassName = existing.Spec.IngressClassName
 	}
 	if equality.Semantic.DeepEqual(existing, u) {
-		return nil
+		return nil, false
 	}
-	return u
+	return u, false
 }
 
 // reconcileIngress creates, corrects or deletes the cluster's dashboard Ingress.
 func (r *Reconciler) reconcileIngress(ctx context.Context, p *pass) error {
-	existing, err := r.readIngress(ctx, p.cluster)
+	existing, err := owned.Read(ctx, r.objects(p), client.ObjectKey{Namespace: p.cluster.Namespace, Name: raypod.HeadIngressName(p.cluster.Name)}, &networkingv1.Ingress{})
 	if err != nil {
 		return err
 	}
-	return r.applyChange(ctx, p, ingressKind, planIngress(&p.observation, existing), &networkingv1.Ingress{})
-}
-
-// readIngress reads the cluster's dashboard Ingress from the cache (nil: none).
-func (r *Reconciler) readIngress(ctx context.Context, rc *rayv1.RayCluster) (*networkingv1.Ingress, error) {
-	got := &networkingv1.Ingress{}
-	switch err := r.Get(ctx, client.ObjectKey{Namespace: rc.Namespace, Name: raypod.HeadIngressName(rc.Name)}, got); {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	}
-	return got, nil
+	_, err = r.applyChange(ctx, p, ingressKind, planIngress(&p.observation, existing))
+	return err
 }
 
 // planIngress is the change to the dashboard Ingress the cluster asks for.
@@ -115,5 +92,5 @@ func planIngress(obs *observation, existing *networkingv1.Ingress) change {
 	if raypod.WantsIngress(obs.cluster) {
 		desired = raypod.HeadIngress(obs.cluster)
 	}
-	return decideIngress(desired, existing, existing != nil && metav1.IsControlledBy(existing, obs.object))
+	return decideIngress(desired, existing, existing != nil && ownerref.ControlledBy(existing, obs.object))
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/owned/ownerref"
 	"github.com/raygate/raygate/internal/raypod"
 )
 
@@ -36,31 +37,31 @@ func TestDecideIngress(t *testing.T) {
 		name              string
 		desired, existing *networkingv1.Ingress
 		controlled        bool
-		want              changeOp
+		want              ownerref.Op
 	}{
-		{"not wanted, not there", nil, nil, false, changeKeep},
-		{"wanted, missing", desired, nil, false, changeCreate},
-		{"as created", desired, stored(desired), true, changeKeep},
+		{"not wanted, not there", nil, nil, false, ownerref.Keep},
+		{"wanted, missing", desired, nil, false, ownerref.Create},
+		{"as created", desired, stored(desired), true, ownerref.Keep},
 		{"the API server's default class is kept", desired, stored(desired, func(i *networkingv1.Ingress) {
 			i.Spec.IngressClassName = ptr.To("default-class")
-		}), true, changeKeep},
+		}), true, ownerref.Keep},
 		{"an Ingress controller's annotation and status are kept", desired, stored(desired, func(i *networkingv1.Ingress) {
 			i.Annotations["controller.example.com/seen"] = "yes"
 			i.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "127.0.0.9"}}
-		}), true, changeKeep},
-		{"ingressOptions changed", newHost, stored(desired), true, changeUpdate},
-		{"a cluster annotation added", annotated, stored(desired), true, changeUpdate},
-		{"a cluster annotation removed", desired, stored(annotated), true, changeUpdate},
+		}), true, ownerref.Keep},
+		{"ingressOptions changed", newHost, stored(desired), true, ownerref.Update},
+		{"a cluster annotation added", annotated, stored(desired), true, ownerref.Update},
+		{"a cluster annotation removed", desired, stored(annotated), true, ownerref.Update},
 		{"edited by hand: put back", desired, stored(desired, func(i *networkingv1.Ingress) {
 			i.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port.Number = 80
-		}), true, changeUpdate},
-		{"enableIngress turned off", nil, stored(desired), true, changeDelete},
+		}), true, ownerref.Update},
+		{"enableIngress turned off", nil, stored(desired), true, ownerref.Delete},
 		{"someone else's Ingress of that name", desired, stored(desired, func(i *networkingv1.Ingress) {
 			i.OwnerReferences = nil
-		}), false, changeConflict},
+		}), false, ownerref.Report},
 		{"someone else's Ingress, not wanted: left alone", nil, stored(desired, func(i *networkingv1.Ingress) {
 			i.OwnerReferences = []metav1.OwnerReference{}
-		}), false, changeKeep},
+		}), false, ownerref.Keep},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,11 +69,11 @@ func TestDecideIngress(t *testing.T) {
 			if c.op != tc.want {
 				t.Fatalf("change = %v, want %v", c.op, tc.want)
 			}
-			if c.op != changeUpdate {
+			if c.op != ownerref.Update {
 				return
 			}
 			updated := c.object.(*networkingv1.Ingress)
-			if decideAgain := decideIngress(tc.desired, updated, true); decideAgain.op != changeKeep {
+			if decideAgain := decideIngress(tc.desired, updated, true); decideAgain.op != ownerref.Keep {
 				t.Errorf("after the update the next pass does %v, want nothing", decideAgain.op)
 			}
 			if updated.ResourceVersion != tc.existing.ResourceVersion {

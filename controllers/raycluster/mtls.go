@@ -7,12 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/owned"
+	"github.com/raygate/raygate/internal/owned/ownerref"
 	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/rayspec"
 )
@@ -52,16 +52,17 @@ func (r *Reconciler) reconcileMTLS(ctx context.Context, p *pass) error {
 		return errCertManagerMissing
 	}
 	headIPs, workerIPs := podIPs(p.pods)
+	objects := r.objects(p).ReadingFrom(r.certReader())
 	for _, desired := range raypod.TLSObjects(p.cluster, headIPs, workerIPs, r.ClusterDomain) {
-		existing, err := r.readTLSObject(ctx, desired)
+		blank := &unstructured.Unstructured{}
+		blank.SetGroupVersionKind(desired.GroupVersionKind())
+		existing, err := owned.Read(ctx, objects, key(desired), blank)
 		if err != nil {
 			return err
 		}
-		c := decideTLSObject(desired, existing, existing != nil && metav1.IsControlledBy(existing, p.object))
-		blank := &unstructured.Unstructured{}
-		blank.SetGroupVersionKind(desired.GroupVersionKind())
+		c := decideTLSObject(desired, existing, existing != nil && ownerref.ControlledBy(existing, p.object))
 		n := len(p.conflicts)
-		if err := r.applyChange(ctx, p, tlsKind(desired.GetKind()), c, blank); err != nil {
+		if _, err := r.applyChange(ctx, p, tlsKind(desired.GetKind()), c); err != nil {
 			return err
 		}
 		if len(p.conflicts) > n {
@@ -109,37 +110,29 @@ func tlsRestartsDue(pods []corev1.Pod, now time.Time) (due []restartDue, next ti
 
 // tlsKind names a cert-manager object in events and errors.
 func tlsKind(kind string) ownedKind {
-	return ownedKind{kind: kind, noun: kind, named: true,
+	return ownedKind{noun: kind, named: true,
 		created: EventCreatedMTLSResource, updated: EventUpdatedMTLSResource,
 		createFailed: EventFailedMTLS, changeFailed: EventFailedMTLS}
-}
-
-// readTLSObject reads a cert-manager object like desired (nil: none).
-func (r *Reconciler) readTLSObject(ctx context.Context, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	existing := &unstructured.Unstructured{}
-	existing.SetGroupVersionKind(desired.GroupVersionKind())
-	switch err := r.certReader().Get(ctx, key(desired), existing); {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading %s %s: %w", desired.GetKind(), desired.GetName(), err)
-	}
-	return existing, nil
 }
 
 // decideTLSObject is the change to one cert-manager object: created when missing, reported
 // when the cluster does not control it, its spec and labels put back when they differ. Its
 // events are about the desired object.
 func decideTLSObject(desired, existing *unstructured.Unstructured, controlled bool) change {
-	switch {
-	case existing == nil:
-		return change{op: changeCreate, object: desired}
-	case !controlled:
-		return change{op: changeConflict, object: existing}
-	case raypod.TLSSpecEqual(existing, desired) && hasEntries(existing.GetLabels(), desired.GetLabels()):
-		return change{}
+	c := changeOf(ownerref.Decide(desired, existing, controlled, mergeTLSObject))
+	if c.op == ownerref.Update {
+		c.about = desired
 	}
-	return change{op: changeUpdate, object: raypod.WithTLSSpec(existing, desired), about: desired}
+	return c
+}
+
+// mergeTLSObject is the existing object with raygate's spec and labels, or nil when it has
+// them (it is never recreated).
+func mergeTLSObject(existing, desired *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
+	if raypod.TLSSpecEqual(existing, desired) && ownerref.HasEntries(existing.GetLabels(), desired.GetLabels()) {
+		return nil, false
+	}
+	return raypod.WithTLSSpec(existing, desired), false
 }
 
 // certReader reads cert-manager objects: the manager's cache (which holds the ones raygate

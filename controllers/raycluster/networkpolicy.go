@@ -91,18 +91,9 @@ func buildNetworkPolicy(rc *rayv1.RayCluster, mode rayv1.NetworkPolicyMode, name
 	spec = *spec.DeepCopy() // the user's rules are not shared with the cluster object
 	defaultProtocols(&spec)
 	return &networkingv1.NetworkPolicy{
-		TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      name,
-			Namespace: rc.Namespace,
-			Labels: map[string]string{
-				rayv1.ClusterLabelKey:                   rc.Name,
-				rayv1.KubernetesApplicationNameLabelKey: rayv1.ApplicationName,
-				rayv1.KubernetesCreatedByLabelKey:       rayv1.ComponentName,
-			},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rc, rayv1.GroupVersion.WithKind(rayv1.RayClusterKind))},
-		},
-		Spec: spec,
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: ownedMeta(rc, name),
+		Spec:       spec,
 	}
 }
 

@@ -8,10 +8,10 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/owned/ownerref"
 )
 
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
@@ -26,7 +26,7 @@ const (
 )
 
 // networkPolicyKind names NetworkPolicies in events and errors.
-var networkPolicyKind = ownedKind{kind: "NetworkPolicy", noun: "NetworkPolicy", named: true,
+var networkPolicyKind = ownedKind{noun: "NetworkPolicy", named: true,
 	created: EventCreatedNetworkPolicy, updated: EventUpdatedNetworkPolicy, deleted: EventDeletedNetworkPolicy,
 	createFailed: EventFailedNetworkPolicy, changeFailed: EventFailedNetworkPolicy}
 
@@ -41,8 +41,21 @@ func (r *Reconciler) reconcileNetworkPolicies(ctx context.Context, p *pass) erro
 	if err := r.List(ctx, &list, client.InNamespace(p.cluster.Namespace), client.MatchingLabels{rayv1.ClusterLabelKey: p.cluster.Name}); err != nil {
 		return fmt.Errorf("listing NetworkPolicies: %w", err)
 	}
-	for _, c := range planNetworkPolicies(p.object, desired, list.Items) {
-		if err := r.applyChange(ctx, p, networkPolicyKind, c, &networkingv1.NetworkPolicy{}); err != nil {
+	listed := list.Items
+	for _, d := range desired {
+		if slices.ContainsFunc(listed, func(np networkingv1.NetworkPolicy) bool { return np.Name == d.Name }) {
+			continue
+		}
+		// The list holds only labelled policies: a name found taken is read from the API.
+		got := &networkingv1.NetworkPolicy{}
+		if found, err := r.objects(p).Get(ctx, key(d), got); err != nil {
+			return err
+		} else if found {
+			listed = append(listed, *got)
+		}
+	}
+	for _, c := range planNetworkPolicies(p.object, desired, listed) {
+		if _, err := r.applyChange(ctx, p, networkPolicyKind, c); err != nil {
 			return err
 		}
 	}
@@ -62,36 +75,26 @@ func planNetworkPolicies(rc *rayv1.RayCluster, desired []*networkingv1.NetworkPo
 	for _, d := range desired {
 		wanted[d.Name] = true
 		e := existing[d.Name]
-		switch {
-		case e == nil:
-			changes = append(changes, change{op: changeCreate, object: d})
-		case !metav1.IsControlledBy(e, rc):
-			changes = append(changes, change{op: changeConflict, object: e})
-		default:
-			if u := mergeNetworkPolicy(e, d); u != nil {
-				changes = append(changes, change{op: changeUpdate, object: u})
-			}
+		if c := changeOf(ownerref.Decide(d, e, e != nil && ownerref.ControlledBy(e, rc), mergeNetworkPolicy)); c.op != ownerref.Keep {
+			changes = append(changes, c)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(existing)) {
-		if e := existing[name]; !wanted[name] && metav1.IsControlledBy(e, rc) {
-			changes = append(changes, change{op: changeDelete, object: e, why: "the cluster no longer asks for it"})
+		if e := existing[name]; !wanted[name] {
+			if c := changeOf(ownerref.Decide(nil, e, ownerref.ControlledBy(e, rc), mergeNetworkPolicy)); c.op == ownerref.Delete {
+				c.why = "the cluster no longer asks for it"
+				changes = append(changes, c)
+			}
 		}
 	}
 	return changes
 }
 
 // mergeNetworkPolicy is the existing policy with raygate's spec and labels, or nil when it
-// already has them. Labels others added are kept.
-func mergeNetworkPolicy(existing, desired *networkingv1.NetworkPolicy) *networkingv1.NetworkPolicy {
-	labelsOK := true
-	for k, v := range desired.Labels {
-		if existing.Labels[k] != v {
-			labelsOK = false
-		}
-	}
-	if labelsOK && equality.Semantic.DeepEqual(existing.Spec, desired.Spec) {
-		return nil
+// already has them (it is never recreated). Labels others added are kept.
+func mergeNetworkPolicy(existing, desired *networkingv1.NetworkPolicy) (*networkingv1.NetworkPolicy, bool) {
+	if ownerref.HasEntries(existing.Labels, desired.Labels) && equality.Semantic.DeepEqual(existing.Spec, desired.Spec) {
+		return nil, false
 	}
 	u := existing.DeepCopy()
 	u.Spec = *desired.Spec.DeepCopy()
@@ -99,5 +102,5 @@ func mergeNetworkPolicy(existing, desired *networkingv1.NetworkPolicy) *networki
 		u.Labels = map[string]string{}
 	}
 	maps.Copy(u.Labels, desired.Labels)
-	return u
+	return u, false
 }

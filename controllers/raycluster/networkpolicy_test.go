@@ -150,13 +150,13 @@ func TestMergeNetworkPolicy(t *testing.T) {
 	stored := desired.DeepCopy()
 	stored.ResourceVersion, stored.UID = "5", "np-uid"
 	stored.Labels["team"] = "ml"
-	if u := mergeNetworkPolicy(stored, desired); u != nil {
+	if u, _ := mergeNetworkPolicy(stored, desired); u != nil {
 		t.Errorf("an unchanged policy (extra labels kept) must not be written, got %v", u)
 	}
 	changed := stored.DeepCopy()
 	changed.Spec.Ingress = nil
-	u := mergeNetworkPolicy(changed, desired)
-	if u == nil || !cmp.Equal(u.Spec, desired.Spec) || u.Labels["team"] != "ml" || u.ResourceVersion != "5" {
+	u, recreate := mergeNetworkPolicy(changed, desired)
+	if u == nil || recreate || !cmp.Equal(u.Spec, desired.Spec) || u.Labels["team"] != "ml" || u.ResourceVersion != "5" {
 		t.Errorf("a changed policy must get raygate's spec and keep others' labels and its resourceVersion, got %v", u)
 	}
 }

@@ -4,11 +4,12 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/owned"
+	"github.com/raygate/raygate/internal/owned/ownerref"
 	"github.com/raygate/raygate/internal/raypod"
 )
 
@@ -37,38 +38,28 @@ var (
 )
 
 func serviceKind(noun string) ownedKind {
-	return ownedKind{kind: "Service", noun: noun,
+	return ownedKind{noun: noun,
 		created: EventCreatedService, updated: EventUpdatedService, deleted: EventDeletedService,
 		createFailed: EventFailedService, changeFailed: EventFailedService}
 }
 
-// decideService is the change to an optional Service: desired is nil when the cluster does
-// not want it, existing nil when there is none in the cache. controlled says the cluster is
+// decideService is the change to one of the cluster's Services: desired is nil when the
+// cluster does not want it, existing nil when there is none. controlled says the cluster is
 // the existing object's controller, ours that it also carries the labels of the kind of
 // Service raygate builds under that name (only such a Service is deleted when no longer
 // wanted).
 func decideService(desired, existing *corev1.Service, controlled, ours bool) change {
-	switch {
-	case existing == nil && desired == nil:
+	if desired == nil && !ours {
 		return change{}
-	case existing == nil:
-		return change{op: changeCreate, object: desired}
-	case desired == nil:
-		if controlled && ours {
-			return change{op: changeDelete, object: existing, why: "the cluster no longer asks for it"}
-		}
-		return change{}
-	case !controlled:
-		return change{op: changeConflict, object: existing}
 	}
-	u, recreate := mergeService(existing, desired)
-	switch {
-	case recreate:
-		return change{op: changeRecreate, object: existing, why: "to recreate it with a different cluster IP mode"}
-	case u != nil:
-		return change{op: changeUpdate, object: u}
+	c := changeOf(ownerref.Decide(desired, existing, controlled, raypod.MergeService))
+	switch c.op {
+	case ownerref.Delete:
+		c.why = "the cluster no longer asks for it"
+	case ownerref.Recreate:
+		c.why = "with a different cluster IP mode"
 	}
-	return change{}
+	return c
 }
 
 // reconcileHeadlessService creates or corrects `<cluster>-headless` while a worker group
@@ -106,18 +97,14 @@ func ownedByRayService(rc *rayv1.RayCluster) bool {
 	return ref != nil && ref.Kind == rayv1.RayServiceKind
 }
 
-// reconcileOptionalService reads the Service called name from the cache and carries out the
-// change decideService gives.
+// reconcileOptionalService reads the Service called name and carries out the change
+// decideService gives.
 func (r *Reconciler) reconcileOptionalService(ctx context.Context, p *pass, k ownedKind, name string, desired *corev1.Service, ours func(*corev1.Service) bool) error {
-	var existing *corev1.Service
-	got := &corev1.Service{}
-	switch err := r.Get(ctx, client.ObjectKey{Namespace: p.cluster.Namespace, Name: name}, got); {
-	case err == nil:
-		existing = got
-	case !apierrors.IsNotFound(err):
+	existing, err := owned.Read(ctx, r.objects(p), client.ObjectKey{Namespace: p.cluster.Namespace, Name: name}, &corev1.Service{})
+	if err != nil {
 		return err
 	}
-	controlled := existing != nil && metav1.IsControlledBy(existing, p.object)
-	c := decideService(desired, existing, controlled, existing != nil && ours(existing))
-	return r.applyChange(ctx, p, k, c, &corev1.Service{})
+	found := existing != nil
+	_, err = r.applyChange(ctx, p, k, decideService(desired, existing, found && ownerref.ControlledBy(existing, p.object), found && ours(existing)))
+	return err
 }

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/owned/ownerref"
 	"github.com/raygate/raygate/internal/raypod"
 )
 
@@ -31,30 +32,30 @@ func TestDecideService(t *testing.T) {
 		name              string
 		desired, existing *corev1.Service
 		controlled, ours  bool
-		want              changeOp
+		want              ownerref.Op
 	}{
-		{"neither wanted nor there", nil, nil, false, false, changeKeep},
-		{"wanted, missing", serve, nil, false, false, changeCreate},
-		{"as created, plus API defaults", serve, apiDefaults(serve), true, true, changeKeep},
-		{"headless as created, plus API defaults", headless, apiDefaults(headless), true, false, changeKeep},
-		{"made by KubeRay: gets raygate's label", serve, relabelled(serve), true, true, changeUpdate},
-		{"serve port moved", raypod.ClusterServeService(movedPort), apiDefaults(serve), true, true, changeUpdate},
-		{"headless Service that got a cluster IP", headless, withClusterIP(headless), true, false, changeRecreate},
-		{"someone else's Service", serve, apiDefaults(serve), false, false, changeConflict},
-		{"no longer wanted, ours", nil, apiDefaults(serve), true, true, changeDelete},
-		{"no longer wanted, controlled but another kind (a RayService's backend)", nil, apiDefaults(serve), true, false, changeKeep},
-		{"no longer wanted, someone else's", nil, apiDefaults(serve), false, true, changeKeep},
+		{"neither wanted nor there", nil, nil, false, false, ownerref.Keep},
+		{"wanted, missing", serve, nil, false, false, ownerref.Create},
+		{"as created, plus API defaults", serve, apiDefaults(serve), true, true, ownerref.Keep},
+		{"headless as created, plus API defaults", headless, apiDefaults(headless), true, false, ownerref.Keep},
+		{"made by KubeRay: gets raygate's label", serve, relabelled(serve), true, true, ownerref.Update},
+		{"serve port moved", raypod.ClusterServeService(movedPort), apiDefaults(serve), true, true, ownerref.Update},
+		{"headless Service that got a cluster IP", headless, withClusterIP(headless), true, false, ownerref.Recreate},
+		{"someone else's Service", serve, apiDefaults(serve), false, false, ownerref.Report},
+		{"no longer wanted, ours", nil, apiDefaults(serve), true, true, ownerref.Delete},
+		{"no longer wanted, controlled but another kind (a RayService's backend)", nil, apiDefaults(serve), true, false, ownerref.Keep},
+		{"no longer wanted, someone else's", nil, apiDefaults(serve), false, true, ownerref.Keep},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := decideService(tc.desired, tc.existing, tc.controlled, tc.ours)
 			if c.op != tc.want {
-				t.Fatalf("change = %d, want %d", c.op, tc.want)
+				t.Fatalf("change = %v, want %v", c.op, tc.want)
 			}
-			if (c.op == changeKeep) != (c.object == nil) {
+			if (c.op == ownerref.Keep) != (c.object == nil) {
 				t.Fatalf("every change but keep names its object: %+v", c)
 			}
-			if updated, ok := c.object.(*corev1.Service); ok && c.op == changeUpdate &&
+			if updated, ok := c.object.(*corev1.Service); ok && c.op == ownerref.Update &&
 				(updated.ResourceVersion != tc.existing.ResourceVersion || updated.Spec.ClusterIP != tc.existing.Spec.ClusterIP) {
 				t.Errorf("the update lost what the API server set: %+v", updated)
 			}

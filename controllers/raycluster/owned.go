@@ -2,50 +2,35 @@ package raycluster
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/owned"
+	"github.com/raygate/raygate/internal/owned/ownerref"
 	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
-// A RayCluster's Services, ServiceAccount, Role and RoleBinding have names derived from the
-// cluster's, so a tenant (or a GitOps tool) may already have an object of that name. raygate
-// only ever updates or deletes an object the cluster controls (its controller reference
-// carries the cluster's UID); anything else is reported and left as it is.
+// A RayCluster's Services, ServiceAccount, Role and RoleBinding (and its other owned objects)
+// have names derived from the cluster's, so a tenant (or a GitOps tool) may already have an
+// object of that name. raygate only ever updates or deletes an object the cluster controls
+// (its controller reference carries the cluster's UID); anything else is reported and left
+// as it is. Package owned reads and writes them; ownerref decides.
 
 // conflict is an object with a name raygate wants that the cluster does not control.
-type conflict struct {
-	kind, name string
-	owner      string // "kind name" of its controller, or "" when it has none
-}
-
-func (c conflict) String() string {
-	owner := "it has no controller"
-	if c.owner != "" {
-		owner = "it is controlled by " + c.owner
-	}
-	return fmt.Sprintf("%s %s exists and is not controlled by this RayCluster (%s)", c.kind, c.name, owner)
-}
+type conflict = ownerref.Conflict
 
 // conflictOf describes obj as a conflict, or returns false when the cluster controls it.
-func conflictOf(p *pass, kind string, obj client.Object) (conflict, bool) {
-	if metav1.IsControlledBy(obj, p.object) {
+func conflictOf(p *pass, kind string, obj metav1.Object) (conflict, bool) {
+	if ownerref.ControlledBy(obj, p.object) {
 		return conflict{}, false
 	}
-	c := conflict{kind: kind, name: obj.GetName()}
-	if ref := metav1.GetControllerOf(obj); ref != nil {
-		c.owner = ref.Kind + " " + ref.Name
-	}
-	return c, true
+	return ownerref.NewConflict(kind, obj, "this "+rayv1.RayClusterKind), true
 }
 
 // conflictMessage is the OwnershipConflict condition's message ("" without conflicts).
@@ -54,15 +39,31 @@ func conflictMessage(cs []conflict) string {
 	for i, c := range cs {
 		parts[i] = c.String()
 	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return strings.Join(parts, "; ") + ". raygate leaves it untouched: delete or rename it, or rename the RayCluster."
+	return ownerref.Message(parts, "raygate leaves it untouched: delete or rename it, or rename the RayCluster.")
 }
 
-// getUncached reads an object from the API server: a create that finds the name taken may
-// be racing the cache, or the object may be one the cache does not hold (it holds only
-// objects raygate labels).
+// ownedMeta is the metadata of an object the cluster owns besides its pods and Services: its
+// name, the cluster's namespace and controller reference, and the labels raygate's cache
+// selects on.
+func ownedMeta(rc *rayv1.RayCluster, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:      name,
+		Namespace: rc.Namespace,
+		Labels: map[string]string{
+			rayv1.ClusterLabelKey:                   rc.Name,
+			rayv1.KubernetesApplicationNameLabelKey: rayv1.ApplicationName,
+			rayv1.KubernetesCreatedByLabelKey:       rayv1.ComponentName,
+		},
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rc, rayv1.GroupVersion.WithKind(rayv1.RayClusterKind))},
+	}
+}
+
+// objects reads and writes the objects the pass's cluster owns.
+func (r *Reconciler) objects(p *pass) owned.Client {
+	return owned.Client{Writer: r.Client, API: r.APIReader, Names: &r.taken, Owner: key(p.object), OwnerKind: rayv1.RayClusterKind}
+}
+
+// getUncached reads an object from the API server, for a kind the cache does not hold.
 func (r *Reconciler) getUncached(ctx context.Context, k client.ObjectKey, obj client.Object) error {
 	reader := r.APIReader
 	if reader == nil {
@@ -71,74 +72,41 @@ func (r *Reconciler) getUncached(ctx context.Context, k client.ObjectKey, obj cl
 	return reader.Get(ctx, k, obj)
 }
 
-// reportTaken turns a create refused with AlreadyExists into a conflict when the object is
-// not the cluster's; nil error means the pass goes on.
-func (r *Reconciler) reportTaken(ctx context.Context, p *pass, kind string, desired, existing client.Object) error {
-	if err := r.getUncached(ctx, key(desired), existing); err != nil {
-		return fmt.Errorf("reading %s %s: %w", kind, desired.GetName(), err)
-	}
-	if c, foreign := conflictOf(p, kind, existing); foreign {
-		p.conflicts = append(p.conflicts, c)
-		return nil
-	}
-	return owned.Relabel(ctx, r.Client, existing) // made by an older raygate: the cache selects on the label
-}
+// headServiceKind names the head Service in events and errors.
+var headServiceKind = serviceKind("head service")
 
 // reconcileHeadService creates the head Service or brings the fields raygate sets back to
 // the desired values. Fields the API server defaulted or allocated are left alone.
 func (r *Reconciler) reconcileHeadService(ctx context.Context, p *pass) error {
 	k := key(p.object)
-	existing := &corev1.Service{}
-	// Read only (mergeService changes a copy): no deep copy of the cached Service.
-	err := r.Get(ctx, client.ObjectKey{Namespace: p.cluster.Namespace, Name: raypod.HeadServiceName(p.cluster)}, existing, client.UnsafeDisableDeepCopy)
-	if err == nil && r.headServices.agree(k, p.object.ResourceVersion, existing.ResourceVersion) {
+	// Read only (MergeService changes a copy): no deep copy of the cached Service.
+	existing, err := owned.Read(ctx, r.objects(p), client.ObjectKey{Namespace: p.cluster.Namespace, Name: raypod.HeadServiceName(p.cluster)}, &corev1.Service{}, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		return err
+	}
+	if existing != nil && r.headServices.agree(k, p.object.ResourceVersion, existing.ResourceVersion) {
 		p.headSvc = existing
 		return nil
 	}
 	desired := raypod.HeadService(p.cluster)
+	c := decideService(desired, existing, existing != nil && ownerref.ControlledBy(existing, p.object), true)
+	done, err := r.applyChange(ctx, p, headServiceKind, c)
 	switch {
-	case apierrors.IsNotFound(err):
-		err := r.Create(ctx, desired)
-		switch {
-		case apierrors.IsAlreadyExists(err):
-			return r.reportTaken(ctx, p, "Service", desired, existing)
-		case err != nil:
-			p.warn(EventFailedService, actionCreate, "Failed to create head service %s: %v", desired.Name, err)
-			return fmt.Errorf("creating head service: %w", err)
-		}
-		p.normal(EventCreatedService, actionCreate, "Created head service %s", desired.Name)
-		p.headSvc = desired
-		return nil
 	case err != nil:
 		return err
-	}
-	if c, foreign := conflictOf(p, "Service", existing); foreign {
-		p.conflicts = append(p.conflicts, c)
-		return nil
-	}
-	updated, recreate := mergeService(existing, desired)
-	switch {
-	case recreate:
-		// A Service cannot switch between headless and a cluster IP in place.
-		if err := r.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); err != nil && !apierrors.IsNotFound(err) {
-			p.warn(EventFailedService, actionDelete, "Failed to delete head service %s to recreate it: %v", existing.Name, err)
-			return fmt.Errorf("deleting head service: %w", err)
-		}
-		p.normal(EventDeletedService, actionDelete, "Deleted head service %s to recreate it with a different cluster IP mode", existing.Name)
-		return nil
-	case updated != nil:
-		if err := r.Update(ctx, updated); err != nil {
-			p.warn(EventFailedService, actionUpdate, "Failed to update head service %s: %v", existing.Name, err)
-			return fmt.Errorf("updating head service: %w", err)
-		}
-		p.normal(EventUpdatedService, actionUpdate, "Updated head service %s", existing.Name)
-		p.headSvc = updated
-	default:
+	case c.op == ownerref.Keep:
 		p.headSvc = existing
 		r.headServices.remember(k, p.object.ResourceVersion, existing.ResourceVersion)
+	case done && (c.op == ownerref.Create || c.op == ownerref.Update):
+		p.headSvc = c.object.(*corev1.Service)
 	}
 	return nil
 }
+
+// rbacKind names the autoscaler's ServiceAccount, Role and RoleBinding in events and errors.
+var rbacKind = ownedKind{named: true, purpose: " for the autoscaler",
+	created: EventCreatedAutoscalerRBAC, updated: EventUpdatedAutoscalerRBAC, deleted: EventUpdatedAutoscalerRBAC,
+	createFailed: EventFailedAutoscalerRBAC, changeFailed: EventFailedAutoscalerRBAC}
 
 // reconcileAutoscalerRBAC gives the autoscaler sidecar its ServiceAccount, Role and
 // RoleBinding when in-tree autoscaling is on.
@@ -147,74 +115,57 @@ func (r *Reconciler) reconcileAutoscalerRBAC(ctx context.Context, p *pass) error
 		return nil
 	}
 	if sa := raypod.AutoscalerServiceAccount(p.cluster); sa != nil {
-		if err := r.ensure(ctx, p, "ServiceAccount", sa, &corev1.ServiceAccount{}, func(existing client.Object) (bool, bool) { return false, false }); err != nil {
+		if err := ensure(ctx, r, p, rbacKind.of("ServiceAccount"), sa, &corev1.ServiceAccount{}, keepServiceAccount); err != nil {
 			return err
 		}
 	}
-	role := raypod.AutoscalerRole(p.cluster)
-	if err := r.ensure(ctx, p, "Role", role, &rbacv1.Role{}, func(existing client.Object) (bool, bool) {
-		e := existing.(*rbacv1.Role)
-		if equality.Semantic.DeepEqual(e.Rules, role.Rules) {
-			return false, false
-		}
-		e.Rules = role.Rules
-		return true, false
-	}); err != nil {
+	if err := ensure(ctx, r, p, rbacKind.of("Role"), raypod.AutoscalerRole(p.cluster), &rbacv1.Role{}, mergeRole); err != nil {
 		return err
 	}
-	rb := raypod.AutoscalerRoleBinding(p.cluster)
-	return r.ensure(ctx, p, "RoleBinding", rb, &rbacv1.RoleBinding{}, func(existing client.Object) (bool, bool) {
-		e := existing.(*rbacv1.RoleBinding)
-		if e.RoleRef != rb.RoleRef {
-			return false, true // roleRef is immutable
-		}
-		if equality.Semantic.DeepEqual(e.Subjects, rb.Subjects) {
-			return false, false
-		}
-		e.Subjects = rb.Subjects
-		return true, false
-	})
+	return ensure(ctx, r, p, rbacKind.of("RoleBinding"), raypod.AutoscalerRoleBinding(p.cluster), &rbacv1.RoleBinding{}, mergeRoleBinding)
+}
+
+// keepServiceAccount: the autoscaler's ServiceAccount is never updated.
+func keepServiceAccount(_, _ *corev1.ServiceAccount) (*corev1.ServiceAccount, bool) {
+	return nil, false
+}
+
+func mergeRole(existing, desired *rbacv1.Role) (*rbacv1.Role, bool) {
+	if equality.Semantic.DeepEqual(existing.Rules, desired.Rules) {
+		return nil, false
+	}
+	u := existing.DeepCopy()
+	u.Rules = desired.Rules
+	return u, false
+}
+
+func mergeRoleBinding(existing, desired *rbacv1.RoleBinding) (*rbacv1.RoleBinding, bool) {
+	if existing.RoleRef != desired.RoleRef {
+		return nil, true // roleRef is immutable
+	}
+	if equality.Semantic.DeepEqual(existing.Subjects, desired.Subjects) {
+		return nil, false
+	}
+	u := existing.DeepCopy()
+	u.Subjects = desired.Subjects
+	return u, false
 }
 
 // ensure creates desired if missing; otherwise, when the cluster controls the existing
-// object, mutate brings it in line and says whether to update it or to delete it (to be
+// object (read into blank), merge brings it in line, by an update or by deleting it (to be
 // recreated by the next pass). An object the cluster does not control is only reported.
-func (r *Reconciler) ensure(ctx context.Context, p *pass, kind string, desired, existing client.Object, mutate func(client.Object) (update, recreate bool)) error {
-	err := r.Get(ctx, key(desired), existing)
-	switch {
-	case apierrors.IsNotFound(err):
-		err := r.Create(ctx, desired)
-		switch {
-		case apierrors.IsAlreadyExists(err):
-			return r.reportTaken(ctx, p, kind, desired, existing)
-		case err != nil:
-			p.warn(EventFailedAutoscalerRBAC, actionCreate, "Failed to create %s %s for the autoscaler: %v", kind, desired.GetName(), err)
-			return fmt.Errorf("creating %s %s: %w", kind, desired.GetName(), err)
-		}
-		p.normal(EventCreatedAutoscalerRBAC, actionCreate, "Created %s %s for the autoscaler", kind, desired.GetName())
-		return nil
-	case err != nil:
+func ensure[T ownedObject](ctx context.Context, r *Reconciler, p *pass, k ownedKind, desired, blank T, merge ownerref.Merge[T]) error {
+	existing, err := owned.Read(ctx, r.objects(p), key(desired), blank)
+	if err != nil {
 		return err
 	}
-	if c, foreign := conflictOf(p, kind, existing); foreign {
-		p.conflicts = append(p.conflicts, c)
-		return nil
-	}
-	update, recreate := mutate(existing)
-	switch {
-	case recreate:
-		uid := existing.GetUID()
-		if err := r.Delete(ctx, existing, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
-			p.warn(EventFailedAutoscalerRBAC, actionDelete, "Failed to delete %s %s: %v", kind, existing.GetName(), err)
-			return err
-		}
-		p.normal(EventUpdatedAutoscalerRBAC, actionDelete, "Deleted %s %s to recreate it", kind, existing.GetName())
-	case update:
-		if err := r.Update(ctx, existing); err != nil {
-			p.warn(EventFailedAutoscalerRBAC, actionUpdate, "Failed to update %s %s: %v", kind, existing.GetName(), err)
-			return err
-		}
-		p.normal(EventUpdatedAutoscalerRBAC, actionUpdate, "Updated %s %s for the autoscaler", kind, existing.GetName())
-	}
-	return nil
+	var none T
+	_, err = r.applyChange(ctx, p, k, changeOf(ownerref.Decide(desired, existing, existing != none && ownerref.ControlledBy(existing, p.object), merge)))
+	return err
 }
+
+// isHeadless reports whether a Service has no virtual IP.
+var isHeadless = raypod.IsHeadless
+
+// takenNames are the names a create found taken by objects the cache lacks (owned.TakenNames).
+type takenNames = owned.TakenNames

@@ -143,6 +143,8 @@ type Reconciler struct {
 	statuses statusWriter
 	// headServices skips comparing a head Service already found as wanted (servicememo.go).
 	headServices serviceMemo
+	// taken remembers names a create found taken by objects the cache lacks (owned.go).
+	taken takenNames
 }
 
 // New builds the reconciler for a manager.
@@ -327,6 +329,7 @@ func (r *Reconciler) observe(ctx context.Context, req ctrl.Request, p *observati
 		if apierrors.IsNotFound(err) {
 			r.Expectations.Forget(req.Namespace, req.Name)
 			r.headServices.forget(req.NamespacedName)
+			r.taken.Forget(req.NamespacedName)
 			return false, nil
 		}
 		return false, err

@@ -15,6 +15,8 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/controllers/rayservice/plan"
 	"github.com/raygate/raygate/internal/dashboard"
+	"github.com/raygate/raygate/internal/owned"
+	"github.com/raygate/raygate/internal/owned/ownerref"
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
@@ -85,11 +87,11 @@ func (r *Reconciler) submitServeConfig(ctx context.Context, svc *rayv1.RayServic
 	}
 	cfg := s.Config
 	if cfg != nil {
-		if err := r.writeRecord(ctx, s.Cluster, cfg, s.Keep); err != nil {
+		if err := r.writeRecord(ctx, r.objects(svc), s.Cluster, cfg, s.Keep); err != nil {
 			return err
 		}
 	} else {
-		loaded, missing, err := r.readRecord(ctx, s.Cluster, s.Hash)
+		loaded, missing, err := r.readRecord(ctx, r.objects(svc), s.Cluster, s.Hash)
 		if err != nil {
 			return err
 		}
@@ -141,30 +143,31 @@ func (r *Reconciler) applyOne(ctx context.Context, svc *rayv1.RayService, a plan
 			r.emit(svc, *a.Done)
 		}
 	case plan.DeleteCluster:
-		if err := r.deleteCluster(ctx, a.Cluster); err != nil {
+		if err := r.deleteCluster(ctx, r.objects(svc), a.Cluster); err != nil {
 			r.emit(svc, plan.WarningEvent(a.Cluster, plan.EventFailedCluster, "Delete", "deleting RayCluster %s: %v", a.Cluster.Name, err))
 			return err
 		}
 		r.emit(svc, a.Done)
 	case plan.CreateObject:
-		if err := r.client.Create(ctx, a.Object); err != nil {
-			kind := plan.KindOf(a.Object)
-			if apierrors.IsAlreadyExists(err) {
-				r.suspect(a.Object, client.ObjectKeyFromObject(a.Object))
-				return &nameTaken{kind: kind, name: a.Object.GetName()}
-			}
+		kind := plan.KindOf(a.Object)
+		res, err := r.objects(svc).Create(ctx, a.Object)
+		switch {
+		case err != nil:
 			r.emit(svc, plan.WarningEvent(nil, failedEventReason(kind), "Create"+kind, "creating %s %s: %v", kind, a.Object.GetName(), err))
 			return fmt.Errorf("creating %s %s: %w", kind, a.Object.GetName(), err)
+		case res.Conflict != nil:
+			// The cache could not see it: the next pass reads it from the API server, and
+			// the plan reports it.
+			return fmt.Errorf("creating %s %s: %s", kind, a.Object.GetName(), res.Conflict)
 		}
 	case plan.UpdateObject:
-		if err := r.client.Update(ctx, a.Object); err != nil {
+		if err := r.objects(svc).Update(ctx, a.Object); err != nil {
 			kind := plan.KindOf(a.Object)
 			r.emit(svc, plan.WarningEvent(nil, failedEventReason(kind), "Update"+kind, "updating %s %s: %v", kind, a.Object.GetName(), err))
 			return fmt.Errorf("updating %s %s: %w", kind, a.Object.GetName(), err)
 		}
 	case plan.DeleteObject:
-		uid := a.Object.GetUID()
-		if err := r.client.Delete(ctx, a.Object, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.objects(svc).Delete(ctx, a.Object); err != nil {
 			kind := plan.KindOf(a.Object)
 			r.emit(svc, plan.WarningEvent(nil, failedEventReason(kind), "Delete"+kind, "deleting %s %s: %v", kind, a.Object.GetName(), err))
 			return fmt.Errorf("deleting %s %s: %w", kind, a.Object.GetName(), err)
@@ -222,21 +225,17 @@ func (r *Reconciler) annotate(ctx context.Context, rc *rayv1.RayCluster, ann map
 // it, each with a UID precondition: an object of that name made since it was read is never
 // deleted. The cluster owns that Service; deleting it now keeps the namespace tidy where
 // garbage collection lags (or, in envtest, does not run).
-func (r *Reconciler) deleteCluster(ctx context.Context, rc *rayv1.RayCluster) error {
-	target := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Namespace: rc.Namespace, Name: rc.Name}}
-	uid := rc.UID
-	if err := r.client.Delete(ctx, target, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+func (r *Reconciler) deleteCluster(ctx context.Context, objects owned.Client, rc *rayv1.RayCluster) error {
+	target := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Namespace: rc.Namespace, Name: rc.Name, UID: rc.UID}}
+	if err := objects.Delete(ctx, target, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		return fmt.Errorf("deleting RayCluster %s: %w", rc.Name, err)
 	}
 	serve := &corev1.Service{}
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: rc.Namespace, Name: rayspec.ClusterServeServiceName(rc.Name)}, serve)
-	if apierrors.IsNotFound(err) || (err == nil && !metav1.IsControlledBy(serve, rc)) {
-		return nil
+	found, err := objects.Get(ctx, types.NamespacedName{Namespace: rc.Namespace, Name: rayspec.ClusterServeServiceName(rc.Name)}, serve)
+	if err != nil || !found || !ownerref.ControlledBy(serve, rc) {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("reading Service %s: %w", rayspec.ClusterServeServiceName(rc.Name), err)
-	}
-	if err := r.client.Delete(ctx, serve, client.Preconditions{UID: &serve.UID}); err != nil && !apierrors.IsNotFound(err) {
+	if err := objects.Delete(ctx, serve); err != nil {
 		return fmt.Errorf("deleting Service %s: %w", serve.Name, err)
 	}
 	return nil

@@ -105,7 +105,7 @@ type Reconciler struct {
 	dashboards *dashboard.Pool
 	queue      queueRef
 	// taken remembers names a create found taken by an object the cache lacks (ownership.go).
-	taken sync.Map
+	taken takenNames
 	// gatewayAPI and grpcRouteAPI are Capabilities.GatewayAPI and .GRPCRoute.
 	gatewayAPI   bool
 	grpcRouteAPI bool

@@ -29,6 +29,6 @@
 //
 // Words the code uses besides the plan's (see package plan): the pool is the dashboard
 // pool (internal/dashboard), which reads and submits off the reconcile workers; a target is
-// one head's dashboard; a record is a cluster's serve config ConfigMap; a suspect is a name
-// a create found taken by an object the cache does not hold (ownership.go).
+// one head's dashboard; a record is a cluster's serve config ConfigMap; a taken name is a name
+// a create found taken by an object the cache does not hold (ownership.go, package owned).
 package rayservice

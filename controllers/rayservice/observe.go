@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,8 +25,8 @@ type observation struct {
 
 // observe reads, without changing anything, what the plan needs: the RayService's clusters;
 // for those that may serve, their pods and what the dashboard pool last heard from their
-// heads (asking it to read again when that is old); and the Services, Gateway and HTTPRoute
-// raygate manages for it.
+// heads (asking it to read again when that is old); and the Services, Gateway and routes
+// raygate manages for it (from the cache, or the API server for names found taken).
 func (r *Reconciler) observe(ctx context.Context, svc *rayv1.RayService, want *plan.Desired) (observation, error) {
 	obs := &plan.Observed{GatewayAPI: r.gatewayAPI, GRPCRouteAPI: r.gatewayAPI && r.grpcRouteAPI, NewClusterName: r.newName(svc.Name), Services: map[string]*corev1.Service{}, ForeignRecords: map[string]string{}}
 	res := observation{Observed: obs, targets: map[string]dashboard.Target{}}
@@ -56,14 +55,15 @@ func (r *Reconciler) observe(ctx context.Context, svc *rayv1.RayService, want *p
 		if t != nil {
 			res.targets[v.Cluster.Name] = *t
 		}
-		if err := r.observeRecord(ctx, v.Cluster, obs); err != nil {
+		if err := r.observeRecord(ctx, svc, v.Cluster, obs); err != nil {
 			return res, err
 		}
 		serviceNames = append(serviceNames, rayspec.ClusterServeServiceName(v.Cluster.Name))
 	}
+	objects := r.objects(svc)
 	for _, name := range serviceNames {
 		s := &corev1.Service{}
-		if found, err := r.getIfExists(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: name}, s); err != nil {
+		if found, err := objects.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: name}, s); err != nil {
 			return res, err
 		} else if found {
 			obs.Services[name] = s
@@ -73,19 +73,19 @@ func (r *Reconciler) observe(ctx context.Context, svc *rayv1.RayService, want *p
 		return res, nil
 	}
 	gw, rt := &gwv1.Gateway{}, &gwv1.HTTPRoute{}
-	if found, err := r.getIfExists(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: rayspec.GatewayName(svc.Name)}, gw); err != nil {
+	if found, err := objects.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: rayspec.GatewayName(svc.Name)}, gw); err != nil {
 		return res, err
 	} else if found {
 		obs.Gateway = gw
 	}
-	if found, err := r.getIfExists(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: rayspec.HTTPRouteName(svc.Name)}, rt); err != nil {
+	if found, err := objects.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: rayspec.HTTPRouteName(svc.Name)}, rt); err != nil {
 		return res, err
 	} else if found {
 		obs.Route = rt
 	}
 	if obs.GRPCRouteAPI {
 		g := &gwv1.GRPCRoute{}
-		if found, err := r.getIfExists(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: rayspec.GRPCRouteName(svc.Name)}, g); err != nil {
+		if found, err := objects.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: rayspec.GRPCRouteName(svc.Name)}, g); err != nil {
 			return res, err
 		} else if found {
 			obs.GRPCRoute = g
@@ -124,26 +124,6 @@ func (r *Reconciler) observeCluster(ctx context.Context, svc *rayv1.RayService, 
 		r.dashboards.Refresh(t)
 	}
 	return &t, nil
-}
-
-// getIfExists reads an object from the cache, or, when the cache does not have it and a
-// create found its name taken (the cache holds only objects raygate labels), from the API.
-// A missing object is not an error.
-func (r *Reconciler) getIfExists(ctx context.Context, key types.NamespacedName, obj client.Object) (bool, error) {
-	err := r.client.Get(ctx, key, obj)
-	if apierrors.IsNotFound(err) && r.suspected(obj, key) {
-		err = r.apiReader.Get(ctx, key, obj)
-		if apierrors.IsNotFound(err) {
-			r.unsuspect(obj, key)
-		}
-	}
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("reading %T %s: %w", obj, key.Name, err)
-	}
-	return true, nil
 }
 
 // appStatuses converts the dashboard's answer to the status type.

@@ -6,12 +6,13 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/controllers/rayservice/plan"
+	"github.com/raygate/raygate/internal/owned"
+	"github.com/raygate/raygate/internal/owned/ownerref"
 )
 
 // A cluster's serve config record is a ConfigMap the cluster owns, `<cluster>-serve-configs`,
@@ -34,31 +35,34 @@ func recordOwner(rc *rayv1.RayCluster) metav1.Object {
 
 // observeRecord reads a cluster's record when its name was found taken, so the plan can
 // report a foreign one.
-func (r *Reconciler) observeRecord(ctx context.Context, rc *rayv1.RayCluster, obs *plan.Observed) error {
+func (r *Reconciler) observeRecord(ctx context.Context, svc *rayv1.RayService, rc *rayv1.RayCluster, obs *plan.Observed) error {
+	objects := r.objects(svc).Uncached()
 	cm, key := &corev1.ConfigMap{}, recordKey(rc)
-	if !r.suspected(cm, key) {
+	if !objects.Remembered(cm, key) {
 		return nil
 	}
-	err := r.apiReader.Get(ctx, key, cm)
+	found, err := objects.Get(ctx, key, cm)
 	switch {
-	case apierrors.IsNotFound(err):
-		r.unsuspect(cm, key)
-	case err != nil:
-		return fmt.Errorf("reading ConfigMap %s: %w", key.Name, err)
-	case metav1.IsControlledBy(cm, rc):
-		r.unsuspect(cm, key)
+	case err != nil || !found:
+		return err
+	case ownerref.ControlledBy(cm, rc):
+		objects.Settled(cm, key)
 	default:
-		obs.ForeignRecords[rc.Name] = plan.Foreign("ConfigMap", cm, recordOwner(rc))
+		obs.ForeignRecords[rc.Name] = objects.ConflictOf(cm, recordOwner(rc)).String()
 	}
 	return nil
 }
 
 // writeRecord keeps cfg in the cluster's record, with the configs in keep, before cfg is
 // submitted. It writes only when the record lacks cfg or holds others.
-func (r *Reconciler) writeRecord(ctx context.Context, rc *rayv1.RayCluster, cfg *plan.ServeConfig, keep []string) error {
+func (r *Reconciler) writeRecord(ctx context.Context, objects owned.Client, rc *rayv1.RayCluster, cfg *plan.ServeConfig, keep []string) error {
+	objects = objects.Uncached()
 	cm, key := &corev1.ConfigMap{}, recordKey(rc)
-	err := r.apiReader.Get(ctx, key, cm)
-	if apierrors.IsNotFound(err) {
+	found, err := objects.Get(ctx, key, cm)
+	if err != nil {
+		return err
+	}
+	if !found {
 		cm = &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: key.Name, Namespace: key.Namespace,
@@ -72,21 +76,19 @@ func (r *Reconciler) writeRecord(ctx context.Context, rc *rayv1.RayCluster, cfg 
 			},
 			Data: map[string]string{cfg.Hash(): cfg.Source()},
 		}
-		err = r.client.Create(ctx, cm)
-		if apierrors.IsAlreadyExists(err) {
-			r.suspect(cm, key)
-			return &nameTaken{kind: "ConfigMap", name: key.Name}
-		}
-		if err != nil {
+		res, err := objects.Create(ctx, cm)
+		switch {
+		case err != nil:
 			return fmt.Errorf("recording the serve config of %s in ConfigMap %s: %w", rc.Name, key.Name, err)
+		case res.Conflict != nil:
+			return fmt.Errorf("%s: the serve config is not submitted", res.Conflict)
+		case res.Existing == nil:
+			return nil
 		}
-		return nil
+		cm = res.Existing.(*corev1.ConfigMap) // the cluster's, made meanwhile: brought up to date
 	}
-	if err != nil {
-		return fmt.Errorf("reading ConfigMap %s: %w", key.Name, err)
-	}
-	if !metav1.IsControlledBy(cm, rc) {
-		r.suspect(cm, key)
+	if !ownerref.ControlledBy(cm, rc) {
+		objects.Remember(cm)
 		return fmt.Errorf("ConfigMap %s is not controlled by RayCluster %s: the serve config is not submitted", key.Name, rc.Name)
 	}
 	data := map[string]string{cfg.Hash(): cfg.Source()}
@@ -99,7 +101,7 @@ func (r *Reconciler) writeRecord(ctx context.Context, rc *rayv1.RayCluster, cfg 
 		return nil
 	}
 	cm.Data, cm.BinaryData = data, nil
-	if err := r.client.Update(ctx, cm); err != nil {
+	if err := objects.Update(ctx, cm); err != nil {
 		return fmt.Errorf("recording the serve config of %s in ConfigMap %s: %w", rc.Name, key.Name, err)
 	}
 	return nil
@@ -108,16 +110,17 @@ func (r *Reconciler) writeRecord(ctx context.Context, rc *rayv1.RayCluster, cfg 
 // readRecord is the config recorded for hash. missing, when set, says why there is none to
 // send (the record is gone, not the cluster's, or does not hold that config); err is a
 // failure to read.
-func (r *Reconciler) readRecord(ctx context.Context, rc *rayv1.RayCluster, hash string) (cfg *plan.ServeConfig, missing string, err error) {
+func (r *Reconciler) readRecord(ctx context.Context, objects owned.Client, rc *rayv1.RayCluster, hash string) (cfg *plan.ServeConfig, missing string, err error) {
+	objects = objects.Uncached()
 	cm, key := &corev1.ConfigMap{}, recordKey(rc)
-	err = r.apiReader.Get(ctx, key, cm)
+	found, err := objects.Get(ctx, key, cm)
 	switch {
-	case apierrors.IsNotFound(err):
-		return nil, fmt.Sprintf("the serve config %s that %s runs is not recorded (ConfigMap %s is missing); it keeps what it runs", hash, rc.Name, key.Name), nil
 	case err != nil:
-		return nil, "", fmt.Errorf("reading ConfigMap %s: %w", key.Name, err)
-	case !metav1.IsControlledBy(cm, rc):
-		r.suspect(cm, key)
+		return nil, "", err
+	case !found:
+		return nil, fmt.Sprintf("the serve config %s that %s runs is not recorded (ConfigMap %s is missing); it keeps what it runs", hash, rc.Name, key.Name), nil
+	case !ownerref.ControlledBy(cm, rc):
+		objects.Remember(cm)
 		return nil, fmt.Sprintf("ConfigMap %s is not controlled by RayCluster %s; %s keeps what it runs", key.Name, rc.Name, rc.Name), nil
 	}
 	text, ok := cm.Data[hash]

@@ -1,10 +1,6 @@
 package plan
 
-import (
-	"time"
-
-	"github.com/raygate/raygate/internal/rayspec"
-)
+import "time"
 
 const (
 	// LegacyServeConfigKey held, on clusters made by raygate before serve configs moved to a
@@ -24,9 +20,6 @@ const (
 
 	// defaultDeletionDelay is rayClusterDeletionDelaySeconds' default.
 	defaultDeletionDelay = 60 * time.Second
-
-	// servePortName is the container and Service port name of Ray Serve's HTTP proxy.
-	servePortName = rayspec.ServePortName
 
 	// gatewayListenerName and gatewayListenerPort are the Gateway's one HTTP listener.
 	gatewayListenerName = "http"

@@ -2,118 +2,115 @@ package plan
 
 import (
 	"fmt"
-	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/raygate/raygate/internal/owned/ownerref"
+	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
 // The ensure functions compare an object raygate wants with the one observed and ask for
-// the write that makes them match, if any. changed: a write was asked for. ok: false when
-// the object is not controlled (by UID) by the owner raygate gives it; raygate then leaves
-// it alone and reports it (OwnershipConflict), and nothing moves until it is gone.
+// the write that makes them match, if any (ownerref.Decide). changed: a write was asked for.
+// ok: false when the object is not controlled (by UID) by the owner raygate gives it;
+// raygate then leaves it alone and reports it (OwnershipConflict), and nothing moves until
+// it is gone.
+
+// ownedObject is a pointer to an object the RayService (or one of its clusters) owns.
+type ownedObject interface {
+	comparable
+	Object
+}
+
+// ensure asks for the write that brings cur (nil: none) to want.
+func ensure[T ownedObject](cur, want T, merge ownerref.Merge[T], act *Effects, out *Outcome) (changed, ok bool) {
+	var none T
+	c := ownerref.Decide(want, cur, cur != none && ownerref.SameController(cur, want), merge)
+	switch c.Op {
+	case ownerref.Create:
+		act.do(CreateObject{Object: c.Object})
+	case ownerref.Update:
+		act.do(UpdateObject{Object: c.Object})
+	case ownerref.Report:
+		out.conflict(foreign(cur, want))
+		return false, false
+	default:
+		return false, true
+	}
+	return true, true
+}
+
+// foreign describes an object with a wanted name that want's owner does not control.
+func foreign(cur, want Object) string {
+	return ownerref.NewConflict(KindOf(cur), cur, ownerref.WantedOwner(want, RayServiceKind)).String()
+}
 
 // ensureService sets the fields raygate owns, leaving what the API server filled in
 // (clusterIP, nodePorts, ...) alone.
 func ensureService(in inputs, want *corev1.Service, act *Effects, out *Outcome) (changed, ok bool) {
 	cur := in.obs.Services[want.Name]
-	if cur == nil {
-		if why := unsafeService(want); why != "" {
-			out.conflict(fmt.Sprintf("Service %s would be %s; raygate does not create it", want.Name, why))
-			return false, false
-		}
-		act.do(CreateObject{Object: want})
-		return true, true
-	}
-	if !ownedBySameController(cur, want) {
-		out.conflict(Foreign("Service", cur, want))
-		return false, false
-	}
-	if why := unsafeService(want); why != "" {
+	if why := unsafeService(want); why != "" && (cur == nil || ownerref.SameController(cur, want)) {
 		// Admission and the controller's own validation refuse such overrides; a Service
 		// that could point outside the cluster's pods is never written, whatever the spec.
-		out.conflict(fmt.Sprintf("Service %s would be %s; raygate does not write it", want.Name, why))
+		verb := "create"
+		if cur != nil {
+			verb = "write"
+		}
+		out.conflict(fmt.Sprintf("Service %s would be %s; raygate does not %s it", want.Name, why, verb))
 		return false, false
 	}
-	labels, annotations := merge(cur.Labels, want.Labels), merge(cur.Annotations, want.Annotations)
-	ports := mergeDefaultedPorts(cur.Spec.Ports, want.Spec.Ports)
-	if maps.Equal(labels, cur.Labels) && maps.Equal(annotations, cur.Annotations) && maps.Equal(want.Spec.Selector, cur.Spec.Selector) &&
-		want.Spec.Type == cur.Spec.Type && equality.Semantic.DeepEqual(ports, cur.Spec.Ports) {
-		return false, true
+	return ensure(cur, want, mergeService, act, out)
+}
+
+// mergeService is raypod.MergeService keeping the stored Service's cluster IP mode: as
+// under KubeRay, a RayService's Services are never recreated (a head Service made with a
+// cluster IP keeps it; a new one is headless).
+func mergeService(cur, want *corev1.Service) (*corev1.Service, bool) {
+	if want.Spec.ClusterIP != "" {
+		w := *want
+		w.Spec.ClusterIP = ""
+		want = &w
 	}
-	next := cur.DeepCopy()
-	next.Labels, next.Annotations, next.Spec.Selector, next.Spec.Type, next.Spec.Ports = labels, annotations, want.Spec.Selector, want.Spec.Type, ports
-	act.do(UpdateObject{Object: next})
-	return true, true
+	return raypod.MergeService(cur, want)
 }
 
 func ensureGateway(in inputs, want *gwv1.Gateway, act *Effects, out *Outcome) (changed, ok bool) {
-	cur := in.obs.Gateway
-	if cur == nil {
-		act.do(CreateObject{Object: want})
-		return true, true
-	}
-	if !ownedBySameController(cur, want) {
-		out.conflict(Foreign("Gateway", cur, want))
-		return false, false
-	}
-	if equality.Semantic.DeepDerivative(want.Spec, cur.Spec) && len(want.Spec.Listeners) == len(cur.Spec.Listeners) && hasLabels(cur.Labels, want.Labels) {
-		return false, true
-	}
-	next := cur.DeepCopy()
-	next.Spec = want.Spec
-	next.Labels = merge(cur.Labels, want.Labels)
-	act.do(UpdateObject{Object: next})
-	return true, true
+	return ensure(in.obs.Gateway, want, mergeGateway, act, out)
+}
+
+func mergeGateway(cur, want *gwv1.Gateway) (*gwv1.Gateway, bool) {
+	matches := equality.Semantic.DeepDerivative(want.Spec, cur.Spec) && len(want.Spec.Listeners) == len(cur.Spec.Listeners)
+	return withSpecAndLabels(cur, want, matches, func(next, want *gwv1.Gateway) { next.Spec = want.Spec })
 }
 
 // ensureRoute also returns, on an update, the weights the route had before.
 func ensureRoute(in inputs, want *gwv1.HTTPRoute, act *Effects, out *Outcome) (changed bool, before map[string]int32, ok bool) {
 	cur := in.obs.Route
-	if cur == nil {
-		act.do(CreateObject{Object: want})
-		return true, nil, true
+	changed, ok = ensure(cur, want, mergeRoute, act, out)
+	if changed && cur != nil {
+		before = rayspec.RouteWeights(cur)
 	}
-	if !ownedBySameController(cur, want) {
-		out.conflict(Foreign("HTTPRoute", cur, want))
-		return false, nil, false
-	}
-	if routeSpecMatches(want, cur) && hasLabels(cur.Labels, want.Labels) {
-		return false, nil, true
-	}
-	next := cur.DeepCopy()
-	next.Spec = want.Spec
-	next.Labels = merge(cur.Labels, want.Labels)
-	act.do(UpdateObject{Object: next})
-	return true, rayspec.RouteWeights(cur), true
+	return changed, before, ok
 }
 
-// Foreign describes an object with a wanted name that the wanted owner does not control.
-func Foreign(kind string, cur, want metav1.Object) string {
-	owner := "it has no controller"
-	if ref := metav1.GetControllerOf(cur); ref != nil {
-		owner = "it is controlled by " + ref.Kind + " " + ref.Name
-	}
-	wantOwner := "this RayService"
-	if ref := metav1.GetControllerOf(want); ref != nil && ref.Kind != "RayService" {
-		wantOwner = ref.Kind + " " + ref.Name
-	}
-	return fmt.Sprintf("%s %s exists and is not controlled by %s (%s)", kind, cur.GetName(), wantOwner, owner)
+func mergeRoute(cur, want *gwv1.HTTPRoute) (*gwv1.HTTPRoute, bool) {
+	return withSpecAndLabels(cur, want, routeSpecMatches(want, cur), func(next, want *gwv1.HTTPRoute) { next.Spec = want.Spec })
 }
 
-// hasLabels: every wanted label is set (objects made by an older raygate lack the label the
-// cache selects on, and get it).
-func hasLabels(cur, want map[string]string) bool {
-	for k, v := range want {
-		if cur[k] != v {
-			return false
-		}
+// withSpecAndLabels is a copy of cur with want's spec (setSpec) and labels, others' labels
+// kept, or nil when the spec matches and cur has the labels (objects made by an older
+// raygate lack the label the cache selects on, and get it). It is never recreated.
+func withSpecAndLabels[T ownedObject](cur, want T, specMatches bool, setSpec func(next, want T)) (T, bool) {
+	var none T
+	if specMatches && ownerref.HasEntries(cur.GetLabels(), want.GetLabels()) {
+		return none, false
 	}
-	return true
+	next := cur.DeepCopyObject().(T)
+	setSpec(next, want)
+	next.SetLabels(merge(cur.GetLabels(), want.GetLabels()))
+	return next, false
 }
 
 // unsafeService says why a Service could send traffic outside the cluster's pods ("": it
@@ -144,25 +141,4 @@ func routeSpecMatches(want, cur *gwv1.HTTPRoute) bool {
 		}
 	}
 	return true
-}
-
-// mergeDefaultedPorts keeps the API server's nodePort for ports that did not change.
-func mergeDefaultedPorts(cur, want []corev1.ServicePort) []corev1.ServicePort {
-	byName := map[string]corev1.ServicePort{}
-	for _, p := range cur {
-		byName[p.Name] = p
-	}
-	out := make([]corev1.ServicePort, len(want))
-	for i, p := range want {
-		if c, ok := byName[p.Name]; ok && p.NodePort == 0 && c.Port == p.Port {
-			p.NodePort = c.NodePort
-		}
-		out[i] = p
-	}
-	return out
-}
-
-func ownedBySameController(cur, want metav1.Object) bool {
-	a, b := metav1.GetControllerOf(cur), metav1.GetControllerOf(want)
-	return a != nil && b != nil && a.UID == b.UID
 }

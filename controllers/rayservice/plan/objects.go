@@ -1,25 +1,29 @@
 package plan
 
 import (
-	"fmt"
 	"maps"
-	"sort"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
 // ownerRef makes the RayService the controller of an object.
 func ownerRef(svc *rayv1.RayService) metav1.OwnerReference {
 	return *metav1.NewControllerRef(svc, rayv1.GroupVersion.WithKind(rayv1.RayServiceKind))
+}
+
+// ownedMeta is the metadata of an object the RayService owns: its name, the RayService's
+// namespace, labels and controller reference.
+func ownedMeta(svc *rayv1.RayService, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: svc.Namespace, Labels: serviceLabels(svc), OwnerReferences: []metav1.OwnerReference{ownerRef(svc)}}
 }
 
 // serviceLabels mark objects created for a RayService (KubeRay's keys). The created-by label
@@ -75,62 +79,15 @@ func newRayCluster(svc *rayv1.RayService, name string, g goal, version string, i
 	}
 }
 
-// headPorts are the head container's named ports plus Ray's defaults not taken by them.
-func headPorts(spec *rayv1.RayClusterSpec) []corev1.ServicePort {
-	ports := map[string]int32{}
-	used := map[int32]bool{}
-	if c := spec.HeadGroupSpec.Template.Spec.Containers; len(c) > 0 {
-		for _, p := range c[rayv1.RayContainerIndex].Ports {
-			name := p.Name
-			if name == "" {
-				name = fmt.Sprintf("%d-port", p.ContainerPort)
-			}
-			ports[name] = p.ContainerPort
-			used[p.ContainerPort] = true
-		}
-	}
-	for name, port := range rayspec.DefaultHeadPorts() {
-		if _, ok := ports[name]; !ok && !used[port] {
-			ports[name] = port
-		}
-	}
-	names := make([]string, 0, len(ports))
-	for n := range ports {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	out := make([]corev1.ServicePort, 0, len(names))
-	for _, n := range names {
-		out = append(out, corev1.ServicePort{Name: n, Port: ports[n], TargetPort: intstr.FromInt32(ports[n]), Protocol: corev1.ProtocolTCP})
-	}
-	return out
-}
-
-// headService is the RayService-level head Service `<service>-head-svc`, pointed at the
-// serving cluster's head pod. headGroupSpec.headService's labels, annotations, type and
-// extra ports are kept; name, namespace and selector are raygate's.
+// headService is the RayService-level head Service `<service>-head-svc`: the serving
+// cluster's head Service (raypod.HeadService: its selector, ports, type, annotations and
+// headGroupSpec.headService) placed under the RayService, as KubeRay builds it.
 func headService(svc *rayv1.RayService, cluster *rayv1.RayCluster) *corev1.Service {
-	spec := &cluster.Spec
-	s := &corev1.Service{}
-	if spec.HeadGroupSpec.HeadService != nil {
-		s.Labels = maps.Clone(spec.HeadGroupSpec.HeadService.Labels)
-		s.Annotations = maps.Clone(spec.HeadGroupSpec.HeadService.Annotations)
-		s.Spec.Type = spec.HeadGroupSpec.HeadService.Spec.Type
-		s.Spec.Ports = append(s.Spec.Ports, spec.HeadGroupSpec.HeadService.Spec.Ports...)
-	}
-	s.Name, s.Namespace = rayspec.ServiceHeadServiceName(svc.Name), svc.Namespace
-	s.Labels = merge(s.Labels, serviceLabels(svc), map[string]string{rayv1.NodeTypeLabelKey: string(rayv1.HeadNode)})
-	s.Annotations = merge(s.Annotations, spec.HeadServiceAnnotations)
-	if s.Spec.Type == "" {
-		s.Spec.Type = spec.HeadGroupSpec.ServiceType
-	}
-	if s.Spec.Type == "" {
-		s.Spec.Type = corev1.ServiceTypeClusterIP
-	}
-	s.Spec.Ports = mergePorts(s.Spec.Ports, headPorts(spec))
-	s.Spec.Selector = map[string]string{rayv1.ClusterLabelKey: cluster.Name, rayv1.NodeTypeLabelKey: string(rayv1.HeadNode)}
-	s.OwnerReferences = []metav1.OwnerReference{ownerRef(svc)}
-	return s
+	return raypod.PlacedHeadService(cluster, raypod.Placement{
+		Name:   rayspec.ServiceHeadServiceName(svc.Name),
+		Labels: merge(serviceLabels(svc), map[string]string{rayv1.NodeTypeLabelKey: string(rayv1.HeadNode)}),
+		Owner:  ownerRef(svc),
+	})
 }
 
 // serveSelector selects a cluster's pods that serve traffic (workers, and the head unless
@@ -151,73 +108,31 @@ func ServeServiceName(svc *rayv1.RayService) string {
 // spec.serveService keeps its labels, annotations, type and its "serve" port; selector and
 // namespace are raygate's (KubeRay's rules).
 func serveService(svc *rayv1.RayService, cluster *rayv1.RayCluster) *corev1.Service {
-	s := &corev1.Service{}
-	ports := rayspec.ServePorts(rayspec.HeadRayContainer(&cluster.Spec))
-	port := ports[0]
-	if u := svc.Spec.ServeService; u != nil {
-		s.Labels, s.Annotations = maps.Clone(u.Labels), maps.Clone(u.Annotations)
-		s.Spec = *u.Spec.DeepCopy()
-		s.Spec.Ports = nil
-		for _, p := range u.Spec.Ports {
-			if p.Name == servePortName && !headNamesServePort(&cluster.Spec) {
-				port = corev1.ServicePort{Name: servePortName, Port: p.Port, TargetPort: p.TargetPort, NodePort: p.NodePort, Protocol: corev1.ProtocolTCP}
-				if port.TargetPort.IntValue() == 0 && port.TargetPort.StrVal == "" {
-					port.TargetPort = intstr.FromInt32(p.Port)
-				}
-			}
-		}
-	}
-	s.Name, s.Namespace = ServeServiceName(svc), svc.Namespace
-	s.Labels = merge(s.Labels, serviceLabels(svc), map[string]string{rayv1.ServeLabelKey: svc.Name + "-serve"})
-	if s.Spec.Type == "" {
-		s.Spec.Type = cluster.Spec.HeadGroupSpec.ServiceType
-	}
-	if s.Spec.Type == "" {
-		s.Spec.Type = corev1.ServiceTypeClusterIP
-	}
-	s.Spec.Ports = rayspec.WithServePort(ports, port)
-	s.Spec.Selector = serveSelector(cluster.Name)
-	s.OwnerReferences = []metav1.OwnerReference{ownerRef(svc)}
-	return s
-}
-
-func headNamesServePort(spec *rayv1.RayClusterSpec) bool {
-	if c := spec.HeadGroupSpec.Template.Spec.Containers; len(c) > 0 {
-		for _, p := range c[rayv1.RayContainerIndex].Ports {
-			if p.Name == servePortName {
-				return true
-			}
-		}
-	}
-	return false
+	return raypod.ServeService(cluster, raypod.ServeOptions{
+		Name:     ServeServiceName(svc),
+		Labels:   merge(serviceLabels(svc), map[string]string{rayv1.ServeLabelKey: svc.Name + "-serve"}),
+		Selector: serveSelector(cluster.Name),
+		Override: svc.Spec.ServeService,
+		Owner:    ownerRef(svc),
+	})
 }
 
 // clusterServeService is `<cluster>-serve-svc`, an HTTPRoute backend during incremental
 // upgrades. The RayCluster owns it, so it goes away with the cluster.
 func clusterServeService(svc *rayv1.RayService, cluster *rayv1.RayCluster) *corev1.Service {
-	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: rayspec.ClusterServeServiceName(cluster.Name), Namespace: cluster.Namespace,
-			Labels: merge(serviceLabels(svc), map[string]string{rayv1.ClusterLabelKey: cluster.Name, rayv1.ServeLabelKey: cluster.Name + "-serve"}),
-			OwnerReferences: []metav1.OwnerReference{
-				*metav1.NewControllerRef(cluster, rayv1.GroupVersion.WithKind(rayv1.RayClusterKind)),
-			},
-		},
-		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeClusterIP,
-			Selector: serveSelector(cluster.Name),
-			Ports:    rayspec.ServePorts(rayspec.HeadRayContainer(&cluster.Spec)),
-		},
-	}
+	return raypod.ServeService(cluster, raypod.ServeOptions{
+		Name:     rayspec.ClusterServeServiceName(cluster.Name),
+		Labels:   merge(serviceLabels(svc), map[string]string{rayv1.ClusterLabelKey: cluster.Name, rayv1.ServeLabelKey: cluster.Name + "-serve"}),
+		Selector: serveSelector(cluster.Name),
+		Type:     corev1.ServiceTypeClusterIP,
+		Owner:    *metav1.NewControllerRef(cluster, rayv1.GroupVersion.WithKind(rayv1.RayClusterKind)),
+	})
 }
 
 // gateway is `<service>-gateway`: one HTTP listener on port 80 of the given class.
 func gateway(svc *rayv1.RayService, className string) *gwv1.Gateway {
 	return &gwv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: rayspec.GatewayName(svc.Name), Namespace: svc.Namespace,
-			Labels: serviceLabels(svc), OwnerReferences: []metav1.OwnerReference{ownerRef(svc)},
-		},
+		ObjectMeta: ownedMeta(svc, rayspec.GatewayName(svc.Name)),
 		Spec: gwv1.GatewaySpec{
 			GatewayClassName: gwv1.ObjectName(className),
 			Listeners: []gwv1.Listener{{
@@ -227,33 +142,41 @@ func gateway(svc *rayv1.RayService, className string) *gwv1.Gateway {
 	}
 }
 
-// backend is one weighted HTTPRoute backend: a cluster's serve Service.
+// backend is one weighted route backend: a cluster's serve Service.
 type backend struct {
 	Cluster string
 	Port    int32
 	Weight  int32
 }
 
+// ref is the backend as a route refers to it, with the fields the API server defaults set.
+func (b backend) ref() gwv1.BackendRef {
+	return gwv1.BackendRef{
+		BackendObjectReference: gwv1.BackendObjectReference{
+			Group: ptr.To(gwv1.Group("")), Kind: ptr.To(gwv1.Kind("Service")),
+			Name: gwv1.ObjectName(rayspec.ClusterServeServiceName(b.Cluster)),
+			Port: ptr.To(gwv1.PortNumber(b.Port)),
+		},
+		Weight: ptr.To(b.Weight),
+	}
+}
+
+// refsTo are the backends as one kind of route refers to them (wrap makes its backendRef).
+func refsTo[R any](backends []backend, wrap func(gwv1.BackendRef) R) []R {
+	refs := make([]R, 0, len(backends))
+	for _, b := range backends {
+		refs = append(refs, wrap(b.ref()))
+	}
+	return refs
+}
+
 // httpRoute is `<service>-httproute`: the Gateway as parent, one rule for PathPrefix "/",
 // and a weighted backendRef per cluster. Fields the API server defaults are set
 // explicitly, so a semantic comparison with the stored object is exact.
 func httpRoute(svc *rayv1.RayService, backends []backend) *gwv1.HTTPRoute {
-	refs := make([]gwv1.HTTPBackendRef, 0, len(backends))
-	for _, b := range backends {
-		refs = append(refs, gwv1.HTTPBackendRef{BackendRef: gwv1.BackendRef{
-			BackendObjectReference: gwv1.BackendObjectReference{
-				Group: ptr.To(gwv1.Group("")), Kind: ptr.To(gwv1.Kind("Service")),
-				Name: gwv1.ObjectName(rayspec.ClusterServeServiceName(b.Cluster)),
-				Port: ptr.To(gwv1.PortNumber(b.Port)),
-			},
-			Weight: ptr.To(b.Weight),
-		}})
-	}
+	refs := refsTo(backends, func(r gwv1.BackendRef) gwv1.HTTPBackendRef { return gwv1.HTTPBackendRef{BackendRef: r} })
 	return &gwv1.HTTPRoute{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: rayspec.HTTPRouteName(svc.Name), Namespace: svc.Namespace,
-			Labels: serviceLabels(svc), OwnerReferences: []metav1.OwnerReference{ownerRef(svc)},
-		},
+		ObjectMeta: ownedMeta(svc, rayspec.HTTPRouteName(svc.Name)),
 		Spec: gwv1.HTTPRouteSpec{
 			CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{
 				Group: ptr.To(gwv1.Group(gwv1.GroupName)), Kind: ptr.To(gwv1.Kind("Gateway")),
@@ -275,19 +198,4 @@ func merge(ms ...map[string]string) map[string]string {
 		maps.Copy(out, m)
 	}
 	return out
-}
-
-// mergePorts adds generated ports to user ports; a generated port wins on a name clash.
-func mergePorts(user, generated []corev1.ServicePort) []corev1.ServicePort {
-	names := map[string]bool{}
-	for _, p := range generated {
-		names[p.Name] = true
-	}
-	var out []corev1.ServicePort
-	for _, p := range user {
-		if !names[p.Name] {
-			out = append(out, p)
-		}
-	}
-	return append(out, generated...)
 }

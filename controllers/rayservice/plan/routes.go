@@ -103,22 +103,9 @@ func grpcBackends(r roles, http []backend) ([]backend, bool) {
 // grpcRoute is `<service>-grpcroute`: the same parent and hostnames as the HTTPRoute, one
 // rule matching every gRPC method, and the same weighted backends on the serve-grpc port.
 func grpcRoute(svc *rayv1.RayService, at validation.RouteAttachment, backends []backend) *gwv1.GRPCRoute {
-	refs := make([]gwv1.GRPCBackendRef, 0, len(backends))
-	for _, b := range backends {
-		refs = append(refs, gwv1.GRPCBackendRef{BackendRef: gwv1.BackendRef{
-			BackendObjectReference: gwv1.BackendObjectReference{
-				Group: ptr.To(gwv1.Group("")), Kind: ptr.To(gwv1.Kind("Service")),
-				Name: gwv1.ObjectName(rayspec.ClusterServeServiceName(b.Cluster)),
-				Port: ptr.To(gwv1.PortNumber(b.Port)),
-			},
-			Weight: ptr.To(b.Weight),
-		}})
-	}
+	refs := refsTo(backends, func(r gwv1.BackendRef) gwv1.GRPCBackendRef { return gwv1.GRPCBackendRef{BackendRef: r} })
 	return &gwv1.GRPCRoute{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: rayspec.GRPCRouteName(svc.Name), Namespace: svc.Namespace,
-			Labels: serviceLabels(svc), OwnerReferences: []metav1.OwnerReference{ownerRef(svc)},
-		},
+		ObjectMeta: ownedMeta(svc, rayspec.GRPCRouteName(svc.Name)),
 		Spec: gwv1.GRPCRouteSpec{
 			CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{parentRef(svc, at)}},
 			Hostnames:       hostnames(at),
@@ -141,23 +128,11 @@ func GRPCRouteWeights(rt *gwv1.GRPCRoute) map[string]int32 {
 
 // ensureGRPCRoute is ensureRoute for the GRPCRoute.
 func ensureGRPCRoute(in inputs, want *gwv1.GRPCRoute, act *Effects, out *Outcome) (changed, ok bool) {
-	cur := in.obs.GRPCRoute
-	if cur == nil {
-		act.do(CreateObject{Object: want})
-		return true, true
-	}
-	if !ownedBySameController(cur, want) {
-		out.conflict(Foreign("GRPCRoute", cur, want))
-		return false, false
-	}
-	if grpcRouteSpecMatches(want, cur) && hasLabels(cur.Labels, want.Labels) {
-		return false, true
-	}
-	next := cur.DeepCopy()
-	next.Spec = want.Spec
-	next.Labels = merge(cur.Labels, want.Labels)
-	act.do(UpdateObject{Object: next})
-	return true, true
+	return ensure(in.obs.GRPCRoute, want, mergeGRPCRoute, act, out)
+}
+
+func mergeGRPCRoute(cur, want *gwv1.GRPCRoute) (*gwv1.GRPCRoute, bool) {
+	return withSpecAndLabels(cur, want, grpcRouteSpecMatches(want, cur), func(next, want *gwv1.GRPCRoute) { next.Spec = want.Spec })
 }
 
 // grpcRouteSpecMatches: raygate's fields have their values, and no backend, rule, parent or
