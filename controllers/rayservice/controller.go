@@ -3,7 +3,6 @@ package rayservice
 import (
 	"context"
 	"maps"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"

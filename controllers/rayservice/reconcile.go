@@ -20,7 +20,8 @@ import (
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	svc, err := r.get(ctx, req.NamespacedName)
 	if apierrors.IsNotFound(err) {
-		// The status writer forgot it.
+		// The status writer forgot it; so do the names found taken for it.
+		r.taken.Forget(req.NamespacedName)
 		r.Metrics.Forget(req.Namespace, req.Name)
 		return ctrl.Result{}, nil
 	}
