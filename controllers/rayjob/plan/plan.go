@@ -47,13 +47,13 @@ type Effects struct {
 	Requests []Request
 }
 
-func (e *Effects) do(a Action)       { e.Actions = append(e.Actions, a) }
-func (e *Effects) ask(r Request)     { e.Requests = append(e.Requests, r) }
-func (e *Effects) empty() bool       { return len(e.Actions) == 0 && len(e.Requests) == 0 }
-func (o *Outcome) tell(e Event)      { o.Events = append(o.Events, e) }
-func (o *Outcome) note(what string)  { o.Decisions = append(o.Decisions, what) }
-func (w *Wakeup) due(t time.Time)    { w.At = earliest(w.At, t) }
-func (w *Wakeup) soon()              { w.Soon = true }
+func (e *Effects) do(a Action)      { e.Actions = append(e.Actions, a) }
+func (e *Effects) ask(r Request)    { e.Requests = append(e.Requests, r) }
+func (e *Effects) empty() bool      { return len(e.Actions) == 0 && len(e.Requests) == 0 }
+func (o *Outcome) tell(e Event)     { o.Events = append(o.Events, e) }
+func (o *Outcome) note(what string) { o.Decisions = append(o.Decisions, what) }
+func (w *Wakeup) due(t time.Time)   { w.At = earliest(w.At, t) }
+func (w *Wakeup) soon()             { w.Soon = true }
 func earliest(a, b time.Time) time.Time {
 	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
 		return b
