@@ -39,6 +39,10 @@ func (s *pass) running() {
 		s.fail(rayv1.AppFailed, "RayCluster "+rc.Name+" is no longer controlled by this RayJob")
 		return
 	}
+	if s.st.JobId == "" {
+		s.fail(rayv1.SubmissionFailed, "the RayJob is Running without a submission id in status.jobId")
+		return
+	}
 	s.copyClusterStatus(rc)
 	if !selector {
 		s.pointJobService(rc)
@@ -90,8 +94,8 @@ func (s *pass) checkSubmitterJob() (failed bool, finishedAt *time.Time) {
 			continue
 		}
 		if c.Type == batchv1.JobFailed {
-			s.failSubmitter(fmt.Sprintf("Job submission has failed. Reason: %s. Message: %s", untrusted.Text(c.Reason, maxWord), untrusted.Text(c.Message, maxRemoteExcerpt)))
-			return true, nil
+			return s.submitterFailed(c.LastTransitionTime.Time, fmt.Sprintf("Job submission has failed. Reason: %s. Message: %s",
+				untrusted.Text(c.Reason, maxWord), untrusted.Text(c.Message, maxRemoteExcerpt))), nil
 		}
 		if !c.LastTransitionTime.IsZero() {
 			t := c.LastTransitionTime.Time
@@ -125,11 +129,10 @@ func (s *pass) checkSidecar() (failed bool, finishedAt *time.Time) {
 	restarts := s.set.Gates.Enabled(features.SidecarSubmitterRestart)
 	switch {
 	case !restarts && term != nil && term.ExitCode != 0:
-		s.failSubmitter(fmt.Sprintf("Ray head pod container %s terminated with exit code %d: %s", cs.Name, term.ExitCode, untrusted.Text(term.Reason, maxWord)))
-		return true, nil
+		return s.submitterFailed(term.FinishedAt.Time, fmt.Sprintf("Ray head pod container %s terminated with exit code %d: %s",
+			cs.Name, term.ExitCode, untrusted.Text(term.Reason, maxWord))), nil
 	case restarts && cs.LastTerminationState.Terminated != nil && (term == nil || term.ExitCode != 0) && cs.RestartCount >= s.submitterBackoffLimit():
-		s.failSubmitter(fmt.Sprintf("Ray head pod submitter container %s terminated after exceeding the maximum restart count", cs.Name))
-		return true, nil
+		return s.submitterFailed(cs.LastTerminationState.Terminated.FinishedAt.Time, fmt.Sprintf("Ray head pod submitter container %s terminated after exceeding the maximum restart count", cs.Name)), nil
 	}
 	// A non-zero exit that will be restarted is not the end of the submitter.
 	if term != nil && (term.ExitCode == 0 || !restarts) && !term.FinishedAt.IsZero() {
@@ -147,15 +150,32 @@ func (s *pass) submitterBackoffLimit() int32 {
 	return rayjob.DefaultSubmitterBackoffLimit
 }
 
-// failSubmitter fails the attempt because its submitter failed: the application's failure
-// when Ray already said FAILED (the submitter follows the job and fails with it), else the
-// submission's.
-func (s *pass) failSubmitter(message string) {
+// submitterFailed ends the attempt because its submitter failed (at failedAt): the
+// application's failure when Ray says FAILED (the submitter follows the job and fails with
+// it), else the submission's. It first reads the job's status once more when the last read
+// is older than the failure (KubeRay relies on its last poll, and a job that failed just
+// before its submitter was reported as a failed submission), within
+// SubmitterFinishedTimeout. It reports whether the pass stops here.
+func (s *pass) submitterFailed(failedAt time.Time, message string) bool {
+	view := s.jobsView()
+	fresh := view != nil && view.Read != nil && !view.Read.At.Before(failedAt)
+	if !fresh && s.now.Before(failedAt.Add(s.set.SubmitterFinishedTimeout)) {
+		if rc := s.in.Observed.Cluster; rc != nil {
+			s.readJob(rc, nil)
+		}
+		s.out.Wake.due(failedAt.Add(s.set.SubmitterFinishedTimeout))
+		s.out.note("the submitter failed: read the job's status before deciding why")
+		return true
+	}
+	if fresh && view.Read.Outcome == ReadFound {
+		s.applyInfo(view.Read.Info)
+	}
 	if s.st.JobStatus == rayv1.JobStatusFailed {
 		s.st.JobDeploymentStatus, s.st.Reason = rayv1.JobDeploymentStatusFailed, rayv1.AppFailed
-		return
+		return true
 	}
 	s.fail(rayv1.SubmissionFailed, message)
+	return true
 }
 
 // followJob acts on what the Jobs API last said of the job: the job's status, or the fact
@@ -163,54 +183,59 @@ func (s *pass) failSubmitter(message string) {
 // status-check timer runs). It asks for a new read when the last one is older than the poll
 // interval, or older than the submitter's end.
 func (s *pass) followJob(rc *rayv1.RayCluster, finishedAt *time.Time) {
+	if s.endedByJobsAPI(rc, finishedAt) {
+		return
+	}
+	if finishedAt != nil {
+		s.submitterFinishedTimeout(*finishedAt)
+	}
+	s.wakeForGracePeriod()
+}
+
+// endedByJobsAPI applies the last answer of the Jobs API; it reports whether the attempt
+// ended.
+func (s *pass) endedByJobsAPI(rc *rayv1.RayCluster, finishedAt *time.Time) bool {
 	st := s.st
 	view := s.jobsView()
-	var read *JobRead
-	if view != nil {
-		read = view.Read
+	if view == nil || view.Read == nil {
+		s.readJob(rc, nil)
+		return false
 	}
-	if s.job.Spec.SubmissionMode == rayv1.HTTPMode && view != nil && view.Submission.submitted() && st.JobStatus == rayv1.JobStatusNew {
+	read := view.Read
+	if s.job.Spec.SubmissionMode == rayv1.HTTPMode && view.Submission.submitted() && st.JobStatus == rayv1.JobStatusNew {
 		// The Jobs API has the job: from now on, a job it no longer knows was lost.
 		st.JobStatus = rayv1.JobStatusPending
 		s.out.tell(normalEvent(EventSubmittedJob, ActionSubmit, "Submitted Ray job %s to RayCluster %s/%s", st.JobId, rc.Namespace, rc.Name))
 	}
-	if read == nil {
-		s.readJob(rc, nil)
-		return
-	}
 	hasSubmitter := s.job.Spec.SubmissionMode == rayv1.K8sJobMode || s.job.Spec.SubmissionMode == rayv1.SidecarMode
 	// A read older than the submitter's end says nothing of what the submitter did: read
 	// again at once.
-	staleForSubmitter := finishedAt != nil && read.At.Before(*finishedAt)
 	last := read
-	if staleForSubmitter {
+	if finishedAt != nil && read.At.Before(*finishedAt) {
 		last = nil
 	}
 	switch read.Outcome {
 	case ReadFound:
 		st.JobStatusCheckFailureStartTime = nil
 		s.applyInfo(read.Info)
-		terminal := rayv1.IsJobTerminal(read.Info.Status) && (!hasSubmitter || finishedAt != nil)
-		if terminal {
+		if rayv1.IsJobTerminal(read.Info.Status) && (!hasSubmitter || finishedAt != nil) {
 			st.JobDeploymentStatus = rayv1.JobDeploymentStatusComplete
 			if read.Info.Status == rayv1.JobStatusFailed {
 				st.JobDeploymentStatus, st.Reason = rayv1.JobDeploymentStatusFailed, rayv1.AppFailed
 			}
-			return
+			return true
 		}
-		if !rayv1.IsJobTerminal(read.Info.Status) || staleForSubmitter {
+		if !rayv1.IsJobTerminal(read.Info.Status) || last == nil {
 			s.readJob(rc, last)
 		}
 	case ReadNotFound:
 		st.JobStatusCheckFailureStartTime = nil
 		switch {
 		case s.job.Spec.SubmissionMode == rayv1.HTTPMode:
-			if s.submitHTTP(rc, view, read) {
-				return
-			}
-		case finishedAt != nil && !staleForSubmitter:
+			return s.submitHTTP(rc, view, read)
+		case finishedAt != nil && last != nil:
 			s.fail(rayv1.AppFailed, "Submitter completed but Ray job not found in RayCluster.")
-			return
+			return true
 		default:
 			s.readJob(rc, last)
 		}
@@ -219,13 +244,10 @@ func (s *pass) followJob(rc *rayv1.RayCluster, finishedAt *time.Time) {
 			st.JobStatusCheckFailureStartTime = s.stamp(read.At)
 			s.out.note("reading the job's status failed: " + untrusted.Text(read.Err, maxRemoteExcerpt))
 		}
-		s.readJob(rc, read)
+		s.readJob(rc, last)
 		s.out.Wake.due(st.JobStatusCheckFailureStartTime.Add(s.set.StatusCheckTimeout))
 	}
-	if finishedAt != nil {
-		s.submitterFinishedTimeout(*finishedAt)
-	}
-	s.wakeForGracePeriod()
+	return false
 }
 
 // submitHTTP handles a read that found no job with the id (HTTPMode): submit it, unless a
