@@ -112,12 +112,12 @@ func (w *world) submit(c *simCluster, id string) (exists bool) {
 
 // simRayJob is a Ray job: PENDING, then RUNNING, then its outcome (or STOPPED when stopped).
 type simRayJob struct {
-	id                 string
-	at                 time.Time
-	pending, run       time.Duration
-	outcome            rayv1.JobStatus
+	id                   string
+	at                   time.Time
+	pending, run         time.Duration
+	outcome              rayv1.JobStatus
 	message, unknownWord string
-	stoppedAt          time.Time
+	stoppedAt            time.Time
 }
 
 func (j *simRayJob) end() time.Time {
