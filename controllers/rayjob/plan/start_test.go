@@ -33,7 +33,9 @@ func TestStart(t *testing.T) {
 			job:  storedJob(rayv1.InteractiveMode, ""),
 			want: expect{ds: rayv1.JobDeploymentStatusInitializing}, id: "", clustr: "train-fresh"},
 		{name: "clusterSelector names the cluster",
-			job:  storedJob(rayv1.K8sJobMode, "", func(j *rayv1.RayJob) { j.Spec.RayClusterSpec, j.Spec.ClusterSelector = nil, map[string]string{rayv1.RayJobClusterSelectorKey: "shared"} }),
+			job: storedJob(rayv1.K8sJobMode, "", func(j *rayv1.RayJob) {
+				j.Spec.RayClusterSpec, j.Spec.ClusterSelector = nil, map[string]string{rayv1.RayJobClusterSelectorKey: "shared"}
+			}),
 			want: expect{ds: rayv1.JobDeploymentStatusInitializing}, id: "train-fresh", clustr: "shared"},
 		{name: "no names drawn: nothing starts",
 			job: storedJob(rayv1.K8sJobMode, ""), fresh: &Fresh{},
@@ -105,7 +107,7 @@ func TestInitializing(t *testing.T) {
 		{name: "a RayCluster of someone else's under the name: left alone", job: k8s, obs: Observed{Cluster: foreignCluster(storedCluster)}, now: time.Second,
 			want: expect{ds: rayv1.JobDeploymentStatusInitializing, effects: []string{}, events: []string{EventOwnershipConflict}, wakeAt: time.Second + DefaultRecheck}},
 		{name: "a Job of someone else's under the submitter's name: left alone", job: k8s,
-			obs: Observed{Cluster: ownCluster(k8s, true), HeadService: headService(storedCluster), Submitter: &foreignJob},
+			obs:  Observed{Cluster: ownCluster(k8s, true), HeadService: headService(storedCluster), Submitter: &foreignJob},
 			want: expect{ds: rayv1.JobDeploymentStatusInitializing, effects: []string{}, events: []string{EventOwnershipConflict}}},
 		{name: "clusterSelector names a cluster that is not there", job: init(rayv1.K8sJobMode, selector), now: time.Second,
 			want: expect{ds: rayv1.JobDeploymentStatusInitializing, effects: []string{}, events: []string{EventClusterNotFound}, wakeAt: time.Second + DefaultRecheck}},
