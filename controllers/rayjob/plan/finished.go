@@ -11,17 +11,14 @@ import (
 	"github.com/raygate/raygate/internal/rayjob"
 )
 
-// finished cleans up after a job whose final status is stored: the batch scheduler's
-// release, then what the deletion settings ask once their time has come — the deletion
+// finished cleans up after a job whose final status is stored: what the deletion settings
+// ask once their time has come — the deletion
 // rules (one action per pass, the one that deletes the most first), the legacy onSuccess
 // and onFailure with ttlSecondsAfterFinished, or shutdownAfterJobFinishes. With the
 // RayJobDeletionPolicy gate off, deletionStrategy is ignored and shutdownAfterJobFinishes
 // applies, as in KubeRay (an event said so when the job ended). A cluster the job does not
 // control (clusterSelector, or one that is not its own) is never deleted or changed.
 func (s *pass) finished() {
-	if s.set.BatchScheduler {
-		s.act.do(BatchSchedulerHook{Phase: OnCompletion})
-	}
 	if rayjob.UsesClusterSelector(s.job) {
 		return
 	}

@@ -200,6 +200,11 @@ func (s *pass) settle() {
 	}
 	s.out.Metrics.Execution.DeploymentStatus = now
 	st.EndTime = s.stamp(s.now)
+	if s.set.BatchScheduler {
+		// Released with the final status (the pass that records it runs again if the
+		// release or the write fails), as KubeRay releases it once the job ended.
+		s.act.do(BatchSchedulerHook{Phase: OnCompletion})
+	}
 	if now == rayv1.JobDeploymentStatusComplete {
 		s.out.tell(normalEvent(EventCompleted, ActionFinish, "the Ray job %s ended %s", st.JobId, st.JobStatus))
 	} else {

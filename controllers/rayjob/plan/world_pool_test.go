@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -177,7 +178,10 @@ func (p *simPool) carryOut(w *world, r poolRequest) {
 
 // advance moves the clock to t, carrying out everything that happens on the way.
 func (w *world) advance(t time.Time) {
-	for {
+	for i := 0; ; i++ {
+		if i > 100000 {
+			panic(fmt.Sprintf("the world does not settle at %s: next event %s", w.now, w.nextEvent()))
+		}
 		e := w.nextEvent()
 		if e.IsZero() || e.After(t) {
 			break
