@@ -3,7 +3,6 @@ package plan
 import (
 	"fmt"
 	"math"
-	"net"
 	"strconv"
 	"time"
 
@@ -34,7 +33,7 @@ func DashboardURL(svc *corev1.Service, clusterDomain string) string {
 	}
 	for _, p := range svc.Spec.Ports {
 		if p.Name == dashboardPortName && p.Port > 0 {
-			return net.JoinHostPort(svc.Name+"."+svc.Namespace+".svc."+clusterDomain, strconv.Itoa(int(p.Port)))
+			return svc.Name + "." + svc.Namespace + ".svc." + clusterDomain + ":" + strconv.Itoa(int(p.Port))
 		}
 	}
 	return ""

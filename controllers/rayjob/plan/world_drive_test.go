@@ -82,11 +82,6 @@ func (d *driver) until(max int, done func() bool) {
 // quiet runs until nothing more happens.
 func (d *driver) quiet() { d.until(2000, nil) }
 
-// to runs until the clock reaches t (passes on the way), then one pass at t.
-func (d *driver) to(t time.Time) {
-	d.until(2000, func() bool { return !d.w.now.Before(t) })
-}
-
 func describe(w *world, r *reconciled) string {
 	st := r.p.Status
 	s := fmt.Sprintf("%s %s/%s id=%s cluster=%s", r.in.Now.Sub(t0), st.JobDeploymentStatus, st.JobStatus, st.JobId, st.RayClusterName)

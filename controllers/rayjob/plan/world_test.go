@@ -82,10 +82,9 @@ const (
 )
 
 var (
-	t0      = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	jobUID  = types.UID("rayjob-uid")
-	allOn   = features.Static{features.RayJobDeletionPolicy: true}
-	dayLong = 24 * time.Hour
+	t0     = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	jobUID = types.UID("rayjob-uid")
+	allOn  = features.Static{features.RayJobDeletionPolicy: true}
 )
 
 func newWorld(job *rayv1.RayJob) *world {
