@@ -3,6 +3,7 @@ package plan
 import (
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -43,8 +44,10 @@ func (s *pass) advance() {
 func (s *pass) start() {
 	st, spec := s.st, &s.job.Spec
 	s.ensureFinalizer()
-	leftValidation := st.JobDeploymentStatus == rayv1.JobDeploymentStatusValidationFailed
-	if leftValidation {
+	// A job fixed after ValidationFailed goes on with the attempt it had recorded, if any:
+	// same id, same cluster, same start (its deadlines do not start again).
+	resumes := st.JobDeploymentStatus == rayv1.JobDeploymentStatusValidationFailed && st.RayClusterName != "" && st.StartTime != nil
+	if st.JobDeploymentStatus == rayv1.JobDeploymentStatusValidationFailed {
 		st.Reason, st.Message = "", ""
 	}
 	if spec.Suspend {
@@ -76,7 +79,9 @@ func (s *pass) start() {
 		return
 	}
 	st.JobDeploymentStatus = rayv1.JobDeploymentStatusInitializing
-	st.StartTime = s.stamp(s.now)
+	if !resumes {
+		st.StartTime = s.stamp(s.now)
+	}
 	if st.Succeeded == nil {
 		st.Succeeded = ptr.To[int32](0)
 	}
@@ -108,6 +113,12 @@ func (s *pass) initializing() {
 		return
 	}
 	if rc == nil {
+		if s.job.Spec.SubmissionMode == rayv1.SidecarMode && !equality.Semantic.DeepEqual(st.RayClusterStatus, rayv1.RayClusterStatus{}) {
+			// The cluster existed (its status was recorded) and is gone. Its head may have
+			// submitted the job already: a new cluster would submit it again.
+			s.fail(rayv1.AppFailed, "RayCluster "+st.RayClusterName+" was deleted before the job ran; it is not created again, as its head may have submitted the job")
+			return
+		}
 		st.Message = ""
 		s.createCluster()
 		return

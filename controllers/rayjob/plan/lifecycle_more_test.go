@@ -382,3 +382,20 @@ func TestHeadServiceWithoutDashboardPort(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+func TestSidecarClusterLostBeforeRunning(t *testing.T) {
+	job := jobIn(rayv1.SidecarMode).Shutdown(0).Obj()
+	job.Spec.BackoffLimit = ptr.To[int32](1)
+	w := newWorld(job)
+	w.clusterNeverReady = true
+	d := drive(t, w)
+	d.until(50, func() bool { return w.job.Status.RayClusterStatus.DesiredWorkerReplicas == 1 })
+	first := w.job.Status.RayClusterName
+	w.clusters[first].deletingAt = w.now // deleted by hand while Initializing
+	w.clusterNeverReady = false
+	d.quiet()
+	st := w.job.Status
+	if st.JobDeploymentStatus != rayv1.JobDeploymentStatusComplete || *st.Failed != 1 || st.RayClusterName == first || w.runs() != 1 {
+		t.Fatalf("status %+v; submissions %v", st, w.submissions)
+	}
+}

@@ -117,6 +117,10 @@ func (w *world) inputs() Inputs {
 	if c := w.clusters[job.Status.RayClusterName]; c != nil && job.Status.RayClusterName != "" {
 		o.Cluster = c.rc.DeepCopy()
 		o.Cluster.Status = c.status(w.now)
+		if !c.deletingAt.IsZero() {
+			t := metav1.NewTime(c.deletingAt)
+			o.Cluster.DeletionTimestamp = &t
+		}
 		o.HeadService = c.headService()
 		o.HeadPod = c.headPod(w.now)
 	}
@@ -220,8 +224,12 @@ func roundTrip(st rayv1.RayJobStatus) rayv1.RayJobStatus {
 	return out
 }
 
-// apply carries out an action as the API server would.
+// apply carries out an action as the API server would; the controller watches what it
+// writes, so a pass follows (not the batch scheduler's PodGroups).
 func (w *world) apply(a Action) {
+	if _, hook := a.(BatchSchedulerHook); !hook {
+		w.kicked = true
+	}
 	switch a := a.(type) {
 	case AddFinalizer:
 		if !slices.Contains(w.job.Finalizers, StopJobFinalizer) {
