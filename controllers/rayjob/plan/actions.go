@@ -111,6 +111,56 @@ func (a PointJobService) String() string {
 func (DeleteRayJob) String() string         { return "delete the RayJob" }
 func (a BatchSchedulerHook) String() string { return "batch scheduler hook " + string(a.Phase) }
 
+// Done is the event an action announces once it succeeded (zero: none).
+func Done(a Action) Event {
+	switch a := a.(type) {
+	case CreateCluster:
+		return a.Done
+	case DeleteCluster:
+		return a.Done
+	case SuspendWorkers:
+		return a.Done
+	case CreateSubmitter:
+		return a.Done
+	case DeleteSubmitter:
+		return a.Done
+	case PointJobService:
+		return a.Done
+	case DeleteRayJob:
+		return a.Done
+	}
+	return Event{}
+}
+
+// FailureReason is the event reason to announce an action that failed with (KubeRay's where
+// it has one; "": the failure is only logged).
+func FailureReason(a Action) string {
+	switch a := a.(type) {
+	case CreateCluster:
+		return EventFailedCreateCluster
+	case DeleteCluster:
+		return EventFailedDeleteCluster
+	case SuspendWorkers:
+		return EventFailedUpdateCluster
+	case CreateSubmitter:
+		return EventFailedCreateSubmitter
+	case DeleteSubmitter:
+		return EventFailedDeleteSubmitter
+	case PointJobService:
+		if a.Existing != nil {
+			return EventFailedUpdateService
+		}
+		return EventFailedCreateService
+	case DeleteRayJob:
+		return EventFailedDeleteRayJob
+	case BatchSchedulerHook:
+		if a.Phase == OnCompletion {
+			return EventFailedBatchCleanup
+		}
+	}
+	return ""
+}
+
 // A Request is work for the dashboard pool: it is carried out off the reconcile, and its
 // answer comes back in a later pass's JobsView.
 type Request interface {

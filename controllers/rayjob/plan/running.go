@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -294,7 +295,7 @@ func (s *pass) submission() (Submission, error) {
 		return Submission{}, err
 	}
 	return Submission{
-		Entrypoint: spec.Entrypoint, RuntimeEnvJSON: env, Metadata: spec.Metadata,
+		Entrypoint: spec.Entrypoint, RuntimeEnvJSON: env, Metadata: maps.Clone(spec.Metadata),
 		NumCPUs: spec.EntrypointNumCpus, NumGPUs: spec.EntrypointNumGpus, ResourcesJSON: spec.EntrypointResources,
 	}, nil
 }

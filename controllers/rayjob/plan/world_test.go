@@ -161,7 +161,7 @@ func (w *world) reconcile() *reconciled {
 			return r
 		}
 		w.apply(a)
-		if e := doneEvent(a); !e.IsZero() {
+		if e := Done(a); !e.IsZero() {
 			done = append(done, e)
 		}
 	}
@@ -188,27 +188,6 @@ func (w *world) reconcile() *reconciled {
 		w.executions = append(w.executions, *e)
 	}
 	return r
-}
-
-// doneEvent is the event an action announces once it succeeded.
-func doneEvent(a Action) Event {
-	switch a := a.(type) {
-	case CreateCluster:
-		return a.Done
-	case DeleteCluster:
-		return a.Done
-	case SuspendWorkers:
-		return a.Done
-	case CreateSubmitter:
-		return a.Done
-	case DeleteSubmitter:
-		return a.Done
-	case PointJobService:
-		return a.Done
-	case DeleteRayJob:
-		return a.Done
-	}
-	return Event{}
 }
 
 // roundTrip stores a status as the API server does: through JSON.
