@@ -44,6 +44,8 @@ func FuzzPlan(f *testing.F) {
 		rmSubmit = []byte{13, 255}
 		jump     = []byte{14, 255}
 		invalid  = []byte{15, 255}
+		inFlight = []byte{17, 255}
+		timedOut = []byte{18, 255}
 	)
 	const (
 		shutdown = 1 << iota
@@ -65,6 +67,7 @@ func FuzzPlan(f *testing.F) {
 		f.Add(mode, uint8(selector), int8(0), uint16(40), uint16(0), uint16(0), uint8(0), script(quiet(5), failAct, conflict, quiet(5), del, quiet(10)))
 		f.Add(mode, uint8(shutdown|deleteSelf), int8(0), uint16(0), uint16(0), uint16(5), uint8(0), script(invalid, quiet(3), invalid, quiet(8), jump, quiet(20)))
 		f.Add(mode, uint8(gateOffFlag), int8(1), uint16(0), uint16(0), uint16(0), uint8(0x3f), script(quiet(10), appFails, quiet(40)))
+		f.Add(mode, uint8(shutdown), int8(1), uint16(0), uint16(0), uint16(0), uint8(0), script(inFlight, quiet(12), appFails, timedOut, quiet(30)))
 	}
 	f.Add(uint8(1), uint8(0xff), int8(-1), uint16(math.MaxUint16), uint16(math.MaxUint16), uint16(math.MaxUint16), uint8(0xff), []byte("a script of faults: restarts, refusals, conflicts"))
 	f.Add(uint8(0), uint8(0), int8(math.MaxInt8), uint16(1), uint16(1), uint16(0), uint8(0x80), []byte{0, 0, 0, 1, 1, 1, 2, 3, 4, 5})
@@ -269,6 +272,12 @@ func perturb(w *world, d *dice) string {
 	case 16:
 		w.clusterNeverReady = !w.clusterNeverReady
 		return "new clusters never ready: " + fmt.Sprint(w.clusterNeverReady)
+	case 17:
+		w.nextSubmission = "restart"
+		return "the operator restarts while the next submission is in flight"
+	case 18:
+		w.nextSubmission = "timeout"
+		return "the next submission lands but its answer times out"
 	}
 	return "-"
 }
@@ -276,7 +285,7 @@ func perturb(w *world, d *dice) string {
 // calm clears every fault: what the world does from now on, it does right.
 func calm(w *world) {
 	w.app.refuse, w.app.submitFails, w.app.unknownWord = "", false, ""
-	w.clusterNeverReady, w.failAction, w.conflictStatus = false, -1, false
+	w.clusterNeverReady, w.failAction, w.conflictStatus, w.nextSubmission = false, -1, false, ""
 	for _, c := range w.clusters {
 		c.dashboardDown = false
 		if c.readyAt.IsZero() {

@@ -399,3 +399,33 @@ func TestSidecarClusterLostBeforeRunning(t *testing.T) {
 		t.Fatalf("status %+v; submissions %v", st, w.submissions)
 	}
 }
+
+func TestHTTPSubmissionAnswerLost(t *testing.T) {
+	for _, lost := range []string{"restart", "timeout"} {
+		t.Run(lost, func(t *testing.T) {
+			w := newWorld(jobIn(rayv1.HTTPMode).Shutdown(0).Obj())
+			// The submission reaches the cluster, its answer does not reach the operator.
+			w.nextSubmission = lost
+			d := drive(t, w)
+			d.quiet()
+			if st := w.job.Status; st.JobDeploymentStatus != rayv1.JobDeploymentStatusComplete || w.runs() != 1 || w.duplicates != 0 {
+				t.Fatalf("status %+v; submissions %v, duplicates %d", st, w.submissions, w.duplicates)
+			}
+			if n := len(d.requests(func(q Request) bool { _, ok := q.(SubmitJob); return ok })); n != 1 {
+				t.Errorf("%d submissions planned", n)
+			}
+		})
+	}
+}
+
+func (d *driver) requests(match func(Request) bool) []Request {
+	var out []Request
+	for _, r := range d.passes {
+		for _, q := range r.p.Requests {
+			if match(q) {
+				out = append(out, q)
+			}
+		}
+	}
+	return out
+}

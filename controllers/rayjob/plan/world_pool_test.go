@@ -163,6 +163,14 @@ func (p *simPool) carryOut(w *world, r poolRequest) {
 		case up:
 			sub = &SubmitAnswer{At: w.now, Outcome: SubmitAccepted}
 		}
+		switch w.nextSubmission {
+		case "restart":
+			p.reset()
+			r.lost = true
+		case "timeout":
+			sub = &SubmitAnswer{At: w.now, Outcome: SubmitFailed, Message: "context deadline exceeded"}
+		}
+		w.nextSubmission = ""
 		answer(func(e *JobsView) { e.Submission = sub })
 	case StopJob:
 		stop := &StopAnswer{At: w.now, Err: "dial tcp: connection refused"}

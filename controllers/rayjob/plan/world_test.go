@@ -48,6 +48,9 @@ type world struct {
 	// Faults.
 	failAction     int  // the action with this index of the next pass fails (-1: none)
 	conflictStatus bool // the next status write conflicts
+	// nextSubmission: the next HTTP submission reaches the cluster, and then the operator
+	// restarts before its answer comes ("restart"), or the answer is a timeout ("timeout").
+	nextSubmission string
 	// clusterNeverReady: clusters created from now on never become ready.
 	clusterNeverReady bool
 	// submissions counts the submissions each cluster's Jobs API accepted, by id.
