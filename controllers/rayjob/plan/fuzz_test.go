@@ -164,11 +164,26 @@ func runScript(t *testing.T, w *world, d *dice) {
 	}
 	calm(w)
 	dr.history = append(dr.history, "calm: the faults are gone")
-	for range 4 {
-		dr.until(calmPasses, nil)
-		if w.job == nil || !userActs(w) {
+	for i := 0; ; i++ {
+		if i == calmPasses {
+			t.Fatalf("not at rest after %d passes; history:\n%s", calmPasses, strings.Join(dr.history, "\n"))
+		}
+		userActs(w)
+		r := dr.step()
+		if r == nil {
+			for e := w.nextEvent(); !e.IsZero(); e = w.nextEvent() {
+				w.advance(e)
+			}
+			return
+		}
+		next := w.untilNext(wait(r))
+		if next.IsZero() {
+			if userActs(w) {
+				continue
+			}
 			break
 		}
+		w.advance(next)
 	}
 	if w.job == nil {
 		return
@@ -297,9 +312,12 @@ func calm(w *world) {
 	}
 }
 
-// userActs does what a user of a job at rest would: creates the cluster a clusterSelector
+// userActs does what a user of a job waiting on them would: creates the cluster a clusterSelector
 // names, submits an InteractiveMode job and names it. It reports whether it did anything.
 func userActs(w *world) bool {
+	if w.job == nil {
+		return false
+	}
 	st, spec := &w.job.Status, &w.job.Spec
 	acted := false
 	if name := spec.ClusterSelector[rayv1.RayJobClusterSelectorKey]; name != "" && w.clusters[name] == nil {
@@ -315,7 +333,7 @@ func userActs(w *world) bool {
 				acted = true
 			}
 			if c.jobs[id] == nil && st.JobDeploymentStatus != rayv1.JobDeploymentStatusComplete && st.JobDeploymentStatus != rayv1.JobDeploymentStatusFailed {
-				w.submit(c, id)
+				w.userSubmit(c, id)
 				w.kicked, acted = true, true
 			}
 		}

@@ -92,7 +92,7 @@ func TestLifecycleDeletionStopsTheJob(t *testing.T) {
 			d := drive(t, w)
 			if mode == rayv1.InteractiveMode {
 				d.until(100, w.reached(rayv1.JobDeploymentStatusWaiting))
-				w.submit(w.clusters["shared"], "mine")
+				w.userSubmit(w.clusters["shared"], "mine")
 				w.updateSpec(func(s *rayv1.RayJobSpec) { s.JobId = "mine" })
 			}
 			d.running()
@@ -177,7 +177,7 @@ func TestLifecycleInteractive(t *testing.T) {
 	if r := d.step(); r.p.Wake.At.IsZero() || r.p.Wake.Soon || !r.p.empty() {
 		t.Fatalf("waiting for spec.jobId polls or acts: %+v", r.p)
 	}
-	w.submit(w.clusters[w.job.Status.RayClusterName], "mine")
+	w.userSubmit(w.clusters[w.job.Status.RayClusterName], "mine")
 	w.updateSpec(func(s *rayv1.RayJobSpec) { s.JobId = "mine" })
 	d.quiet()
 	if st := w.job.Status; st.JobDeploymentStatus != rayv1.JobDeploymentStatusComplete || st.JobId != "mine" || len(w.clusters) != 0 {

@@ -110,6 +110,12 @@ func (w *world) submit(c *simCluster, id string) (exists bool) {
 	return false
 }
 
+// userSubmit runs a job the user submitted (InteractiveMode): not the operator's, not counted.
+func (w *world) userSubmit(c *simCluster, id string) {
+	a := w.app
+	c.jobs[id] = &simRayJob{id: id, at: w.now, pending: a.pending, run: a.run, outcome: a.outcome, message: a.message}
+}
+
 // simRayJob is a Ray job: PENDING, then RUNNING, then its outcome (or STOPPED when stopped).
 type simRayJob struct {
 	id                   string
