@@ -16,6 +16,33 @@
 //   - record writes the status once, only when it changed, then emits the events and counts
 //     the metric facts (Metrics.Record).
 //
+// What the reconciler owes the plan (its inputs are facts it can read; the plan keeps its
+// promises only if they are):
+//
+//   - Inputs.Job is the RayJob as read (metadata, status), its spec defaulted on a copy;
+//     Inputs.Invalid is validation.StoredRayJob's answer for it; Inputs.Fresh is a new
+//     rayjob.NewJobID and rayjob.NewClusterName every pass (the plan keeps one only when
+//     the status records none).
+//   - Observed holds what a read found, nil for "not found"; any other read error ends the
+//     pass before planning. Cluster is the one status.rayClusterName names (nil while it
+//     names none); HeadService its head Service (raypod.HeadServiceName); HeadPod its head
+//     pod (SidecarMode); Submitter the Job named after the RayJob; JobService
+//     `<job>-head-svc`. Objects found under those names that the RayJob does not control are
+//     passed as they are: the plan leaves them alone.
+//   - Observed.Jobs is the pool's memory for (status.rayClusterName, status.jobId): the last
+//     read of the job (with the time it came), the last submission's answer (Pending from
+//     the moment it is queued), the last stop's answer. The pool forgets a cluster's answers
+//     when its head pod changes, and a request it cannot send (no head, no address) is
+//     answered as failed, so every request gets an answer within the pool's timeout.
+//   - Effects: the Actions in order, each with a UID precondition where it deletes or
+//     updates, a failed one ending the pass (announce it with plan.FailureReason); then the
+//     Requests to the pool. plan.Done(action) is announced once an action succeeded.
+//   - Outcome: the status is written only when it differs from the stored one; the events
+//     are emitted and Metrics.Record counts the facts only after that write succeeded (or
+//     needed none); Metrics.Observe runs every pass, Metrics.Forget when the RayJob is gone;
+//     the requeue is Outcome.Wake.After(now). The pool's answers, and the RayJob's, its
+//     RayClusters', its Jobs' and its Services' changes, are watched.
+//
 // This package holds, so far, the doc and the metrics; the reconciler comes with the shared
 // status writer (internal/statuspatch) and owned-object helper (internal/owned).
 package rayjob
