@@ -124,6 +124,11 @@ func TestInitializing(t *testing.T) {
 		{name: "before the deadlines: wakes at the first", job: init(rayv1.K8sJobMode, func(j *rayv1.RayJob) {
 			j.Spec.ActiveDeadlineSeconds, j.Spec.PreRunningDeadlineSeconds = ptr.To[int32](60), ptr.To[int32](30)
 		}), obs: Observed{Cluster: ownCluster(k8s, false)}, now: 10 * time.Second, want: expect{ds: rayv1.JobDeploymentStatusInitializing, wakeAt: 30 * time.Second}},
+		{name: "a submitter that cannot be built fails the submission", job: init(rayv1.K8sJobMode, oldRay),
+			obs:  Observed{Cluster: ownCluster(k8s, true), HeadService: headService(storedCluster)},
+			want: expect{ds: rayv1.JobDeploymentStatusFailed, reason: rayv1.SubmissionFailed, message: "cannot be built", effects: []string{}}},
+		{name: "a SidecarMode cluster that cannot be built fails the submission", job: init(rayv1.SidecarMode, oldRay),
+			want: expect{ds: rayv1.JobDeploymentStatusFailed, reason: rayv1.SubmissionFailed, message: "cannot be built", effects: []string{}}},
 		{name: "pre-running deadline, retried", job: init(rayv1.K8sJobMode, func(j *rayv1.RayJob) {
 			j.Spec.PreRunningDeadlineSeconds, j.Spec.BackoffLimit = ptr.To[int32](30), ptr.To[int32](1)
 		}), now: 30 * time.Second, want: expect{ds: rayv1.JobDeploymentStatusRetrying, reason: rayv1.PreRunningDeadlineExceeded, events: []string{EventRetrying}}},
@@ -140,6 +145,13 @@ func TestInitializing(t *testing.T) {
 
 // foreignJob is a Job under the submitter's name that the RayJob does not control.
 var foreignJob = batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml", UID: "uid-foreign-job"}}
+
+// oldRay asks for metadata of a Ray that cannot take it (validation refuses it; a stored job
+// may still have it).
+func oldRay(j *rayv1.RayJob) {
+	j.Spec.Metadata = map[string]string{"team": "ml"}
+	j.Spec.RayClusterSpec.RayVersion = "2.5.0"
+}
 
 func TestCreatedClusterCarriesTheRecordedID(t *testing.T) {
 	job := storedJob(rayv1.SidecarMode, rayv1.JobDeploymentStatusInitializing)
