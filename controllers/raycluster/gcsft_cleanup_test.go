@@ -114,7 +114,7 @@ func TestRedisCleanupJob(t *testing.T) {
 	rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
 	rc.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{RedisAddress: "redis:6379", RedisPassword: &rayv1.RedisCredential{Value: "p"}}
 	defaulting.RayCluster(rc)
-	j := redisCleanupJob(rc)
+	j := redisCleanupJob(rc, raypod.Settings{})
 	if j.Name != "demo-redis-cleanup" || j.Namespace != "ns" {
 		t.Errorf("name %s/%s", j.Namespace, j.Name)
 	}

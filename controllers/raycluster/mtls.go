@@ -52,7 +52,7 @@ func (r *Reconciler) reconcileMTLS(ctx context.Context, p *pass) error {
 		return errCertManagerMissing
 	}
 	headIPs, workerIPs := podIPs(p.pods)
-	for _, desired := range raypod.TLSObjects(p.cluster, headIPs, workerIPs, r.ClusterDomain) {
+	for _, desired := range raypod.TLSObjects(p.cluster, headIPs, workerIPs, r.Pods.ClusterDomain) {
 		existing, err := r.readTLSObject(ctx, desired)
 		if err != nil {
 			return err

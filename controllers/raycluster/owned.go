@@ -95,7 +95,7 @@ func (r *Reconciler) reconcileHeadService(ctx context.Context, p *pass) error {
 		p.headSvc = existing
 		return nil
 	}
-	desired := raypod.HeadService(p.cluster)
+	desired := r.Pods.HeadService(p.cluster)
 	switch {
 	case apierrors.IsNotFound(err):
 		err := r.Create(ctx, desired)

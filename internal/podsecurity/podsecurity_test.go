@@ -158,7 +158,7 @@ func TestClusterViolations(t *testing.T) {
 	e := NewEvaluator()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := violations(e.Cluster(tt.lv, tt.rc, spec))
+			got := violations(e.Cluster(tt.lv, tt.rc, spec, raypod.Settings{}))
 			if d := cmp.Diff(tt.want, got); d != "" {
 				t.Errorf("violations (-want +got):\n%s", d)
 			}
@@ -170,7 +170,7 @@ func TestRayServicePaths(t *testing.T) {
 	svc := builders.RayService("svc", "ns").Obj()
 	svc.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template.Spec.HostIPC = true
 	defaulting.RayService(svc)
-	got := violations(NewEvaluator().Cluster(baseline, ClusterOf(svc), field.NewPath("spec", "rayClusterConfig")))
+	got := violations(NewEvaluator().Cluster(baseline, ClusterOf(svc), field.NewPath("spec", "rayClusterConfig"), raypod.Settings{}))
 	want := []violation{{"spec.rayClusterConfig.workerGroupSpecs[0].template.spec.hostIPC", "host namespaces (hostIPC=true)"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
@@ -202,7 +202,7 @@ func TestChecksMatchTheLibrary(t *testing.T) {
 			rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"NET_BIND_SERVICE"}
 		}),
 	} {
-		pods = append(pods, raypod.HeadPod(rc, "", ""), raypod.WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, ""))
+		pods = append(pods, raypod.HeadPod(rc, "", raypod.Settings{}), raypod.WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, raypod.Settings{}))
 	}
 	var versions []api.Version
 	for minor := 0; minor <= 40; minor++ {
@@ -251,7 +251,7 @@ func TestEachDistinctTemplateOnce(t *testing.T) {
 		other.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsNonRoot: ptr.To(true)}
 		rc.Spec.WorkerGroupSpecs = append(rc.Spec.WorkerGroupSpecs, image, other)
 	})
-	e.Cluster(baseline, rc, field.NewPath("spec"))
+	e.Cluster(baseline, rc, field.NewPath("spec"), raypod.Settings{})
 	if calls != 3 {
 		t.Errorf("the check ran %d times; want 3 (the head, the shared worker template, the other one)", calls)
 	}
