@@ -1,11 +1,13 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -63,8 +65,22 @@ type configField struct {
 // value of the wrong type, or another kind is an error naming it.
 func decodeConfiguration(data []byte) (*kubeRayConfiguration, error) {
 	var c kubeRayConfiguration
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
-		return nil, fmt.Errorf("not a valid %s %s: %s", ConfigurationAPIVersion, ConfigurationKind, strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: "))
+	invalid := func(err error) error {
+		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+		msg = strings.ReplaceAll(msg, "Go struct field kubeRayConfiguration.", "field ")
+		return fmt.Errorf("not a valid %s %s: %s", ConfigurationAPIVersion, ConfigurationKind, msg)
+	}
+	js, err := yaml.YAMLToJSONStrict(data) // a key given twice is an error
+	if err != nil {
+		return nil, invalid(err)
+	}
+	// Unknown fields are errors that name their path (headSidecarContainers[0].imagePullPolicyy).
+	strict, err := kjson.UnmarshalStrict(js, &c)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	if len(strict) > 0 {
+		return nil, invalid(errors.Join(strict...))
 	}
 	if c.APIVersion != ConfigurationAPIVersion || c.Kind != ConfigurationKind {
 		return nil, fmt.Errorf("apiVersion %q, kind %q: want apiVersion %s, kind %s (KubeRay's operator configuration)", c.APIVersion, c.Kind, ConfigurationAPIVersion, ConfigurationKind)
