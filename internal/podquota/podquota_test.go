@@ -69,6 +69,24 @@ func TestUsageCountsAsQuotaDoes(t *testing.T) {
 	}
 }
 
+// The admin's sidecars (the operator's configuration) ask for resources in every pod they
+// join, and ENABLE_INIT_CONTAINER_INJECTION=false leaves wait-gcs-ready's out.
+func TestUsageWithOperatorSettings(t *testing.T) {
+	rc := cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Limits: list("cpu", "100m", "memory", "128Mi")}
+	})
+	sidecar := corev1.Container{Name: "log-shipper", Image: "fluent/fluent-bit:3", Resources: corev1.ResourceRequirements{Requests: list("cpu", "50m", "memory", "64Mi")}}
+	s := raypod.Settings{NoWaitGCSInitContainer: true, Defaults: raypod.PodDefaults{HeadSidecars: []corev1.Container{sidecar}, WorkerSidecars: []corev1.Container{sidecar}}}
+	pods, _ := ClusterPods(rc, s)
+	head, worker := strs(Usage(pods[0].Pod)), strs(Usage(pods[1].Pod))
+	if head["requests.cpu"] != "1050m" || head["requests.memory"] != "2112Mi" {
+		t.Errorf("head usage %v: ray-head 1 CPU/2Gi plus the sidecar's 50m/64Mi", head)
+	}
+	if worker["requests.cpu"] != "150m" || worker["requests.memory"] != "192Mi" {
+		t.Errorf("worker usage %v: ray-worker 100m/128Mi plus the sidecar's, no wait-gcs-ready", worker)
+	}
+}
+
 func TestClusterPodsCounts(t *testing.T) {
 	rc := cluster(func(rc *rayv1.RayCluster) {
 		g := &rc.Spec.WorkerGroupSpecs[0]

@@ -273,3 +273,52 @@ func TestNamespacePolicy(t *testing.T) {
 		}
 	}
 }
+
+// The pods checked are those the operator creates with its settings: the admin's sidecars
+// too (reported at the template's containers, naming the sidecar and its setting, since no
+// field of the RayCluster holds them), and no wait-gcs-ready where the operator adds none.
+func TestClusterWithOperatorSettings(t *testing.T) {
+	spec := field.NewPath("spec")
+	shipper := corev1.Container{Name: "log-shipper", Image: "fluent/fluent-bit:3"}
+	privileged := corev1.Container{Name: "debugger", Image: "busybox", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}
+	for _, tc := range []struct {
+		name string
+		lv   api.LevelVersion
+		rc   *rayv1.RayCluster
+		s    raypod.Settings
+		want []violation
+	}{
+		{name: "a restricted cluster and the admin's head sidecar that sets nothing", lv: restricted, rc: restrictedCluster(nil),
+			s: raypod.Settings{Defaults: raypod.PodDefaults{HeadSidecars: []corev1.Container{shipper}}},
+			want: []violation{
+				{"spec.headGroupSpec.template.spec.containers", `allowPrivilegeEscalation != false (container "log-shipper" must set securityContext.allowPrivilegeEscalation=false) (a sidecar the operator adds to every such pod: headSidecarContainers of its configuration; ask the platform admin)`},
+				{"spec.headGroupSpec.template.spec.containers", `unrestricted capabilities (container "log-shipper" must set securityContext.capabilities.drop=["ALL"]) (a sidecar the operator adds to every such pod: headSidecarContainers of its configuration; ask the platform admin)`},
+				{"spec.headGroupSpec.template.spec.containers", `runAsNonRoot != true (pod or container "log-shipper" must set securityContext.runAsNonRoot=true) (a sidecar the operator adds to every such pod: headSidecarContainers of its configuration; ask the platform admin)`},
+				{"spec.headGroupSpec.template.spec.containers", `seccompProfile (pod or container "log-shipper" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost") (a sidecar the operator adds to every such pod: headSidecarContainers of its configuration; ask the platform admin)`},
+			}},
+		{name: "a privileged worker sidecar next to a privileged worker", lv: baseline,
+			rc: cluster(func(rc *rayv1.RayCluster) {
+				rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+			}),
+			s: raypod.Settings{Defaults: raypod.PodDefaults{WorkerSidecars: []corev1.Container{privileged}}},
+			want: []violation{
+				{"spec.workerGroupSpecs[0].template.spec.containers[0].securityContext.privileged", `privileged (containers "wait-gcs-ready", "ray-worker" must not set securityContext.privileged=true)`},
+				{"spec.workerGroupSpecs[0].template.spec.containers", `privileged (container "debugger" must not set securityContext.privileged=true) (a sidecar the operator adds to every such pod: workerSidecarContainers of its configuration; ask the platform admin)`},
+			}},
+		{name: "no wait-gcs-ready (ENABLE_INIT_CONTAINER_INJECTION=false): only the Ray container is named", lv: baseline,
+			rc: cluster(func(rc *rayv1.RayCluster) {
+				rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+			}),
+			s: raypod.Settings{NoWaitGCSInitContainer: true},
+			want: []violation{
+				{"spec.workerGroupSpecs[0].template.spec.containers[0].securityContext.privileged", `privileged (container "ray-worker" must not set securityContext.privileged=true)`},
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := violations(NewEvaluator().Cluster(tc.lv, tc.rc, spec, tc.s))
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("violations (-want +got):\n%s", d)
+			}
+		})
+	}
+}
