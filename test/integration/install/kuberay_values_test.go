@@ -1,6 +1,9 @@
 package install
 
 import (
+	"context"
+	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,8 +14,13 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/raygate/raygate/internal/app"
+	"github.com/raygate/raygate/internal/dashboard"
 )
 
 // dashboardProxyRole is the ClusterRole of dashboardAPIServerProxy.
@@ -162,3 +170,68 @@ func mustHelmBin(bin string, args ...string) string {
 	Expect(err).NotTo(HaveOccurred())
 	return out
 }
+
+// The dashboards through the API server's proxy, with the chart's RBAC applied to a real API
+// server and the requests sent as the operator's ServiceAccount. The API server refuses to
+// proxy to a pod whose IP is not a global unicast address, and tests may only use loopback
+// addresses, so the pod here has one: "address not allowed" (HTTP 400) then means the request
+// was authenticated, authorized and led to the pod; without the value's rule it is forbidden.
+var _ = Describe("dashboards through the API server's proxy", func() {
+	const sa = "system:serviceaccount:" + releaseNS + ":raygate"
+
+	applyRBAC := func(ctx context.Context, objs objects) {
+		GinkgoHelper()
+		var rbac objects
+		for _, u := range objs {
+			switch u.GetKind() {
+			case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+				rbac = append(rbac, u)
+			}
+		}
+		_, stderr, err := env.Kubectl(ctx, rbac.yaml(), "apply", "--server-side", "-f", "-")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		DeferCleanup(func(ctx context.Context) {
+			// The second rendering's cleanup finds the objects both share gone already.
+			_, stderr, err := env.Kubectl(ctx, rbac.yaml(), "delete", "--wait", "--ignore-not-found", "-f", "-")
+			Expect(err).NotTo(HaveOccurred(), stderr)
+		})
+	}
+
+	It("reaches the head pod with the chart's rule, and is forbidden without it", func(ctx context.Context) {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "proxied-head", Namespace: "team-a"},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "ray-head", Image: "rayproject/ray:2.52.0"}}},
+		}
+		Expect(env.Client.Create(ctx, pod)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, pod))).To(Succeed()) })
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "127.0.0.2", PodIPs: []corev1.PodIP{{IP: "127.0.0.2"}}}
+		Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
+
+		asOperator := rest.CopyConfig(env.Config)
+		asOperator.Impersonate = rest.ImpersonationConfig{UserName: sa}
+		proxy, httpClient, err := dashboard.NewAPIServerProxy(asOperator)
+		Expect(err).NotTo(HaveOccurred())
+		head := dashboard.Head{Cluster: types.NamespacedName{Namespace: "team-a", Name: "proxied"}, PodName: pod.Name, Port: 8265, ServePort: 8000}
+		base, err := proxy.DashboardURL(ctx, head)
+		Expect(err).NotTo(HaveOccurred())
+		c := &dashboard.HTTPClient{BaseURL: base, HTTP: httpClient, Token: "ray-token"}
+		status := func(err error) int {
+			var de *dashboard.Error
+			Expect(errors.As(err, &de)).To(BeTrue(), "%v", err)
+			return de.StatusCode
+		}
+
+		applyRBAC(ctx, render())
+		_, err = c.GetServeDetails(ctx)
+		Expect(status(err)).To(Equal(http.StatusForbidden), "the default rules hold nothing on pods/proxy: %v", err)
+
+		applyRBAC(ctx, render("--set", "dashboardAPIServerProxy=true"))
+		Eventually(func() int { _, err := c.GetServeDetails(ctx); return status(err) }).Should(Equal(http.StatusBadRequest))
+		_, err = c.GetServeDetails(ctx)
+		Expect(err.Error()).To(ContainSubstring("address not allowed"))
+		Expect(status(c.DeployApplications(ctx, []byte(`{"applications":[]}`)))).To(Equal(http.StatusBadRequest), "PUT is update on pods/proxy")
+		serve, err := dashboard.ProxyURL(ctx, proxy, head)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status((&dashboard.HTTPClient{BaseURL: serve, HTTP: httpClient}).CheckProxyHealth(ctx))).To(Equal(http.StatusBadRequest))
+	})
+})
