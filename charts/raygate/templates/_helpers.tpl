@@ -151,3 +151,20 @@ given both ways.
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+The batch scheduler's name: raygate's batchScheduler string, or KubeRay's object form
+{enabled, name}, where enabled (deprecated in KubeRay) means volcano and both together are
+an error, as in KubeRay.
+*/}}
+{{- define "raygate.batchScheduler" -}}
+{{- $b := .Values.batchScheduler }}
+{{- if kindIs "map" $b }}
+{{- if and $b.enabled $b.name }}
+{{- fail "batchScheduler.enabled (deprecated) and batchScheduler.name are both set: set name only" }}
+{{- else if $b.enabled }}volcano
+{{- else }}{{ default "" $b.name }}
+{{- end }}
+{{- else }}{{ default "" $b }}
+{{- end }}
+{{- end }}

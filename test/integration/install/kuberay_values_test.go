@@ -54,7 +54,23 @@ var _ = Describe("values written for KubeRay's chart", func() {
 		expectManagerAccepts(render("-f", kubeRayValues))
 	})
 
-	DescribeTable("refuses KubeRay's list form where it would not mean what it says, under Helm 4 and Helm 3",
+	It("takes batchScheduler in KubeRay's object form", func() {
+		scheduler := func(args ...string) []string {
+			var out []string
+			for _, a := range managerArgs(render(args...)) {
+				if strings.HasPrefix(a, "--batch-scheduler") {
+					out = append(out, a)
+				}
+			}
+			return out
+		}
+		Expect(scheduler("-f", kubeRayValues)).To(BeEmpty(), "KubeRay's defaults: the default scheduler")
+		Expect(scheduler("--set", "batchScheduler.name=yunikorn")).To(Equal([]string{"--batch-scheduler=yunikorn"}))
+		Expect(scheduler("--set", "batchScheduler.enabled=true")).To(Equal([]string{"--batch-scheduler=volcano"}), "KubeRay's deprecated form")
+		Expect(scheduler("--set", "batchScheduler=kai-scheduler")).To(Equal([]string{"--batch-scheduler=kai-scheduler"}), "raygate's form")
+	})
+
+	DescribeTable("refuses KubeRay's forms where they would not mean what they say, under Helm 4 and Helm 3",
 		func(want string, set ...string) {
 			for _, bin := range []string{helm, helm3} {
 				args := []string{"template", release, chartDir, "--namespace", releaseNS}
@@ -76,6 +92,9 @@ var _ = Describe("values written for KubeRay's chart", func() {
 			"configuration.defaultPodLabels.team=ml"),
 		Entry("dashboards through the API server and at a URL template", "dashboardAPIServerProxy and dashboardURLTemplate both say where dashboards are",
 			"dashboardAPIServerProxy=true,dashboardURLTemplate=http://{name}-head-svc.{namespace}.svc:8265"),
+		Entry("batchScheduler.enabled and batchScheduler.name together, as KubeRay refuses them", "batchScheduler.enabled (deprecated) and batchScheduler.name are both set",
+			"batchScheduler.enabled=true,batchScheduler.name=volcano"),
+		Entry("an unknown batch scheduler in the object form", "at '/batchScheduler'", "batchScheduler.name=slurm"),
 		Entry("a sidecar without an image", "at '/configuration/headSidecarContainers/0'", "configuration.enabled=true,configuration.headSidecarContainers[0].name=x"),
 	)
 
