@@ -140,7 +140,7 @@ func (o *Options) kubeRayFlagNotices(fs *pflag.FlagSet) ([]Notice, []string) {
 		if !fs.Changed(f.name) {
 			continue
 		}
-		n := Notice{Message: "KubeRay's flag name used", KeysAndValues: []any{"flag", "--" + f.name}}
+		n := Notice{Message: "warning: KubeRay's flag name used; prefer raygate's", KeysAndValues: []any{"flag", "--" + f.name}}
 		if f.raygate != "" {
 			n.KeysAndValues = append(n.KeysAndValues, "raygateFlag", "--"+f.raygate)
 		}
