@@ -16,37 +16,50 @@ import (
 )
 
 func main() {
+	os.Exit(run())
+}
+
+func run() int {
 	opts := app.DefaultOptions()
 	opts.ReadEnvironment() // before the flags, which override POD_NAMESPACE
 	fs := pflag.NewFlagSet("raygate", pflag.ContinueOnError)
 	opts.BindFlags(fs)
-	if err := fs.Parse(os.Args[1:]); err != nil {
+	if err := fs.Parse(app.KubeRayArgs(fs, os.Args[1:])); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			os.Exit(0)
+			return 0
 		}
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		return 2
 	}
-	if err := opts.Validate(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+	notices, err := opts.Resolve(fs) // KubeRay's flag names and --config
+	if err == nil {
+		err = opts.Validate()
 	}
-	log, err := app.NewLogger(opts.LogLevel, opts.LogFormat)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		return 2
 	}
+	log, logs, err := opts.Logger()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer func() { _ = logs.Close() }()
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
+	for _, n := range notices {
+		log.Info(n.Message, n.KeysAndValues...)
+	}
 
-	cfg, err := ctrl.GetConfig()
+	cfg, err := opts.RESTConfig()
 	if err != nil {
 		log.Error(err, "no Kubernetes configuration")
-		os.Exit(1)
+		return 1
 	}
 	log.Info("starting raygate", "version", version.Version, "watchNamespaces", opts.WatchNamespaces, "webhooks", opts.EnableWebhooks)
 	if err := app.Run(ctrl.SetupSignalHandler(), cfg, opts); err != nil {
 		log.Error(err, "manager stopped")
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }

@@ -221,7 +221,7 @@ func (r *Reconciler) cleanupRedis(ctx context.Context, rc *rayv1.RayCluster) (re
 		}
 		log.Info("deleted the pods of a fault-tolerant cluster before its Redis cleanup", "pods", len(step.DeletePods))
 	case step.CreateJob:
-		j := redisCleanupJob(defaulted)
+		j := redisCleanupJob(defaulted, r.Pods)
 		if err := r.Create(ctx, j); err != nil && !apierrors.IsAlreadyExists(err) {
 			r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, EventFailedToCreateRedisCleanupJob, actionCreate,
 				"%s", cutBytes(fmt.Sprintf("Failed to create the Redis cleanup Job %s: %v", j.Name, err), maxEventNote))

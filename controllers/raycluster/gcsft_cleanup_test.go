@@ -1,6 +1,7 @@
 package raycluster
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -114,7 +115,7 @@ func TestRedisCleanupJob(t *testing.T) {
 	rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
 	rc.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{RedisAddress: "redis:6379", RedisPassword: &rayv1.RedisCredential{Value: "p"}}
 	defaulting.RayCluster(rc)
-	j := redisCleanupJob(rc)
+	j := redisCleanupJob(rc, raypod.Settings{})
 	if j.Name != "demo-redis-cleanup" || j.Namespace != "ns" {
 		t.Errorf("name %s/%s", j.Namespace, j.Name)
 	}
@@ -153,6 +154,28 @@ func TestRedisCleanupJob(t *testing.T) {
 	}
 	if j.Spec.Template.Labels[rayv1.NodeTypeLabelKey] != string(rayv1.RedisCleanupNode) || len(j.Spec.Template.OwnerReferences) != 0 {
 		t.Errorf("template metadata: %+v", j.Spec.Template.ObjectMeta)
+	}
+}
+
+// The operator's pod settings reach the cleanup Job as KubeRay's buildHeadPod gives them:
+// the default variables and labels, the login shell; the sidecars go with every container
+// but Ray's.
+func TestRedisCleanupJobWithOperatorSettings(t *testing.T) {
+	rc := builders.RayCluster("demo", "ns").Obj()
+	rc.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{RedisAddress: "redis:6379"}
+	defaulting.RayCluster(rc)
+	s := raypod.Settings{LoginShell: true, Defaults: raypod.PodDefaults{
+		HeadSidecars: []corev1.Container{{Name: "log-shipper", Image: "fluent/fluent-bit:3"}},
+		Env:          []corev1.EnvVar{{Name: "TEAM", Value: "ml"}},
+		Labels:       map[string]string{"cost-center": "ml"},
+	}}
+	ps := redisCleanupJob(rc, s).Spec.Template
+	if len(ps.Spec.Containers) != 1 || ps.Labels["cost-center"] != "ml" {
+		t.Errorf("containers %d, labels %v", len(ps.Spec.Containers), ps.Labels)
+	}
+	c := ps.Spec.Containers[0]
+	if !slices.Equal(c.Command, []string{"/bin/bash", "-cl", "--"}) || !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "TEAM" }) {
+		t.Errorf("command %v, env %v", c.Command, c.Env)
 	}
 }
 

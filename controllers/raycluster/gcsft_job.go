@@ -34,12 +34,14 @@ const redisCleanupDeadline = int64(300)
 // redisCleanupJob is the Job that deletes a deleted cluster's keys from Redis: the head pod
 // as it would be built (image, env, credentials, volumes, scheduling), reduced to its Ray
 // container running the cleanup once. rc is the defaulted cluster. The head's Ray container
-// reaches its own GCS at 127.0.0.1, so the cluster's DNS domain is not in it.
-func redisCleanupJob(rc *rayv1.RayCluster) *batchv1.Job {
-	pod := raypod.HeadPod(rc, "", "")
+// reaches its own GCS at 127.0.0.1, so the cluster's DNS domain is not in it; the operator's
+// settings s give it the admin's default environment, labels and annotations (its sidecars
+// are dropped with every container but Ray's) and the login shell, as KubeRay's.
+func redisCleanupJob(rc *rayv1.RayCluster, s raypod.Settings) *batchv1.Job {
+	pod := raypod.HeadPod(rc, "", s)
 	pod.Labels[rayv1.NodeTypeLabelKey] = string(rayv1.RedisCleanupNode)
 	ray := pod.Spec.Containers[rayv1.RayContainerIndex]
-	ray.Command = []string{"/bin/bash", "-c", "--"}
+	ray.Command = s.Shell()
 	ray.Args = []string{redisCleanupScript}
 	// No Ray processes run, so there is nothing to probe or expose.
 	ray.LivenessProbe, ray.ReadinessProbe, ray.StartupProbe = nil, nil, nil

@@ -53,7 +53,7 @@ func (r *Reconciler) reconcileMTLS(ctx context.Context, p *pass) error {
 	}
 	headIPs, workerIPs := podIPs(p.pods)
 	objects := r.objects(p).ReadingFrom(r.certReader())
-	for _, desired := range raypod.TLSObjects(p.cluster, headIPs, workerIPs, r.ClusterDomain) {
+	for _, desired := range raypod.TLSObjects(p.cluster, headIPs, workerIPs, r.Pods.ClusterDomain) {
 		blank := &unstructured.Unstructured{}
 		blank.SetGroupVersionKind(desired.GroupVersionKind())
 		existing, err := owned.Read(ctx, objects, key(desired), blank)

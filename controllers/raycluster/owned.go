@@ -88,7 +88,7 @@ func (r *Reconciler) reconcileHeadService(ctx context.Context, p *pass) error {
 		p.headSvc = existing
 		return nil
 	}
-	desired := raypod.HeadService(p.cluster)
+	desired := r.Pods.HeadService(p.cluster)
 	c := decideService(desired, existing, existing != nil && ownerref.ControlledBy(existing, p.object), true)
 	done, err := r.applyChange(ctx, p, headServiceKind, c)
 	switch {

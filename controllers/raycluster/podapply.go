@@ -144,7 +144,7 @@ func (r *Reconciler) deleteOneByOne(ctx context.Context, p *pass, group string, 
 // admission's own text, and returned, so the next try waits for the rate limiter's backoff.
 func (r *Reconciler) createPods(ctx context.Context, p *pass, g groupPlan) error {
 	group, c := g.Group, g.Create
-	build := podBuilder(p, g, r.ClusterDomain)
+	build := podBuilder(p, g, r.Pods)
 	var (
 		mu      sync.Mutex
 		created []string
@@ -186,9 +186,9 @@ func (r *Reconciler) createPods(ctx context.Context, p *pass, g groupPlan) error
 
 // podBuilder returns the i-th pod of a group's creation: pod i is host i%Hosts of new
 // replica i/Hosts. Each new multi-host replica gets a random name, as KubeRay's do.
-func podBuilder(p *pass, g groupPlan, clusterDomain string) func(i int) *corev1.Pod {
+func podBuilder(p *pass, g groupPlan, s raypod.Settings) func(i int) *corev1.Pod {
 	if g.Spec == nil {
-		return func(int) *corev1.Pod { return raypod.HeadPod(p.cluster, p.hash, clusterDomain) }
+		return func(int) *corev1.Pod { return raypod.HeadPod(p.cluster, p.hash, s) }
 	}
 	c := g.Create
 	var names []string
@@ -207,7 +207,7 @@ func podBuilder(p *pass, g groupPlan, clusterDomain string) func(i int) *corev1.
 				idx.Name, idx.Host, idx.MultiHost = names[replica], i%c.Hosts, true
 			}
 		}
-		return raypod.WorkerPod(p.cluster, g.Spec, idx, clusterDomain)
+		return raypod.WorkerPod(p.cluster, g.Spec, idx, s)
 	}
 }
 

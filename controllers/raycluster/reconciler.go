@@ -87,9 +87,10 @@ type Config struct {
 	// Scheduler is the --batch-scheduler integration (nil: the default scheduler); New builds
 	// BatchScheduler from it.
 	Scheduler batchscheduler.Scheduler
-	// ClusterDomain is the cluster's DNS domain, in which workers find the head's GCS (the
-	// operator's CLUSTER_DOMAIN; "": cluster.local).
-	ClusterDomain string
+	// Pods are the operator's settings every pod is built with (raypod.Settings): the cluster's
+	// DNS domain, in which workers find the head's GCS (CLUSTER_DOMAIN; "": cluster.local),
+	// the admin's pod defaults (--config) and KubeRay's environment switches.
+	Pods raypod.Settings
 	// RandomPodDelete is the operator's ENABLE_RANDOM_POD_DELETE=true: scale-down may remove
 	// any workers even with the Ray autoscaler on (by default the autoscaler picks them).
 	RandomPodDelete bool

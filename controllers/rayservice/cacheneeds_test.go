@@ -140,7 +140,7 @@ func TestTheControllerSeesTheSameInSlimPods(t *testing.T) {
 	if diff := cmp.Diff(whole, slim); diff != "" {
 		t.Errorf("the controller sees differently in slim pods (-whole +slim):\n%s", diff)
 	}
-	want := dashboard.Head{Cluster: types.NamespacedName{Namespace: "ns", Name: "svc-a"}, Pod: "head-uid", Restarts: 2,
+	want := dashboard.Head{Cluster: types.NamespacedName{Namespace: "ns", Name: "svc-a"}, Pod: "head-uid", Restarts: 2, PodName: "svc-a-head",
 		PodIP: "127.0.0.10", Port: 8265, ServePort: 8001}
 	if !slices.Contains(whole.Heads, want) {
 		t.Errorf("heads asked for %+v; want %+v among them (the case no longer exercises what it should)", whole.Heads, want)

@@ -41,7 +41,7 @@ func (r *Reconciler) targetOf(ctx context.Context, svc *rayv1.RayService, rc *ra
 	head := heads[0]
 	h := dashboard.Head{
 		Cluster: types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name},
-		Pod:     head.UID, Restarts: rayRestarts(head),
+		Pod:     head.UID, Restarts: rayRestarts(head), PodName: head.Name,
 		PodIP: head.Status.PodIP, Port: dashboardPort(&rc.Spec), ServePort: servePortOf(head),
 	}
 	url, err := r.Resolver.DashboardURL(ctx, h)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -30,7 +31,7 @@ import (
 // testNeeds is what the controllers declare with the default options and caps.
 func testNeeds(t *testing.T, caps capabilities.Capabilities, scheduler batchscheduler.Scheduler) cacheneeds.Needs {
 	t.Helper()
-	ctrls, err := newControllerConfigs(DefaultOptions(), caps, scheduler)
+	ctrls, err := newControllerConfigs(&rest.Config{Host: "https://127.0.0.1:6443"}, DefaultOptions(), caps, scheduler)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,11 @@
 package app
 
 import (
+	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -29,6 +32,31 @@ const (
 	// EnvEnableGCSFTRedisCleanup, "false" (any case), turns off the Redis cleanup of deleted
 	// fault-tolerant clusters.
 	EnvEnableGCSFTRedisCleanup = "ENABLE_GCS_FT_REDIS_CLEANUP"
+	// EnvEnableInitContainerInjection, "false" (any case), leaves the wait-gcs-ready init
+	// container out of worker pods.
+	EnvEnableInitContainerInjection = "ENABLE_INIT_CONTAINER_INJECTION"
+	// EnvEnableProbesInjection, "false" (any case), leaves raygate's liveness and readiness
+	// probes out of Ray containers.
+	EnvEnableProbesInjection = "ENABLE_PROBES_INJECTION"
+	// EnvEnableLoginShell, "true" (any case), runs the commands raygate writes in pods with
+	// bash -l.
+	EnvEnableLoginShell = "ENABLE_LOGIN_SHELL"
+	// EnvEnableRayHeadClusterIPService, "true" (any case), gives head Services a cluster IP
+	// instead of making them headless.
+	EnvEnableRayHeadClusterIPService = "ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE"
+	// EnvEnableDeterministicHeadPodName, "true" (any case), names head pods <cluster>-head.
+	EnvEnableDeterministicHeadPodName = "ENABLE_DETERMINISTIC_HEAD_POD_NAME"
+	// EnvDeleteRayJobAfterJobFinishes, "true" (any case), deletes a RayJob with
+	// shutdownAfterJobFinishes once its job finished (KubeRay's Configuration field
+	// deleteRayJobAfterJobFinishes).
+	EnvDeleteRayJobAfterJobFinishes = "DELETE_RAYJOB_CR_AFTER_JOB_FINISHES"
+	// EnvRayJobStatusCheckTimeout is how many seconds the Jobs API of a RayJob's cluster may
+	// keep failing before the RayJob fails (KubeRay's default: 300).
+	EnvRayJobStatusCheckTimeout = "RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS"
+	// EnvRayJobDeploymentGracePeriod is how many seconds a RayJob whose job reached a
+	// terminal state may wait for its submitter before its deployment status follows
+	// (KubeRay's default: 300).
+	EnvRayJobDeploymentGracePeriod = "RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS"
 )
 
 // serviceAccountNamespaceFile is where the kubelet writes the pod's namespace.
@@ -47,6 +75,24 @@ type Environment struct {
 	RandomPodDelete bool
 	// DisableGCSFTRedisCleanup is ENABLE_GCS_FT_REDIS_CLEANUP=false.
 	DisableGCSFTRedisCleanup bool
+	// NoWaitGCSInitContainer is ENABLE_INIT_CONTAINER_INJECTION=false.
+	NoWaitGCSInitContainer bool
+	// NoProbes is ENABLE_PROBES_INJECTION=false.
+	NoProbes bool
+	// LoginShell is ENABLE_LOGIN_SHELL=true.
+	LoginShell bool
+	// HeadClusterIPService is ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE=true.
+	HeadClusterIPService bool
+	// DeterministicHeadPodName is ENABLE_DETERMINISTIC_HEAD_POD_NAME=true.
+	DeterministicHeadPodName bool
+	// DeleteRayJobAfterJobFinishes is DELETE_RAYJOB_CR_AFTER_JOB_FINISHES=true (or the
+	// --config field deleteRayJobAfterJobFinishes).
+	DeleteRayJobAfterJobFinishes bool
+	// RayJobStatusCheckTimeout and RayJobDeploymentGracePeriod are
+	// RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS and
+	// RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS (0: unset, KubeRay's 300 s).
+	RayJobStatusCheckTimeout    time.Duration
+	RayJobDeploymentGracePeriod time.Duration
 }
 
 // DefaultEnvironment is what an empty environment means.
@@ -62,13 +108,45 @@ func (o *Options) ReadEnvironment() {
 }
 
 func (o *Options) readEnvironment(getenv func(string) string, readFile func(string) ([]byte, error)) {
+	is := func(name, value string) bool { return strings.EqualFold(strings.TrimSpace(getenv(name)), value) }
 	o.Environment = Environment{
-		ClusterDomain:            clusterDomain(getenv(EnvClusterDomain)),
-		DisableZeroDowntime:      strings.EqualFold(getenv(EnvEnableZeroDowntime), "false"),
-		RandomPodDelete:          strings.EqualFold(getenv(EnvEnableRandomPodDelete), "true"),
-		DisableGCSFTRedisCleanup: strings.EqualFold(getenv(EnvEnableGCSFTRedisCleanup), "false"),
+		ClusterDomain:                clusterDomain(getenv(EnvClusterDomain)),
+		DisableZeroDowntime:          is(EnvEnableZeroDowntime, "false"),
+		RandomPodDelete:              is(EnvEnableRandomPodDelete, "true"),
+		DisableGCSFTRedisCleanup:     is(EnvEnableGCSFTRedisCleanup, "false"),
+		NoWaitGCSInitContainer:       is(EnvEnableInitContainerInjection, "false"),
+		NoProbes:                     is(EnvEnableProbesInjection, "false"),
+		LoginShell:                   is(EnvEnableLoginShell, "true"),
+		HeadClusterIPService:         is(EnvEnableRayHeadClusterIPService, "true"),
+		DeterministicHeadPodName:     is(EnvEnableDeterministicHeadPodName, "true"),
+		DeleteRayJobAfterJobFinishes: is(EnvDeleteRayJobAfterJobFinishes, "true"),
+	}
+	o.envProblems = nil
+	for _, d := range []struct {
+		name string
+		to   *time.Duration
+	}{{EnvRayJobStatusCheckTimeout, &o.RayJobStatusCheckTimeout}, {EnvRayJobDeploymentGracePeriod, &o.RayJobDeploymentGracePeriod}} {
+		v, err := seconds(getenv(d.name))
+		if err != nil {
+			o.envProblems = append(o.envProblems, fmt.Sprintf("environment variable %s: %v", d.name, err))
+		}
+		*d.to = v
 	}
 	o.OperatorNamespace = operatorNamespace(getenv, readFile)
+}
+
+// seconds reads a whole number of seconds ("": 0, unset). KubeRay falls back to its default
+// on a value it cannot read; raygate refuses to start instead of guessing what was meant.
+func seconds(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%q is not a positive whole number of seconds", v)
+	}
+	return time.Duration(n) * time.Second, nil
 }
 
 // clusterDomain is a CLUSTER_DOMAIN value as a domain: a trailing dot dropped, and

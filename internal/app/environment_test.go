@@ -3,7 +3,10 @@ package app
 import (
 	"errors"
 	"io/fs"
+	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -29,6 +32,17 @@ func TestReadEnvironment(t *testing.T) {
 		{name: "random pod delete: only true turns it on", env: map[string]string{EnvEnableRandomPodDelete: "yes"}, want: DefaultEnvironment()},
 		{name: "Redis cleanup off", env: map[string]string{EnvEnableGCSFTRedisCleanup: "false"}, want: Environment{ClusterDomain: "cluster.local", DisableGCSFTRedisCleanup: true}},
 		{name: "Redis cleanup stays on unless false", env: map[string]string{EnvEnableGCSFTRedisCleanup: "0"}, want: DefaultEnvironment()},
+		{name: "no wait-gcs-ready", env: map[string]string{EnvEnableInitContainerInjection: "False"}, want: Environment{ClusterDomain: "cluster.local", NoWaitGCSInitContainer: true}},
+		{name: "wait-gcs-ready unless false", env: map[string]string{EnvEnableInitContainerInjection: "no"}, want: DefaultEnvironment()},
+		{name: "no probes", env: map[string]string{EnvEnableProbesInjection: "false"}, want: Environment{ClusterDomain: "cluster.local", NoProbes: true}},
+		{name: "probes unless false", env: map[string]string{EnvEnableProbesInjection: "0"}, want: DefaultEnvironment()},
+		{name: "login shell", env: map[string]string{EnvEnableLoginShell: "TRUE"}, want: Environment{ClusterDomain: "cluster.local", LoginShell: true}},
+		{name: "login shell only when true", env: map[string]string{EnvEnableLoginShell: "1"}, want: DefaultEnvironment()},
+		{name: "head cluster IP Service", env: map[string]string{EnvEnableRayHeadClusterIPService: "true"}, want: Environment{ClusterDomain: "cluster.local", HeadClusterIPService: true}},
+		{name: "deterministic head pod name", env: map[string]string{EnvEnableDeterministicHeadPodName: " true "}, want: Environment{ClusterDomain: "cluster.local", DeterministicHeadPodName: true}},
+		{name: "delete RayJobs", env: map[string]string{EnvDeleteRayJobAfterJobFinishes: "true"}, want: Environment{ClusterDomain: "cluster.local", DeleteRayJobAfterJobFinishes: true}},
+		{name: "RayJob timeouts", env: map[string]string{EnvRayJobStatusCheckTimeout: "60", EnvRayJobDeploymentGracePeriod: "600"},
+			want: Environment{ClusterDomain: "cluster.local", RayJobStatusCheckTimeout: time.Minute, RayJobDeploymentGracePeriod: 10 * time.Minute}},
 		{name: "pod namespace", env: map[string]string{EnvPodNamespace: " raygate-system "}, want: DefaultEnvironment(), ns: "raygate-system"},
 		{name: "the service account's namespace", file: func(name string) ([]byte, error) {
 			if name != serviceAccountNamespaceFile {
@@ -78,5 +92,36 @@ func TestDefaultOptionsReadNoEnvironment(t *testing.T) {
 	o.ReadEnvironment()
 	if o.OperatorNamespace != "somewhere" || o.ClusterDomain != "corp.example" || !o.DisableZeroDowntime {
 		t.Errorf("ReadEnvironment: %q %+v", o.OperatorNamespace, o.Environment)
+	}
+}
+
+// A RayJob timeout raygate cannot read stops the start (KubeRay would use its default).
+func TestUnreadableEnvironmentIsRefused(t *testing.T) {
+	o := DefaultOptions()
+	o.readEnvironment(func(k string) string {
+		return map[string]string{EnvRayJobStatusCheckTimeout: "5m", EnvRayJobDeploymentGracePeriod: "0"}[k]
+	}, func(string) ([]byte, error) { return nil, fs.ErrNotExist })
+	err := o.Validate()
+	for _, want := range []string{`environment variable RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS: "5m" is not a positive whole number of seconds`,
+		`RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS: "0"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want %q", err, want)
+		}
+	}
+}
+
+// Each switch reaches the pod settings the controller and admission build pods with.
+func TestEnvironmentReachesThePodSettings(t *testing.T) {
+	o := DefaultOptions()
+	o.readEnvironment(func(k string) string {
+		return map[string]string{EnvEnableInitContainerInjection: "false", EnvEnableProbesInjection: "false", EnvEnableLoginShell: "true",
+			EnvEnableRayHeadClusterIPService: "true", EnvEnableDeterministicHeadPodName: "true", EnvClusterDomain: "corp.example"}[k]
+	}, func(string) ([]byte, error) { return nil, fs.ErrNotExist })
+	s := o.PodSettings()
+	if !s.NoWaitGCSInitContainer || !s.NoProbes || !s.LoginShell || !s.HeadClusterIPService || !s.DeterministicHeadPodName || s.ClusterDomain != "corp.example" {
+		t.Errorf("pod settings %+v", s)
+	}
+	if !reflect.DeepEqual(o.Policy().PodSettings, s) {
+		t.Error("admission builds pods with other settings than the controller")
 	}
 }

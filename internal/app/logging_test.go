@@ -3,6 +3,8 @@ package app
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -76,5 +78,81 @@ func TestDeferredFieldsCostLessWhenNothingIsWritten(t *testing.T) {
 	eager, lazy := allocated(false), allocated(true)
 	if lazy*3 > eager*2 {
 		t.Errorf("1,000 unwritten loggers allocated %d bytes deferred, %d eager: want under two thirds", lazy, eager)
+	}
+}
+
+// --log-file writes every entry to the file as well, in its own format; standard error keeps
+// its format.
+func TestLogFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "logs", "operator.log")
+	var stderr bytes.Buffer
+	log, closer, err := newLogger(logSettings{level: "info", format: "json", file: path, fileFormat: "console"}, zapcore.AddSync(&stderr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.WithValues("controller", "raycluster").Info("reconciled", "RayCluster", "ns/a")
+	log.V(1).Info("not written")
+	if err := closer.Close(); err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(file), "reconciled") || !strings.Contains(string(file), `{"controller": "raycluster", "RayCluster": "ns/a"}`) || strings.Contains(string(file), "not written") {
+		t.Errorf("file (console format):\n%s", file)
+	}
+	if !strings.Contains(stderr.String(), `"msg":"reconciled"`) || !strings.Contains(stderr.String(), `"controller":"raycluster"`) {
+		t.Errorf("standard error (json):\n%s", stderr.String())
+	}
+}
+
+// The log file moves aside when it would pass its size, keeping a bounded number of old files.
+func TestRotatingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "op.log")
+	f, err := openRotatingFile(path, 10, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"aaaaaa\n", "bbbbbb\n", "cccccc\n", "dddddd\n"} {
+		if _, err := f.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{path: "dddddd\n", path + ".1": "cccccc\n", path + ".2": "bbbbbb\n"} {
+		if got, err := os.ReadFile(name); err != nil || string(got) != want {
+			t.Errorf("%s = %q (%v), want %q", filepath.Base(name), got, err, want)
+		}
+	}
+	if _, err := os.Stat(path + ".3"); !os.IsNotExist(err) {
+		t.Errorf("a third old file kept: %v", err)
+	}
+	if _, err := f.Write([]byte("x")); err == nil {
+		t.Error("wrote to a closed file")
+	}
+}
+
+// A verbosity (KubeRay's --zap-log-level=3) logs V(3) and below; --log-stacktrace-level adds
+// stack traces from that level on.
+func TestLogLevelsAndStackTraces(t *testing.T) {
+	var buf bytes.Buffer
+	log, closer, err := newLogger(logSettings{level: "2", format: "json", stacktrace: "info"}, zapcore.AddSync(&buf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.V(2).Info("shown")
+	log.V(3).Info("hidden")
+	log.Info("traced")
+	_ = closer.Close()
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "shown") || strings.Contains(lines[0], `"stacktrace"`) ||
+		!strings.Contains(lines[1], "traced") || !strings.Contains(lines[1], `"stacktrace"`) {
+		t.Errorf("log:\n%s", buf.String())
+	}
+	if _, err := parseLevel("0"); err == nil {
+		t.Error("verbosity 0 accepted; it is written info")
 	}
 }

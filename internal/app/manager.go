@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -29,6 +30,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = o.restConfig(cfg)
 	scheme := rayscheme.New()
 	scheduler, err := batchscheduler.New(o.BatchSchedulerName())
 	if err != nil {
@@ -39,7 +41,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	reportMissingPodGroups(scheduler, caps)
-	ctrls, err := newControllerConfigs(o, caps, scheduler)
+	ctrls, err := newControllerConfigs(cfg, o, caps, scheduler)
 	if err != nil {
 		return nil, err
 	}
@@ -107,10 +109,10 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.WebhooksOnly {
 		return mgr, nil
 	}
-	if err := setupRayClusterController(mgr, ctrls.cluster); err != nil {
+	if err := setupRayClusterController(mgr, ctrls.cluster, o.ObjectMetrics); err != nil {
 		return nil, err
 	}
-	if err := setupRayServiceController(mgr, ctrls.service); err != nil {
+	if err := setupRayServiceController(mgr, ctrls.service, o.ObjectMetrics); err != nil {
 		return nil, err
 	}
 	return mgr, nil
@@ -123,8 +125,8 @@ type controllerConfigs struct {
 	service rayservice.Config
 }
 
-func newControllerConfigs(o Options, caps capabilities.Capabilities, scheduler batchscheduler.Scheduler) (controllerConfigs, error) {
-	service, err := rayServiceConfig(o, caps)
+func newControllerConfigs(cfg *rest.Config, o Options, caps capabilities.Capabilities, scheduler batchscheduler.Scheduler) (controllerConfigs, error) {
+	service, err := rayServiceConfig(cfg, o, caps)
 	if err != nil {
 		return controllerConfigs{}, err
 	}
@@ -134,6 +136,39 @@ func newControllerConfigs(o Options, caps capabilities.Capabilities, scheduler b
 // cacheNeeds is the union of what the controllers declare.
 func (c controllerConfigs) cacheNeeds(scheme *runtime.Scheme) (cacheneeds.Needs, error) {
 	return cacheneeds.Union(scheme, raycluster.CacheNeeds(c.cluster), rayservice.CacheNeeds(c.service))
+}
+
+// RESTConfig is how the operator reaches the API server: --kubeconfig, else
+// controller-runtime's lookup ($KUBECONFIG, the in-cluster configuration, ~/.kube/config).
+// Either way without a client-side rate limit unless --kube-api-qps sets one (restConfig).
+func (o *Options) RESTConfig() (*rest.Config, error) {
+	if o.Kubeconfig == "" {
+		return ctrl.GetConfig()
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	if cfg.QPS == 0 {
+		cfg.QPS = -1 // as controller-runtime's lookup: the API server's priority and fairness decides
+	}
+	return cfg, nil
+}
+
+// restConfig is cfg with the client-side limits of --kube-api-qps and --kube-api-burst; cfg
+// itself when no rate is set.
+func (o *Options) restConfig(cfg *rest.Config) *rest.Config {
+	if o.KubeAPIQPS <= 0 {
+		return cfg
+	}
+	c := rest.CopyConfig(cfg)
+	c.QPS = float32(o.KubeAPIQPS)
+	c.Burst = o.KubeAPIBurst
+	if c.Burst == 0 {
+		c.Burst = max(1, int(2*o.KubeAPIQPS))
+	}
+	c.RateLimiter = nil // built from QPS and Burst
+	return c
 }
 
 // Run builds the manager and runs it until ctx is done.

@@ -18,6 +18,7 @@ import (
 	"github.com/raygate/raygate/internal/batchscheduler/volcano"
 	"github.com/raygate/raygate/internal/dashboard"
 	"github.com/raygate/raygate/internal/promgate"
+	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/validation"
 )
 
@@ -92,9 +93,44 @@ type Options struct {
 	// WebhookShutdownDrain is how long the webhook server keeps answering, unready and
 	// closing each connection after its answer, between the stop signal and its shutdown.
 	WebhookShutdownDrain time.Duration
+	// ConfigFile is a KubeRay operator Configuration (config.ray.io/v1alpha1) whose fields
+	// set these options (kuberay_config.go); empty: none.
+	ConfigFile string
+	// Kubeconfig is the kubeconfig file to use; empty: controller-runtime's lookup (the
+	// KUBECONFIG variable, the in-cluster configuration, ~/.kube/config).
+	Kubeconfig string
+	// KubeAPIQPS and KubeAPIBurst limit the operator's requests to the API server on the
+	// client side, as KubeRay's --qps and --burst. 0 QPS: no client-side limit
+	// (controller-runtime's default: the API server's priority and fairness decides).
+	KubeAPIQPS   float64
+	KubeAPIBurst int
+	// LogFile is a file the logs are written to as well (rotated at 500 MiB, 10 kept), in
+	// LogFileFormat; empty: none. LogStacktraceLevel is the lowest level whose entries carry
+	// a stack trace; empty: error entries, and only at debug level.
+	LogFile            string
+	LogFileFormat      string
+	LogStacktraceLevel string
+	// ObjectMetrics exports the metrics about RayClusters and RayServices (kuberay_* and
+	// raygate_service_*), KubeRay's --enable-metrics; the controllers' and webhooks' own
+	// metrics are always served.
+	ObjectMetrics bool
+	// DashboardAPIServerProxy reaches Ray dashboards and Serve proxies through the API
+	// server's pods/proxy subresource instead of the head pod's IP, for operators that
+	// cannot reach pods (KubeRay's --use-kubernetes-proxy). Needs RBAC on pods/proxy, which
+	// the chart grants only with dashboardAPIServerProxy.
+	DashboardAPIServerProxy bool
+	// PodDefaults are the admin's sidecars, environment, labels and annotations for every
+	// Ray pod; only a --config file sets them.
+	PodDefaults raypod.PodDefaults
 
 	Environment
 	InProcess
+
+	// kubeRay holds what KubeRay's flag names set that has no field above (kuberay_flags.go).
+	kubeRay kubeRayFlagValues
+	// envProblems are values of the environment ReadEnvironment could not read; Validate
+	// reports them.
+	envProblems []string
 }
 
 // InProcess are the settings a process running the manager in-process (tests, the local
@@ -130,6 +166,8 @@ func DefaultOptions() Options {
 		LogFormat:            "json",
 		ReconcileConcurrency: 4,
 		SyncPeriod:           10 * time.Hour,
+		LogFileFormat:        "json",
+		ObjectMetrics:        true,
 		MaxPodsPerGroup:      validation.DefaultMaxPodsPerGroup,
 		MaxPodsPerCluster:    validation.DefaultMaxPodsPerCluster,
 		AllowedServiceTypes:  []string{string(corev1.ServiceTypeClusterIP)},
@@ -176,8 +214,18 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.EnableBatchScheduler, "enable-batch-scheduler", o.EnableBatchScheduler, "Deprecated: use --batch-scheduler=volcano.")
 	_ = fs.MarkDeprecated("enable-batch-scheduler", "use --batch-scheduler=volcano")
 	fs.StringVar(&o.OperatorNamespace, "operator-namespace", o.OperatorNamespace, "Namespace of raygate's pods, which spec.networkPolicy admits to Ray dashboards (default: $POD_NAMESPACE, else the service account's namespace).")
+	fs.StringVar(&o.ConfigFile, "config", o.ConfigFile, "KubeRay operator Configuration file (apiVersion config.ray.io/v1alpha1, kind Configuration): its fields set the matching options; a flag for a setting the file sets is refused. The only way to give Ray pods the admin's sidecars, environment, labels and annotations.")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig file; empty: $KUBECONFIG, the in-cluster configuration, or ~/.kube/config.")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second the operator sends to the API server at most (client-side limit); 0: no client-side limit, the API server's priority and fairness decides.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Requests the operator may send at once above --kube-api-qps; 0: twice the QPS.")
+	fs.StringVar(&o.LogFile, "log-file", o.LogFile, "File the logs are also written to (rotated at 500 MiB, 10 old files kept); empty: none.")
+	fs.StringVar(&o.LogFileFormat, "log-file-format", o.LogFileFormat, "Format of --log-file: json or console.")
+	fs.StringVar(&o.LogStacktraceLevel, "log-stacktrace-level", o.LogStacktraceLevel, "Lowest level whose entries carry a stack trace: debug, info, warn or error; empty: error entries, and only with --log-level=debug.")
+	fs.BoolVar(&o.ObjectMetrics, "object-metrics", o.ObjectMetrics, "Export the metrics about RayClusters and RayServices (kuberay_* and raygate_service_*); the controllers' and webhooks' own metrics are always served.")
+	fs.BoolVar(&o.DashboardAPIServerProxy, "dashboard-api-server-proxy", o.DashboardAPIServerProxy, "Reach Ray dashboards and Serve proxies through the API server (pods/proxy) instead of the head pod's IP, when the operator cannot reach pods; needs get, create, update and delete on pods/proxy (Helm value dashboardAPIServerProxy).")
 	fs.BoolVar(&o.TokenAuthentication, "token-authentication", o.TokenAuthentication, "Allow RayClusters and RayServices with authOptions.mode token; raygate then gets and creates their token Secrets, which needs RBAC on Secrets (Helm value tokenAuthentication.enabled). Off: admission refuses mode token.")
 	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
+	o.bindKubeRayFlags(fs)
 }
 
 // BatchSchedulerName is the batch scheduler in effect: --batch-scheduler, or volcano with
@@ -209,21 +257,29 @@ func (o *Options) Policy() validation.Policy {
 		PodSecurityExemptNamespaces: o.PodSecurityExemptNamespaces,
 		BatchScheduler:              o.BatchSchedulerName(),
 		TokenAuthenticationOff:      !o.TokenAuthentication,
+		PodSettings:                 o.PodSettings(),
 	}
+}
+
+// validateClient checks the client-side limits: a burst without a rate limits nothing.
+func (o *Options) validateClient() []string {
+	var errs []string
+	if o.KubeAPIQPS < 0 {
+		errs = append(errs, fmt.Sprintf("--kube-api-qps must not be negative, not %g", o.KubeAPIQPS))
+	}
+	if o.KubeAPIBurst < 0 {
+		errs = append(errs, fmt.Sprintf("--kube-api-burst must not be negative, not %d", o.KubeAPIBurst))
+	}
+	if o.KubeAPIBurst > 0 && o.KubeAPIQPS == 0 {
+		errs = append(errs, "--kube-api-burst needs --kube-api-qps: without a rate there is no client-side limit to burst above")
+	}
+	return errs
 }
 
 // Validate checks option values that flags cannot type-check.
 func (o *Options) Validate() error {
 	var errs []string
 	if _, err := o.tlsVersion(); err != nil {
-		errs = append(errs, err.Error())
-	}
-	switch o.LogFormat {
-	case "json", "console":
-	default:
-		errs = append(errs, fmt.Sprintf("--log-format must be json or console, not %q", o.LogFormat))
-	}
-	if _, err := parseLevel(o.LogLevel); err != nil {
 		errs = append(errs, err.Error())
 	}
 	if o.ReconcileConcurrency < 1 {
@@ -259,6 +315,13 @@ func (o *Options) Validate() error {
 			errs = append(errs, err.Error())
 		}
 	}
+	if o.DashboardAPIServerProxy && o.DashboardURLTemplate != "" {
+		errs = append(errs, "--dashboard-api-server-proxy and --dashboard-url-template both say where dashboards are; use one")
+	}
+	errs = append(errs, o.validateClient()...)
+	errs = append(errs, o.validateLogging()...)
+	errs = append(errs, validatePodDefaults(o.PodDefaults, o.AllowedImageRegistries)...)
+	errs = append(errs, o.envProblems...)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid options: %s", strings.Join(errs, "; "))
 	}

@@ -17,7 +17,7 @@ func rayClusterConfig(o Options, caps capabilities.Capabilities, scheduler batch
 		Limits:                   o.Limits(),
 		Capabilities:             caps,
 		Scheduler:                scheduler,
-		ClusterDomain:            o.ClusterDomain,
+		Pods:                     o.PodSettings(),
 		RandomPodDelete:          o.RandomPodDelete,
 		DisableGCSFTRedisCleanup: o.DisableGCSFTRedisCleanup,
 		OperatorNamespace:        o.OperatorNamespace,
@@ -26,11 +26,14 @@ func rayClusterConfig(o Options, caps capabilities.Capabilities, scheduler batch
 	}
 }
 
-// setupRayClusterController registers the RayCluster controller and its metrics.
-func setupRayClusterController(mgr ctrl.Manager, cfg raycluster.Config) error {
+// setupRayClusterController registers the RayCluster controller and, with objectMetrics
+// (--object-metrics), its metrics.
+func setupRayClusterController(mgr ctrl.Manager, cfg raycluster.Config, objectMetrics bool) error {
 	r := raycluster.New(mgr, cfg)
-	if err := r.Metrics.Register(metrics.Registry, mgr.GetCache(), mgr.Elected()); err != nil {
-		return err
+	if objectMetrics {
+		if err := r.Metrics.Register(metrics.Registry, mgr.GetCache(), mgr.Elected()); err != nil {
+			return err
+		}
 	}
 	return r.SetupWithManager(mgr)
 }

@@ -1,6 +1,9 @@
 package app
 
 import (
+	"fmt"
+
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -12,8 +15,9 @@ import (
 	"github.com/raygate/raygate/internal/version"
 )
 
-// rayServiceConfig is the RayService controller's configuration.
-func rayServiceConfig(o Options, caps capabilities.Capabilities) (rayservice.Config, error) {
+// rayServiceConfig is the RayService controller's configuration. cfg reaches the API server,
+// through which --dashboard-api-server-proxy reaches dashboards.
+func rayServiceConfig(cfg *rest.Config, o Options, caps capabilities.Capabilities) (rayservice.Config, error) {
 	var prom *promgate.Client
 	if o.PrometheusURL != "" {
 		var err error
@@ -21,9 +25,14 @@ func rayServiceConfig(o Options, caps capabilities.Capabilities) (rayservice.Con
 			return rayservice.Config{}, err
 		}
 	}
+	resolver, dashboards, err := dashboardAccess(cfg, o)
+	if err != nil {
+		return rayservice.Config{}, err
+	}
 	return rayservice.Config{
 		Capabilities: caps,
-		Resolver:     dashboardResolver(o),
+		Resolver:     resolver,
+		Dashboards:   dashboards,
 		Gates:        features.Default(),
 		Limits:       o.Limits(),
 		Version:      version.Version,
@@ -37,23 +46,34 @@ func rayServiceConfig(o Options, caps capabilities.Capabilities) (rayservice.Con
 	}, nil
 }
 
-// setupRayServiceController registers the RayService controller and its metrics.
-func setupRayServiceController(mgr ctrl.Manager, cfg rayservice.Config) error {
+// setupRayServiceController registers the RayService controller and, with objectMetrics
+// (--object-metrics), its metrics.
+func setupRayServiceController(mgr ctrl.Manager, cfg rayservice.Config, objectMetrics bool) error {
 	r := rayservice.New(mgr, cfg)
-	if err := r.Metrics.Register(metrics.Registry); err != nil {
-		return err
+	if objectMetrics {
+		if err := r.Metrics.Register(metrics.Registry); err != nil {
+			return err
+		}
 	}
 	return r.SetupWithManager(mgr)
 }
 
-// dashboardResolver is Options.DashboardResolver, else --dashboard-url-template, else the
+// dashboardAccess is how the dashboards are reached: Options.DashboardResolver, else the
+// API server's proxy (--dashboard-api-server-proxy, with an HTTP client carrying the
+// operator's credentials to the API server only), else --dashboard-url-template, else the
 // head pod's IP.
-func dashboardResolver(o Options) dashboard.Resolver {
+func dashboardAccess(cfg *rest.Config, o Options) (dashboard.Resolver, dashboard.PoolOptions, error) {
 	switch {
 	case o.DashboardResolver != nil:
-		return o.DashboardResolver
+		return o.DashboardResolver, dashboard.PoolOptions{}, nil
+	case o.DashboardAPIServerProxy:
+		proxy, client, err := dashboard.NewAPIServerProxy(cfg)
+		if err != nil {
+			return nil, dashboard.PoolOptions{}, fmt.Errorf("--dashboard-api-server-proxy: %w", err)
+		}
+		return proxy, dashboard.PoolOptions{HTTP: client, Timeout: dashboard.APIServerProxyTimeout}, nil
 	case o.DashboardURLTemplate != "":
-		return dashboard.TemplateResolver(o.DashboardURLTemplate)
+		return dashboard.TemplateResolver(o.DashboardURLTemplate), dashboard.PoolOptions{}, nil
 	}
-	return dashboard.PodResolver{}
+	return dashboard.PodResolver{}, dashboard.PoolOptions{}, nil
 }

@@ -25,7 +25,7 @@ func decodedWorkerPod(t testing.TB, i int) *corev1.Pod {
 	t.Helper()
 	rc := builders.RayCluster(fmt.Sprintf("cluster-%04d", i/4), "bench").Obj()
 	defaulting.RayCluster(rc)
-	p := raypod.WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
+	p := raypod.WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, raypod.Settings{})
 	p.Name = fmt.Sprintf("%s%05d", p.GenerateName, i)
 	p.UID = types.UID(fmt.Sprintf("0c9a7a3e-8a1b-4c1d-9a0e-%012d", i))
 	p.ResourceVersion = fmt.Sprint(1000 + i)

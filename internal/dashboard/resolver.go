@@ -23,6 +23,9 @@ type Head struct {
 	// head pod, or a restarted Ray, knows nothing of what the old one ran.
 	Pod      types.UID
 	Restarts int32
+	// PodName is the head pod's name, in the cluster's namespace (the API server's proxy
+	// addresses the pod by it).
+	PodName string
 	// PodIP is the pod's status.podIP.
 	PodIP string
 	// Port is the dashboard port (rayStartParams dashboard-port, else 8265).

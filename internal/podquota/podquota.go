@@ -40,20 +40,17 @@ type Pods struct {
 // worker groups.
 const MaxPodKinds = 256
 
-// anyDomain builds the pods in the default DNS domain: the domain is only in the pods'
-// environment values, which quota does not count.
-const anyDomain = ""
-
 // ClusterPods are the pods a defaulted cluster asks for: the head, and for each worker
 // group max(replicas, minReplicas) × numOfHosts pods; none while the cluster is suspended,
 // none for a suspended group. Groups without containers are left out (validation reports
 // them). Groups that quota cannot tell apart (same resources, scopes) share one pod; with
-// more than MaxPodKinds kinds of pod, ok is false and the pods are not counted.
-func ClusterPods(rc *rayv1.RayCluster) (pods []Pods, ok bool) {
+// more than MaxPodKinds kinds of pod, ok is false and the pods are not counted. s are the
+// operator's pod settings: the admin's sidecars ask for resources too.
+func ClusterPods(rc *rayv1.RayCluster, s raypod.Settings) (pods []Pods, ok bool) {
 	if ptr.Deref(rc.Spec.Suspend, false) || len(rc.Spec.HeadGroupSpec.Template.Spec.Containers) == 0 {
 		return nil, true
 	}
-	out := []Pods{{Pod: defaulted(raypod.HeadPod(rc, "", anyDomain)), Count: 1}}
+	out := []Pods{{Pod: defaulted(raypod.HeadPod(rc, "", s)), Count: 1}}
 	byKey := map[string]int{} // index in out of the pods of a quota key
 	for i := range rc.Spec.WorkerGroupSpecs {
 		g := &rc.Spec.WorkerGroupSpecs[i]
@@ -74,7 +71,7 @@ func ClusterPods(rc *rayv1.RayCluster) (pods []Pods, ok bool) {
 			return nil, false
 		}
 		byKey[key] = len(out)
-		out = append(out, Pods{Pod: defaulted(raypod.WorkerPod(rc, g, nil, anyDomain)), Count: n})
+		out = append(out, Pods{Pod: defaulted(raypod.WorkerPod(rc, g, nil, s)), Count: n})
 	}
 	return out, true
 }

@@ -12,6 +12,7 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/defaulting"
+	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -49,7 +50,7 @@ func TestUsageCountsAsQuotaDoes(t *testing.T) {
 		w.Containers[0].Resources = corev1.ResourceRequirements{Limits: list("cpu", "100m", "memory", "128Mi", "nvidia.com/gpu", "1", "hugepages-2Mi", "2Mi")}
 		w.Overhead = list("cpu", "10m")
 	})
-	pods, _ := ClusterPods(rc)
+	pods, _ := ClusterPods(rc, raypod.Settings{})
 	if len(pods) != 2 {
 		t.Fatalf("got %d pod kinds, want the head and one worker", len(pods))
 	}
@@ -68,6 +69,24 @@ func TestUsageCountsAsQuotaDoes(t *testing.T) {
 	}
 }
 
+// The admin's sidecars (the operator's configuration) ask for resources in every pod they
+// join, and ENABLE_INIT_CONTAINER_INJECTION=false leaves wait-gcs-ready's out.
+func TestUsageWithOperatorSettings(t *testing.T) {
+	rc := cluster(func(rc *rayv1.RayCluster) {
+		rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Limits: list("cpu", "100m", "memory", "128Mi")}
+	})
+	sidecar := corev1.Container{Name: "log-shipper", Image: "fluent/fluent-bit:3", Resources: corev1.ResourceRequirements{Requests: list("cpu", "50m", "memory", "64Mi")}}
+	s := raypod.Settings{NoWaitGCSInitContainer: true, Defaults: raypod.PodDefaults{HeadSidecars: []corev1.Container{sidecar}, WorkerSidecars: []corev1.Container{sidecar}}}
+	pods, _ := ClusterPods(rc, s)
+	head, worker := strs(Usage(pods[0].Pod)), strs(Usage(pods[1].Pod))
+	if head["requests.cpu"] != "1050m" || head["requests.memory"] != "2112Mi" {
+		t.Errorf("head usage %v: ray-head 1 CPU/2Gi plus the sidecar's 50m/64Mi", head)
+	}
+	if worker["requests.cpu"] != "150m" || worker["requests.memory"] != "192Mi" {
+		t.Errorf("worker usage %v: ray-worker 100m/128Mi plus the sidecar's, no wait-gcs-ready", worker)
+	}
+}
+
 func TestClusterPodsCounts(t *testing.T) {
 	rc := cluster(func(rc *rayv1.RayCluster) {
 		g := &rc.Spec.WorkerGroupSpecs[0]
@@ -77,7 +96,7 @@ func TestClusterPodsCounts(t *testing.T) {
 		rc.Spec.WorkerGroupSpecs = append(rc.Spec.WorkerGroupSpecs, off, builders.WorkerGroup("none", 0))
 	})
 	var counts []int64
-	pods, _ := ClusterPods(rc)
+	pods, _ := ClusterPods(rc, raypod.Settings{})
 	for _, p := range pods {
 		counts = append(counts, p.Count)
 	}
@@ -88,7 +107,7 @@ func TestClusterPodsCounts(t *testing.T) {
 		t.Errorf("a 40%% surge of 6 workers is a new head and 3 workers, got %d and %d", got[0].Count, got[1].Count)
 	}
 	rc.Spec.Suspend = ptr.To(true)
-	if got, _ := ClusterPods(rc); len(got) != 0 {
+	if got, _ := ClusterPods(rc, raypod.Settings{}); len(got) != 0 {
 		t.Errorf("a suspended cluster has no pods, got %d", len(got))
 	}
 }
@@ -102,14 +121,14 @@ func TestClusterPodsShareWhatQuotaCannotTellApart(t *testing.T) {
 			rc.Spec.WorkerGroupSpecs = append(rc.Spec.WorkerGroupSpecs, g)
 		}
 	})
-	pods, ok := ClusterPods(rc)
+	pods, ok := ClusterPods(rc, raypod.Settings{})
 	if !ok || len(pods) != 2 || pods[1].Count != MaxPodKinds+10 {
 		t.Fatalf("groups differing in their image only share one pod: ok %v, %d kinds", ok, len(pods))
 	}
 	for i := range rc.Spec.WorkerGroupSpecs {
 		rc.Spec.WorkerGroupSpecs[i].Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse(fmt.Sprintf("%dm", 100+i))
 	}
-	if pods, ok := ClusterPods(rc); ok || pods != nil {
+	if pods, ok := ClusterPods(rc, raypod.Settings{}); ok || pods != nil {
 		t.Errorf("more than %d kinds of pod are not counted: ok %v, %d kinds", MaxPodKinds, ok, len(pods))
 	}
 }
@@ -119,7 +138,7 @@ func TestDemandAndShortfalls(t *testing.T) {
 	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "compute", Namespace: "ns"},
 		Spec:   corev1.ResourceQuotaSpec{Hard: list("requests.cpu", "4", "pods", "10", "limits.memory", "100Gi")},
 		Status: corev1.ResourceQuotaStatus{Hard: list("requests.cpu", "4", "pods", "10", "limits.memory", "100Gi"), Used: list("requests.cpu", "1500m", "pods", "2")}}
-	pods, _ := ClusterPods(rc)
+	pods, _ := ClusterPods(rc, raypod.Settings{})
 	need := Demand(q, pods)
 	if d := cmp.Diff(map[string]string{"requests.cpu": "4", "pods": "4", "limits.memory": "5Gi"}, strs(need)); d != "" {
 		t.Errorf("demand, masked to what the quota limits (-want +got):\n%s", d)
@@ -137,7 +156,7 @@ func TestDemandAndShortfalls(t *testing.T) {
 }
 
 func TestScopes(t *testing.T) {
-	pods, _ := ClusterPods(cluster(func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.Template.Spec.PriorityClassName = "high" }))
+	pods, _ := ClusterPods(cluster(func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.Template.Spec.PriorityClassName = "high" }), raypod.Settings{})
 	head, worker := pods[0].Pod, pods[1].Pod
 	for _, tt := range []struct {
 		name         string
@@ -164,7 +183,7 @@ func TestMissingRequests(t *testing.T) {
 		rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: list("cpu", "1")}
 	})
 	q := &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: list("requests.cpu", "10", "limits.memory", "10Gi", "pods", "5")}}
-	pods, _ := ClusterPods(rc)
+	pods, _ := ClusterPods(rc, raypod.Settings{})
 	got := MissingRequests(q, pods)
 	if d := cmp.Diff(map[corev1.ResourceName][]string{"limits.memory": {"ray-worker"}}, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)

@@ -49,7 +49,15 @@ const (
 	containerRoot                     // template.spec.containers[index]
 	initContainerRoot                 // template.spec.initContainers[index]
 	autoscalerRoot                    // <cluster spec>.autoscalerOptions
+	sidecarRoot                       // a sidecar of the operator's configuration: reported at template.spec.containers
 )
+
+// origin says where a built pod's containers come from: the first userContainers and
+// userInit from the template, then raygate's own, and the admin's sidecars (the operator's
+// configuration) from firstSidecar on.
+type origin struct {
+	userContainers, userInit, firstSidecar int
+}
 
 // mapKey is a path segment that is a map key (an annotation), not a field name.
 type mapKey string
@@ -74,6 +82,9 @@ func (p part) path(tmpl, specPath *field.Path) *field.Path {
 		path = tmpl.Child("spec", "initContainers").Index(p.index)
 	case autoscalerRoot:
 		path = specPath.Child("autoscalerOptions")
+	case sidecarRoot:
+		// Not in the RayCluster: the template's containers are where the pod's list is.
+		return tmpl.Child("spec", "containers")
 	}
 	for _, s := range p.segs {
 		switch s := s.(type) {
@@ -102,11 +113,10 @@ func message(r policy.CheckResult) string {
 	return agg.ForbiddenDetail()
 }
 
-// locatePod finds every check the pod fails and where. userContainers and userInit are how
-// many containers and init containers came from the template; raygate appends its own after
-// them (the autoscaler sidecar to the head's containers, wait-gcs-ready to a worker's init
-// containers).
-func locatePod(checks []levelCheck, pod *corev1.Pod, userContainers, userInit int) []located {
+// locatePod finds every check the pod fails and where. o says which containers came from the
+// template; raygate appends its own after them (the autoscaler sidecar to the head's
+// containers, wait-gcs-ready to a worker's init containers), and the admin's sidecars last.
+func locatePod(checks []levelCheck, pod *corev1.Pod, o origin) []located {
 	meta := &pod.ObjectMeta
 	podOnly := pod.Spec.DeepCopy()
 	podOnly.InitContainers, podOnly.Containers, podOnly.EphemeralContainers = nil, nil, nil
@@ -120,7 +130,7 @@ func locatePod(checks []levelCheck, pod *corev1.Pod, userContainers, userInit in
 			out = append(out, podLevel(c, meta, podOnly, r)...)
 			continue
 		}
-		found := containerLevel(c, meta, podOnly, &pod.Spec, userContainers, userInit)
+		found := containerLevel(c, meta, podOnly, &pod.Spec, o)
 		if len(found) == 0 {
 			found = []located{{c.id, full.ForbiddenReason, message(full), part{root: podRoot, segs: []any{"spec"}}}}
 		}
@@ -209,7 +219,7 @@ func withContainers(podOnly *corev1.PodSpec, ws ...witness) *corev1.PodSpec {
 // whose violations come from the same field (a worker's Ray container and raygate's init
 // container, which copies its securityContext) are reported once, with the library's
 // message naming all of them.
-func containerLevel(c levelCheck, meta *metav1.ObjectMeta, podOnly, full *corev1.PodSpec, userContainers, userInit int) []located {
+func containerLevel(c levelCheck, meta *metav1.ObjectMeta, podOnly, full *corev1.PodSpec, o origin) []located {
 	type group struct {
 		part      part
 		witnesses []witness
@@ -234,11 +244,11 @@ func containerLevel(c levelCheck, meta *metav1.ObjectMeta, podOnly, full *corev1
 			if !ok {
 				segs = []any{"securityContext"}
 			}
-			add(containerPart(init, i, userContainers, userInit, segs), witness{init, ctr})
+			add(containerPart(init, i, o, segs), witness{init, ctr})
 			return
 		}
 		for _, f := range narrowContainer(c, meta, podOnly, init, ctr) {
-			add(containerPart(init, i, userContainers, userInit, f.segs), f.w)
+			add(containerPart(init, i, o, f.segs), f.w)
 		}
 	}
 	for i := range full.InitContainers {
@@ -298,15 +308,17 @@ func narrowContainer(c levelCheck, meta *metav1.ObjectMeta, podOnly *corev1.PodS
 }
 
 // containerPart says where a container of the pod comes from.
-func containerPart(init bool, i, userContainers, userInit int, segs []any) part {
+func containerPart(init bool, i int, o origin, segs []any) part {
 	switch {
-	case init && i < userInit:
+	case init && i < o.userInit:
 		return part{root: initContainerRoot, index: i, segs: segs}
 	case init:
 		// raygate's wait-gcs-ready takes these fields from the worker's Ray container.
 		return part{root: containerRoot, index: rayv1.RayContainerIndex, segs: keepIf(segs, fromRayContainerFields)}
-	case i < userContainers:
+	case i < o.userContainers:
 		return part{root: containerRoot, index: i, segs: segs}
+	case i >= o.firstSidecar:
+		return part{root: sidecarRoot, index: i - o.firstSidecar}
 	default:
 		// The autoscaler sidecar, configured by spec.autoscalerOptions.
 		return part{root: autoscalerRoot, segs: keepIf(segs, autoscalerOptionFields)}

@@ -12,6 +12,7 @@ package podsecurity
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -138,20 +139,20 @@ const maxLocated = 200
 // version. specPath is where the cluster spec is in the object (spec for a RayCluster,
 // spec.rayClusterConfig for a RayService). Each distinct pod template is evaluated once,
 // whatever its replicas; groups without containers are skipped (validation reports them).
-func (e *Evaluator) Cluster(lv api.LevelVersion, rc *rayv1.RayCluster, specPath *field.Path) []Violation {
-	return e.ClusterWith(&Memo{}, lv, rc, specPath)
+// s are the operator's pod settings, so the pods are exactly those it creates: its default
+// sidecars, labels and annotations too. A sidecar's violation is reported at the template's
+// containers, naming the sidecar and the setting it comes from.
+func (e *Evaluator) Cluster(lv api.LevelVersion, rc *rayv1.RayCluster, specPath *field.Path, s raypod.Settings) []Violation {
+	return e.ClusterWith(&Memo{}, lv, rc, specPath, s)
 }
 
 // Memo keeps what was found for each distinct worker template, so evaluating the stored
 // and the updated object of one request finds each template's violations once.
 type Memo struct{ found map[string][]located }
 
-// anyDomain builds the pods in the default DNS domain: the domain is only in the pods'
-// environment values, which no Pod Security check reads.
-const anyDomain = ""
-
-// ClusterWith is Cluster, remembering found violations in memo (not safe for concurrent use).
-func (e *Evaluator) ClusterWith(memo *Memo, lv api.LevelVersion, rc *rayv1.RayCluster, specPath *field.Path) []Violation {
+// ClusterWith is Cluster, remembering found violations in memo (not safe for concurrent use;
+// one memo is for one s).
+func (e *Evaluator) ClusterWith(memo *Memo, lv api.LevelVersion, rc *rayv1.RayCluster, specPath *field.Path, s raypod.Settings) []Violation {
 	if memo.found == nil {
 		memo.found = map[string][]located{}
 	}
@@ -162,10 +163,10 @@ func (e *Evaluator) ClusterWith(memo *Memo, lv api.LevelVersion, rc *rayv1.RayCl
 	var out []Violation
 	head := &rc.Spec.HeadGroupSpec
 	if len(head.Template.Spec.Containers) > 0 {
-		pod := raypod.HeadPod(rc, "", anyDomain)
+		pod := raypod.HeadPod(rc, "", s)
 		tmpl := specPath.Child("headGroupSpec", "template")
-		found := locatePod(checks, pod, len(head.Template.Spec.Containers), len(head.Template.Spec.InitContainers))
-		out = append(out, materialize(found, tmpl, specPath)...)
+		found := locatePod(checks, pod, originOf(&head.Template, pod, len(s.Defaults.HeadSidecars)))
+		out = append(out, materialize(found, tmpl, specPath, "headSidecarContainers")...)
 	}
 	for i := range rc.Spec.WorkerGroupSpecs {
 		g := &rc.Spec.WorkerGroupSpecs[i]
@@ -176,17 +177,23 @@ func (e *Evaluator) ClusterWith(memo *Memo, lv api.LevelVersion, rc *rayv1.RayCl
 		key = lv.String() + "/" + key
 		found, seen := memo.found[key]
 		if !seen || err != nil {
-			pod := raypod.WorkerPod(rc, g, nil, anyDomain)
+			pod := raypod.WorkerPod(rc, g, nil, s)
 			if len(out) < maxLocated {
-				found = locatePod(checks, pod, len(g.Template.Spec.Containers), len(g.Template.Spec.InitContainers))
+				found = locatePod(checks, pod, originOf(&g.Template, pod, len(s.Defaults.WorkerSidecars)))
 			} else {
 				found = unlocated(checks, pod)
 			}
 			memo.found[key] = found
 		}
-		out = append(out, materialize(found, specPath.Child("workerGroupSpecs").Index(i).Child("template"), specPath)...)
+		out = append(out, materialize(found, specPath.Child("workerGroupSpecs").Index(i).Child("template"), specPath, "workerSidecarContainers")...)
 	}
 	return out
+}
+
+// originOf says which containers of a pod built from tmpl came from where, the last sidecars
+// of them being the admin's.
+func originOf(tmpl *corev1.PodTemplateSpec, pod *corev1.Pod, sidecars int) origin {
+	return origin{userContainers: len(tmpl.Spec.Containers), userInit: len(tmpl.Spec.InitContainers), firstSidecar: len(pod.Spec.Containers) - sidecars}
 }
 
 // templateKey identifies what of a worker template the checks can see: the template without
@@ -220,10 +227,15 @@ func ClusterOf(svc *rayv1.RayService) *rayv1.RayCluster {
 }
 
 // materialize turns violations located in a pod into violations at the cluster's fields.
-func materialize(found []located, tmpl, specPath *field.Path) []Violation {
+// sidecars is the setting of the operator's configuration the pod's admin sidecars come from.
+func materialize(found []located, tmpl, specPath *field.Path, sidecars string) []Violation {
 	out := make([]Violation, 0, len(found))
 	for _, f := range found {
-		out = append(out, Violation{Path: f.part.path(tmpl, specPath), Check: string(f.check), Reason: f.reason, Message: f.message})
+		msg := f.message
+		if f.part.root == sidecarRoot {
+			msg += fmt.Sprintf(" (a sidecar the operator adds to every such pod: %s of its configuration; ask the platform admin)", sidecars)
+		}
+		out = append(out, Violation{Path: f.part.path(tmpl, specPath), Check: string(f.check), Reason: f.reason, Message: msg})
 	}
 	return out
 }

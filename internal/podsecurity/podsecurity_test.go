@@ -158,7 +158,7 @@ func TestClusterViolations(t *testing.T) {
 	e := NewEvaluator()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := violations(e.Cluster(tt.lv, tt.rc, spec))
+			got := violations(e.Cluster(tt.lv, tt.rc, spec, raypod.Settings{}))
 			if d := cmp.Diff(tt.want, got); d != "" {
 				t.Errorf("violations (-want +got):\n%s", d)
 			}
@@ -170,7 +170,7 @@ func TestRayServicePaths(t *testing.T) {
 	svc := builders.RayService("svc", "ns").Obj()
 	svc.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template.Spec.HostIPC = true
 	defaulting.RayService(svc)
-	got := violations(NewEvaluator().Cluster(baseline, ClusterOf(svc), field.NewPath("spec", "rayClusterConfig")))
+	got := violations(NewEvaluator().Cluster(baseline, ClusterOf(svc), field.NewPath("spec", "rayClusterConfig"), raypod.Settings{}))
 	want := []violation{{"spec.rayClusterConfig.workerGroupSpecs[0].template.spec.hostIPC", "host namespaces (hostIPC=true)"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
@@ -202,7 +202,7 @@ func TestChecksMatchTheLibrary(t *testing.T) {
 			rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"NET_BIND_SERVICE"}
 		}),
 	} {
-		pods = append(pods, raypod.HeadPod(rc, "", ""), raypod.WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, ""))
+		pods = append(pods, raypod.HeadPod(rc, "", raypod.Settings{}), raypod.WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, raypod.Settings{}))
 	}
 	var versions []api.Version
 	for minor := 0; minor <= 40; minor++ {
@@ -251,7 +251,7 @@ func TestEachDistinctTemplateOnce(t *testing.T) {
 		other.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsNonRoot: ptr.To(true)}
 		rc.Spec.WorkerGroupSpecs = append(rc.Spec.WorkerGroupSpecs, image, other)
 	})
-	e.Cluster(baseline, rc, field.NewPath("spec"))
+	e.Cluster(baseline, rc, field.NewPath("spec"), raypod.Settings{})
 	if calls != 3 {
 		t.Errorf("the check ran %d times; want 3 (the head, the shared worker template, the other one)", calls)
 	}
@@ -271,5 +271,54 @@ func TestNamespacePolicy(t *testing.T) {
 		if got := []string{p.Enforce.String(), p.Warn.String(), p.Audit.String()}; !cmp.Equal(got, []string{tt.enforce, tt.warn, tt.auditLV}) {
 			t.Errorf("%v: enforce, warn, audit = %v", tt.labels, got)
 		}
+	}
+}
+
+// The pods checked are those the operator creates with its settings: the admin's sidecars
+// too (reported at the template's containers, naming the sidecar and its setting, since no
+// field of the RayCluster holds them), and no wait-gcs-ready where the operator adds none.
+func TestClusterWithOperatorSettings(t *testing.T) {
+	spec := field.NewPath("spec")
+	shipper := corev1.Container{Name: "log-shipper", Image: "fluent/fluent-bit:3"}
+	privileged := corev1.Container{Name: "debugger", Image: "busybox", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}
+	for _, tc := range []struct {
+		name string
+		lv   api.LevelVersion
+		rc   *rayv1.RayCluster
+		s    raypod.Settings
+		want []violation
+	}{
+		{name: "a restricted cluster and the admin's head sidecar that sets nothing", lv: restricted, rc: restrictedCluster(nil),
+			s: raypod.Settings{Defaults: raypod.PodDefaults{HeadSidecars: []corev1.Container{shipper}}},
+			want: []violation{
+				{"spec.headGroupSpec.template.spec.containers", `allowPrivilegeEscalation != false (container "log-shipper" must set securityContext.allowPrivilegeEscalation=false) (a sidecar the operator adds to every such pod: headSidecarContainers of its configuration; ask the platform admin)`},
+				{"spec.headGroupSpec.template.spec.containers", `unrestricted capabilities (container "log-shipper" must set securityContext.capabilities.drop=["ALL"]) (a sidecar the operator adds to every such pod: headSidecarContainers of its configuration; ask the platform admin)`},
+				{"spec.headGroupSpec.template.spec.containers", `runAsNonRoot != true (pod or container "log-shipper" must set securityContext.runAsNonRoot=true) (a sidecar the operator adds to every such pod: headSidecarContainers of its configuration; ask the platform admin)`},
+				{"spec.headGroupSpec.template.spec.containers", `seccompProfile (pod or container "log-shipper" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost") (a sidecar the operator adds to every such pod: headSidecarContainers of its configuration; ask the platform admin)`},
+			}},
+		{name: "a privileged worker sidecar next to a privileged worker", lv: baseline,
+			rc: cluster(func(rc *rayv1.RayCluster) {
+				rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+			}),
+			s: raypod.Settings{Defaults: raypod.PodDefaults{WorkerSidecars: []corev1.Container{privileged}}},
+			want: []violation{
+				{"spec.workerGroupSpecs[0].template.spec.containers[0].securityContext.privileged", `privileged (containers "wait-gcs-ready", "ray-worker" must not set securityContext.privileged=true)`},
+				{"spec.workerGroupSpecs[0].template.spec.containers", `privileged (container "debugger" must not set securityContext.privileged=true) (a sidecar the operator adds to every such pod: workerSidecarContainers of its configuration; ask the platform admin)`},
+			}},
+		{name: "no wait-gcs-ready (ENABLE_INIT_CONTAINER_INJECTION=false): only the Ray container is named", lv: baseline,
+			rc: cluster(func(rc *rayv1.RayCluster) {
+				rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+			}),
+			s: raypod.Settings{NoWaitGCSInitContainer: true},
+			want: []violation{
+				{"spec.workerGroupSpecs[0].template.spec.containers[0].securityContext.privileged", `privileged (container "ray-worker" must not set securityContext.privileged=true)`},
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := violations(NewEvaluator().Cluster(tc.lv, tc.rc, spec, tc.s))
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("violations (-want +got):\n%s", d)
+			}
+		})
 	}
 }

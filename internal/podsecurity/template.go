@@ -14,6 +14,7 @@ func (e *Evaluator) Pod(lv api.LevelVersion, pod *corev1.Pod, tmplPath *field.Pa
 	if len(checks) == 0 {
 		return nil
 	}
-	found := locatePod(checks, pod, len(pod.Spec.Containers), len(pod.Spec.InitContainers))
-	return materialize(found, tmplPath, tmplPath)
+	n := len(pod.Spec.Containers)
+	found := locatePod(checks, pod, origin{userContainers: n, userInit: len(pod.Spec.InitContainers), firstSidecar: n})
+	return materialize(found, tmplPath, tmplPath, "")
 }

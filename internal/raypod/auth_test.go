@@ -44,8 +44,8 @@ func TestTokenAuthEnv(t *testing.T) {
 			// A user's inline value never survives: raygate's replaces it.
 			rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Env = append(rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Env,
 				corev1.EnvVar{Name: "RAY_AUTH_TOKEN", Value: "inline"})
-			head := HeadPod(rc, "h", "")
-			worker := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
+			head := HeadPod(rc, "h", Settings{})
+			worker := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, Settings{})
 			containers := map[string]*corev1.Container{
 				"head ray":       &head.Spec.Containers[0],
 				"autoscaler":     container(head.Spec.Containers, AutoscalerContainer),
@@ -116,7 +116,7 @@ func TestK8sTokenAuthVolume(t *testing.T) {
 			head.Containers[0].VolumeMounts = append(head.Containers[0].VolumeMounts,
 				corev1.VolumeMount{Name: "other", MountPath: "/var/run/secrets/ray.io/serviceaccount"})
 			head.Containers = append(head.Containers, corev1.Container{Name: "sidecar", Image: "busybox"})
-			pods := map[string]*corev1.Pod{"head": HeadPod(rc, "h", ""), "worker": WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")}
+			pods := map[string]*corev1.Pod{"head": HeadPod(rc, "h", Settings{}), "worker": WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, Settings{})}
 			for kind, pod := range pods {
 				var gotVolumes []corev1.Volume
 				for _, v := range pod.Spec.Volumes {

@@ -23,7 +23,7 @@ func headServiceAccount(rc *rayv1.RayCluster) (name string, managed bool) {
 
 // addAutoscaler adds the Ray autoscaler sidecar to a head pod, with a log volume it shares
 // with the Ray container (the head reads the autoscaler's events from it).
-func addAutoscaler(rc *rayv1.RayCluster, pod *corev1.Pod) {
+func addAutoscaler(rc *rayv1.RayCluster, pod *corev1.Pod, s Settings) {
 	sa, _ := headServiceAccount(rc)
 	pod.Spec.ServiceAccountName = sa
 	ray := pod.Spec.Containers[rayv1.RayContainerIndex]
@@ -40,7 +40,7 @@ func addAutoscaler(rc *rayv1.RayCluster, pod *corev1.Pod) {
 			// Lets custom args keep the generated command: args: ["... && $KUBERAY_GEN_AUTOSCALER_START_CMD"].
 			{Name: EnvGeneratedAutoscalerCmd, Value: autoscalerStartCmd},
 		},
-		Command:   []string{"/bin/bash", "-c", "--"},
+		Command:   s.Shell(),
 		Args:      []string{autoscalerStartCmd},
 		Resources: corev1.ResourceRequirements{Limits: fixed, Requests: fixed.DeepCopy()},
 	}

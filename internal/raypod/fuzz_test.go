@@ -34,9 +34,9 @@ func FuzzBuildPods(f *testing.F) {
 		defaulting.RayCluster(rc)
 
 		pods := []*corev1.Pod{
-			HeadPod(rc, "hash", ""),
-			WorkerPod(rc, g, nil, ""),
-			WorkerPod(rc, g, &ReplicaIndex{Index: index, Name: "r", Host: host, MultiHost: hosts > 1}, ""),
+			HeadPod(rc, "hash", Settings{}),
+			WorkerPod(rc, g, nil, Settings{}),
+			WorkerPod(rc, g, &ReplicaIndex{Index: index, Name: "r", Host: host, MultiHost: hosts > 1}, Settings{}),
 		}
 		for _, p := range pods {
 			for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {

@@ -26,10 +26,10 @@ func legacyFT(rc *rayv1.RayCluster) {
 }
 
 func TestGCSFaultToleranceGoldens(t *testing.T) {
-	golden(t, "head-gcsft-redis", HeadPod(cluster(redisFT), "hash1", ""))
+	golden(t, "head-gcsft-redis", HeadPod(cluster(redisFT), "hash1", Settings{}))
 	rc := cluster(redisFT)
-	golden(t, "worker-gcsft", WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, ""))
-	golden(t, "head-gcsft-legacy-annotation", HeadPod(cluster(legacyFT), "hash1", ""))
+	golden(t, "worker-gcsft", WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, Settings{}))
+	golden(t, "head-gcsft-legacy-annotation", HeadPod(cluster(legacyFT), "hash1", Settings{}))
 }
 
 func envOf(c corev1.Container) map[string]corev1.EnvVar {
@@ -112,9 +112,9 @@ func TestGCSFaultToleranceSettings(t *testing.T) {
 			rc := cluster(muts...)
 			var pod *corev1.Pod
 			if tc.node == rayv1.HeadNode {
-				pod = HeadPod(rc, "h", "")
+				pod = HeadPod(rc, "h", Settings{})
 			} else {
-				pod = WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
+				pod = WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, Settings{})
 			}
 			env := envOf(pod.Spec.Containers[rayv1.RayContainerIndex])
 			for k, want := range tc.want {
@@ -149,7 +149,7 @@ func TestGCSFaultToleranceSettings(t *testing.T) {
 func TestGCSFaultToleranceLeavesSpecAlone(t *testing.T) {
 	rc := cluster(redisFT)
 	before := rc.DeepCopy()
-	HeadPod(rc, "h", "")
+	HeadPod(rc, "h", Settings{})
 	if d := cmp.Diff(before, rc); d != "" {
 		t.Errorf("spec changed:\n%s", d)
 	}

@@ -18,7 +18,7 @@ func rocksDB(storage *rayv1.GcsEmbeddedStorage) func(*rayv1.RayCluster) {
 }
 
 func TestEmbeddedGCSStorageGolden(t *testing.T) {
-	golden(t, "head-gcsft-rocksdb", HeadPod(cluster(rocksDB(&rayv1.GcsEmbeddedStorage{SubPath: "gcs"})), "hash1", ""))
+	golden(t, "head-gcsft-rocksdb", HeadPod(cluster(rocksDB(&rayv1.GcsEmbeddedStorage{SubPath: "gcs"})), "hash1", Settings{}))
 }
 
 func TestEmbeddedGCSStoragePods(t *testing.T) {
@@ -47,7 +47,7 @@ func TestEmbeddedGCSStoragePods(t *testing.T) {
 				c.Env = append(c.Env, tc.userEnv...)
 				c.VolumeMounts = append(c.VolumeMounts, tc.userMount...)
 			})
-			pod := HeadPod(rc, "h", "")
+			pod := HeadPod(rc, "h", Settings{})
 			c := pod.Spec.Containers[rayv1.RayContainerIndex]
 			env := envOf(c)
 			if env[EnvGCSStorage].Value != GCSStorageRocksDB || env[EnvGCSStoragePath].Value != GCSStorageMountPath {
@@ -83,7 +83,7 @@ func TestEmbeddedGCSStoragePods(t *testing.T) {
 			if d := cmp.Diff([]string{GCSStorageVolume + "=" + tc.wantClaim}, claims); d != "" {
 				t.Errorf("claims (-want +got):\n%s", d)
 			}
-			worker := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
+			worker := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, Settings{})
 			wenv := envOf(worker.Spec.Containers[rayv1.RayContainerIndex])
 			if wenv[EnvGCSReconnectTimeout].Value != workerGCSReconnectTimeout {
 				t.Errorf("worker reconnect timeout = %q", wenv[EnvGCSReconnectTimeout].Value)

@@ -28,11 +28,11 @@ func TestHistoryCollectorGoldens(t *testing.T) {
 	t.Run("head-history-collector", func(t *testing.T) {
 		// With the autoscaler, which shares the same /tmp/ray volume.
 		rc := cluster(withCollector(full), func(rc *rayv1.RayCluster) { rc.Spec.EnableInTreeAutoscaling = ptr.To(true) })
-		golden(t, "head-history-collector", HeadPod(rc, "hash1", ""))
+		golden(t, "head-history-collector", HeadPod(rc, "hash1", Settings{}))
 	})
 	t.Run("worker-history-collector-defaults", func(t *testing.T) {
 		rc := cluster(withCollector(rayv1.CollectorOptions{}))
-		golden(t, "worker-history-collector-defaults", WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, ""))
+		golden(t, "worker-history-collector-defaults", WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, Settings{}))
 	})
 }
 
@@ -58,10 +58,10 @@ func TestHistoryCollector(t *testing.T) {
 		for _, rc := range []*rayv1.RayCluster{cluster(), cluster(func(rc *rayv1.RayCluster) {
 			rc.Spec.HistoryServerOptions = &rayv1.HistoryServerOptions{}
 		})} {
-			if c := collector(HeadPod(rc, "h", "")); c != nil {
+			if c := collector(HeadPod(rc, "h", Settings{})); c != nil {
 				t.Errorf("collector added: %+v", c)
 			}
-			if c := collector(WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")); c != nil {
+			if c := collector(WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, Settings{})); c != nil {
 				t.Errorf("collector added to a worker: %+v", c)
 			}
 		}
@@ -78,7 +78,7 @@ func TestHistoryCollector(t *testing.T) {
 			ray.Env = append(ray.Env, corev1.EnvVar{Name: EnvRayEnableEvents, Value: "false"})
 		})
 		before := rc.DeepCopy()
-		pod := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
+		pod := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, Settings{})
 		if d := cmp.Diff(before, rc); d != "" {
 			t.Fatalf("building the pod changed the cluster:\n%s", d)
 		}

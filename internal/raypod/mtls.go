@@ -67,7 +67,8 @@ until openssl x509 -in %[1]s -noout -ext subjectAltName 2>/dev/null | grep -qw "
   sleep 2
 done
 echo "The certificate names $%[2]s."`, cert, EnvPodIP)
-	c := helperContainer(WaitTLSInitContainer, ray, script, resource.MustParse("100m"), resource.MustParse("64Mi"))
+	// Never a login shell: KubeRay's wait-for-tls-ip-san does not use one either.
+	c := helperContainer(WaitTLSInitContainer, ray, script, resource.MustParse("100m"), resource.MustParse("64Mi"), Settings{})
 	c.Env = []corev1.EnvVar{fieldEnv(EnvPodIP, "status.podIP")}
 	c.VolumeMounts = []corev1.VolumeMount{mount}
 	return c

@@ -35,8 +35,8 @@ func TestMTLSPods(t *testing.T) {
 			rc.Spec.TLSOptions = tc.tls
 			// A user's value is replaced by raygate's.
 			rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "RAY_USE_TLS", Value: "0"}}
-			head := HeadPod(rc, "h", "")
-			worker := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
+			head := HeadPod(rc, "h", Settings{})
+			worker := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, Settings{})
 			for _, pc := range []struct {
 				pod    *corev1.Pod
 				secret string

@@ -26,12 +26,17 @@ type ReplicaIndex struct {
 }
 
 // HeadPod builds the head pod of a (defaulted) cluster. hash is the spec hash recorded
-// for the Recreate strategy; clusterDomain is the cluster's DNS domain ("": cluster.local).
-func HeadPod(rc *rayv1.RayCluster, hash, clusterDomain string) *corev1.Pod {
+// for the Recreate strategy; s are the operator's settings (DNS domain, the admin's pod
+// defaults, KubeRay's environment switches).
+func HeadPod(rc *rayv1.RayCluster, hash string, s Settings) *corev1.Pod {
 	spec := &rc.Spec
 	head := spec.HeadGroupSpec
-	pod := newPod(rc, head.Template, rayv1.HeadNode, rayv1.HeadGroupLabelValue, head.Labels)
-	pod.GenerateName = rayspec.HeadPodGenerateName(rc.Name)
+	pod := newPod(rc, head.Template, rayv1.HeadNode, rayv1.HeadGroupLabelValue, head.Labels, s.Defaults)
+	if s.DeterministicHeadPodName {
+		pod.Name = HeadPodName(rc.Name)
+	} else {
+		pod.GenerateName = rayspec.HeadPodGenerateName(rc.Name)
+	}
 	pod.Annotations[rayv1.HashWithoutReplicasAndWorkersToDeleteKey] = hash
 	pod.Annotations[rayv1.KubeRayVersionKey] = raygateversion.Version
 	gcsFaultTolerance(rc, pod, rayv1.HeadNode)
@@ -39,21 +44,22 @@ func HeadPod(rc *rayv1.RayCluster, hash, clusterDomain string) *corev1.Pod {
 	autoscaling := rayspec.AutoscalingEnabled(spec)
 	params := startParams(rayv1.HeadNode, gcsFaultToleranceStartParams(rc, head.RayStartParams), head.Resources, head.Labels, pod.Spec.Containers[rayv1.RayContainerIndex], "", autoscaling)
 	if autoscaling {
-		addAutoscaler(rc, pod)
+		addAutoscaler(rc, pod, s)
 	}
 	addHeadPorts(&pod.Spec.Containers[rayv1.RayContainerIndex], params)
-	finishPod(rc, pod, rayv1.HeadNode, params, headFQDN(rc, clusterDomain))
+	finishPod(rc, pod, rayv1.HeadNode, params, headFQDN(rc, s.ClusterDomain), s)
 	addHistoryCollector(rc, pod, rayv1.HeadNode)
+	appendSidecars(pod, s.Defaults.HeadSidecars)
 	return pod
 }
 
 // WorkerPod builds a pod of a worker group of a (defaulted) cluster. idx is nil unless
-// RayMultiHostIndexing is on. clusterDomain is the cluster's DNS domain ("": cluster.local),
-// in which workers find the head's GCS.
-func WorkerPod(rc *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, idx *ReplicaIndex, clusterDomain string) *corev1.Pod {
-	fqdn := headFQDN(rc, clusterDomain)
+// RayMultiHostIndexing is on. s are the operator's settings; workers find the head's GCS
+// in its DNS domain.
+func WorkerPod(rc *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, idx *ReplicaIndex, s Settings) *corev1.Pod {
+	fqdn := headFQDN(rc, s.ClusterDomain)
 	headAddress := fqdn + ":" + headPort(&rc.Spec)
-	pod := newPod(rc, group.Template, rayv1.WorkerNode, group.GroupName, group.Labels)
+	pod := newPod(rc, group.Template, rayv1.WorkerNode, group.GroupName, group.Labels, s.Defaults)
 	pod.GenerateName = rayspec.WorkerPodGenerateName(rc.Name, group.GroupName)
 	if idx != nil {
 		pod.Labels[rayv1.WorkerReplicaIndexLabelKey] = strconv.Itoa(idx.Index)
@@ -64,15 +70,20 @@ func WorkerPod(rc *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, idx *ReplicaI
 	}
 	params := startParams(rayv1.WorkerNode, group.RayStartParams, group.Resources, group.Labels, pod.Spec.Containers[rayv1.RayContainerIndex], headAddress, rayspec.AutoscalingEnabled(&rc.Spec))
 	addPortIfMissing(&pod.Spec.Containers[rayv1.RayContainerIndex], rayspec.MetricsPortName, metricsPort(params))
-	pod.Spec.InitContainers = append(pod.Spec.InitContainers, waitGCSContainer(headAddress, pod.Spec.Containers[rayv1.RayContainerIndex]))
+	if !s.NoWaitGCSInitContainer {
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, waitGCSContainer(headAddress, pod.Spec.Containers[rayv1.RayContainerIndex], s))
+	}
 	gcsFaultTolerance(rc, pod, rayv1.WorkerNode)
-	finishPod(rc, pod, rayv1.WorkerNode, params, fqdn)
+	finishPod(rc, pod, rayv1.WorkerNode, params, fqdn, s)
 	addHistoryCollector(rc, pod, rayv1.WorkerNode)
+	appendSidecars(pod, s.Defaults.WorkerSidecars)
 	return pod
 }
 
 // newPod starts a pod from a group's template: labels, annotations, namespace, owner.
-func newPod(rc *rayv1.RayCluster, tmpl corev1.PodTemplateSpec, node rayv1.RayNodeType, group string, groupLabels map[string]string) *corev1.Pod {
+// The admin's default labels and annotations fill in what the pod has not got, before the
+// labels raygate sets later (ray.io/serve, the spec hash) replace theirs.
+func newPod(rc *rayv1.RayCluster, tmpl corev1.PodTemplateSpec, node rayv1.RayNodeType, group string, groupLabels map[string]string, defaults PodDefaults) *corev1.Pod {
 	t := tmpl.DeepCopy()
 	pod := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
@@ -90,6 +101,7 @@ func newPod(rc *rayv1.RayCluster, tmpl corev1.PodTemplateSpec, node rayv1.RayNod
 	if overwriteContainerCmd(rc) {
 		pod.Annotations[rayv1.OverwriteContainerCmdKey] = "true"
 	}
+	applyDefaultMeta(pod, defaults)
 	if createdByRayService(rc) {
 		// Workers serve traffic as soon as they are ready; the RayService controller decides
 		// when the head joins the serve Service.
@@ -145,24 +157,29 @@ func createdByRayService(rc *rayv1.RayCluster) bool {
 }
 
 // finishPod sets what head and worker pods share: the Ray container's command and
-// environment, shared memory and probes. headFQDN is the head Service's qualified name.
-func finishPod(rc *rayv1.RayCluster, pod *corev1.Pod, node rayv1.RayNodeType, params map[string]string, headFQDN string) {
+// environment, shared memory and probes. headFQDN is the head Service's qualified name. The
+// admin's default variables go in before raygate's, as KubeRay's do: the template's own win
+// over both, and a default takes the place of those raygate only sets when missing.
+func finishPod(rc *rayv1.RayCluster, pod *corev1.Pod, node rayv1.RayNodeType, params map[string]string, headFQDN string, s Settings) {
 	ray := &pod.Spec.Containers[rayv1.RayContainerIndex]
 	startCmd := rayStartCommand(node, params)
 	if pod.Annotations[rayv1.OverwriteContainerCmdKey] != "true" {
-		if cmd, args, replace := containerCommand(*ray, startCmd); replace {
+		if cmd, args, replace := containerCommand(*ray, startCmd, s.Shell()); replace {
 			ray.Command, ray.Args = cmd, args
 		}
 	}
 	if _, ok := params["plasma-directory"]; !ok {
 		addEmptyDir(pod, ray, SharedMemoryVolumeName, SharedMemoryMountPath, corev1.StorageMediumMemory, sharedMemorySize(*ray))
 	}
+	applyDefaultEnv(ray, s.Defaults.Env)
 	setRayEnv(rc, pod, node, startCmd, headFQDN)
 	for i := range pod.Spec.InitContainers {
 		addEnv(&pod.Spec.InitContainers[i], corev1.EnvVar{Name: EnvFQRayIP, Value: headFQDN}, true)
 		addEnv(&pod.Spec.InitContainers[i], corev1.EnvVar{Name: EnvRayIP, Value: HeadServiceName(rc)}, true)
 	}
-	setProbes(rc, ray, node, params)
+	if !s.NoProbes {
+		setProbes(rc, ray, node, params)
+	}
 	addTokenAuth(rc, pod)
 	addMTLS(rc, pod, node)
 }
@@ -306,7 +323,7 @@ func addPortIfMissing(c *corev1.Container, name string, port int32) {
 
 // waitGCSContainer delays a worker's Ray container until the head's GCS answers, so workers
 // do not crash-loop while the head starts.
-func waitGCSContainer(addr string, ray corev1.Container) corev1.Container {
+func waitGCSContainer(addr string, ray corev1.Container, s Settings) corev1.Container {
 	script := fmt.Sprintf(`SECONDS=0
 while true; do
   if ray health-check --address %[1]s > /dev/null 2>&1; then
@@ -316,7 +333,7 @@ while true; do
   echo "$SECONDS seconds elapsed: waiting for the GCS at %[1]s."
   sleep 5
 done`, addr)
-	c := helperContainer(WaitGCSInitContainer, ray, script, resource.MustParse("200m"), resource.MustParse("256Mi"))
+	c := helperContainer(WaitGCSInitContainer, ray, script, resource.MustParse("200m"), resource.MustParse("256Mi"), s)
 	// TLS and auth settings of the Ray container may live in its env and mounts.
 	c.Env = append([]corev1.EnvVar(nil), ray.Env...)
 	c.VolumeMounts = append([]corev1.VolumeMount(nil), ray.VolumeMounts...)
@@ -326,13 +343,13 @@ done`, addr)
 // helperContainer is an init container that runs a bash script in the Ray image, as the Ray
 // container's user. Fixed, small resources: a ResourceQuota needs them, and GPU nodes must not
 // be asked for accelerators by an init container.
-func helperContainer(name string, ray corev1.Container, script string, cpu, memory resource.Quantity) corev1.Container {
+func helperContainer(name string, ray corev1.Container, script string, cpu, memory resource.Quantity, s Settings) corev1.Container {
 	fixed := corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory}
 	return corev1.Container{
 		Name:            name,
 		Image:           ray.Image,
 		ImagePullPolicy: ray.ImagePullPolicy,
-		Command:         []string{"/bin/bash", "-c", "--"},
+		Command:         s.Shell(),
 		Args:            []string{script},
 		SecurityContext: ray.SecurityContext.DeepCopy(),
 		Resources:       corev1.ResourceRequirements{Limits: fixed, Requests: fixed.DeepCopy()},

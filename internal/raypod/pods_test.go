@@ -65,10 +65,10 @@ func TestPodGoldens(t *testing.T) {
 		name string
 		pod  func() *corev1.Pod
 	}{
-		{"head-basic", func() *corev1.Pod { return HeadPod(cluster(), "hash1", "") }},
+		{"head-basic", func() *corev1.Pod { return HeadPod(cluster(), "hash1", Settings{}) }},
 		{"worker-basic", func() *corev1.Pod {
 			rc := cluster()
-			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
+			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, Settings{})
 		}},
 		{"head-autoscaler-v2", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) {
@@ -82,14 +82,14 @@ func TestPodGoldens(t *testing.T) {
 					Env: []corev1.EnvVar{{Name: "AUTOSCALER_LOG_LEVEL", Value: "debug"}},
 				}
 			})
-			return HeadPod(rc, "hash1", "")
+			return HeadPod(rc, "hash1", Settings{})
 		}},
 		{"worker-autoscaler-v2", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) {
 				rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
 				rc.Spec.AutoscalerOptions = &rayv1.AutoscalerOptions{Version: ptr.To(rayv1.AutoscalerVersionV2)}
 			})
-			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
+			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, Settings{})
 		}},
 		{"head-overwrite-cmd", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) {
@@ -98,7 +98,7 @@ func TestPodGoldens(t *testing.T) {
 				c.Command = []string{"/bin/bash", "-c"}
 				c.Args = []string{"echo hello && $KUBERAY_GEN_RAY_START_CMD"}
 			})
-			return HeadPod(rc, "hash1", "")
+			return HeadPod(rc, "hash1", Settings{})
 		}},
 		{"head-user-command-prefix", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) {
@@ -106,28 +106,28 @@ func TestPodGoldens(t *testing.T) {
 				c.Command = []string{"pip install emoji"}
 				rc.Spec.HeadGroupSpec.RayStartParams = map[string]string{"num-cpus": "0", "dashboard-port": "9000", "log-color": "true"}
 			})
-			return HeadPod(rc, "hash1", "")
+			return HeadPod(rc, "hash1", Settings{})
 		}},
 		{"worker-resources-labels-accelerators", func() *corev1.Pod {
 			rc := cluster(gpu)
-			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
+			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, Settings{})
 		}},
 		{"worker-multihost-indexed", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].NumOfHosts = 4 })
-			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], &ReplicaIndex{Index: 2, Name: "workers-abcde", Host: 3, MultiHost: true}, "")
+			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], &ReplicaIndex{Index: 2, Name: "workers-abcde", Host: 3, MultiHost: true}, Settings{})
 		}},
 		{"worker-rayservice", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) {
 				rc.Labels = map[string]string{rayv1.OriginatedFromCRDLabelKey: rayv1.RayServiceKind, rayv1.OriginatedFromCRNameLabelKey: "svc"}
 			})
-			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
+			return WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, Settings{})
 		}},
 		{"head-ray-2.53-http-probes", func() *corev1.Pod {
 			rc := cluster(func(rc *rayv1.RayCluster) {
 				rc.Spec.RayVersion = "2.53.0"
 				rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "shm", MountPath: "/dev/shm"}}
 			})
-			return HeadPod(rc, "hash1", "")
+			return HeadPod(rc, "hash1", Settings{})
 		}},
 	}
 	for _, tc := range cases {
@@ -141,8 +141,8 @@ func TestBuildDoesNotModifyTheSpec(t *testing.T) {
 		rc.Spec.WorkerGroupSpecs[0].Resources = map[string]string{"GPU": "1"}
 	})
 	before := rc.DeepCopy()
-	HeadPod(rc, "h", "")
-	WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
+	HeadPod(rc, "h", Settings{})
+	WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, Settings{})
 	HeadService(rc)
 	if d := cmp.Diff(before, rc); d != "" {
 		t.Fatalf("building pods changed the cluster:\n%s", d)
@@ -154,7 +154,7 @@ func TestUserLabelsCannotHijackSelectors(t *testing.T) {
 		rc.Spec.WorkerGroupSpecs[0].Template.Labels = map[string]string{
 			rayv1.ClusterLabelKey: "other", rayv1.NodeTypeLabelKey: "head", rayv1.NodeGroupLabelKey: "x", "team": "ml"}
 	})
-	pod := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
+	pod := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, Settings{})
 	want := map[string]string{rayv1.ClusterLabelKey: "demo", rayv1.NodeTypeLabelKey: "worker", rayv1.NodeGroupLabelKey: "workers", "team": "ml"}
 	for k, v := range want {
 		if pod.Labels[k] != v {
@@ -171,7 +171,7 @@ func TestWorkersUseTheClusterDomain(t *testing.T) {
 		{"", "demo-head-svc.team-a.svc.cluster.local"},
 		{"corp.example", "demo-head-svc.team-a.svc.corp.example"},
 	} {
-		pod := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, tc.domain)
+		pod := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, Settings{ClusterDomain: tc.domain})
 		var found bool
 		for _, e := range pod.Spec.Containers[0].Env {
 			if e.Name == "FQ_RAY_IP" {
@@ -201,7 +201,7 @@ func TestSharedMemoryIsMemoryBackedWithoutAMemorySetting(t *testing.T) {
 	rc := builders.RayCluster("demo", "team-a").Obj()
 	g := &rc.Spec.WorkerGroupSpecs[0]
 	g.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
-	pod := WorkerPod(rc, g, nil, "")
+	pod := WorkerPod(rc, g, nil, Settings{})
 	for _, v := range pod.Spec.Volumes {
 		if v.Name == SharedMemoryVolumeName {
 			if v.EmptyDir == nil || v.EmptyDir.Medium != corev1.StorageMediumMemory || v.EmptyDir.SizeLimit != nil {
@@ -217,7 +217,7 @@ func TestSharedMemoryIsMemoryBackedWithoutAMemorySetting(t *testing.T) {
 // and the autoscaler match on it) and lower-cased in pod names, which must be DNS names.
 func TestWorkerPodOfAnUpperCaseGroup(t *testing.T) {
 	rc := cluster(func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].GroupName = "GPU-Workers" })
-	pod := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
+	pod := WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, Settings{})
 	if want := "demo-gpu-workers-worker-"; pod.GenerateName != want {
 		t.Errorf("generateName = %q, want %q", pod.GenerateName, want)
 	}

@@ -180,8 +180,9 @@ func rayStartCommand(node rayv1.RayNodeType, p map[string]string) string {
 }
 
 // containerCommand is what the Ray container runs: the user's own command (if any and if it
-// does not start Ray itself), then a raised open-files limit and `ray start`.
-func containerCommand(c corev1.Container, startCmd string) (command, args []string, replace bool) {
+// does not start Ray itself), then a raised open-files limit and `ray start`, run by shell
+// (bash with the options the operator's settings ask for).
+func containerCommand(c corev1.Container, startCmd string, shell []string) (command, args []string, replace bool) {
 	user := strings.TrimSpace(strings.Join(append(slices.Clone(c.Command), c.Args...), " "))
 	if strings.Contains(user, "ray start") {
 		return nil, nil, false
@@ -190,5 +191,5 @@ func containerCommand(c corev1.Container, startCmd string) (command, args []stri
 	if user != "" {
 		script = user + " && " + script
 	}
-	return []string{"/bin/bash", "-c", "--"}, []string{script}, true
+	return slices.Clone(shell), []string{script}, true
 }

@@ -119,7 +119,7 @@ func TestContainerCommand(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, args, replace := containerCommand(corev1.Container{Command: tc.cmd, Args: tc.args}, "ray start")
+			_, args, replace := containerCommand(corev1.Container{Command: tc.cmd, Args: tc.args}, "ray start", Settings{}.Shell())
 			if replace != tc.wantReplace || !cmp.Equal(args, tc.wantArgs) {
 				t.Errorf("got %v %q, want %v %q", replace, args, tc.wantReplace, tc.wantArgs)
 			}

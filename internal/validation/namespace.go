@@ -14,6 +14,7 @@ import (
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/podquota"
 	"github.com/raygate/raygate/internal/podsecurity"
+	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
@@ -44,9 +45,9 @@ func (c *check) podSecurity(ns *Namespace, old, rc *rayv1.RayCluster, path *fiel
 	memo := &podsecurity.Memo{}
 	return c.podSecurityOf(ns, func(lv api.LevelVersion, ofStored bool) []podsecurity.Violation {
 		if ofStored {
-			return podSecurityEvaluator.ClusterWith(memo, lv, old, path)
+			return podSecurityEvaluator.ClusterWith(memo, lv, old, path, c.policy.PodSettings)
 		}
-		return podSecurityEvaluator.ClusterWith(memo, lv, rc, path)
+		return podSecurityEvaluator.ClusterWith(memo, lv, rc, path, c.policy.PodSettings)
 	}, old != nil)
 }
 
@@ -101,14 +102,14 @@ func (c *check) podSecurityOf(ns *Namespace, evaluate func(lv api.LevelVersion, 
 // quotaWarnings warns when the pods a cluster asks for do not fit in the namespace's
 // ResourceQuotas (hard minus used). On update only what the change adds is counted: the
 // stored cluster's pods are in "used" already.
-func quotaWarnings(ns *Namespace, old, rc *rayv1.RayCluster, path *field.Path) []string {
+func quotaWarnings(ns *Namespace, old, rc *rayv1.RayCluster, path *field.Path, s raypod.Settings) []string {
 	if ns == nil || len(ns.Quotas) == 0 {
 		return nil
 	}
-	pods, ok := podquota.ClusterPods(rc)
+	pods, ok := podquota.ClusterPods(rc, s)
 	var oldPods []podquota.Pods
 	if old != nil && ok {
-		oldPods, ok = podquota.ClusterPods(old)
+		oldPods, ok = podquota.ClusterPods(old, s)
 	}
 	if !ok {
 		return []string{fmt.Sprintf(WarnQuotaNotChecked, path, podquota.MaxPodKinds)}
@@ -139,7 +140,7 @@ func podQuotaWarnings(ns *Namespace, oldPods, pods []podquota.Pods, update bool,
 // whole new cluster, an incremental upgrade for its head and maxSurgePercent of its workers.
 // It returns ok=false when the update starts no upgrade (ok=true without quotas: the
 // caller then has no quota to warn about either).
-func upgradeQuotaWarnings(ns *Namespace, old, svc *rayv1.RayService) ([]string, bool) {
+func upgradeQuotaWarnings(ns *Namespace, old, svc *rayv1.RayService, s raypod.Settings) ([]string, bool) {
 	if ns == nil || len(ns.Quotas) == 0 {
 		return nil, true // nothing to warn about either way; spares hashing both specs
 	}
@@ -148,7 +149,7 @@ func upgradeQuotaWarnings(ns *Namespace, old, svc *rayv1.RayService) ([]string, 
 	if t == rayv1.None || UpgradeInProgress(old) || !startsNewCluster(&old.Spec.RayClusterSpec, &svc.Spec.RayClusterSpec) {
 		return nil, false
 	}
-	pods, ok := podquota.ClusterPods(podsecurity.ClusterOf(svc))
+	pods, ok := podquota.ClusterPods(podsecurity.ClusterOf(svc), s)
 	if !ok {
 		return []string{fmt.Sprintf(WarnQuotaNotChecked, rayClusterConfigPath, podquota.MaxPodKinds)}, true
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/raypod"
 )
 
 // Policy is what a cluster admin allows tenants, beyond the rules every object follows
@@ -41,6 +42,11 @@ type Policy struct {
 	// TokenAuthenticationOff is an operator without --token-authentication: it may not get or
 	// create Secrets, so authOptions.mode token is refused. The zero value allows it.
 	TokenAuthenticationOff bool
+	// PodSettings are what the operator's configuration and environment change in the pods
+	// it builds (the admin's sidecars, labels, annotations, environment; KubeRay's
+	// switches): admission checks the pods it would create with them. A template container
+	// named like one of the admin's sidecars is refused.
+	PodSettings raypod.Settings
 }
 
 // PodSecurityMode is how admission treats the Pod Security of the pods raygate would create.
@@ -90,6 +96,34 @@ func (c *check) policyCluster(spec *rayv1.RayClusterSpec, path *field.Path) fiel
 	}
 	if o := spec.AutoscalerOptions; o != nil && o.Image != nil {
 		errs = append(errs, c.registry(*o.Image, path.Child("autoscalerOptions", "image"))...)
+	}
+	d := c.policy.PodSettings.Defaults
+	errs = append(errs, sidecarNameClashes(&head.Template.Spec, d.HeadSidecars, "headSidecarContainers", headPath.Child("template", "spec"))...)
+	for i := range spec.WorkerGroupSpecs {
+		errs = append(errs, sidecarNameClashes(&spec.WorkerGroupSpecs[i].Template.Spec, d.WorkerSidecars, "workerSidecarContainers",
+			path.Child("workerGroupSpecs").Index(i).Child("template", "spec"))...)
+	}
+	return errs
+}
+
+// sidecarNameClashes refuses template containers (or init containers: one namespace in a
+// pod) named like a sidecar the operator appends to the pod: the pod would have two
+// containers of one name, which the API server refuses when raygate creates it.
+func sidecarNameClashes(spec *corev1.PodSpec, sidecars []corev1.Container, setting string, path *field.Path) field.ErrorList {
+	if len(sidecars) == 0 {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, list := range []struct {
+		field      string
+		containers []corev1.Container
+	}{{"initContainers", spec.InitContainers}, {"containers", spec.Containers}} {
+		for i, ctr := range list.containers {
+			if slices.ContainsFunc(sidecars, func(s corev1.Container) bool { return s.Name == ctr.Name }) {
+				errs = append(errs, field.Invalid(path.Child(list.field).Index(i).Child("name"), ctr.Name,
+					fmt.Sprintf("the operator adds a sidecar of this name to every such pod (%s of its configuration): choose another name", setting)))
+			}
+		}
 	}
 	return errs
 }

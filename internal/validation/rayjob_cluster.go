@@ -14,6 +14,7 @@ import (
 	"github.com/raygate/raygate/internal/podquota"
 	"github.com/raygate/raygate/internal/podsecurity"
 	"github.com/raygate/raygate/internal/rayjob"
+	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
@@ -133,7 +134,7 @@ func (c *check) jobPods(ns *Namespace, old, job *rayv1.RayJob) (field.ErrorList,
 			if rc == nil {
 				return nil
 			}
-			return sidecarAtRayContainer(podSecurityEvaluator.ClusterWith(memo, lv, rc, rayJobClusterPath), j)
+			return sidecarAtRayContainer(podSecurityEvaluator.ClusterWith(memo, lv, rc, rayJobClusterPath, c.policy.PodSettings), j)
 		}, oldCluster != nil)
 		errs, warnings = append(errs, e...), append(warnings, w...)
 	}
@@ -151,10 +152,10 @@ func (c *check) jobPods(ns *Namespace, old, job *rayv1.RayJob) (field.ErrorList,
 	if len(ns.Quotas) == 0 || job.Spec.Suspend {
 		return errs, warnings
 	}
-	pods, ok := jobQuotaPods(cluster, pod)
+	pods, ok := jobQuotaPods(cluster, pod, c.policy.PodSettings)
 	var oldPods []podquota.Pods
 	if old != nil && ok {
-		oldPods, ok = jobQuotaPods(oldCluster, oldPod)
+		oldPods, ok = jobQuotaPods(oldCluster, oldPod, c.policy.PodSettings)
 	}
 	if !ok {
 		return errs, append(warnings, fmt.Sprintf(WarnQuotaNotChecked, specPath, podquota.MaxPodKinds))
@@ -171,11 +172,11 @@ func (c *check) jobPods(ns *Namespace, old, job *rayv1.RayJob) (field.ErrorList,
 	return errs, append(warnings, podQuotaWarnings(ns, oldPods, pods, old != nil, specPath, what)...)
 }
 
-func jobQuotaPods(cluster *rayv1.RayCluster, submitter *corev1.Pod) ([]podquota.Pods, bool) {
+func jobQuotaPods(cluster *rayv1.RayCluster, submitter *corev1.Pod, s raypod.Settings) ([]podquota.Pods, bool) {
 	var pods []podquota.Pods
 	if cluster != nil {
 		var ok bool
-		if pods, ok = podquota.ClusterPods(cluster); !ok {
+		if pods, ok = podquota.ClusterPods(cluster, s); !ok {
 			return nil, false
 		}
 	}

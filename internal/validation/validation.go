@@ -81,7 +81,7 @@ func (v Validator) AdmitRayCluster(ns *Namespace, old, rc *rayv1.RayCluster) (fi
 		c := v.check(onCreate)
 		errs, warnings := c.rayCluster(nil, rc)
 		e, w := c.podSecurity(ns, nil, rc, specPath)
-		return capped(append(errs, e...), append(append(warnings, w...), quotaWarnings(ns, nil, rc, specPath)...))
+		return capped(append(errs, e...), append(append(warnings, w...), quotaWarnings(ns, nil, rc, specPath, v.Policy.PodSettings)...))
 	}
 	c := v.check(onUpdate)
 	errs, warnings := c.rayCluster(old, rc)
@@ -90,7 +90,7 @@ func (v Validator) AdmitRayCluster(ns *Namespace, old, rc *rayv1.RayCluster) (fi
 		errs = c.ratchet(errs, stored, rc)
 	}
 	e, w := c.podSecurity(ns, stored, rc, specPath)
-	return capped(append(errs, e...), append(append(warnings, w...), quotaWarnings(ns, stored, rc, specPath)...))
+	return capped(append(errs, e...), append(append(warnings, w...), quotaWarnings(ns, stored, rc, specPath, v.Policy.PodSettings)...))
 }
 
 // StoredRayCluster validates a RayCluster already stored, for the controllers (after
@@ -142,7 +142,7 @@ func (v Validator) AdmitRayService(ns *Namespace, old, svc *rayv1.RayService) (f
 		c := v.check(onCreate)
 		errs, warnings := c.rayService(nil, svc)
 		e, w := c.podSecurity(ns, nil, cluster, rayClusterConfigPath)
-		return capped(append(errs, e...), append(append(warnings, w...), quotaWarnings(ns, nil, cluster, rayClusterConfigPath)...))
+		return capped(append(errs, e...), append(append(warnings, w...), quotaWarnings(ns, nil, cluster, rayClusterConfigPath, v.Policy.PodSettings)...))
 	}
 	c := v.check(onUpdate)
 	errs, warnings := c.rayService(old, svc)
@@ -152,10 +152,10 @@ func (v Validator) AdmitRayService(ns *Namespace, old, svc *rayv1.RayService) (f
 	}
 	e, w := c.podSecurity(ns, podsecurity.ClusterOf(stored), cluster, rayClusterConfigPath)
 	errs, warnings = append(errs, e...), append(warnings, w...)
-	if upgrade, starts := upgradeQuotaWarnings(ns, stored, svc); starts {
+	if upgrade, starts := upgradeQuotaWarnings(ns, stored, svc, v.Policy.PodSettings); starts {
 		warnings = append(warnings, upgrade...)
 	} else {
-		warnings = append(warnings, quotaWarnings(ns, podsecurity.ClusterOf(stored), cluster, rayClusterConfigPath)...)
+		warnings = append(warnings, quotaWarnings(ns, podsecurity.ClusterOf(stored), cluster, rayClusterConfigPath, v.Policy.PodSettings)...)
 	}
 	return capped(append(errs, validateNoStrategyChangeDuringUpgrade(old, svc)...), warnings)
 }

@@ -434,7 +434,7 @@ func (b *bench) scaleAudit(o *kwokcluster.Options) {
 func referenceReplicaSet(name, ns string) *appsv1.ReplicaSet {
 	rc := builders.RayCluster(name, ns).Spec(benchClusterSpec()).Obj()
 	defaulting.RayCluster(rc)
-	pod := raypod.WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
+	pod := raypod.WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, raypod.Settings{})
 	labels := map[string]string{"app": name}
 	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations},

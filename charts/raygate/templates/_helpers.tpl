@@ -90,11 +90,33 @@ app.kubernetes.io/part-of: raygate
 {{- end }}
 {{- end }}
 
-{{/* --feature-gates value: the map rendered as Name=bool pairs, sorted by name. */}}
+{{/*
+--feature-gates value: Name=bool pairs sorted by name, from raygate's map or from KubeRay's
+list of {name, enabled}. KubeRay's gates raygate does not have are dropped when disabled (the
+feature is off in raygate too) and refused when enabled.
+*/}}
 {{- define "raygate.featureGates" -}}
+{{- $gates := dict }}
+{{- if kindIs "slice" .Values.featureGates }}
+{{- $kubeRayOnly := list "KubernetesWAS" "RayCronJob" }}
+{{- range $g := .Values.featureGates }}
+{{- if hasKey $gates $g.name }}
+{{- fail (printf "featureGates lists %s twice" $g.name) }}
+{{- end }}
+{{- if has $g.name $kubeRayOnly }}
+{{- if $g.enabled }}
+{{- fail (printf "featureGates: %s is a KubeRay feature raygate does not have; remove it or set enabled: false" $g.name) }}
+{{- end }}
+{{- else }}
+{{- $_ := set $gates $g.name $g.enabled }}
+{{- end }}
+{{- end }}
+{{- else if .Values.featureGates }}
+{{- $gates = .Values.featureGates }}
+{{- end }}
 {{- $pairs := list }}
-{{- range $name := keys .Values.featureGates | sortAlpha }}
-{{- $pairs = append $pairs (printf "%s=%t" $name (get $.Values.featureGates $name)) }}
+{{- range $name := keys $gates | sortAlpha }}
+{{- $pairs = append $pairs (printf "%s=%t" $name (get $gates $name)) }}
 {{- end }}
 {{- join "," $pairs }}
 {{- end }}
@@ -102,4 +124,47 @@ app.kubernetes.io/part-of: raygate
 {{/* Namespaces the operator watches; empty means the whole cluster. */}}
 {{- define "raygate.namespaced" -}}
 {{- if .Values.watchNamespaces }}true{{ end }}
+{{- end }}
+
+{{/*
+The operator's configuration file (KubeRay's Configuration, --config) with the fields of
+.Values.configuration: empty unless configuration.enabled. Only the fields raygate has no
+flag for: the flags the chart passes set everything else, and the operator refuses a setting
+given both ways.
+*/}}
+{{- define "raygate.configuration" -}}
+{{- $c := .Values.configuration }}
+{{- $fields := list "headSidecarContainers" "workerSidecarContainers" "defaultContainerEnvs" "defaultPodLabels" "defaultPodAnnotations" }}
+{{- if $c.enabled }}
+{{- $doc := dict "apiVersion" "config.ray.io/v1alpha1" "kind" "Configuration" }}
+{{- range $f := $fields }}
+{{- with get $c $f }}
+{{- $_ := set $doc $f . }}
+{{- end }}
+{{- end }}
+{{- toYaml $doc }}
+{{- else }}
+{{- range $f := $fields }}
+{{- if get $c $f }}
+{{- fail (printf "configuration.%s is set but configuration.enabled is false (KubeRay's chart would not use it either): set configuration.enabled=true" $f) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The batch scheduler's name: raygate's batchScheduler string, or KubeRay's object form
+{enabled, name}, where enabled (deprecated in KubeRay) means volcano and both together are
+an error, as in KubeRay.
+*/}}
+{{- define "raygate.batchScheduler" -}}
+{{- $b := .Values.batchScheduler }}
+{{- if kindIs "map" $b }}
+{{- if and $b.enabled $b.name }}
+{{- fail "batchScheduler.enabled (deprecated) and batchScheduler.name are both set: set name only" }}
+{{- else if $b.enabled }}volcano
+{{- else }}{{ default "" $b.name }}
+{{- end }}
+{{- else }}{{ default "" $b }}
+{{- end }}
 {{- end }}

@@ -41,6 +41,7 @@ var _ = Describe("the install on an API server", func() {
 		Entry("without cert-manager", "-f", filepath.Join(chartDir, "ci", "byo-cert-values.yaml")),
 		Entry("with every admission policy (the API server compiles their CEL)", "-f", filepath.Join(chartDir, "ci", "admission-policies-values.yaml")),
 		Entry("with every manager setting away from its default, and the NetworkPolicy", "-f", filepath.Join(chartDir, "ci", "all-settings-values.yaml")),
+		Entry("with values written for KubeRay's chart (featureGates list, configuration, log file)", "-f", filepath.Join(chartDir, "ci", "kuberay-values.yaml")),
 		Entry("with the ServiceMonitor off and everything else on", "--set", "featureGates.RayServiceIncrementalUpgrade=true",
 			"--set", "priorityClassName=system-cluster-critical", "--set", "commonLabels.team=ml", "--set", "commonAnnotations.owner=platform"),
 	)

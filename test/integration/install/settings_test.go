@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,7 +26,12 @@ var fixedFlags = map[string]string{
 	"webhook-cert-dir":          "where the chart mounts the certificate Secret",
 	"operator-namespace":        "the pod's namespace, from POD_NAMESPACE (downward API)",
 	"enable-batch-scheduler":    "deprecated: batchScheduler: volcano",
+	"kubeconfig":                "in-cluster: the pod's service account",
 }
+
+// kubeRayFlag reports KubeRay's flag names, which the chart never renders: it passes
+// raygate's flag of each setting.
+func kubeRayFlag(name string) bool { return slices.Contains(app.KubeRayFlagNames(), name) }
 
 func managerFlags() *pflag.FlagSet {
 	opts := app.DefaultOptions()
@@ -68,11 +74,12 @@ var _ = Describe("every setting through Helm", func() {
 			return flagValues(objs.deployment().Spec.Template.Spec.Containers[0].Args)
 		}
 		byDefault := argsOf()
-		variants := []map[string]string{argsOf("-f", allSettings), argsOf("--set", "webhook.enabled=false")}
+		// --dashboard-api-server-proxy excludes the all-settings file's --dashboard-url-template.
+		variants := []map[string]string{argsOf("-f", allSettings), argsOf("--set", "webhook.enabled=false"), argsOf("--set", "dashboardAPIServerProxy=true")}
 		fs := managerFlags()
 		var unreachable []string
 		fs.VisitAll(func(f *pflag.Flag) {
-			if _, fixed := fixedFlags[f.Name]; fixed {
+			if _, fixed := fixedFlags[f.Name]; fixed || kubeRayFlag(f.Name) {
 				return
 			}
 			for _, v := range variants {
@@ -92,7 +99,16 @@ var _ = Describe("every setting through Helm", func() {
 			HaveKeyWithValue("enable-http2", "true"),
 			HaveKeyWithValue("dashboard-url-template", "http://{name}-head-svc.{namespace}.svc:8265"),
 			HaveKeyWithValue("pprof-bind-address", "127.0.0.1:6060"),
+			HaveKeyWithValue("log-file", "/var/log/raygate/operator.log"),
+			HaveKeyWithValue("kube-api-qps", "50"),
+			HaveKeyWithValue("kube-api-burst", "75"),
+			HaveKeyWithValue("object-metrics", "false"),
 		))
+		for _, v := range variants {
+			for name := range v {
+				Expect(kubeRayFlag(name)).To(BeFalse(), "the chart renders KubeRay's --%s; render raygate's name", name)
+			}
+		}
 	})
 
 	It("sets the operator's environment settings only when they differ from its defaults", func() {
@@ -103,11 +119,24 @@ var _ = Describe("every setting through Helm", func() {
 		Expect(byDefault).NotTo(HaveKey("ENABLE_RANDOM_POD_DELETE"))
 		Expect(byDefault).NotTo(HaveKey("ENABLE_ZERO_DOWNTIME"))
 		Expect(byDefault).NotTo(HaveKey("ENABLE_GCS_FT_REDIS_CLEANUP"))
+		for _, name := range []string{app.EnvEnableInitContainerInjection, app.EnvEnableProbesInjection, app.EnvEnableLoginShell,
+			app.EnvEnableRayHeadClusterIPService, app.EnvEnableDeterministicHeadPodName, app.EnvDeleteRayJobAfterJobFinishes,
+			app.EnvRayJobStatusCheckTimeout, app.EnvRayJobDeploymentGracePeriod} {
+			Expect(byDefault).NotTo(HaveKey(name))
+		}
 
 		set := containerEnv(render("-f", allSettings).deployment().Spec.Template.Spec.Containers[0])
 		Expect(set).To(HaveKeyWithValue("ENABLE_RANDOM_POD_DELETE", "true"))
 		Expect(set).To(HaveKeyWithValue("ENABLE_ZERO_DOWNTIME", "false"))
 		Expect(set).To(HaveKeyWithValue("ENABLE_GCS_FT_REDIS_CLEANUP", "false"))
+		Expect(set).To(HaveKeyWithValue(app.EnvEnableInitContainerInjection, "false"))
+		Expect(set).To(HaveKeyWithValue(app.EnvEnableProbesInjection, "false"))
+		Expect(set).To(HaveKeyWithValue(app.EnvEnableLoginShell, "true"))
+		Expect(set).To(HaveKeyWithValue(app.EnvEnableRayHeadClusterIPService, "true"))
+		Expect(set).To(HaveKeyWithValue(app.EnvEnableDeterministicHeadPodName, "true"))
+		Expect(set).To(HaveKeyWithValue(app.EnvDeleteRayJobAfterJobFinishes, "true"))
+		Expect(set).To(HaveKeyWithValue(app.EnvRayJobStatusCheckTimeout, "120"))
+		Expect(set).To(HaveKeyWithValue(app.EnvRayJobDeploymentGracePeriod, "600"))
 	})
 
 	It("stops a pod with the preStop sleep, the webhook drain and the grace period from values", func() {

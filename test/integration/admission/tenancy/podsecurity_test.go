@@ -151,9 +151,9 @@ func raygatePods(rc *rayv1.RayCluster, ns string) []*corev1.Pod {
 	c := rc.DeepCopy()
 	c.Namespace, c.UID = ns, "6f1f1d7e-0000-4000-8000-000000000001" // as stored: pods name it as their owner
 	defaulting.RayCluster(c)
-	pods := []*corev1.Pod{raypod.HeadPod(c, "", "")}
+	pods := []*corev1.Pod{raypod.HeadPod(c, "", raypod.Settings{})}
 	for i := range c.Spec.WorkerGroupSpecs {
-		pods = append(pods, raypod.WorkerPod(c, &c.Spec.WorkerGroupSpecs[i], nil, ""))
+		pods = append(pods, raypod.WorkerPod(c, &c.Spec.WorkerGroupSpecs[i], nil, raypod.Settings{}))
 	}
 	return pods
 }
