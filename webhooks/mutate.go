@@ -35,7 +35,7 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 	original := m.newObj()
 	skeleton, err := admissionjson.DecodeWithoutTemplates(req.Object.Raw, original)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+		return notDefaulted(ctx, err)
 	}
 	// An object being deleted is left exactly as sent, so finalizer removal stays a pure
 	// metadata change.
@@ -63,7 +63,7 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 		return obj, admissionjson.WithTemplatesOf(defaulted, obj), nil
 	})
 	if bad := (undecodable{}); errors.As(err, &bad) {
-		return admission.Errored(http.StatusBadRequest, bad.error)
+		return notDefaulted(ctx, bad.error)
 	}
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "computing the defaulting patch")
@@ -72,7 +72,16 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 	return admission.Patched("", patches...)
 }
 
-// undecodable is a request object that does not decode: the sender's fault, a 400. The pod
-// templates are decoded only on the slower way of admissionjson.DefaultingPatch, so that is
-// where a malformed one shows.
+// undecodable is a request object that does not decode. The pod templates are decoded only
+// on the slower way of admissionjson.DefaultingPatch, so that is where a malformed one shows.
 type undecodable struct{ error }
+
+// notDefaulted lets through, unchanged, an object that does not decode (a number where the
+// schema wants a string): the API server checks the CRD schema after the mutating webhooks
+// and refuses it with every violation listed in its own words, where a refusal from here
+// could only repeat a Go decoding message. What the schema lets through, the validating
+// webhook refuses with field errors (typeErrors), so nothing undefaulted is stored.
+func notDefaulted(ctx context.Context, err error) admission.Response {
+	logf.FromContext(ctx).V(1).Info("object does not decode; left to the API server's schema check", "error", err.Error())
+	return admission.Allowed("")
+}
