@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -28,10 +29,37 @@ type budget struct {
 	missed []string
 }
 
-// withBudget starts a review's time budget: every lookup and dry-run runs within ctx.
+// withBudget starts a review's time budget: every lookup and dry-run runs within ctx. The
+// budget stays below the timeout the API server gave the webhook call (timeoutSeconds of the
+// webhook configuration, which an admin may lower).
 func withBudget(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
+	if timeout, ok := ctx.Value(webhookTimeoutKey{}).(time.Duration); ok {
+		limit = budgetWithin(limit, timeout)
+	}
 	ctx = context.WithValue(ctx, budgetKey{}, &budget{limit: limit})
 	return context.WithTimeout(ctx, limit)
+}
+
+type webhookTimeoutKey struct{}
+
+// withWebhookTimeout keeps the timeout the API server gives a webhook call: it sends it as
+// the timeout query parameter.
+func withWebhookTimeout(ctx context.Context, r *http.Request) context.Context {
+	if d, err := time.ParseDuration(r.URL.Query().Get("timeout")); err == nil && d > 0 {
+		return context.WithValue(ctx, webhookTimeoutKey{}, d)
+	}
+	return ctx
+}
+
+// budgetWithin is the budget of a review whose call times out after timeout: limit, but a
+// second less than the timeout at most (for the review, the answer and the network), and
+// half the timeout below two seconds.
+func budgetWithin(limit, timeout time.Duration) time.Duration {
+	room := timeout - time.Second
+	if timeout < 2*time.Second {
+		room = timeout / 2
+	}
+	return min(limit, room)
 }
 
 // outOfTime records that check did not run when err says the deadline passed.

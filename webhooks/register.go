@@ -95,6 +95,6 @@ func Handlers(o Options) map[string]admission.Handler {
 // Register adds the webhooks to the manager's webhook server.
 func Register(srv webhook.Server, o Options) {
 	for path, h := range Handlers(o) {
-		srv.Register(path, &webhook.Admission{Handler: counted{path: path, next: h}})
+		srv.Register(path, &webhook.Admission{Handler: counted{path: path, next: h}, WithContextFunc: withWebhookTimeout})
 	}
 }
