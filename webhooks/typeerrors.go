@@ -21,11 +21,14 @@ import (
 //
 //	spec.headGroupSpec.rayStartParams[num-cpus]: Invalid value: "integer": must be of type string
 //
-// never with a Go decoding message. The mutating webhooks let such an object through
-// unchanged instead: the API server checks the CRD schema after the mutating webhooks and
-// lists every violation at once, in its own words; the validating webhooks then never see
-// it. typeErrors answers for what the schema lets through (an integer too large for its Go
-// type) and for a CRD installed without raygate's schema.
+// never with a Go decoding message. The mutating webhooks answer first (they run before the
+// API server's schema check, whose answer to the same manifest is
+//
+//	spec.headGroupSpec.rayStartParams.num-cpus: Invalid value: "integer": spec.headGroupSpec.rayStartParams.num-cpus in body must be of type string: "integer"
+//	<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation
+//
+// ); the validating webhooks answer the same for what reaches them (a CRD installed without
+// raygate's schema).
 
 // maxTypeErrors bounds the errors listed for one object.
 const maxTypeErrors = 50

@@ -61,20 +61,25 @@ func TestTypeErrorsNameTheFieldAndItsType(t *testing.T) {
 	}
 }
 
-// The mutating webhook lets an object that does not decode through unchanged (the API
-// server's schema check answers first); the validating webhook answers with the fields.
+// Both webhooks answer an object that does not decode with its fields: the mutating one
+// answers first, before the API server's schema check.
 func TestUndecodableObjectsAreAnsweredWithFields(t *testing.T) {
 	body := []byte(`{"apiVersion":"ray.io/v1","kind":"RayService","metadata":{"name":"svc","namespace":"ns"},
 		"spec":{"rayClusterConfig":{"headGroupSpec":{"rayStartParams":{"num-cpus":0},"template":{"spec":{"containers":[{"name":"ray-head","image":"rayproject/ray"}]}}}}}}`)
 	h := Handlers(Options{})
 	req := review(admissionv1.Create, body, nil)
 	req.Kind, req.Name = metav1.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: "RayService"}, "svc"
-	if resp := h[MutateRayServicePath].Handle(context.Background(), req); !resp.Allowed || len(resp.Patches) > 0 || resp.Result.Message != "" {
-		t.Errorf("mutating: want the object through unchanged, got %+v", resp.Result)
-	}
-	resp := h[ValidateRayServicePath].Handle(context.Background(), req)
 	want := `RayService.ray.io "svc" is invalid: spec.rayClusterConfig.headGroupSpec.rayStartParams[num-cpus]: Invalid value: "integer": must be of type string`
-	if resp.Allowed || resp.Result.Code != 422 || resp.Result.Message != want {
-		t.Errorf("validating: want %q, got %+v", want, resp.Result)
+	for _, path := range []string{MutateRayServicePath, ValidateRayServicePath} {
+		resp := h[path].Handle(context.Background(), req)
+		if resp.Allowed || resp.Result.Code != 422 || resp.Result.Message != want {
+			t.Errorf("%s: want %q, got %+v", path, want, resp.Result)
+		}
+	}
+	// What typeErrors cannot place goes through the mutating webhook unchanged, for the API
+	// server's schema check.
+	req.Object.Raw = []byte(`{"apiVersion":"ray.io/v1","kind":"RayService","metadata":{"name":"svc","creationTimestamp":"yesterday"},"spec":{}}`)
+	if resp := h[MutateRayServicePath].Handle(context.Background(), req); !resp.Allowed || len(resp.Patches) > 0 {
+		t.Errorf("mutating: want an unplaceable decoding error let through unchanged, got %+v", resp.Result)
 	}
 }

@@ -132,16 +132,25 @@ func decode(d objectDecoder, req admission.Request, obj, old runtime.Object) (ad
 	return admission.Response{}, true
 }
 
-// notDecoded answers for an object that does not decode into its Go type: one 422 Invalid
-// status listing each value of the wrong type at its field (typeErrors), as the API server
-// lists schema violations; a 400 naming no Go type when none is found.
-func notDecoded(req admission.Request, raw []byte, into runtime.Object, err error) admission.Response {
+// notDecoded answers for an object that does not decode into its Go type: typeErrors, or a
+// 400 naming no Go type when none is found.
+func notDecoded(req admission.Request, raw []byte, into runtime.Object, _ error) admission.Response {
+	if resp, ok := typeErrorsResponse(req, raw, into); ok {
+		return resp
+	}
+	return admission.Errored(http.StatusBadRequest, fmt.Errorf("the %s does not match its schema", req.Kind.Kind))
+}
+
+// typeErrorsResponse is one 422 Invalid status listing each value of raw of the wrong type
+// for into at its field (typeErrors), as the API server lists schema violations; ok is false
+// when none is found.
+func typeErrorsResponse(req admission.Request, raw []byte, into runtime.Object) (admission.Response, bool) {
 	errs := typeErrors(raw, into)
 	if len(errs) == 0 {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("the %s does not match its schema", req.Kind.Kind))
+		return admission.Response{}, false
 	}
 	status := apierrors.NewInvalid(schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}, req.Name, errs).Status()
-	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}, true
 }
 
 // respond turns validation results into an admission response: allowed with warnings, or

@@ -83,7 +83,8 @@ func classify(err, ctxErr error) verdict {
 		v.kind = notChecked // RBAC: raygate may not create pods here
 	case s.Reason == metav1.StatusReasonNotFound || strings.Contains(msg, "because it is being terminated"):
 		v.kind = notChecked // the namespace is gone or going
-	case strings.Contains(msg, "exceeded quota") || strings.Contains(msg, "failed quota"):
+	case strings.Contains(msg, "exceeded quota") || strings.Contains(msg, "failed quota") ||
+		strings.Contains(msg, "status unknown for quota") || strings.Contains(msg, "insufficient quota"):
 		v.kind, v.afterPodSecurity = quotaOnly, true
 	case strings.Contains(msg, "error looking up service account"):
 		v.kind = missingServiceAccount
