@@ -56,6 +56,11 @@ func RayJobPods(job *rayv1.RayJob, namespace string, gates features.Gates) []Pod
 	if rc != nil && job.Spec.RayClusterSpec != nil {
 		pods = clusterPods(rc, job.Spec.RayClusterSpec, rayJobSpecPath, namespace)
 	}
+	// Without a template of the job's, the submitter takes its image from the cluster, which a
+	// job on an existing cluster (clusterSelector) only finds when it runs.
+	if rc == nil && job.Spec.SubmitterPodTemplate == nil {
+		return pods
+	}
 	if pod := validation.SubmitterPod(&j, rc, gates); pod != nil {
 		pod = pod.DeepCopy()
 		pod.Namespace, pod.GenerateName = namespace, PlaceholderName+"-"
@@ -89,11 +94,16 @@ func clusterPods(rc *rayv1.RayCluster, user *rayv1.RayClusterSpec, specPath *fie
 
 // forDryRun readies a built pod for a dry-run create: no owner (the object has no UID yet),
 // and the namespace's default ServiceAccount where raygate would have created one first (the
-// autoscaler's): the API server refuses a pod whose ServiceAccount does not exist yet.
+// autoscaler's): the API server refuses a pod whose ServiceAccount does not exist yet. It is
+// named, as the API server's ServiceAccount admission would name it, because pod validation
+// refuses a projected token volume (Kubernetes-delegated token authentication) without one.
 func forDryRun(pod *corev1.Pod, tmpl *corev1.PodTemplateSpec) *corev1.Pod {
 	pod.OwnerReferences = nil
 	if tmpl.Spec.ServiceAccountName == "" && tmpl.Spec.DeprecatedServiceAccount == "" {
-		pod.Spec.ServiceAccountName, pod.Spec.DeprecatedServiceAccount = "", ""
+		pod.Spec.ServiceAccountName, pod.Spec.DeprecatedServiceAccount = defaultServiceAccount, ""
 	}
 	return pod
 }
+
+// defaultServiceAccount is the ServiceAccount every namespace has.
+const defaultServiceAccount = "default"

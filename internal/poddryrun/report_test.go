@@ -123,7 +123,7 @@ func TestBuiltPods(t *testing.T) {
 	if head.Namespace != "team-a" || head.GenerateName != "raygate-dry-run-head-" || head.Labels[rayv1.ClusterLabelKey] != PlaceholderName || len(head.OwnerReferences) > 0 {
 		t.Errorf("head: namespace %q, generateName %q, labels %v, owners %v", head.Namespace, head.GenerateName, head.Labels, head.OwnerReferences)
 	}
-	if head.Spec.ServiceAccountName != "" || worker.Spec.ServiceAccountName != "trainer" {
+	if head.Spec.ServiceAccountName != "default" || worker.Spec.ServiceAccountName != "trainer" {
 		t.Errorf("service accounts: head %q (want the default), worker %q (want the template's)", head.Spec.ServiceAccountName, worker.Spec.ServiceAccountName)
 	}
 
@@ -147,5 +147,11 @@ func TestBuiltPods(t *testing.T) {
 	}
 	if s := jp[2].Pod; s.Namespace != "ns" || s.GenerateName != PlaceholderName+"-" {
 		t.Errorf("submitter pod: namespace %q, generateName %q", s.Namespace, s.GenerateName)
+	}
+	// On an existing cluster, the default submitter's image is known only when the job runs.
+	onCluster := builders.RayJob("job", "ns").OnCluster("existing").Obj()
+	defaulting.RayJob(onCluster)
+	if p := RayJobPods(onCluster, "ns", features.Default()); len(p) != 0 {
+		t.Errorf("a job on an existing cluster without a submitter template: %d pods; want none", len(p))
 	}
 }
