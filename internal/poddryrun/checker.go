@@ -42,6 +42,18 @@ type Checker struct {
 	admitted *sharedtable.Table[admittedPod]
 	inFlight chan struct{}
 	now      func() time.Time
+
+	// flights are the dry-runs under way, by key: reviews that need the same pod at the
+	// same time (a burst of objects from one chart) wait for one answer.
+	mu      sync.Mutex
+	flights map[sharedtable.Key]*flight
+}
+
+// flight is a dry-run under way; done is closed once its answer is set.
+type flight struct {
+	done     chan struct{}
+	verdict  verdict
+	warnings []string
 }
 
 // admittedPod is a pod the API server admitted, with the warnings it gave.
@@ -61,6 +73,7 @@ func newChecker(c Creator, inFlight int, now func() time.Time) *Checker {
 		admitted: sharedtable.New[admittedPod](admittedLimits),
 		inFlight: make(chan struct{}, inFlight),
 		now:      now,
+		flights:  map[sharedtable.Key]*flight{},
 	}
 }
 
@@ -138,11 +151,42 @@ func (c *Checker) outcomes(ctx context.Context, r Request) []outcome {
 	return append(done, out...)
 }
 
-// run dry-runs one pod, unless the API server admitted it in this namespace lately.
+// run dry-runs one pod, unless the API server admitted it in this namespace lately or
+// another review is dry-running it now (then its answer is taken, unless that review ran
+// out of time and this one has time left).
 func (c *Checker) run(ctx context.Context, p Pod, key sharedtable.Key, size int) outcome {
 	if a, ok := c.admitted.Get(key); ok && c.now().Sub(a.at) < AdmittedFor {
 		return outcome{pod: p, verdict: verdict{kind: admitted}, warnings: a.warnings}
 	}
+	c.mu.Lock()
+	f, joined := c.flights[key]
+	if !joined {
+		f = &flight{done: make(chan struct{})}
+		c.flights[key] = f
+	}
+	c.mu.Unlock()
+	if joined {
+		select {
+		case <-f.done:
+			if !f.verdict.timedOut || ctx.Err() != nil {
+				return outcome{pod: p, verdict: f.verdict, warnings: f.warnings}
+			}
+			return c.send(ctx, p, key, size)
+		case <-ctx.Done():
+			return outcome{pod: p, verdict: classify(ctx.Err(), ctx.Err())}
+		}
+	}
+	o := c.send(ctx, p, key, size)
+	f.verdict, f.warnings = o.verdict, o.warnings
+	c.mu.Lock()
+	delete(c.flights, key)
+	c.mu.Unlock()
+	close(f.done)
+	return o
+}
+
+// send dry-runs one pod, waiting for room among the dry-runs in flight.
+func (c *Checker) send(ctx context.Context, p Pod, key sharedtable.Key, size int) outcome {
 	select {
 	case c.inFlight <- struct{}{}:
 	case <-ctx.Done():

@@ -255,3 +255,32 @@ func TestNotCheckedAndServiceAccountWarnings(t *testing.T) {
 		t.Errorf("errors %v, warnings (-want +got):\n%s", rep.Errors, cmp.Diff(want, rep.Warnings))
 	}
 }
+
+// Reviews that need the same pods at the same time wait for one dry-run of each.
+func TestConcurrentReviewsShareADryRun(t *testing.T) {
+	var mu sync.Mutex
+	sent := 0
+	api := creatorFunc(func(context.Context, *corev1.Pod) ([]string, error) {
+		mu.Lock()
+		sent++
+		mu.Unlock()
+		time.Sleep(50 * time.Millisecond)
+		return []string{"a warning"}, nil
+	})
+	c := New(api)
+	pods := RayClusterPods(twoGroups(nil), "ns")
+	var wg sync.WaitGroup
+	reports := make([]Report, 10)
+	for i := range reports {
+		wg.Go(func() { reports[i] = c.Check(context.Background(), Request{Namespace: "ns", Pods: pods}) })
+	}
+	wg.Wait()
+	if sent != 3 {
+		t.Errorf("sent %d dry-runs for 10 reviews of the same 3 pods; want 3", sent)
+	}
+	for i, r := range reports {
+		if len(r.Warnings) != 3 {
+			t.Errorf("review %d got warnings %v; want the API server's for each pod", i, r.Warnings)
+		}
+	}
+}
