@@ -32,6 +32,7 @@ func (l certManagerLookup) state(ctx context.Context, namespace string) validati
 		case meta.IsNoMatchError(err):
 			return validation.CertManagerNotInstalled
 		case err != nil:
+			outOfTime(ctx, err, "whether cert-manager is installed")
 			logf.FromContext(ctx).Info("could not look up cert-manager's API; not refusing tlsOptions for it", "kind", gvk.Kind, "error", err.Error())
 			return validation.CertManagerUnknown
 		}

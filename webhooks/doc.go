@@ -5,8 +5,11 @@
 //
 // The mutating webhooks apply the defaults and patch only what defaulting changed. The
 // validating webhooks reject with one 422 Invalid status listing every problem by field
-// path, and pass warnings through as admission warnings (kubectl prints "Warning: ...").
-// Neither ever blocks or changes an object that is being deleted.
+// path, and pass warnings through as admission warnings (kubectl prints "Warning: ..."); they
+// then ask the API server about the pods the object would get (internal/poddryrun), within
+// one time budget per review shared with their lookups (budget.go). Both answer a value of
+// the wrong type with its field and expected type, never a Go decoding message
+// (typeerrors.go). Neither ever blocks or changes an object that is being deleted.
 package webhooks
 
 import admissionregistrationv1 "k8s.io/api/admissionregistration/v1"

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,6 +49,7 @@ func (l gatewayClassLookup) state(ctx context.Context, name string) validation.G
 	case apierrors.IsNotFound(err):
 		return validation.GatewayClassNotFound
 	default:
+		outOfTime(ctx, err, fmt.Sprintf("whether GatewayClass %q exists", name))
 		logf.FromContext(ctx).Info("could not look up GatewayClass; no warning given", "gatewayClass", name, "error", err.Error())
 		return validation.GatewayClassUnknown
 	}

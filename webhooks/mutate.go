@@ -35,7 +35,7 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 	original := m.newObj()
 	skeleton, err := admissionjson.DecodeWithoutTemplates(req.Object.Raw, original)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+		return m.notDecoded(ctx, req, err)
 	}
 	// An object being deleted is left exactly as sent, so finalizer removal stays a pure
 	// metadata change.
@@ -63,7 +63,7 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 		return obj, admissionjson.WithTemplatesOf(defaulted, obj), nil
 	})
 	if bad := (undecodable{}); errors.As(err, &bad) {
-		return admission.Errored(http.StatusBadRequest, bad.error)
+		return m.notDecoded(ctx, req, bad.error)
 	}
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "computing the defaulting patch")
@@ -72,7 +72,20 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 	return admission.Patched("", patches...)
 }
 
-// undecodable is a request object that does not decode: the sender's fault, a 400. The pod
-// templates are decoded only on the slower way of admissionjson.DefaultingPatch, so that is
-// where a malformed one shows.
+// undecodable is a request object that does not decode. The pod templates are decoded only
+// on the slower way of admissionjson.DefaultingPatch, so that is where a malformed one shows.
 type undecodable struct{ error }
+
+// notDecoded answers for an object that does not decode (a number where the schema wants a
+// string) with each value of the wrong type at its field (typeErrors): the first answer the
+// user gets, as mutating webhooks run before the API server's schema check, whose answer for
+// the same mistake adds a line about the rules it did not check. When no value of the wrong
+// type is found the object goes through unchanged, for the schema check to answer; the
+// validating webhook refuses what that lets through, so nothing undefaulted is stored.
+func (m *mutator[T]) notDecoded(ctx context.Context, req admission.Request, err error) admission.Response {
+	if resp, ok := typeErrorsResponse(req, req.Object.Raw, m.newObj()); ok {
+		return resp
+	}
+	logf.FromContext(ctx).V(1).Info("object does not decode; left to the API server's schema check", "error", err.Error())
+	return admission.Allowed("")
+}

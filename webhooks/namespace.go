@@ -46,12 +46,14 @@ func (l namespaceLookup) facts(ctx context.Context, name string) *validation.Nam
 		err = l.live.Get(ctx, client.ObjectKey{Name: name}, meta)
 	}
 	if err != nil {
+		outOfTime(ctx, err, "the Pod Security labels of the namespace")
 		logf.FromContext(ctx).Info("could not read the namespace's labels; Pod Security not checked", "error", err.Error())
 	} else {
 		ns.Labels, ns.LabelsKnown = meta.Labels, true
 	}
 	var quotas corev1.ResourceQuotaList
 	if err := l.reader.List(ctx, &quotas, client.InNamespace(name)); err != nil {
+		outOfTime(ctx, err, "the ResourceQuotas of the namespace")
 		logf.FromContext(ctx).Info("could not list the namespace's ResourceQuotas; quotas not checked", "error", err.Error())
 	} else {
 		ns.Quotas = quotas.Items

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -18,6 +19,8 @@ type rayJobValidator struct {
 	validator   validation.Validator
 	namespaces  namespaceLookup
 	certManager certManagerLookup
+	dryRun      podDryRun
+	budget      time.Duration
 }
 
 func (v *rayJobValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -31,6 +34,8 @@ func (v *rayJobValidator) Handle(ctx context.Context, req admission.Request) adm
 	if req.Operation != admissionv1.Update {
 		old = nil
 	}
+	ctx, cancel := withBudget(ctx, v.budget)
+	defer cancel()
 	ns := namespaceOf(req, &obj.ObjectMeta)
 	if obj.Namespace == "" {
 		obj.Namespace = ns // the namespace of the objects it creates
@@ -43,5 +48,6 @@ func (v *rayJobValidator) Handle(ctx context.Context, req admission.Request) adm
 		}
 		errs = append(errs, validation.CertManagerErrors(oldSpec, path, v.certManager.state(ctx, ns))...)
 	}
+	errs, warnings = v.dryRun.rayJob(ctx, ns, old, obj, errs, warnings)
 	return respond(ctx, rayv1.RayJobKind, &obj.ObjectMeta, errs, warnings)
 }

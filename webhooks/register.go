@@ -11,6 +11,7 @@ import (
 	"github.com/raygate/raygate/internal/admissionjson"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/poddryrun"
 	"github.com/raygate/raygate/internal/validation"
 )
 
@@ -39,6 +40,13 @@ type Options struct {
 	// the Pod Security and quota checks. A namespace the cache does not hold yet is read
 	// with Reader.
 	Namespaces client.Reader
+	// PodDryRun creates the pods an object would get with dryRun=All, so the API server
+	// answers for them at admission (--pod-dry-run; internal/poddryrun): the manager's
+	// poddryrun.RESTCreator. Nil: off.
+	PodDryRun poddryrun.Creator
+	// Budget bounds the time one validating review spends on lookups and the dry-run;
+	// zero means DefaultBudget.
+	Budget time.Duration
 	// DisableZeroDowntime is the operator's ENABLE_ZERO_DOWNTIME=false: an unset RayService
 	// spec.upgradeStrategy.type is left unset (not defaulted to NewCluster), so the
 	// controller follows the setting for it (see defaulting.RayServiceWith).
@@ -53,6 +61,9 @@ func Handlers(o Options) map[string]admission.Handler {
 	if o.LookupTimeout == 0 {
 		o.LookupTimeout = DefaultLookupTimeout
 	}
+	if o.Budget == 0 {
+		o.Budget = DefaultBudget
+	}
 	// Validation reads the pod templates, defaulting does not: the mutating handlers decode
 	// objects without them (admissionjson.DecodeWithoutTemplates).
 	decoder := admissionjson.NewSharingDecoder()
@@ -60,23 +71,30 @@ func Handlers(o Options) map[string]admission.Handler {
 	namespaces := namespaceLookup{reader: o.Namespaces, live: o.Reader, timeout: o.LookupTimeout}
 	direct := lookup{reader: o.Reader, timeout: o.LookupTimeout}
 	certManager := certManagerLookup{direct}
+	dryRun := podDryRun{policy: o.Policy, gates: o.Gates}
+	if o.PodDryRun != nil {
+		dryRun.checker = poddryrun.New(o.PodDryRun)
+	}
 	return map[string]admission.Handler{
 		MutateRayClusterPath: &mutator[*rayv1.RayCluster]{newObj: func() *rayv1.RayCluster { return &rayv1.RayCluster{} }, apply: defaulting.RayCluster},
 		MutateRayServicePath: &mutator[*rayv1.RayService]{newObj: func() *rayv1.RayService { return &rayv1.RayService{} }, apply: func(svc *rayv1.RayService) {
 			defaulting.RayServiceWith(svc, !o.DisableZeroDowntime)
 		}},
-		ValidateRayClusterPath: &rayClusterValidator{decoder: decoder, validator: validator, namespaces: namespaces, certManager: certManager},
+		ValidateRayClusterPath: &rayClusterValidator{decoder: decoder, validator: validator, namespaces: namespaces, certManager: certManager,
+			dryRun: dryRun, budget: o.Budget},
 		ValidateRayServicePath: &rayServiceValidator{decoder: decoder, validator: validator, namespaces: namespaces,
-			gatewayClasses: gatewayClassLookup{direct}, sharedGateways: sharedGatewayLookup{direct}, certManager: certManager},
+			gatewayClasses: gatewayClassLookup{direct}, sharedGateways: sharedGatewayLookup{direct}, certManager: certManager,
+			dryRun: dryRun, budget: o.Budget},
 		ValidateUpgradePolicyPath: &upgradePolicyValidator{decoder: plainDecoder{}},
 		MutateRayJobPath:          &mutator[*rayv1.RayJob]{newObj: func() *rayv1.RayJob { return &rayv1.RayJob{} }, apply: defaulting.RayJob},
-		ValidateRayJobPath:        &rayJobValidator{decoder: plainDecoder{}, validator: validator, namespaces: namespaces, certManager: certManager},
+		ValidateRayJobPath: &rayJobValidator{decoder: plainDecoder{}, validator: validator, namespaces: namespaces, certManager: certManager,
+			dryRun: dryRun, budget: o.Budget},
 	}
 }
 
 // Register adds the webhooks to the manager's webhook server.
 func Register(srv webhook.Server, o Options) {
 	for path, h := range Handlers(o) {
-		srv.Register(path, &webhook.Admission{Handler: counted{path: path, next: h}})
+		srv.Register(path, &webhook.Admission{Handler: counted{path: path, next: h}, WithContextFunc: withWebhookTimeout})
 	}
 }

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,6 +31,7 @@ func (l sharedGatewayLookup) get(ctx context.Context, ref types.NamespacedName) 
 	case apierrors.IsNotFound(err):
 		return validation.SharedGatewayNotFound, nil
 	default:
+		outOfTime(ctx, err, fmt.Sprintf("the listeners of Gateway %s", ref))
 		logf.FromContext(ctx).Info("could not read the shared Gateway; allowedRoutes not checked", "gateway", ref.String(), "error", err.Error())
 		return validation.SharedGatewayUnreadable, nil
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -121,16 +121,22 @@ func review(op admissionv1.Operation, obj, old []byte) admission.Request {
 	return req
 }
 
-// A malformed template is not read by the mutating webhook's decode, but when the patch takes
-// the slower way, which decodes the whole object, it is a 400 with the decoder's message, not
-// a 500.
-func TestMutatorRefusesAMalformedTemplateOnTheSlowerWay(t *testing.T) {
+// A malformed template is not read by the mutating webhook's decode, but the patch's slower
+// way decodes the whole object: both webhooks then name the field and the type it must have.
+func TestMalformedTemplateIsAnsweredWithItsField(t *testing.T) {
 	// No headGroupSpec: its defaults have no parent in the request, so the patch is computed
 	// from the whole object.
 	body := []byte(`{"apiVersion":"ray.io/v1","kind":"RayCluster","metadata":{"name":"a","namespace":"ns"},
 		"spec":{"workerGroupSpecs":[{"groupName":"w","template":{"spec":{"containers":"x"}}}]}}`)
-	resp := Handlers(Options{})[MutateRayClusterPath].Handle(context.Background(), review(admissionv1.Create, body, nil))
-	if resp.Allowed || resp.Result == nil || resp.Result.Code != 400 || !strings.Contains(resp.Result.Message, "containers") {
-		t.Fatalf("want a 400 naming the malformed field, got %+v", resp.Result)
+	h := Handlers(Options{})
+	req := review(admissionv1.Create, body, nil)
+	req.Kind = metav1.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: "RayCluster"}
+	req.Name = "a"
+	want := `RayCluster.ray.io "a" is invalid: spec.workerGroupSpecs[0].template.spec.containers: Invalid value: "string": must be of type array`
+	for _, path := range []string{MutateRayClusterPath, ValidateRayClusterPath} {
+		resp := h[path].Handle(context.Background(), req)
+		if resp.Allowed || resp.Result == nil || resp.Result.Code != 422 || resp.Result.Message != want {
+			t.Errorf("%s: want %q, got %+v", path, want, resp.Result)
+		}
 	}
 }

@@ -2,12 +2,15 @@ package webhooks
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -21,6 +24,8 @@ type rayClusterValidator struct {
 	validator   validation.Validator
 	namespaces  namespaceLookup
 	certManager certManagerLookup
+	dryRun      podDryRun
+	budget      time.Duration
 }
 
 func (v *rayClusterValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -34,14 +39,18 @@ func (v *rayClusterValidator) Handle(ctx context.Context, req admission.Request)
 	if req.Operation != admissionv1.Update {
 		old = nil
 	}
-	errs, warnings := v.validator.AdmitRayCluster(v.namespaces.facts(ctx, namespaceOf(req, &obj.ObjectMeta)), old, obj)
+	ctx, cancel := withBudget(ctx, v.budget)
+	defer cancel()
+	ns := namespaceOf(req, &obj.ObjectMeta)
+	errs, warnings := v.validator.AdmitRayCluster(v.namespaces.facts(ctx, ns), old, obj)
 	if path, ok := validation.TLSClusterPath(obj); ok {
 		var oldSpec *rayv1.RayClusterSpec
 		if old != nil {
 			oldSpec = &old.Spec
 		}
-		errs = append(errs, validation.CertManagerErrors(oldSpec, path, v.certManager.state(ctx, namespaceOf(req, &obj.ObjectMeta)))...)
+		errs = append(errs, validation.CertManagerErrors(oldSpec, path, v.certManager.state(ctx, ns))...)
 	}
+	errs, warnings = v.dryRun.rayCluster(ctx, ns, old, obj, errs, warnings)
 	return respond(ctx, rayv1.RayClusterKind, &obj.ObjectMeta, errs, warnings)
 }
 
@@ -52,6 +61,8 @@ type rayServiceValidator struct {
 	gatewayClasses gatewayClassLookup
 	sharedGateways sharedGatewayLookup
 	certManager    certManagerLookup
+	dryRun         podDryRun
+	budget         time.Duration
 }
 
 func (v *rayServiceValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -65,6 +76,8 @@ func (v *rayServiceValidator) Handle(ctx context.Context, req admission.Request)
 	if req.Operation != admissionv1.Update {
 		old = nil
 	}
+	ctx, cancel := withBudget(ctx, v.budget)
+	defer cancel()
 	ns := v.namespaces.facts(ctx, namespaceOf(req, &obj.ObjectMeta))
 	errs, warnings := v.validator.AdmitRayService(ns, old, obj)
 	// A shared Gateway the policy forbids is an error already.
@@ -89,6 +102,7 @@ func (v *rayServiceValidator) Handle(ctx context.Context, req admission.Request)
 		}
 		errs = append(errs, validation.CertManagerErrors(oldSpec, path, v.certManager.state(ctx, namespaceOf(req, &obj.ObjectMeta)))...)
 	}
+	errs, warnings = v.dryRun.rayService(ctx, namespaceOf(req, &obj.ObjectMeta), old, obj, errs, warnings)
 	return respond(ctx, rayv1.RayServiceKind, &obj.ObjectMeta, errs, warnings)
 }
 
@@ -107,21 +121,43 @@ func decode(d objectDecoder, req admission.Request, obj, old runtime.Object) (ad
 	case admissionv1.Create:
 	case admissionv1.Update:
 		if err := d.Decode(req.Namespace, req.OldObject.Raw, old); err != nil {
-			return admission.Errored(http.StatusBadRequest, err), false
+			return notDecoded(req, req.OldObject.Raw, old, err), false
 		}
 	default:
 		return admission.Allowed(""), false
 	}
 	if err := d.Decode(req.Namespace, req.Object.Raw, obj); err != nil {
-		return admission.Errored(http.StatusBadRequest, err), false
+		return notDecoded(req, req.Object.Raw, obj, err), false
 	}
 	return admission.Response{}, true
+}
+
+// notDecoded answers for an object that does not decode into its Go type: typeErrors, or a
+// 400 naming no Go type when none is found.
+func notDecoded(req admission.Request, raw []byte, into runtime.Object, _ error) admission.Response {
+	if resp, ok := typeErrorsResponse(req, raw, into); ok {
+		return resp
+	}
+	return admission.Errored(http.StatusBadRequest, fmt.Errorf("the %s does not match its schema", req.Kind.Kind))
+}
+
+// typeErrorsResponse is one 422 Invalid status listing each value of raw of the wrong type
+// for into at its field (typeErrors), as the API server lists schema violations; ok is false
+// when none is found.
+func typeErrorsResponse(req admission.Request, raw []byte, into runtime.Object) (admission.Response, bool) {
+	errs := typeErrors(raw, into)
+	if len(errs) == 0 {
+		return admission.Response{}, false
+	}
+	status := apierrors.NewInvalid(schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}, req.Name, errs).Status()
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}, true
 }
 
 // respond turns validation results into an admission response: allowed with warnings, or
 // denied with one 422 Invalid status that lists every error with its field path (kubectl
 // prints them all), warnings included.
 func respond(ctx context.Context, kind string, obj *metav1.ObjectMeta, errs field.ErrorList, warnings []string) admission.Response {
+	warnings = append(warnings, budgetWarnings(ctx)...)
 	if len(errs) == 0 {
 		return admission.Allowed("").WithWarnings(warnings...)
 	}

@@ -76,6 +76,9 @@ type Options struct {
 	// create: enforce, warn or off. PodSecurityExemptNamespaces are not checked.
 	PodSecurityCheck            string
 	PodSecurityExemptNamespaces []string
+	// PodDryRun has the validating webhooks create the pods an object would get with
+	// dryRun=All, so the API server answers for them at admission (internal/poddryrun).
+	PodDryRun bool
 	// BatchScheduler hands the pods of every RayCluster to a batch scheduler (volcano,
 	// scheduler-plugins, kai-scheduler), as KubeRay's flag of the same name; empty: the
 	// default scheduler. EnableBatchScheduler is KubeRay's deprecated way to say volcano.
@@ -172,6 +175,7 @@ func DefaultOptions() Options {
 		MaxPodsPerCluster:    validation.DefaultMaxPodsPerCluster,
 		AllowedServiceTypes:  []string{string(corev1.ServiceTypeClusterIP)},
 		PodSecurityCheck:     string(validation.PodSecurityEnforce),
+		PodDryRun:            true,
 		Environment:          DefaultEnvironment(),
 	}
 }
@@ -210,6 +214,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.AllowedSharedGateways, "allowed-shared-gateways", o.AllowedSharedGateways, "Existing Gateways (<namespace>/<name> or <namespace>/*) a RayService may attach its HTTPRoute and GRPCRoute to with the raygate.ray.io/gateway annotation; raygate never writes them. Empty: the feature is off.")
 	fs.StringVar(&o.PodSecurityCheck, "pod-security-check", o.PodSecurityCheck, "Check the pods raygate would create against the namespace's Pod Security labels at admission: enforce (reject what the API server would refuse, warn for warn and audit), warn (only warn) or off.")
 	fs.StringSliceVar(&o.PodSecurityExemptNamespaces, "pod-security-exempt-namespaces", o.PodSecurityExemptNamespaces, "Namespaces whose Pod Security admission does not check, e.g. those the API server's PodSecurity configuration exempts (raygate cannot read it).")
+	fs.BoolVar(&o.PodDryRun, "pod-dry-run", o.PodDryRun, "At admission, create the pods raygate would create for an object with dryRun=All, so the API server's own rules (pod validation, LimitRanges, Pod Security as its admission configuration sets it, admission policies and webhooks on pods) refuse at kubectl apply what they would refuse at pod creation. Needs create on pods, which raygate has.")
 	fs.StringVar(&o.BatchScheduler, "batch-scheduler", o.BatchScheduler, "Batch scheduler of RayCluster pods: "+strings.Join(batchscheduler.Names(), ", ")+"; empty: the default scheduler. With volcano and scheduler-plugins raygate creates the clusters' PodGroups, whose CRD must be installed before raygate starts.")
 	fs.BoolVar(&o.EnableBatchScheduler, "enable-batch-scheduler", o.EnableBatchScheduler, "Deprecated: use --batch-scheduler=volcano.")
 	_ = fs.MarkDeprecated("enable-batch-scheduler", "use --batch-scheduler=volcano")

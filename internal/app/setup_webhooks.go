@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/poddryrun"
 	"github.com/raygate/raygate/webhooks"
 )
 
@@ -37,12 +38,22 @@ func setupWebhooks(mgr ctrl.Manager, o Options) error {
 	if err := webhooks.RegisterMetrics(metrics.Registry); err != nil {
 		return fmt.Errorf("registering the webhook metrics: %w", err)
 	}
+	var dryRun poddryrun.Creator
+	if o.PodDryRun {
+		// The identity that creates the pods for real; create on pods is the controllers' right.
+		c, err := poddryrun.NewRESTCreator(mgr.GetConfig())
+		if err != nil {
+			return err
+		}
+		dryRun = c
+	}
 	webhooks.Register(mgr.GetWebhookServer(), webhooks.Options{
 		Reader:              mgr.GetAPIReader(),
 		Gates:               features.Default(),
 		Limits:              o.Limits(),
 		Policy:              o.Policy(),
 		Namespaces:          mgr.GetCache(),
+		PodDryRun:           dryRun,
 		DisableZeroDowntime: o.DisableZeroDowntime,
 	})
 	return nil

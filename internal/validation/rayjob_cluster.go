@@ -262,3 +262,16 @@ func clusterTarget(job *rayv1.RayJob) string {
 	}
 	return "a RayCluster created for it (rayClusterSpec)"
 }
+
+// JobCluster is the RayCluster a job would create, as admission builds it (placeholders for
+// what only a running job knows); nil without rayClusterSpec or when it cannot be built.
+// internal/poddryrun builds the pods it dry-runs from it.
+func JobCluster(job *rayv1.RayJob, gates features.Gates) *rayv1.RayCluster {
+	return jobClusterFor(job, gates)
+}
+
+// SubmitterPod is the submitter Job's pod of a K8sJobMode job, as admission builds it
+// (cluster is JobCluster's); nil in other modes or when it cannot be built.
+func SubmitterPod(job *rayv1.RayJob, cluster *rayv1.RayCluster, gates features.Gates) *corev1.Pod {
+	return submitterPod(job, cluster, gates)
+}

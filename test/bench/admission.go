@@ -68,11 +68,13 @@ type admissionResult struct {
 	Concurrent admissionLatency `json:"concurrent"`
 	Sequential admissionLatency `json:"sequential"`
 	// Handlers is the webhook server's own latency per webhook path.
-	Handlers   map[string]handlerLatency `json:"handlers,omitempty"`
-	GoBench    []goBenchmark             `json:"goBenchmarks,omitempty"`
-	GoBenchCmd string                    `json:"goBenchCommand"`
-	Error      string                    `json:"error,omitempty"`
-	GoBenchErr string                    `json:"goBenchError,omitempty"`
+	Handlers map[string]handlerLatency `json:"handlers,omitempty"`
+	// PodDryRun is the latency the pods' dry-run adds, at 1 and admissionConcurrency clients.
+	PodDryRun  []podDryRunLatency `json:"podDryRun,omitempty"`
+	GoBench    []goBenchmark      `json:"goBenchmarks,omitempty"`
+	GoBenchCmd string             `json:"goBenchCommand"`
+	Error      string             `json:"error,omitempty"`
+	GoBenchErr string             `json:"goBenchError,omitempty"`
 }
 
 func (r admissionResult) line() admissionResult { return r }
@@ -144,6 +146,12 @@ func (b *bench) admissionThroughAPIServer(ctx context.Context, n int, res *admis
 	if res.Handlers, err = op.webhookLatency(); err != nil {
 		b.logf("webhook metrics: %v", err)
 	}
+	if err := toggle.set(ctx, true); err != nil {
+		return err.Error()
+	}
+	if res.PodDryRun, _, err = b.measurePodDryRun(ctx, c, cl, op, nil); err != nil {
+		return "the pods' dry-run: " + err.Error()
+	}
 	return ""
 }
 
@@ -187,16 +195,24 @@ func benchRayService(name string) *rayv1.RayService {
 	return builders.RayService(name, "bench-0").Obj()
 }
 
-// dryRunCreates sends count server-side dry-run creates from concurrency clients and
-// returns each successful request's latency.
+// dryRunCreates sends count server-side dry-run creates of benchRayService from concurrency
+// clients and returns each successful request's latency.
 func dryRunCreates(ctx context.Context, cl client.Client, count, concurrency int, prefix string) ([]time.Duration, int, time.Duration, error) {
+	return dryRunCreatesOf(ctx, cl, count, concurrency, func(i int) *rayv1.RayService {
+		return benchRayService(fmt.Sprintf("svc-%s-%d", prefix, i))
+	})
+}
+
+// dryRunCreatesOf sends count server-side dry-run creates of the objects of build from
+// concurrency clients and returns each successful request's latency.
+func dryRunCreatesOf(ctx context.Context, cl client.Client, count, concurrency int, build func(int) *rayv1.RayService) ([]time.Duration, int, time.Duration, error) {
 	var mu sync.Mutex
 	durations := make([]time.Duration, 0, count)
 	errs := 0
 	var firstErr error
 	start := time.Now()
 	_ = parallel(ctx, count, concurrency, func(ctx context.Context, i int) error {
-		svc := benchRayService(fmt.Sprintf("svc-%s-%d", prefix, i))
+		svc := build(i)
 		t := time.Now()
 		err := cl.Create(ctx, svc, client.DryRunAll)
 		d := time.Since(t)

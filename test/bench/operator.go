@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
@@ -191,7 +192,8 @@ func operatorRBAC(ctx context.Context, c *kwokcluster.Cluster) (string, []string
 			continue
 		}
 		role.ResourceVersion = ""
-		if err := c.Client.Create(ctx, &role); err != nil {
+		// Already there when the operator is restarted with other flags.
+		if err := c.Client.Create(ctx, &role); err != nil && !apierrors.IsAlreadyExists(err) {
 			return "", nil, err
 		}
 		binding := &rbacv1.ClusterRoleBinding{
@@ -199,7 +201,7 @@ func operatorRBAC(ctx context.Context, c *kwokcluster.Cluster) (string, []string
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: operatorUser}},
 		}
-		if err := c.Client.Create(ctx, binding); err != nil {
+		if err := c.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
 			return "", nil, err
 		}
 		names = append(names, role.Name)

@@ -33,6 +33,10 @@ type Options struct {
 	Webhooks bool
 	// APIServerArgs are extra kube-apiserver flags (key → value).
 	APIServerArgs map[string]string
+	// AdmissionConfiguration, when set, is the API server's admission configuration (an
+	// apiserver.config.k8s.io/v1 AdmissionConfiguration, e.g. Pod Security defaults and
+	// exemptions), written to a file for --admission-control-config-file.
+	AdmissionConfiguration string
 }
 
 // Env is a running control plane.
@@ -42,6 +46,8 @@ type Env struct {
 	Client     client.Client
 	Kubeconfig string // path of an admin kubeconfig for kubectl
 	AssetsDir  string
+
+	admissionDir string // the admission configuration's directory, if any
 }
 
 // AssetsDir finds the control-plane binaries: $KUBEBUILDER_ASSETS (set by the Makefile), or
@@ -95,11 +101,22 @@ func Start(o Options) (*Env, error) {
 	for k, v := range o.APIServerArgs {
 		api.Configure().Set(k, v)
 	}
+	var admissionDir string
+	if o.AdmissionConfiguration != "" {
+		if admissionDir, err = os.MkdirTemp("", "raygate-admission-config-"); err != nil {
+			return nil, err
+		}
+		path := filepath.Join(admissionDir, "admission.yaml")
+		if err := os.WriteFile(path, []byte(o.AdmissionConfiguration), 0o600); err != nil {
+			return nil, err
+		}
+		api.Configure().Set("admission-control-config-file", path)
+	}
 	cfg, err := te.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting control plane: %w", err)
 	}
-	e := &Env{Env: te, Config: cfg, AssetsDir: assets}
+	e := &Env{Env: te, Config: cfg, AssetsDir: assets, admissionDir: admissionDir}
 	if e.Client, err = client.New(cfg, client.Options{Scheme: rayscheme.New()}); err != nil {
 		_ = te.Stop()
 		return nil, err
@@ -114,6 +131,9 @@ func Start(o Options) (*Env, error) {
 // Stop shuts the control plane down and removes the kubeconfig.
 func (e *Env) Stop() error {
 	_ = os.RemoveAll(filepath.Dir(e.Kubeconfig))
+	if e.admissionDir != "" {
+		_ = os.RemoveAll(e.admissionDir)
+	}
 	return e.Env.Stop()
 }
 

@@ -173,10 +173,16 @@ type countingTransport struct {
 }
 
 func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if verb := writeVerb(req); verb != "" {
+	if verb := writeVerb(req); verb != "" && !dryRun(req) {
 		t.writes.add(namespaceOfPath(req.URL.Path), verb+" "+resourceOf(req.URL.Path))
 	}
 	return t.next.RoundTrip(req)
+}
+
+// dryRun reports whether a request is a dry run, which writes nothing (the validating
+// webhooks' dry-run of the pods an object would get).
+func dryRun(req *http.Request) bool {
+	return req.URL.Query().Has("dryRun")
 }
 
 func writeVerb(req *http.Request) string {

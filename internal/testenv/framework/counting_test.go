@@ -1,6 +1,9 @@
 package framework
 
-import "testing"
+import (
+	"net/http"
+	"testing"
+)
 
 func TestResourceOf(t *testing.T) {
 	cases := map[string]string{
@@ -60,3 +63,24 @@ func TestWritesSnapshotIn(t *testing.T) {
 		t.Errorf("after Reset, SnapshotIn = %v", got)
 	}
 }
+
+func TestDryRunsAreNotWrites(t *testing.T) {
+	w := &Writes{}
+	tr := &countingTransport{next: roundTripperFunc(func(*http.Request) (*http.Response, error) { return &http.Response{}, nil }), writes: w}
+	for _, url := range []string{"https://api/api/v1/namespaces/ns/pods?dryRun=All", "https://api/api/v1/namespaces/ns/pods"} {
+		req, err := http.NewRequest(http.MethodPost, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := w.SnapshotIn("ns"); got["create pods"] != 1 || len(got) != 1 {
+		t.Errorf("writes %v; want the one create that is not a dry run", got)
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

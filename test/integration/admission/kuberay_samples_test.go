@@ -20,13 +20,16 @@ import (
 // kubeRaySampleRejections are the RayCluster and RayService objects of KubeRay's samples
 // that raygate refuses, with a fragment of the reason kubectl prints: Service types beyond
 // ClusterIP, which the platform admin allows (policy.allowedServiceTypes; ClusterIP only by
-// default, so a tenant cannot expose a cluster outside without the admin's say). Everything
-// else in the samples, GCS fault tolerance and token authentication included, must be
-// admitted unchanged.
+// default, so a tenant cannot expose a cluster outside without the admin's say), and a
+// sample that is a template to fill in ($KSA_NAME for the pods' ServiceAccount), whose pods
+// the API server refuses as written (the pods' dry-run; it was admitted before, and its pods
+// refused at creation). Everything else in the samples, GCS fault tolerance and token
+// authentication included, must be admitted unchanged.
 var kubeRaySampleRejections = map[string]string{
 	"ray-cluster.custom-head-service.yaml RayCluster/custom-head-svc":    "Service type LoadBalancer is not allowed here",
 	"ray-cluster.separate-ingress.yaml RayCluster/raycluster-ingress":    "Service type NodePort is not allowed here",
 	"ray-service.custom-serve-service.yaml RayService/rayservice-sample": "Service type LoadBalancer is not allowed here",
+	"vllm/ray-service.vllm-tpu-v6e-singlehost.yaml RayService/vllm-tpu":  `spec.rayClusterConfig.headGroupSpec.template.spec.serviceAccountName: Invalid value: "$KSA_NAME"`,
 }
 
 var _ = Describe("KubeRay's sample manifests", func() {
