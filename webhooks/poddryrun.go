@@ -65,9 +65,9 @@ func (d podDryRun) rayCluster(ctx context.Context, ns string, old, rc *rayv1.Ray
 	}
 	return d.check(ctx, ns, rc, oldMeta, oldSpec, &rc.Spec, func() (pods, stored []poddryrun.Pod) {
 		if old != nil {
-			stored = poddryrun.RayClusterPods(old, ns)
+			stored = poddryrun.RayClusterPods(old, ns, d.policy.PodSettings)
 		}
-		return poddryrun.RayClusterPods(rc, ns), stored
+		return poddryrun.RayClusterPods(rc, ns, d.policy.PodSettings), stored
 	}, errs, warnings)
 }
 
@@ -79,9 +79,9 @@ func (d podDryRun) rayService(ctx context.Context, ns string, old, svc *rayv1.Ra
 	}
 	return d.check(ctx, ns, svc, oldMeta, oldSpec, &svc.Spec.RayClusterSpec, func() (pods, stored []poddryrun.Pod) {
 		if old != nil {
-			stored = poddryrun.RayServicePods(old, ns)
+			stored = poddryrun.RayServicePods(old, ns, d.policy.PodSettings)
 		}
-		return poddryrun.RayServicePods(svc, ns), stored
+		return poddryrun.RayServicePods(svc, ns, d.policy.PodSettings), stored
 	}, errs, warnings)
 }
 
@@ -93,8 +93,8 @@ func (d podDryRun) rayJob(ctx context.Context, ns string, old, job *rayv1.RayJob
 	}
 	return d.check(ctx, ns, job, oldMeta, oldSpec, &job.Spec, func() (pods, stored []poddryrun.Pod) {
 		if old != nil {
-			stored = poddryrun.RayJobPods(old, ns, d.gates)
+			stored = poddryrun.RayJobPods(old, ns, d.gates, d.policy.PodSettings)
 		}
-		return poddryrun.RayJobPods(job, ns, d.gates), stored
+		return poddryrun.RayJobPods(job, ns, d.gates, d.policy.PodSettings), stored
 	}, errs, warnings)
 }

@@ -17,6 +17,7 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/defaulting"
+	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/validation"
 	"github.com/raygate/raygate/test/builders"
 )
@@ -98,7 +99,7 @@ func TestCheckMapsRefusalsAndWarnings(t *testing.T) {
 		},
 	}}
 	c := New(api)
-	rep := c.Check(context.Background(), Request{Namespace: "ns", Pods: RayClusterPods(rc, "ns"), PodSecurity: validation.PodSecurityEnforce, Budget: time.Second})
+	rep := c.Check(context.Background(), Request{Namespace: "ns", Pods: RayClusterPods(rc, "ns", raypod.Settings{}), PodSecurity: validation.PodSecurityEnforce, Budget: time.Second})
 	wantErrs := []string{
 		`spec.workerGroupSpecs[0].template.spec.containers[0].env[0].name: Invalid value: "1BAD=": a valid environment variable name must consist only of printable ASCII characters other than '='`,
 		`spec.workerGroupSpecs[1].template: Forbidden: the API server refuses the pods of worker group "big": maximum cpu usage per Container is 2, but limit is 4`,
@@ -116,11 +117,11 @@ func TestCheckMapsRefusalsAndWarnings(t *testing.T) {
 	}
 
 	// Admitted pods are not sent again in this namespace; refused ones are.
-	c.Check(context.Background(), Request{Namespace: "ns", Pods: RayClusterPods(rc, "ns")})
+	c.Check(context.Background(), Request{Namespace: "ns", Pods: RayClusterPods(rc, "ns", raypod.Settings{})})
 	if d := cmp.Diff([]string{otherName, workerName}, sorted(api.calls())); d != "" {
 		t.Errorf("second check sent (-want +got):\n%s", d)
 	}
-	c.Check(context.Background(), Request{Namespace: "other", Pods: RayClusterPods(rc, "other")})
+	c.Check(context.Background(), Request{Namespace: "other", Pods: RayClusterPods(rc, "other", raypod.Settings{})})
 	if got := len(api.calls()); got != 3 {
 		t.Errorf("another namespace: sent %d; want 3", got)
 	}
@@ -138,7 +139,7 @@ func TestAdmittedPodsAreSentAgainLater(t *testing.T) {
 	now := time.Now()
 	api := &fakeAPIServer{}
 	c := newChecker(api, DefaultInFlight, func() time.Time { return now })
-	r := Request{Namespace: "ns", Pods: RayClusterPods(twoGroups(nil), "ns")}
+	r := Request{Namespace: "ns", Pods: RayClusterPods(twoGroups(nil), "ns", raypod.Settings{})}
 	c.Check(context.Background(), r)
 	c.Check(context.Background(), r)
 	if got := len(api.calls()); got != 3 {
@@ -175,7 +176,7 @@ func TestUpdatesSendOnlyChangedPods(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			api := &fakeAPIServer{}
-			New(api).Check(context.Background(), Request{Namespace: "ns", Pods: RayClusterPods(tt.obj, "ns"), Stored: RayClusterPods(old, "ns")})
+			New(api).Check(context.Background(), Request{Namespace: "ns", Pods: RayClusterPods(tt.obj, "ns", raypod.Settings{}), Stored: RayClusterPods(old, "ns", raypod.Settings{})})
 			if d := cmp.Diff(tt.want, api.calls()); d != "" {
 				t.Errorf("sent (-want +got):\n%s", d)
 			}
@@ -189,7 +190,7 @@ func TestOutOfTimeIsAWarning(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	rep := New(api).Check(ctx, Request{Namespace: "ns", Pods: RayClusterPods(twoGroups(nil), "ns"), Budget: 3 * time.Second})
+	rep := New(api).Check(ctx, Request{Namespace: "ns", Pods: RayClusterPods(twoGroups(nil), "ns", raypod.Settings{}), Budget: 3 * time.Second})
 	if waited := time.Since(start); waited > 2*time.Second {
 		t.Errorf("Check took %s past its deadline", waited)
 	}
@@ -221,7 +222,7 @@ func TestInFlightIsBounded(t *testing.T) {
 			rc := twoGroups(func(rc *rayv1.RayCluster) {
 				rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Image = strings.Repeat("x", i+1)
 			})
-			c.Check(context.Background(), Request{Namespace: "ns", Pods: RayClusterPods(rc, "ns")})
+			c.Check(context.Background(), Request{Namespace: "ns", Pods: RayClusterPods(rc, "ns", raypod.Settings{})})
 		})
 	}
 	wg.Wait()
@@ -246,7 +247,7 @@ func TestNotCheckedAndServiceAccountWarnings(t *testing.T) {
 			return nil, apierrors.NewBadRequest(`admission webhook "audit.example.com" does not support dry run`)
 		},
 	}}
-	rep := New(api).Check(context.Background(), Request{Namespace: "ns", Pods: RayClusterPods(rc, "ns")})
+	rep := New(api).Check(context.Background(), Request{Namespace: "ns", Pods: RayClusterPods(rc, "ns", raypod.Settings{})})
 	want := []string{
 		`spec.workerGroupSpecs[0].template.spec.serviceAccountName: the API server refuses the pods of worker group "small-group" while their ServiceAccount does not exist (error looking up service account ns/trainer: serviceaccount "trainer" not found); create it, and the rest of the pods' checks run on the next apply`,
 		`spec.workerGroupSpecs[1].template: the API server could not dry-run the pods of worker group "big" (admission webhook "audit.example.com" does not support dry run); it checks them when raygate creates them`,
@@ -268,7 +269,7 @@ func TestConcurrentReviewsShareADryRun(t *testing.T) {
 		return []string{"a warning"}, nil
 	})
 	c := New(api)
-	pods := RayClusterPods(twoGroups(nil), "ns")
+	pods := RayClusterPods(twoGroups(nil), "ns", raypod.Settings{})
 	var wg sync.WaitGroup
 	reports := make([]Report, 10)
 	for i := range reports {

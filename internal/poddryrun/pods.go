@@ -37,24 +37,24 @@ var (
 )
 
 // RayClusterPods are the distinct pods of a (defaulted) RayCluster in namespace.
-func RayClusterPods(rc *rayv1.RayCluster, namespace string) []Pod {
-	return clusterPods(rc, &rc.Spec, rayClusterSpecPath, namespace)
+func RayClusterPods(rc *rayv1.RayCluster, namespace string, settings raypod.Settings) []Pod {
+	return clusterPods(rc, &rc.Spec, rayClusterSpecPath, namespace, settings)
 }
 
 // RayServicePods are the distinct pods of the cluster a (defaulted) RayService creates.
-func RayServicePods(svc *rayv1.RayService, namespace string) []Pod {
-	return clusterPods(podsecurity.ClusterOf(svc), &svc.Spec.RayClusterSpec, rayServiceSpecPath, namespace)
+func RayServicePods(svc *rayv1.RayService, namespace string, settings raypod.Settings) []Pod {
+	return clusterPods(podsecurity.ClusterOf(svc), &svc.Spec.RayClusterSpec, rayServiceSpecPath, namespace, settings)
 }
 
 // RayJobPods are the distinct pods a (defaulted) RayJob creates: its cluster's, unless it
 // runs on an existing one, and its submitter pod in K8sJobMode.
-func RayJobPods(job *rayv1.RayJob, namespace string, gates features.Gates) []Pod {
+func RayJobPods(job *rayv1.RayJob, namespace string, gates features.Gates, settings raypod.Settings) []Pod {
 	j := *job
 	j.Name, j.GenerateName, j.Namespace = PlaceholderName, "", namespace
 	rc := validation.JobCluster(&j, gates)
 	var pods []Pod
 	if rc != nil && job.Spec.RayClusterSpec != nil {
-		pods = clusterPods(rc, job.Spec.RayClusterSpec, rayJobSpecPath, namespace)
+		pods = clusterPods(rc, job.Spec.RayClusterSpec, rayJobSpecPath, namespace, settings)
 	}
 	// Without a template of the job's, the submitter takes its image from the cluster, which a
 	// job on an existing cluster (clusterSelector) only finds when it runs.
@@ -73,13 +73,13 @@ func RayJobPods(job *rayv1.RayJob, namespace string, gates features.Gates) []Pod
 // clusterPods builds the head pod and one pod per worker group of rc, renamed to the
 // placeholder, in namespace. user is the cluster spec as the user wrote it (a RayJob's
 // cluster adds its submitter sidecar to the head), at specPath.
-func clusterPods(rc *rayv1.RayCluster, user *rayv1.RayClusterSpec, specPath *field.Path, namespace string) []Pod {
+func clusterPods(rc *rayv1.RayCluster, user *rayv1.RayClusterSpec, specPath *field.Path, namespace string, settings raypod.Settings) []Pod {
 	c := *rc
 	c.Name, c.GenerateName, c.Namespace, c.UID = PlaceholderName, "", namespace, ""
 	var pods []Pod
 	if len(c.Spec.HeadGroupSpec.Template.Spec.Containers) > 0 {
 		o := podsecurity.Origin{Template: &user.HeadGroupSpec.Template, TemplatePath: specPath.Child("headGroupSpec", "template"), SpecPath: specPath}
-		pods = append(pods, Pod{Pod: forDryRun(raypod.HeadPod(&c, "", ""), o.Template), Origin: o, What: "the head pod"})
+		pods = append(pods, Pod{Pod: forDryRun(raypod.HeadPod(&c, "", settings), o.Template), Origin: o, What: "the head pod"})
 	}
 	for i := range c.Spec.WorkerGroupSpecs {
 		g := &c.Spec.WorkerGroupSpecs[i]
@@ -87,7 +87,7 @@ func clusterPods(rc *rayv1.RayCluster, user *rayv1.RayClusterSpec, specPath *fie
 			continue
 		}
 		o := podsecurity.Origin{Template: &user.WorkerGroupSpecs[i].Template, TemplatePath: specPath.Child("workerGroupSpecs").Index(i).Child("template"), SpecPath: specPath}
-		pods = append(pods, Pod{Pod: forDryRun(raypod.WorkerPod(&c, g, nil, ""), o.Template), Origin: o, What: fmt.Sprintf("the pods of worker group %q", g.GroupName)})
+		pods = append(pods, Pod{Pod: forDryRun(raypod.WorkerPod(&c, g, nil, settings), o.Template), Origin: o, What: fmt.Sprintf("the pods of worker group %q", g.GroupName)})
 	}
 	return pods
 }

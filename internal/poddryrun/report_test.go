@@ -12,6 +12,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/validation"
 	"github.com/raygate/raygate/test/builders"
 )
@@ -67,7 +68,7 @@ func TestPodSecurityVerdictOfTheAPIServer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rc := twoGroups(privileged)
 			api := &fakeAPIServer{answers: map[string]func(*corev1.Pod) ([]string, error){workerName: tt.answer}}
-			rep := New(api).Check(context.Background(), Request{Namespace: "ns", Pods: RayClusterPods(rc, "ns"), PodSecurity: tt.mode})
+			rep := New(api).Check(context.Background(), Request{Namespace: "ns", Pods: RayClusterPods(rc, "ns", raypod.Settings{}), PodSecurity: tt.mode})
 			errs, warnings := rep.Merge(local, nil)
 			if d := cmp.Diff(tt.errs, messages(errs)); d != "" {
 				t.Errorf("errors (-want +got):\n%s", d)
@@ -115,7 +116,7 @@ func TestBuiltPods(t *testing.T) {
 	rc := builders.RayCluster("demo", "ns").Autoscaling().Obj()
 	rc.Spec.WorkerGroupSpecs[0].Template.Spec.ServiceAccountName = "trainer"
 	defaulting.RayCluster(rc)
-	pods := RayClusterPods(rc, "team-a")
+	pods := RayClusterPods(rc, "team-a", raypod.Settings{})
 	if len(pods) != 2 {
 		t.Fatalf("%d pods; want the head and one worker", len(pods))
 	}
@@ -129,14 +130,14 @@ func TestBuiltPods(t *testing.T) {
 
 	svc := builders.RayService("svc", "ns").Obj()
 	defaulting.RayService(svc)
-	sp := RayServicePods(svc, "ns")
+	sp := RayServicePods(svc, "ns", raypod.Settings{})
 	if len(sp) != 2 || sp[1].Origin.TemplatePath.String() != "spec.rayClusterConfig.workerGroupSpecs[0].template" || sp[1].Pod.Labels[rayv1.ServeLabelKey] != "true" {
 		t.Errorf("RayService pods: want a head and a serving worker at spec.rayClusterConfig; got %d", len(sp))
 	}
 
 	job := builders.RayJob("job", "ns").SubmitterTemplate("rayproject/ray:2.52.0").Obj()
 	defaulting.RayJob(job)
-	jp := RayJobPods(job, "ns", features.Default())
+	jp := RayJobPods(job, "ns", features.Default(), raypod.Settings{})
 	var paths []string
 	for _, p := range jp {
 		paths = append(paths, p.Origin.TemplatePath.String())
@@ -151,7 +152,7 @@ func TestBuiltPods(t *testing.T) {
 	// On an existing cluster, the default submitter's image is known only when the job runs.
 	onCluster := builders.RayJob("job", "ns").OnCluster("existing").Obj()
 	defaulting.RayJob(onCluster)
-	if p := RayJobPods(onCluster, "ns", features.Default()); len(p) != 0 {
+	if p := RayJobPods(onCluster, "ns", features.Default(), raypod.Settings{}); len(p) != 0 {
 		t.Errorf("a job on an existing cluster without a submitter template: %d pods; want none", len(p))
 	}
 }

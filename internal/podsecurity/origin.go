@@ -193,13 +193,14 @@ func (e *Evaluator) PodAt(lv api.LevelVersion, pod *corev1.Pod, o Origin) []Viol
 		return nil
 	}
 	if o.Template == nil {
-		found := locatePod(checks, pod, len(pod.Spec.Containers), len(pod.Spec.InitContainers))
-		return materialize(found, o.TemplatePath, o.SpecPath)
+		n := len(pod.Spec.Containers)
+		found := locatePod(checks, pod, origin{userContainers: n, userInit: len(pod.Spec.InitContainers), firstSidecar: n})
+		return materialize(found, o.TemplatePath, o.SpecPath, "")
 	}
 	p := *pod
 	p.Spec.Containers = slices.DeleteFunc(slices.Clone(pod.Spec.Containers), func(c corev1.Container) bool {
 		return c.Name != raypod.AutoscalerContainer && !slices.ContainsFunc(o.Template.Spec.Containers, func(t corev1.Container) bool { return t.Name == c.Name })
 	})
-	found := locatePod(checks, &p, len(o.Template.Spec.Containers), len(o.Template.Spec.InitContainers))
-	return materialize(found, o.TemplatePath, o.SpecPath)
+	found := locatePod(checks, &p, origin{userContainers: len(o.Template.Spec.Containers), userInit: len(o.Template.Spec.InitContainers), firstSidecar: len(p.Spec.Containers)})
+	return materialize(found, o.TemplatePath, o.SpecPath, "")
 }

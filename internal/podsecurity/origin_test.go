@@ -33,8 +33,8 @@ func TestFieldPathMapsPodFieldsToTheTemplate(t *testing.T) {
 		w.InitContainers = []corev1.Container{{Name: "setup", Image: "busybox"}}
 		w.Volumes = []corev1.Volume{{Name: "scratch"}}
 	})
-	headPod := raypod.HeadPod(rc, "", "")
-	workerPod := raypod.WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
+	headPod := raypod.HeadPod(rc, "", raypod.Settings{})
+	workerPod := raypod.WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, raypod.Settings{})
 	spec := field.NewPath("spec")
 	head := Origin{Template: &rc.Spec.HeadGroupSpec.Template, TemplatePath: spec.Child("headGroupSpec", "template"), SpecPath: spec}
 	worker := Origin{Template: &rc.Spec.WorkerGroupSpecs[0].Template, TemplatePath: spec.Child("workerGroupSpecs").Index(0).Child("template"), SpecPath: spec}
@@ -121,7 +121,7 @@ func TestPodAt(t *testing.T) {
 	rc := cluster(func(rc *rayv1.RayCluster) {
 		rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
 	})
-	pod := raypod.WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, "")
+	pod := raypod.WorkerPod(rc, &rc.Spec.WorkerGroupSpecs[0], nil, raypod.Settings{})
 	sidecar := pod.Spec.Containers[0]
 	sidecar.Name = rayv1.SubmitterContainerName
 	pod.Spec.Containers = append(pod.Spec.Containers, sidecar)
