@@ -3,6 +3,7 @@ package validation
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	yamlv2 "go.yaml.in/yaml/v2"
@@ -49,18 +50,18 @@ func validateServeConfig(config string, path *field.Path) field.ErrorList {
 	if top == nil || top.Kind != yaml.MappingNode {
 		return field.ErrorList{field.Invalid(path, omit, "must be a YAML mapping with an applications list, not "+kindOf(top))}
 	}
+	errs := validateProxyPorts(top, path)
 	appsPath := path.Child("applications")
 	apps := lookup(top, "applications")
 	if apps == nil || isNull(apps) {
-		return nil
+		return errs
 	}
 	if apps.Kind != yaml.SequenceNode {
-		return field.ErrorList{field.Invalid(appsPath, omit, "must be a list of applications, not "+kindOf(apps))}
+		return append(errs, field.Invalid(appsPath, omit, "must be a list of applications, not "+kindOf(apps)))
 	}
 	if n := len(apps.Content); n > MaxServeApplications {
-		return field.ErrorList{field.TooMany(appsPath, n, MaxServeApplications)}
+		return append(errs, field.TooMany(appsPath, n, MaxServeApplications))
 	}
-	var errs field.ErrorList
 	names, routes := map[string]bool{}, map[string]bool{}
 	deployments := 0
 	for i, a := range apps.Content {
@@ -246,4 +247,32 @@ func kindOf(n *yaml.Node) string {
 	default:
 		return "a string"
 	}
+}
+
+// validateProxyPorts checks http_options.port and grpc_options.port: Ray's proxies bind
+// them, so a port outside 1-65535 (or not a whole number) fails only on the head, after the
+// cluster is up, where the user sees a DEPLOY_FAILED application instead of this error.
+func validateProxyPorts(top *yaml.Node, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, section := range []string{"http_options", "grpc_options"} {
+		opts := lookup(top, section)
+		if opts == nil || opts.Kind != yaml.MappingNode {
+			continue
+		}
+		port := lookup(opts, "port")
+		if port == nil || isNull(port) {
+			continue
+		}
+		p := path.Child(section, "port")
+		v, err := resolveScalar(port)
+		if err != nil || port.Kind != yaml.ScalarNode || v.kind != kindNumber {
+			errs = append(errs, field.Invalid(p, omit, "must be a port number between 1 and 65535"))
+			continue
+		}
+		n, convErr := strconv.ParseInt(v.raw, 0, 64)
+		if convErr != nil || n < 1 || n > 65535 {
+			errs = append(errs, field.Invalid(p, v.raw, "must be a port number between 1 and 65535"))
+		}
+	}
+	return errs
 }

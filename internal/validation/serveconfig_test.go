@@ -19,6 +19,16 @@ func TestServeConfig(t *testing.T) {
 	}{
 		"empty":   {},
 		"no apps": {config: "proxy_location: EveryNode\n"},
+		"proxy ports in range": {config: "http_options:\n  port: 8000\ngrpc_options:\n  port: 9000\n"},
+		"http port out of range": {
+			config: "http_options:\n  host: 0.0.0.0\n  port: 99999\n",
+			want:   field.ErrorList{field.Invalid(root.Child("http_options", "port"), nil, "")},
+		},
+		"grpc port not a number, http port zero": {
+			config: "http_options:\n  port: 0\ngrpc_options:\n  port: eight\napplications: []\n",
+			want: field.ErrorList{field.Invalid(root.Child("http_options", "port"), nil, ""),
+				field.Invalid(root.Child("grpc_options", "port"), nil, "")},
+		},
 		"two apps": {config: `
 applications:
   - name: fruit
