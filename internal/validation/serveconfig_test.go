@@ -17,8 +17,8 @@ func TestServeConfig(t *testing.T) {
 		config string
 		want   field.ErrorList
 	}{
-		"empty":   {},
-		"no apps": {config: "proxy_location: EveryNode\n"},
+		"empty":                {},
+		"no apps":              {config: "proxy_location: EveryNode\n"},
 		"proxy ports in range": {config: "http_options:\n  port: 8000\ngrpc_options:\n  port: 9000\n"},
 		"http port out of range": {
 			config: "http_options:\n  host: 0.0.0.0\n  port: 99999\n",
