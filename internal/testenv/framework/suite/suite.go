@@ -15,8 +15,10 @@ package suite
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,8 +62,10 @@ type Suite struct {
 
 	mu       sync.Mutex
 	managers []*framework.Manager
-	// granted is, per ServiceAccount, the RBAC options last granted.
-	granted map[framework.ServiceAccount]string
+	// granted is, per ServiceAccount and control plane, the RBAC options last granted.
+	granted map[grantTarget]string
+	// logs are operator processes' logs to check for refusals (WatchLogs).
+	logs []*framework.LogRefusals
 }
 
 // current is the suite Start started in this test binary (one per binary, as BeforeSuite).
@@ -87,7 +91,7 @@ func Start(o Options) *Suite {
 	if o.ServiceAccount == (framework.ServiceAccount{}) {
 		o.ServiceAccount = framework.ChartServiceAccount()
 	}
-	s := &Suite{ServiceAccount: o.ServiceAccount, granted: map[framework.ServiceAccount]string{}}
+	s := &Suite{ServiceAccount: o.ServiceAccount, granted: map[grantTarget]string{}}
 	// Registered first, so it runs last: what the managers were refused until they stopped.
 	ginkgo.DeferCleanup(func() {
 		s.ExpectNoRefusals()
@@ -130,8 +134,20 @@ func (s *Suite) StartManager(opts app.Options) *framework.Manager {
 // ServiceAccount. The manager's refusals fail the spec like any other's.
 func (s *Suite) StartManagerAs(sa framework.ServiceAccount, rbac framework.RBACOptions, opts app.Options) *framework.Manager {
 	ginkgo.GinkgoHelper()
-	s.Grant(sa, rbac)
-	m, err := framework.StartManagerAs(s.Env, sa.Config(s.Env.Config), opts)
+	return s.startManager(s.Env, sa, rbac, opts)
+}
+
+// StartManagerIn is StartManager against another control plane a spec started (one without
+// some CRDs, say).
+func (s *Suite) StartManagerIn(env *controlplane.Env, opts app.Options) *framework.Manager {
+	ginkgo.GinkgoHelper()
+	return s.startManager(env, s.ServiceAccount, framework.RBACOptionsFor(opts), opts)
+}
+
+func (s *Suite) startManager(env *controlplane.Env, sa framework.ServiceAccount, rbac framework.RBACOptions, opts app.Options) *framework.Manager {
+	ginkgo.GinkgoHelper()
+	s.grant(env, sa, rbac)
+	m, err := framework.StartManagerAs(env, sa.Config(env.Config), opts)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	s.mu.Lock()
 	s.managers = append(s.managers, m)
@@ -139,22 +155,28 @@ func (s *Suite) StartManagerAs(sa framework.ServiceAccount, rbac framework.RBACO
 	return m
 }
 
-// Grant binds sa the chart's RBAC for rbac (framework.GrantChartRBAC), unless the same was
-// the last grant to sa.
-func (s *Suite) Grant(sa framework.ServiceAccount, rbac framework.RBACOptions) {
+// grantTarget is a ServiceAccount of one control plane.
+type grantTarget struct {
+	env *controlplane.Env
+	sa  framework.ServiceAccount
+}
+
+// grant binds sa the chart's RBAC for rbac in env (framework.GrantChartRBAC), unless the
+// same was the last grant to sa there.
+func (s *Suite) grant(env *controlplane.Env, sa framework.ServiceAccount, rbac framework.RBACOptions) {
 	ginkgo.GinkgoHelper()
-	key := grantKey(rbac)
+	target, key := grantTarget{env, sa}, grantKey(rbac)
 	s.mu.Lock()
-	same := key != "" && s.granted[sa] == key
+	same := key != "" && s.granted[target] == key
 	s.mu.Unlock()
 	if same {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	gomega.Expect(framework.GrantChartRBAC(ctx, s.Env.Config, sa, rbac)).To(gomega.Succeed())
+	gomega.Expect(framework.GrantChartRBAC(ctx, env.Config, sa, rbac)).To(gomega.Succeed())
 	s.mu.Lock()
-	s.granted[sa] = key
+	s.granted[target] = key
 	s.mu.Unlock()
 }
 
@@ -182,13 +204,22 @@ func boolString(b bool) string {
 // process's log, not here.
 func (s *Suite) OperatorKubeconfig(rbac framework.RBACOptions) string {
 	ginkgo.GinkgoHelper()
-	s.Grant(s.ServiceAccount, rbac)
+	s.grant(s.Env, s.ServiceAccount, rbac)
 	dir, err := os.MkdirTemp("", "raygate-operator-kubeconfig-")
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	ginkgo.DeferCleanup(os.RemoveAll, dir)
 	path := filepath.Join(dir, "kubeconfig")
 	gomega.Expect(s.ServiceAccount.WriteKubeconfig(s.Env.Config, path)).To(gomega.Succeed())
 	return path
+}
+
+// WatchLogs has the check after every spec read the logs in dir of operator processes
+// running as the suite's ServiceAccount: a refusal they log fails the spec as a manager's
+// does.
+func (s *Suite) WatchLogs(dir string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.logs = append(s.logs, &framework.LogRefusals{Dir: dir, ServiceAccount: s.ServiceAccount})
 }
 
 // Config is the admin's config impersonating the suite's ServiceAccount (no RBAC granted).
@@ -202,6 +233,16 @@ func (s *Suite) ExpectNoRefusals() {
 	var report string
 	for _, m := range s.managers {
 		report += framework.RefusalReport(m.Who, m.Refusals.Drain())
+	}
+	for _, l := range s.logs {
+		lines, err := l.New()
+		if err != nil {
+			report += fmt.Sprintf("reading the operator logs in %s: %v\n", l.Dir, err)
+		}
+		if len(lines) > 0 {
+			report += fmt.Sprintf("the API server refused the operator process (%s), as its logs in %s say: its RBAC misses a rule the code needs.\n  %s\n",
+				s.ServiceAccount, l.Dir, strings.Join(lines, "\n  "))
+		}
 	}
 	s.mu.Unlock()
 	if report != "" {
