@@ -75,8 +75,11 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 
 	// The operator runs as a process with the release's ServiceAccount token (helpers_test.go),
-	// under the RBAC the chart installs, not through suite.Start's managers.
-	env = suite.Start(suite.Options{ControlPlane: controlplane.Options{GatewayAPI: true, APIServerArgs: map[string]string{"egress-selector-config-file": egress}}}).Env
+	// under the RBAC the chart installs: what the API server refuses it is in its logs, which
+	// are checked after every spec.
+	harness := suite.Start(suite.Options{ControlPlane: controlplane.Options{GatewayAPI: true, APIServerArgs: map[string]string{"egress-selector-config-file": egress}}})
+	env = harness.Env
+	harness.WatchLogs(logDir)
 	_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true})
 	Expect(err).NotTo(HaveOccurred())
 
