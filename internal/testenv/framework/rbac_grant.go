@@ -227,7 +227,7 @@ func waitEffective(ctx context.Context, c client.Client, sa ServiceAccount, objs
 		}
 	}
 	for _, attrs := range checks {
-		var last error
+		last := errors.New("not asked yet")
 		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, rbacEffectiveTimeout, true, func(ctx context.Context) (bool, error) {
 			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 				User: sa.User(), Groups: sa.Groups(), ResourceAttributes: attrs.DeepCopy(),
@@ -240,7 +240,7 @@ func waitEffective(ctx context.Context, c client.Client, sa ServiceAccount, objs
 			return sar.Status.Allowed, nil
 		})
 		if err != nil {
-			return fmt.Errorf("%s was not allowed to %s %s/%s in %q within %s (%v)", sa, attrs.Verb, attrs.Group, attrs.Resource, attrs.Namespace, rbacEffectiveTimeout, last)
+			return fmt.Errorf("%s was not allowed to %s %s/%s in %q within %s: %w", sa, attrs.Verb, attrs.Group, attrs.Resource, attrs.Namespace, rbacEffectiveTimeout, last)
 		}
 	}
 	return nil
