@@ -11,8 +11,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // Refusal is one request the API server's authorizer refused (HTTP 403), described as RBAC
@@ -139,8 +141,35 @@ func (t *refusalTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxStatusBody))
 	_ = resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(body))
-	t.refusals.add(refusalOf(req, body, time.Now()))
+	if r := refusalOf(req, body, time.Now()); byAuthorizer(r.Message) {
+		t.refusals.add(r)
+	}
 	return resp, nil
+}
+
+// byAuthorizer tells the authorizer's 403 (`... is forbidden: User "u" cannot create
+// resource ...`) from admission's (Pod Security, quotas, LimitRanges and policy webhooks
+// answer 403 Forbidden too, which tests provoke on purpose).
+func byAuthorizer(message string) bool {
+	return strings.Contains(message, `forbidden: User "`) && strings.Contains(message, `" cannot `)
+}
+
+// statusDecoder reads the Status of an answer in JSON or protobuf (the manager asks for
+// protobuf where the API server has it).
+var statusDecoder = serializer.NewCodecFactory(clientgoscheme.Scheme).UniversalDeserializer()
+
+// statusMessage is the message of the Status in body, or the body as text.
+func statusMessage(body []byte) string {
+	if obj, _, err := statusDecoder.Decode(body, nil, nil); err == nil {
+		if st, ok := obj.(*metav1.Status); ok && st.Message != "" {
+			return st.Message
+		}
+	}
+	var st metav1.Status
+	if json.Unmarshal(body, &st) == nil && st.Message != "" {
+		return st.Message
+	}
+	return strings.ToValidUTF8(strings.TrimSpace(string(body)), "?")
 }
 
 // refusalOf describes a refused request the way the API server's authorizer saw it.
@@ -155,11 +184,6 @@ func refusalOf(req *http.Request, body []byte, at time.Time) Refusal {
 			}
 		}
 	}
-	var st metav1.Status
-	if json.Unmarshal(body, &st) == nil && st.Message != "" {
-		r.Message = st.Message
-	} else {
-		r.Message = strings.TrimSpace(string(body))
-	}
+	r.Message = statusMessage(body)
 	return r
 }

@@ -1,12 +1,16 @@
 package framework
 
 import (
+	"bytes"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 func TestRefusalOf(t *testing.T) {
@@ -94,5 +98,32 @@ func TestRefusalReport(t *testing.T) {
 	}
 	if n := strings.Count(got, "missing:"); n != 2 {
 		t.Errorf("report lists %d markers, want 2 (one per rule):\n%s", n, got)
+	}
+}
+
+func TestStatusMessageReadsProtobuf(t *testing.T) {
+	st := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+		Message: `pods "p" is forbidden: User "system:serviceaccount:a:b" cannot create resource "pods" in API group "" in the namespace "n"`}
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(clientgoscheme.Scheme, clientgoscheme.Scheme).Encode(st, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if got := statusMessage(buf.Bytes()); got != st.Message {
+		t.Errorf("statusMessage(protobuf) = %q, want %q", got, st.Message)
+	}
+}
+
+func TestByAuthorizer(t *testing.T) {
+	cases := map[string]bool{
+		`pods "p" is forbidden: User "system:serviceaccount:a:b" cannot create resource "pods" in API group "" in the namespace "n"`: true,
+		`forbidden: User "system:serviceaccount:a:b" cannot get path "/metrics"`:                                                     true,
+		`pods "p" is forbidden: violates PodSecurity "baseline:latest": privileged`:                                                  false,
+		`pods "p" is forbidden: exceeded quota: two-pods, requested: pods=1, used: pods=2, limited: pods=2`:                          false,
+		`admission webhook "deny.policy.example.com" denied the request: pods need a cost-center label`:                              false,
+	}
+	for msg, want := range cases {
+		if got := byAuthorizer(msg); got != want {
+			t.Errorf("byAuthorizer(%q) = %v, want %v", msg, got, want)
+		}
 	}
 }
