@@ -47,6 +47,11 @@ func markerGroup(g string) string {
 }
 
 func (r Refusal) String() string {
+	return r.At.Format("15:04:05.000") + " " + r.what()
+}
+
+// what is the refused request and the API server's message.
+func (r Refusal) what() string {
 	what := r.Verb + " " + r.Path
 	if r.Resource != "" {
 		what = r.Verb + " " + groupResource(r.Group, r.Resource)
@@ -57,7 +62,7 @@ func (r Refusal) String() string {
 			what += " in namespace " + r.Namespace
 		}
 	}
-	return fmt.Sprintf("%s %s: %s", r.At.Format("15:04:05.000"), what, r.Message)
+	return what + ": " + r.Message
 }
 
 func groupResource(group, resource string) string {
@@ -76,11 +81,26 @@ func RefusalReport(who string, refusals []Refusal) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "the API server refused %d request(s) of %s: its RBAC misses a rule the code needs.\n", len(refusals), who)
 	b.WriteString("Add the marker next to the code that sends the request, run `make manifests` and commit the generated roles.\n")
+	// A refused request is retried with backoff: each is listed once, with how often.
+	var order []string
+	first, times := map[string]Refusal{}, map[string]int{}
 	markers := sets.New[string]()
 	for _, r := range refusals {
-		fmt.Fprintf(&b, "  %s\n", r)
+		k := r.what()
+		if times[k] == 0 {
+			order = append(order, k)
+			first[k] = r
+		}
+		times[k]++
 		if m := r.Marker(); m != "" {
 			markers.Insert(m)
+		}
+	}
+	for _, k := range order {
+		if n := times[k]; n > 1 {
+			fmt.Fprintf(&b, "  %s (%d times)\n", first[k], n)
+		} else {
+			fmt.Fprintf(&b, "  %s\n", first[k])
 		}
 	}
 	for _, m := range sets.List(markers) {

@@ -80,13 +80,15 @@ func TestRefusalReport(t *testing.T) {
 	rs := []Refusal{
 		{At: at, Verb: "delete", Group: "gateway.networking.k8s.io", Resource: "gateways", Namespace: "rs-1", Name: "svc", Message: "forbidden"},
 		{At: at, Verb: "delete", Group: "gateway.networking.k8s.io", Resource: "gateways", Namespace: "rs-2", Name: "svc", Message: "forbidden"},
+		{At: at.Add(time.Second), Verb: "delete", Group: "gateway.networking.k8s.io", Resource: "gateways", Namespace: "rs-2", Name: "svc", Message: "forbidden"},
 		{At: at, Verb: "create", Resource: "pods", Namespace: "rc-1", Message: "forbidden"},
 		{At: at, Verb: "get", Path: "/metrics", Message: "forbidden"},
 	}
 	got := RefusalReport("the manager (system:serviceaccount:raygate-system:raygate)", rs)
 	for _, want := range []string{
-		"the API server refused 4 request(s) of the manager (system:serviceaccount:raygate-system:raygate)",
+		"the API server refused 5 request(s) of the manager (system:serviceaccount:raygate-system:raygate)",
 		"03:04:05.000 delete gateway.networking.k8s.io/gateways svc in namespace rs-1: forbidden\n",
+		"03:04:05.000 delete gateway.networking.k8s.io/gateways svc in namespace rs-2: forbidden (2 times)\n",
 		"03:04:05.000 create pods in namespace rc-1: forbidden\n",
 		"03:04:05.000 get /metrics: forbidden\n",
 		"  missing: // +kubebuilder:rbac:groups=\"\",resources=pods,verbs=create\n" +

@@ -4,10 +4,11 @@
 // read from config/rbac when they start, so the API server's RBAC authorizer decides every
 // request they send; the tests' own clients stay admin.
 //
-// Importing the package registers a ReportAfterEach that fails every spec during which a
-// manager started here was refused a request (HTTP 403), naming the request and the
-// +kubebuilder:rbac marker that would grant it. Ginkgo takes nodes only while it builds the
-// spec tree, before any BeforeSuite runs, hence the registration at import.
+// Importing the package registers an AfterEach and a ReportAfterEach that fail every spec
+// during which a manager started here was refused a request by the API server's authorizer
+// (HTTP 403), naming the request and the +kubebuilder:rbac marker that would grant it.
+// Ginkgo takes nodes only while it builds the spec tree, before any BeforeSuite runs, hence
+// the registration at import.
 //
 // It imports Ginkgo, so it lives apart from package framework, which the local mode and the
 // benchmarks import.
@@ -74,14 +75,22 @@ var (
 	current   *Suite
 )
 
-var _ = ginkgo.ReportAfterEach(func(ginkgo.SpecReport) {
+// The check runs twice per spec: after its AfterEach nodes (a failure there is added to the
+// spec's own, so a spec that failed because of a refusal shows the refusal too), and once
+// the spec's DeferCleanup functions have run (their requests are the spec's as well).
+var (
+	_ = ginkgo.AfterEach(checkCurrent)
+	_ = ginkgo.ReportAfterEach(func(ginkgo.SpecReport) { checkCurrent() })
+)
+
+func checkCurrent() {
 	currentMu.Lock()
 	s := current
 	currentMu.Unlock()
 	if s != nil {
 		s.ExpectNoRefusals()
 	}
-})
+}
 
 // Start starts what o asks for and registers its shutdown with DeferCleanup. Call it from
 // BeforeSuite.
@@ -245,7 +254,12 @@ func (s *Suite) ExpectNoRefusals() {
 		}
 	}
 	s.mu.Unlock()
-	if report != "" {
-		ginkgo.Fail(report)
+	if report == "" {
+		return
 	}
+	if ginkgo.CurrentSpecReport().Failed() {
+		// Ginkgo drops a reporting node's failure once the spec failed: say it in its output.
+		ginkgo.GinkgoWriter.Print(report)
+	}
+	ginkgo.Fail(report)
 }
