@@ -25,7 +25,9 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -219,6 +221,14 @@ func (s *Suite) OperatorKubeconfig(rbac framework.RBACOptions) string {
 	ginkgo.DeferCleanup(os.RemoveAll, dir)
 	path := filepath.Join(dir, "kubeconfig")
 	gomega.Expect(s.ServiceAccount.WriteKubeconfig(s.Env.Config, path)).To(gomega.Succeed())
+	// The API server says who the kubeconfig's holder is.
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	c, err := client.New(cfg, client.Options{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	review := &authenticationv1.SelfSubjectReview{}
+	gomega.Expect(c.Create(context.Background(), review)).To(gomega.Succeed())
+	gomega.Expect(review.Status.UserInfo.Username).To(gomega.Equal(s.ServiceAccount.User()))
 	return path
 }
 
