@@ -88,6 +88,10 @@ func tearDown(in inputs, act *Effects, out *Outcome) rayv1.RayServiceStatuses {
 	return st
 }
 
+// Suspension deletes the Gateway and HTTPRoute the RayService controls (deleteObject, with
+// a UID precondition).
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways;httproutes,verbs=delete
+
 // deleteAllOwned plans the deletion of every cluster, Service, Gateway and HTTPRoute the
 // RayService controls and returns how many still exist (deleted by this pass or going).
 // Objects with raygate's names that the RayService does not control are not its to delete.

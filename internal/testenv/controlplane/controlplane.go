@@ -98,6 +98,10 @@ func Start(o Options) (*Env, error) {
 	}
 	api := te.ControlPlane.GetAPIServer()
 	api.Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
+	// The suites run the manager as a ServiceAccount whose requests the RBAC authorizer
+	// decides (envtest's default too; said here so that no change of default lets everything
+	// through).
+	api.Configure().Set("authorization-mode", "RBAC")
 	for k, v := range o.APIServerArgs {
 		api.Configure().Set(k, v)
 	}

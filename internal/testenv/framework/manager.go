@@ -28,6 +28,10 @@ type Manager struct {
 	// Writes counts every write the manager sends to the API server, by verb and resource
 	// ("create pods", "update rayclusters/status", "create events", ...).
 	Writes *Writes
+	// Refusals are the requests the API server refused the manager (403 Forbidden).
+	Refusals *Refusals
+	// Who names the manager's identity in reports.
+	Who string
 }
 
 // ManagerOptions are app.DefaultOptions for tests: no metrics or probe listeners, no leader
@@ -42,34 +46,54 @@ func ManagerOptions() app.Options {
 	return o
 }
 
-// StartManager builds the raygate manager (app.NewManager) against env and runs it until
-// Stop. With opts.EnableWebhooks the webhook server listens where env's webhook
-// configuration points. It returns once the caches are synced.
+// StartManager builds the raygate manager (app.NewManager) against env and runs it, with
+// the control plane's admin rights, until Stop. With opts.EnableWebhooks the webhook server
+// listens where env's webhook configuration points. It returns once the caches are synced.
 func StartManager(env *controlplane.Env, opts app.Options) (*Manager, error) {
+	return StartManagerAs(env, env.Config, opts)
+}
+
+// StartManagerAs is StartManager with the manager talking to the API server as cfg says:
+// ServiceAccount.Config for the rights the chart grants.
+func StartManagerAs(env *controlplane.Env, cfg *rest.Config, opts app.Options) (*Manager, error) {
 	if opts.EnableWebhooks {
 		opts.WebhookHost, opts.WebhookPort, opts.WebhookCertDir = env.WebhookServing()
 	}
-	writes := &Writes{}
-	cfg := rest.CopyConfig(env.Config)
+	writes, refusals := &Writes{}, &Refusals{}
+	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, writes: writes} })
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &refusalTransport{next: rt, refusals: refusals} })
+	who := "the manager (admin)"
+	if u := cfg.Impersonate.UserName; u != "" {
+		who = "the manager (" + u + ")"
+	}
 	mgr, err := app.NewManager(cfg, opts)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w%s", err, prefixed("\n", RefusalReport(who, refusals.Snapshot())))
 	}
 	stale, err := queuedBeforeStart()
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Manager{Manager: mgr, cancel: cancel, done: make(chan error, 1), Writes: writes, stale: stale}
+	m := &Manager{Manager: mgr, cancel: cancel, done: make(chan error, 1), Writes: writes, Refusals: refusals, Who: who, stale: stale}
 	go func() { m.done <- mgr.Start(ctx) }()
 	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
 	defer syncCancel()
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
 		_ = m.Stop()
-		return nil, errors.New("manager caches did not sync within 30s")
+		// A cache that may not list or watch never syncs: say why.
+		return nil, errors.New("manager caches did not sync within 30s" + prefixed("; ", RefusalReport(who, refusals.Snapshot())))
 	}
 	return m, nil
+}
+
+// prefixed is s after sep, or "" when s is.
+func prefixed(sep, s string) string {
+	if s == "" {
+		return ""
+	}
+	return sep + s
 }
 
 // Stop stops the manager and waits until it has exited (its controllers stopped and its

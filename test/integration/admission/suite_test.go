@@ -9,13 +9,12 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/raygate/raygate/internal/app"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/framework/suite"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -27,34 +26,20 @@ func TestAdmission(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	// Generous: `make test` runs suites side by side on two cores, and a controller's first
 	// pods took longer than Gomega's default second there.
 	SetDefaultEventuallyTimeout(30 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	var err error
-	env, err = controlplane.Start(controlplane.Options{Webhooks: true, GatewayAPI: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-
-	opts := app.DefaultOptions()
-	opts.WebhookHost, opts.WebhookPort, opts.WebhookCertDir = env.WebhookServing()
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts := framework.ManagerOptions()
+	opts.EnableWebhooks = true
 	// Specs here check token authentication's own rules; refusing it when the option is off
 	// is unit-tested (internal/validation).
 	opts.TokenAuthentication = true
-	// The controllers cache only a namespace no test uses: this suite is about admission,
-	// and the objects it stores must stay exactly as admission left them.
+	// The controllers watch only a namespace one spec uses (v1alpha1_test.go): this suite is
+	// about admission, and the objects it stores elsewhere must stay exactly as admission
+	// left them.
 	opts.WatchNamespaces = []string{"raygate-admission-unused"}
-	mgr, err := app.NewManager(env.Config, opts)
-	Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	DeferCleanup(func() {
-		cancel()
-		Eventually(done, 20*time.Second).Should(Receive(BeNil()))
-	})
+	env = suite.Start(suite.Options{ControlPlane: controlplane.Options{Webhooks: true, GatewayAPI: true}, Manager: &opts}).Env
 
 	// Ready once the API server gets an answer from the webhooks over TLS.
 	probe := builders.RayService("probe", "default").Obj()

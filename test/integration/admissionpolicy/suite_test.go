@@ -14,11 +14,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/framework/suite"
 	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
@@ -45,22 +44,15 @@ func TestAdmissionPolicies(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx context.Context) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
 	helm, err = tools.Path("helm")
 	Expect(err).NotTo(HaveOccurred())
-	env, err = controlplane.Start(controlplane.Options{Webhooks: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-
 	// raygate's webhooks default and validate what the policies see, as in a real install.
-	// Its controllers cache only a namespace no test uses: objects stay as admission left them.
+	// Its controllers do not run: objects stay as admission left them.
 	opts := framework.ManagerOptions()
 	opts.EnableWebhooks = true
-	opts.WatchNamespaces = []string{"raygate-admissionpolicy-unused"}
-	mgr, err := framework.StartManager(env, opts)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(mgr.Stop)
+	opts.WebhooksOnly = true
+	env = suite.Start(suite.Options{ControlPlane: controlplane.Options{Webhooks: true}, Manager: &opts}).Env
 
 	for ns, label := range map[string]string{enforcedNS: enforcedLabel, trialNS: trialLabel} {
 		createNamespace(ctx, ns, label)

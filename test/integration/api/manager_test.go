@@ -33,13 +33,10 @@ var _ = Describe("the manager binary's server", func() {
 		opts.EnableWebhooks = false
 		opts.ProbeAddr = freeAddr()
 		opts.MetricsAddr = freeAddr()
-		runCtx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- app.Run(runCtx, env.Config, opts) }()
-		DeferCleanup(func() {
-			cancel()
-			Eventually(done, 10*time.Second).Should(Receive(BeNil()))
-		})
+		// As the chart's ServiceAccount: the metrics endpoint's TokenReviews and
+		// SubjectAccessReviews need the chart's metrics-auth rules.
+		mgr := harness.StartManager(opts)
+		DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 
 		for _, path := range []string{"/healthz", "/readyz"} {
 			Eventually(func() (int, error) {

@@ -9,9 +9,13 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/framework/suite"
 )
 
-var env *controlplane.Env
+var (
+	harness *suite.Suite
+	env     *controlplane.Env
+)
 
 func TestAPI(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -19,8 +23,6 @@ func TestAPI(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	var err error
-	env, err = controlplane.Start(controlplane.Options{})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
+	harness = suite.Start(suite.Options{})
+	env = harness.Env
 })

@@ -20,20 +20,20 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/framework/suite"
 	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
 var (
-	env *controlplane.Env
-	k8s client.Client
+	harness *suite.Suite
+	env     *controlplane.Env
+	k8s     client.Client
 )
 
 var (
@@ -49,20 +49,12 @@ func TestBatchScheduler(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx context.Context) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	var err error
-	env, err = controlplane.Start(controlplane.Options{Webhooks: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-	k8s = env.Client
+	harness = suite.Start(suite.Options{ControlPlane: controlplane.Options{Webhooks: true}, Kubelet: &framework.KubeletOptions{}})
+	env, k8s = harness.Env, harness.Client
 	installCRDs("volcano-crds")
-
 	stop, err := env.StartControllers(context.Background(), GinkgoWriter, "garbage-collector-controller")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(stop)
-	kubelet, err := framework.StartKubelet(env.Config, framework.KubeletOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(kubelet.Stop)
 }, NodeTimeout(3*time.Minute))
 
 // installCRDs installs the CRDs of a cached tool (hack/tools.sh) and waits until they are
@@ -82,8 +74,7 @@ func startRaygate(batchScheduler string) *framework.Manager {
 	opts := framework.ManagerOptions()
 	opts.EnableWebhooks = true
 	opts.BatchScheduler = batchScheduler
-	mgr, err := framework.StartManager(env, opts)
-	Expect(err).NotTo(HaveOccurred())
+	mgr := harness.StartManager(opts)
 	DeferCleanup(mgr.Stop)
 	return mgr
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/raygate/raygate/internal/testenv/certmanager"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/framework/suite"
 	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
@@ -73,9 +74,12 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	egress, err := tunnel.EgressConfig(workDir)
 	Expect(err).NotTo(HaveOccurred())
 
-	env, err = controlplane.Start(controlplane.Options{GatewayAPI: true, APIServerArgs: map[string]string{"egress-selector-config-file": egress}})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
+	// The operator runs as a process with the release's ServiceAccount token (helpers_test.go),
+	// under the RBAC the chart installs: what the API server refuses it is in its logs, which
+	// are checked after every spec.
+	harness := suite.Start(suite.Options{ControlPlane: controlplane.Options{GatewayAPI: true, APIServerArgs: map[string]string{"egress-selector-config-file": egress}}})
+	env = harness.Env
+	harness.WatchLogs(logDir)
 	_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true})
 	Expect(err).NotTo(HaveOccurred())
 

@@ -113,7 +113,7 @@ func (op *operator) start(ctx context.Context) {
 	f, err := os.Create(op.log)
 	Expect(err).NotTo(HaveOccurred())
 	op.cmd = exec.Command(operatorBin, op.args...)
-	op.cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
+	op.cmd.Env = append(os.Environ(), "KUBECONFIG="+operatorKubeconfig)
 	op.cmd.Stdout, op.cmd.Stderr = f, f
 	op.started = time.Now()
 	Expect(op.cmd.Start()).To(Succeed())

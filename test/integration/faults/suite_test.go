@@ -21,13 +21,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/framework/suite"
 	"github.com/raygate/raygate/internal/testenv/raysim"
 	"github.com/raygate/raygate/internal/testenv/traefik"
 )
@@ -51,6 +50,8 @@ var (
 	operatorBin string
 	// logDir holds the operator processes' logs.
 	logDir string
+	// operatorKubeconfig runs the operator processes as the chart's ServiceAccount.
+	operatorKubeconfig string
 )
 
 func TestFaults(t *testing.T) {
@@ -61,7 +62,6 @@ func TestFaults(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx context.Context) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	dir, err := os.MkdirTemp("", "raygate-faults-")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(os.RemoveAll, dir)
@@ -71,11 +71,14 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	operatorBin, err = buildOperator(dir)
 	Expect(err).NotTo(HaveOccurred())
 
-	env, err = controlplane.Start(controlplane.Options{GatewayAPI: true, Webhooks: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
+	harness := suite.Start(suite.Options{ControlPlane: controlplane.Options{GatewayAPI: true, Webhooks: true}, Kubelet: &framework.KubeletOptions{}})
+	env, kubelet = harness.Env, harness.Kubelet
 	k8s, err = client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
+	// The operator processes elect their leader in "default" (operator_test.go) and run as
+	// the chart's ServiceAccount; what the API server refuses them is in their logs.
+	operatorKubeconfig = harness.OperatorKubeconfig(framework.RBACOptions{LeaderElectionNamespace: "default"})
+	harness.WatchLogs(logDir)
 
 	host, port, _ := env.WebhookServing()
 	webhooks, err = startBalancer(host, port)
@@ -89,9 +92,6 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(lb.Stop)
 
-	kubelet, err = framework.StartKubelet(env.Config, framework.KubeletOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(kubelet.Stop)
 	Expect(kubelet.SetBehavior(ctx, func(p *corev1.Pod) bool { return p.Labels[rayv1.ClusterLabelKey] == "" }, framework.Ignore)).To(Succeed())
 	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: deployDelay})
 	DeferCleanup(dashboards.Close)

@@ -15,13 +15,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/framework/suite"
 	"github.com/raygate/raygate/internal/testenv/promscrape"
 	"github.com/raygate/raygate/internal/testenv/raysim"
 	"github.com/raygate/raygate/internal/testenv/traefik"
@@ -49,12 +48,9 @@ func TestGateway(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx context.Context) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	harness := suite.Start(suite.Options{ControlPlane: controlplane.Options{GatewayAPI: true}, Kubelet: &framework.KubeletOptions{}})
+	env, k8s = harness.Env, harness.Client
 	var err error
-	env, err = controlplane.Start(controlplane.Options{GatewayAPI: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-	k8s = env.Client
 	tr, err = traefik.Start(ctx, k8s, traefik.Options{Kubeconfig: env.Kubeconfig, ClassName: className, Log: GinkgoWriter, Metrics: true})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(tr.Stop)
@@ -66,18 +62,14 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	DeferCleanup(lb.Stop)
 
 	// raygate with simulated Ray on pod IPs, reached with its production resolver.
-	kubelet, err := framework.StartKubelet(env.Config, framework.KubeletOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(kubelet.Stop)
 	// Pods a spec makes by hand (not a RayCluster's) keep the status the spec writes.
-	Expect(kubelet.SetBehavior(ctx, func(p *corev1.Pod) bool { return p.Labels[rayv1.ClusterLabelKey] == "" }, framework.Ignore)).To(Succeed())
+	Expect(harness.Kubelet.SetBehavior(ctx, func(p *corev1.Pod) bool { return p.Labels[rayv1.ClusterLabelKey] == "" }, framework.Ignore)).To(Succeed())
 	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: deployDelay})
 	DeferCleanup(dashboards.Close)
 	Expect(dashboards.ListenOnPods(env.Config)).To(Succeed())
 	opts := dashboards.Wire(framework.ManagerOptions())
 	opts.AllowedSharedGateways = []string{sharedGatewayNamespace + "/*"} // sharedgateway_test.go
 	opts.PrometheusURL = scraped.URL()                                   // gates_traefik_test.go
-	mgr, err := framework.StartManager(env, opts)
-	Expect(err).NotTo(HaveOccurred())
+	mgr := harness.StartManager(opts)
 	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 })

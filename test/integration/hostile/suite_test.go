@@ -15,15 +15,14 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/framework/suite"
 	"github.com/raygate/raygate/internal/testenv/raysim"
 	"github.com/raygate/raygate/test/builders"
 	"github.com/raygate/raygate/test/integration/internal/rstest"
@@ -56,16 +55,10 @@ func TestHostileTenant(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	Expect(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(features.RayServiceIncrementalUpgrade): true})).To(Succeed())
+	harness := suite.Start(suite.Options{ControlPlane: controlplane.Options{GatewayAPI: true, Webhooks: true}, Kubelet: &framework.KubeletOptions{}})
+	env, k8s, kubelet = harness.Env, harness.Client, harness.Kubelet
 	var err error
-	env, err = controlplane.Start(controlplane.Options{GatewayAPI: true, Webhooks: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-	k8s = env.Client
-	kubelet, err = framework.StartKubelet(env.Config, framework.KubeletOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(kubelet.Stop)
 	gw, err = framework.StartGateway(env.Config, framework.GatewayOptions{ClassName: gatewayClass, Delay: 50 * time.Millisecond})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(gw.Stop)
@@ -76,8 +69,7 @@ var _ = BeforeSuite(func() {
 	opts.EnableWebhooks = true
 	opts.MaxPodsPerCluster = maxPodsPerCluster
 	opts.MaxPodsPerGroup = maxPodsPerCluster
-	mgr, err = framework.StartManager(env, opts)
-	Expect(err).NotTo(HaveOccurred())
+	mgr = harness.StartManager(opts)
 	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 
 	// Ready once the API server gets an answer from the webhooks over TLS.

@@ -208,8 +208,7 @@ var _ = Describe("leader election per release", func() {
 			opts.LeaderElect = true
 			opts.LeaderElectionID = id
 			opts.LeaderElectionNS = releaseNS
-			m, err := framework.StartManager(env, opts)
-			Expect(err).NotTo(HaveOccurred())
+			m := harness.StartManager(opts)
 			DeferCleanup(m.Stop)
 			return m
 		}

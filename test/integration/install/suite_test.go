@@ -14,11 +14,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/framework/suite"
 	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
 var (
-	env *controlplane.Env
+	harness *suite.Suite
+	env     *controlplane.Env
 	// helm is Helm 4, the CLI the docs use; helm3 checks the chart for Helm 3's users.
 	helm, helm3 string
 )
@@ -35,9 +38,13 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	helm3, err = tools.Path("helm3")
 	Expect(err).NotTo(HaveOccurred())
 
-	env, err = controlplane.Start(controlplane.Options{GatewayAPI: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
+	// The managers this suite runs are not the release's: the RBAC specs check what the
+	// release's ServiceAccount may do, so the harness's grants go to another one.
+	harness = suite.Start(suite.Options{
+		ControlPlane:   controlplane.Options{GatewayAPI: true},
+		ServiceAccount: framework.ServiceAccount{Namespace: "raygate-system", Name: "raygate-harness"},
+	})
+	env = harness.Env
 
 	// The batch schedulers' PodGroup CRDs too: the RBAC specs ask the API server about every
 	// generated rule, and it only answers for resources it serves.

@@ -19,13 +19,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/framework/suite"
 	"github.com/raygate/raygate/internal/testenv/kueue"
 	"github.com/raygate/raygate/internal/testenv/raysim"
 )
@@ -55,25 +54,16 @@ func TestKueue(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx context.Context) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	var err error
-	env, err = controlplane.Start(controlplane.Options{Webhooks: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-	k8s = env.Client
-
+	harness := suite.Start(suite.Options{ControlPlane: controlplane.Options{Webhooks: true}, Kubelet: &framework.KubeletOptions{}})
+	env, k8s, kubelet = harness.Env, harness.Client, harness.Kubelet
 	kq, err := kueue.Start(ctx, env, kueue.Options{Log: GinkgoWriter})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(kq.Stop)
 
-	kubelet, err = framework.StartKubelet(env.Config, framework.KubeletOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(kubelet.Stop)
 	dashboards := framework.StartDashboardsWith(raysim.Options{})
 	opts := dashboards.Wire(framework.ManagerOptions())
 	opts.EnableWebhooks = true
-	mgr, err = framework.StartManager(env, opts)
-	Expect(err).NotTo(HaveOccurred())
+	mgr = harness.StartManager(opts)
 	DeferCleanup(mgr.Stop)
 
 	kubectlOK(ctx, fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2

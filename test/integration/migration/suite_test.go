@@ -22,17 +22,17 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/framework/suite"
 	"github.com/raygate/raygate/internal/testenv/kuberay"
 	"github.com/raygate/raygate/internal/testenv/raysim"
 )
 
 var (
+	harness    *suite.Suite
 	env        *controlplane.Env
 	k8s        client.Client
 	kubelet    *framework.Kubelet
@@ -56,22 +56,18 @@ func TestMigration(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx context.Context) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	var err error
-	env, err = controlplane.Start(controlplane.Options{Webhooks: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-	k8s = env.Client
+	// KubeRay counts serve endpoints from v1 Endpoints, which the API server refuses to hold
+	// loopback addresses: pods get private-range IPs, which nothing dials (KubeRay goes
+	// through the proxy below, raygate reaches the simulators in process).
+	harness = suite.Start(suite.Options{
+		ControlPlane: controlplane.Options{Webhooks: true},
+		Kubelet:      &framework.KubeletOptions{PodIPs: netip.MustParsePrefix("10.244.0.0/16")},
+	})
+	env, k8s, kubelet = harness.Env, harness.Client, harness.Kubelet
 	Expect(kuberay.InstallCRDs(env)).To(Succeed())
 	endpoints, err := kuberay.StartEndpoints(env.Config)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(endpoints.Stop)
-	// KubeRay counts serve endpoints from v1 Endpoints, which the API server refuses to hold
-	// loopback addresses: pods get private-range IPs, which nothing dials (KubeRay goes
-	// through the proxy below, raygate reaches the simulators in process).
-	kubelet, err = framework.StartKubelet(env.Config, framework.KubeletOptions{PodIPs: netip.MustParsePrefix("10.244.0.0/16")})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(kubelet.Stop)
 	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: 300 * time.Millisecond})
 	DeferCleanup(dashboards.Close)
 	proxy, err = kuberay.StartProxy(kuberay.SimulatorRoutes(k8s, dashboards.Registry))
@@ -110,8 +106,7 @@ func startRaygate() (stop func()) {
 	restoreWebhooks(context.Background())
 	opts := dashboards.Wire(framework.ManagerOptions())
 	opts.EnableWebhooks = true
-	mgr, err := framework.StartManager(env, opts)
-	Expect(err).NotTo(HaveOccurred())
+	mgr := harness.StartManager(opts)
 	raygate = mgr
 	stopped := false
 	stop = func() {

@@ -18,12 +18,11 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/raygate/raygate/internal/app"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/framework/suite"
 	"github.com/raygate/raygate/internal/testenv/tools"
 	"github.com/raygate/raygate/test/builders"
 )
@@ -46,27 +45,14 @@ func freeAddr() string {
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	var err error
-	env, err = controlplane.Start(controlplane.Options{Webhooks: true, GatewayAPI: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-
 	// The operator as the chart runs it: leader election, webhooks, controllers. Metrics
 	// over plain HTTP here (the chart's HTTPS and authentication are tested elsewhere).
 	opts := app.DefaultOptions()
-	opts.WebhookHost, opts.WebhookPort, opts.WebhookCertDir = env.WebhookServing()
 	metricsAddr = freeAddr()
 	opts.MetricsAddr, opts.SecureMetrics, opts.ProbeAddr = metricsAddr, false, "0"
 	opts.LeaderElect, opts.LeaderElectionNS = true, "default"
 	opts.SkipControllerNameValidation = true
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, env.Config, opts) }()
-	DeferCleanup(func() {
-		cancel()
-		Eventually(done, 30*time.Second).Should(Receive(BeNil()))
-	})
+	env = suite.Start(suite.Options{ControlPlane: controlplane.Options{Webhooks: true, GatewayAPI: true}, Manager: &opts}).Env
 })
 
 // scrape reads the operator's /metrics as Prometheus would: the families with at least

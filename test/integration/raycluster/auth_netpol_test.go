@@ -47,15 +47,11 @@ func withTokenDashboards(ctx context.Context) *framework.Dashboards {
 	Expect(mgr.Stop()).To(Succeed())
 	opts := dashboards.Wire(managerOptions())
 	opts.OperatorNamespace = operatorNS
-	var err error
-	mgr, err = framework.StartManager(env, opts)
-	Expect(err).NotTo(HaveOccurred())
+	mgr = harness.StartManager(opts)
 	DeferCleanup(func() {
 		Expect(mgr.Stop()).To(Succeed())
 		dashboards.Close()
-		var err error
-		mgr, err = framework.StartManager(env, managerOptions())
-		Expect(err).NotTo(HaveOccurred())
+		mgr = harness.StartManager(managerOptions())
 	})
 	return dashboards
 }

@@ -86,9 +86,7 @@ var _ = Describe("Kubernetes-delegated token authentication (authOptions.enableK
 	It("gives every Ray process the mode and the pod's projected ServiceAccount token, and creates no Secret, without --token-authentication", func(ctx context.Context) {
 		By("running a manager without --token-authentication: this mode needs no Secret rights")
 		Expect(mgr.Stop()).To(Succeed())
-		var err error
-		mgr, err = framework.StartManager(env, framework.ManagerOptions())
-		Expect(err).NotTo(HaveOccurred())
+		mgr = harness.StartManager(framework.ManagerOptions())
 		DeferCleanup(restartManager)
 
 		ns := newNamespace(ctx)

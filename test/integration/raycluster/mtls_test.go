@@ -17,7 +17,6 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/raypod"
-	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
@@ -177,9 +176,7 @@ func installCertManagerCRDs() {
 func restartManager() {
 	GinkgoHelper()
 	Expect(mgr.Stop()).To(Succeed())
-	var err error
-	mgr, err = framework.StartManager(env, managerOptions())
-	Expect(err).NotTo(HaveOccurred())
+	mgr = harness.StartManager(managerOptions())
 }
 
 func certManagerObject(ctx context.Context, ns, kind, name string) func() *unstructured.Unstructured {

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/raygate/raygate/internal/raypod"
-	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -30,14 +29,10 @@ var _ = Describe("KubeRay parity in the pods", func() {
 		Expect(mgr.Stop()).To(Succeed())
 		opts := managerOptions()
 		opts.ClusterDomain = "corp.example"
-		var err error
-		mgr, err = framework.StartManager(env, opts)
-		Expect(err).NotTo(HaveOccurred())
+		mgr = harness.StartManager(opts)
 		DeferCleanup(func() {
 			Expect(mgr.Stop()).To(Succeed())
-			var err error
-			mgr, err = framework.StartManager(env, managerOptions())
-			Expect(err).NotTo(HaveOccurred())
+			mgr = harness.StartManager(managerOptions())
 		})
 		ns := newNamespace(ctx)
 		rc := builders.RayCluster("dom", ns).Obj()

@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -18,14 +17,12 @@ var _ = Describe("a manager watching some namespaces, then restarted", func() {
 		Expect(mgr.Stop()).To(Succeed())
 		opts := managerOptions()
 		opts.WatchNamespaces = []string{watched}
-		scoped, err := framework.StartManager(env, opts)
-		Expect(err).NotTo(HaveOccurred())
+		scoped := harness.StartManager(opts)
 		restarted := false
 		DeferCleanup(func() {
 			if !restarted { // keep the suite's manager running for the next specs
 				Expect(scoped.Stop()).To(Succeed())
-				mgr, err = framework.StartManager(env, managerOptions())
-				Expect(err).NotTo(HaveOccurred())
+				mgr = harness.StartManager(managerOptions())
 			}
 		})
 
@@ -36,8 +33,7 @@ var _ = Describe("a manager watching some namespaces, then restarted", func() {
 		Expect(getCluster(ctx, other, "out").Status.State).To(BeEmpty())
 
 		Expect(scoped.Stop()).To(Succeed())
-		mgr, err = framework.StartManager(env, managerOptions())
-		Expect(err).NotTo(HaveOccurred())
+		mgr = harness.StartManager(managerOptions())
 		restarted = true
 		waitReady(ctx, other, "out")
 		Expect(getCluster(ctx, watched, "in").Status.State).To(Equal(rayv1.Ready))

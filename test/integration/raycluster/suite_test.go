@@ -17,17 +17,17 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/component-base/featuregate"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/app"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/framework/suite"
 )
 
 var (
+	harness *suite.Suite
 	env     *controlplane.Env
 	k8s     client.Client
 	kubelet *framework.Kubelet
@@ -42,17 +42,9 @@ func TestRayCluster(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	var err error
-	env, err = controlplane.Start(controlplane.Options{})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-	k8s = env.Client
-	kubelet, err = framework.StartKubelet(env.Config, framework.KubeletOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(kubelet.Stop)
-	mgr, err = framework.StartManager(env, managerOptions())
-	Expect(err).NotTo(HaveOccurred())
+	harness = suite.Start(suite.Options{Kubelet: &framework.KubeletOptions{}})
+	env, k8s, kubelet = harness.Env, harness.Client, harness.Kubelet
+	mgr = harness.StartManager(managerOptions())
 	DeferCleanup(func() error { return mgr.Stop() }) // mgr may be replaced by a spec
 })
 

@@ -14,9 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -25,6 +23,7 @@ import (
 	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/framework/suite"
 	"github.com/raygate/raygate/internal/testenv/invariants"
 	"github.com/raygate/raygate/internal/testenv/raysim"
 	"github.com/raygate/raygate/test/integration/internal/rstest"
@@ -38,6 +37,7 @@ const (
 )
 
 var (
+	harness    *suite.Suite
 	env        *controlplane.Env
 	k8s        client.Client
 	kubelet    *framework.Kubelet
@@ -54,17 +54,11 @@ func TestRayService(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	// The suite runs the incremental strategy, whose gate is on by default.
 	Expect(features.Enabled(features.RayServiceIncrementalUpgrade)).To(BeTrue())
+	harness = suite.Start(suite.Options{ControlPlane: controlplane.Options{GatewayAPI: true}, Kubelet: &framework.KubeletOptions{}})
+	env, k8s, kubelet = harness.Env, harness.Client, harness.Kubelet
 	var err error
-	env, err = controlplane.Start(controlplane.Options{GatewayAPI: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-	k8s = env.Client
-	kubelet, err = framework.StartKubelet(env.Config, framework.KubeletOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(kubelet.Stop)
 	gw, err = framework.StartGateway(env.Config, framework.GatewayOptions{ClassName: gatewayClass, Delay: 50 * time.Millisecond})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(gw.Stop)
@@ -85,7 +79,6 @@ var _ = BeforeSuite(func() {
 })
 
 func startManager(edits ...func(*app.Options)) {
-	var err error
 	opts := dashboards.Wire(framework.ManagerOptions())
 	// sharedgateway_test.go attaches routes to Gateways in this namespace.
 	opts.AllowedSharedGateways = []string{sharedGatewayNamespace + "/*"}
@@ -93,8 +86,7 @@ func startManager(edits ...func(*app.Options)) {
 	for _, edit := range edits {
 		edit(&opts)
 	}
-	mgr, err = framework.StartManager(env, opts)
-	Expect(err).NotTo(HaveOccurred())
+	mgr = harness.StartManager(opts)
 }
 
 // idle: the manager has handled every event it has seen (nothing queued, nothing running).

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/rayspec"
@@ -98,6 +99,25 @@ var _ = Describe("spec.suspend", func() {
 		second := waitServing(ctx, ns, name)
 		Expect(second).NotTo(Equal(first))
 		Expect(condition(ctx, ns, name, rayv1.RayServiceSuspended)()).To(Equal("False/RayServiceResumed"))
+	})
+
+	// Run as the chart's ServiceAccount: the deletions need delete on gateways and httproutes
+	// in the generated ClusterRole, and a refused one fails the spec (suite.Start).
+	It("deletes the Gateway and HTTPRoute of an incremental RayService and reports Suspended", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(20, 5, 1, gatewayClass).Obj())).To(Succeed())
+		waitServing(ctx, ns, name)
+		gateway := types.NamespacedName{Namespace: ns, Name: rayspec.GatewayName(name)}
+		httpRoute := types.NamespacedName{Namespace: ns, Name: rayspec.HTTPRouteName(name)}
+		Eventually(func() error { return k8s.Get(ctx, gateway, &gwv1.Gateway{}) }).Should(Succeed())
+		Eventually(func() error { return k8s.Get(ctx, httpRoute, &gwv1.HTTPRoute{}) }).Should(Succeed())
+
+		update(ctx, ns, name, func(s *rayv1.RayService) { s.Spec.Suspend = true })
+		Eventually(condition(ctx, ns, name, rayv1.RayServiceSuspended)).Should(Equal("True/SuspendComplete"))
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, gateway, &gwv1.Gateway{}))).To(BeTrue(), "the Gateway is deleted")
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, httpRoute, &gwv1.HTTPRoute{}))).To(BeTrue(), "the HTTPRoute is deleted")
+		Expect(clusterNames(ctx, ns)()).To(BeEmpty())
+		Expect(events(ctx, ns, name)()).NotTo(ContainSubstring("Warning"))
 	})
 
 	It("creates nothing for a RayService created suspended", func(ctx context.Context) {

@@ -15,14 +15,13 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/framework/suite"
 	"github.com/raygate/raygate/internal/testenv/invariants"
 	"github.com/raygate/raygate/internal/testenv/raysim"
 	"github.com/raygate/raygate/test/integration/internal/rstest"
@@ -34,6 +33,7 @@ const (
 )
 
 var (
+	harness    *suite.Suite
 	env        *controlplane.Env
 	k8s        client.Client
 	kubelet    *framework.Kubelet
@@ -50,16 +50,10 @@ func TestUpgradeMatrix(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	Expect(features.Enabled(features.RayServiceIncrementalUpgrade)).To(BeTrue())
+	harness = suite.Start(suite.Options{ControlPlane: controlplane.Options{GatewayAPI: true}, Kubelet: &framework.KubeletOptions{}})
+	env, k8s, kubelet = harness.Env, harness.Client, harness.Kubelet
 	var err error
-	env, err = controlplane.Start(controlplane.Options{GatewayAPI: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-	k8s = env.Client
-	kubelet, err = framework.StartKubelet(env.Config, framework.KubeletOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(kubelet.Stop)
 	gw, err = framework.StartGateway(env.Config, framework.GatewayOptions{ClassName: gatewayClass, Delay: 50 * time.Millisecond})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(gw.Stop)
@@ -71,9 +65,7 @@ var _ = BeforeSuite(func() {
 })
 
 func startManager() {
-	var err error
-	mgr, err = framework.StartManager(env, dashboards.Wire(framework.ManagerOptions()))
-	Expect(err).NotTo(HaveOccurred())
+	mgr = harness.StartManager(dashboards.Wire(framework.ManagerOptions()))
 }
 
 // restartManager stops the operator and starts a new one with empty memory.

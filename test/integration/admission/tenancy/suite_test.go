@@ -17,15 +17,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
-	"github.com/raygate/raygate/internal/app"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/framework/suite"
 	"github.com/raygate/raygate/test/builders"
 	"github.com/raygate/raygate/webhooks"
 )
@@ -52,31 +51,16 @@ var (
 )
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	var err error
-	env, err = controlplane.Start(controlplane.Options{Webhooks: true, GatewayAPI: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-
-	opts := app.DefaultOptions()
-	opts.WebhookHost, opts.WebhookPort, opts.WebhookCertDir = env.WebhookServing()
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts := framework.ManagerOptions()
+	opts.EnableWebhooks = true
 	// Admission only: what the tests store stays as admission left it, and no pods are
 	// created to change what the quotas have used.
 	opts.WebhooksOnly = true
 	opts.AllowedGatewayClasses = allowedGatewayClasses
 	opts.AllowedImageRegistries = allowedImageRegistries
 	opts.AllowedSharedGateways = allowedSharedGateways
-	mgr, err := app.NewManager(env.Config, opts)
-	Expect(err).NotTo(HaveOccurred())
-	webhookCache = mgr.GetCache()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	DeferCleanup(func() {
-		cancel()
-		Eventually(done, 20*time.Second).Should(Receive(BeNil()))
-	})
+	ts := suite.Start(suite.Options{ControlPlane: controlplane.Options{Webhooks: true, GatewayAPI: true}, Manager: &opts})
+	env, webhookCache = ts.Env, ts.Manager.GetCache()
 
 	probe := builders.RayService("probe", "default").Obj()
 	defaulting.RayService(probe)
