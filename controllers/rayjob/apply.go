@@ -14,8 +14,8 @@ import (
 	"github.com/raygate/raygate/controllers/rayjob/plan"
 	"github.com/raygate/raygate/internal/owned"
 	"github.com/raygate/raygate/internal/owned/ownerref"
-	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/rayjob"
+	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/rayspec"
 )
 

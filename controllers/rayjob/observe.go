@@ -14,8 +14,8 @@ import (
 	"github.com/raygate/raygate/controllers/rayjob/plan"
 	"github.com/raygate/raygate/internal/dashboard"
 	"github.com/raygate/raygate/internal/owned"
-	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/rayjob"
+	"github.com/raygate/raygate/internal/raypod"
 )
 
 // observation is what observe read, and the attempt's cluster's Jobs API for the pool.
