@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	rayjobplan "github.com/raygate/raygate/controllers/rayjob/plan"
 	"github.com/raygate/raygate/internal/raypod"
 )
 
@@ -47,6 +48,11 @@ type Environment struct {
 	RandomPodDelete bool
 	// DisableGCSFTRedisCleanup is ENABLE_GCS_FT_REDIS_CLEANUP=false.
 	DisableGCSFTRedisCleanup bool
+	// RayJob are the RayJob controller's settings from KubeRay's variables
+	// (RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS, RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS,
+	// DELETE_RAYJOB_CR_AFTER_JOB_FINISHES; plan.ParseSettings). The rest of plan.Settings is
+	// zero (the defaults); an in-process caller may shorten its timings.
+	RayJob rayjobplan.Settings
 }
 
 // DefaultEnvironment is what an empty environment means.
@@ -67,6 +73,7 @@ func (o *Options) readEnvironment(getenv func(string) string, readFile func(stri
 		DisableZeroDowntime:      strings.EqualFold(getenv(EnvEnableZeroDowntime), "false"),
 		RandomPodDelete:          strings.EqualFold(getenv(EnvEnableRandomPodDelete), "true"),
 		DisableGCSFTRedisCleanup: strings.EqualFold(getenv(EnvEnableGCSFTRedisCleanup), "false"),
+		RayJob:                   rayjobplan.ParseSettings(getenv),
 	}
 	o.OperatorNamespace = operatorNamespace(getenv, readFile)
 }

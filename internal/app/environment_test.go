@@ -4,8 +4,11 @@ import (
 	"errors"
 	"io/fs"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
+
+	rayjobplan "github.com/raygate/raygate/controllers/rayjob/plan"
 )
 
 // The environment variables mean what they mean to KubeRay's operator.
@@ -29,6 +32,10 @@ func TestReadEnvironment(t *testing.T) {
 		{name: "random pod delete: only true turns it on", env: map[string]string{EnvEnableRandomPodDelete: "yes"}, want: DefaultEnvironment()},
 		{name: "Redis cleanup off", env: map[string]string{EnvEnableGCSFTRedisCleanup: "false"}, want: Environment{ClusterDomain: "cluster.local", DisableGCSFTRedisCleanup: true}},
 		{name: "Redis cleanup stays on unless false", env: map[string]string{EnvEnableGCSFTRedisCleanup: "0"}, want: DefaultEnvironment()},
+		{name: "RayJob timings", env: map[string]string{rayjobplan.EnvStatusCheckTimeout: "60", rayjobplan.EnvTransitionGracePeriod: "0", rayjobplan.EnvDeleteRayJobAfterFinish: "TRUE"},
+			want: Environment{ClusterDomain: "cluster.local", RayJob: rayjobplan.Settings{StatusCheckTimeout: time.Minute, TransitionGracePeriod: -1, DeleteRayJobAfterJobFinishes: true}}},
+		{name: "RayJob timings that are not numbers take the defaults", env: map[string]string{rayjobplan.EnvStatusCheckTimeout: "-5", rayjobplan.EnvTransitionGracePeriod: "soon"},
+			want: DefaultEnvironment()},
 		{name: "pod namespace", env: map[string]string{EnvPodNamespace: " raygate-system "}, want: DefaultEnvironment(), ns: "raygate-system"},
 		{name: "the service account's namespace", file: func(name string) ([]byte, error) {
 			if name != serviceAccountNamespaceFile {

@@ -14,6 +14,7 @@ import (
 
 	rayscheme "github.com/raygate/raygate/apis/scheme"
 	"github.com/raygate/raygate/controllers/raycluster"
+	"github.com/raygate/raygate/controllers/rayjob"
 	"github.com/raygate/raygate/controllers/rayservice"
 	"github.com/raygate/raygate/internal/batchscheduler"
 	"github.com/raygate/raygate/internal/cacheneeds"
@@ -113,6 +114,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := setupRayServiceController(mgr, ctrls.service); err != nil {
 		return nil, err
 	}
+	if err := setupRayJobController(mgr, ctrls.job); err != nil {
+		return nil, err
+	}
 	return mgr, nil
 }
 
@@ -121,6 +125,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 type controllerConfigs struct {
 	cluster raycluster.Config
 	service rayservice.Config
+	job     rayjob.Config
 }
 
 func newControllerConfigs(o Options, caps capabilities.Capabilities, scheduler batchscheduler.Scheduler) (controllerConfigs, error) {
@@ -128,12 +133,12 @@ func newControllerConfigs(o Options, caps capabilities.Capabilities, scheduler b
 	if err != nil {
 		return controllerConfigs{}, err
 	}
-	return controllerConfigs{cluster: rayClusterConfig(o, caps, scheduler), service: service}, nil
+	return controllerConfigs{cluster: rayClusterConfig(o, caps, scheduler), service: service, job: rayJobConfig(o)}, nil
 }
 
 // cacheNeeds is the union of what the controllers declare.
 func (c controllerConfigs) cacheNeeds(scheme *runtime.Scheme) (cacheneeds.Needs, error) {
-	return cacheneeds.Union(scheme, raycluster.CacheNeeds(c.cluster), rayservice.CacheNeeds(c.service))
+	return cacheneeds.Union(scheme, raycluster.CacheNeeds(c.cluster), rayservice.CacheNeeds(c.service), rayjob.CacheNeeds(c.job))
 }
 
 // Run builds the manager and runs it until ctx is done.
