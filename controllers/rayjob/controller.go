@@ -6,6 +6,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -160,11 +161,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if sii, ok := inf.(toolscache.SharedIndexInformer); ok {
 		r.clusters = sii.GetStore()
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &rayv1.RayJob{}, selectedClusterIndex, selectedCluster); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("rayjob").
 		For(&rayv1.RayJob{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionStarted))).
-		Owns(&rayv1.RayCluster{}).
+		Watches(&rayv1.RayCluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToJobs)).
 		Owns(&batchv1.Job{}).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.toJob)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.toJob), builder.WithPredicates(headPodChange)).
@@ -180,9 +184,46 @@ var deletionStarted = predicate.Funcs{
 	},
 }
 
+// selectedClusterIndex indexes RayJobs by the existing RayCluster their clusterSelector
+// names: that cluster is not theirs, so its events reach them through the index.
+const selectedClusterIndex = "raygate.ray.io/rayjob-selected-cluster"
+
+func selectedCluster(o client.Object) []string {
+	if j, ok := o.(*rayv1.RayJob); ok {
+		if name := j.Spec.ClusterSelector[rayv1.RayJobClusterSelectorKey]; name != "" {
+			return []string{name}
+		}
+	}
+	return nil
+}
+
+// clusterToJobs maps a RayCluster to the RayJob that controls it and to the RayJobs whose
+// clusterSelector names it.
+func (r *Reconciler) clusterToJobs(ctx context.Context, o client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == rayv1.RayJobKind && ref.APIVersion == rayv1.GroupVersion.String() {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}})
+	}
+	return append(out, r.selecting(ctx, o.GetNamespace(), o.GetName())...)
+}
+
+// selecting are the RayJobs whose clusterSelector names a cluster.
+func (r *Reconciler) selecting(ctx context.Context, namespace, cluster string) []reconcile.Request {
+	var jobs rayv1.RayJobList
+	// Only names are read: the cached objects are not copied.
+	if err := r.client.List(ctx, &jobs, client.InNamespace(namespace), client.MatchingFields{selectedClusterIndex: cluster}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(jobs.Items))
+	for i := range jobs.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: jobs.Items[i].Name}})
+	}
+	return out
+}
+
 // toJob maps an object raygate made for a RayJob (`<job>-head-svc`, labelled with the job)
-// or for one of its RayClusters (the head Service and pods, labelled ray.io/cluster) to the
-// RayJob.
+// or for a RayCluster (the head Service and pods, labelled ray.io/cluster) to the RayJob
+// that made the cluster, or whose clusterSelector names it.
 func (r *Reconciler) toJob(ctx context.Context, o client.Object) []reconcile.Request {
 	if req := byOriginLabel(o.GetNamespace(), o.GetLabels()); req != nil {
 		return req
@@ -191,19 +232,20 @@ func (r *Reconciler) toJob(ctx context.Context, o client.Object) []reconcile.Req
 	if name == "" {
 		return nil
 	}
+	out := r.selecting(ctx, o.GetNamespace(), name)
 	if r.clusters != nil {
 		// The cached object is shared with the informer: read, never modified.
 		obj, ok, err := r.clusters.GetByKey(o.GetNamespace() + "/" + name)
 		if rc, isCluster := obj.(*rayv1.RayCluster); err == nil && ok && isCluster {
-			return byOriginLabel(rc.Namespace, rc.Labels)
+			return append(out, byOriginLabel(rc.Namespace, rc.Labels)...)
 		}
-		return nil
+		return out
 	}
 	var rc rayv1.RayCluster
 	if err := r.client.Get(ctx, types.NamespacedName{Namespace: o.GetNamespace(), Name: name}, &rc); err != nil {
-		return nil
+		return out
 	}
-	return byOriginLabel(rc.Namespace, rc.Labels)
+	return append(out, byOriginLabel(rc.Namespace, rc.Labels)...)
 }
 
 // byOriginLabel names the RayJob that labels (ray.io/originated-from-*) say made an object.
