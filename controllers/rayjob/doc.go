@@ -1,9 +1,9 @@
-// Package rayjob will reconcile RayJob objects: a RayCluster per attempt (or an existing one
+// Package rayjob reconciles RayJob objects: a RayCluster per attempt (or an existing one
 // named by clusterSelector), the submission of the Ray job (a submitter Job, the operator's
 // own request to the Jobs API, or a container in the head pod), its end, retries,
 // suspension and clean-up, with KubeRay v1.7's behaviour.
 //
-// A pass will be observe → plan → carry out → record, as for RayService:
+// A pass is observe → plan → carry out → record, as for RayService:
 //
 //   - admit defaults the RayJob in memory and validates it with validation.StoredRayJob;
 //   - observe reads, changing nothing, the job's RayCluster (status.rayClusterName), its
@@ -43,6 +43,8 @@
 //     the requeue is Outcome.Wake.After(now). The pool's answers, and the RayJob's, its
 //     RayClusters', its Jobs' and its Services' changes, are watched.
 //
-// This package holds, so far, the doc and the metrics; the reconciler comes with the shared
-// status writer (internal/statuspatch) and owned-object helper (internal/owned).
+// Files: controller.go (Config, New, the watches), reconcile.go (a pass; record),
+// observe.go, apply.go (the actions, through internal/owned), dashboards.go (the Jobs API
+// pool: targets, requests, the view the plan reads), cacheneeds.go, authtoken.go,
+// metrics.go.
 package rayjob

@@ -16,15 +16,15 @@ import (
 //     that omit them leave the server's copy alone.
 //   - a kind declared with a label scope is cached only with that label: pods labelled
 //     ray.io/cluster; Services, ServiceAccounts, Roles, RoleBindings, Ingresses,
-//     NetworkPolicies, Gateway API routes, cert-manager objects and PodGroups only when
+//     NetworkPolicies, RayJob submitter Jobs, Gateway API routes, cert-manager objects and PodGroups only when
 //     raygate labelled them (app.kubernetes.io/created-by: kuberay-operator, KubeRay's label,
 //     on everything raygate creates), so other tenants' objects, however many, cost nothing.
 //   - a cached pod keeps its metadata and the fields some controller declares
 //     (cacheneeds.SlimPod), and shares its repeated strings (label keys and values,
 //     namespace, owner and container names) with the other cached pods (stringTable).
-//   - RayClusters and RayServices share each distinct pod template among the cached objects
-//     (templateInterner): a fleet from one chart repeats the same templates.
-//   - kinds no controller declares (ConfigMaps, Secrets, Jobs ...) are not configured: the
+//   - RayClusters, RayServices and RayJobs share each distinct pod template among the cached
+//     objects (templateInterner): a fleet from one chart repeats the same templates.
+//   - kinds no controller declares (ConfigMaps, Secrets ...) are not configured: the
 //     controllers read them from the API server by name, only when needed.
 func cacheOptions(o Options, needs cacheneeds.Needs) cache.Options {
 	templates := newTemplateInterner()
@@ -38,7 +38,7 @@ func cacheOptions(o Options, needs cacheneeds.Needs) cache.Options {
 		switch k.Object.(type) {
 		case *corev1.Pod:
 			by.Transform = slimSharedPod(needs.Pods, newStringTable(maxSharedStrings))
-		case *rayv1.RayCluster, *rayv1.RayService:
+		case *rayv1.RayCluster, *rayv1.RayService, *rayv1.RayJob:
 			by.Transform = templates.transform
 		}
 		if by.Label != nil || by.Transform != nil {

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -19,6 +20,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	rayscheme "github.com/raygate/raygate/apis/scheme"
 	"github.com/raygate/raygate/controllers/raycluster"
+	"github.com/raygate/raygate/controllers/rayjob"
 	"github.com/raygate/raygate/controllers/rayservice"
 	"github.com/raygate/raygate/internal/batchscheduler"
 	"github.com/raygate/raygate/internal/batchscheduler/volcano"
@@ -67,7 +69,7 @@ func TestCacheHoldsOnlyLabelledObjects(t *testing.T) {
 	theirs := labels.Set{"app": "other"}
 	for _, tc := range capabilityCases {
 		opts := cacheOptions(DefaultOptions(), testNeeds(t, tc.caps, tc.scheduler))
-		kinds := []client.Object{&corev1.Service{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &networkingv1.Ingress{}, &networkingv1.NetworkPolicy{}}
+		kinds := []client.Object{&corev1.Service{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &networkingv1.Ingress{}, &networkingv1.NetworkPolicy{}, &batchv1.Job{}}
 		if tc.caps.GatewayAPI {
 			kinds = append(kinds, &gwv1.Gateway{}, &gwv1.HTTPRoute{})
 		}
@@ -94,7 +96,7 @@ func TestCacheHoldsOnlyLabelledObjects(t *testing.T) {
 				t.Errorf("%s: %T %v is not cached by raygate's label only", tc.name, k, k.GetObjectKind().GroupVersionKind())
 			}
 		}
-		if got, want := len(opts.ByObject), len(kinds)+3; got != want { // and pods, RayClusters, RayServices
+		if got, want := len(opts.ByObject), len(kinds)+4; got != want { // and pods, RayClusters, RayServices, RayJobs
 			t.Errorf("%s: %d kinds configured, want %d: %v", tc.name, got, want, opts.ByObject)
 		}
 		for o := range opts.ByObject {
@@ -116,8 +118,8 @@ func TestCacheHoldsOnlyLabelledObjects(t *testing.T) {
 // transform is the union of the controllers' declarations.
 func TestCachedPodsKeepTheDeclaredFields(t *testing.T) {
 	needs := testNeeds(t, capabilities.Capabilities{}, nil)
-	if needs.Pods != raycluster.PodFields|rayservice.PodFields {
-		t.Fatalf("pod fields %s, want the controllers' %s and %s", needs.Pods, raycluster.PodFields, rayservice.PodFields)
+	if needs.Pods != raycluster.PodFields|rayservice.PodFields|rayjob.PodFields {
+		t.Fatalf("pod fields %s, want the controllers' %s, %s and %s", needs.Pods, raycluster.PodFields, rayservice.PodFields, rayjob.PodFields)
 	}
 	opts := cacheOptions(DefaultOptions(), needs)
 	var by *cache.ByObject

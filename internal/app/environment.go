@@ -2,13 +2,15 @@ package app
 
 import (
 	"fmt"
+	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	rayjobplan "github.com/raygate/raygate/controllers/rayjob/plan"
 	"github.com/raygate/raygate/internal/raypod"
 )
 
@@ -46,17 +48,6 @@ const (
 	EnvEnableRayHeadClusterIPService = "ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE"
 	// EnvEnableDeterministicHeadPodName, "true" (any case), names head pods <cluster>-head.
 	EnvEnableDeterministicHeadPodName = "ENABLE_DETERMINISTIC_HEAD_POD_NAME"
-	// EnvDeleteRayJobAfterJobFinishes, "true" (any case), deletes a RayJob with
-	// shutdownAfterJobFinishes once its job finished (KubeRay's Configuration field
-	// deleteRayJobAfterJobFinishes).
-	EnvDeleteRayJobAfterJobFinishes = "DELETE_RAYJOB_CR_AFTER_JOB_FINISHES"
-	// EnvRayJobStatusCheckTimeout is how many seconds the Jobs API of a RayJob's cluster may
-	// keep failing before the RayJob fails (KubeRay's default: 300).
-	EnvRayJobStatusCheckTimeout = "RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS"
-	// EnvRayJobDeploymentGracePeriod is how many seconds a RayJob whose job reached a
-	// terminal state may wait for its submitter before its deployment status follows
-	// (KubeRay's default: 300).
-	EnvRayJobDeploymentGracePeriod = "RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS"
 )
 
 // serviceAccountNamespaceFile is where the kubelet writes the pod's namespace.
@@ -85,14 +76,11 @@ type Environment struct {
 	HeadClusterIPService bool
 	// DeterministicHeadPodName is ENABLE_DETERMINISTIC_HEAD_POD_NAME=true.
 	DeterministicHeadPodName bool
-	// DeleteRayJobAfterJobFinishes is DELETE_RAYJOB_CR_AFTER_JOB_FINISHES=true (or the
-	// --config field deleteRayJobAfterJobFinishes).
-	DeleteRayJobAfterJobFinishes bool
-	// RayJobStatusCheckTimeout and RayJobDeploymentGracePeriod are
-	// RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS and
-	// RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS (0: unset, KubeRay's 300 s).
-	RayJobStatusCheckTimeout    time.Duration
-	RayJobDeploymentGracePeriod time.Duration
+	// RayJob are the RayJob controller's settings from KubeRay's variables
+	// (RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS, RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS,
+	// DELETE_RAYJOB_CR_AFTER_JOB_FINISHES; plan.ParseSettings). The rest of plan.Settings is
+	// zero (the defaults); an in-process caller may shorten its timings.
+	RayJob rayjobplan.Settings
 }
 
 // DefaultEnvironment is what an empty environment means.
@@ -110,43 +98,30 @@ func (o *Options) ReadEnvironment() {
 func (o *Options) readEnvironment(getenv func(string) string, readFile func(string) ([]byte, error)) {
 	is := func(name, value string) bool { return strings.EqualFold(strings.TrimSpace(getenv(name)), value) }
 	o.Environment = Environment{
-		ClusterDomain:                clusterDomain(getenv(EnvClusterDomain)),
-		DisableZeroDowntime:          is(EnvEnableZeroDowntime, "false"),
-		RandomPodDelete:              is(EnvEnableRandomPodDelete, "true"),
-		DisableGCSFTRedisCleanup:     is(EnvEnableGCSFTRedisCleanup, "false"),
-		NoWaitGCSInitContainer:       is(EnvEnableInitContainerInjection, "false"),
-		NoProbes:                     is(EnvEnableProbesInjection, "false"),
-		LoginShell:                   is(EnvEnableLoginShell, "true"),
-		HeadClusterIPService:         is(EnvEnableRayHeadClusterIPService, "true"),
-		DeterministicHeadPodName:     is(EnvEnableDeterministicHeadPodName, "true"),
-		DeleteRayJobAfterJobFinishes: is(EnvDeleteRayJobAfterJobFinishes, "true"),
+		ClusterDomain:            clusterDomain(getenv(EnvClusterDomain)),
+		DisableZeroDowntime:      is(EnvEnableZeroDowntime, "false"),
+		RandomPodDelete:          is(EnvEnableRandomPodDelete, "true"),
+		DisableGCSFTRedisCleanup: is(EnvEnableGCSFTRedisCleanup, "false"),
+		NoWaitGCSInitContainer:   is(EnvEnableInitContainerInjection, "false"),
+		NoProbes:                 is(EnvEnableProbesInjection, "false"),
+		LoginShell:               is(EnvEnableLoginShell, "true"),
+		HeadClusterIPService:     is(EnvEnableRayHeadClusterIPService, "true"),
+		DeterministicHeadPodName: is(EnvEnableDeterministicHeadPodName, "true"),
+		RayJob:                   rayjobplan.ParseSettings(getenv),
 	}
 	o.envProblems = nil
-	for _, d := range []struct {
-		name string
-		to   *time.Duration
-	}{{EnvRayJobStatusCheckTimeout, &o.RayJobStatusCheckTimeout}, {EnvRayJobDeploymentGracePeriod, &o.RayJobDeploymentGracePeriod}} {
-		v, err := seconds(getenv(d.name))
-		if err != nil {
-			o.envProblems = append(o.envProblems, fmt.Sprintf("environment variable %s: %v", d.name, err))
+	// KubeRay takes its default for a value it cannot read; raygate refuses to start instead
+	// of guessing what was meant. A grace period of 0 or less is KubeRay's "none"; a status
+	// check timeout must be positive.
+	for name, least := range map[string]int{rayjobplan.EnvStatusCheckTimeout: 1, rayjobplan.EnvTransitionGracePeriod: math.MinInt} {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			if n, err := strconv.Atoi(v); err != nil || n < least {
+				o.envProblems = append(o.envProblems, fmt.Sprintf("environment variable %s: %q is not a valid whole number of seconds", name, v))
+			}
 		}
-		*d.to = v
 	}
+	slices.Sort(o.envProblems)
 	o.OperatorNamespace = operatorNamespace(getenv, readFile)
-}
-
-// seconds reads a whole number of seconds ("": 0, unset). KubeRay falls back to its default
-// on a value it cannot read; raygate refuses to start instead of guessing what was meant.
-func seconds(v string) (time.Duration, error) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("%q is not a positive whole number of seconds", v)
-	}
-	return time.Duration(n) * time.Second, nil
 }
 
 // clusterDomain is a CLUSTER_DOMAIN value as a domain: a trailing dot dropped, and

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	rayjobplan "github.com/raygate/raygate/controllers/rayjob/plan"
 )
 
 // The environment variables mean what they mean to KubeRay's operator.
@@ -40,9 +42,10 @@ func TestReadEnvironment(t *testing.T) {
 		{name: "login shell only when true", env: map[string]string{EnvEnableLoginShell: "1"}, want: DefaultEnvironment()},
 		{name: "head cluster IP Service", env: map[string]string{EnvEnableRayHeadClusterIPService: "true"}, want: Environment{ClusterDomain: "cluster.local", HeadClusterIPService: true}},
 		{name: "deterministic head pod name", env: map[string]string{EnvEnableDeterministicHeadPodName: " true "}, want: Environment{ClusterDomain: "cluster.local", DeterministicHeadPodName: true}},
-		{name: "delete RayJobs", env: map[string]string{EnvDeleteRayJobAfterJobFinishes: "true"}, want: Environment{ClusterDomain: "cluster.local", DeleteRayJobAfterJobFinishes: true}},
-		{name: "RayJob timeouts", env: map[string]string{EnvRayJobStatusCheckTimeout: "60", EnvRayJobDeploymentGracePeriod: "600"},
-			want: Environment{ClusterDomain: "cluster.local", RayJobStatusCheckTimeout: time.Minute, RayJobDeploymentGracePeriod: 10 * time.Minute}},
+		{name: "RayJob timings", env: map[string]string{rayjobplan.EnvStatusCheckTimeout: "60", rayjobplan.EnvTransitionGracePeriod: "0", rayjobplan.EnvDeleteRayJobAfterFinish: "TRUE"},
+			want: Environment{ClusterDomain: "cluster.local", RayJob: rayjobplan.Settings{StatusCheckTimeout: time.Minute, TransitionGracePeriod: -1, DeleteRayJobAfterJobFinishes: true}}},
+		{name: "RayJob timings that are not numbers take the defaults (and Validate refuses them)", env: map[string]string{rayjobplan.EnvStatusCheckTimeout: "-5", rayjobplan.EnvTransitionGracePeriod: "soon"},
+			want: DefaultEnvironment()},
 		{name: "pod namespace", env: map[string]string{EnvPodNamespace: " raygate-system "}, want: DefaultEnvironment(), ns: "raygate-system"},
 		{name: "the service account's namespace", file: func(name string) ([]byte, error) {
 			if name != serviceAccountNamespaceFile {
@@ -99,11 +102,11 @@ func TestDefaultOptionsReadNoEnvironment(t *testing.T) {
 func TestUnreadableEnvironmentIsRefused(t *testing.T) {
 	o := DefaultOptions()
 	o.readEnvironment(func(k string) string {
-		return map[string]string{EnvRayJobStatusCheckTimeout: "5m", EnvRayJobDeploymentGracePeriod: "0"}[k]
+		return map[string]string{rayjobplan.EnvStatusCheckTimeout: "5m", rayjobplan.EnvTransitionGracePeriod: "soon"}[k]
 	}, func(string) ([]byte, error) { return nil, fs.ErrNotExist })
 	err := o.Validate()
-	for _, want := range []string{`environment variable RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS: "5m" is not a positive whole number of seconds`,
-		`RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS: "0"`} {
+	for _, want := range []string{`environment variable RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS: "5m" is not a valid whole number of seconds`,
+		`RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS: "soon"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want %q", err, want)
 		}

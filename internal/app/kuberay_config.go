@@ -122,7 +122,7 @@ func (c *kubeRayConfiguration) fields() []configField {
 		{name: "reconcileConcurrency", set: c.ReconcileConcurrency != 0, flags: []string{"reconcile-concurrency"}, apply: func(o *Options) { o.ReconcileConcurrency = c.ReconcileConcurrency }},
 		boolean("enableBatchScheduler", c.EnableBatchScheduler, func(o *Options) *bool { return &o.EnableBatchScheduler }, "enable-batch-scheduler"),
 		boolean("useKubernetesProxy", c.UseKubernetesProxy, func(o *Options) *bool { return &o.DashboardAPIServerProxy }, "dashboard-api-server-proxy", "use-kubernetes-proxy"),
-		boolean("deleteRayJobAfterJobFinishes", c.DeleteRayJobAfterJobFinishes, func(o *Options) *bool { return &o.DeleteRayJobAfterJobFinishes }),
+		boolean("deleteRayJobAfterJobFinishes", c.DeleteRayJobAfterJobFinishes, func(o *Options) *bool { return &o.RayJob.DeleteRayJobAfterJobFinishes }),
 		boolean("enableMetrics", c.EnableMetrics, func(o *Options) *bool { return &o.ObjectMetrics }, "object-metrics", "enable-metrics"),
 	}
 }

@@ -122,7 +122,7 @@ func TestConfigFileEveryFieldMeansTheFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	fromFlags.PodDefaults = everyFieldDefaults()
-	fromFlags.DeleteRayJobAfterJobFinishes = true
+	fromFlags.RayJob.DeleteRayJobAfterJobFinishes = true
 	fromFlags.ConfigFile = "/etc/kuberay/config.yaml"
 	if d := cmp.Diff(fromFlags, fromFile, optionsDiff...); d != "" {
 		t.Errorf("--config and the flags differ (-flags +file):\n%s", d)

@@ -15,6 +15,7 @@ import (
 
 	rayscheme "github.com/raygate/raygate/apis/scheme"
 	"github.com/raygate/raygate/controllers/raycluster"
+	"github.com/raygate/raygate/controllers/rayjob"
 	"github.com/raygate/raygate/controllers/rayservice"
 	"github.com/raygate/raygate/internal/batchscheduler"
 	"github.com/raygate/raygate/internal/cacheneeds"
@@ -115,6 +116,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := setupRayServiceController(mgr, ctrls.service, o.ObjectMetrics); err != nil {
 		return nil, err
 	}
+	if err := setupRayJobController(mgr, ctrls.job); err != nil {
+		return nil, err
+	}
 	return mgr, nil
 }
 
@@ -123,6 +127,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 type controllerConfigs struct {
 	cluster raycluster.Config
 	service rayservice.Config
+	job     rayjob.Config
 }
 
 func newControllerConfigs(cfg *rest.Config, o Options, caps capabilities.Capabilities, scheduler batchscheduler.Scheduler) (controllerConfigs, error) {
@@ -130,12 +135,16 @@ func newControllerConfigs(cfg *rest.Config, o Options, caps capabilities.Capabil
 	if err != nil {
 		return controllerConfigs{}, err
 	}
-	return controllerConfigs{cluster: rayClusterConfig(o, caps, scheduler), service: service}, nil
+	job, err := rayJobConfig(cfg, o)
+	if err != nil {
+		return controllerConfigs{}, err
+	}
+	return controllerConfigs{cluster: rayClusterConfig(o, caps, scheduler), service: service, job: job}, nil
 }
 
 // cacheNeeds is the union of what the controllers declare.
 func (c controllerConfigs) cacheNeeds(scheme *runtime.Scheme) (cacheneeds.Needs, error) {
-	return cacheneeds.Union(scheme, raycluster.CacheNeeds(c.cluster), rayservice.CacheNeeds(c.service))
+	return cacheneeds.Union(scheme, raycluster.CacheNeeds(c.cluster), rayservice.CacheNeeds(c.service), rayjob.CacheNeeds(c.job))
 }
 
 // RESTConfig is how the operator reaches the API server: --kubeconfig, else

@@ -13,8 +13,9 @@ import (
 
 // Pod templates are most of a cached RayCluster (the webhook's defaults fill in probes,
 // resources and environment), and a fleet's RayClusters usually share them: one chart or one
-// RayService stamps out the same head and worker templates many times. templateInterner lets
-// the cached RayClusters and RayServices share one decoded copy of each distinct template.
+// RayService stamps out the same head and worker templates many times, and a RayJob's cluster
+// is a copy of its own. templateInterner lets the cached RayClusters, RayServices and RayJobs
+// share one decoded copy of each distinct template.
 //
 // Sharing is safe because nothing writes to a cached object: controller-runtime's cache reader
 // hands out deep copies, the few reads that ask for none (client.UnsafeDisableDeepCopy) only
@@ -73,7 +74,7 @@ func (in *templateInterner) rayClusterSpec(s *rayv1.RayClusterSpec) {
 	}
 }
 
-// transform is the cache transform of RayClusters and RayServices: it strips managedFields (as
+// transform is the cache transform of RayClusters, RayServices and RayJobs: it strips managedFields (as
 // the default transform does for every other kind) and interns the pod templates.
 func (in *templateInterner) transform(obj any) (any, error) {
 	switch o := obj.(type) {
@@ -83,6 +84,11 @@ func (in *templateInterner) transform(obj any) (any, error) {
 	case *rayv1.RayService:
 		o.ManagedFields = nil
 		in.rayClusterSpec(&o.Spec.RayClusterSpec)
+	case *rayv1.RayJob:
+		o.ManagedFields = nil
+		if o.Spec.RayClusterSpec != nil {
+			in.rayClusterSpec(o.Spec.RayClusterSpec)
+		}
 	}
 	return obj, nil
 }

@@ -35,20 +35,24 @@ const (
 	ContainerStates
 	// ContainerRestarts: status.containerStatuses[*].name and .restartCount.
 	ContainerRestarts
+	// ContainerLastStates: status.containerStatuses[*].name and .lastState (a RayJob's
+	// SidecarMode submitter that restarted).
+	ContainerLastStates
 
-	lastPodField = ContainerRestarts
+	lastPodField = ContainerLastStates
 )
 
 var podFieldNames = map[PodFields]string{
-	ContainerNames:    "spec.containers[*].name",
-	ServePort:         "spec.containers[*].ports[name=serve]",
-	RestartPolicy:     "spec.restartPolicy",
-	Phase:             "status.phase",
-	ReadyCondition:    "status.conditions[type=Ready]",
-	PodIP:             "status.podIP",
-	StartTime:         "status.startTime",
-	ContainerStates:   "status.containerStatuses[*].state",
-	ContainerRestarts: "status.containerStatuses[*].restartCount",
+	ContainerNames:      "spec.containers[*].name",
+	ServePort:           "spec.containers[*].ports[name=serve]",
+	RestartPolicy:       "spec.restartPolicy",
+	Phase:               "status.phase",
+	ReadyCondition:      "status.conditions[type=Ready]",
+	PodIP:               "status.podIP",
+	StartTime:           "status.startTime",
+	ContainerStates:     "status.containerStatuses[*].state",
+	ContainerRestarts:   "status.containerStatuses[*].restartCount",
+	ContainerLastStates: "status.containerStatuses[*].lastState",
 }
 
 // Each lists the single fields of the set, in declaration order.
@@ -108,7 +112,7 @@ func SlimPod(pod *corev1.Pod, f PodFields) *corev1.Pod {
 	if f.Has(StartTime) {
 		pod.Status.StartTime = st.StartTime
 	}
-	if f&(ContainerStates|ContainerRestarts) != 0 && len(st.ContainerStatuses) > 0 {
+	if f&(ContainerStates|ContainerRestarts|ContainerLastStates) != 0 && len(st.ContainerStatuses) > 0 {
 		pod.Status.ContainerStatuses = make([]corev1.ContainerStatus, len(st.ContainerStatuses))
 		for i, c := range st.ContainerStatuses {
 			out := &pod.Status.ContainerStatuses[i]
@@ -118,6 +122,9 @@ func SlimPod(pod *corev1.Pod, f PodFields) *corev1.Pod {
 			}
 			if f.Has(ContainerRestarts) {
 				out.RestartCount = c.RestartCount
+			}
+			if f.Has(ContainerLastStates) {
+				out.LastTerminationState = c.LastTerminationState
 			}
 		}
 	}

@@ -105,6 +105,13 @@ var project = map[PodFields]func(p *corev1.Pod) any{
 		}
 		return out
 	},
+	ContainerLastStates: func(p *corev1.Pod) any {
+		out := map[string]corev1.ContainerState{}
+		for _, c := range p.Status.ContainerStatuses {
+			out[c.Name] = c.LastTerminationState
+		}
+		return out
+	},
 }
 
 func TestEveryPodFieldHasAProjectionAndAName(t *testing.T) {
@@ -189,6 +196,9 @@ func clearDeclared(p *corev1.Pod, f PodFields) {
 		}
 		if f.Has(ContainerRestarts) {
 			c.RestartCount = 0
+		}
+		if f.Has(ContainerLastStates) {
+			c.LastTerminationState = corev1.ContainerState{}
 		}
 	}
 	if reflect.DeepEqual(p.Status.ContainerStatuses, make([]corev1.ContainerStatus, len(p.Status.ContainerStatuses))) {

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
+	rayjobplan "github.com/raygate/raygate/controllers/rayjob/plan"
 	"github.com/raygate/raygate/internal/app"
 	"github.com/raygate/raygate/internal/testenv/framework"
 )
@@ -120,8 +121,8 @@ var _ = Describe("every setting through Helm", func() {
 		Expect(byDefault).NotTo(HaveKey("ENABLE_ZERO_DOWNTIME"))
 		Expect(byDefault).NotTo(HaveKey("ENABLE_GCS_FT_REDIS_CLEANUP"))
 		for _, name := range []string{app.EnvEnableInitContainerInjection, app.EnvEnableProbesInjection, app.EnvEnableLoginShell,
-			app.EnvEnableRayHeadClusterIPService, app.EnvEnableDeterministicHeadPodName, app.EnvDeleteRayJobAfterJobFinishes,
-			app.EnvRayJobStatusCheckTimeout, app.EnvRayJobDeploymentGracePeriod} {
+			app.EnvEnableRayHeadClusterIPService, app.EnvEnableDeterministicHeadPodName, rayjobplan.EnvDeleteRayJobAfterFinish,
+			rayjobplan.EnvStatusCheckTimeout, rayjobplan.EnvTransitionGracePeriod} {
 			Expect(byDefault).NotTo(HaveKey(name))
 		}
 
@@ -134,9 +135,9 @@ var _ = Describe("every setting through Helm", func() {
 		Expect(set).To(HaveKeyWithValue(app.EnvEnableLoginShell, "true"))
 		Expect(set).To(HaveKeyWithValue(app.EnvEnableRayHeadClusterIPService, "true"))
 		Expect(set).To(HaveKeyWithValue(app.EnvEnableDeterministicHeadPodName, "true"))
-		Expect(set).To(HaveKeyWithValue(app.EnvDeleteRayJobAfterJobFinishes, "true"))
-		Expect(set).To(HaveKeyWithValue(app.EnvRayJobStatusCheckTimeout, "120"))
-		Expect(set).To(HaveKeyWithValue(app.EnvRayJobDeploymentGracePeriod, "600"))
+		Expect(set).To(HaveKeyWithValue(rayjobplan.EnvDeleteRayJobAfterFinish, "true"))
+		Expect(set).To(HaveKeyWithValue(rayjobplan.EnvStatusCheckTimeout, "120"))
+		Expect(set).To(HaveKeyWithValue(rayjobplan.EnvTransitionGracePeriod, "600"))
 	})
 
 	It("stops a pod with the preStop sleep, the webhook drain and the grace period from values", func() {

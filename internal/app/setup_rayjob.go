@@ -1,0 +1,42 @@
+package app
+
+import (
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/raygate/raygate/controllers/rayjob"
+	"github.com/raygate/raygate/internal/dashboard"
+	"github.com/raygate/raygate/internal/features"
+)
+
+// rayJobConfig is the RayJob controller's configuration: KubeRay's environment variables
+// (Environment.RayJob), the cluster domain of status.dashboardURL, and what the other
+// controllers share (gates, limits, the dashboard resolver, token authentication).
+func rayJobConfig(cfg *rest.Config, o Options) (rayjob.Config, error) {
+	settings := o.Environment.RayJob
+	settings.ClusterDomain = o.ClusterDomain
+	resolver, dashboards, err := dashboardAccess(cfg, o)
+	if err != nil {
+		return rayjob.Config{}, err
+	}
+	return rayjob.Config{
+		Settings: settings,
+		Gates:    features.Default(),
+		Limits:   o.Limits(),
+		Resolver: resolver,
+		// The Jobs API goes the way the Serve API does (the API server's proxy included).
+		Dashboards:          dashboard.JobsPoolOptions{HTTP: dashboards.HTTP, Timeout: dashboards.Timeout},
+		TokenAuthentication: o.TokenAuthentication,
+		Concurrency:         o.ReconcileConcurrency,
+	}, nil
+}
+
+// setupRayJobController registers the RayJob controller and its metrics.
+func setupRayJobController(mgr ctrl.Manager, cfg rayjob.Config) error {
+	r := rayjob.New(mgr, cfg)
+	if err := r.Metrics.Register(metrics.Registry); err != nil {
+		return err
+	}
+	return r.SetupWithManager(mgr)
+}

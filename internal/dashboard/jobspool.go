@@ -1,0 +1,529 @@
+package dashboard
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// A JobsPool carries out the Ray Jobs API requests of RayJobs (read a job's details, submit
+// it, stop it) off the reconcile workers, under the bounds Pool keeps for the Serve API: at
+// most Workers requests in flight, at most PerNamespace for one namespace's clusters,
+// namespaces taking turns, every request bounded by Timeout, a cluster whose dashboard fails
+// asked again only after a backoff. One cluster has one request in flight at a time, its
+// requests carried out in the order asked.
+//
+// Reconciles read what the pool last heard (View) and ask for work (Read, Submit, Stop);
+// when a request ends, OnDone tells the controller, which looks again. What the pool heard
+// is kept per cluster and submission id, and forgotten when the cluster's head pod changes
+// (a new head, or a restarted Ray, knows none of the old one's jobs) and when the operator
+// restarts (the pool lives in memory). A request the pool cannot send (no head, no address)
+// is answered at once as failed, so every request is answered within Timeout (plus the wait
+// for a worker).
+type JobsPool struct {
+	o    JobsPoolOptions
+	http *http.Client
+
+	mu       sync.Mutex
+	ctx      context.Context
+	clusters map[types.NamespacedName]*jobsCluster
+	queues   map[string]*jobsQueue
+	ring     []*jobsQueue
+	cursor   int
+	busy     int
+	kick     chan struct{}
+	maxSeen  map[string]int
+	maxTotal int
+}
+
+// JobsPoolOptions configure a JobsPool; zero values take Pool's defaults.
+type JobsPoolOptions struct {
+	// Workers is how many requests may be in flight at once (default 16).
+	Workers int
+	// PerNamespace is how many of them may be for one namespace's clusters (default 4).
+	PerNamespace int
+	// Timeout bounds each request (default DefaultTimeout).
+	Timeout time.Duration
+	// MinBackoff and MaxBackoff bound the wait before a failing cluster is asked again
+	// (defaults 1 s and 60 s).
+	MinBackoff, MaxBackoff time.Duration
+	// Idle is how long a job nobody asked about is remembered (default 10 min).
+	Idle time.Duration
+	// HTTP is the client (default NewHTTP()).
+	HTTP *http.Client
+	// OnDone is called, outside the pool's lock, after every request that was sent.
+	OnDone func(JobsDone)
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// JobsTarget is a cluster's Jobs API as the controller observed it.
+type JobsTarget struct {
+	// Head is the cluster's head pod (Pod empty: none was found).
+	Head Head
+	// URL is the dashboard's base URL ("": the pool cannot send anything; Unreachable says
+	// why).
+	URL         string
+	Unreachable string
+	// Owner is the object to tell when a request ends (the RayJob).
+	Owner types.NamespacedName
+	// Token is the cluster's Ray auth token ("": none).
+	Token BearerToken
+}
+
+// JobsDone reports the end of one request.
+type JobsDone struct {
+	Target JobsTarget
+	Kind   JobRequestKind
+	JobID  string
+}
+
+// JobRequestKind is what a request asks.
+type JobRequestKind int
+
+const (
+	// JobReadRequest reads a job's details (GET /api/jobs/<id>).
+	JobReadRequest JobRequestKind = iota
+	// JobSubmitRequest submits a job (POST /api/jobs/).
+	JobSubmitRequest
+	// JobStopRequest stops a job (POST /api/jobs/<id>/stop).
+	JobStopRequest
+)
+
+func (k JobRequestKind) String() string {
+	return [...]string{"read", "submit", "stop"}[k]
+}
+
+// JobMemory is what the pool last heard from a cluster about one submission id; nil
+// fields: nothing yet. It is a copy: the caller may keep it.
+type JobMemory struct {
+	Read   *JobReadAnswer
+	Submit *JobSubmitAnswer
+	Stop   *JobStopAnswer
+}
+
+// JobReadOutcome is what a read of a job found.
+type JobReadOutcome int
+
+const (
+	// JobFound: the Jobs API returned the job's details.
+	JobFound JobReadOutcome = iota
+	// JobNotFound: the Jobs API has no job with this id (HTTP 404).
+	JobNotFound
+	// JobReadFailed: no usable answer.
+	JobReadFailed
+)
+
+// JobReadAnswer is the last answer to a read.
+type JobReadAnswer struct {
+	At      time.Time
+	Outcome JobReadOutcome
+	// Info is the job's details (JobFound), bounded and sanitized.
+	Info JobInfo
+	// Err says why the read failed (sanitized).
+	Err string
+}
+
+// JobSubmitOutcome is what became of a submission.
+type JobSubmitOutcome int
+
+const (
+	// JobSubmitPending: queued or in flight.
+	JobSubmitPending JobSubmitOutcome = iota
+	// JobSubmitAccepted: the Jobs API took the job.
+	JobSubmitAccepted
+	// JobSubmitAlreadyExists: the Jobs API has a job with this id already.
+	JobSubmitAlreadyExists
+	// JobSubmitRefused: the Jobs API refused the submission itself (HTTP 4xx), or it could not
+	// be made (Reject); sent unchanged it fails the same way.
+	JobSubmitRefused
+	// JobSubmitFailed: no answer in time, a server error, or nothing to send it to: the job
+	// may or may not have arrived.
+	JobSubmitFailed
+)
+
+// JobSubmitAnswer is what became of the last submission of an id.
+type JobSubmitAnswer struct {
+	// At is when it was answered (zero while pending).
+	At      time.Time
+	Outcome JobSubmitOutcome
+	// Message is the answer's error (sanitized).
+	Message string
+}
+
+// JobStopAnswer is the answer to the last request to stop a job.
+type JobStopAnswer struct {
+	At time.Time
+	// Stopped: Ray stopped the job (false: it had ended, or the stop failed).
+	Stopped bool
+	// Err says why the stop failed ("" when the Jobs API answered).
+	Err string
+}
+
+// jobsCluster is what the pool holds for one cluster.
+type jobsCluster struct {
+	target   JobsTarget
+	jobs     map[string]*jobEntry
+	waiting  []jobRequest
+	inflight *jobRequest
+	queued   bool // in its namespace's queue
+	failures int
+	retryAt  time.Time
+}
+
+type jobEntry struct {
+	mem     JobMemory
+	touched time.Time
+}
+
+type jobRequest struct {
+	kind JobRequestKind
+	id   string
+	sub  *JobSubmission
+}
+
+type jobsQueue struct {
+	name     string
+	waiting  []*jobsCluster
+	inflight int
+}
+
+// NewJobsPool returns a pool; Start runs it.
+func NewJobsPool(o JobsPoolOptions) *JobsPool {
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.PerNamespace <= 0 {
+		o.PerNamespace = DefaultPerNamespace
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = DefaultMinBackoff
+	}
+	if o.MaxBackoff < o.MinBackoff {
+		o.MaxBackoff = max(DefaultMaxBackoff, o.MinBackoff)
+	}
+	if o.Idle <= 0 {
+		o.Idle = 10 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	hc := o.HTTP
+	if hc == nil {
+		hc = NewHTTP()
+	}
+	return &JobsPool{
+		o: o, http: hc, clusters: map[types.NamespacedName]*jobsCluster{}, queues: map[string]*jobsQueue{},
+		kick: make(chan struct{}, 1), maxSeen: map[string]int{},
+	}
+}
+
+// Timeout is the longest a request may take.
+func (p *JobsPool) Timeout() time.Duration { return p.o.Timeout }
+
+// View is what the pool last heard from the target's cluster about id. A target whose head
+// pod changed starts afresh.
+func (p *JobsPool) View(t JobsTarget, id string) JobMemory {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.clusterFor(t)
+	e := c.jobs[id]
+	if e == nil {
+		return JobMemory{}
+	}
+	e.touched = p.o.Now()
+	return e.mem.copy()
+}
+
+// Read asks for the job's details to be read.
+func (p *JobsPool) Read(t JobsTarget, id string) {
+	p.ask(t, jobRequest{kind: JobReadRequest, id: id})
+}
+
+// Submit asks for a job to be submitted under its SubmissionID. While a submission of the
+// id is queued or in flight, another is not queued; from the moment it is queued, View
+// reports it pending.
+func (p *JobsPool) Submit(t JobsTarget, s JobSubmission) {
+	s.Metadata = cloneStrings(s.Metadata)
+	p.ask(t, jobRequest{kind: JobSubmitRequest, id: s.SubmissionID, sub: &s})
+}
+
+// Stop asks for a job to be stopped.
+func (p *JobsPool) Stop(t JobsTarget, id string) {
+	p.ask(t, jobRequest{kind: JobStopRequest, id: id})
+}
+
+// Reject records a submission that cannot be made (what it would send is not valid) as
+// refused, with message as the reason.
+func (p *JobsPool) Reject(t JobsTarget, id, message string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.clusterFor(t)
+	p.entry(c, id).mem.Submit = &JobSubmitAnswer{At: p.o.Now(), Outcome: JobSubmitRefused, Message: Sanitize(message, maxErrorMessage)}
+}
+
+// MaxInFlight is the most requests that were in flight at once, in all and for one
+// namespace.
+func (p *JobsPool) MaxInFlight(namespace string) (total, inNamespace int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.maxTotal, p.maxSeen[namespace]
+}
+
+func (p *JobsPool) ask(t JobsTarget, q jobRequest) {
+	p.mu.Lock()
+	c := p.clusterFor(t)
+	e := p.entry(c, q.id)
+	if t.URL == "" {
+		// Nothing can be sent: answered at once, as a request that got no answer.
+		p.answerUnsent(e, q, t.Unreachable)
+		p.mu.Unlock()
+		return
+	}
+	defer p.mu.Unlock()
+	if c.holds(q) {
+		return
+	}
+	if q.kind == JobSubmitRequest {
+		e.mem.Submit = &JobSubmitAnswer{Outcome: JobSubmitPending}
+	}
+	c.waiting = append(c.waiting, q)
+	p.enqueue(c)
+}
+
+// answerUnsent records the answer to a request that could not be sent; the caller holds the
+// lock.
+func (p *JobsPool) answerUnsent(e *jobEntry, q jobRequest, why string) {
+	if why == "" {
+		why = "the cluster's dashboard cannot be reached"
+	}
+	why = Sanitize(why, maxErrorMessage)
+	now := p.o.Now()
+	switch q.kind {
+	case JobReadRequest:
+		e.mem.Read = &JobReadAnswer{At: now, Outcome: JobReadFailed, Err: why}
+	case JobSubmitRequest:
+		e.mem.Submit = &JobSubmitAnswer{At: now, Outcome: JobSubmitFailed, Message: why}
+	case JobStopRequest:
+		e.mem.Stop = &JobStopAnswer{At: now, Err: why}
+	}
+}
+
+// holds: the same request is waiting (a read only when no submission of the id waits after
+// it: a read asked after a submission must come after it), or a submission or stop of the id
+// is in flight.
+func (c *jobsCluster) holds(q jobRequest) bool {
+	for i := len(c.waiting) - 1; i >= 0; i-- {
+		w := c.waiting[i]
+		if w.id != q.id {
+			continue
+		}
+		if w.kind == q.kind {
+			return true
+		}
+		if q.kind == JobReadRequest && w.kind == JobSubmitRequest {
+			break
+		}
+	}
+	f := c.inflight
+	return f != nil && q.kind != JobReadRequest && f.kind == q.kind && f.id == q.id
+}
+
+// clusterFor finds or creates the target's cluster; a changed head starts it afresh. The
+// caller holds the lock.
+func (p *JobsPool) clusterFor(t JobsTarget) *jobsCluster {
+	c := p.clusters[t.Head.Cluster]
+	if c == nil {
+		c = &jobsCluster{target: t, jobs: map[string]*jobEntry{}}
+		p.clusters[t.Head.Cluster] = c
+	}
+	if !sameHead(c.target.Head, t.Head) {
+		// What the old head said no longer holds, and what was asked of it is not sent to the
+		// new one: the controller asks again. A request in flight finds the head changed when
+		// it ends, and its answer is dropped.
+		c.jobs, c.waiting, c.failures, c.retryAt = map[string]*jobEntry{}, nil, 0, time.Time{}
+	}
+	c.target = t
+	return c
+}
+
+func (p *JobsPool) entry(c *jobsCluster, id string) *jobEntry {
+	e := c.jobs[id]
+	if e == nil {
+		e = &jobEntry{}
+		c.jobs[id] = e
+	}
+	e.touched = p.o.Now()
+	return e
+}
+
+// enqueue puts a cluster with work in its namespace's queue; the caller holds the lock.
+func (p *JobsPool) enqueue(c *jobsCluster) {
+	if c.queued || c.inflight != nil || len(c.waiting) == 0 {
+		return
+	}
+	ns := c.target.Head.Cluster.Namespace
+	q := p.queues[ns]
+	if q == nil {
+		q = &jobsQueue{name: ns}
+		p.queues[ns] = q
+		p.ring = append(p.ring, q)
+	}
+	q.waiting = append(q.waiting, c)
+	c.queued = true
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the pool until ctx ends (a manager Runnable; it needs the leader).
+func (p *JobsPool) Start(ctx context.Context) error {
+	p.mu.Lock()
+	p.ctx = ctx
+	p.mu.Unlock()
+	sweep := time.NewTicker(time.Minute)
+	defer sweep.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		timer.Reset(p.dispatch())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.kick:
+		case <-timer.C:
+		case <-sweep.C:
+			p.forgetIdle()
+		}
+	}
+}
+
+// dispatch starts every request a worker and its namespace have room for and returns how
+// long until a cluster's backoff ends.
+func (p *JobsPool) dispatch() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.o.Now()
+	for p.busy < p.o.Workers {
+		c, q := p.next(now)
+		if c == nil {
+			break
+		}
+		p.busy++
+		p.maxTotal = max(p.maxTotal, p.busy)
+		go p.run(p.ctx, c, c.target, q)
+	}
+	p.dropEmptyQueues()
+	wait := time.Hour
+	for _, q := range p.ring {
+		for _, c := range q.waiting {
+			if d := c.retryAt.Sub(now); d > 0 && d < wait {
+				wait = d
+			}
+		}
+	}
+	return wait
+}
+
+// next takes the next runnable request, the namespaces taking turns; the caller holds the
+// lock.
+func (p *JobsPool) next(now time.Time) (*jobsCluster, jobRequest) {
+	n := len(p.ring)
+	for i := range n {
+		idx := (p.cursor + i) % n
+		q := p.ring[idx]
+		if q.inflight >= p.o.PerNamespace {
+			continue
+		}
+		for k, c := range q.waiting {
+			if c.retryAt.After(now) {
+				continue
+			}
+			q.waiting = append(q.waiting[:k:k], q.waiting[k+1:]...)
+			c.queued = false
+			req := c.waiting[0]
+			c.waiting = c.waiting[1:]
+			c.inflight = &req
+			q.inflight++
+			p.maxSeen[q.name] = max(p.maxSeen[q.name], q.inflight)
+			p.cursor = (idx + 1) % n
+			return c, req
+		}
+	}
+	return nil, jobRequest{}
+}
+
+// dropEmptyQueues removes namespaces with nothing queued or in flight from the ring; the
+// turn stays with the namespace it was at. The caller holds the lock.
+func (p *JobsPool) dropEmptyQueues() {
+	if len(p.ring) == 0 {
+		return
+	}
+	turn := p.cursor % len(p.ring)
+	kept, cursor := p.ring[:0], -1
+	for i, q := range p.ring {
+		if len(q.waiting) == 0 && q.inflight == 0 {
+			delete(p.queues, q.name)
+			continue
+		}
+		if cursor < 0 && i >= turn {
+			cursor = len(kept)
+		}
+		kept = append(kept, q)
+	}
+	clear(p.ring[len(kept):])
+	p.ring, p.cursor = kept, max(cursor, 0)
+}
+
+// forgetIdle drops jobs nobody asked about for Idle, and clusters left without any.
+func (p *JobsPool) forgetIdle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.o.Now()
+	for k, c := range p.clusters {
+		for id, e := range c.jobs {
+			if now.Sub(e.touched) > p.o.Idle {
+				delete(c.jobs, id)
+			}
+		}
+		if len(c.jobs) == 0 && !c.queued && c.inflight == nil && len(c.waiting) == 0 {
+			delete(p.clusters, k)
+		}
+	}
+}
+
+func (m JobMemory) copy() JobMemory {
+	out := JobMemory{}
+	if m.Read != nil {
+		r := *m.Read
+		r.Info.Metadata = cloneStrings(r.Info.Metadata)
+		out.Read = &r
+	}
+	if m.Submit != nil {
+		s := *m.Submit
+		out.Submit = &s
+	}
+	if m.Stop != nil {
+		s := *m.Stop
+		out.Stop = &s
+	}
+	return out
+}
+
+func cloneStrings(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
