@@ -151,7 +151,7 @@ func (r *Reconciler) pointJobService(ctx context.Context, objects owned.Client, 
 		return r.create(ctx, objects, desired)
 	}
 	if !ownerref.ControlledBy(a.Existing, job) {
-		return false, fmt.Errorf("Service %s is not controlled by this RayJob", a.Existing.Name)
+		return false, fmt.Errorf("service %s is not controlled by this RayJob", a.Existing.Name)
 	}
 	updated, recreate := raypod.MergeService(a.Existing, desired)
 	switch {

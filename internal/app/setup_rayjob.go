@@ -14,7 +14,7 @@ import (
 // (Environment.RayJob), the cluster domain of status.dashboardURL, and what the other
 // controllers share (gates, limits, the dashboard resolver, token authentication).
 func rayJobConfig(cfg *rest.Config, o Options) (rayjob.Config, error) {
-	settings := o.Environment.RayJob
+	settings := o.RayJob
 	settings.ClusterDomain = o.ClusterDomain
 	resolver, dashboards, err := dashboardAccess(cfg, o)
 	if err != nil {

@@ -73,7 +73,7 @@ func (f *fakeJobsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "Job "+id+" does not exist", http.StatusNotFound)
 			return
 		}
-		_, _ = fmt.Fprintf(w, `{"type":"SUBMISSION","submission_id":%q,"status":%q,"message":"it runs","start_time":1700000000000}`, id, st)
+		_, _ = fmt.Fprintf(w, `{"type":"SUBMISSION","submission_id":%q,"status":%q,"message":"it runs","start_time":1700000000000}`, id, st) //nolint:gosec // a test fake answering a loopback client
 	}
 }
 

@@ -222,5 +222,7 @@ func setGate(gate featuregate.Feature, on bool) {
 	GinkgoHelper()
 	was := features.Enabled(gate)
 	Expect(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(gate): on})).To(Succeed())
-	DeferCleanup(func() { Expect(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(gate): was})).To(Succeed()) })
+	DeferCleanup(func() {
+		Expect(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(gate): was})).To(Succeed())
+	})
 }

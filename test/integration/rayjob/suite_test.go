@@ -12,7 +12,6 @@ package rayjob
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -103,7 +102,7 @@ var settings = plan.Settings{JobStatusPoll: 200 * time.Millisecond, Recheck: tim
 func startManager(edits ...func(*app.Options)) {
 	opts := dashboards.Wire(framework.ManagerOptions())
 	opts.EnableWebhooks = true
-	opts.Environment.RayJob = settings
+	opts.RayJob = settings
 	for _, edit := range edits {
 		edit(&opts)
 	}
@@ -149,7 +148,9 @@ func update(ctx context.Context, ns, name string, change func(*rayv1.RayJob)) {
 	})).To(Succeed())
 }
 
-func events(ctx context.Context, ns, name string) func() string { return rstest.Events(ctx, k8s, ns, name) }
+func events(ctx context.Context, ns, name string) func() string {
+	return rstest.Events(ctx, k8s, ns, name)
+}
 
 // exists reports whether an object is there and not being deleted.
 func exists(ctx context.Context, ns, name string, obj client.Object) func() bool {
@@ -222,5 +223,3 @@ func started(ctx context.Context, ns, name string) (cluster, id string) {
 	st := getJob(ctx, ns, name).Status
 	return st.RayClusterName, st.JobId
 }
-
-func lines(s string) []string { return strings.Split(s, "\n") }
