@@ -21,6 +21,7 @@ type podDryRun struct {
 	checker *poddryrun.Checker // nil: --pod-dry-run=false
 	policy  validation.Policy
 	gates   features.Gates
+	watched []string // empty: every namespace
 }
 
 // podsOf builds the pods of an object and of the stored one (nil on create).
@@ -28,11 +29,13 @@ type podsOf func() (pods, stored []poddryrun.Pod)
 
 // check dry-runs the pods of an object in namespace ns and merges what the API server said
 // into validation's results. It sends nothing for an object being deleted, for an update
-// that leaves spec and metadata as they were, or when validation found errors other than
-// Pod Security refusals (the API server's verdict may overrule those): the user fixes those
-// first, and the next apply dry-runs the pods.
+// that leaves spec and metadata as they were, in a namespace the operator does not watch,
+// or when validation found errors other than Pod Security refusals (the API server's
+// verdict may overrule those): the user fixes those first, and the next apply dry-runs the
+// pods.
 func (d podDryRun) check(ctx context.Context, ns string, obj, old metav1.Object, oldSpec, spec any, build podsOf, errs field.ErrorList, warnings []string) (field.ErrorList, []string) {
-	if d.checker == nil || obj.GetDeletionTimestamp() != nil || !poddryrun.OnlyPodSecurity(errs) {
+	if d.checker == nil || obj.GetDeletionTimestamp() != nil || !poddryrun.OnlyPodSecurity(errs) ||
+		(len(d.watched) > 0 && !slices.Contains(d.watched, ns)) {
 		return errs, warnings
 	}
 	if old != nil && equality.Semantic.DeepEqual(oldSpec, spec) &&

@@ -125,3 +125,22 @@ func TestTheBudgetAdmitsWithAWarning(t *testing.T) {
 		t.Errorf("allowed=%v, warnings (-want +got):\n%s", resp.Allowed, cmp.Diff(want, resp.Warnings))
 	}
 }
+
+// A namespace-scoped operator dry-runs pods only in the namespaces it watches: elsewhere it
+// may not create pods, so the API server would only refuse it.
+func TestValidatingWebhookDryRunsOnlyInWatchedNamespaces(t *testing.T) {
+	api := &dryRunAPIServer{}
+	h := webhooks.Handlers(webhooks.Options{Gates: gateOn, PodDryRun: api, WatchNamespaces: []string{"team-a"}})[webhooks.ValidateRayClusterPath]
+	for ns, wantSent := range map[string]int{"team-a": 2, "team-b": 0} {
+		rc := builders.RayCluster("rc", ns).Obj()
+		defaulting.RayCluster(rc)
+		req := request(admissionv1.Create, raw(t, rc), nil)
+		req.Namespace = ns
+		if resp := h.Handle(context.Background(), req); !resp.Allowed {
+			t.Errorf("%s: refused: %v", ns, resp.Result)
+		}
+		if got := len(api.calls()); got != wantSent {
+			t.Errorf("%s: sent %d pods, want %d", ns, got, wantSent)
+		}
+	}
+}

@@ -44,6 +44,10 @@ type Options struct {
 	// answers for them at admission (--pod-dry-run; internal/poddryrun): the manager's
 	// poddryrun.RESTCreator. Nil: off.
 	PodDryRun poddryrun.Creator
+	// WatchNamespaces are the namespaces the controllers run objects in (--watch-namespace;
+	// empty: all). Pods are dry-run only there: elsewhere the operator has no right to create
+	// pods, and the chart's webhooks do not see those namespaces.
+	WatchNamespaces []string
 	// Budget bounds the time one validating review spends on lookups and the dry-run;
 	// zero means DefaultBudget.
 	Budget time.Duration
@@ -71,7 +75,7 @@ func Handlers(o Options) map[string]admission.Handler {
 	namespaces := namespaceLookup{reader: o.Namespaces, live: o.Reader, timeout: o.LookupTimeout}
 	direct := lookup{reader: o.Reader, timeout: o.LookupTimeout}
 	certManager := certManagerLookup{direct}
-	dryRun := podDryRun{policy: o.Policy, gates: o.Gates}
+	dryRun := podDryRun{policy: o.Policy, gates: o.Gates, watched: o.WatchNamespaces}
 	if o.PodDryRun != nil {
 		dryRun.checker = poddryrun.New(o.PodDryRun)
 	}

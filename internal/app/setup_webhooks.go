@@ -54,6 +54,7 @@ func setupWebhooks(mgr ctrl.Manager, o Options) error {
 		Policy:              o.Policy(),
 		Namespaces:          mgr.GetCache(),
 		PodDryRun:           dryRun,
+		WatchNamespaces:     o.WatchNamespaces,
 		DisableZeroDowntime: o.DisableZeroDowntime,
 	})
 	return nil
