@@ -33,8 +33,9 @@ func DefaultingPatch(raw, skeleton []byte, original, defaulted any, full func() 
 	if err != nil || len(patches) == 0 {
 		return patches, err
 	}
+	keys := newRawLookup(skeleton)
 	for i := range patches {
-		exists, parentOK := rawHas(skeleton, patches[i].Path)
+		exists, parentOK := keys.has(patches[i].Path)
 		if !parentOK || patches[i].Operation == "remove" {
 			// Defaulting only adds and replaces, under objects the request has; anything
 			// else takes the slower way that assumes nothing.
@@ -51,45 +52,160 @@ func DefaultingPatch(raw, skeleton []byte, original, defaulted any, full func() 
 // parent is an object. It scans the raw bytes along the pointer without decoding or
 // copying them.
 func rawHas(raw []byte, pointer string) (exists, parentOK bool) {
-	rest, ok := strings.CutPrefix(pointer, "/")
+	return newRawLookup(raw).has(pointer)
+}
+
+// rawLookup answers rawHas for many pointers into one raw object, in the order a patch lists
+// them. An object with thousands of worker groups gets thousands of defaults; finding each
+// from the top (skipping whole values to reach a member, counting elements to reach the n-th
+// group) made the webhook quadratic in them. So the values along the last parent resolved
+// are kept, and a pointer resumes from where it shares that parent's path, and the elements
+// of each array on the way are found once.
+type rawLookup struct {
+	raw []byte
+	// parent is the last parent pointer resolved; ends[i] is where its (i+1)-th token ends,
+	// and values[i] the value after i tokens (values[0] is the whole object).
+	parent string
+	ends   []int
+	values [][]byte
+	// elements are the elements of the arrays read so far, by pointer (nil: unreadable).
+	elements map[string][][]byte
+}
+
+func newRawLookup(raw []byte) *rawLookup {
+	return &rawLookup{raw: raw, values: [][]byte{bytes.TrimLeft(raw, " \t\r\n")}}
+}
+
+// has is rawHas for one pointer.
+func (l *rawLookup) has(pointer string) (exists, parentOK bool) {
+	if !strings.HasPrefix(pointer, "/") {
+		return false, false
+	}
+	i := strings.LastIndexByte(pointer, '/')
+	obj, ok := l.resolve(pointer[:i])
+	if !ok || len(obj) == 0 || obj[0] != '{' {
+		return false, false
+	}
+	_, found, ok := rawMember(obj, unescapePointerToken(pointer[i+1:]))
 	if !ok {
 		return false, false
 	}
-	cur := raw
-	for more := true; more; {
-		var t string
-		t, rest, more = strings.Cut(rest, "/")
-		t = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-		last := !more
-		cur = bytes.TrimLeft(cur, " \t\r\n")
-		switch {
-		case len(cur) > 0 && cur[0] == '{':
-			next, found, ok := rawMember(cur, t)
-			if !ok {
-				return false, false
-			}
-			if last {
-				return found, true
-			}
-			if !found {
-				return false, false
-			}
-			cur = next
-		case len(cur) > 0 && cur[0] == '[' && !last:
-			n, err := strconv.Atoi(t)
-			if err != nil {
-				return false, false
-			}
-			next, ok := rawElement(cur, n)
-			if !ok {
-				return false, false
-			}
-			cur = next
-		default:
-			return false, false
+	return found, true
+}
+
+// resolve returns the value at parent (a pointer to a container), leading space trimmed.
+func (l *rawLookup) resolve(parent string) ([]byte, bool) {
+	// Keep the tokens this parent shares with the last one.
+	depth := 0
+	for depth < len(l.ends) {
+		end := l.ends[depth]
+		if len(parent) < end || parent[:end] != l.parent[:end] || (len(parent) > end && parent[end] != '/') {
+			break
 		}
+		depth++
 	}
-	return false, false
+	l.ends, l.values, l.parent = l.ends[:depth], l.values[:depth+1], parent
+	at := 0
+	if depth > 0 {
+		at = l.ends[depth-1]
+	}
+	for at < len(parent) {
+		end := strings.IndexByte(parent[at+1:], '/')
+		if end < 0 {
+			end = len(parent)
+		} else {
+			end += at + 1
+		}
+		next, ok := l.child(parent[:at], l.values[len(l.values)-1], unescapePointerToken(parent[at+1:end]))
+		if !ok {
+			l.parent, l.ends, l.values = "", l.ends[:0], l.values[:1]
+			return nil, false
+		}
+		l.ends, l.values = append(l.ends, end), append(l.values, next)
+		at = end
+	}
+	return l.values[len(l.values)-1], true
+}
+
+// child is the member or element token of the container cur at pointer.
+func (l *rawLookup) child(pointer string, cur []byte, token string) ([]byte, bool) {
+	var next []byte
+	switch {
+	case len(cur) > 0 && cur[0] == '{':
+		val, found, ok := rawMember(cur, token)
+		if !ok || !found {
+			return nil, false
+		}
+		next = val
+	case len(cur) > 0 && cur[0] == '[':
+		elems, ok := l.arrayElements(pointer, cur)
+		n, err := strconv.Atoi(token)
+		if !ok || err != nil || n < 0 || n >= len(elems) {
+			return nil, false
+		}
+		next = elems[n]
+	default:
+		return nil, false
+	}
+	return bytes.TrimLeft(next, " \t\r\n"), true
+}
+
+// arrayElements are the elements of the array arr at pointer.
+func (l *rawLookup) arrayElements(pointer string, arr []byte) ([][]byte, bool) {
+	if elems, seen := l.elements[pointer]; seen {
+		return elems, elems != nil
+	}
+	var elems [][]byte
+	if !eachElement(arr, func(_ int, v []byte) bool {
+		elems = append(elems, v)
+		return true
+	}) {
+		elems = nil
+	} else if elems == nil {
+		elems = [][]byte{}
+	}
+	if l.elements == nil {
+		l.elements = map[string][][]byte{}
+	}
+	l.elements[pointer] = elems
+	return elems, elems != nil
+}
+
+// rawMember returns the raw value of key in the object obj (which starts with '{').
+func rawMember(obj []byte, key string) (val []byte, found, ok bool) {
+	readable := true
+	_, ok = eachMember(obj, func(k, v []byte) bool {
+		is, kok := keyIs(k, key)
+		if !kok {
+			readable = false
+			return false
+		}
+		if is {
+			val, found = v, true
+		}
+		return !is
+	})
+	if !ok || !readable {
+		return nil, false, false
+	}
+	return val, found, true
+}
+
+// decodeKey decodes a quoted object key.
+func decodeKey(quoted []byte) (string, bool) {
+	plain := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(plain, '\\') < 0 {
+		return string(plain), true
+	}
+	var s string
+	if json.Unmarshal(quoted, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+func unescapePointerToken(t string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
 }
 
 // diffFromRaw diffs the raw object against the defaulted one and drops what the round trip

@@ -40,6 +40,28 @@ func TestRawHas(t *testing.T) {
 	}
 }
 
+// One lookup answering pointers in any order (it resumes from the last parent's path) says
+// what a fresh lookup says for each.
+func TestRawLookupAnswersLikeAFreshOne(t *testing.T) {
+	raw := []byte(`{"metadata": {"name":"a", "labels":{"ray.io/x":"1"}},
+	  "spec": {"groups": [ {"name":"w","n":[1,{"x":"}]"}]}, {"name":"v"}, {"name":"u","t":{"a":1}} ], "groupsX": {"a": 1}, "z": null}}`)
+	pointers := []string{"/spec/groups/0/name", "/spec/groups/0/n/1/x", "/spec/groups/1/name", "/spec/groups/2/t/a",
+		"/spec/groups/2/t/b", "/spec/groupsX/a", "/spec/groups/1/replicas", "/metadata/labels/ray.io~1x", "/spec/groups/0/n/1/y",
+		"/spec/groups/3/name", "/spec/z/a", "/spec/groups/2/name", "/metadata/name", "/spec/groups/x/name", "/spec/groupsX/b",
+		"/spec/groups/0/n/0/x", "/spec/missing/a", "/metadata/namespace"}
+	for order := range 4 {
+		l := newRawLookup(raw)
+		for i := range pointers {
+			p := pointers[(i*(order*2+1))%len(pointers)]
+			gotExists, gotParent := l.has(p)
+			wantExists, wantParent := rawHas(raw, p)
+			if gotExists != wantExists || gotParent != wantParent {
+				t.Errorf("order %d: has(%s) = %v, %v after others; alone %v, %v", order, p, gotExists, gotParent, wantExists, wantParent)
+			}
+		}
+	}
+}
+
 // The mutating webhook defaults a copy without pod templates and serve config. When the
 // change needs the slower raw diff (a value removed), the whole objects are rebuilt: the
 // patch must hold the change only, not the removal of every template and the serve config.

@@ -2,7 +2,6 @@ package admissionjson
 
 import (
 	"bytes"
-	"encoding/json"
 )
 
 // The scanners below find a member of a raw JSON object or an element of a raw array
@@ -122,35 +121,11 @@ func eachElement(arr []byte, fn func(i int, val []byte) bool) bool {
 
 // keyIs reports whether the quoted key decodes to want; ok is false if it cannot be decoded.
 func keyIs(quotedKey []byte, want string) (is, ok bool) {
-	plain := quotedKey[1 : len(quotedKey)-1]
-	if bytes.IndexByte(plain, '\\') < 0 {
-		return string(plain) == want, true
+	if plain := quotedKey[1 : len(quotedKey)-1]; bytes.IndexByte(plain, '\\') < 0 {
+		return string(plain) == want, true // compared without a copy
 	}
-	var s string
-	if json.Unmarshal(quotedKey, &s) != nil {
-		return false, false
-	}
-	return s == want, true
-}
-
-// rawMember returns the raw value of key in the object obj (which starts with '{').
-func rawMember(obj []byte, key string) (val []byte, found, ok bool) {
-	readable := true
-	_, ok = eachMember(obj, func(k, v []byte) bool {
-		is, kok := keyIs(k, key)
-		if !kok {
-			readable = false
-			return false
-		}
-		if is {
-			val, found = v, true
-		}
-		return !is
-	})
-	if !ok || !readable {
-		return nil, false, false
-	}
-	return val, found, true
+	key, ok := decodeKey(quotedKey)
+	return ok && key == want, ok
 }
 
 // namedMembers reads the object starting at b[start] (a '{', after optional space), hands the
@@ -196,23 +171,6 @@ func uniqueMembers(obj []byte, keys ...string) (vals [][]byte, end int, ok bool)
 		return nil, 0, false
 	}
 	return vals, end, true
-}
-
-// rawElement returns the raw n-th element of the array arr (which starts with '[').
-func rawElement(arr []byte, n int) (val []byte, ok bool) {
-	if n < 0 {
-		return nil, false
-	}
-	found := false
-	if !eachElement(arr, func(i int, v []byte) bool {
-		if i == n {
-			val, found = v, true
-		}
-		return i < n
-	}) || !found {
-		return nil, false
-	}
-	return val, true
 }
 
 func skipSpace(b []byte, i int) int {

@@ -121,6 +121,13 @@ func (c *check) group(tmpl *corev1.PodTemplateSpec, rayStartParams, resources, l
 				}
 			}
 		}
+		// The API server refuses every pod of a template with such a name (KubeRay's
+		// vLLM sample leaves the placeholder $KSA_NAME): say so now, not when the pods fail.
+		if name := tmpl.Spec.ServiceAccountName; name != "" {
+			for _, msg := range utilvalidation.IsDNS1123Subdomain(name) {
+				errs = append(errs, field.Invalid(path.Child("template", "spec", "serviceAccountName"), name, msg))
+			}
+		}
 	}
 	if len(labels) == 0 {
 		return errs

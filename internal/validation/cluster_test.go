@@ -160,6 +160,13 @@ func TestRayCluster(t *testing.T) {
 				field.Invalid(p("spec.workerGroupSpecs[0].rayStartParams[max-worker-port]"), nil, ""),
 			},
 		},
+		"a ServiceAccount name the API server refuses (KubeRay's vLLM placeholder)": {
+			mutate: func(rc *rayv1.RayCluster) {
+				rc.Spec.HeadGroupSpec.Template.Spec.ServiceAccountName = "$KSA_NAME"
+				rc.Spec.WorkerGroupSpecs[0].Template.Spec.ServiceAccountName = "ray-workers"
+			},
+			want: field.ErrorList{field.Invalid(p("spec.headGroupSpec.template.spec.serviceAccountName"), nil, "")},
+		},
 		"invalid Ray node labels": {
 			mutate: func(rc *rayv1.RayCluster) {
 				rc.Spec.HeadGroupSpec.Labels = map[string]string{"bad key": "v", "zone": "not valid!"}
