@@ -165,11 +165,15 @@ func jobWhy(job *rayv1.RayJob) []string {
 	case rayv1.JobDeploymentStatusWaiting:
 		return []string{
 			"Waiting (InteractiveMode): raygate waits for you to submit the job to the cluster and name it in spec.jobId:",
-			fmt.Sprintf("  ray job submit --address %s --submission-id <id> -- <entrypoint>", orDash(st.DashboardURL)),
+			fmt.Sprintf("  ray job submit --address %s --submission-id <id> -- <entrypoint>", dashboardAddress(st.DashboardURL)),
 			fmt.Sprintf("  kubectl patch rayjob %s --type=merge -p '{\"spec\":{\"jobId\":\"<id>\"}}'", job.Name),
 		}
 	case rayv1.JobDeploymentStatusRunning:
-		return []string{fmt.Sprintf("Running: Ray job %s is %s on RayCluster %s; raygate reads its status from the Jobs API until it ends.", orDash(st.JobId), orDash(string(st.JobStatus)), cluster)}
+		state := "is " + string(st.JobStatus)
+		if st.JobStatus == rayv1.JobStatusNew {
+			state = "has no status from the Jobs API yet"
+		}
+		return []string{fmt.Sprintf("Running: Ray job %s %s on RayCluster %s; raygate reads its status from the Jobs API until it ends.", orDash(st.JobId), state, cluster)}
 	case rayv1.JobDeploymentStatusComplete:
 		if st.JobStatus == rayv1.JobStatusStopped {
 			return []string{fmt.Sprintf("Complete: Ray job %s was stopped (ray job stop) before it ended.", orDash(st.JobId))}
@@ -189,6 +193,18 @@ func jobWhy(job *rayv1.RayJob) []string {
 	default:
 		return []string{fmt.Sprintf("Deployment status %q is not one raygate writes.", st.JobDeploymentStatus)}
 	}
+}
+
+// dashboardAddress is the dashboard URL `ray job submit --address` takes (status.dashboardURL
+// is host:port, as KubeRay writes it).
+func dashboardAddress(url string) string {
+	switch {
+	case url == "":
+		return "http://<dashboard>"
+	case strings.Contains(url, "://"):
+		return url
+	}
+	return "http://" + url
 }
 
 // initializingNext is what comes once the cluster is ready, by submission mode.

@@ -119,6 +119,11 @@ func TestJobWhy(t *testing.T) {
 			j.Spec.SubmissionMode, j.Status.JobDeploymentStatus = rayv1.SidecarMode, rayv1.JobDeploymentStatusInitializing
 		}), "the submitter container in its head pod"},
 		{"waiting", status(rayv1.JobDeploymentStatusWaiting), `kubectl patch rayjob rayjob-sample --type=merge -p '{"spec":{"jobId":"<id>"}}'`},
+		{"waiting: the dashboard to submit to", status(rayv1.JobDeploymentStatusWaiting),
+			"ray job submit --address http://rayjob-sample-4hw2t-head-svc.default.svc.cluster.local:8265 --submission-id <id> -- <entrypoint>"},
+		{"running without a status from Ray yet", with(func(j *rayv1.RayJob) {
+			j.Status.JobDeploymentStatus, j.Status.JobStatus = rayv1.JobDeploymentStatusRunning, rayv1.JobStatusNew
+		}), "Ray job rayjob-sample-x7k2p has no status from the Jobs API yet"},
 		{"running", with(func(j *rayv1.RayJob) {
 			j.Status.JobDeploymentStatus, j.Status.JobStatus = rayv1.JobDeploymentStatusRunning, rayv1.JobStatusRunning
 		}), "Ray job rayjob-sample-x7k2p is RUNNING on RayCluster rayjob-sample-4hw2t"},
