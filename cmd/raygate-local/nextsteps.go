@@ -41,6 +41,13 @@ func nextSteps(env *localmode.Env, svc *rayv1.RayService, curl string) string {
 		p("  kubectl get rayclusters,pods,gateway,httproute")
 		p("")
 	}
+	p("  # Run a batch job (K8sJobMode): raygate creates its RayCluster, a submitter Job runs `ray job submit`")
+	p("  # against the simulated dashboard, and JOB STATUS goes PENDING, RUNNING, SUCCEEDED; the cluster")
+	p("  # is deleted ttlSecondsAfterFinished later")
+	p("  kubectl apply -f %s", localmode.SamplePath(localmode.RayJobSample))
+	p("  kubectl get rayjobs -w")
+	p("  kubectl raygate status rayjob %s", localmode.RayJobSampleName)
+	p("")
 	p("  # Try an invalid spec: admission rejects it with every problem listed by field path")
 	p("  kubectl apply -f %s", localmode.SamplePath(localmode.InvalidSample))
 	p("")

@@ -24,6 +24,9 @@ import (
 const (
 	IncrementalSample = "ray_v1_rayservice_incremental.yaml"
 	InvalidSample     = "rayservice_invalid.yaml"
+	RayJobSample      = "ray_v1_rayjob.yaml"
+	// RayJobSampleName is the name of the RayJob in RayJobSample.
+	RayJobSampleName = "rayjob-sample"
 )
 
 // SamplePath is the path of a file in config/samples of this checkout.

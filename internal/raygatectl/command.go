@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,7 +30,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true)
 	root := &cobra.Command{
 		Use:           "kubectl-raygate",
-		Short:         "Watch and steer RayService upgrades run by raygate",
+		Short:         "Watch and steer RayService upgrades run by raygate, and see where RayJobs are",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -36,29 +38,43 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetErr(streams.ErrOut)
 	flags.AddFlags(root.PersistentFlags())
 	connect := func() (client.Client, string, error) { return connectWith(flags) }
-	view := func(render func(w *cobra.Command, v View) error) func(*cobra.Command, []string) error {
+	show := func(renderService func(io.Writer, View) error, renderJob func(io.Writer, JobView) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
+			target, err := ParseTarget(args)
+			if err != nil {
+				return err
+			}
 			c, ns, err := connect()
 			if err != nil {
 				return err
 			}
-			v, err := Read(cmd.Context(), c, ns, args[0])
+			if target.Kind == rayv1.RayJobKind {
+				job := &rayv1.RayJob{}
+				if err := c.Get(cmd.Context(), types.NamespacedName{Namespace: ns, Name: target.Name}, job); err != nil {
+					return err
+				}
+				return renderJob(cmd.OutOrStdout(), JobView{Job: job, Now: time.Now()})
+			}
+			v, err := Read(cmd.Context(), c, ns, target.Name)
 			if err != nil {
 				return err
 			}
 			v.Now = time.Now()
-			return render(cmd, v)
+			return renderService(cmd.OutOrStdout(), v)
 		}
 	}
 	root.AddCommand(&cobra.Command{
-		Use: "status NAME", Short: "Clusters, capacity, traffic, applications, the pending action and the next step of a RayService",
-		Args: cobra.ExactArgs(1),
-		RunE: view(func(cmd *cobra.Command, v View) error { return RenderStatus(cmd.OutOrStdout(), v) }),
+		Use:     "status [rayservice|rayjob] NAME",
+		Short:   "A RayService's clusters, capacity, traffic, applications, pending action and next step; a RayJob's statuses, cluster, submission and times",
+		Example: "  kubectl raygate status my-service\n  kubectl raygate status rayjob my-job\n  kubectl raygate status rayjob/my-job",
+		Args:    cobra.RangeArgs(1, 2),
+		RunE:    show(RenderStatus, RenderJobStatus),
 	})
 	root.AddCommand(&cobra.Command{
-		Use: "why NAME", Short: "The exact conditions a RayService's upgrade waits on",
-		Args: cobra.ExactArgs(1),
-		RunE: view(func(cmd *cobra.Command, v View) error { return RenderWhy(cmd.OutOrStdout(), v) }),
+		Use:   "why [rayservice|rayjob] NAME",
+		Short: "The exact conditions a RayService's upgrade waits on; why a RayJob is where it is",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE:  show(RenderWhy, RenderJobWhy),
 	})
 	for _, a := range []struct{ action, short string }{
 		{rayv1.UpgradeActionPause, "Freeze the upgrade's capacity and traffic where they are"},
@@ -161,4 +177,37 @@ func Act(ctx context.Context, c client.Client, ns, name, action, target string) 
 		return fmt.Sprintf("rayservice.ray.io/%s: %s requested", name, action), nil
 	}
 	return fmt.Sprintf("rayservice.ray.io/%s: %s requested for pending RayCluster %s", name, action, target), nil
+}
+
+// Target is the object status and why show.
+type Target struct {
+	Kind string // rayv1.RayServiceKind or rayv1.RayJobKind
+	Name string
+}
+
+// ParseTarget reads status's and why's arguments as kubectl does: NAME (a RayService, as
+// before RayJobs were shown), KIND NAME, or KIND/NAME, where KIND is rayservice or rayjob in
+// any of kubectl's spellings (singular, plural, short name, with the group).
+func ParseTarget(args []string) (Target, error) {
+	var kind, name string
+	switch {
+	case len(args) == 2:
+		kind, name = args[0], args[1]
+	case len(args) == 1 && strings.Contains(args[0], "/"):
+		kind, name, _ = strings.Cut(args[0], "/")
+	case len(args) == 1:
+		kind, name = "rayservice", args[0]
+	default:
+		return Target{}, fmt.Errorf("expected NAME, KIND NAME or KIND/NAME, got %d arguments", len(args))
+	}
+	if name == "" {
+		return Target{}, fmt.Errorf("no name given in %q", strings.Join(args, " "))
+	}
+	switch strings.TrimSuffix(strings.ToLower(kind), "."+rayv1.GroupVersion.Group) {
+	case "rayservice", "rayservices":
+		return Target{Kind: rayv1.RayServiceKind, Name: name}, nil
+	case "rayjob", "rayjobs":
+		return Target{Kind: rayv1.RayJobKind, Name: name}, nil
+	}
+	return Target{}, fmt.Errorf("kubectl raygate shows rayservice and rayjob, not %q", kind)
 }

@@ -1,6 +1,7 @@
 // Package raygatectl is kubectl raygate: a live view of a RayService's upgrade, the
-// upgrade actions (pause, resume, abort, promote) and why an upgrade waits. The views are
-// pure functions of the objects read, so their output is tested as golden text.
+// upgrade actions (pause, resume, abort, promote) and why an upgrade waits; and a RayJob's
+// status and why it is where it is. The views are pure functions of the objects read, so
+// their output is tested as golden text.
 package raygatectl
 
 import (

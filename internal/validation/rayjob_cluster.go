@@ -245,7 +245,10 @@ func jobUpdateRules(stored, job *rayv1.RayJob) (field.ErrorList, []string) {
 		{"submitterPodTemplate", stored.Spec.SubmitterPodTemplate, job.Spec.SubmitterPodTemplate},
 		{"submitterConfig", stored.Spec.SubmitterConfig, job.Spec.SubmitterConfig},
 	} {
-		if !apiequality.Semantic.DeepEqual(f.old, f.new) {
+		// While Waiting (InteractiveMode), setting jobId is how the user names the job they
+		// submitted: the current attempt takes it up.
+		waitingForID := f.name == "jobId" && status == rayv1.JobDeploymentStatusWaiting
+		if !apiequality.Semantic.DeepEqual(f.old, f.new) && !waitingForID {
 			changed = append(changed, f.name)
 		}
 	}

@@ -78,6 +78,7 @@ func TestRayJobUpdate(t *testing.T) {
 		return func(j *rayv1.RayJob) { j.Status.JobDeploymentStatus = s }
 	}
 	sidecar := func(j *rayv1.RayJob) { j.Spec.SubmissionMode = rayv1.SidecarMode }
+	interactive := func(j *rayv1.RayJob) { j.Spec.SubmissionMode, j.Spec.Entrypoint = rayv1.InteractiveMode, "" }
 	noEntrypoint := func(j *rayv1.RayJob) { j.Spec.Entrypoint = "" }
 	cases := map[string]struct {
 		old, new *rayv1.RayJob
@@ -105,6 +106,16 @@ func TestRayJobUpdate(t *testing.T) {
 		"the entrypoint of a running job": {
 			old: job(running), new: job(jobAll(running, func(j *rayv1.RayJob) { j.Spec.Entrypoint = "python other.py" })),
 			warnings: []string{"spec: entrypoint changed while the RayJob is Running; its current attempt keeps what it started with, " +
+				"and the change applies from its next attempt (a retry, or a resume after suspending)"},
+		},
+		"InteractiveMode: the user names the job they submitted while the RayJob waits for it": {
+			old: job(jobAll(interactive, withStatus(rayv1.JobDeploymentStatusWaiting))),
+			new: job(jobAll(interactive, withStatus(rayv1.JobDeploymentStatusWaiting), func(j *rayv1.RayJob) { j.Spec.JobId = "mine-1" })),
+		},
+		"InteractiveMode: a new jobId once the job runs applies from the next attempt": {
+			old: job(jobAll(interactive, running, func(j *rayv1.RayJob) { j.Spec.JobId = "mine-1" })),
+			new: job(jobAll(interactive, running, func(j *rayv1.RayJob) { j.Spec.JobId = "mine-2" })),
+			warnings: []string{"spec: jobId changed while the RayJob is Running; its current attempt keeps what it started with, " +
 				"and the change applies from its next attempt (a retry, or a resume after suspending)"},
 		},
 		"ratcheting: a stored job without entrypoint can be relabelled": {

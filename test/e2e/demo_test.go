@@ -1,8 +1,8 @@
 // Package e2e runs raygate's local mode as a newcomer does: `make run` (cmd/raygate-local) until
 // the sample RayService is Ready, the samples through the real admission webhooks, `make
 // demo` (cmd/raygate-demo) attached to it through an incremental upgrade with every invariant
-// checked, kubectl raygate steering a third upgrade, and Ctrl-C, after which nothing it
-// started may still run.
+// checked, kubectl raygate steering a third upgrade, the RayJob sample run to SUCCEEDED, and
+// Ctrl-C, after which nothing it started may still run.
 package e2e
 
 import (
@@ -83,6 +83,10 @@ func TestLocalModeAndDemo(t *testing.T) {
 
 	// kubectl raygate, in another terminal: watches and steers a third upgrade.
 	checkPlugin(t, filepath.Join(bin, "kubectl-raygate"), kubectlBin, kubeconfig)
+	jctx, jcancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer jcancel()
+	// The next steps' batch job: the RayJob sample runs to SUCCEEDED and its cluster goes.
+	checkRayJobSample(jctx, t, filepath.Join(bin, "kubectl-raygate"), kubectlBin, kubeconfig)
 	if strings.Contains(localErr.String(), "INVARIANT VIOLATED") {
 		dump()
 		t.Errorf("make run reported violations:\n%s", localErr.String())
@@ -143,6 +147,10 @@ func checkNextSteps(t *testing.T, out, state string) (kubeconfig, kubectl string
 		`  * spec.headGroupSpec.template.spec.containers[0].securityContext.allowPrivilegeEscalation: Forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "ray-head" must set securityContext.allowPrivilegeEscalation=false)`,
 		`  * spec.workerGroupSpecs[0].template.spec.containers[0].securityContext.seccompProfile: Forbidden: violates PodSecurity "restricted:latest": seccompProfile (pod or containers "wait-gcs-ready", "ray-worker" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`,
 		"kubectl apply -n restricted-demo -f " + filepath.Join(repoRoot(), "config", "samples", "ray_v1_raycluster.yaml"),
+		// A RayJob run to SUCCEEDED.
+		"kubectl apply -f " + filepath.Join(repoRoot(), "config", "samples", "ray_v1_rayjob.yaml"),
+		"kubectl get rayjobs -w",
+		"kubectl raygate status rayjob rayjob-sample",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("make run output lacks %q", want)
@@ -163,7 +171,7 @@ func checkNextSteps(t *testing.T, out, state string) (kubeconfig, kubectl string
 func checkSamples(ctx context.Context, t *testing.T, kubectlBin, kubeconfig string) {
 	t.Helper()
 	samples := filepath.Join(repoRoot(), "config", "samples")
-	for _, f := range []string{"ray_v1_raycluster.yaml", "ray_v1_rayservice.yaml", "ray_v1_rayservice_none.yaml", "ray_v1_rayservice_incremental.yaml"} {
+	for _, f := range []string{"ray_v1_raycluster.yaml", "ray_v1_rayservice.yaml", "ray_v1_rayservice_none.yaml", "ray_v1_rayservice_incremental.yaml", "ray_v1_rayjob.yaml"} {
 		stdout, stderr, err := kubectl(ctx, kubectlBin, kubeconfig, "apply", "--dry-run=server", "--validate=strict", "-f", filepath.Join(samples, f))
 		if err != nil || !strings.Contains(stdout, "(server dry run)") {
 			t.Errorf("sample %s is not accepted (%v):\n%s%s", f, err, stdout, stderr)
@@ -173,7 +181,7 @@ func checkSamples(ctx context.Context, t *testing.T, kubectlBin, kubeconfig stri
 		}
 	}
 	stdout, stderr, err := kubectl(ctx, kubectlBin, kubeconfig, "apply", "--dry-run=server", "-k", samples)
-	if err != nil || strings.Count(stdout, "(server dry run)") != 3 {
+	if err != nil || strings.Count(stdout, "(server dry run)") != 4 {
 		t.Errorf("kubectl apply -k config/samples (%v):\n%s%s", err, stdout, stderr)
 	}
 

@@ -1,14 +1,18 @@
 {{/*
 raygate.admissionPolicy renders one ValidatingAdmissionPolicy and its binding over the pod
-templates of RayClusters and RayServices. Arguments (a dict):
+templates of RayClusters, RayServices and RayJobs (a RayJob's rayClusterSpec and its
+submitterPodTemplate; the default submitter pod and the SidecarMode submitter take the head's
+image and securityContext and have limits, so checking the head covers them). Arguments (a dict):
   ctx         the root context
   name        short name; the objects are named <namespace>-<fullname>-<name>
   description what the policy enforces (an annotation)
   constants   CEL variables that do not depend on the object (list of name/expression dicts)
   checks      the name of a template with the policy's own CEL variables, rendered once for
               the object and once for the old one. Written with these placeholders:
-                $pods        the pod specs, head first, then each worker group
-                $groupPaths  their field paths (spec.workerGroupSpecs[0], ...)
+                $pods        the pod specs, head first, then each worker group, then a
+                             RayJob's submitterPodTemplate
+                $podPaths    their field paths (spec.workerGroupSpecs[0].template.spec, ...,
+                             spec.submitterPodTemplate.spec)
                 $containers  every container: each pod's init containers and containers, then
                              spec.autoscalerOptions (image, resources, securityContext as a
                              container has them) when set
@@ -25,7 +29,7 @@ before a policy was enabled can still be scaled, suspended, relabelled and delet
 {{- $ctx := .ctx }}
 {{- $p := $ctx.Values.admissionPolicies }}
 {{- $fullName := printf "%s-%s" (include "raygate.clusterName" $ctx) .name }}
-{{- $names := dict "$pods" "podSpecs" "$groupPaths" "groupPaths" "$containers" "containers" "$paths" "containerPaths" "$violations" "violations" "$registries" "registries" }}
+{{- $names := dict "$pods" "podSpecs" "$podPaths" "podPaths" "$containers" "containers" "$paths" "containerPaths" "$violations" "violations" "$registries" "registries" }}
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
@@ -45,7 +49,7 @@ spec:
     - apiGroups: [ray.io]
       apiVersions: [v1]
       operations: [CREATE, UPDATE]
-      resources: [rayclusters, rayservices]
+      resources: [rayclusters, rayservices, rayjobs]
   matchConditions:
   # Finalizer removal must never be blocked.
   - name: not-being-deleted
@@ -56,7 +60,7 @@ spec:
     expression: {{ .expression | toJson }}
   {{- end }}
   - name: prefix
-    expression: "object.kind == 'RayService' ? 'spec.rayClusterConfig' : 'spec'"
+    expression: "object.kind == 'RayService' ? 'spec.rayClusterConfig' : object.kind == 'RayJob' ? 'spec.rayClusterSpec' : 'spec'"
   {{- range $root := list "object" "oldObject" }}
   {{- $text := printf "%s\n%s" (include "raygate.admissionPolicy.podTemplates" $root) (include $.checks $ctx) }}
   {{- range $token, $name := $names }}
@@ -99,26 +103,37 @@ spec:
 {{- end }}
 
 {{/* The variables every policy shares, for the root object given ("object" or "oldObject",
-which is null on CREATE). dyn: the two kinds put the cluster spec at different paths. */}}
+which is null on CREATE). dyn: the three kinds put the cluster spec at different paths, and a
+RayJob may have none (clusterSelector). */}}
 {{- define "raygate.admissionPolicy.podTemplates" -}}
 - name: {{ eq . "object" | ternary "cluster" "oldCluster" }}
   expression: |-
     {{ . }} == null ? {} :
     {{ . }}.kind == 'RayService'
       ? (has(dyn({{ . }}).spec.rayClusterConfig) ? dyn({{ . }}).spec.rayClusterConfig : {})
-      : dyn({{ . }}).spec
-{{- $cluster := printf "variables.%s" (eq . "object" | ternary "cluster" "oldCluster") }}
-- name: $groupPaths
+      : {{ . }}.kind == 'RayJob'
+        ? (has(dyn({{ . }}).spec.rayClusterSpec) ? dyn({{ . }}).spec.rayClusterSpec : {})
+        : dyn({{ . }}).spec
+- name: {{ eq . "object" | ternary "submitter" "oldSubmitter" }}
   expression: |-
-    (has({{ $cluster }}.headGroupSpec) ? [variables.prefix + '.headGroupSpec'] : []) +
+    {{ . }} != null && {{ . }}.kind == 'RayJob' && has(dyn({{ . }}).spec.submitterPodTemplate)
+      ? [has(dyn({{ . }}).spec.submitterPodTemplate.spec) ? dyn({{ . }}).spec.submitterPodTemplate.spec : {}]
+      : []
+{{- $cluster := printf "variables.%s" (eq . "object" | ternary "cluster" "oldCluster") }}
+{{- $submitter := printf "variables.%s" (eq . "object" | ternary "submitter" "oldSubmitter") }}
+- name: $podPaths
+  expression: |-
+    (has({{ $cluster }}.headGroupSpec) ? [variables.prefix + '.headGroupSpec.template.spec'] : []) +
     (has({{ $cluster }}.workerGroupSpecs)
-      ? {{ $cluster }}.workerGroupSpecs.transformList(i, g, variables.prefix + '.workerGroupSpecs[' + string(i) + ']')
-      : [])
+      ? {{ $cluster }}.workerGroupSpecs.transformList(i, g, variables.prefix + '.workerGroupSpecs[' + string(i) + '].template.spec')
+      : []) +
+    {{ $submitter }}.map(s, 'spec.submitterPodTemplate.spec')
 - name: $pods
   expression: |-
     ((has({{ $cluster }}.headGroupSpec) ? [{{ $cluster }}.headGroupSpec] : []) +
      (has({{ $cluster }}.workerGroupSpecs) ? {{ $cluster }}.workerGroupSpecs : []))
-    .map(g, has(g.template) && has(g.template.spec) ? g.template.spec : {})
+    .map(g, has(g.template) && has(g.template.spec) ? g.template.spec : {}) +
+    {{ $submitter }}
 - name: $containers
   expression: |-
     variables.$pods.map(s,
@@ -128,10 +143,10 @@ which is null on CREATE). dyn: the two kinds put the cluster spec at different p
   expression: |-
     variables.$pods.transformList(i, s,
       (has(s.initContainers)
-        ? s.initContainers.transformList(j, c, variables.$groupPaths[i] + '.template.spec.initContainers[' + string(j) + ']')
+        ? s.initContainers.transformList(j, c, variables.$podPaths[i] + '.initContainers[' + string(j) + ']')
         : []) +
       (has(s.containers)
-        ? s.containers.transformList(j, c, variables.$groupPaths[i] + '.template.spec.containers[' + string(j) + ']')
+        ? s.containers.transformList(j, c, variables.$podPaths[i] + '.containers[' + string(j) + ']')
         : [])).flatten() +
     (has({{ $cluster }}.autoscalerOptions) ? [variables.prefix + '.autoscalerOptions'] : [])
 {{- end }}
@@ -174,10 +189,10 @@ autoscalerOptions counts only when it sets resources. */}}
         .filter(f, f == 'hostNetwork' ? has(s.hostNetwork) && s.hostNetwork
                  : f == 'hostPID' ? has(s.hostPID) && s.hostPID
                  : has(s.hostIPC) && s.hostIPC)
-        .map(f, variables.$groupPaths[i] + '.template.spec.' + f + ': must not be true') +
+        .map(f, variables.$podPaths[i] + '.' + f + ': must not be true') +
       (has(s.volumes)
         ? s.volumes.transformList(k, v, has(v.hostPath)
-            ? [variables.$groupPaths[i] + '.template.spec.volumes[' + string(k) + '].hostPath: hostPath volumes are not allowed']
+            ? [variables.$podPaths[i] + '.volumes[' + string(k) + '].hostPath: hostPath volumes are not allowed']
             : []).flatten()
         : [])).flatten() +
     variables.$containers.transformList(i, c,

@@ -43,6 +43,43 @@ spec:
 `, name, namespace, indent(clusterSpec(head, worker), 4))
 }
 
+// rayJob is a K8sJobMode RayJob manifest whose cluster has the given head and worker pod
+// specs and, when submitter is not empty, a submitterPodTemplate with that pod spec.
+func rayJob(name, namespace, head, worker, submitter string) string {
+	return fmt.Sprintf(`apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  entrypoint: python -c "print(1)"
+%s  rayClusterSpec:
+%s
+`, name, namespace, submitterTemplate(submitter), indent(clusterSpec(head, worker), 4))
+}
+
+// rayJobOnCluster is a K8sJobMode RayJob that runs on an existing RayCluster (clusterSelector),
+// with a submitterPodTemplate of the given pod spec.
+func rayJobOnCluster(name, namespace, cluster, submitter string) string {
+	return fmt.Sprintf(`apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  entrypoint: python -c "print(1)"
+  clusterSelector:
+    ray.io/cluster: %s
+%s`, name, namespace, cluster, submitterTemplate(submitter))
+}
+
+func submitterTemplate(podSpec string) string {
+	if podSpec == "" {
+		return ""
+	}
+	return "  submitterPodTemplate:\n    spec:\n      restartPolicy: Never\n" + indent(podSpec, 6) + "\n"
+}
+
 func clusterSpec(head, worker string) string {
 	return fmt.Sprintf(`headGroupSpec:
   rayStartParams: {}

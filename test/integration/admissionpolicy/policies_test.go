@@ -31,15 +31,20 @@ var (
 	foreignHead   = compliantHead + "initContainers:\n- name: setup\n  image: ghcr.io/example/setup:1\n  resources:\n    limits: {cpu: 100m, memory: 64Mi}\n"
 	foreignWorker = pod("ray-worker", "quay.io/example/ray:2.52.0", limits)
 	// Limits: the head's has CPU only, the worker's sidecar none.
-	cpuOnlyHead       = pod("ray-head", rayImage, "resources:\n  limits: {cpu: \"1\"}\n  requests: {memory: 2Gi}")
-	sidecarWorker     = compliantWorker + "- name: log-shipper\n  image: fluent/fluent-bit:3.2\n"
-	hostNetworkHead   = "hostNetwork: true\n" + compliantHead
-	hostMountedWorker = compliantWorker + "  securityContext: {privileged: true}\n" +
+	cpuOnlyHead     = pod("ray-head", rayImage, "resources:\n  limits: {cpu: \"1\"}\n  requests: {memory: 2Gi}")
+	sidecarWorker   = compliantWorker + "- name: log-shipper\n  image: fluent/fluent-bit:3.2\n"
+	hostNetworkHead = "hostNetwork: true\n" + compliantHead
+	// Submitter pods of a RayJob's submitterPodTemplate.
+	compliantSubmitter  = pod("submitter", "registry.example.com/tools/ray-submit:1", limits)
+	foreignSubmitter    = pod("submitter", "ghcr.io/example/ray-submit:1", limits)
+	noLimitsSubmitter   = pod("submitter", rayImage, "")
+	privilegedSubmitter = "hostPID: true\n" + pod("submitter", rayImage, limits+"\nsecurityContext: {privileged: true}")
+	hostMountedWorker   = compliantWorker + "  securityContext: {privileged: true}\n" +
 		"volumes:\n- name: cache\n  emptyDir: {}\n- name: docker\n  hostPath: {path: /var/run/docker.sock}\n"
 )
 
 var _ = Describe("the chart's ValidatingAdmissionPolicies", func() {
-	DescribeTable("kubectl apply of RayClusters and RayServices in a namespace they are bound to",
+	DescribeTable("kubectl apply of RayClusters, RayServices and RayJobs in a namespace they are bound to",
 		func(ctx context.Context, manifest, wantStdout, wantStderr string) {
 			stdout, stderr, _ := kubectl(ctx, manifest, "apply", "-f", "-")
 			Expect(stderr).To(Equal(wantStderr))
@@ -60,6 +65,18 @@ var _ = Describe("the chart's ValidatingAdmissionPolicies", func() {
 			refused("rayservices.ray.io", "images-foreign", registriesPolicy, "images must come from an allowed registry (docker.io, registry.example.com): "+
 				`spec.rayClusterConfig.workerGroupSpecs[0].template.spec.containers[0].image: "quay.io/example/ray:2.52.0" is from quay.io`)),
 
+		Entry("allowed registries: a RayJob whose cluster and submitter use only docker.io and registry.example.com",
+			rayJob("images-ok", enforcedNS, allowedHead, allowedWorker, compliantSubmitter), "rayjob.ray.io/images-ok created\n", ""),
+		Entry("allowed registries: a RayJob with a worker image and a submitter image from elsewhere",
+			rayJob("images-foreign", enforcedNS, compliantHead, foreignWorker, foreignSubmitter), "",
+			refused("rayjobs.ray.io", "images-foreign", registriesPolicy, "images must come from an allowed registry (docker.io, registry.example.com): "+
+				`spec.rayClusterSpec.workerGroupSpecs[0].template.spec.containers[0].image: "quay.io/example/ray:2.52.0" is from quay.io; `+
+				`spec.submitterPodTemplate.spec.containers[0].image: "ghcr.io/example/ray-submit:1" is from ghcr.io`)),
+		Entry("allowed registries: a RayJob on an existing cluster whose submitter image is from elsewhere",
+			rayJobOnCluster("images-foreign-selector", enforcedNS, "shared", foreignSubmitter), "",
+			refused("rayjobs.ray.io", "images-foreign-selector", registriesPolicy, "images must come from an allowed registry (docker.io, registry.example.com): "+
+				`spec.submitterPodTemplate.spec.containers[0].image: "ghcr.io/example/ray-submit:1" is from ghcr.io`)),
+
 		Entry("resource limits: a RayCluster whose every container has CPU and memory limits",
 			rayCluster("limits-ok", enforcedNS, allowedHead, compliantWorker), "raycluster.ray.io/limits-ok created\n", ""),
 		Entry("resource limits: a RayService whose every container has CPU and memory limits",
@@ -75,6 +92,15 @@ var _ = Describe("the chart's ValidatingAdmissionPolicies", func() {
 			refused("rayservices.ray.io", "limits-missing", limitsPolicy, "every container needs CPU and memory limits: "+
 				"spec.rayClusterConfig.headGroupSpec.template.spec.containers[0].resources.limits.memory: required")),
 
+		Entry("resource limits: a RayJob with the default submitter (it has limits) and limits on every container",
+			rayJob("limits-ok", enforcedNS, compliantHead, compliantWorker, ""), "rayjob.ray.io/limits-ok created\n", ""),
+		Entry("resource limits: a RayJob whose head and submitter lack limits",
+			rayJob("limits-missing", enforcedNS, cpuOnlyHead, compliantWorker, noLimitsSubmitter), "",
+			refused("rayjobs.ray.io", "limits-missing", limitsPolicy, "every container needs CPU and memory limits: "+
+				"spec.rayClusterSpec.headGroupSpec.template.spec.containers[0].resources.limits.memory: required; "+
+				"spec.submitterPodTemplate.spec.containers[0].resources.limits.cpu: required; "+
+				"spec.submitterPodTemplate.spec.containers[0].resources.limits.memory: required")),
+
 		Entry("host access: a RayCluster with an emptyDir volume and no host namespaces",
 			rayCluster("host-ok", enforcedNS, compliantHead, compliantWorker+"volumes:\n- name: cache\n  emptyDir: {}\n"), "raycluster.ray.io/host-ok created\n", ""),
 		Entry("host access: a RayService with no host namespaces",
@@ -89,6 +115,14 @@ var _ = Describe("the chart's ValidatingAdmissionPolicies", func() {
 			rayService("host-access", enforcedNS, hostNetworkHead, compliantWorker), "",
 			refused("rayservices.ray.io", "host-access", hostPolicy, "Ray pods must not use host namespaces, hostPath volumes or privileged containers: "+
 				"spec.rayClusterConfig.headGroupSpec.template.spec.hostNetwork: must not be true")),
+		Entry("host access: a RayJob with no host namespaces",
+			rayJob("host-ok", enforcedNS, compliantHead, compliantWorker, compliantSubmitter), "rayjob.ray.io/host-ok created\n", ""),
+		Entry("host access: a RayJob on the host network with a privileged submitter in the host's PID namespace",
+			rayJob("host-access", enforcedNS, hostNetworkHead, compliantWorker, privilegedSubmitter), "",
+			refused("rayjobs.ray.io", "host-access", hostPolicy, "Ray pods must not use host namespaces, hostPath volumes or privileged containers: "+
+				"spec.rayClusterSpec.headGroupSpec.template.spec.hostNetwork: must not be true; "+
+				"spec.submitterPodTemplate.spec.hostPID: must not be true; "+
+				"spec.submitterPodTemplate.spec.containers[0].securityContext.privileged: must not be true")),
 	)
 
 	It("lets an object stored before a policy bound its namespace be scaled and deleted, and refuses only new violations", func(ctx context.Context) {

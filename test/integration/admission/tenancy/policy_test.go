@@ -77,6 +77,6 @@ spec:
 			Expect(stdout).To(HaveSuffix("(server dry run)\n"))
 			Expect(stderr).NotTo(ContainSubstring("Forbidden"), e.Name())
 		}
-		Expect(tried).To(Equal(4))
+		Expect(tried).To(Equal(5))
 	})
 })
