@@ -1,0 +1,73 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rstest"
+)
+
+// The RayJob promise under SIGKILL: the submission id is stored before the Jobs API is
+// called, and a new operator asks the Jobs API before it submits, so an operator killed
+// after the head took the job but before the answer reached it (and so before any status
+// write about it) leaves exactly one submission.
+var _ = Describe("RayJob: the operator killed between a submission and its status write", func() {
+	It("HTTPMode: the restarted operator finds the submitted job, submits nothing more and follows it to SUCCEEDED", func(ctx context.Context) {
+		op := startOperator(ctx, "rayjob")
+		DeferCleanup(op.stop)
+		ns := rstest.NewNamespace(ctx, k8s, "faults-job-")
+		held := front.HoldJobSubmissions()
+		DeferCleanup(front.ReleaseJobSubmissions)
+
+		job := builders.RayJob("once", ns).Mode(rayv1.HTTPMode).Obj()
+		job.Spec.Entrypoint = `python -c "print('ok')"`
+		Expect(k8s.Create(ctx, job)).To(Succeed())
+
+		By("the head takes the submission; its answer is held from the operator")
+		var cluster types.NamespacedName
+		Eventually(held).Should(Receive(&cluster))
+		before := rayJob(ctx, ns, "once")
+		id := before.Status.JobId
+		Expect(id).NotTo(BeEmpty(), "the submission id is stored before the Jobs API is called")
+		Expect(before.Status.RayClusterName).To(Equal(cluster.Name))
+		Expect(before.Status.JobStatus).To(BeEmpty(), "no status write about the submission yet")
+		Expect(submissions(cluster, id)).To(Equal(1))
+
+		front.ReleaseJobSubmissions()
+		k := killAt(ctx, op, "RayJob submitted, the answer not yet received")
+		restarted := op.started
+		Eventually(func() string {
+			st := rayJob(ctx, ns, "once").Status
+			return string(st.JobDeploymentStatus) + "/" + string(st.JobStatus)
+		}).Should(Equal("Complete/SUCCEEDED"))
+		after := rayJob(ctx, ns, "once").Status
+		AddReportEntry(fmt.Sprintf("RayJob HTTPMode, %s; SUCCEEDED %s after the restart", k, time.Since(restarted).Round(10*time.Millisecond)))
+		Expect(after.JobId).To(Equal(id), "the same submission id after the restart")
+		Expect(after.RayClusterName).To(Equal(cluster.Name))
+		Expect(submissions(cluster, id)).To(Equal(1), "exactly one POST for the attempt")
+		Expect(dashboards.Server(cluster).JobSubmissions()).To(HaveLen(1), "no submission under another id")
+		Expect(*after.Succeeded).To(BeEquivalentTo(1))
+	})
+})
+
+func rayJob(ctx context.Context, ns, name string) *rayv1.RayJob {
+	GinkgoHelper()
+	j := &rayv1.RayJob{}
+	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, j)).To(Succeed())
+	return j
+}
+
+// submissions counts the POSTs to a cluster's simulated Jobs API that named id.
+func submissions(cluster types.NamespacedName, id string) int {
+	if s := dashboards.Server(cluster); s != nil {
+		return len(s.JobSubmissionsFor(id))
+	}
+	return 0
+}
