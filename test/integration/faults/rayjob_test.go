@@ -48,7 +48,8 @@ var _ = Describe("RayJob: the operator killed between a submission and its statu
 			return string(st.JobDeploymentStatus) + "/" + string(st.JobStatus)
 		}).Should(Equal("Complete/SUCCEEDED"))
 		after := rayJob(ctx, ns, "once").Status
-		AddReportEntry(fmt.Sprintf("RayJob HTTPMode, %s; SUCCEEDED %s after the restart", k, time.Since(restarted).Round(10*time.Millisecond)))
+		AddReportEntry(fmt.Sprintf("RayJob HTTPMode, SIGKILL with the submission's answer in flight: new operator ready in %s, SUCCEEDED %s after its start",
+			k.ready.Round(10*time.Millisecond), time.Since(restarted).Round(10*time.Millisecond)))
 		Expect(after.JobId).To(Equal(id), "the same submission id after the restart")
 		Expect(after.RayClusterName).To(Equal(cluster.Name))
 		Expect(submissions(cluster, id)).To(Equal(1), "exactly one POST for the attempt")
