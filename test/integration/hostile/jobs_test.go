@@ -1,0 +1,135 @@
+package hostile
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/test/builders"
+)
+
+// A tenant's flood of RayJobs must not hold another tenant's RayJob back: the operator's
+// queue, its Jobs API pool and its status writes are shared, so one namespace's thousand
+// objects compete with the other's one.
+const (
+	// floodSize is how many RayJobs the attacker creates, from floodClients clients at once.
+	floodSize    = 1000
+	floodClients = 8
+	// floodDelayBound is how much later than with nobody flooding the other tenant's RayJob
+	// may reach RUNNING: a correctness bound (no starvation behind the flood), generous for
+	// two shared cores, not a performance target.
+	floodDelayBound = 30 * time.Second
+)
+
+var _ = Describe("A tenant flooding the operator with RayJobs", func() {
+	It("does not delay another tenant's RayJob reaching RUNNING beyond the bound", func(ctx context.Context) {
+		unflooded := timeToRunning(ctx, newNamespace(ctx, "job-victim-"), nil)
+		AddReportEntry("RayJob to RUNNING, nobody flooding", unflooded.Round(time.Millisecond).String())
+
+		attacker := newNamespace(ctx, "job-flood-")
+		var created atomic.Int64
+		halfway := make(chan struct{})
+		flood := startFlood(ctx, attacker, &created, halfway)
+		DeferCleanup(func(ctx context.Context) { deleteFlood(ctx, attacker) })
+
+		<-halfway
+		flooded := timeToRunning(ctx, newNamespace(ctx, "job-victim-"), &created)
+		floodTook := flood()
+		report := fmt.Sprintf("%v (nobody flooding: %v; bound: +%v), created during the flood %d of %d RayJobs (all %d in %v)",
+			flooded.Round(time.Millisecond), unflooded.Round(time.Millisecond), floodDelayBound, created.Load(), floodSize, floodSize, floodTook.Round(time.Millisecond))
+		AddReportEntry("RayJob to RUNNING, another tenant flooding", report)
+		GinkgoWriter.Println("RayJob to RUNNING under a flood of RayJobs:", report)
+		Expect(flooded).To(BeNumerically("<=", unflooded+floodDelayBound), report)
+
+		By("every attacker RayJob was seen: each is suspended, with no cluster")
+		Eventually(func() string {
+			var list rayv1.RayJobList
+			Expect(k8s.List(ctx, &list, client.InNamespace(attacker))).To(Succeed())
+			counts := map[string]int{}
+			for _, j := range list.Items {
+				counts[string(j.Status.JobDeploymentStatus)+" "+j.Status.RayClusterName]++
+			}
+			return fmt.Sprint(counts)
+		}, 2*time.Minute, time.Second).Should(Equal(fmt.Sprintf("map[%s :%d]", rayv1.JobDeploymentStatusSuspended, floodSize)))
+		var clusters rayv1.RayClusterList
+		Expect(k8s.List(ctx, &clusters, client.InNamespace(attacker))).To(Succeed())
+		Expect(clusters.Items).To(BeEmpty())
+	}, SpecTimeout(4*time.Minute))
+})
+
+// timeToRunning creates an HTTPMode RayJob in ns and returns how long it took to RUNNING.
+// created, if set, is printed with the wait.
+func timeToRunning(ctx context.Context, ns string, created *atomic.Int64) time.Duration {
+	GinkgoHelper()
+	job := builders.RayJob("victim", ns).Mode(rayv1.HTTPMode).Shutdown(0).Obj()
+	start := time.Now()
+	Expect(k8s.Create(ctx, job)).To(Succeed())
+	Eventually(func() rayv1.JobStatus {
+		j := &rayv1.RayJob{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "victim"}, j)).To(Succeed())
+		return j.Status.JobStatus
+	}, 2*time.Minute, 50*time.Millisecond).Should(Equal(rayv1.JobStatusRunning))
+	took := time.Since(start)
+	if created != nil {
+		GinkgoWriter.Printf("victim RUNNING after %v, %d flood RayJobs created by then\n", took, created.Load())
+	}
+	return took
+}
+
+// startFlood creates floodSize suspended RayJobs in ns from floodClients clients; halfway
+// closes when half are created (or a create failed). The function returned waits for the rest and returns how
+// long the whole flood took.
+func startFlood(ctx context.Context, ns string, created *atomic.Int64, halfway chan<- struct{}) func() time.Duration {
+	start := time.Now()
+	next := atomic.Int64{}
+	var once sync.Once
+	var wg sync.WaitGroup
+	errs := make(chan error, floodClients)
+	for range floodClients {
+		wg.Add(1)
+		go func() {
+			defer GinkgoRecover()
+			defer wg.Done()
+			for i := next.Add(1); i <= floodSize; i = next.Add(1) {
+				job := builders.RayJob(fmt.Sprintf("flood-%04d", i), ns).Mode(rayv1.HTTPMode).Shutdown(0).Obj()
+				job.Spec.Suspend = true
+				if err := k8s.Create(ctx, job); err != nil {
+					errs <- err
+					once.Do(func() { close(halfway) }) // the wait ends; the error fails the spec
+					return
+				}
+				if created.Add(1) == floodSize/2 {
+					once.Do(func() { close(halfway) })
+				}
+			}
+		}()
+	}
+	return func() time.Duration {
+		GinkgoHelper()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		return time.Since(start)
+	}
+}
+
+// deleteFlood deletes the attacker's RayJobs and waits until they are gone, so the
+// operator's cache is back to its size for the other specs.
+func deleteFlood(ctx context.Context, ns string) {
+	Expect(k8s.DeleteAllOf(ctx, &rayv1.RayJob{}, client.InNamespace(ns))).To(Succeed())
+	Eventually(func() int {
+		var list rayv1.RayJobList
+		Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		return len(list.Items)
+	}, 2*time.Minute, time.Second).Should(BeZero())
+}
