@@ -43,7 +43,7 @@ func rayJob(name, namespace string, workers int, labels map[string]string, entry
 spec:
   suspend: true
   submissionMode: HTTPMode
-  entrypoint: '%s'
+  entrypoint: %q
   shutdownAfterJobFinishes: true
   rayClusterSpec:
 %s`, head, entrypoint, indent(clusterSpec, "    "))

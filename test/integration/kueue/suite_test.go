@@ -3,7 +3,9 @@
 // calls Kueue's webhooks and raygate's over TLS; raygate's controllers run in-process with
 // the fake kubelet. Kueue queues RayClusters (its ray.io/raycluster integration): it
 // suspends them at admission, unsuspends them when their ClusterQueue admits them and
-// suspends them again when they are preempted.
+// suspends them again when they are preempted. It queues RayJobs the same way (its
+// ray.io/rayjob integration, rayjob_test.go): raygate creates a RayJob's cluster only once
+// Kueue admits the job, and deletes it when Kueue preempts the job.
 package kueue
 
 import (
@@ -61,6 +63,10 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	kq, err := kueue.Start(ctx, env, kueue.Options{Log: GinkgoWriter})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(kq.Stop)
+	// The garbage collector deletes the pods of a RayCluster a RayJob deleted.
+	stopControllers, err := env.StartControllers(context.Background(), GinkgoWriter, "garbage-collector-controller")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(stopControllers)
 
 	// A Ray job runs for a while (long enough to see it RUNNING on its cluster), or until
 	// told otherwise when its entrypoint is `hangs` (rayjob_test.go).
