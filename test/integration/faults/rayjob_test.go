@@ -7,7 +7,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/test/builders"
@@ -55,6 +57,44 @@ var _ = Describe("RayJob: the operator killed between a submission and its statu
 		Expect(submissions(cluster, id)).To(Equal(1), "exactly one POST for the attempt")
 		Expect(dashboards.Server(cluster).JobSubmissions()).To(HaveLen(1), "no submission under another id")
 		Expect(*after.Succeeded).To(BeEquivalentTo(1))
+	})
+
+	// In K8sJobMode the submitter Job submits: the operator is killed once it created the
+	// Job, the submission happens while no operator runs, and the status that records it is
+	// the new operator's to write.
+	It("K8sJobMode: killed once the submitter Job exists, the job submitted while no operator runs: one submitter, one submission, SUCCEEDED", func(ctx context.Context) {
+		op := startOperator(ctx, "rayjob")
+		DeferCleanup(op.stop)
+		ns := rstest.NewNamespace(ctx, k8s, "faults-job-")
+		job := builders.RayJob("batch", ns).Obj()
+		job.Spec.Entrypoint = `python -c "print('ok')"`
+		Expect(k8s.Create(ctx, job)).To(Succeed())
+
+		Eventually(func() error { return k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "batch"}, &batchv1.Job{}) }).Should(Succeed())
+		By("SIGKILL the operator: the submitter Job exists")
+		op.kill()
+		st := rayJob(ctx, ns, "batch").Status
+		id, cluster := st.JobId, types.NamespacedName{Namespace: ns, Name: st.RayClusterName}
+		Expect(id).NotTo(BeEmpty(), "the submission id is stored before the submitter Job is created")
+		Eventually(func() int { return submissions(cluster, id) }).Should(Equal(1), "the submitter submits while no operator runs")
+		Expect(rayJob(ctx, ns, "batch").Status.JobStatus).To(BeEmpty(), "no status write about the submission yet")
+
+		op.start(ctx)
+		restarted := op.started
+		Eventually(func() string {
+			st := rayJob(ctx, ns, "batch").Status
+			return string(st.JobDeploymentStatus) + "/" + string(st.JobStatus)
+		}).Should(Equal("Complete/SUCCEEDED"))
+		AddReportEntry(fmt.Sprintf("RayJob K8sJobMode, SIGKILL once the submitter Job existed, submitted while down: SUCCEEDED %s after the new operator started",
+			time.Since(restarted).Round(10*time.Millisecond)))
+		after := rayJob(ctx, ns, "batch").Status
+		Expect(after.JobId).To(Equal(id))
+		Expect(submissions(cluster, id)).To(Equal(1), "exactly one POST for the attempt")
+		Expect(dashboards.Server(cluster).JobSubmissions()).To(HaveLen(1), "no submission under another id")
+		var jobs batchv1.JobList
+		Expect(k8s.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
+		Expect(jobs.Items).To(HaveLen(1), "one submitter Job")
+		Expect(jobs.Items[0].Status.Succeeded).To(BeEquivalentTo(1))
 	})
 })
 

@@ -20,6 +20,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -92,10 +93,20 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(lb.Stop)
 
-	Expect(kubelet.SetBehavior(ctx, func(p *corev1.Pod) bool { return p.Labels[rayv1.ClusterLabelKey] == "" }, framework.Ignore)).To(Succeed())
+	// The fake kubelet runs Ray pods and RayJob submitter pods (Submitters carries the
+	// latter's `ray job submit` out against the simulated Jobs API), nothing else.
+	Expect(kubelet.SetBehavior(ctx, func(p *corev1.Pod) bool {
+		return p.Labels[rayv1.ClusterLabelKey] == "" && p.Labels[batchv1.JobNameLabel] == ""
+	}, framework.Ignore)).To(Succeed())
 	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: deployDelay})
 	DeferCleanup(dashboards.Close)
 	Expect(dashboards.ListenOnPods(env.Config)).To(Succeed())
+	_, err = dashboards.RunSubmitters(env.Config, framework.SubmitterOptions{Poll: 50 * time.Millisecond})
+	Expect(err).NotTo(HaveOccurred())
+	// The Job controller runs the RayJob submitter Jobs' pods (rayjob_test.go).
+	stopControllers, err := env.StartControllers(context.Background(), GinkgoWriter, "job-controller")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(stopControllers)
 	front, err = startFront()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(front.Stop)

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/test/builders"
@@ -40,11 +41,13 @@ var _ = Describe("A tenant flooding the operator with RayJobs", func() {
 		flood := startFlood(ctx, attacker, &created, halfway)
 		DeferCleanup(func(ctx context.Context) { deleteFlood(ctx, attacker) })
 
+		queue := watchQueue("rayjob")
 		<-halfway
 		flooded := timeToRunning(ctx, newNamespace(ctx, "job-victim-"), &created)
 		floodTook := flood()
-		report := fmt.Sprintf("%v (nobody flooding: %v; bound: +%v), created during the flood %d of %d RayJobs (all %d in %v)",
-			flooded.Round(time.Millisecond), unflooded.Round(time.Millisecond), floodDelayBound, created.Load(), floodSize, floodSize, floodTook.Round(time.Millisecond))
+		maxDepth, passes := queue.stop()
+		report := fmt.Sprintf("%v (nobody flooding: %v; bound: +%v), created during the flood %d of %d RayJobs (all %d in %v); RayJob queue: %d deep at most, %d passes",
+			flooded.Round(time.Millisecond), unflooded.Round(time.Millisecond), floodDelayBound, created.Load(), floodSize, floodSize, floodTook.Round(time.Millisecond), maxDepth, passes)
 		AddReportEntry("RayJob to RUNNING, another tenant flooding", report)
 		GinkgoWriter.Println("RayJob to RUNNING under a flood of RayJobs:", report)
 		Expect(flooded).To(BeNumerically("<=", unflooded+floodDelayBound), report)
@@ -64,6 +67,67 @@ var _ = Describe("A tenant flooding the operator with RayJobs", func() {
 		Expect(clusters.Items).To(BeEmpty())
 	}, SpecTimeout(4*time.Minute))
 })
+
+// queueWatch samples a controller's work queue depth (controller-runtime's workqueue_depth)
+// and counts its passes (controller_runtime_reconcile_total) until stopped.
+type queueWatch struct {
+	stopped  chan struct{}
+	done     chan struct{}
+	maxDepth atomic.Int64
+	passes0  float64
+	name     string
+}
+
+func watchQueue(name string) *queueWatch {
+	q := &queueWatch{stopped: make(chan struct{}), done: make(chan struct{}), name: name}
+	q.passes0 = metricSum("controller_runtime_reconcile_total", "controller", name)
+	go func() {
+		defer close(q.done)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if d := int64(metricSum("workqueue_depth", "name", name)); d > q.maxDepth.Load() {
+				q.maxDepth.Store(d)
+			}
+			select {
+			case <-q.stopped:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return q
+}
+
+// stop ends the sampling: the deepest the queue was, and the passes since the start.
+func (q *queueWatch) stop() (maxDepth int64, passes int) {
+	close(q.stopped)
+	<-q.done
+	return q.maxDepth.Load(), int(metricSum("controller_runtime_reconcile_total", "controller", q.name) - q.passes0)
+}
+
+// metricSum adds up the values of a metric's series in controller-runtime's registry whose
+// label key has the value.
+func metricSum(metric, key, value string) float64 {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != metric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == key && l.GetValue() == value {
+					sum += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
 
 // timeToRunning creates an HTTPMode RayJob in ns and returns how long it took to RUNNING.
 // created, if set, is printed with the wait.
