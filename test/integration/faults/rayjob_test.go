@@ -8,10 +8,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/test/builders"
 	"github.com/raygate/raygate/test/integration/internal/rstest"
 )
@@ -66,6 +68,8 @@ var _ = Describe("RayJob: the operator killed between a submission and its statu
 		op := startOperator(ctx, "rayjob")
 		DeferCleanup(op.stop)
 		ns := rstest.NewNamespace(ctx, k8s, "faults-job-")
+		submitterPod := func(p *corev1.Pod) bool { return p.Namespace == ns && p.Labels[batchv1.JobNameLabel] != "" }
+		Expect(kubelet.SetBehavior(ctx, submitterPod, framework.Ignore)).To(Succeed(), "the submitter pod waits for the kill")
 		job := builders.RayJob("batch", ns).Obj()
 		job.Spec.Entrypoint = `python -c "print('ok')"`
 		Expect(k8s.Create(ctx, job)).To(Succeed())
@@ -76,6 +80,7 @@ var _ = Describe("RayJob: the operator killed between a submission and its statu
 		st := rayJob(ctx, ns, "batch").Status
 		id, cluster := st.JobId, types.NamespacedName{Namespace: ns, Name: st.RayClusterName}
 		Expect(id).NotTo(BeEmpty(), "the submission id is stored before the submitter Job is created")
+		Expect(kubelet.SetBehavior(ctx, submitterPod, framework.Ready)).To(Succeed())
 		Eventually(func() int { return submissions(cluster, id) }).Should(Equal(1), "the submitter submits while no operator runs")
 		Expect(rayJob(ctx, ns, "batch").Status.JobStatus).To(BeEmpty(), "no status write about the submission yet")
 
