@@ -5,6 +5,8 @@
 // down; the serving cluster's head pod is deleted. Load flows through the real Traefik
 // (the Gateway API implementation) and in-cluster to the serve Service's pods, all on
 // loopback (the fake kubelet gives pods 127.x IPs and the Ray simulator listens there).
+// RayJobs are killed too (rayjob_test.go): between a submission and the status write that
+// records it, in HTTPMode and K8sJobMode, each attempt must be submitted exactly once.
 //
 // The API server calls the operator's webhooks over TLS through a small TCP balancer on
 // the address envtest's webhook configuration names: it stands in for the webhook Service,
