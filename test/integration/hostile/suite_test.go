@@ -73,7 +73,7 @@ var _ = BeforeSuite(func() {
 	opts.EnableWebhooks = true
 	opts.MaxPodsPerCluster = maxPodsPerCluster
 	opts.MaxPodsPerGroup = maxPodsPerCluster
-	opts.Environment.RayJob = plan.Settings{JobStatusPoll: 200 * time.Millisecond, Recheck: time.Second}
+	opts.RayJob = plan.Settings{JobStatusPoll: 200 * time.Millisecond, Recheck: time.Second}
 	mgr = harness.StartManager(opts)
 	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 

@@ -76,7 +76,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	DeferCleanup(dashboards.Close)
 	opts := dashboards.Wire(framework.ManagerOptions())
 	opts.EnableWebhooks = true
-	opts.Environment.RayJob = plan.Settings{JobStatusPoll: 200 * time.Millisecond, Recheck: time.Second}
+	opts.RayJob = plan.Settings{JobStatusPoll: 200 * time.Millisecond, Recheck: time.Second}
 	mgr = harness.StartManager(opts)
 	DeferCleanup(mgr.Stop)
 
