@@ -1,6 +1,6 @@
 // Package kueue runs the real Kueue manager (built by `make tools` from sigs.k8s.io/kueue)
 // against a test control plane: it installs Kueue's CRDs with their conversion webhook and
-// Kueue's admission webhooks for its own kinds and RayClusters, all served by the Kueue
+// Kueue's admission webhooks for its own kinds, RayClusters and RayJobs, all served by the Kueue
 // process over TLS on loopback, then starts Kueue and waits until it is ready.
 //
 // Kueue manages its certificates itself (internalCertManagement), but the Secret it keeps
@@ -52,8 +52,10 @@ const (
 const (
 	readyTimeout    = 2 * time.Minute
 	stopGracePeriod = 20 * time.Second
-	// Kueue v0.15 has no RayService integration; RayClusters are what it queues.
+	// Kueue v0.15 has no RayService integration; RayClusters and RayJobs are what it
+	// queues (a RayJob's own RayCluster is admitted with the RayJob, not queued again).
 	rayClusterFramework = "ray.io/raycluster"
+	rayJobFramework     = "ray.io/rayjob"
 )
 
 // conversionCRDs are the CRDs Kueue converts between v1beta1 (stored) and v1beta2 (what its
@@ -182,7 +184,7 @@ func configuration(webhookPort, healthPort int, certDir string, opts Options) []
 		"internalCertManagement": map[string]any{
 			"enable": true, "webhookServiceName": webhookService, "webhookSecretName": webhookSecret,
 		},
-		"integrations": map[string]any{"frameworks": []string{rayClusterFramework}},
+		"integrations": map[string]any{"frameworks": []string{rayClusterFramework, rayJobFramework}},
 		"featureGates": gates,
 	}
 	out, err := yaml.Marshal(cfg)
@@ -248,7 +250,7 @@ func installCRDs(env *controlplane.Env, dir, base string, caPEM []byte) error {
 }
 
 // installWebhooks installs Kueue's webhook configurations, keeping the webhooks for its own
-// kinds and RayClusters (the integrations in use), pointed at the Kueue process.
+// kinds, RayClusters and RayJobs (the integrations in use), pointed at the Kueue process.
 func installWebhooks(ctx context.Context, c client.Client, path, base string, caPEM []byte) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -309,14 +311,14 @@ func installWebhooks(ctx context.Context, c client.Client, path, base string, ca
 	return nil
 }
 
-// inUse: rules for Kueue's own kinds or for RayClusters. Kueue serves no handler for the
+// inUse: rules for Kueue's own kinds, RayClusters or RayJobs. Kueue serves no handler for the
 // integrations it was not configured with, and a failing webhook would block those kinds.
 func inUse(rules []admissionregistrationv1.RuleWithOperations) bool {
 	for _, r := range rules {
 		for _, g := range r.APIGroups {
 			switch {
 			case g == "kueue.x-k8s.io":
-			case g == "ray.io" && slices.Equal(r.Resources, []string{"rayclusters"}):
+			case g == "ray.io" && (slices.Equal(r.Resources, []string{"rayclusters"}) || slices.Equal(r.Resources, []string{"rayjobs"})):
 			default:
 				return false
 			}

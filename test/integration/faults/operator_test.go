@@ -299,6 +299,9 @@ type dashboardFront struct {
 	down map[types.NamespacedName]bool
 	// Dropped counts requests dropped because their dashboard was unreachable.
 	Dropped atomic.Int64
+	// held, while set, receives each Jobs API submission the simulator answered; the answer
+	// is then kept from the operator until its connection closes (rayjob_test.go).
+	held atomic.Pointer[chan types.NamespacedName]
 }
 
 // dashboardPort is the simulated head's dashboard port (Ray's default).
@@ -345,6 +348,13 @@ func (f *dashboardFront) serve(w http.ResponseWriter, r *http.Request) {
 			pr.Out.Host = target
 		},
 	}
+	if held := f.held.Load(); held != nil && isJobSubmission(r.Method, parts[2]) {
+		rp.ModifyResponse = func(*http.Response) error {
+			*held <- c
+			<-r.Context().Done()
+			return r.Context().Err()
+		}
+	}
 	rp.ServeHTTP(w, r)
 }
 
@@ -362,6 +372,22 @@ func headIP(ctx context.Context, c types.NamespacedName) string {
 	}
 	return ""
 }
+
+// isJobSubmission reports whether a request to a dashboard path (without its leading "/")
+// submits a Ray job.
+func isJobSubmission(method, path string) bool {
+	return method == http.MethodPost && strings.TrimSuffix(path, "/") == "api/jobs"
+}
+
+// HoldJobSubmissions keeps every Jobs API submission's answer from the operator, announcing
+// each on the channel returned, until ReleaseJobSubmissions.
+func (f *dashboardFront) HoldJobSubmissions() <-chan types.NamespacedName {
+	ch := make(chan types.NamespacedName, 16)
+	f.held.Store(&ch)
+	return ch
+}
+
+func (f *dashboardFront) ReleaseJobSubmissions() { f.held.Store(nil) }
 
 func (f *dashboardFront) URL() string { return "http://" + f.l.Addr().String() }
 

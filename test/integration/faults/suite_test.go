@@ -5,6 +5,8 @@
 // down; the serving cluster's head pod is deleted. Load flows through the real Traefik
 // (the Gateway API implementation) and in-cluster to the serve Service's pods, all on
 // loopback (the fake kubelet gives pods 127.x IPs and the Ray simulator listens there).
+// RayJobs are killed too (rayjob_test.go): between a submission and the status write that
+// records it, in HTTPMode and K8sJobMode, each attempt must be submitted exactly once.
 //
 // The API server calls the operator's webhooks over TLS through a small TCP balancer on
 // the address envtest's webhook configuration names: it stands in for the webhook Service,
@@ -20,6 +22,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -92,10 +95,20 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(lb.Stop)
 
-	Expect(kubelet.SetBehavior(ctx, func(p *corev1.Pod) bool { return p.Labels[rayv1.ClusterLabelKey] == "" }, framework.Ignore)).To(Succeed())
+	// The fake kubelet runs Ray pods and RayJob submitter pods (Submitters carries the
+	// latter's `ray job submit` out against the simulated Jobs API), nothing else.
+	Expect(kubelet.SetBehavior(ctx, func(p *corev1.Pod) bool {
+		return p.Labels[rayv1.ClusterLabelKey] == "" && p.Labels[batchv1.JobNameLabel] == ""
+	}, framework.Ignore)).To(Succeed())
 	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: deployDelay})
 	DeferCleanup(dashboards.Close)
 	Expect(dashboards.ListenOnPods(env.Config)).To(Succeed())
+	_, err = dashboards.RunSubmitters(env.Config, framework.SubmitterOptions{Poll: 50 * time.Millisecond})
+	Expect(err).NotTo(HaveOccurred())
+	// The Job controller runs the RayJob submitter Jobs' pods (rayjob_test.go).
+	stopControllers, err := env.StartControllers(context.Background(), GinkgoWriter, "job-controller")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(stopControllers)
 	front, err = startFront()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(front.Stop)

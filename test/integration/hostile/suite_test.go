@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/controllers/rayjob/plan"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
@@ -62,13 +63,17 @@ var _ = BeforeSuite(func() {
 	gw, err = framework.StartGateway(env.Config, framework.GatewayOptions{ClassName: gatewayClass, Delay: 50 * time.Millisecond})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(gw.Stop)
-	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: 300 * time.Millisecond})
+	// A Ray job stays RUNNING long enough to be seen there (jobs_test.go).
+	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: 300 * time.Millisecond, Jobs: raysim.JobOptions{
+		PendingDelay: 100 * time.Millisecond, RunDelay: 5 * time.Second,
+	}})
 	DeferCleanup(dashboards.Close)
 
 	opts := dashboards.Wire(framework.ManagerOptions())
 	opts.EnableWebhooks = true
 	opts.MaxPodsPerCluster = maxPodsPerCluster
 	opts.MaxPodsPerGroup = maxPodsPerCluster
+	opts.RayJob = plan.Settings{JobStatusPoll: 200 * time.Millisecond, Recheck: time.Second}
 	mgr = harness.StartManager(opts)
 	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 

@@ -3,7 +3,9 @@
 // calls Kueue's webhooks and raygate's over TLS; raygate's controllers run in-process with
 // the fake kubelet. Kueue queues RayClusters (its ray.io/raycluster integration): it
 // suspends them at admission, unsuspends them when their ClusterQueue admits them and
-// suspends them again when they are preempted.
+// suspends them again when they are preempted. It queues RayJobs the same way (its
+// ray.io/rayjob integration, rayjob_test.go): raygate creates a RayJob's cluster only once
+// Kueue admits the job, and deletes it when Kueue preempts the job.
 package kueue
 
 import (
@@ -22,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/controllers/rayjob/plan"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/framework/suite"
@@ -38,10 +41,11 @@ const (
 )
 
 var (
-	env     *controlplane.Env
-	k8s     client.Client
-	kubelet *framework.Kubelet
-	mgr     *framework.Manager
+	env        *controlplane.Env
+	k8s        client.Client
+	kubelet    *framework.Kubelet
+	mgr        *framework.Manager
+	dashboards *framework.Dashboards
 )
 
 var workloadGVK = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "Workload"}
@@ -59,10 +63,20 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	kq, err := kueue.Start(ctx, env, kueue.Options{Log: GinkgoWriter})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(kq.Stop)
+	// The garbage collector deletes the pods of a RayCluster a RayJob deleted.
+	stopControllers, err := env.StartControllers(context.Background(), GinkgoWriter, "garbage-collector-controller")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(stopControllers)
 
-	dashboards := framework.StartDashboardsWith(raysim.Options{})
+	// A Ray job runs for a while (long enough to see it RUNNING on its cluster), or until
+	// told otherwise when its entrypoint is `hangs` (rayjob_test.go).
+	dashboards = framework.StartDashboardsWith(raysim.Options{Jobs: raysim.JobOptions{
+		PendingDelay: 100 * time.Millisecond, RunDelay: time.Second, Outcome: outcomeOf,
+	}})
+	DeferCleanup(dashboards.Close)
 	opts := dashboards.Wire(framework.ManagerOptions())
 	opts.EnableWebhooks = true
+	opts.RayJob = plan.Settings{JobStatusPoll: 200 * time.Millisecond, Recheck: time.Second}
 	mgr = harness.StartManager(opts)
 	DeferCleanup(mgr.Stop)
 
@@ -191,12 +205,18 @@ func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
 // workload returns the Workload Kueue made for a RayCluster, or nil.
 func workload(ctx context.Context, ns, cluster string) *unstructured.Unstructured {
 	GinkgoHelper()
+	return workloadOf(ctx, ns, rayv1.RayClusterKind, cluster)
+}
+
+// workloadOf returns the Workload Kueue made for the object of a kind, or nil.
+func workloadOf(ctx context.Context, ns, kind, name string) *unstructured.Unstructured {
+	GinkgoHelper()
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(workloadGVK.GroupVersion().WithKind("WorkloadList"))
 	Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 	for i := range list.Items {
 		for _, o := range list.Items[i].GetOwnerReferences() {
-			if o.Kind == rayv1.RayClusterKind && o.Name == cluster {
+			if o.Kind == kind && o.Name == name {
 				return &list.Items[i]
 			}
 		}
@@ -207,8 +227,13 @@ func workload(ctx context.Context, ns, cluster string) *unstructured.Unstructure
 // workloadCondition polls "status reason: message" of a condition of a cluster's Workload
 // ("absent" without the Workload or the condition).
 func workloadCondition(ctx context.Context, ns, cluster, condition string) func() string {
+	return kindWorkloadCondition(ctx, ns, rayv1.RayClusterKind, cluster, condition)
+}
+
+// kindWorkloadCondition is workloadCondition for the Workload of an object of any kind.
+func kindWorkloadCondition(ctx context.Context, ns, kind, name, condition string) func() string {
 	return func() string {
-		wl := workload(ctx, ns, cluster)
+		wl := workloadOf(ctx, ns, kind, name)
 		if wl == nil {
 			return "absent"
 		}
