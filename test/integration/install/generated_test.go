@@ -30,6 +30,7 @@ var _ = Describe("the chart and the generated manifests", func() {
 			"crds/ray.io_rayclusters.yaml":             filepath.Join(repoRoot, "config", "crd", "bases", "ray.io_rayclusters.yaml"),
 			"crds/ray.io_rayservices.yaml":             filepath.Join(repoRoot, "config", "crd", "bases", "ray.io_rayservices.yaml"),
 			"crds/ray.io_rayjobs.yaml":                 filepath.Join(repoRoot, "config", "crd", "bases", "ray.io_rayjobs.yaml"),
+			"crds/ray.io_raycronjobs.yaml":             filepath.Join(repoRoot, "config", "crd", "bases", "ray.io_raycronjobs.yaml"),
 			"crds/raygate.ray.io_upgradepolicies.yaml": filepath.Join(repoRoot, "config", "crd", "bases", "raygate.ray.io_upgradepolicies.yaml"),
 		} {
 			Expect(readFileOrEmpty(filepath.Join(chartDir, chartFile))).To(Equal(readFileOrEmpty(src)),
