@@ -47,7 +47,7 @@ var _ = Describe("values written for KubeRay's chart", func() {
 				return args[i]
 			}
 			Expect(gates(managerArgs(list))).To(Equal(gates(managerArgs(asMap))), bin)
-			Expect(gates(managerArgs(list))).To(Equal("--feature-gates=RayClusterHistoryServer=false,RayClusterMTLS=false,RayClusterNetworkPolicy=false,"+
+			Expect(gates(managerArgs(list))).To(Equal("--feature-gates=RayClusterHistoryServer=false,RayClusterMTLS=false,RayClusterNetworkPolicy=false," +
 				"RayClusterStatusConditions=true,RayCronJob=false,RayJobDeletionPolicy=true,RayMultiHostIndexing=true,RayServiceIncrementalUpgrade=true"))
 		}
 		expectManagerAccepts(render("-f", kubeRayValues))
