@@ -105,7 +105,7 @@ func TestReconcileCreatesEachRunOnce(t *testing.T) {
 	}
 	if job.Labels[rayv1.RayCronJobNameLabelKey] != "nightly" || job.Annotations[rayv1.RayCronJobTimestampAnnotationKey] != "2026-01-01T11:00:00Z" ||
 		!metav1.IsControlledBy(job, f.cronJob()) || job.Spec.Entrypoint != builders.DefaultEntrypoint {
-		t.Errorf("RayJob: %+v %+v %+v", job.ObjectMeta.Labels, job.ObjectMeta.Annotations, job.OwnerReferences)
+		t.Errorf("RayJob: %+v %+v %+v", job.Labels, job.Annotations, job.OwnerReferences)
 	}
 	if got := f.cronJob().Status.LastScheduleTime; got == nil || !got.Time.Equal(at("2026-01-01T11:00:00Z")) {
 		t.Errorf("lastScheduleTime %v", got)
