@@ -176,7 +176,7 @@ func expectWebhooks(objs objects, gen generated, namespaces []string, caBundle s
 			// Our CRDs only: ray.io's kinds, and raygate's own UpgradePolicy.
 			Expect(r.APIGroups).To(Or(Equal([]string{"ray.io"}), Equal([]string{"raygate.ray.io"})), key)
 			if r.APIGroups[0] == "ray.io" {
-				Expect(r.Resources).To(HaveEach(BeElementOf("rayclusters", "rayservices", "rayjobs")), key)
+				Expect(r.Resources).To(HaveEach(BeElementOf("rayclusters", "rayservices", "rayjobs", "raycronjobs")), key)
 			} else {
 				Expect(r.Resources).To(Equal([]string{"upgradepolicies"}), key)
 			}
