@@ -93,6 +93,8 @@ func Handlers(o Options) map[string]admission.Handler {
 		MutateRayJobPath:          &mutator[*rayv1.RayJob]{newObj: func() *rayv1.RayJob { return &rayv1.RayJob{} }, apply: defaulting.RayJob},
 		ValidateRayJobPath: &rayJobValidator{decoder: plainDecoder{}, validator: validator, namespaces: namespaces, certManager: certManager,
 			dryRun: dryRun, budget: o.Budget},
+		MutateRayCronJobPath:   rayCronJobMutator(),
+		ValidateRayCronJobPath: &rayCronJobValidator{decoder: plainDecoder{}, validator: validator, namespaces: namespaces, budget: o.Budget},
 	}
 }
 

@@ -23,6 +23,7 @@ var kinds = map[string]reflect.Type{
 	rayv1.RayClusterKind: reflect.TypeFor[rayv1.RayCluster](),
 	rayv1.RayServiceKind: reflect.TypeFor[rayv1.RayService](),
 	rayv1.RayJobKind:     reflect.TypeFor[rayv1.RayJob](),
+	rayv1.RayCronJobKind: reflect.TypeFor[rayv1.RayCronJob](),
 }
 
 var ourPkg = reflect.TypeFor[rayv1.RayCluster]().PkgPath()
@@ -58,8 +59,11 @@ func trimFile(path string) error {
 			walk(s.OpenAPIV3Schema, t)
 		}
 	}
-	if err := addDeprecatedVersion(&crd); err != nil {
-		return err
+	// KubeRay never served RayCronJob as v1alpha1.
+	if crd.Spec.Names.Kind != rayv1.RayCronJobKind {
+		if err := addDeprecatedVersion(&crd); err != nil {
+			return err
+		}
 	}
 	out, err := yaml.Marshal(&crd)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	rayscheme "github.com/raygate/raygate/apis/scheme"
 	"github.com/raygate/raygate/controllers/raycluster"
+	"github.com/raygate/raygate/controllers/raycronjob"
 	"github.com/raygate/raygate/controllers/rayjob"
 	"github.com/raygate/raygate/controllers/rayservice"
 	"github.com/raygate/raygate/internal/batchscheduler"
@@ -119,6 +120,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := setupRayJobController(mgr, ctrls.job); err != nil {
 		return nil, err
 	}
+	if err := setupRayCronJobController(mgr, ctrls.cronJob); err != nil {
+		return nil, err
+	}
 	return mgr, nil
 }
 
@@ -128,6 +132,7 @@ type controllerConfigs struct {
 	cluster raycluster.Config
 	service rayservice.Config
 	job     rayjob.Config
+	cronJob *raycronjob.Config // nil: the RayCronJob gate is off
 }
 
 func newControllerConfigs(cfg *rest.Config, o Options, caps capabilities.Capabilities, scheduler batchscheduler.Scheduler) (controllerConfigs, error) {
@@ -139,12 +144,16 @@ func newControllerConfigs(cfg *rest.Config, o Options, caps capabilities.Capabil
 	if err != nil {
 		return controllerConfigs{}, err
 	}
-	return controllerConfigs{cluster: rayClusterConfig(o, caps, scheduler), service: service, job: job}, nil
+	return controllerConfigs{cluster: rayClusterConfig(o, caps, scheduler), service: service, job: job, cronJob: rayCronJobConfig(o)}, nil
 }
 
 // cacheNeeds is the union of what the controllers declare.
 func (c controllerConfigs) cacheNeeds(scheme *runtime.Scheme) (cacheneeds.Needs, error) {
-	return cacheneeds.Union(scheme, raycluster.CacheNeeds(c.cluster), rayservice.CacheNeeds(c.service), rayjob.CacheNeeds(c.job))
+	needs := []cacheneeds.Needs{raycluster.CacheNeeds(c.cluster), rayservice.CacheNeeds(c.service), rayjob.CacheNeeds(c.job)}
+	if c.cronJob != nil {
+		needs = append(needs, raycronjob.CacheNeeds(*c.cronJob))
+	}
+	return cacheneeds.Union(scheme, needs...)
 }
 
 // RESTConfig is how the operator reaches the API server: --kubeconfig, else

@@ -148,6 +148,9 @@ type InProcess struct {
 	// SkipControllerNameValidation lets a process build managers more than once (controller
 	// names are process-wide in controller-runtime): tests restarting the operator.
 	SkipControllerNameValidation bool
+	// RayCronJobClock is the RayCronJob controller's clock (nil: time.Now): suites move it
+	// past a due time instead of waiting for it.
+	RayCronJobClock func() time.Time
 }
 
 // DefaultOptions are the defaults of every flag, and of the environment when it sets nothing.

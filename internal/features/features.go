@@ -45,6 +45,9 @@ const (
 	// needs Kubernetes 1.35 (per-container restart policies) and Ray 2.54.0 (Alpha and off,
 	// as in KubeRay).
 	SidecarSubmitterRestart featuregate.Feature = "SidecarSubmitterRestart"
+	// RayCronJob runs the RayCronJob controller, which creates RayJobs on a cron schedule
+	// (Alpha and off, as in KubeRay). Off, admission refuses new RayCronJobs.
+	RayCronJob featuregate.Feature = "RayCronJob"
 )
 
 // Specs are the defaults and maturity of every gate.
@@ -58,6 +61,7 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	RayClusterMTLS:                   {Default: false, PreRelease: featuregate.Alpha},
 	RayJobDeletionPolicy:             {Default: true, PreRelease: featuregate.Beta},
 	SidecarSubmitterRestart:          {Default: false, PreRelease: featuregate.Alpha},
+	RayCronJob:                       {Default: false, PreRelease: featuregate.Alpha},
 }
 
 func init() {

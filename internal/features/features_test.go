@@ -18,6 +18,7 @@ func TestDefaults(t *testing.T) {
 		string(RayClusterMTLS):                   false,
 		string(RayJobDeletionPolicy):             true,
 		string(SidecarSubmitterRestart):          false,
+		string(RayCronJob):                       false,
 	}
 	for name, on := range want {
 		if got := utilfeature.DefaultFeatureGate.Enabled(Feature(name)); got != on {

@@ -22,10 +22,12 @@ const (
 	RayClusterKind = "RayCluster"
 	RayServiceKind = "RayService"
 	RayJobKind     = "RayJob"
+	RayCronJobKind = "RayCronJob"
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &RayCluster{}, &RayClusterList{}, &RayService{}, &RayServiceList{}, &RayJob{}, &RayJobList{})
+	s.AddKnownTypes(GroupVersion, &RayCluster{}, &RayClusterList{}, &RayService{}, &RayServiceList{}, &RayJob{}, &RayJobList{},
+		&RayCronJob{}, &RayCronJobList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

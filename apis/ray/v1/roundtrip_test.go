@@ -21,12 +21,13 @@ import (
 )
 
 // fullManifests are the test data files that together set every field of our types.
-var fullManifests = []string{"raycluster-full.yaml", "rayservice-full.yaml", "rayjob-full.yaml"}
+var fullManifests = []string{"raycluster-full.yaml", "rayservice-full.yaml", "rayjob-full.yaml", "raycronjob-full.yaml"}
 
 var kindTypes = map[string]reflect.Type{
 	rayv1.RayClusterKind: reflect.TypeFor[rayv1.RayCluster](),
 	rayv1.RayServiceKind: reflect.TypeFor[rayv1.RayService](),
 	rayv1.RayJobKind:     reflect.TypeFor[rayv1.RayJob](),
+	rayv1.RayCronJobKind: reflect.TypeFor[rayv1.RayCronJob](),
 }
 
 // manifestDoc is one YAML document of a test data file, as JSON, with its Go type.

@@ -98,7 +98,7 @@ feature is off in raygate too) and refused when enabled.
 {{- define "raygate.featureGates" -}}
 {{- $gates := dict }}
 {{- if kindIs "slice" .Values.featureGates }}
-{{- $kubeRayOnly := list "KubernetesWAS" "RayCronJob" }}
+{{- $kubeRayOnly := list "KubernetesWAS" }}
 {{- range $g := .Values.featureGates }}
 {{- if hasKey $gates $g.name }}
 {{- fail (printf "featureGates lists %s twice" $g.name) }}

@@ -30,6 +30,7 @@ var _ = Describe("the chart and the generated manifests", func() {
 			"crds/ray.io_rayclusters.yaml":             filepath.Join(repoRoot, "config", "crd", "bases", "ray.io_rayclusters.yaml"),
 			"crds/ray.io_rayservices.yaml":             filepath.Join(repoRoot, "config", "crd", "bases", "ray.io_rayservices.yaml"),
 			"crds/ray.io_rayjobs.yaml":                 filepath.Join(repoRoot, "config", "crd", "bases", "ray.io_rayjobs.yaml"),
+			"crds/ray.io_raycronjobs.yaml":             filepath.Join(repoRoot, "config", "crd", "bases", "ray.io_raycronjobs.yaml"),
 			"crds/raygate.ray.io_upgradepolicies.yaml": filepath.Join(repoRoot, "config", "crd", "bases", "raygate.ray.io_upgradepolicies.yaml"),
 		} {
 			Expect(readFileOrEmpty(filepath.Join(chartDir, chartFile))).To(Equal(readFileOrEmpty(src)),
@@ -175,7 +176,7 @@ func expectWebhooks(objs objects, gen generated, namespaces []string, caBundle s
 			// Our CRDs only: ray.io's kinds, and raygate's own UpgradePolicy.
 			Expect(r.APIGroups).To(Or(Equal([]string{"ray.io"}), Equal([]string{"raygate.ray.io"})), key)
 			if r.APIGroups[0] == "ray.io" {
-				Expect(r.Resources).To(HaveEach(BeElementOf("rayclusters", "rayservices", "rayjobs")), key)
+				Expect(r.Resources).To(HaveEach(BeElementOf("rayclusters", "rayservices", "rayjobs", "raycronjobs")), key)
 			} else {
 				Expect(r.Resources).To(Equal([]string{"upgradepolicies"}), key)
 			}

@@ -40,16 +40,15 @@ var _ = Describe("values written for KubeRay's chart", func() {
 			asMap := parse(mustHelmBin(bin, "template", release, chartDir, "--namespace", releaseNS,
 				"--set", "featureGates.RayClusterStatusConditions=true,featureGates.RayJobDeletionPolicy=true,featureGates.RayMultiHostIndexing=true",
 				"--set", "featureGates.RayServiceIncrementalUpgrade=true,featureGates.RayClusterMTLS=false,featureGates.RayClusterNetworkPolicy=false",
-				"--set", "featureGates.RayClusterHistoryServer=false"))
+				"--set", "featureGates.RayClusterHistoryServer=false,featureGates.RayCronJob=false"))
 			gates := func(args []string) string {
 				i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "--feature-gates=") })
 				Expect(i).NotTo(Equal(-1), bin)
 				return args[i]
 			}
 			Expect(gates(managerArgs(list))).To(Equal(gates(managerArgs(asMap))), bin)
-			Expect(gates(managerArgs(list))).To(Equal("--feature-gates=RayClusterHistoryServer=false,RayClusterMTLS=false,RayClusterNetworkPolicy=false,"+
-				"RayClusterStatusConditions=true,RayJobDeletionPolicy=true,RayMultiHostIndexing=true,RayServiceIncrementalUpgrade=true"),
-				"RayCronJob, which raygate does not have, is left out while disabled")
+			Expect(gates(managerArgs(list))).To(Equal("--feature-gates=RayClusterHistoryServer=false,RayClusterMTLS=false,RayClusterNetworkPolicy=false," +
+				"RayClusterStatusConditions=true,RayCronJob=false,RayJobDeletionPolicy=true,RayMultiHostIndexing=true,RayServiceIncrementalUpgrade=true"))
 		}
 		expectManagerAccepts(render("-f", kubeRayValues))
 	})
@@ -82,8 +81,8 @@ var _ = Describe("values written for KubeRay's chart", func() {
 				Expect(err.Error()).To(ContainSubstring(want), bin)
 			}
 		},
-		Entry("a KubeRay gate raygate does not have, enabled", "featureGates: RayCronJob is a KubeRay feature raygate does not have",
-			"featureGates[0].name=RayCronJob,featureGates[0].enabled=true"),
+		Entry("a KubeRay gate raygate does not have, enabled", "featureGates: KubernetesWAS is a KubeRay feature raygate does not have",
+			"featureGates[0].name=KubernetesWAS,featureGates[0].enabled=true"),
 		Entry("a gate neither has", "at '/featureGates/0/name'", "featureGates[0].name=RayTypo,featureGates[0].enabled=true"),
 		Entry("a gate twice", "featureGates lists RayClusterMTLS twice",
 			"featureGates[0].name=RayClusterMTLS,featureGates[0].enabled=true,featureGates[1].name=RayClusterMTLS,featureGates[1].enabled=false"),

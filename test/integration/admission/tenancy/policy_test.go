@@ -8,7 +8,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
+	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
@@ -62,6 +65,7 @@ spec:
 
 	It("accepts every sample of config/samples with the default Service types and the suite's registries", func(ctx context.Context) {
 		setGate(true)
+		featuregatetesting.SetFeatureGateDuringTest(GinkgoT(), utilfeature.DefaultFeatureGate, features.RayCronJob, true) // ray_v1_raycronjob.yaml
 		ns := newNamespace(ctx, "team-samples", nil)
 		samples := filepath.Join(tools.RepoRoot(), "config", "samples")
 		entries, err := os.ReadDir(samples)
@@ -77,6 +81,6 @@ spec:
 			Expect(stdout).To(HaveSuffix("(server dry run)\n"))
 			Expect(stderr).NotTo(ContainSubstring("Forbidden"), e.Name())
 		}
-		Expect(tried).To(Equal(5))
+		Expect(tried).To(Equal(6))
 	})
 })
