@@ -28,7 +28,6 @@ type JobsPool struct {
 	b bounds
 
 	mu       sync.Mutex
-	ctx      context.Context
 	clusters map[types.NamespacedName]*jobsCluster
 	turns    turns[*jobsCluster]
 }
@@ -337,31 +336,21 @@ func (p *JobsPool) enqueue(c *jobsCluster) {
 
 // Start runs the pool until ctx ends (a manager Runnable; it needs the leader).
 func (p *JobsPool) Start(ctx context.Context) error {
-	p.mu.Lock()
-	p.ctx = ctx
-	p.mu.Unlock()
-	p.turns.serve(ctx, p.dispatch, p.forgetIdle)
-	return nil
+	return p.turns.serve(ctx, &p.mu, p.dispatch, p.forgetIdle)
 }
 
-// dispatch starts every request a worker and its namespace have room for and returns how
-// long until a cluster's backoff ends.
+// dispatch starts every request there is room for, each cluster's first waiting one; it
+// returns how long until a cluster's backoff ends.
 func (p *JobsPool) dispatch() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.b.now()
-	for {
-		c, ok := p.turns.take(now)
-		if !ok {
-			break
-		}
+	return p.turns.dispatch(p.b.now(), func(ctx context.Context, c *jobsCluster) {
 		c.queued = false
 		req := c.waiting[0]
 		c.waiting = c.waiting[1:]
 		c.inflight = &req
-		go p.run(p.ctx, c, c.target, req)
-	}
-	return p.turns.settle(now)
+		go p.run(ctx, c, c.target, req)
+	})
 }
 
 // forgetIdle drops jobs nobody asked about for Idle, and clusters left without any.

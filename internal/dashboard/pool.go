@@ -38,7 +38,6 @@ type Pool struct {
 	b bounds
 
 	mu      sync.Mutex
-	ctx     context.Context // set by Start; requests run under it
 	entries map[types.NamespacedName]*entry
 	turns   turns[*entry]
 }
@@ -334,24 +333,15 @@ func (p *Pool) enqueue(e *entry) {
 // Start runs the pool until ctx ends (a manager Runnable; it needs the leader: only the
 // leader talks to dashboards).
 func (p *Pool) Start(ctx context.Context) error {
-	p.mu.Lock()
-	p.ctx = ctx
-	p.mu.Unlock()
-	p.turns.serve(ctx, p.dispatch, p.forgetIdle)
-	return nil
+	return p.turns.serve(ctx, &p.mu, p.dispatch, p.forgetIdle)
 }
 
-// dispatch starts every request a worker and its namespace have room for and returns how
-// long until a cluster's backoff ends.
+// dispatch starts every request there is room for; it returns how long until a cluster's
+// backoff ends.
 func (p *Pool) dispatch() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.b.now()
-	for {
-		e, ok := p.turns.take(now)
-		if !ok {
-			break
-		}
+	return p.turns.dispatch(p.b.now(), func(ctx context.Context, e *entry) {
 		e.queued, e.running = false, true
 		j := &job{e: e, target: e.target}
 		if e.wantSubmit != nil {
@@ -359,9 +349,8 @@ func (p *Pool) dispatch() time.Duration {
 		} else {
 			e.wantRead = false
 		}
-		go p.run(p.ctx, j)
-	}
-	return p.turns.settle(now)
+		go p.run(ctx, j)
+	})
 }
 
 // run carries out one request and records its answer.

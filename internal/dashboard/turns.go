@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -22,6 +23,8 @@ type turns[C any] struct {
 	maxTotal              int
 	// retryAt is when a cluster's backoff ends.
 	retryAt func(C) time.Time
+	// ctx is set by serve; requests run under it.
+	ctx context.Context
 }
 
 type nsQueue[C any] struct {
@@ -82,6 +85,19 @@ func (t *turns[C]) take(now time.Time) (c C, ok bool) {
 		}
 	}
 	return c, false
+}
+
+// dispatch starts every request a worker and its namespace have room for (start runs it,
+// under the context serve was given) and returns how long until a waiting cluster's backoff
+// ends.
+func (t *turns[C]) dispatch(now time.Time, start func(ctx context.Context, c C)) time.Duration {
+	for {
+		c, ok := t.take(now)
+		if !ok {
+			return t.settle(now)
+		}
+		start(t.ctx, c)
+	}
 }
 
 // done counts the end of a request for a cluster of namespace.
@@ -188,9 +204,13 @@ func (b bounds) waited(timeout time.Duration) time.Duration {
 	return timeout
 }
 
-// serve runs a pool until ctx ends: dispatch whenever woken and when the next backoff ends
-// (the wait dispatch returns), forget what is idle every minute.
-func (t *turns[C]) serve(ctx context.Context, dispatch func() time.Duration, forgetIdle func()) {
+// serve runs a pool until ctx ends (a manager Runnable's Start; mu is the pool's lock):
+// dispatch whenever woken and when the next backoff ends (the wait dispatch returns), forget
+// what is idle every minute.
+func (t *turns[C]) serve(ctx context.Context, mu sync.Locker, dispatch func() time.Duration, forgetIdle func()) error {
+	mu.Lock()
+	t.ctx = ctx
+	mu.Unlock()
 	sweep := time.NewTicker(time.Minute)
 	defer sweep.Stop()
 	timer := time.NewTimer(time.Hour)
@@ -199,7 +219,7 @@ func (t *turns[C]) serve(ctx context.Context, dispatch func() time.Duration, for
 		timer.Reset(dispatch())
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-t.kick:
 		case <-timer.C:
 		case <-sweep.C:
