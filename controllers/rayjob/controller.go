@@ -152,10 +152,7 @@ func newReconciler(cfg Config, c client.Client, api client.Reader) *Reconciler {
 // SetupWithManager registers the controller, its watches (the kinds CacheNeeds declares) and
 // the Jobs API pool.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.Add(r.jobs); err != nil {
-		return err
-	}
-	clusters, err := headaccess.ClusterStore(mgr)
+	clusters, err := headaccess.Setup(mgr, r.jobs)
 	if err != nil {
 		return err
 	}

@@ -172,14 +172,11 @@ func New(mgr ctrl.Manager, cfg Config) *Reconciler {
 // SetupWithManager registers the controller, its watches (the kinds CacheNeeds declares) and
 // the dashboard pool.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.Add(r.dashboards); err != nil {
-		return err
-	}
 	// Every Ray pod event asks which RayService owns the pod's cluster. A Get from the cache
 	// deep-copies the whole RayCluster (its pod templates) only to read two labels, a large
 	// share of what the operator allocated at scale (docs/benchmarks.md). The informer's store
 	// gives the cached object itself, which podToService only reads.
-	clusters, err := headaccess.ClusterStore(mgr)
+	clusters, err := headaccess.Setup(mgr, r.dashboards)
 	if err != nil {
 		return err
 	}

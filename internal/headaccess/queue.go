@@ -8,6 +8,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -35,12 +36,16 @@ func (r *Queue) Add(owner types.NamespacedName) {
 	}
 }
 
-// ClusterStore is the informer's store of RayClusters, read without a copy to map pod and
-// Service events to their owners: a Get from the cache deep-copies the whole RayCluster (its
-// pod templates) only to read a few labels. Nil when the cache's informer has no store; the
-// caller then reads through the client. Objects in it are shared with the informer: read,
-// never modified.
-func ClusterStore(mgr ctrl.Manager) (toolscache.Store, error) {
+// Setup adds a controller's dashboard pool to the manager (it runs on the leader) and returns
+// the informer's store of RayClusters, read without a copy to map pod and Service events to
+// their owners: a Get from the cache deep-copies the whole RayCluster (its pod templates)
+// only to read a few labels. The store is nil when the cache's informer has none; the caller
+// then reads through the client. Objects in it are shared with the informer: read, never
+// modified.
+func Setup(mgr ctrl.Manager, pool manager.Runnable) (toolscache.Store, error) {
+	if err := mgr.Add(pool); err != nil {
+		return nil, err
+	}
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &rayv1.RayCluster{})
 	if err != nil {
 		return nil, err
