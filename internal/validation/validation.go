@@ -26,7 +26,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/batchscheduler"
@@ -75,7 +74,7 @@ func (v Validator) AdmitRayCluster(ns *Namespace, old, rc *rayv1.RayCluster) (fi
 	if rc == nil || rc.DeletionTimestamp != nil {
 		return nil, nil
 	}
-	if m := ptr.Deref(rc.Spec.ManagedBy, ""); m != "" && m != kubeRayManager {
+	if ManagedByOther(rc.Spec.ManagedBy) {
 		ns = nil // its pods run where the other controller puts them (MultiKueue: another cluster)
 	}
 	return admit(v, old, rc, (*check).rayCluster, defaultedCluster, func(c *check, stored *rayv1.RayCluster) (field.ErrorList, []string) {
