@@ -344,12 +344,12 @@ func (p *JobsPool) Start(ctx context.Context) error {
 func (p *JobsPool) dispatch() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.turns.dispatch(p.b.now(), func(ctx context.Context, c *jobsCluster) {
+	return p.turns.dispatch(p.b.now(), func(c *jobsCluster) {
 		c.queued = false
 		req := c.waiting[0]
 		c.waiting = c.waiting[1:]
 		c.inflight = &req
-		go p.run(ctx, c, c.target, req)
+		go p.run(p.turns.ctx, c, c.target, req)
 	})
 }
 

@@ -341,7 +341,7 @@ func (p *Pool) Start(ctx context.Context) error {
 func (p *Pool) dispatch() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.turns.dispatch(p.b.now(), func(ctx context.Context, e *entry) {
+	return p.turns.dispatch(p.b.now(), func(e *entry) {
 		e.queued, e.running = false, true
 		j := &job{e: e, target: e.target}
 		if e.wantSubmit != nil {
@@ -349,7 +349,7 @@ func (p *Pool) dispatch() time.Duration {
 		} else {
 			e.wantRead = false
 		}
-		go p.run(ctx, j)
+		go p.run(p.turns.ctx, j)
 	})
 }
 

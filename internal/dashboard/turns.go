@@ -88,15 +88,14 @@ func (t *turns[C]) take(now time.Time) (c C, ok bool) {
 }
 
 // dispatch starts every request a worker and its namespace have room for (start runs it,
-// under the context serve was given) and returns how long until a waiting cluster's backoff
-// ends.
-func (t *turns[C]) dispatch(now time.Time, start func(ctx context.Context, c C)) time.Duration {
+// under ctx) and returns how long until a waiting cluster's backoff ends.
+func (t *turns[C]) dispatch(now time.Time, start func(c C)) time.Duration {
 	for {
 		c, ok := t.take(now)
 		if !ok {
 			return t.settle(now)
 		}
-		start(t.ctx, c)
+		start(c)
 	}
 }
 
