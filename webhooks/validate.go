@@ -19,9 +19,7 @@ import (
 	"github.com/raygate/raygate/internal/validation"
 )
 
-// rayAdmission is what the ray.io validating handlers share: the decoder, the rules, what
-// they look up (the namespace, cert-manager's API), the pod dry run and the time budget.
-type rayAdmission struct {
+type rayClusterValidator struct {
 	decoder     objectDecoder
 	validator   validation.Validator
 	namespaces  namespaceLookup
@@ -30,39 +28,31 @@ type rayAdmission struct {
 	budget      time.Duration
 }
 
-// certManagerErrors: a cluster with mutual TLS (obj, path as TLSClusterPath finds it) needs
-// cert-manager's API in namespace ns, unless the stored cluster (oldSpec, nil on create) had
-// it already.
-func (a rayAdmission) certManagerErrors(ctx context.Context, ns string, obj any, oldSpec *rayv1.RayClusterSpec) field.ErrorList {
-	path, ok := validation.TLSClusterPath(obj)
-	if !ok {
-		return nil
-	}
-	return validation.CertManagerErrors(oldSpec, path, a.certManager.state(ctx, ns))
-}
-
-type rayClusterValidator struct {
-	rayAdmission
-}
-
 func (v *rayClusterValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	return validateRay(ctx, req, v.decoder, v.budget, rayv1.RayClusterKind, v.admit)
 }
 
 func (v *rayClusterValidator) admit(ctx context.Context, ns string, old, obj *rayv1.RayCluster) (field.ErrorList, []string) {
 	errs, warnings := v.validator.AdmitRayCluster(v.namespaces.facts(ctx, ns), old, obj)
-	var oldSpec *rayv1.RayClusterSpec
-	if old != nil {
-		oldSpec = &old.Spec
+	if path, ok := validation.TLSClusterPath(obj); ok {
+		var oldSpec *rayv1.RayClusterSpec
+		if old != nil {
+			oldSpec = &old.Spec
+		}
+		errs = append(errs, validation.CertManagerErrors(oldSpec, path, v.certManager.state(ctx, ns))...)
 	}
-	errs = append(errs, v.certManagerErrors(ctx, ns, obj, oldSpec)...)
 	return v.dryRun.rayCluster(ctx, ns, old, obj, errs, warnings)
 }
 
 type rayServiceValidator struct {
-	rayAdmission
+	decoder        objectDecoder
+	validator      validation.Validator
+	namespaces     namespaceLookup
 	gatewayClasses gatewayClassLookup
 	sharedGateways sharedGatewayLookup
+	certManager    certManagerLookup
+	dryRun         podDryRun
+	budget         time.Duration
 }
 
 func (v *rayServiceValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -87,11 +77,13 @@ func (v *rayServiceValidator) admit(ctx context.Context, namespace string, old, 
 	if name, ok := validation.GatewayClassToCheck(obj); ok && v.validator.Policy.AllowsGatewayClass(name) {
 		warnings = append(warnings, validation.GatewayClassWarnings(name, v.gatewayClasses.state(ctx, name))...)
 	}
-	var oldSpec *rayv1.RayClusterSpec
-	if old != nil {
-		oldSpec = &old.Spec.RayClusterSpec
+	if path, ok := validation.TLSClusterPath(obj); ok {
+		var oldSpec *rayv1.RayClusterSpec
+		if old != nil {
+			oldSpec = &old.Spec.RayClusterSpec
+		}
+		errs = append(errs, validation.CertManagerErrors(oldSpec, path, v.certManager.state(ctx, namespace))...)
 	}
-	errs = append(errs, v.certManagerErrors(ctx, namespace, obj, oldSpec)...)
 	return v.dryRun.rayService(ctx, namespace, old, obj, errs, warnings)
 }
 
