@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/validation/field"
+	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -24,10 +24,19 @@ type rayJobValidator struct {
 }
 
 func (v *rayJobValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	return validateRay(ctx, req, v.decoder, v.budget, rayv1.RayJobKind, v.admit)
-}
-
-func (v *rayJobValidator) admit(ctx context.Context, ns string, old, obj *rayv1.RayJob) (field.ErrorList, []string) {
+	if unchangedUpdate(req) {
+		return admission.Allowed("")
+	}
+	obj, old := &rayv1.RayJob{}, &rayv1.RayJob{}
+	if resp, ok := decode(v.decoder, req, obj, old); !ok {
+		return resp
+	}
+	if req.Operation != admissionv1.Update {
+		old = nil
+	}
+	ctx, cancel := withBudget(ctx, v.budget)
+	defer cancel()
+	ns := namespaceOf(req, &obj.ObjectMeta)
 	if obj.Namespace == "" {
 		obj.Namespace = ns // the namespace of the objects it creates
 	}
@@ -39,5 +48,6 @@ func (v *rayJobValidator) admit(ctx context.Context, ns string, old, obj *rayv1.
 		}
 		errs = append(errs, validation.CertManagerErrors(oldSpec, path, v.certManager.state(ctx, ns))...)
 	}
-	return v.dryRun.rayJob(ctx, ns, old, obj, errs, warnings)
+	errs, warnings = v.dryRun.rayJob(ctx, ns, old, obj, errs, warnings)
+	return respond(ctx, rayv1.RayJobKind, &obj.ObjectMeta, errs, warnings)
 }

@@ -29,10 +29,19 @@ type rayClusterValidator struct {
 }
 
 func (v *rayClusterValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	return validateRay(ctx, req, v.decoder, v.budget, rayv1.RayClusterKind, v.admit)
-}
-
-func (v *rayClusterValidator) admit(ctx context.Context, ns string, old, obj *rayv1.RayCluster) (field.ErrorList, []string) {
+	if unchangedUpdate(req) {
+		return admission.Allowed("")
+	}
+	obj, old := &rayv1.RayCluster{}, &rayv1.RayCluster{}
+	if resp, ok := decode(v.decoder, req, obj, old); !ok {
+		return resp
+	}
+	if req.Operation != admissionv1.Update {
+		old = nil
+	}
+	ctx, cancel := withBudget(ctx, v.budget)
+	defer cancel()
+	ns := namespaceOf(req, &obj.ObjectMeta)
 	errs, warnings := v.validator.AdmitRayCluster(v.namespaces.facts(ctx, ns), old, obj)
 	if path, ok := validation.TLSClusterPath(obj); ok {
 		var oldSpec *rayv1.RayClusterSpec
@@ -41,7 +50,8 @@ func (v *rayClusterValidator) admit(ctx context.Context, ns string, old, obj *ra
 		}
 		errs = append(errs, validation.CertManagerErrors(oldSpec, path, v.certManager.state(ctx, ns))...)
 	}
-	return v.dryRun.rayCluster(ctx, ns, old, obj, errs, warnings)
+	errs, warnings = v.dryRun.rayCluster(ctx, ns, old, obj, errs, warnings)
+	return respond(ctx, rayv1.RayClusterKind, &obj.ObjectMeta, errs, warnings)
 }
 
 type rayServiceValidator struct {
@@ -56,17 +66,25 @@ type rayServiceValidator struct {
 }
 
 func (v *rayServiceValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	return validateRay(ctx, req, v.decoder, v.budget, rayv1.RayServiceKind, v.admit)
-}
-
-func (v *rayServiceValidator) admit(ctx context.Context, namespace string, old, obj *rayv1.RayService) (field.ErrorList, []string) {
-	ns := v.namespaces.facts(ctx, namespace)
+	if unchangedUpdate(req) {
+		return admission.Allowed("")
+	}
+	obj, old := &rayv1.RayService{}, &rayv1.RayService{}
+	if resp, ok := decode(v.decoder, req, obj, old); !ok {
+		return resp
+	}
+	if req.Operation != admissionv1.Update {
+		old = nil
+	}
+	ctx, cancel := withBudget(ctx, v.budget)
+	defer cancel()
+	ns := v.namespaces.facts(ctx, namespaceOf(req, &obj.ObjectMeta))
 	errs, warnings := v.validator.AdmitRayService(ns, old, obj)
 	// A shared Gateway the policy forbids is an error already.
 	if a, ok := validation.SharedGatewayToCheck(obj); ok && v.validator.Policy.AllowsSharedGateway(*a.Gateway) {
 		state, gw := v.sharedGateways.get(ctx, *a.Gateway)
 		if obj.Namespace == "" {
-			obj.Namespace = namespace
+			obj.Namespace = namespaceOf(req, &obj.ObjectMeta)
 		}
 		warnings = append(warnings, validation.SharedGatewayWarnings(obj, a, state, gw, ns)...)
 	}
@@ -82,46 +100,18 @@ func (v *rayServiceValidator) admit(ctx context.Context, namespace string, old, 
 		if old != nil {
 			oldSpec = &old.Spec.RayClusterSpec
 		}
-		errs = append(errs, validation.CertManagerErrors(oldSpec, path, v.certManager.state(ctx, namespace))...)
+		errs = append(errs, validation.CertManagerErrors(oldSpec, path, v.certManager.state(ctx, namespaceOf(req, &obj.ObjectMeta)))...)
 	}
-	return v.dryRun.rayService(ctx, namespace, old, obj, errs, warnings)
-}
-
-// rayObject is a ray.io kind under review, as a pointer to T.
-type rayObject[T any] interface {
-	*T
-	runtime.Object
-	metav1.Object
-}
-
-// validateRay is what every ray.io validating handler does around its rules: an update that
-// changes nothing is allowed as it is; the object is decoded, and the old one on update (nil on
-// create); admit checks it in the namespace under review within the handler's budget; the
-// answer lists every error.
-func validateRay[T any, P rayObject[T]](ctx context.Context, req admission.Request, d objectDecoder, budget time.Duration, kind string,
-	admit func(ctx context.Context, namespace string, old, obj P) (field.ErrorList, []string)) admission.Response {
-	if unchangedUpdate(req) {
-		return admission.Allowed("")
-	}
-	obj, old := P(new(T)), P(new(T))
-	if resp, ok := decode(d, req, obj, old); !ok {
-		return resp
-	}
-	if req.Operation != admissionv1.Update {
-		old = nil
-	}
-	ctx, cancel := withBudget(ctx, budget)
-	defer cancel()
-	errs, warnings := admit(ctx, namespaceOf(req, obj), old, obj)
-	return respond(ctx, kind, obj, errs, warnings)
+	errs, warnings = v.dryRun.rayService(ctx, namespaceOf(req, &obj.ObjectMeta), old, obj, errs, warnings)
+	return respond(ctx, rayv1.RayServiceKind, &obj.ObjectMeta, errs, warnings)
 }
 
 // namespaceOf is the namespace of the object under review.
-func namespaceOf(req admission.Request, obj metav1.Object) string {
+func namespaceOf(req admission.Request, obj *metav1.ObjectMeta) string {
 	if req.Namespace != "" {
 		return req.Namespace
 	}
-	return obj.GetNamespace()
+	return obj.Namespace
 }
 
 // decode fills obj (and old on update). It returns ok=false with the response to send when
@@ -166,12 +156,15 @@ func typeErrorsResponse(req admission.Request, raw []byte, into runtime.Object) 
 // respond turns validation results into an admission response: allowed with warnings, or
 // denied with one 422 Invalid status that lists every error with its field path (kubectl
 // prints them all), warnings included.
-func respond(ctx context.Context, kind string, obj metav1.Object, errs field.ErrorList, warnings []string) admission.Response {
+func respond(ctx context.Context, kind string, obj *metav1.ObjectMeta, errs field.ErrorList, warnings []string) admission.Response {
 	warnings = append(warnings, budgetWarnings(ctx)...)
 	if len(errs) == 0 {
 		return admission.Allowed("").WithWarnings(warnings...)
 	}
-	name := nameOf(obj.GetName(), obj.GetGenerateName())
+	name := obj.Name
+	if name == "" {
+		name = obj.GenerateName
+	}
 	// The request logger already names the object and the user.
 	logf.FromContext(ctx).V(1).Info("rejected", "errors", len(errs))
 	status := apierrors.NewInvalid(rayv1.Kind(kind), name, errs).Status()
