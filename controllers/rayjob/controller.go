@@ -23,6 +23,7 @@ import (
 	"github.com/raygate/raygate/controllers/rayjob/plan"
 	"github.com/raygate/raygate/internal/dashboard"
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/headaccess"
 	"github.com/raygate/raygate/internal/owned"
 	"github.com/raygate/raygate/internal/rayjob"
 	"github.com/raygate/raygate/internal/statuspatch"
@@ -80,14 +81,14 @@ type Reconciler struct {
 	// jobs carries out Jobs API requests off the reconcile workers; queue is where its word
 	// that a request ended goes.
 	jobs  *dashboard.JobsPool
-	queue queueRef
+	queue headaccess.Queue
 	// taken remembers names a create found taken by an object the cache lacks.
 	taken owned.TakenNames
 	// statuses writes the status and makes every pass read the status last written
 	// (statuspatch: read your writes), so no pass acts on a status it already replaced.
 	statuses statuspatch.Writer[*rayv1.RayJob, rayv1.RayJobStatus, struct{}, jobStatus]
 	// tokens are the clusters' Ray auth tokens, briefly.
-	tokens tokenCache
+	tokens headaccess.Tokens
 	// clusters is the informer's store of RayClusters, read without a copy to map pod and
 	// Service events to RayJobs (nil: read through the client).
 	clusters toolscache.Store
@@ -151,16 +152,11 @@ func newReconciler(cfg Config, c client.Client, api client.Reader) *Reconciler {
 // SetupWithManager registers the controller, its watches (the kinds CacheNeeds declares) and
 // the Jobs API pool.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.Add(r.jobs); err != nil {
-		return err
-	}
-	inf, err := mgr.GetCache().GetInformer(context.Background(), &rayv1.RayCluster{})
+	clusters, err := headaccess.Setup(mgr, r.jobs)
 	if err != nil {
 		return err
 	}
-	if sii, ok := inf.(toolscache.SharedIndexInformer); ok {
-		r.clusters = sii.GetStore()
-	}
+	r.clusters = clusters
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &rayv1.RayJob{}, selectedClusterIndex, selectedCluster); err != nil {
 		return err
 	}
@@ -172,7 +168,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&batchv1.Job{}).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.toJob)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.toJob), builder.WithPredicates(headPodChange)).
-		WatchesRawSource(r.queueSource()).
+		WatchesRawSource(r.queue.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Concurrency}).
 		Complete(r)
 }

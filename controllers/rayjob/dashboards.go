@@ -4,13 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/controllers/rayjob/plan"
@@ -50,7 +46,7 @@ func (r *Reconciler) targetOf(ctx context.Context, job *rayv1.RayJob, rc *rayv1.
 		t.Unreachable = "locating the dashboard of " + rc.Name + ": " + err.Error()
 		return t
 	}
-	token, err := r.dashboardToken(ctx, rc)
+	token, err := r.tokens.Token(ctx, r.apiReader, r.Now(), r.TokenAuthentication, rc)
 	if err != nil {
 		t.Unreachable = err.Error()
 		return t
@@ -166,18 +162,5 @@ func submitOutcome(o dashboard.JobSubmitOutcome) plan.SubmitOutcome {
 
 // jobsDone puts the RayJob back in the queue once a request ended.
 func (r *Reconciler) jobsDone(d dashboard.JobsDone) {
-	if q := r.queue.Load(); q != nil {
-		(*q).Add(reconcile.Request{NamespacedName: d.Target.Owner})
-	}
+	r.queue.Add(d.Target.Owner)
 }
-
-// queueSource hands the controller's queue to the pool's word.
-func (r *Reconciler) queueSource() source.Source {
-	return source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		r.queue.Store(&q)
-		return nil
-	})
-}
-
-// queueRef is the controller's queue, set when the controller starts.
-type queueRef = atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]

@@ -17,6 +17,7 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/dashboard"
+	"github.com/raygate/raygate/internal/headaccess"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -101,7 +102,7 @@ func TestDashboardTokenIsKeptBriefly(t *testing.T) {
 	if err := c.Update(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	now = now.Add(tokenTTL - time.Second)
+	now = now.Add(headaccess.TokenTTL - time.Second)
 	if got := token(); got != "one" {
 		t.Errorf("within the TTL: got %q, want the kept token", got)
 	}

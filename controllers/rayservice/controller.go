@@ -24,6 +24,7 @@ import (
 	"github.com/raygate/raygate/internal/capabilities"
 	"github.com/raygate/raygate/internal/dashboard"
 	"github.com/raygate/raygate/internal/features"
+	"github.com/raygate/raygate/internal/headaccess"
 	"github.com/raygate/raygate/internal/promgate"
 	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/internal/validation"
@@ -102,7 +103,7 @@ type Reconciler struct {
 	// dashboards carries out dashboard requests off the reconcile workers; queue is where
 	// its word that a request ended goes.
 	dashboards *dashboard.Pool
-	queue      queueRef
+	queue      headaccess.Queue
 	// taken remembers names a create found taken by an object the cache lacks (ownership.go).
 	taken takenNames
 	// gatewayAPI and grpcRouteAPI are Capabilities.GatewayAPI and .GRPCRoute.
@@ -116,7 +117,7 @@ type Reconciler struct {
 	// newName generates cluster names (tests make it deterministic).
 	newName func(service string) string
 	// tokens are the clusters' Ray auth tokens, briefly (authtoken.go).
-	tokens tokenCache
+	tokens headaccess.Tokens
 	// clusters is the informer's store of RayClusters, read without a copy to map pod
 	// events to RayServices (nil: read through the client).
 	clusters toolscache.Store
@@ -171,20 +172,15 @@ func New(mgr ctrl.Manager, cfg Config) *Reconciler {
 // SetupWithManager registers the controller, its watches (the kinds CacheNeeds declares) and
 // the dashboard pool.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.Add(r.dashboards); err != nil {
-		return err
-	}
 	// Every Ray pod event asks which RayService owns the pod's cluster. A Get from the cache
 	// deep-copies the whole RayCluster (its pod templates) only to read two labels, a large
 	// share of what the operator allocated at scale (docs/benchmarks.md). The informer's store
 	// gives the cached object itself, which podToService only reads.
-	inf, err := mgr.GetCache().GetInformer(context.Background(), &rayv1.RayCluster{})
+	clusters, err := headaccess.Setup(mgr, r.dashboards)
 	if err != nil {
 		return err
 	}
-	if sii, ok := inf.(toolscache.SharedIndexInformer); ok {
-		r.clusters = sii.GetStore()
-	}
+	r.clusters = clusters
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("rayservice").
 		For(&rayv1.RayService{}, builder.WithPredicates(predicate.Or(
@@ -192,7 +188,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rayv1.RayCluster{}).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(byOriginLabel)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podToService), builder.WithPredicates(podChange)).
-		WatchesRawSource(r.queueSource()).
+		WatchesRawSource(r.queue.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Concurrency})
 	if r.gatewayAPI {
 		b = b.Owns(&gwv1.Gateway{}).Owns(&gwv1.HTTPRoute{})

@@ -3,15 +3,11 @@ package rayservice
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/controllers/rayservice/plan"
@@ -177,9 +173,7 @@ func (r *Reconciler) newPool(o dashboard.PoolOptions) *dashboard.Pool {
 // dashboardDone puts the RayService back in the queue, and announces what became of a
 // submission.
 func (r *Reconciler) dashboardDone(d dashboard.Done) {
-	if q := r.queue.Load(); q != nil {
-		(*q).Add(reconcile.Request{NamespacedName: d.Target.Owner})
-	}
+	r.queue.Add(d.Target.Owner)
 	if d.Submission == nil {
 		return
 	}
@@ -195,14 +189,3 @@ func (r *Reconciler) dashboardDone(d dashboard.Done) {
 			t.cluster.Name, t.reason, dashboard.Sanitize(d.Err.Error(), 300)))
 	}
 }
-
-// queueSource hands the controller's queue to the pool's word.
-func (r *Reconciler) queueSource() source.Source {
-	return source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		r.queue.Store(&q)
-		return nil
-	})
-}
-
-// queueRef is the controller's queue, set when the controller starts.
-type queueRef = atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]

@@ -24,19 +24,12 @@ import (
 // is answered at once as failed, so every request is answered within Timeout (plus the wait
 // for a worker).
 type JobsPool struct {
-	o    JobsPoolOptions
-	http *http.Client
+	o JobsPoolOptions
+	b bounds
 
 	mu       sync.Mutex
-	ctx      context.Context
 	clusters map[types.NamespacedName]*jobsCluster
-	queues   map[string]*jobsQueue
-	ring     []*jobsQueue
-	cursor   int
-	busy     int
-	kick     chan struct{}
-	maxSeen  map[string]int
-	maxTotal int
+	turns    turns[*jobsCluster]
 }
 
 // JobsPoolOptions configure a JobsPool; zero values take Pool's defaults.
@@ -185,47 +178,16 @@ type jobRequest struct {
 	sub  *JobSubmission
 }
 
-type jobsQueue struct {
-	name     string
-	waiting  []*jobsCluster
-	inflight int
-}
-
 // NewJobsPool returns a pool; Start runs it.
 func NewJobsPool(o JobsPoolOptions) *JobsPool {
-	if o.Workers <= 0 {
-		o.Workers = DefaultWorkers
-	}
-	if o.PerNamespace <= 0 {
-		o.PerNamespace = DefaultPerNamespace
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.MinBackoff <= 0 {
-		o.MinBackoff = DefaultMinBackoff
-	}
-	if o.MaxBackoff < o.MinBackoff {
-		o.MaxBackoff = max(DefaultMaxBackoff, o.MinBackoff)
-	}
-	if o.Idle <= 0 {
-		o.Idle = 10 * time.Minute
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	hc := o.HTTP
-	if hc == nil {
-		hc = NewHTTP()
-	}
-	return &JobsPool{
-		o: o, http: hc, clusters: map[types.NamespacedName]*jobsCluster{}, queues: map[string]*jobsQueue{},
-		kick: make(chan struct{}, 1), maxSeen: map[string]int{},
-	}
+	b := bounds{workers: o.Workers, perNamespace: o.PerNamespace, timeout: o.Timeout, minBackoff: o.MinBackoff,
+		maxBackoff: o.MaxBackoff, idle: o.Idle, http: o.HTTP, now: o.Now}.withDefaults()
+	return &JobsPool{o: o, b: b, clusters: map[types.NamespacedName]*jobsCluster{},
+		turns: newTurns(b.workers, b.perNamespace, func(c *jobsCluster) time.Time { return c.retryAt })}
 }
 
 // Timeout is the longest a request may take.
-func (p *JobsPool) Timeout() time.Duration { return p.o.Timeout }
+func (p *JobsPool) Timeout() time.Duration { return p.b.timeout }
 
 // View is what the pool last heard from the target's cluster about id. A target whose head
 // pod changed starts afresh.
@@ -237,7 +199,7 @@ func (p *JobsPool) View(t JobsTarget, id string) JobMemory {
 	if e == nil {
 		return JobMemory{}
 	}
-	e.touched = p.o.Now()
+	e.touched = p.b.now()
 	return e.mem.copy()
 }
 
@@ -265,7 +227,7 @@ func (p *JobsPool) Reject(t JobsTarget, id, message string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.clusterFor(t)
-	p.entry(c, id).mem.Submit = &JobSubmitAnswer{At: p.o.Now(), Outcome: JobSubmitRefused, Message: Sanitize(message, maxErrorMessage)}
+	p.entry(c, id).mem.Submit = &JobSubmitAnswer{At: p.b.now(), Outcome: JobSubmitRefused, Message: Sanitize(message, maxErrorMessage)}
 }
 
 // MaxInFlight is the most requests that were in flight at once, in all and for one
@@ -273,7 +235,7 @@ func (p *JobsPool) Reject(t JobsTarget, id, message string) {
 func (p *JobsPool) MaxInFlight(namespace string) (total, inNamespace int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.maxTotal, p.maxSeen[namespace]
+	return p.turns.maxInFlight(namespace)
 }
 
 func (p *JobsPool) ask(t JobsTarget, q jobRequest) {
@@ -304,7 +266,7 @@ func (p *JobsPool) answerUnsent(e *jobEntry, q jobRequest, why string) {
 		why = "the cluster's dashboard cannot be reached"
 	}
 	why = Sanitize(why, maxErrorMessage)
-	now := p.o.Now()
+	now := p.b.now()
 	switch q.kind {
 	case JobReadRequest:
 		e.mem.Read = &JobReadAnswer{At: now, Outcome: JobReadFailed, Err: why}
@@ -359,7 +321,7 @@ func (p *JobsPool) entry(c *jobsCluster, id string) *jobEntry {
 		e = &jobEntry{}
 		c.jobs[id] = e
 	}
-	e.touched = p.o.Now()
+	e.touched = p.b.now()
 	return e
 }
 
@@ -368,128 +330,37 @@ func (p *JobsPool) enqueue(c *jobsCluster) {
 	if c.queued || c.inflight != nil || len(c.waiting) == 0 {
 		return
 	}
-	ns := c.target.Head.Cluster.Namespace
-	q := p.queues[ns]
-	if q == nil {
-		q = &jobsQueue{name: ns}
-		p.queues[ns] = q
-		p.ring = append(p.ring, q)
-	}
-	q.waiting = append(q.waiting, c)
+	p.turns.add(c.target.Head.Cluster.Namespace, c)
 	c.queued = true
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
 }
 
 // Start runs the pool until ctx ends (a manager Runnable; it needs the leader).
 func (p *JobsPool) Start(ctx context.Context) error {
-	p.mu.Lock()
-	p.ctx = ctx
-	p.mu.Unlock()
-	sweep := time.NewTicker(time.Minute)
-	defer sweep.Stop()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		timer.Reset(p.dispatch())
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-p.kick:
-		case <-timer.C:
-		case <-sweep.C:
-			p.forgetIdle()
-		}
-	}
+	return p.turns.serve(ctx, &p.mu, p.dispatch, p.forgetIdle)
 }
 
-// dispatch starts every request a worker and its namespace have room for and returns how
-// long until a cluster's backoff ends.
+// dispatch starts every request there is room for, each cluster's first waiting one; it
+// returns how long until a cluster's backoff ends.
 func (p *JobsPool) dispatch() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.o.Now()
-	for p.busy < p.o.Workers {
-		c, q := p.next(now)
-		if c == nil {
-			break
-		}
-		p.busy++
-		p.maxTotal = max(p.maxTotal, p.busy)
-		go p.run(p.ctx, c, c.target, q)
-	}
-	p.dropEmptyQueues()
-	wait := time.Hour
-	for _, q := range p.ring {
-		for _, c := range q.waiting {
-			if d := c.retryAt.Sub(now); d > 0 && d < wait {
-				wait = d
-			}
-		}
-	}
-	return wait
-}
-
-// next takes the next runnable request, the namespaces taking turns; the caller holds the
-// lock.
-func (p *JobsPool) next(now time.Time) (*jobsCluster, jobRequest) {
-	n := len(p.ring)
-	for i := range n {
-		idx := (p.cursor + i) % n
-		q := p.ring[idx]
-		if q.inflight >= p.o.PerNamespace {
-			continue
-		}
-		for k, c := range q.waiting {
-			if c.retryAt.After(now) {
-				continue
-			}
-			q.waiting = append(q.waiting[:k:k], q.waiting[k+1:]...)
-			c.queued = false
-			req := c.waiting[0]
-			c.waiting = c.waiting[1:]
-			c.inflight = &req
-			q.inflight++
-			p.maxSeen[q.name] = max(p.maxSeen[q.name], q.inflight)
-			p.cursor = (idx + 1) % n
-			return c, req
-		}
-	}
-	return nil, jobRequest{}
-}
-
-// dropEmptyQueues removes namespaces with nothing queued or in flight from the ring; the
-// turn stays with the namespace it was at. The caller holds the lock.
-func (p *JobsPool) dropEmptyQueues() {
-	if len(p.ring) == 0 {
-		return
-	}
-	turn := p.cursor % len(p.ring)
-	kept, cursor := p.ring[:0], -1
-	for i, q := range p.ring {
-		if len(q.waiting) == 0 && q.inflight == 0 {
-			delete(p.queues, q.name)
-			continue
-		}
-		if cursor < 0 && i >= turn {
-			cursor = len(kept)
-		}
-		kept = append(kept, q)
-	}
-	clear(p.ring[len(kept):])
-	p.ring, p.cursor = kept, max(cursor, 0)
+	return p.turns.dispatch(p.b.now(), func(c *jobsCluster) {
+		c.queued = false
+		req := c.waiting[0]
+		c.waiting = c.waiting[1:]
+		c.inflight = &req
+		go p.run(p.turns.ctx, c, c.target, req)
+	})
 }
 
 // forgetIdle drops jobs nobody asked about for Idle, and clusters left without any.
 func (p *JobsPool) forgetIdle() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.o.Now()
+	now := p.b.now()
 	for k, c := range p.clusters {
 		for id, e := range c.jobs {
-			if now.Sub(e.touched) > p.o.Idle {
+			if now.Sub(e.touched) > p.b.idle {
 				delete(c.jobs, id)
 			}
 		}

@@ -12,8 +12,8 @@ func (p *JobsPool) run(ctx context.Context, c *jobsCluster, t JobsTarget, q jobR
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	rctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
-	client := &HTTPClient{BaseURL: t.URL, HTTP: p.http, Timeout: p.o.Timeout, Token: t.Token}
+	rctx, cancel := context.WithTimeout(ctx, p.b.timeout)
+	client := &HTTPClient{BaseURL: t.URL, HTTP: p.b.http, Timeout: p.b.timeout, Token: t.Token}
 	var (
 		info    *JobInfo
 		stopped bool
@@ -35,16 +35,13 @@ func (p *JobsPool) run(ctx context.Context, c *jobsCluster, t JobsTarget, q jobR
 		if q.kind != JobReadRequest {
 			op = http.MethodPost
 		}
-		err = &timeoutError{op: op, url: t.URL + path, after: p.waited(p.o.Timeout)}
+		err = &timeoutError{op: op, url: t.URL + path, after: p.b.waited(p.b.timeout)}
 	}
 	cancel()
 	p.mu.Lock()
 	p.recordJob(c, t, q, info, stopped, err)
 	p.mu.Unlock()
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
+	p.turns.wake()
 	if p.o.OnDone != nil && ctx.Err() == nil {
 		p.o.OnDone(JobsDone{Target: t, Kind: q.kind, JobID: q.id})
 	}
@@ -52,11 +49,8 @@ func (p *JobsPool) run(ctx context.Context, c *jobsCluster, t JobsTarget, q jobR
 
 // recordJob stores a request's answer; the caller holds the lock.
 func (p *JobsPool) recordJob(c *jobsCluster, t JobsTarget, q jobRequest, info *JobInfo, stopped bool, err error) {
-	now := p.o.Now()
-	p.busy--
-	if ns := p.queues[t.Head.Cluster.Namespace]; ns != nil {
-		ns.inflight--
-	}
+	now := p.b.now()
+	p.turns.done(t.Head.Cluster.Namespace)
 	c.inflight = nil
 	defer p.enqueue(c)
 	if !sameHead(c.target.Head, t.Head) || p.clusters[t.Head.Cluster] != c {
@@ -90,7 +84,7 @@ func (p *JobsPool) recordJob(c *jobsCluster, t JobsTarget, q jobRequest, info *J
 	}
 	if failed {
 		c.failures++
-		c.retryAt = now.Add(backoffFor(c.failures, p.o.MinBackoff, p.o.MaxBackoff))
+		c.retryAt = now.Add(p.b.backoff(c.failures))
 	} else {
 		c.failures, c.retryAt = 0, time.Time{}
 	}
@@ -108,22 +102,4 @@ func classifySubmit(err error) JobSubmitOutcome {
 		return JobSubmitRefused
 	}
 	return JobSubmitFailed
-}
-
-// backoffFor doubles from lo per failure, up to hi.
-func backoffFor(failures int, lo, hi time.Duration) time.Duration {
-	d := lo
-	for i := 1; i < failures && d < hi; i++ {
-		d *= 2
-	}
-	return min(d, hi)
-}
-
-// waited is how long a request that got no answer waited: its timeout, or the transport's
-// response header timeout when that is shorter.
-func (p *JobsPool) waited(timeout time.Duration) time.Duration {
-	if t, ok := p.http.Transport.(*http.Transport); ok && t.ResponseHeaderTimeout > 0 {
-		return min(timeout, t.ResponseHeaderTimeout)
-	}
-	return timeout
 }

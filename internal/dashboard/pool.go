@@ -34,19 +34,12 @@ import (
 // bounded by ProxyTimeout: a read holds its worker for at most T + ProxyTimeout, and a
 // proxy that does not answer in time backs the cluster off as a failing dashboard does.
 type Pool struct {
-	o    PoolOptions
-	http *http.Client
+	o PoolOptions
+	b bounds
 
-	mu       sync.Mutex
-	ctx      context.Context // set by Start; requests run under it
-	entries  map[types.NamespacedName]*entry
-	queues   map[string]*nsQueue
-	ring     []*nsQueue // namespaces with queued work, in turn order
-	cursor   int        // index in ring of the namespace whose turn is next
-	busy     int        // requests in flight
-	kick     chan struct{}
-	maxSeen  map[string]int // most requests in flight per namespace, for tests
-	maxTotal int
+	mu      sync.Mutex
+	entries map[types.NamespacedName]*entry
+	turns   turns[*entry]
 }
 
 // PoolOptions configure a Pool; zero values take the defaults.
@@ -194,12 +187,6 @@ type entry struct {
 	touched    time.Time
 }
 
-type nsQueue struct {
-	name     string
-	waiting  []*entry
-	inflight int
-}
-
 type job struct {
 	e      *entry
 	target Target
@@ -208,42 +195,17 @@ type job struct {
 
 // NewPool returns a pool; Start runs it.
 func NewPool(o PoolOptions) *Pool {
-	if o.Workers <= 0 {
-		o.Workers = DefaultWorkers
-	}
-	if o.PerNamespace <= 0 {
-		o.PerNamespace = DefaultPerNamespace
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.MinBackoff <= 0 {
-		o.MinBackoff = DefaultMinBackoff
-	}
-	if o.MaxBackoff < o.MinBackoff {
-		o.MaxBackoff = max(DefaultMaxBackoff, o.MinBackoff)
-	}
 	if o.RefusedRetry <= 0 {
 		o.RefusedRetry = time.Minute
 	}
-	if o.Idle <= 0 {
-		o.Idle = 10 * time.Minute
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	hc := o.HTTP
-	if hc == nil {
-		hc = NewHTTP()
-	}
-	return &Pool{
-		o: o, http: hc, entries: map[types.NamespacedName]*entry{}, queues: map[string]*nsQueue{},
-		kick: make(chan struct{}, 1), maxSeen: map[string]int{},
-	}
+	b := bounds{workers: o.Workers, perNamespace: o.PerNamespace, timeout: o.Timeout, minBackoff: o.MinBackoff,
+		maxBackoff: o.MaxBackoff, idle: o.Idle, http: o.HTTP, now: o.Now}.withDefaults()
+	return &Pool{o: o, b: b, entries: map[types.NamespacedName]*entry{},
+		turns: newTurns(b.workers, b.perNamespace, func(e *entry) time.Time { return e.retryAt })}
 }
 
 // Timeout is the longest a request may take.
-func (p *Pool) Timeout() time.Duration { return p.o.Timeout }
+func (p *Pool) Timeout() time.Duration { return p.b.timeout }
 
 // Snapshot returns what the pool knows of the target's dashboard. A target whose head pod
 // changed starts afresh: a new head runs nothing the old one was given.
@@ -291,7 +253,7 @@ func (p *Pool) Reject(t Target, id, message string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e := p.entryFor(t)
-	e.sub = &SubmissionState{ID: id, Outcome: Refused, BadRequest: true, Message: Sanitize(message, maxErrorMessage), At: p.o.Now()}
+	e.sub = &SubmissionState{ID: id, Outcome: Refused, BadRequest: true, Message: Sanitize(message, maxErrorMessage), At: p.b.now()}
 }
 
 // acceptedHold is how long a submission the dashboard accepted is not sent again. A pass
@@ -308,7 +270,7 @@ func (p *Pool) holds(e *entry, id string) bool {
 	if cur == nil || cur.ID != id {
 		return false
 	}
-	age := p.o.Now().Sub(cur.At)
+	age := p.b.now().Sub(cur.At)
 	return cur.Sending || (cur.Outcome == Accepted && age < acceptedHold) || (cur.Outcome == Refused && age < p.o.RefusedRetry)
 }
 
@@ -336,12 +298,12 @@ func (p *Pool) Submit(t Target, s Submission) {
 func (p *Pool) MaxInFlight(namespace string) (total, inNamespace int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.maxTotal, p.maxSeen[namespace]
+	return p.turns.maxInFlight(namespace)
 }
 
 // entryFor finds or creates the target's entry; the caller holds the lock.
 func (p *Pool) entryFor(t Target) *entry {
-	now := p.o.Now()
+	now := p.b.now()
 	e := p.entries[t.Head.Cluster]
 	if e == nil {
 		e = &entry{target: t}
@@ -364,123 +326,31 @@ func (p *Pool) enqueue(e *entry) {
 	if e.queued || e.running {
 		return // queued already, or re-queued when its request ends
 	}
-	ns := e.target.Head.Cluster.Namespace
-	q := p.queues[ns]
-	if q == nil {
-		q = &nsQueue{name: ns}
-		p.queues[ns] = q
-		p.ring = append(p.ring, q)
-	}
-	q.waiting = append(q.waiting, e)
+	p.turns.add(e.target.Head.Cluster.Namespace, e)
 	e.queued = true
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
 }
 
 // Start runs the pool until ctx ends (a manager Runnable; it needs the leader: only the
 // leader talks to dashboards).
 func (p *Pool) Start(ctx context.Context) error {
-	p.mu.Lock()
-	p.ctx = ctx
-	p.mu.Unlock()
-	sweep := time.NewTicker(time.Minute)
-	defer sweep.Stop()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		wait := p.dispatch()
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-p.kick:
-		case <-timer.C:
-		case <-sweep.C:
-			p.forgetIdle()
-		}
-	}
+	return p.turns.serve(ctx, &p.mu, p.dispatch, p.forgetIdle)
 }
 
-// dispatch starts every request a worker and its namespace have room for and returns how
-// long until a cluster's backoff ends.
+// dispatch starts every request there is room for; it returns how long until a cluster's
+// backoff ends.
 func (p *Pool) dispatch() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.o.Now()
-	for p.busy < p.o.Workers {
-		j := p.next(now)
-		if j == nil {
-			break
+	return p.turns.dispatch(p.b.now(), func(e *entry) {
+		e.queued, e.running = false, true
+		j := &job{e: e, target: e.target}
+		if e.wantSubmit != nil {
+			j.sub, e.wantSubmit = e.wantSubmit, nil
+		} else {
+			e.wantRead = false
 		}
-		p.busy++
-		p.maxTotal = max(p.maxTotal, p.busy)
-		go p.run(p.ctx, j)
-	}
-	p.dropEmptyQueues()
-	wait := time.Hour
-	for _, q := range p.ring {
-		for _, e := range q.waiting {
-			if d := e.retryAt.Sub(now); d > 0 && d < wait {
-				wait = d
-			}
-		}
-	}
-	return wait
-}
-
-// next takes the next runnable request, the namespaces taking turns; the caller holds the
-// lock.
-func (p *Pool) next(now time.Time) *job {
-	n := len(p.ring)
-	for i := range n {
-		idx := (p.cursor + i) % n
-		q := p.ring[idx]
-		if q.inflight >= p.o.PerNamespace {
-			continue
-		}
-		for k, e := range q.waiting {
-			if e.retryAt.After(now) {
-				continue
-			}
-			q.waiting = append(q.waiting[:k:k], q.waiting[k+1:]...)
-			e.queued, e.running = false, true
-			q.inflight++
-			p.maxSeen[q.name] = max(p.maxSeen[q.name], q.inflight)
-			p.cursor = (idx + 1) % n
-			j := &job{e: e, target: e.target}
-			if e.wantSubmit != nil {
-				j.sub, e.wantSubmit = e.wantSubmit, nil
-			} else {
-				e.wantRead = false
-			}
-			return j
-		}
-	}
-	return nil
-}
-
-// dropEmptyQueues removes namespaces with nothing queued or in flight from the ring; the
-// turn stays with the namespace it was at (or the next one kept). The caller holds the lock.
-func (p *Pool) dropEmptyQueues() {
-	if len(p.ring) == 0 {
-		return
-	}
-	turn := p.cursor % len(p.ring)
-	kept, cursor := p.ring[:0], -1
-	for i, q := range p.ring {
-		if len(q.waiting) == 0 && q.inflight == 0 {
-			delete(p.queues, q.name)
-			continue
-		}
-		if cursor < 0 && i >= turn {
-			cursor = len(kept)
-		}
-		kept = append(kept, q)
-	}
-	clear(p.ring[len(kept):])
-	p.ring, p.cursor = kept, max(cursor, 0)
+		go p.run(p.turns.ctx, j)
+	})
 }
 
 // run carries out one request and records its answer.
@@ -488,8 +358,8 @@ func (p *Pool) run(ctx context.Context, j *job) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	rctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
-	c := &HTTPClient{BaseURL: j.target.URL, HTTP: p.http, Timeout: p.o.Timeout, Token: j.target.Token}
+	rctx, cancel := context.WithTimeout(ctx, p.b.timeout)
+	c := &HTTPClient{BaseURL: j.target.URL, HTTP: p.b.http, Timeout: p.b.timeout, Token: j.target.Token}
 	var details *ServeDetails
 	var err error
 	if j.sub != nil {
@@ -500,7 +370,7 @@ func (p *Pool) run(ctx context.Context, j *job) {
 	timedOut := noAnswerInTime(err, rctx.Err())
 	cancel()
 	if timedOut {
-		err = &timeoutError{op: map[bool]string{true: "PUT", false: "GET"}[j.sub != nil], url: j.target.URL + ApplicationsPath, after: p.waited(p.o.Timeout)}
+		err = &timeoutError{op: map[bool]string{true: "PUT", false: "GET"}[j.sub != nil], url: j.target.URL + ApplicationsPath, after: p.b.waited(p.b.timeout)}
 	}
 	var health *ProxyHealth
 	if j.sub == nil && j.target.ProxyURL != "" {
@@ -512,10 +382,7 @@ func (p *Pool) run(ctx context.Context, j *job) {
 	p.mu.Lock()
 	done.Outcome = p.record(j, details, err, health, timedOut)
 	p.mu.Unlock()
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
+	p.turns.wake()
 	if p.o.OnDone != nil && ctx.Err() == nil {
 		p.o.OnDone(done)
 	}
@@ -527,10 +394,10 @@ func (p *Pool) checkProxy(ctx context.Context, url string, token BearerToken) (*
 	timeout := p.ProxyTimeout()
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := (&HTTPClient{BaseURL: url, HTTP: p.http, Timeout: timeout, Token: token}).CheckProxyHealth(pctx)
+	err := (&HTTPClient{BaseURL: url, HTTP: p.b.http, Timeout: timeout, Token: token}).CheckProxyHealth(pctx)
 	timedOut := noAnswerInTime(err, pctx.Err())
 	if timedOut {
-		err = &timeoutError{op: "GET", url: url + ProxyHealthPath, after: p.waited(timeout)}
+		err = &timeoutError{op: "GET", url: url + ProxyHealthPath, after: p.b.waited(timeout)}
 	}
 	h := &ProxyHealth{Healthy: err == nil}
 	if err != nil {
@@ -540,7 +407,7 @@ func (p *Pool) checkProxy(ctx context.Context, url string, token BearerToken) (*
 }
 
 // ProxyTimeout bounds a Serve proxy health check: KubeRay's 2 s, or Timeout when shorter.
-func (p *Pool) ProxyTimeout() time.Duration { return min(DefaultProxyTimeout, p.o.Timeout) }
+func (p *Pool) ProxyTimeout() time.Duration { return min(DefaultProxyTimeout, p.b.timeout) }
 
 // DefaultProxyTimeout bounds a Serve proxy health check: a healthy proxy answers at once.
 const DefaultProxyTimeout = 2 * time.Second
@@ -548,11 +415,8 @@ const DefaultProxyTimeout = 2 * time.Second
 // record stores a request's answer; the caller holds the lock.
 func (p *Pool) record(j *job, details *ServeDetails, err error, proxy *ProxyHealth, timedOut bool) Outcome {
 	e := j.e
-	now := p.o.Now()
-	p.busy--
-	if q := p.queues[e.target.Head.Cluster.Namespace]; q != nil {
-		q.inflight--
-	}
+	now := p.b.now()
+	p.turns.done(e.target.Head.Cluster.Namespace)
 	e.running = false
 	defer func() {
 		if e.wantRead || e.wantSubmit != nil {
@@ -569,7 +433,7 @@ func (p *Pool) record(j *job, details *ServeDetails, err error, proxy *ProxyHeal
 	}
 	if outcome == Failed || (j.sub == nil && (err != nil || timedOut)) {
 		e.failures++
-		e.retryAt = now.Add(p.backoff(e.failures))
+		e.retryAt = now.Add(p.b.backoff(e.failures))
 	} else {
 		e.failures, e.retryAt = 0, time.Time{}
 	}
@@ -614,21 +478,13 @@ func classify(sub *Submission, err error) Outcome {
 	return Failed
 }
 
-func (p *Pool) backoff(failures int) time.Duration {
-	d := p.o.MinBackoff
-	for i := 1; i < failures && d < p.o.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, p.o.MaxBackoff)
-}
-
 // forgetIdle drops clusters nobody asked about for Idle (deleted ones, mostly).
 func (p *Pool) forgetIdle() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.o.Now()
+	now := p.b.now()
 	for k, e := range p.entries {
-		if !e.queued && !e.running && now.Sub(e.touched) > p.o.Idle {
+		if !e.queued && !e.running && now.Sub(e.touched) > p.b.idle {
 			delete(p.entries, k)
 		}
 	}
@@ -651,15 +507,6 @@ func noAnswerInTime(err, ctxErr error) bool {
 		return false
 	}
 	return errors.Is(ctxErr, context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)
-}
-
-// waited is how long a request that got no answer waited: its own timeout, or the
-// transport's response header timeout when that is shorter.
-func (p *Pool) waited(timeout time.Duration) time.Duration {
-	if t, ok := p.http.Transport.(*http.Transport); ok && t.ResponseHeaderTimeout > 0 {
-		return min(timeout, t.ResponseHeaderTimeout)
-	}
-	return timeout
 }
 
 // timeoutError is a request that got no answer in time; its text does not change from one

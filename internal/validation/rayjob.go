@@ -59,22 +59,14 @@ func (v Validator) AdmitRayJob(ns *Namespace, old, job *rayv1.RayJob) (field.Err
 	if ManagedByOther(job.Spec.ManagedBy) {
 		ns = nil // its pods run where the other controller puts them (MultiKueue: another cluster)
 	}
-	if old == nil {
-		c := v.check(onCreate)
-		errs, warnings := c.rayJob(nil, job)
-		e, w := c.jobPods(ns, nil, job)
-		return capped(append(errs, e...), append(warnings, w...))
-	}
-	c := v.check(onUpdate)
-	errs, warnings := c.rayJob(old, job)
-	stored := defaultedJob(old)
-	if len(errs) > 0 {
-		errs = c.ratchet(errs, stored, job)
-	}
-	e, w := c.jobPods(ns, stored, job)
-	errs, warnings = append(errs, e...), append(warnings, w...)
-	e, w = jobUpdateRules(stored, job)
-	return capped(append(errs, e...), append(warnings, w...))
+	return admit(v, old, job, (*check).rayJob, defaultedJob, func(c *check, stored *rayv1.RayJob) (field.ErrorList, []string) {
+		e, w := c.jobPods(ns, stored, job)
+		if stored == nil {
+			return e, w
+		}
+		ue, uw := jobUpdateRules(stored, job)
+		return append(e, ue...), append(w, uw...)
+	})
 }
 
 // StoredRayJob validates a RayJob already stored, for the controller (after defaulting a

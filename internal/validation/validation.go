@@ -24,8 +24,8 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/batchscheduler"
@@ -74,23 +74,38 @@ func (v Validator) AdmitRayCluster(ns *Namespace, old, rc *rayv1.RayCluster) (fi
 	if rc == nil || rc.DeletionTimestamp != nil {
 		return nil, nil
 	}
-	if m := ptr.Deref(rc.Spec.ManagedBy, ""); m != "" && m != kubeRayManager {
+	if ManagedByOther(rc.Spec.ManagedBy) {
 		ns = nil // its pods run where the other controller puts them (MultiKueue: another cluster)
 	}
-	if old == nil {
-		c := v.check(onCreate)
-		errs, warnings := c.rayCluster(nil, rc)
-		e, w := c.podSecurity(ns, nil, rc, specPath)
-		return capped(append(errs, e...), append(append(warnings, w...), quotaWarnings(ns, nil, rc, specPath, v.Policy.PodSettings)...))
+	return admit(v, old, rc, (*check).rayCluster, defaultedCluster, func(c *check, stored *rayv1.RayCluster) (field.ErrorList, []string) {
+		e, w := c.podSecurity(ns, stored, rc, specPath)
+		return e, append(w, quotaWarnings(ns, stored, rc, specPath, v.Policy.PodSettings)...)
+	})
+}
+
+// admit is what every Admit* does around its kind's rules: on create (old nil) the rules;
+// on update the rules ratcheted against the defaulted stored object (so only errors on
+// changed paths count); then what more is checked with the stored object (nil on create):
+// the pods', the update rules. Errors are capped.
+func admit[T interface {
+	comparable
+	runtime.Object
+}](v Validator, old, obj T, rules func(c *check, old, obj T) (field.ErrorList, []string),
+	defaulted func(T) T, more func(c *check, stored T) (field.ErrorList, []string)) (field.ErrorList, []string) {
+	var none, stored T
+	c := v.check(onCreate)
+	if old != none {
+		c = v.check(onUpdate)
 	}
-	c := v.check(onUpdate)
-	errs, warnings := c.rayCluster(old, rc)
-	stored := defaultedCluster(old)
-	if len(errs) > 0 {
-		errs = c.ratchet(errs, stored, rc)
+	errs, warnings := rules(c, old, obj)
+	if old != none {
+		stored = defaulted(old)
+		if len(errs) > 0 {
+			errs = c.ratchet(errs, stored, obj)
+		}
 	}
-	e, w := c.podSecurity(ns, stored, rc, specPath)
-	return capped(append(errs, e...), append(append(warnings, w...), quotaWarnings(ns, stored, rc, specPath, v.Policy.PodSettings)...))
+	e, w := more(c, stored)
+	return capped(append(errs, e...), append(warnings, w...))
 }
 
 // StoredRayCluster validates a RayCluster already stored, for the controllers (after
@@ -138,26 +153,19 @@ func (v Validator) AdmitRayService(ns *Namespace, old, svc *rayv1.RayService) (f
 		return nil, nil
 	}
 	cluster := podsecurity.ClusterOf(svc)
-	if old == nil {
-		c := v.check(onCreate)
-		errs, warnings := c.rayService(nil, svc)
-		e, w := c.podSecurity(ns, nil, cluster, rayClusterConfigPath)
-		return capped(append(errs, e...), append(append(warnings, w...), quotaWarnings(ns, nil, cluster, rayClusterConfigPath, v.Policy.PodSettings)...))
-	}
-	c := v.check(onUpdate)
-	errs, warnings := c.rayService(old, svc)
-	stored := defaultedService(old)
-	if len(errs) > 0 {
-		errs = c.ratchet(errs, stored, svc)
-	}
-	e, w := c.podSecurity(ns, podsecurity.ClusterOf(stored), cluster, rayClusterConfigPath)
-	errs, warnings = append(errs, e...), append(warnings, w...)
-	if upgrade, starts := upgradeQuotaWarnings(ns, stored, svc, v.Policy.PodSettings); starts {
-		warnings = append(warnings, upgrade...)
-	} else {
-		warnings = append(warnings, quotaWarnings(ns, podsecurity.ClusterOf(stored), cluster, rayClusterConfigPath, v.Policy.PodSettings)...)
-	}
-	return capped(append(errs, validateNoStrategyChangeDuringUpgrade(old, svc)...), warnings)
+	return admit(v, old, svc, (*check).rayService, defaultedService, func(c *check, stored *rayv1.RayService) (field.ErrorList, []string) {
+		if stored == nil {
+			e, w := c.podSecurity(ns, nil, cluster, rayClusterConfigPath)
+			return e, append(w, quotaWarnings(ns, nil, cluster, rayClusterConfigPath, v.Policy.PodSettings)...)
+		}
+		e, w := c.podSecurity(ns, podsecurity.ClusterOf(stored), cluster, rayClusterConfigPath)
+		if upgrade, starts := upgradeQuotaWarnings(ns, stored, svc, v.Policy.PodSettings); starts {
+			w = append(w, upgrade...)
+		} else {
+			w = append(w, quotaWarnings(ns, podsecurity.ClusterOf(stored), cluster, rayClusterConfigPath, v.Policy.PodSettings)...)
+		}
+		return append(e, validateNoStrategyChangeDuringUpgrade(old, svc)...), w
+	})
 }
 
 // StoredRayService validates a RayService already stored, for the controllers (after

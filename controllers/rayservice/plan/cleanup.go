@@ -28,17 +28,22 @@ func planCleanup(in inputs, r roles, act *Effects, out *Outcome) {
 			// the active cluster is gone): its deletion delay starts once they no longer do.
 			continue
 		}
-		at, ok := deleteAfter(in, rc, act)
-		switch {
-		case !ok:
-			out.tell(WarningEvent(rc, EventFailedCluster, "Delete", "annotation %s=%q is not an RFC 3339 time; delete RayCluster %s by hand",
-				rayv1.DeleteAfterKey, rc.Annotations[rayv1.DeleteAfterKey], rc.Name))
-		case !in.now.Before(at):
-			act.do(DeleteCluster{Cluster: rc, Done: NormalEvent(rc, EventDeletedCluster, "Delete",
-				"deleted RayCluster %s: its deletion delay after it stopped serving has passed", rc.Name)})
-		default:
-			out.Wake.due(at)
-		}
+		deleteWhenDue(in, rc, act, out, "its deletion delay after it stopped serving has passed")
+	}
+}
+
+// deleteWhenDue deletes a retired cluster once its deletion delay passed (why says what made
+// it retired, for the event), else wakes the RayService when it will have.
+func deleteWhenDue(in inputs, rc *rayv1.RayCluster, act *Effects, out *Outcome, why string) {
+	at, ok := deleteAfter(in, rc, act)
+	switch {
+	case !ok:
+		out.tell(WarningEvent(rc, EventFailedCluster, "Delete", "annotation %s=%q is not an RFC 3339 time; delete RayCluster %s by hand",
+			rayv1.DeleteAfterKey, rc.Annotations[rayv1.DeleteAfterKey], rc.Name))
+	case !in.now.Before(at):
+		act.do(DeleteCluster{Cluster: rc, Done: NormalEvent(rc, EventDeletedCluster, "Delete", "deleted RayCluster %s: %s", rc.Name, why)})
+	default:
+		out.Wake.due(at)
 	}
 }
 

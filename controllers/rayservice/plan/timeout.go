@@ -78,17 +78,7 @@ func cleanUpAfterTimeout(in inputs, act *Effects, out *Outcome) {
 		if rc.DeletionTimestamp != nil {
 			continue
 		}
-		at, ok := deleteAfter(in, rc, act)
-		switch {
-		case !ok:
-			out.tell(WarningEvent(rc, EventFailedCluster, "Delete", "annotation %s=%q is not an RFC 3339 time; delete RayCluster %s by hand",
-				rayv1.DeleteAfterKey, rc.Annotations[rayv1.DeleteAfterKey], rc.Name))
-		case !in.now.Before(at):
-			act.do(DeleteCluster{Cluster: rc, Done: NormalEvent(rc, EventDeletedCluster, "Delete",
-				"deleted RayCluster %s: the RayService failed to initialize in time", rc.Name)})
-		default:
-			out.Wake.due(at)
-		}
+		deleteWhenDue(in, rc, act, out, "the RayService failed to initialize in time")
 	}
 }
 

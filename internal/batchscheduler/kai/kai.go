@@ -6,10 +6,9 @@ package kai
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/batchscheduler/gang"
 )
 
 const (
@@ -20,21 +19,12 @@ const (
 )
 
 // Scheduler is the KAI integration. Its methods are pure.
-type Scheduler struct{}
+type Scheduler struct {
+	gang.NoPodGroup // KAI groups the pods itself
+}
 
 // Name is the --batch-scheduler value.
 func (Scheduler) Name() string { return Name }
-
-// PodGroupKind is zero: raygate creates no PodGroup for KAI.
-func (Scheduler) PodGroupKind() schema.GroupVersionKind { return schema.GroupVersionKind{} }
-
-// DesiredPodGroup is nil: KAI groups the pods itself.
-func (Scheduler) DesiredPodGroup(*rayv1.RayCluster) (*unstructured.Unstructured, error) {
-	return nil, nil
-}
-
-// UpdatePodGroup is never called (there is no PodGroup).
-func (Scheduler) UpdatePodGroup(*unstructured.Unstructured, *rayv1.RayCluster) bool { return false }
 
 // DecoratePod sets the pod's scheduler and copies the cluster's queue label. A cluster
 // without a queue label still gets kai-scheduler (KAI then refuses to schedule the pods, as

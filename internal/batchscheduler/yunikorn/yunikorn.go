@@ -9,8 +9,6 @@ import (
 	"encoding/json"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -36,21 +34,12 @@ const (
 )
 
 // Scheduler is the YuniKorn integration. Its methods are pure.
-type Scheduler struct{}
+type Scheduler struct {
+	gang.NoPodGroup // the gang travels in the pods' annotations
+}
 
 // Name is the --batch-scheduler value.
 func (Scheduler) Name() string { return Name }
-
-// PodGroupKind is zero: YuniKorn needs no PodGroup object.
-func (Scheduler) PodGroupKind() schema.GroupVersionKind { return schema.GroupVersionKind{} }
-
-// DesiredPodGroup is nil: the gang travels in the pods' annotations.
-func (Scheduler) DesiredPodGroup(*rayv1.RayCluster) (*unstructured.Unstructured, error) {
-	return nil, nil
-}
-
-// UpdatePodGroup is never called (there is no PodGroup).
-func (Scheduler) UpdatePodGroup(*unstructured.Unstructured, *rayv1.RayCluster) bool { return false }
 
 // TaskGroup is one group of a gang as YuniKorn reads it.
 type TaskGroup struct {
