@@ -60,44 +60,43 @@ func (d podDryRun) check(ctx context.Context, ns string, obj, old metav1.Object,
 	return rep.Merge(errs, warnings)
 }
 
-func (d podDryRun) rayCluster(ctx context.Context, ns string, old, rc *rayv1.RayCluster, errs field.ErrorList, warnings []string) (field.ErrorList, []string) {
+// dryRun checks obj against old (nil on create) with check: specOf is what of an object's
+// spec its pods come from, podsFor builds them.
+func dryRun[P interface {
+	comparable
+	metav1.Object
+}](ctx context.Context, d podDryRun, ns string, old, obj P, specOf func(P) any, podsFor func(P) []poddryrun.Pod, errs field.ErrorList, warnings []string) (field.ErrorList, []string) {
+	var none P
 	var oldMeta metav1.Object
 	var oldSpec any
-	if old != nil {
-		oldMeta, oldSpec = old, &old.Spec
+	if old != none {
+		oldMeta, oldSpec = old, specOf(old)
 	}
-	return d.check(ctx, ns, rc, oldMeta, oldSpec, &rc.Spec, func() (pods, stored []poddryrun.Pod) {
-		if old != nil {
-			stored = poddryrun.RayClusterPods(old, ns, d.policy.PodSettings)
+	return d.check(ctx, ns, obj, oldMeta, oldSpec, specOf(obj), func() (pods, stored []poddryrun.Pod) {
+		if old != none {
+			stored = podsFor(old)
 		}
-		return poddryrun.RayClusterPods(rc, ns, d.policy.PodSettings), stored
+		return podsFor(obj), stored
 	}, errs, warnings)
+}
+
+func (d podDryRun) rayCluster(ctx context.Context, ns string, old, rc *rayv1.RayCluster, errs field.ErrorList, warnings []string) (field.ErrorList, []string) {
+	return dryRun(ctx, d, ns, old, rc, func(rc *rayv1.RayCluster) any { return &rc.Spec },
+		func(rc *rayv1.RayCluster) []poddryrun.Pod {
+			return poddryrun.RayClusterPods(rc, ns, d.policy.PodSettings)
+		}, errs, warnings)
 }
 
 func (d podDryRun) rayService(ctx context.Context, ns string, old, svc *rayv1.RayService, errs field.ErrorList, warnings []string) (field.ErrorList, []string) {
-	var oldMeta metav1.Object
-	var oldSpec any
-	if old != nil {
-		oldMeta, oldSpec = old, &old.Spec.RayClusterSpec
-	}
-	return d.check(ctx, ns, svc, oldMeta, oldSpec, &svc.Spec.RayClusterSpec, func() (pods, stored []poddryrun.Pod) {
-		if old != nil {
-			stored = poddryrun.RayServicePods(old, ns, d.policy.PodSettings)
-		}
-		return poddryrun.RayServicePods(svc, ns, d.policy.PodSettings), stored
-	}, errs, warnings)
+	return dryRun(ctx, d, ns, old, svc, func(svc *rayv1.RayService) any { return &svc.Spec.RayClusterSpec },
+		func(svc *rayv1.RayService) []poddryrun.Pod {
+			return poddryrun.RayServicePods(svc, ns, d.policy.PodSettings)
+		}, errs, warnings)
 }
 
 func (d podDryRun) rayJob(ctx context.Context, ns string, old, job *rayv1.RayJob, errs field.ErrorList, warnings []string) (field.ErrorList, []string) {
-	var oldMeta metav1.Object
-	var oldSpec any
-	if old != nil {
-		oldMeta, oldSpec = old, &old.Spec
-	}
-	return d.check(ctx, ns, job, oldMeta, oldSpec, &job.Spec, func() (pods, stored []poddryrun.Pod) {
-		if old != nil {
-			stored = poddryrun.RayJobPods(old, ns, d.gates, d.policy.PodSettings)
-		}
-		return poddryrun.RayJobPods(job, ns, d.gates, d.policy.PodSettings), stored
-	}, errs, warnings)
+	return dryRun(ctx, d, ns, old, job, func(job *rayv1.RayJob) any { return &job.Spec },
+		func(job *rayv1.RayJob) []poddryrun.Pod {
+			return poddryrun.RayJobPods(job, ns, d.gates, d.policy.PodSettings)
+		}, errs, warnings)
 }

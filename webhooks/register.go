@@ -79,22 +79,21 @@ func Handlers(o Options) map[string]admission.Handler {
 	if o.PodDryRun != nil {
 		dryRun.checker = poddryrun.New(o.PodDryRun)
 	}
+	ray := rayAdmission{decoder: decoder, validator: validator, namespaces: namespaces, certManager: certManager, dryRun: dryRun, budget: o.Budget}
+	jobs := ray
+	jobs.decoder = plainDecoder{}
 	return map[string]admission.Handler{
 		MutateRayClusterPath: &mutator[*rayv1.RayCluster]{newObj: func() *rayv1.RayCluster { return &rayv1.RayCluster{} }, apply: defaulting.RayCluster},
 		MutateRayServicePath: &mutator[*rayv1.RayService]{newObj: func() *rayv1.RayService { return &rayv1.RayService{} }, apply: func(svc *rayv1.RayService) {
 			defaulting.RayServiceWith(svc, !o.DisableZeroDowntime)
 		}},
-		ValidateRayClusterPath: &rayClusterValidator{decoder: decoder, validator: validator, namespaces: namespaces, certManager: certManager,
-			dryRun: dryRun, budget: o.Budget},
-		ValidateRayServicePath: &rayServiceValidator{decoder: decoder, validator: validator, namespaces: namespaces,
-			gatewayClasses: gatewayClassLookup{direct}, sharedGateways: sharedGatewayLookup{direct}, certManager: certManager,
-			dryRun: dryRun, budget: o.Budget},
+		ValidateRayClusterPath:    &rayClusterValidator{ray},
+		ValidateRayServicePath:    &rayServiceValidator{rayAdmission: ray, gatewayClasses: gatewayClassLookup{direct}, sharedGateways: sharedGatewayLookup{direct}},
 		ValidateUpgradePolicyPath: &upgradePolicyValidator{decoder: plainDecoder{}},
 		MutateRayJobPath:          &mutator[*rayv1.RayJob]{newObj: func() *rayv1.RayJob { return &rayv1.RayJob{} }, apply: defaulting.RayJob},
-		ValidateRayJobPath: &rayJobValidator{decoder: plainDecoder{}, validator: validator, namespaces: namespaces, certManager: certManager,
-			dryRun: dryRun, budget: o.Budget},
-		MutateRayCronJobPath:   rayCronJobMutator(),
-		ValidateRayCronJobPath: &rayCronJobValidator{decoder: plainDecoder{}, validator: validator, namespaces: namespaces, budget: o.Budget},
+		ValidateRayJobPath:        &rayJobValidator{jobs},
+		MutateRayCronJobPath:      rayCronJobMutator(),
+		ValidateRayCronJobPath:    &rayCronJobValidator{decoder: plainDecoder{}, validator: validator, namespaces: namespaces, budget: o.Budget},
 	}
 }
 

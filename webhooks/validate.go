@@ -19,7 +19,9 @@ import (
 	"github.com/raygate/raygate/internal/validation"
 )
 
-type rayClusterValidator struct {
+// rayAdmission is what the ray.io validating handlers share: the decoder, the rules, what
+// they look up (the namespace, cert-manager's API), the pod dry run and the time budget.
+type rayAdmission struct {
 	decoder     objectDecoder
 	validator   validation.Validator
 	namespaces  namespaceLookup
@@ -28,63 +30,53 @@ type rayClusterValidator struct {
 	budget      time.Duration
 }
 
+// certManagerErrors: a cluster with mutual TLS (obj, path as TLSClusterPath finds it) needs
+// cert-manager's API in namespace ns, unless the stored cluster (oldSpec, nil on create) had
+// it already.
+func (a rayAdmission) certManagerErrors(ctx context.Context, ns string, obj any, oldSpec *rayv1.RayClusterSpec) field.ErrorList {
+	path, ok := validation.TLSClusterPath(obj)
+	if !ok {
+		return nil
+	}
+	return validation.CertManagerErrors(oldSpec, path, a.certManager.state(ctx, ns))
+}
+
+type rayClusterValidator struct {
+	rayAdmission
+}
+
 func (v *rayClusterValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if unchangedUpdate(req) {
-		return admission.Allowed("")
-	}
-	obj, old := &rayv1.RayCluster{}, &rayv1.RayCluster{}
-	if resp, ok := decode(v.decoder, req, obj, old); !ok {
-		return resp
-	}
-	if req.Operation != admissionv1.Update {
-		old = nil
-	}
-	ctx, cancel := withBudget(ctx, v.budget)
-	defer cancel()
-	ns := namespaceOf(req, &obj.ObjectMeta)
+	return validateRay(ctx, req, v.decoder, v.budget, rayv1.RayClusterKind, v.admit)
+}
+
+func (v *rayClusterValidator) admit(ctx context.Context, ns string, old, obj *rayv1.RayCluster) (field.ErrorList, []string) {
 	errs, warnings := v.validator.AdmitRayCluster(v.namespaces.facts(ctx, ns), old, obj)
-	if path, ok := validation.TLSClusterPath(obj); ok {
-		var oldSpec *rayv1.RayClusterSpec
-		if old != nil {
-			oldSpec = &old.Spec
-		}
-		errs = append(errs, validation.CertManagerErrors(oldSpec, path, v.certManager.state(ctx, ns))...)
+	var oldSpec *rayv1.RayClusterSpec
+	if old != nil {
+		oldSpec = &old.Spec
 	}
-	errs, warnings = v.dryRun.rayCluster(ctx, ns, old, obj, errs, warnings)
-	return respond(ctx, rayv1.RayClusterKind, &obj.ObjectMeta, errs, warnings)
+	errs = append(errs, v.certManagerErrors(ctx, ns, obj, oldSpec)...)
+	return v.dryRun.rayCluster(ctx, ns, old, obj, errs, warnings)
 }
 
 type rayServiceValidator struct {
-	decoder        objectDecoder
-	validator      validation.Validator
-	namespaces     namespaceLookup
+	rayAdmission
 	gatewayClasses gatewayClassLookup
 	sharedGateways sharedGatewayLookup
-	certManager    certManagerLookup
-	dryRun         podDryRun
-	budget         time.Duration
 }
 
 func (v *rayServiceValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if unchangedUpdate(req) {
-		return admission.Allowed("")
-	}
-	obj, old := &rayv1.RayService{}, &rayv1.RayService{}
-	if resp, ok := decode(v.decoder, req, obj, old); !ok {
-		return resp
-	}
-	if req.Operation != admissionv1.Update {
-		old = nil
-	}
-	ctx, cancel := withBudget(ctx, v.budget)
-	defer cancel()
-	ns := v.namespaces.facts(ctx, namespaceOf(req, &obj.ObjectMeta))
+	return validateRay(ctx, req, v.decoder, v.budget, rayv1.RayServiceKind, v.admit)
+}
+
+func (v *rayServiceValidator) admit(ctx context.Context, namespace string, old, obj *rayv1.RayService) (field.ErrorList, []string) {
+	ns := v.namespaces.facts(ctx, namespace)
 	errs, warnings := v.validator.AdmitRayService(ns, old, obj)
 	// A shared Gateway the policy forbids is an error already.
 	if a, ok := validation.SharedGatewayToCheck(obj); ok && v.validator.Policy.AllowsSharedGateway(*a.Gateway) {
 		state, gw := v.sharedGateways.get(ctx, *a.Gateway)
 		if obj.Namespace == "" {
-			obj.Namespace = namespaceOf(req, &obj.ObjectMeta)
+			obj.Namespace = namespace
 		}
 		warnings = append(warnings, validation.SharedGatewayWarnings(obj, a, state, gw, ns)...)
 	}
@@ -95,23 +87,49 @@ func (v *rayServiceValidator) Handle(ctx context.Context, req admission.Request)
 	if name, ok := validation.GatewayClassToCheck(obj); ok && v.validator.Policy.AllowsGatewayClass(name) {
 		warnings = append(warnings, validation.GatewayClassWarnings(name, v.gatewayClasses.state(ctx, name))...)
 	}
-	if path, ok := validation.TLSClusterPath(obj); ok {
-		var oldSpec *rayv1.RayClusterSpec
-		if old != nil {
-			oldSpec = &old.Spec.RayClusterSpec
-		}
-		errs = append(errs, validation.CertManagerErrors(oldSpec, path, v.certManager.state(ctx, namespaceOf(req, &obj.ObjectMeta)))...)
+	var oldSpec *rayv1.RayClusterSpec
+	if old != nil {
+		oldSpec = &old.Spec.RayClusterSpec
 	}
-	errs, warnings = v.dryRun.rayService(ctx, namespaceOf(req, &obj.ObjectMeta), old, obj, errs, warnings)
-	return respond(ctx, rayv1.RayServiceKind, &obj.ObjectMeta, errs, warnings)
+	errs = append(errs, v.certManagerErrors(ctx, namespace, obj, oldSpec)...)
+	return v.dryRun.rayService(ctx, namespace, old, obj, errs, warnings)
+}
+
+// rayObject is a ray.io kind under review, as a pointer to T.
+type rayObject[T any] interface {
+	*T
+	runtime.Object
+	metav1.Object
+}
+
+// validateRay is what every ray.io validating handler does around its rules: an update that
+// changes nothing is allowed as it is; the object is decoded, and the old one on update (nil on
+// create); admit checks it in the namespace under review within the handler's budget; the
+// answer lists every error.
+func validateRay[T any, P rayObject[T]](ctx context.Context, req admission.Request, d objectDecoder, budget time.Duration, kind string,
+	admit func(ctx context.Context, namespace string, old, obj P) (field.ErrorList, []string)) admission.Response {
+	if unchangedUpdate(req) {
+		return admission.Allowed("")
+	}
+	obj, old := P(new(T)), P(new(T))
+	if resp, ok := decode(d, req, obj, old); !ok {
+		return resp
+	}
+	if req.Operation != admissionv1.Update {
+		old = nil
+	}
+	ctx, cancel := withBudget(ctx, budget)
+	defer cancel()
+	errs, warnings := admit(ctx, namespaceOf(req, obj), old, obj)
+	return respond(ctx, kind, obj, errs, warnings)
 }
 
 // namespaceOf is the namespace of the object under review.
-func namespaceOf(req admission.Request, obj *metav1.ObjectMeta) string {
+func namespaceOf(req admission.Request, obj metav1.Object) string {
 	if req.Namespace != "" {
 		return req.Namespace
 	}
-	return obj.Namespace
+	return obj.GetNamespace()
 }
 
 // decode fills obj (and old on update). It returns ok=false with the response to send when
@@ -156,15 +174,12 @@ func typeErrorsResponse(req admission.Request, raw []byte, into runtime.Object) 
 // respond turns validation results into an admission response: allowed with warnings, or
 // denied with one 422 Invalid status that lists every error with its field path (kubectl
 // prints them all), warnings included.
-func respond(ctx context.Context, kind string, obj *metav1.ObjectMeta, errs field.ErrorList, warnings []string) admission.Response {
+func respond(ctx context.Context, kind string, obj metav1.Object, errs field.ErrorList, warnings []string) admission.Response {
 	warnings = append(warnings, budgetWarnings(ctx)...)
 	if len(errs) == 0 {
 		return admission.Allowed("").WithWarnings(warnings...)
 	}
-	name := obj.Name
-	if name == "" {
-		name = obj.GenerateName
-	}
+	name := nameOf(obj.GetName(), obj.GetGenerateName())
 	// The request logger already names the object and the user.
 	logf.FromContext(ctx).V(1).Info("rejected", "errors", len(errs))
 	status := apierrors.NewInvalid(rayv1.Kind(kind), name, errs).Status()

@@ -13,6 +13,7 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/defaulting"
+	"github.com/raygate/raygate/internal/owned"
 	"github.com/raygate/raygate/internal/raycronjob"
 )
 
@@ -109,21 +110,19 @@ const (
 // there is this run's when this RayCronJob controls it.
 func (r *Reconciler) createRun(ctx context.Context, cj *rayv1.RayCronJob, t time.Time) (runOutcome, error) {
 	job := RunJob(cj, t)
-	err := r.client.Create(ctx, job)
-	if err == nil {
-		return runCreated, nil
-	}
-	if !apierrors.IsAlreadyExists(err) {
+	// Uncached: a run found under its name is read from the API server and left as it is
+	// (RayJobs carry no label of raygate's cache to add).
+	runs := owned.Client{Writer: r.client, API: r.apiReader, Owner: client.ObjectKeyFromObject(cj), OwnerKind: rayv1.RayCronJobKind}.Uncached()
+	created, err := runs.Create(ctx, job)
+	switch {
+	case err != nil:
 		return 0, fmt.Errorf("creating RayJob %s: %w", job.Name, err)
-	}
-	existing := &rayv1.RayJob{}
-	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(job), existing); err != nil {
-		return 0, fmt.Errorf("reading RayJob %s: %w", job.Name, err)
-	}
-	if metav1.IsControlledBy(existing, cj) {
+	case created.Conflict != nil:
+		return runNameTaken, nil
+	case created.Existing != nil:
 		return runFound, nil
 	}
-	return runNameTaken, nil
+	return runCreated, nil
 }
 
 // RunJob is the RayJob of the run of cj scheduled at t: the template's spec under the run's
