@@ -62,6 +62,7 @@ type flags struct {
 	out         string
 	operatorEnv []string
 	auditAll    bool
+	partial     bool
 }
 
 func parseFlags() (flags, error) {
@@ -83,6 +84,7 @@ func parseFlags() (flags, error) {
 	stages := flag.String("stages", "general,fast", "kwok pod stages of the scale scenario, each a labelled run: general (1-6 s per transition, like a kubelet) and fast (Ready at once)")
 	operatorEnv := flag.String("operator-env", "", "comma-separated K=V added to the operator's environment (e.g. GOMEMLIMIT=90MiB)")
 	flag.BoolVar(&f.auditAll, "audit-all", true, "in the scale scenario, audit every user and report the whole cluster's writes per object by component and by write (costs API server CPU in those runs)")
+	flag.BoolVar(&f.partial, "partial", false, "merge this run's scenarios into the saved results instead of replacing them (the report names the commit of each partial run)")
 	flag.StringVar(&f.out, "out", "", "directory for logs and profiles (default: a new temporary directory)")
 	flag.StringVar(&f.commit, "commit", "", "commit to report when the checkout has no .git (e.g. a git archive export); default: git rev-parse HEAD")
 	flag.Parse()
@@ -230,6 +232,13 @@ func run() error {
 		}
 	}
 	res.DurationSeconds = time.Since(b.started).Seconds()
+	if f.partial {
+		saved, err := loadResults(resultsPath)
+		if err != nil {
+			return fmt.Errorf("-partial needs the saved results of a full run: %w", err)
+		}
+		res = overlay(saved, res, f.scenarios)
+	}
 	if err := saveResults(resultsPath, res); err != nil {
 		return err
 	}

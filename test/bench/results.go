@@ -28,6 +28,50 @@ type results struct {
 	Noise           *noiseResult       `json:"noise,omitempty"`
 	Memory          *memoryResult      `json:"memory,omitempty"`
 	Loaded          *loadedResult      `json:"loaded,omitempty"`
+	// Partial lists the runs that re-measured only some scenarios on top of the full run
+	// above (-scenarios with a subset): their figures replaced that run's for those scenarios.
+	Partial []partialRun `json:"partial,omitempty"`
+}
+
+// partialRun is a run of some scenarios only, merged into the saved results.
+type partialRun struct {
+	Scenarios       []string  `json:"scenarios"`
+	Machine         machine   `json:"machine"`
+	Started         time.Time `json:"started"`
+	DurationSeconds float64   `json:"durationSeconds"`
+	Command         string    `json:"command"`
+}
+
+// overlay puts what a partial run measured on top of the saved results: the scenarios it
+// ran replace the saved ones, the others keep their figures, and the run is recorded so the
+// report says which figures come from which commit.
+func overlay(saved, run *results, scenarios []string) *results {
+	out := *saved
+	for _, s := range scenarios {
+		switch s {
+		case "scale":
+			out.Scale = run.Scale
+		case "loaded":
+			out.Loaded = run.Loaded
+		case "upgrade":
+			out.Upgrade = run.Upgrade
+		case "upgrade-load":
+			out.UpgradeLoad = run.UpgradeLoad
+		case "upgrade-fleet":
+			out.UpgradeFleet = run.UpgradeFleet
+		case "admission":
+			out.Admission = run.Admission
+		case "noise":
+			out.Noise = run.Noise
+		case "memory":
+			out.Memory = run.Memory
+		}
+	}
+	out.Partial = append(append([]partialRun(nil), saved.Partial...), partialRun{
+		Scenarios: scenarios, Machine: run.Machine, Started: run.Started,
+		DurationSeconds: run.DurationSeconds, Command: run.Command,
+	})
+	return &out
 }
 
 // machine is where the figures were taken.
