@@ -37,8 +37,8 @@ func renderReport(r *results, analysis, assets string) string {
 		"counts cover the operator alone — not kwok, the scheduler or the benchmark's client.")
 	m.p("Run %s · commit `%s` · %.0f minutes in total · `%s`.", r.Started.UTC().Format("2006-01-02 15:04 UTC"), r.Machine.Commit, r.DurationSeconds/60, r.Command)
 	for _, pr := range r.Partial {
-		m.p("Re-measured on top of that run: %s, at %s · commit `%s` · load average %.2f at start · %.0f minutes · `%s`.",
-			strings.Join(pr.Scenarios, ", "), pr.Started.UTC().Format("2006-01-02 15:04 UTC"), pr.Machine.Commit, pr.Machine.LoadAverage, pr.DurationSeconds/60, pr.Command)
+		m.p("Re-measured on top of that run: %s, at %s · commit `%s` · load average %.2f at start and %.2f at the end · %.0f minutes · `%s`.",
+			strings.Join(pr.Scenarios, ", "), pr.Started.UTC().Format("2006-01-02 15:04 UTC"), pr.Machine.Commit, pr.Machine.LoadAverage, pr.LoadAverageAtEnd, pr.DurationSeconds/60, pr.Command)
 	}
 
 	m.WriteString("## Targets\n\n")

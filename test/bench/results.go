@@ -40,6 +40,9 @@ type partialRun struct {
 	Started         time.Time `json:"started"`
 	DurationSeconds float64   `json:"durationSeconds"`
 	Command         string    `json:"command"`
+	// LoadAverageAtEnd is the 1-minute load when the run ended: on a shared machine the load
+	// at the start alone can hide that others were busy during the run.
+	LoadAverageAtEnd float64 `json:"loadAverageAtEnd"`
 }
 
 // overlay puts what a partial run measured on top of the saved results: the scenarios it
@@ -69,7 +72,7 @@ func overlay(saved, run *results, scenarios []string) *results {
 	}
 	out.Partial = append(append([]partialRun(nil), saved.Partial...), partialRun{
 		Scenarios: scenarios, Machine: run.Machine, Started: run.Started,
-		DurationSeconds: run.DurationSeconds, Command: run.Command,
+		DurationSeconds: run.DurationSeconds, Command: run.Command, LoadAverageAtEnd: describeMachine().LoadAverage,
 	})
 	return &out
 }
