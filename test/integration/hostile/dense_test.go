@@ -34,10 +34,17 @@ var _ = Describe("A tenant whose head pods answer the densest Serve status", fun
 		dashboards.SetNamespaceFault(dense, raysim.Fault{Mode: raysim.FaultDense, Deployments: dashboard.MaxDeployments})
 		dashboards.SetNamespaceFault(over, raysim.Fault{Mode: raysim.FaultDense, Deployments: dashboard.MaxDeployments + 1})
 		DeferCleanup(func(ctx context.Context) {
-			// Gone before the next spec, which counts the operator's writes by namespace.
+			// Gone before the next spec, which counts the operator's writes by namespace (the
+			// suite runs no garbage collector: the clusters are deleted here too).
 			for _, ns := range []string{dense, over} {
 				Expect(k8s.DeleteAllOf(ctx, &rayv1.RayService{}, client.InNamespace(ns))).To(Succeed())
-				Eventually(func() []string { return clusterNames(ctx, ns) }, 2*time.Minute).Should(BeEmpty())
+				Expect(k8s.DeleteAllOf(ctx, &rayv1.RayCluster{}, client.InNamespace(ns))).To(Succeed())
+				Eventually(func() []string { return clusterNames(ctx, ns) }, time.Minute).Should(BeEmpty())
+				Eventually(func() int {
+					var list rayv1.RayServiceList
+					Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+					return len(list.Items)
+				}, time.Minute).Should(BeZero())
 				dashboards.SetNamespaceFault(ns, raysim.Fault{})
 			}
 		})
