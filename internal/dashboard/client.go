@@ -3,7 +3,6 @@ package dashboard
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -104,13 +103,11 @@ func (c *HTTPClient) GetServeDetails(ctx context.Context) (*ServeDetails, error)
 	if err != nil {
 		return nil, err
 	}
-	var d ServeDetails
-	if err := json.Unmarshal(body, &d); err != nil {
-		// The decoder's message may quote the body; keep only the kind of problem.
-		return nil, fmt.Errorf("GET %s%s: the answer is not a Serve status (invalid JSON)", c.BaseURL, ApplicationsPath)
+	d, err := ParseServeDetails(body)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s%s: %w", c.BaseURL, ApplicationsPath, err)
 	}
-	d.bound()
-	return &d, nil
+	return d, nil
 }
 
 // DeployApplications implements Client.

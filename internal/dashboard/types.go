@@ -13,7 +13,8 @@ import "encoding/json"
 const ApplicationsPath = "/api/serve/applications/"
 
 // ServeDetails is the subset of Ray's ServeInstanceDetails (the GET response) raygate reads.
-// Unknown fields are ignored, so newer Ray versions keep working.
+// Unknown fields are ignored, so newer Ray versions keep working. The client fills only what
+// the controller reads (ParseServeDetails); the simulators serve the other fields.
 type ServeDetails struct {
 	// Applications are the Serve applications, by name.
 	Applications map[string]Application `json:"applications"`

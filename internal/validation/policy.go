@@ -97,6 +97,15 @@ func (c *check) policyCluster(spec *rayv1.RayClusterSpec, path *field.Path) fiel
 	if o := spec.AutoscalerOptions; o != nil && o.Image != nil {
 		errs = append(errs, c.registry(*o.Image, path.Child("autoscalerOptions", "image"))...)
 	}
+	// The history server collector runs in every Ray pod: its image (the default one when
+	// collectorOptions.image is unset) is held to the allow-list like the templates' images.
+	if raypod.WantsHistoryCollector(spec) {
+		image := raypod.DefaultCollectorImage
+		if o := spec.HistoryServerOptions.CollectorOptions; o.Image != nil && *o.Image != "" {
+			image = *o.Image
+		}
+		errs = append(errs, c.registry(image, path.Child("historyServerOptions", "collectorOptions", "image"))...)
+	}
 	d := c.policy.PodSettings.Defaults
 	errs = append(errs, sidecarNameClashes(&head.Template.Spec, d.HeadSidecars, "headSidecarContainers", headPath.Child("template", "spec"))...)
 	for i := range spec.WorkerGroupSpecs {

@@ -48,10 +48,22 @@ func TestPolicyRayCluster(t *testing.T) {
 			field.Forbidden(p("spec.workerGroupSpecs[0].template.spec.containers[2].image"), ""),
 			field.Forbidden(p("spec.autoscalerOptions.image"), ""),
 		}},
+		"the history server collector's image": {policy: strict, mutate: func(rc *rayv1.RayCluster) {
+			rc.Spec.HistoryServerOptions = &rayv1.HistoryServerOptions{CollectorOptions: &rayv1.CollectorOptions{Image: ptr.To("ghcr.io/example/collector:1")}}
+		}, want: field.ErrorList{field.Forbidden(p("spec.historyServerOptions.collectorOptions.image"), "")}},
+		"the collector's default image is from Docker Hub": {policy: Policy{AllowedImageRegistries: []string{"registry.example.com"}}, mutate: func(rc *rayv1.RayCluster) {
+			rc.Spec.HistoryServerOptions = &rayv1.HistoryServerOptions{CollectorOptions: &rayv1.CollectorOptions{}}
+			for _, tmpl := range []*corev1.PodTemplateSpec{&rc.Spec.HeadGroupSpec.Template, &rc.Spec.WorkerGroupSpecs[0].Template} {
+				tmpl.Spec.Containers[0].Image = "registry.example.com/ray:2.52.0"
+			}
+		}, want: field.ErrorList{field.Forbidden(p("spec.historyServerOptions.collectorOptions.image"), "")}},
+		"an allowed collector image passes": {policy: strict, mutate: func(rc *rayv1.RayCluster) {
+			rc.Spec.HistoryServerOptions = &rayv1.HistoryServerOptions{CollectorOptions: &rayv1.CollectorOptions{Image: ptr.To("registry.example.com/collector:1")}}
+		}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			errs, _ := Validator{Policy: tc.policy}.RayCluster(cluster(tc.mutate))
+			errs, _ := Validator{Policy: tc.policy, Gates: historyGateOn}.RayCluster(cluster(tc.mutate))
 			diffErrors(t, tc.want, errs)
 		})
 	}

@@ -22,6 +22,9 @@ const (
 	FaultHuge
 	// FaultNoisy answers errors whose text is long and full of control characters.
 	FaultNoisy
+	// FaultDense answers every read of the Serve status with DenseAnswer(Fault.Deployments)
+	// and accepts every config.
+	FaultDense
 )
 
 // Fault is a fault mode and its parameters.
@@ -31,6 +34,8 @@ type Fault struct {
 	Location string
 	// Bytes is the size of a FaultHuge answer.
 	Bytes int
+	// Deployments is how many deployments a FaultDense answer lists.
+	Deployments int
 }
 
 // SetFault makes every later request meet the fault (FaultNone: behave again).
@@ -59,6 +64,8 @@ func (s *Server) misbehave(w http.ResponseWriter, r *http.Request, f Fault) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"applications":{},"padding":"` + strings.Repeat("x", max(n-32, 0)) + `"}`))
+	case FaultDense:
+		serveDense(w, r, f.Deployments)
 	case FaultNoisy:
 		http.Error(w, strings.Repeat("Traceback\x1b[31m\r\n\tFile \"/home/ray/evil.py\"\x00", 200), http.StatusInternalServerError)
 	}

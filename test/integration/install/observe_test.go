@@ -23,6 +23,20 @@ var _ = Describe("the chart's monitoring objects", func() {
 		Expect(on.get("ConfigMap", "raygate-dashboard")).NotTo(BeNil())
 	})
 
+	It("skips verifying the self-signed metrics certificate unless metrics.serviceMonitor.tlsConfig says how to verify it", func() {
+		tlsConfig := func(args ...string) any {
+			sm := render(append([]string{"--set", "metrics.serviceMonitor.enabled=true"}, args...)...).ofKind("ServiceMonitor")
+			Expect(sm).To(HaveLen(1))
+			endpoints := nested[[]any](sm[0], "spec", "endpoints")
+			Expect(endpoints).To(HaveLen(1))
+			return endpoints[0].(map[string]any)["tlsConfig"]
+		}
+		Expect(tlsConfig()).To(Equal(map[string]any{"insecureSkipVerify": true}))
+		Expect(tlsConfig("--set-json", `metrics.serviceMonitor.tlsConfig={"insecureSkipVerify":null,"ca":{"secret":{"name":"raygate-metrics-ca","key":"ca.crt"}},"serverName":"raygate-metrics.raygate-system.svc"}`)).To(Equal(map[string]any{
+			"ca": map[string]any{"secret": map[string]any{"name": "raygate-metrics-ca", "key": "ca.crt"}}, "serverName": "raygate-metrics.raygate-system.svc",
+		}))
+	})
+
 	It("keeps the series' own namespace label when Prometheus scrapes (honorLabels)", func() {
 		sm := render("--set", "metrics.serviceMonitor.enabled=true").ofKind("ServiceMonitor")
 		Expect(sm).To(HaveLen(1))
