@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/raygate/raygate/controllers/rayjob/plan"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/framework/suite"
@@ -64,11 +65,15 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		Kubelet:      &framework.KubeletOptions{PodIPs: netip.MustParsePrefix("10.244.0.0/16")},
 	})
 	env, k8s, kubelet = harness.Env, harness.Client, harness.Kubelet
-	Expect(kuberay.InstallCRDs(env)).To(Succeed())
+	// raygate's CRDs, installed by suite.Start, include RayJob (a superset of KubeRay v1.5.1's
+	// schema): a user switching installs raygate's chart, and KubeRay's narrower RayJob CRD
+	// would prune the status fields it does not know from raygate's writes.
 	endpoints, err := kuberay.StartEndpoints(env.Config)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(endpoints.Stop)
-	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: 300 * time.Millisecond})
+	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: 300 * time.Millisecond, Jobs: raysim.JobOptions{
+		PendingDelay: 200 * time.Millisecond, RunDelay: 500 * time.Millisecond, Outcome: jobOutcome,
+	}})
 	DeferCleanup(dashboards.Close)
 	proxy, err = kuberay.StartProxy(kuberay.SimulatorRoutes(k8s, dashboards.Registry))
 	Expect(err).NotTo(HaveOccurred())
@@ -106,6 +111,7 @@ func startRaygate() (stop func()) {
 	restoreWebhooks(context.Background())
 	opts := dashboards.Wire(framework.ManagerOptions())
 	opts.EnableWebhooks = true
+	opts.RayJob = plan.Settings{JobStatusPoll: 300 * time.Millisecond, Recheck: time.Second}
 	mgr := harness.StartManager(opts)
 	raygate = mgr
 	stopped := false
@@ -124,7 +130,7 @@ func startRaygate() (stop func()) {
 
 // raygateIdle: raygate's controllers have handled every event they have seen.
 func raygateIdle() bool {
-	ok, err := raygate.Idle("rayservice", "raycluster")
+	ok, err := raygate.Idle("rayservice", "raycluster", "rayjob")
 	Expect(err).NotTo(HaveOccurred())
 	return ok
 }
