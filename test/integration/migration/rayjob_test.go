@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -22,9 +23,10 @@ import (
 
 // Entrypoints the simulated Jobs API runs to different ends (jobOutcome).
 const (
-	// holds runs until the spec releases it (raysim.Server.SetJobStatus).
-	holds   = `python -c "import time; time.sleep(86400)"`
-	quickly = `python -c "print('done')"`
+	// holds runs until the spec releases it (raysim.Server.SetJobStatus). Words without
+	// quotes: KubeRay's submitter passes the entrypoint through a shell.
+	holds   = "python /home/ray/samples/hold.py"
+	quickly = "python /home/ray/samples/done.py"
 )
 
 // jobOutcome is how the simulated Jobs API ends a job, by its entrypoint.
@@ -35,11 +37,13 @@ func jobOutcome(_ types.NamespacedName, job dashboard.JobSubmission) raysim.JobO
 	return raysim.JobOutcome{}
 }
 
-// The RayJobs: one RUNNING when KubeRay stops (HTTPMode: KubeRay itself posts it to the
-// Jobs API), and one KubeRay saw SUCCEEDED whose cluster waits for its TTL.
+// The RayJobs: two RUNNING when KubeRay stops (HTTPMode: KubeRay itself posts it to the
+// Jobs API; K8sJobMode: KubeRay's submitter Job does, and follows the job), and one KubeRay
+// saw SUCCEEDED whose cluster waits for its TTL.
 const (
-	runningJob  = "running"
-	finishedJob = "finished"
+	runningJob   = "running"
+	submitterJob = "submitter"
+	finishedJob  = "finished"
 	// finishedTTL keeps the finished job's cluster until raygate has taken over; raygate
 	// deletes it then, from the end time KubeRay recorded.
 	finishedTTL = 30
@@ -47,12 +51,15 @@ const (
 
 var _ = Describe("RayJobs taken over from KubeRay", Ordered, ContinueOnFailure, func() {
 	var (
-		ns                        string
-		stopKubeRay, stopRaygate  func()
-		running, finished         rayJobFacts
-		runningUID, finishedUID   types.UID
-		runningFacts, doneFacts   string
-		runningStatusUnderKubeRay rayv1.RayJobStatus
+		ns                       string
+		stopKubeRay, stopRaygate func()
+		// by RayJob name: the attempt, its cluster's UID, its status facts and status
+		// under KubeRay
+		attempts   = map[string]rayJobFacts{}
+		clusterUID = map[string]types.UID{}
+		facts      = map[string]string{}
+		underKR    = map[string]rayv1.RayJobStatus{}
+		submitter  *batchv1.Job
 	)
 
 	BeforeAll(func(ctx context.Context) {
@@ -68,73 +75,94 @@ var _ = Describe("RayJobs taken over from KubeRay", Ordered, ContinueOnFailure, 
 
 	It("KubeRay runs one RayJob and finishes another", func(ctx context.Context) {
 		stopKubeRay = startKubeRay(ctx)
-		By("creating two HTTPMode RayJobs, as a KubeRay user does")
+		By("creating three RayJobs, as a KubeRay user does")
 		job := builders.RayJob(runningJob, ns).Mode(rayv1.HTTPMode).Obj()
+		job.Spec.Entrypoint = holds
+		Expect(k8s.Create(ctx, job)).To(Succeed())
+		job = builders.RayJob(submitterJob, ns).Obj()
 		job.Spec.Entrypoint = holds
 		Expect(k8s.Create(ctx, job)).To(Succeed())
 		job = builders.RayJob(finishedJob, ns).Mode(rayv1.HTTPMode).Shutdown(finishedTTL).Obj()
 		job.Spec.Entrypoint = quickly
 		Expect(k8s.Create(ctx, job)).To(Succeed())
 
-		By("waiting until KubeRay reports one RUNNING and the other SUCCEEDED")
+		By("waiting until KubeRay reports two RUNNING and the third SUCCEEDED")
 		Eventually(deploymentOf(ctx, ns, runningJob)).Should(Equal("Running/RUNNING"))
+		Eventually(deploymentOf(ctx, ns, submitterJob)).Should(Equal("Running/RUNNING"))
 		Eventually(deploymentOf(ctx, ns, finishedJob)).Should(Equal("Complete/SUCCEEDED"))
-		running, finished = jobFactsOf(ctx, ns, runningJob), jobFactsOf(ctx, ns, finishedJob)
-		Expect(running.submissions()).To(Equal(1))
-		Expect(finished.submissions()).To(Equal(1))
-		runningUID, finishedUID = running.clusterUID(ctx), finished.clusterUID(ctx)
-		runningStatusUnderKubeRay = getJob(ctx, ns, runningJob).Status
-		runningFacts, doneFacts = jobStatusFacts(ctx, ns, runningJob)(), jobStatusFacts(ctx, ns, finishedJob)()
-		GinkgoWriter.Printf("RayJob status under KubeRay:\n  %s\n  %s\n", indent(runningFacts), indent(doneFacts))
+		for _, name := range []string{runningJob, submitterJob, finishedJob} {
+			a := jobFactsOf(ctx, ns, name)
+			Expect(a.submissions()).To(Equal(1), name)
+			attempts[name], clusterUID[name] = a, a.clusterUID(ctx)
+			underKR[name], facts[name] = getJob(ctx, ns, name).Status, jobStatusFacts(ctx, ns, name)()
+			GinkgoWriter.Printf("RayJob %s status under KubeRay:\n  %s\n", name, indent(facts[name]))
+		}
+		submitter = &batchv1.Job{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: submitterJob}, submitter)).To(Succeed())
 	})
 
-	It("raygate adopts both: no second submission, no new cluster, the running job reaches SUCCEEDED", func(ctx context.Context) {
+	It("raygate adopts them: no second submission, no new cluster or submitter, the running jobs reach SUCCEEDED", func(ctx context.Context) {
 		stopKubeRay()
 		before, err := framework.ReconcileCount("rayjob")
 		Expect(err).NotTo(HaveOccurred())
 		stopRaygate = startRaygate()
 
-		By("waiting until raygate has reconciled both RayJobs")
+		By("waiting until raygate has reconciled the RayJobs")
 		Eventually(func() bool {
 			n, err := framework.ReconcileCount("rayjob")
 			Expect(err).NotTo(HaveOccurred())
-			return n >= before+2 && raygateIdle()
+			return n >= before+3 && raygateIdle()
 		}).Should(BeTrue())
 
-		By("checking that raygate follows the running job as KubeRay left it")
-		Consistently(jobStatusFacts(ctx, ns, runningJob), settle/2).Should(Equal(runningFacts))
-		Consistently(jobStatusFacts(ctx, ns, finishedJob), settle/2).Should(Equal(doneFacts))
-		Expect(running.submissions()).To(Equal(1), "raygate submitted the running job again")
-		Expect(finished.submissions()).To(Equal(1), "raygate submitted the finished job again")
-		Expect(running.clusterUID(ctx)).To(Equal(runningUID))
-		Expect(finished.clusterUID(ctx)).To(Equal(finishedUID))
+		By("checking that raygate follows the jobs as KubeRay left them")
+		for name, f := range facts {
+			Consistently(jobStatusFacts(ctx, ns, name), settle/3).Should(Equal(f), name)
+		}
+		for name, a := range attempts {
+			Expect(a.submissions()).To(Equal(1), "raygate submitted %s again", name)
+			Expect(a.clusterUID(ctx)).To(Equal(clusterUID[name]), "the cluster of %s was recreated", name)
+		}
+		sub := &batchv1.Job{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: submitterJob}, sub)).To(Succeed())
+		Expect(sub.UID).To(Equal(submitter.UID), "the submitter Job was recreated")
 
-		By("the Ray job ends: raygate reports it SUCCEEDED as KubeRay would")
-		Expect(running.simulator().SetJobStatus(running.id, dashboard.JobStatusSucceeded, "")).To(Succeed())
-		Eventually(deploymentOf(ctx, ns, runningJob)).Should(Equal("Complete/SUCCEEDED"))
-		st := getJob(ctx, ns, runningJob).Status
-		Expect(st.JobId).To(Equal(running.id))
-		Expect(st.RayClusterName).To(Equal(running.cluster))
-		Expect(st.DashboardURL).To(Equal(runningStatusUnderKubeRay.DashboardURL))
-		Expect(st.StartTime).To(Equal(runningStatusUnderKubeRay.StartTime), "the attempt's start is KubeRay's")
-		Expect(st.RayJobStatusInfo.StartTime).To(Equal(runningStatusUnderKubeRay.RayJobStatusInfo.StartTime))
-		Expect(st.RayJobStatusInfo.EndTime).NotTo(BeNil())
-		Expect(st.EndTime).NotTo(BeNil())
-		Expect(ptr.Deref(st.Succeeded, -1)).To(BeEquivalentTo(1))
-		Expect(ptr.Deref(st.Failed, -1)).To(BeEquivalentTo(0))
-		Expect(st.Reason).To(BeEmpty())
-		Expect(st.Message).To(Equal("Job finished successfully."))
-		Expect(st.RayClusterStatus.State).To(Equal(rayv1.Ready))
-		Expect(running.submissions()).To(Equal(1))
-		Expect(running.clusterUID(ctx)).To(Equal(runningUID))
+		By("the Ray jobs end: raygate reports them SUCCEEDED as KubeRay would")
+		for _, name := range []string{runningJob, submitterJob} {
+			a := attempts[name]
+			Expect(a.simulator().SetJobStatus(a.id, dashboard.JobStatusSucceeded, "")).To(Succeed())
+		}
+		for _, name := range []string{runningJob, submitterJob} {
+			a, kr := attempts[name], underKR[name]
+			Eventually(deploymentOf(ctx, ns, name)).Should(Equal("Complete/SUCCEEDED"))
+			st := getJob(ctx, ns, name).Status
+			Expect(st.JobId).To(Equal(a.id))
+			Expect(st.RayClusterName).To(Equal(a.cluster))
+			Expect(st.DashboardURL).To(Equal(kr.DashboardURL))
+			Expect(st.StartTime).To(Equal(kr.StartTime), "the attempt's start is KubeRay's")
+			Expect(st.RayJobStatusInfo.StartTime).To(Equal(kr.RayJobStatusInfo.StartTime))
+			Expect(st.RayJobStatusInfo.EndTime).NotTo(BeNil())
+			Expect(st.EndTime).NotTo(BeNil())
+			Expect(ptr.Deref(st.Succeeded, -1)).To(BeEquivalentTo(1))
+			Expect(ptr.Deref(st.Failed, -1)).To(BeEquivalentTo(0))
+			Expect(st.Reason).To(BeEmpty())
+			Expect(st.Message).To(Equal("Job finished successfully."))
+			Expect(st.RayClusterStatus.State).To(Equal(rayv1.Ready))
+			Expect(a.submissions()).To(Equal(1), name)
+			Expect(a.clusterUID(ctx)).To(Equal(clusterUID[name]), name)
+			GinkgoWriter.Printf("RayJob %s status under raygate:\n  %s\n", name, indent(jobStatusFacts(ctx, ns, name)()))
+		}
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: submitterJob}, sub)).To(Succeed())
+		Expect(sub.UID).To(Equal(submitter.UID))
+		Expect(sub.Status.Succeeded).To(BeEquivalentTo(1), "KubeRay's submitter pod followed the job to its end")
 
 		By("the finished job's cluster goes ttlSecondsAfterFinished after KubeRay's end time; nothing runs again")
+		finished := attempts[finishedJob]
 		Eventually(clusterNames(ctx, ns), finishedTTL*2*time.Second).ShouldNot(ContainElement(finished.cluster))
 		end := getJob(ctx, ns, finishedJob).Status.EndTime
 		Expect(time.Since(end.Time)).To(BeNumerically(">=", finishedTTL*time.Second))
-		Expect(jobStatusFacts(ctx, ns, finishedJob)()).To(Equal(doneFacts))
+		Expect(jobStatusFacts(ctx, ns, finishedJob)()).To(Equal(facts[finishedJob]))
 		Expect(finished.submissions()).To(Equal(1))
-		Expect(clusterNames(ctx, ns)()).To(Equal([]string{running.cluster}), "no cluster created")
+		Expect(clusterNames(ctx, ns)()).To(Equal(sorted(attempts[runningJob].cluster, attempts[submitterJob].cluster)), "no cluster created")
 	})
 })
 

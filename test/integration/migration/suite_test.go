@@ -75,6 +75,13 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		PendingDelay: 200 * time.Millisecond, RunDelay: 500 * time.Millisecond, Outcome: jobOutcome,
 	}})
 	DeferCleanup(dashboards.Close)
+	// K8sJobMode RayJobs: the Job controller runs the submitter Jobs' pods (the fake kubelet
+	// makes them Running) and Submitters carries out their `ray job submit` scripts.
+	stopJobs, err := env.StartControllers(context.Background(), GinkgoWriter, "job-controller")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(stopJobs)
+	_, err = dashboards.RunSubmitters(env.Config, framework.SubmitterOptions{Poll: 100 * time.Millisecond})
+	Expect(err).NotTo(HaveOccurred())
 	proxy, err = kuberay.StartProxy(kuberay.SimulatorRoutes(k8s, dashboards.Registry))
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(proxy.Close)
