@@ -73,7 +73,7 @@ var _ = Describe("RayJobs taken over from KubeRay", Ordered, ContinueOnFailure, 
 		}
 	})
 
-	It("KubeRay runs one RayJob and finishes another", func(ctx context.Context) {
+	It("KubeRay runs two RayJobs and finishes a third", func(ctx context.Context) {
 		stopKubeRay = startKubeRay(ctx)
 		By("creating three RayJobs, as a KubeRay user does")
 		job := builders.RayJob(runningJob, ns).Mode(rayv1.HTTPMode).Obj()
@@ -125,6 +125,11 @@ var _ = Describe("RayJobs taken over from KubeRay", Ordered, ContinueOnFailure, 
 		sub := &batchv1.Job{}
 		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: submitterJob}, sub)).To(Succeed())
 		Expect(sub.UID).To(Equal(submitter.UID), "the submitter Job was recreated")
+		writes := raygate.Writes.SnapshotIn(ns)
+		GinkgoWriter.Printf("raygate's writes on taking over the RayJobs: %v\n", writes)
+		for w := range writes {
+			Expect(w).NotTo(Or(HavePrefix("create rayclusters"), HavePrefix("create jobs"), HavePrefix("delete ")), "raygate's writes: %v", writes)
+		}
 
 		By("the Ray jobs end: raygate reports them SUCCEEDED as KubeRay would")
 		for _, name := range []string{runningJob, submitterJob} {
