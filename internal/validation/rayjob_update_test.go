@@ -197,7 +197,7 @@ func TestStoredRayJob(t *testing.T) {
 			want: field.ErrorList{field.Invalid(p("status.rayClusterName"), nil, "")},
 		},
 		"recorded dashboard addresses that are not host:port": {
-			job: job(func(j *rayv1.RayJob) { j.Status.DashboardURL = "svc:8265/$(id)" }),
+			job:  job(func(j *rayv1.RayJob) { j.Status.DashboardURL = "svc:8265/$(id)" }),
 			want: field.ErrorList{field.Invalid(p("status.dashboardURL"), nil, "")},
 		},
 		"a recorded dashboard address without a port": {
