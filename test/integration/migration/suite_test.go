@@ -3,11 +3,15 @@
 // raygate (manager and webhooks) takes over without recreating a pod or dropping the
 // RayService's readiness, then upgrades the RayService; raygate stops and KubeRay takes the
 // objects back, again without recreating a pod. A last spec records what KubeRay does with
-// a raygate-stamped RayService whose spec changed while no operator ran.
+// a raygate-stamped RayService whose spec changed while no operator ran. RayJobs (their own
+// ordered container): KubeRay runs two (HTTPMode, K8sJobMode) and finishes a third; raygate
+// takes them over without a second submission, a new cluster or a new submitter Job.
 //
 // Pods are run by the fake kubelet, Serve by the dashboard simulators. raygate reaches the
 // simulators in-process; KubeRay reaches the same simulators through a loopback HTTP proxy
-// (its HTTP_PROXY) that answers the in-cluster addresses it calls. A stand-in for
+// (its HTTP_PROXY) that answers the in-cluster addresses it calls; the simulators serve the
+// Ray Jobs API too, and the Job controller and framework.Submitters run K8sJobMode
+// submitter pods against them. A stand-in for
 // kube-controller-manager's Endpoints controller writes the Endpoints from which KubeRay
 // counts serve endpoints.
 package migration
