@@ -102,6 +102,7 @@ var _ = Describe("RayJobs taken over from KubeRay", Ordered, ContinueOnFailure, 
 	})
 
 	It("raygate adopts them: no second submission, no new cluster or submitter, the running jobs reach SUCCEEDED", func(ctx context.Context) {
+		Expect(stopKubeRay).NotTo(BeNil(), "the first spec did not run")
 		stopKubeRay()
 		before, err := framework.ReconcileCount("rayjob")
 		Expect(err).NotTo(HaveOccurred())
@@ -168,6 +169,50 @@ var _ = Describe("RayJobs taken over from KubeRay", Ordered, ContinueOnFailure, 
 		Expect(jobStatusFacts(ctx, ns, finishedJob)()).To(Equal(facts[finishedJob]))
 		Expect(finished.submissions()).To(Equal(1))
 		Expect(clusterNames(ctx, ns)()).To(Equal(sorted(attempts[runningJob].cluster, attempts[submitterJob].cluster)), "no cluster created")
+	})
+
+	It("KubeRay takes back RayJobs raygate is running: no second submission, no new cluster or submitter", func(ctx context.Context) {
+		By("raygate starts an HTTPMode and a K8sJobMode RayJob")
+		back := map[string]rayv1.JobSubmissionMode{"back-http": rayv1.HTTPMode, "back-k8sjob": rayv1.K8sJobMode}
+		for name, mode := range back {
+			job := builders.RayJob(name, ns).Mode(mode).Obj()
+			job.Spec.Entrypoint = holds
+			Eventually(func() error { return k8s.Create(ctx, job.DeepCopy()) }).Should(Succeed())
+		}
+		for name := range back {
+			Eventually(deploymentOf(ctx, ns, name)).Should(Equal("Running/RUNNING"))
+			a := jobFactsOf(ctx, ns, name)
+			Expect(a.submissions()).To(Equal(1), name)
+			attempts[name], clusterUID[name], underKR[name] = a, a.clusterUID(ctx), getJob(ctx, ns, name).Status
+		}
+		sub := &batchv1.Job{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "back-k8sjob"}, sub)).To(Succeed())
+		Eventually(raygateIdle).Should(BeTrue())
+
+		stopRaygate()
+		stopKubeRay = startKubeRay(ctx)
+		By("the Ray jobs end: KubeRay reports them SUCCEEDED, from raygate's status")
+		for name := range back {
+			a := attempts[name]
+			Consistently(deploymentOf(ctx, ns, name), settle/3).Should(Equal("Running/RUNNING"), name)
+			Expect(a.submissions()).To(Equal(1), "KubeRay submitted %s again", name)
+			Expect(a.simulator().SetJobStatus(a.id, dashboard.JobStatusSucceeded, "")).To(Succeed())
+		}
+		for name := range back {
+			a := attempts[name]
+			Eventually(deploymentOf(ctx, ns, name)).Should(Equal("Complete/SUCCEEDED"))
+			st := getJob(ctx, ns, name).Status
+			Expect(st.JobId).To(Equal(a.id))
+			Expect(st.RayClusterName).To(Equal(a.cluster))
+			Expect(st.StartTime).To(Equal(underKR[name].StartTime), "the attempt's start is raygate's")
+			Expect(ptr.Deref(st.Succeeded, -1)).To(BeEquivalentTo(1))
+			Expect(a.submissions()).To(Equal(1), name)
+			Expect(a.clusterUID(ctx)).To(Equal(clusterUID[name]), name)
+			GinkgoWriter.Printf("RayJob %s status under KubeRay, started by raygate:\n  %s\n", name, indent(jobStatusFacts(ctx, ns, name)()))
+		}
+		again := &batchv1.Job{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "back-k8sjob"}, again)).To(Succeed())
+		Expect(again.UID).To(Equal(sub.UID), "the submitter Job was recreated")
 	})
 })
 
