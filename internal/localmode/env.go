@@ -12,7 +12,9 @@
 // pods run without containers: kwok makes them Running but does not complete them
 // (kwokcluster.Options.HeldJobPods), and framework.Submitters carries out their `ray job
 // submit` script against the simulated cluster and sets them Succeeded or Failed, so
-// kube-controller-manager's Job controller sees the submitter Job finish.
+// kube-controller-manager's Job controller sees the submitter Job finish. A SidecarMode head
+// pod's submitter container is carried out the same way (kwok would keep it running for
+// ever): it ends with the script's exit code while the head runs on.
 package localmode
 
 import (
@@ -178,7 +180,7 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 	if e.pods, err = framework.StartPodServers(e.Config, e.Dashboards); err != nil {
 		return nil, fmt.Errorf("starting the simulated Ray listeners: %w", err)
 	}
-	if e.submitters, err = framework.StartSubmitters(e.Config, e.Dashboards, framework.SubmitterOptions{}); err != nil {
+	if e.submitters, err = framework.StartSubmitters(e.Config, e.Dashboards, framework.SubmitterOptions{Sidecars: true}); err != nil {
 		return nil, fmt.Errorf("starting the simulated RayJob submitters: %w", err)
 	}
 	if err := e.startManager(ctx); err != nil {

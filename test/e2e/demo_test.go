@@ -1,8 +1,9 @@
 // Package e2e runs raygate's local mode as a newcomer does: `make run` (cmd/raygate-local) until
 // the sample RayService is Ready, the samples through the real admission webhooks, `make
 // demo` (cmd/raygate-demo) attached to it through an incremental upgrade with every invariant
-// checked, kubectl raygate steering a third upgrade, the RayJob sample run to SUCCEEDED, and
-// Ctrl-C, after which nothing it started may still run.
+// checked, kubectl raygate steering a third upgrade, and Ctrl-C, after which nothing it
+// started may still run; and (TestLocalModeRayJobs) the RayJob sample and a SidecarMode
+// RayJob run to SUCCEEDED.
 package e2e
 
 import (
@@ -83,10 +84,7 @@ func TestLocalModeAndDemo(t *testing.T) {
 
 	// kubectl raygate, in another terminal: watches and steers a third upgrade.
 	checkPlugin(t, filepath.Join(bin, "kubectl-raygate"), kubectlBin, kubeconfig)
-	jctx, jcancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer jcancel()
-	// The next steps' batch job: the RayJob sample runs to SUCCEEDED and its cluster goes.
-	checkRayJobSample(jctx, t, filepath.Join(bin, "kubectl-raygate"), kubectlBin, kubeconfig)
+	// The next steps' batch jobs run in TestLocalModeRayJobs.
 	if strings.Contains(localErr.String(), "INVARIANT VIOLATED") {
 		dump()
 		t.Errorf("make run reported violations:\n%s", localErr.String())

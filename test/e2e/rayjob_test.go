@@ -2,11 +2,162 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// TestLocalModeRayJobs runs `make run` and, as its next steps say, the RayJob sample
+// (K8sJobMode) to SUCCEEDED, then a SidecarMode RayJob (docs/rayjob.md's example) to
+// SUCCEEDED: the local mode carries out the head pod's submitter container too. Run it
+// alone with `go test ./test/e2e -run TestLocalModeRayJobs`.
+func TestLocalModeRayJobs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a whole local cluster")
+	}
+	bin := build(t, "./cmd/raygate-local", "./cmd/kubectl-raygate")
+	state := t.TempDir()
+	marker := "RAYGATE_E2E_RUN=" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-jobs"
+	t.Cleanup(func() { killMarked(marker) })
+	local := exec.Command(filepath.Join(bin, "raygate-local"), "--dir", state)
+	local.Dir, local.Env = repoRoot(), append(os.Environ(), marker)
+	pipe, err := local.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var localErr strings.Builder
+	local.Stderr = &localErr
+	if err := local.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- local.Wait() }()
+	out := newOutput(pipe)
+	dump := func() {
+		t.Logf("make run stdout:\n%s\nstderr:\n%s\nraygate.log (end):\n%s", out, localErr.String(), tail(filepath.Join(state, "raygate.log"), 4000))
+	}
+	if !out.waitFor("Ctrl-C stops everything.", 4*time.Minute) {
+		dump()
+		t.Fatal("make run did not reach the sample RayService Ready")
+	}
+	kubeconfig, kubectlBin := checkNextSteps(t, out.String(), state)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	checkRayJobSample(ctx, t, filepath.Join(bin, "kubectl-raygate"), kubectlBin, kubeconfig)
+	checkSidecarJob(ctx, t, kubectlBin, kubeconfig)
+	if t.Failed() {
+		dump()
+	}
+
+	if err := local.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			dump()
+			t.Fatalf("make run exited with %v after Ctrl-C", err)
+		}
+	case <-time.After(90 * time.Second):
+		dump()
+		t.Fatal("make run did not stop within 90s of Ctrl-C")
+	}
+}
+
+// sidecarJob is docs/rayjob.md's SidecarMode example.
+const sidecarJob = `apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: rayjob-sidecar
+spec:
+  submissionMode: SidecarMode
+  entrypoint: python -c "import ray; ray.init(); print(ray.cluster_resources())"
+  runtimeEnvYAML: |
+    env_vars:
+      counter_name: "test_counter"
+  shutdownAfterJobFinishes: true
+  ttlSecondsAfterFinished: 60
+  rayClusterSpec:
+    rayVersion: "2.52.0"
+    headGroupSpec:
+      rayStartParams: {}
+      template:
+        spec:
+          containers:
+          - name: ray-head
+            image: rayproject/ray:2.52.0
+            resources:
+              requests: {cpu: "1", memory: 2Gi}
+              limits: {cpu: "1", memory: 2Gi}
+    workerGroupSpecs:
+    - groupName: small-group
+      replicas: 1
+      minReplicas: 1
+      maxReplicas: 2
+      rayStartParams: {}
+      template:
+        spec:
+          containers:
+          - name: ray-worker
+            image: rayproject/ray:2.52.0
+            resources:
+              requests: {cpu: "1", memory: 1Gi}
+              limits: {cpu: "1", memory: 1Gi}
+`
+
+// checkSidecarJob applies the SidecarMode example and waits until it is SUCCEEDED and
+// Complete: the head pod's submitter container submitted the job once and exited 0, and the
+// head runs on.
+func checkSidecarJob(ctx context.Context, t *testing.T, kubectlBin, kubeconfig string) {
+	t.Helper()
+	manifest := filepath.Join(t.TempDir(), "rayjob-sidecar.yaml")
+	if err := os.WriteFile(manifest, []byte(sidecarJob), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := kubectl(ctx, kubectlBin, kubeconfig, "apply", "-f", manifest)
+	if err != nil || !strings.Contains(stdout, "rayjob.ray.io/rayjob-sidecar created") {
+		t.Fatalf("kubectl apply the SidecarMode RayJob (%v):\n%s%s", err, stdout, stderr)
+	}
+	last := waitForJobEnd(ctx, t, kubectlBin, kubeconfig, "rayjob-sidecar")
+	parts := strings.Split(last, "/")
+	if parts[0] != "SUCCEEDED" || parts[1] != "Complete" {
+		t.Fatalf("the SidecarMode RayJob ended %q (jobStatus/jobDeploymentStatus/reason/cluster), want SUCCEEDED/Complete", last)
+	}
+	// The head pod: its submitter container exited 0, its Ray container runs on.
+	const containers = `{range .items[0].status.containerStatuses[*]}{.name}={.state.terminated.exitCode}{.state.running.startedAt}{"\n"}{end}`
+	stdout, _, err = kubectl(ctx, kubectlBin, kubeconfig, "get", "pods", "-l", "ray.io/node-type=head,ray.io/cluster="+parts[3], "-o", "jsonpath="+containers)
+	if err != nil || !strings.Contains(stdout, "ray-job-submitter=0\n") || !strings.Contains(stdout, "ray-head=2") {
+		t.Errorf("the SidecarMode head pod's containers (name=exit code or start) (%v):\n%s", err, stdout)
+	}
+}
+
+// waitForJobEnd polls a RayJob until its deployment status is Complete or Failed and
+// returns jobStatus/jobDeploymentStatus/reason/rayClusterName.
+func waitForJobEnd(ctx context.Context, t *testing.T, kubectlBin, kubeconfig, name string) string {
+	t.Helper()
+	const fields = `{.status.jobStatus}/{.status.jobDeploymentStatus}/{.status.reason}/{.status.rayClusterName}`
+	var last string
+	for {
+		stdout, _, err := kubectl(ctx, kubectlBin, kubeconfig, "get", "rayjob", name, "-o", "jsonpath="+fields)
+		if err == nil {
+			last = stdout
+		}
+		if strings.Contains(last, "/Complete/") || strings.Contains(last, "/Failed/") {
+			return last
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("RayJob %s did not finish (jobStatus/jobDeploymentStatus/reason/cluster: %q)", name, last)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
 
 // rayJobSample is the RayJob of config/samples/ray_v1_rayjob.yaml.
 const rayJobSample = "rayjob-sample"
@@ -26,22 +177,7 @@ func checkRayJobSample(ctx context.Context, t *testing.T, pluginBin, kubectlBin,
 		t.Errorf("the RayJob sample draws warnings:\n%s", stderr)
 	}
 
-	const fields = `{.status.jobStatus}/{.status.jobDeploymentStatus}/{.status.reason}/{.status.rayClusterName}`
-	var last string
-	for {
-		stdout, _, err := kubectl(ctx, kubectlBin, kubeconfig, "get", "rayjob", rayJobSample, "-o", "jsonpath="+fields)
-		if err == nil {
-			last = stdout
-		}
-		if strings.Contains(last, "/Complete/") || strings.Contains(last, "/Failed/") {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the RayJob sample did not finish (jobStatus/jobDeploymentStatus/reason/cluster: %q)", last)
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+	last := waitForJobEnd(ctx, t, kubectlBin, kubeconfig, rayJobSample)
 	parts := strings.Split(last, "/")
 	if parts[0] != "SUCCEEDED" || parts[1] != "Complete" {
 		t.Fatalf("the RayJob sample ended %q (jobStatus/jobDeploymentStatus/reason/cluster), want SUCCEEDED/Complete", last)

@@ -67,6 +67,10 @@ type SubmitterOptions struct {
 	// RestartBackoff is how long a failed container with restartPolicy OnFailure waits
 	// before it runs again (default 1 s).
 	RestartBackoff time.Duration
+	// Sidecars also carries out the submitter container of SidecarMode head pods (see
+	// IsSidecarHead): the container ends with the script's exit code and the pod, the Ray
+	// head, keeps running. Off where a test drives that container itself.
+	Sidecars bool
 }
 
 // StartSubmitters starts running the submitter pods of the control plane at cfg against
@@ -132,7 +136,7 @@ func (s *Submitters) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		s.forget(req.NamespacedName, "")
 		return ctrl.Result{}, nil
 	}
-	if !raysim.IsSubmitterPod(pod) {
+	if !raysim.IsSubmitterPod(pod) && (!s.opts.Sidecars || !IsSidecarHead(pod)) {
 		return ctrl.Result{}, nil
 	}
 	if pod.DeletionTimestamp != nil {
@@ -194,7 +198,7 @@ func (s *Submitters) run(ctx context.Context, pod *corev1.Pod) {
 		s.results[key] = append(s.results[key], res)
 		s.mu.Unlock()
 		log.Info("submitter script ended", "exitCode", res.ExitCode, "submissionID", res.SubmissionID, "submitted", res.Submitted)
-		if res.ExitCode != 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure {
+		if res.ExitCode != 0 && restartsOnFailure(pod) {
 			if err := s.writeStatus(ctx, pod, restartedStatus(pod, res, started, restarts+1)); err != nil {
 				log.Error(err, "recording the container's restart")
 				return
@@ -204,7 +208,11 @@ func (s *Submitters) run(ctx context.Context, pod *corev1.Pod) {
 			}
 			continue
 		}
-		if err := s.writeStatus(ctx, pod, func(st *corev1.PodStatus) { finishedStatus(pod, st, res, started) }); err != nil {
+		finish := func(st *corev1.PodStatus) { finishedStatus(pod, st, res, started) }
+		if IsSidecarHead(pod) {
+			finish = func(st *corev1.PodStatus) { sidecarFinishedStatus(pod, st, res, started) }
+		}
+		if err := s.writeStatus(ctx, pod, finish); err != nil {
 			log.Error(err, "writing the finished pod's status")
 		}
 		return
@@ -227,6 +235,10 @@ func (s *Submitters) runOnce(ctx context.Context, pod *corev1.Pod) raysim.Submit
 		Token: dashboard.BearerToken(env["RAY_AUTH_TOKEN"]),
 		Poll:  s.opts.Poll,
 		Resolve: func(ctx context.Context, address string) (string, error) {
+			if IsSidecarHead(pod) && isLocalAddress(address) {
+				// The sidecar shares the head's network: its loopback is the head's dashboard.
+				return s.headDashboard(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Labels[rayv1.ClusterLabelKey]})
+			}
 			return s.dashboardFor(ctx, pod.Namespace, address)
 		},
 	})
@@ -239,6 +251,11 @@ func (s *Submitters) dashboardFor(ctx context.Context, namespace, address string
 	if err != nil {
 		return "", err
 	}
+	return s.headDashboard(ctx, cluster)
+}
+
+// headDashboard is the URL of a cluster's simulator, once the cluster has a running head.
+func (s *Submitters) headDashboard(ctx context.Context, cluster types.NamespacedName) (string, error) {
 	var heads corev1.PodList
 	if err := s.c.List(ctx, &heads, client.InNamespace(cluster.Namespace),
 		client.MatchingLabels{rayv1.ClusterLabelKey: cluster.Name, rayv1.NodeTypeLabelKey: string(rayv1.HeadNode)}); err != nil {

@@ -3,11 +3,15 @@
 // raygate (manager and webhooks) takes over without recreating a pod or dropping the
 // RayService's readiness, then upgrades the RayService; raygate stops and KubeRay takes the
 // objects back, again without recreating a pod. A last spec records what KubeRay does with
-// a raygate-stamped RayService whose spec changed while no operator ran.
+// a raygate-stamped RayService whose spec changed while no operator ran. RayJobs (their own
+// ordered container): KubeRay runs two (HTTPMode, K8sJobMode) and finishes a third; raygate
+// takes them over without a second submission, a new cluster or a new submitter Job.
 //
 // Pods are run by the fake kubelet, Serve by the dashboard simulators. raygate reaches the
 // simulators in-process; KubeRay reaches the same simulators through a loopback HTTP proxy
-// (its HTTP_PROXY) that answers the in-cluster addresses it calls. A stand-in for
+// (its HTTP_PROXY) that answers the in-cluster addresses it calls; the simulators serve the
+// Ray Jobs API too, and the Job controller and framework.Submitters run K8sJobMode
+// submitter pods against them. A stand-in for
 // kube-controller-manager's Endpoints controller writes the Endpoints from which KubeRay
 // counts serve endpoints.
 package migration
@@ -24,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/raygate/raygate/controllers/rayjob/plan"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/framework/suite"
@@ -64,12 +69,23 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		Kubelet:      &framework.KubeletOptions{PodIPs: netip.MustParsePrefix("10.244.0.0/16")},
 	})
 	env, k8s, kubelet = harness.Env, harness.Client, harness.Kubelet
-	Expect(kuberay.InstallCRDs(env)).To(Succeed())
+	// raygate's CRDs, installed by suite.Start, include RayJob (a superset of KubeRay v1.5.1's
+	// schema): a user switching installs raygate's chart, and KubeRay's narrower RayJob CRD
+	// would prune the status fields it does not know from raygate's writes.
 	endpoints, err := kuberay.StartEndpoints(env.Config)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(endpoints.Stop)
-	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: 300 * time.Millisecond})
+	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: 300 * time.Millisecond, Jobs: raysim.JobOptions{
+		PendingDelay: 200 * time.Millisecond, RunDelay: 500 * time.Millisecond, Outcome: jobOutcome,
+	}})
 	DeferCleanup(dashboards.Close)
+	// K8sJobMode RayJobs: the Job controller runs the submitter Jobs' pods (the fake kubelet
+	// makes them Running) and Submitters carries out their `ray job submit` scripts.
+	stopJobs, err := env.StartControllers(context.Background(), GinkgoWriter, "job-controller")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(stopJobs)
+	_, err = dashboards.RunSubmitters(env.Config, framework.SubmitterOptions{Poll: 100 * time.Millisecond})
+	Expect(err).NotTo(HaveOccurred())
 	proxy, err = kuberay.StartProxy(kuberay.SimulatorRoutes(k8s, dashboards.Registry))
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(proxy.Close)
@@ -106,6 +122,7 @@ func startRaygate() (stop func()) {
 	restoreWebhooks(context.Background())
 	opts := dashboards.Wire(framework.ManagerOptions())
 	opts.EnableWebhooks = true
+	opts.RayJob = plan.Settings{JobStatusPoll: 300 * time.Millisecond, Recheck: time.Second}
 	mgr := harness.StartManager(opts)
 	raygate = mgr
 	stopped := false
@@ -124,7 +141,7 @@ func startRaygate() (stop func()) {
 
 // raygateIdle: raygate's controllers have handled every event they have seen.
 func raygateIdle() bool {
-	ok, err := raygate.Idle("rayservice", "raycluster")
+	ok, err := raygate.Idle("rayservice", "raycluster", "rayjob")
 	Expect(err).NotTo(HaveOccurred())
 	return ok
 }
