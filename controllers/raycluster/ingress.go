@@ -3,6 +3,7 @@ package raycluster
 import (
 	"context"
 	"maps"
+	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -23,6 +24,9 @@ const (
 	EventFailedIngress  = "FailedToCreateIngress"
 	// EventFailedIngressUpdate is a failed update or delete of the Ingress.
 	EventFailedIngressUpdate = "FailedToReconcileIngress"
+	// EventIngressNotAllowed: the admin's Ingress policy refuses the Ingress the cluster asks
+	// for; none is created, and one created earlier is deleted.
+	EventIngressNotAllowed = "IngressNotAllowed"
 )
 
 // The dashboard Ingress `<cluster>-head-ingress` exists while headGroupSpec.enableIngress is
@@ -76,21 +80,39 @@ func mergeIngress(existing, desired *networkingv1.Ingress) (*networkingv1.Ingres
 	return u, false
 }
 
-// reconcileIngress creates, corrects or deletes the cluster's dashboard Ingress.
+// reconcileIngress creates, corrects or deletes the cluster's dashboard Ingress. One the
+// admin's policy refuses is neither created nor kept: admission refuses such a spec, but a
+// cluster stored before the policy changed, or admitted while the webhook was down, must not
+// get raygate to publish it.
 func (r *Reconciler) reconcileIngress(ctx context.Context, p *pass) error {
 	existing, err := owned.Read(ctx, r.objects(p), client.ObjectKey{Namespace: p.cluster.Namespace, Name: raypod.HeadIngressName(p.cluster.Name)}, &networkingv1.Ingress{})
 	if err != nil {
 		return err
 	}
-	_, err = r.applyChange(ctx, p, ingressKind, planIngress(&p.observation, existing))
+	c, refusals := planIngress(&p.observation, existing, r.Ingress)
+	if len(refusals) > 0 {
+		p.warn(EventIngressNotAllowed, actionCreate, "Not creating ingress %s: the admin's Ingress policy refuses it: %s",
+			raypod.HeadIngressName(p.cluster.Name), strings.Join(refusals, "; "))
+	}
+	_, err = r.applyChange(ctx, p, ingressKind, c)
 	return err
 }
 
-// planIngress is the change to the dashboard Ingress the cluster asks for.
-func planIngress(obs *observation, existing *networkingv1.Ingress) change {
+// planIngress is the change to the dashboard Ingress the cluster asks for under the admin's
+// policy, and why the policy refuses the Ingress the cluster asks for (nil: it does not, or
+// none is asked for). A refused Ingress is not wanted: an existing one is deleted.
+func planIngress(obs *observation, existing *networkingv1.Ingress, policy raypod.IngressPolicy) (change, []string) {
 	var desired *networkingv1.Ingress
+	var refusals []string
 	if raypod.WantsIngress(obs.cluster) {
-		desired = raypod.HeadIngress(obs.cluster)
+		desired = raypod.HeadIngress(obs.cluster, policy)
+		if refusals = policy.Refusals(desired); len(refusals) > 0 {
+			desired = nil
+		}
 	}
-	return decideIngress(desired, existing, existing != nil && ownerref.ControlledBy(existing, obs.object))
+	c := decideIngress(desired, existing, existing != nil && ownerref.ControlledBy(existing, obs.object))
+	if c.op == ownerref.Delete && len(refusals) > 0 {
+		c.why = "the admin's Ingress policy refuses it"
+	}
+	return c, refusals
 }

@@ -104,6 +104,9 @@ type Config struct {
 	// TokenAuthentication is the operator's --token-authentication: without it raygate holds
 	// no rights on Secrets, so a cluster with authOptions.mode token is not acted on.
 	TokenAuthentication bool
+	// Ingress is the admin's policy for dashboard Ingresses (--allowed-ingress-*): which
+	// annotations are copied, and no Ingress it refuses is created or kept (ingress.go).
+	Ingress raypod.IngressPolicy
 	// Recorder writes the controller's Events (nil: the manager's GetEventRecorder).
 	Recorder events.EventRecorder
 	// StatusCoalesce is how long a change of pod counts alone may wait before its status

@@ -72,6 +72,13 @@ type Options struct {
 	// AllowedSharedGateways are the Gateways ("<namespace>/<name>", "<namespace>/*") a
 	// RayService may attach its routes to (raygate.ray.io/gateway); empty: the feature is off.
 	AllowedSharedGateways []string
+	// AllowedIngressClasses, AllowedIngressHosts and AllowedIngressAnnotations are the admin's
+	// policy for the dashboard Ingress of headGroupSpec.enableIngress (raypod.IngressPolicy):
+	// "<namespace>/<class>", "<namespace>/<domain>" and annotation keys or prefixes. No
+	// classes: no dashboard Ingress.
+	AllowedIngressClasses     []string
+	AllowedIngressHosts       []string
+	AllowedIngressAnnotations []string
 	// PodSecurityCheck is what admission does with the Pod Security of the pods raygate would
 	// create: enforce, warn or off. PodSecurityExemptNamespaces are not checked.
 	PodSecurityCheck            string
@@ -215,6 +222,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.AllowedServiceTypes, "allowed-service-types", o.AllowedServiceTypes, "Service types (ClusterIP, NodePort, LoadBalancer) headGroupSpec.serviceType, headGroupSpec.headService and serveService may ask for; empty: any.")
 	fs.StringSliceVar(&o.AllowedImageRegistries, "allowed-image-registries", o.AllowedImageRegistries, "Registry hosts (docker.io, registry.example.com, localhost:5000) the images of Ray pods may come from; empty: any.")
 	fs.StringSliceVar(&o.AllowedSharedGateways, "allowed-shared-gateways", o.AllowedSharedGateways, "Existing Gateways (<namespace>/<name> or <namespace>/*) a RayService may attach its HTTPRoute and GRPCRoute to with the raygate.ray.io/gateway annotation; raygate never writes them. Empty: the feature is off.")
+	fs.StringSliceVar(&o.AllowedIngressClasses, "allowed-ingress-classes", o.AllowedIngressClasses, "IngressClasses the dashboard Ingress of headGroupSpec.enableIngress may have, as <namespace>/<class> (either may be *; <namespace>/* also allows the cluster's default class). Empty: no dashboard Ingress is allowed.")
+	fs.StringSliceVar(&o.AllowedIngressHosts, "allowed-ingress-hosts", o.AllowedIngressHosts, "Hosts the dashboard Ingress may serve, as <namespace>/<domain>: the domain and every name under it (the namespace may be *, the domain may contain {namespace}; the domain * allows any host and a rule without a host).")
+	fs.StringSliceVar(&o.AllowedIngressAnnotations, "allowed-ingress-annotations", o.AllowedIngressAnnotations, "RayCluster annotations copied to its dashboard Ingress: keys, or prefixes ending in * (alb.ingress.kubernetes.io/*). Snippet, auth, config, mirror and alias annotations are never copied. Empty: none.")
 	fs.StringVar(&o.PodSecurityCheck, "pod-security-check", o.PodSecurityCheck, "Check the pods raygate would create against the namespace's Pod Security labels at admission: enforce (reject what the API server would refuse, warn for warn and audit), warn (only warn) or off.")
 	fs.StringSliceVar(&o.PodSecurityExemptNamespaces, "pod-security-exempt-namespaces", o.PodSecurityExemptNamespaces, "Namespaces whose Pod Security admission does not check, e.g. those the API server's PodSecurity configuration exempts (raygate cannot read it).")
 	fs.BoolVar(&o.PodDryRun, "pod-dry-run", o.PodDryRun, "At admission, create the pods raygate would create for an object with dryRun=All, so the API server's own rules (pod validation, LimitRanges, Pod Security as its admission configuration sets it, admission policies and webhooks on pods) refuse at kubectl apply what they would refuse at pod creation. Needs create on pods, which raygate has.")
@@ -261,12 +271,18 @@ func (o *Options) Policy() validation.Policy {
 		AllowedServiceTypes:         types,
 		AllowedImageRegistries:      o.AllowedImageRegistries,
 		AllowedSharedGateways:       o.AllowedSharedGateways,
+		Ingress:                     o.IngressPolicy(),
 		PodSecurity:                 validation.PodSecurityMode(o.PodSecurityCheck),
 		PodSecurityExemptNamespaces: o.PodSecurityExemptNamespaces,
 		BatchScheduler:              o.BatchSchedulerName(),
 		TokenAuthenticationOff:      !o.TokenAuthentication,
 		PodSettings:                 o.PodSettings(),
 	}
+}
+
+// IngressPolicy is the admin's policy for dashboard Ingresses.
+func (o *Options) IngressPolicy() raypod.IngressPolicy {
+	return raypod.IngressPolicy{Classes: o.AllowedIngressClasses, Hosts: o.AllowedIngressHosts, Annotations: o.AllowedIngressAnnotations}
 }
 
 // validateClient checks the client-side limits: a burst without a rate limits nothing.
@@ -381,6 +397,21 @@ func (o *Options) validatePolicy() []string {
 	for _, g := range o.AllowedSharedGateways {
 		if why := validation.ValidSharedGatewayEntry(g); why != "" {
 			errs = append(errs, "--allowed-shared-gateways: "+why)
+		}
+	}
+	for _, list := range []struct {
+		flag    string
+		entries []string
+		check   func(string) string
+	}{
+		{"--allowed-ingress-classes", o.AllowedIngressClasses, raypod.ValidIngressClassEntry},
+		{"--allowed-ingress-hosts", o.AllowedIngressHosts, raypod.ValidIngressHostEntry},
+		{"--allowed-ingress-annotations", o.AllowedIngressAnnotations, raypod.ValidIngressAnnotationEntry},
+	} {
+		for _, e := range list.entries {
+			if why := list.check(e); why != "" {
+				errs = append(errs, list.flag+": "+why)
+			}
 		}
 	}
 	for _, r := range o.AllowedImageRegistries {

@@ -22,6 +22,7 @@ func rayClusterConfig(o Options, caps capabilities.Capabilities, scheduler batch
 		DisableGCSFTRedisCleanup: o.DisableGCSFTRedisCleanup,
 		OperatorNamespace:        o.OperatorNamespace,
 		TokenAuthentication:      o.TokenAuthentication,
+		Ingress:                  o.IngressPolicy(),
 		Concurrency:              o.ReconcileConcurrency,
 	}
 }

@@ -51,21 +51,22 @@ func IngressLabels(cluster string) map[string]string {
 }
 
 // HeadIngress is the Ingress exposing the dashboard port of a (defaulted) cluster's head
-// Service. The cluster's annotations are copied, so users configure their Ingress controller
-// through them (rewrite rules, auth, ...); kubernetes.io/ingress.class becomes
-// ingressClassName. The operators' own bookkeeping (ray.io/ and raygate.ray.io/ keys, which a
-// RayService rewrites on its clusters at every serve config change) is not copied: it would
-// only churn the Ingress. ingressOptions set the rule's host, path and pathType and the TLS
-// section; without them the rule matches any host on DefaultIngressPath, exactly.
-func HeadIngress(rc *rayv1.RayCluster) *networkingv1.Ingress {
+// Service. kubernetes.io/ingress.class becomes ingressClassName. KubeRay copies every other
+// cluster annotation, which lets a tenant configure a shared Ingress controller with the
+// operator's rights (snippets, authentication pointing at other namespaces' Secrets); raygate
+// copies only those the admin's policy lists (IngressPolicy.CopiesAnnotation), never unsafe
+// ones, nor the operators' own bookkeeping (ray.io/ and raygate.ray.io/ keys, which a
+// RayService rewrites on its clusters at every serve config change). ingressOptions set the
+// rule's host, path and pathType and the TLS section; without them the rule matches any host
+// on DefaultIngressPath, exactly. Whether the policy allows the result is
+// IngressPolicy.Refusals.
+func HeadIngress(rc *rayv1.RayCluster, policy IngressPolicy) *networkingv1.Ingress {
 	annotations := map[string]string{}
 	for k, v := range rc.Annotations {
-		if !operatorAnnotation(k) {
+		if policy.CopiesAnnotation(k) {
 			annotations[k] = v
 		}
 	}
-	delete(annotations, IngressClassAnnotationKey)
-	delete(annotations, lastAppliedAnnotation)
 	annotations[CopiedAnnotationsKey] = strings.Join(slices.Sorted(maps.Keys(annotations)), ",")
 
 	path, pathType := DefaultIngressPath(rc.Name), networkingv1.PathTypeExact

@@ -21,10 +21,16 @@ func TestHeadIngressGolden(t *testing.T) {
 			rayv1.OverwriteContainerCmdKey:               "false",
 			"raygate.ray.io/anything":                    "x",
 			"example.ray.io.example.com/keep":            "kept",
+			// Listed by the policy's prefix, but never copied.
+			"nginx.ingress.kubernetes.io/configuration-snippet": "return 200;",
+			"nginx.ingress.kubernetes.io/auth-tls-secret":       "kube-system/admin-tls",
+			// Not listed.
+			"team.example.com/owner": "alice",
 		}
 		rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
 	})
-	golden(t, "ingress-default", HeadIngress(rc))
+	policy := IngressPolicy{Annotations: []string{"nginx.ingress.kubernetes.io/*", "example.ray.io.example.com/keep", "raygate.ray.io/*"}}
+	golden(t, "ingress-default", HeadIngress(rc, policy))
 }
 
 func TestHeadIngress(t *testing.T) {
@@ -120,7 +126,7 @@ func TestHeadIngress(t *testing.T) {
 					tc.mutate(rc)
 				}
 			})
-			tc.check(t, HeadIngress(rc))
+			tc.check(t, HeadIngress(rc, IngressPolicy{}))
 		})
 	}
 }

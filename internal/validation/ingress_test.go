@@ -9,7 +9,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/raypod"
 )
+
+// openIngress allows every class and host, so the syntax rules are what is tested.
+var openIngress = Policy{Ingress: raypod.IngressPolicy{Classes: []string{"*/*"}, Hosts: []string{"*/*"}}}
 
 func TestIngress(t *testing.T) {
 	enabled := func(o *rayv1.IngressOptions) func(*rayv1.RayCluster) {
@@ -79,7 +83,7 @@ func TestIngress(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			errs, warnings := RayCluster(cluster(tc.mutate), gateOff)
+			errs, warnings := Validator{Gates: gateOff, Policy: openIngress}.RayCluster(cluster(tc.mutate))
 			diffErrors(t, tc.want, errs)
 			diffWarnings(t, tc.warnings, warnings)
 		})
@@ -92,7 +96,7 @@ func TestIngressOnRayService(t *testing.T) {
 		s.Spec.RayClusterSpec.HeadGroupSpec.EnableIngress = ptr.To(true)
 		s.Spec.RayClusterSpec.HeadGroupSpec.IngressOptions = &rayv1.IngressOptions{Host: ptr.To("-bad-")}
 	})
-	errs, _ := RayService(svc, gateOff)
+	errs, _ := Validator{Gates: gateOff, Policy: openIngress}.RayService(svc)
 	diffErrors(t, field.ErrorList{field.Invalid(p("spec.rayClusterConfig.headGroupSpec.ingressOptions.host"), nil, "")}, errs)
 }
 

@@ -13,10 +13,11 @@ import (
 )
 
 // Policy is what a cluster admin allows tenants, beyond the rules every object follows
-// (manager flags --allowed-*, --pod-security-*). The zero value allows everything and checks
-// Pod Security as the API server would: the controllers validate with it, so a policy never
-// stops them serving objects stored before it applied. Admission only (create and update,
-// ratcheted by field path).
+// (manager flags --allowed-*, --pod-security-*). The zero value allows everything but
+// dashboard Ingresses and checks Pod Security as the API server would: the controllers
+// validate with it, so a policy never stops them serving objects stored before it applied
+// (the Ingress policy is the exception: the RayCluster controller enforces it on its own).
+// Admission only (create and update, ratcheted by field path).
 type Policy struct {
 	// AllowedGatewayClasses are the GatewayClasses an incremental upgrade may use; empty: any.
 	AllowedGatewayClasses []string
@@ -24,6 +25,9 @@ type Policy struct {
 	// RayService may attach its routes to with raygate.ray.io/gateway; empty: none (the
 	// feature is off).
 	AllowedSharedGateways []string
+	// Ingress is the policy for the dashboard Ingress of headGroupSpec.enableIngress; the
+	// zero value allows none (ingresspolicy.go). The controller enforces it too.
+	Ingress raypod.IngressPolicy
 	// AllowedServiceTypes are the Service types headGroupSpec.serviceType,
 	// headGroupSpec.headService and a RayService's serveService may ask for; empty: any
 	// (ExternalName is never allowed).

@@ -37,8 +37,10 @@ func (c *check) jobClusterSpec(old, job *rayv1.RayJob) (field.ErrorList, []strin
 		oldSpec = old.Spec.RayClusterSpec
 	}
 	errs, warnings := c.clusterSpec(oldSpec, spec, rayJobClusterPath)
+	e, w := c.ingressPolicy(&job.ObjectMeta, spec, rayJobClusterPath)
+	errs, warnings = append(errs, e...), append(warnings, w...)
 	// No old spec: a change of backend simply applies to the next attempt's new cluster.
-	e, w := c.gcsFaultTolerance(nil, &job.ObjectMeta, spec, rayJobClusterPath)
+	e, w = c.gcsFaultTolerance(nil, &job.ObjectMeta, spec, rayJobClusterPath)
 	errs, warnings = append(errs, e...), append(warnings, w...)
 	if s := spec.UpgradeStrategy; s != nil && s.Type != nil {
 		errs = append(errs, field.Forbidden(rayJobClusterPath.Child("upgradeStrategy"),

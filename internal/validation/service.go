@@ -67,6 +67,8 @@ func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []strin
 	}
 	clusterErrs, clusterWarnings := c.clusterSpec(oldCluster, &spec.RayClusterSpec, rayClusterConfigPath)
 	errs, warnings = append(errs, clusterErrs...), append(warnings, clusterWarnings...)
+	clusterErrs, clusterWarnings = c.ingressPolicy(&svc.ObjectMeta, &spec.RayClusterSpec, rayClusterConfigPath)
+	errs, warnings = append(errs, clusterErrs...), append(warnings, clusterWarnings...)
 	// No old spec: a RayService changes its clusters' backend by building a new cluster.
 	clusterErrs, clusterWarnings = c.gcsFaultTolerance(nil, &svc.ObjectMeta, &spec.RayClusterSpec, rayClusterConfigPath)
 	errs, warnings = append(errs, clusterErrs...), append(warnings, clusterWarnings...)

@@ -41,7 +41,8 @@ type Validator struct {
 	Gates features.Gates
 	// Limits bound what one object may ask for; the zero value means DefaultLimits().
 	Limits Limits
-	// Policy is what the cluster admin allows; the zero value allows everything.
+	// Policy is what the cluster admin allows; the zero value allows everything but
+	// dashboard Ingresses.
 	Policy Policy
 }
 
@@ -293,6 +294,8 @@ func (c *check) rayCluster(old, rc *rayv1.RayCluster) (field.ErrorList, []string
 		oldSpec = &old.Spec
 	}
 	specErrs, warnings := c.clusterSpec(oldSpec, &rc.Spec, specPath)
+	ingErrs, ingWarnings := c.ingressPolicy(&rc.ObjectMeta, &rc.Spec, specPath)
+	specErrs, warnings = append(specErrs, ingErrs...), append(warnings, ingWarnings...)
 	if c.admission() {
 		specErrs = append(specErrs, tlsNames(rc.Name, &rc.Spec, specPath)...)
 		specErrs = append(specErrs, tlsToggle(oldSpec, &rc.Spec, specPath)...)

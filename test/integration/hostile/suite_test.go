@@ -74,6 +74,8 @@ var _ = BeforeSuite(func() {
 	opts.MaxPodsPerCluster = maxPodsPerCluster
 	opts.MaxPodsPerGroup = maxPodsPerCluster
 	opts.RayJob = plan.Settings{JobStatusPoll: 200 * time.Millisecond, Recheck: time.Second}
+	opts.AllowedIngressClasses, opts.AllowedIngressHosts = []string{"*/" + ingressClass}, []string{"*/{namespace}.apps.example.com"}
+	opts.AllowedIngressAnnotations = []string{"nginx.ingress.kubernetes.io/rewrite-target"}
 	mgr = harness.StartManager(opts)
 	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 

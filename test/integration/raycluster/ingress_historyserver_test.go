@@ -101,6 +101,38 @@ var _ = Describe("the dashboard Ingress of a RayCluster", func() {
 		Eventually(events(ctx, ns, "dash")).Should(ContainElement("Normal DeletedIngress: Deleted ingress dash-head-ingress: enableIngress is no longer true"))
 	})
 
+	// No webhooks here: the controller's own check is all that stands between a cluster the
+	// admin's policy refuses (stored before the policy changed, or while the webhook was
+	// down) and an Ingress created with raygate's rights.
+	It("is not created when the admin's policy refuses it, and unsafe annotations are never copied", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		rc := builders.RayCluster("refused", ns).
+			Annotation("kubernetes.io/ingress.class", "public").
+			Annotation("nginx.ingress.kubernetes.io/rewrite-target", "/$1").
+			Annotation("nginx.ingress.kubernetes.io/configuration-snippet", "proxy_pass http://127.0.0.1:10250;").
+			Annotation("nginx.ingress.kubernetes.io/auth-tls-secret", "kube-system/admin-tls").Obj()
+		rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
+		Expect(k8s.Create(ctx, rc)).To(Succeed())
+		waitReady(ctx, ns, "refused")
+		Eventually(events(ctx, ns, "refused")).Should(ContainElement(
+			"Warning IngressNotAllowed: Not creating ingress refused-head-ingress: the admin's Ingress policy refuses it: IngressClass public is not allowed in namespace " + ns))
+		Consistently(ingress(ctx, ns, "refused-head-ingress"), time.Second).Should(BeNil())
+
+		By("with an allowed class it is created, without the snippet and auth annotations")
+		updateCluster(ctx, ns, "refused", func(rc *rayv1.RayCluster) { rc.Annotations["kubernetes.io/ingress.class"] = "nginx" })
+		Eventually(ingress(ctx, ns, "refused-head-ingress")).ShouldNot(BeNil())
+		ing := ingress(ctx, ns, "refused-head-ingress")()
+		Expect(ing.Annotations).To(HaveKeyWithValue("nginx.ingress.kubernetes.io/rewrite-target", "/$1"))
+		Expect(ing.Annotations).NotTo(HaveKey("nginx.ingress.kubernetes.io/configuration-snippet"))
+		Expect(ing.Annotations).NotTo(HaveKey("nginx.ingress.kubernetes.io/auth-tls-secret"))
+
+		By("refused again, the Ingress it created is deleted")
+		updateCluster(ctx, ns, "refused", func(rc *rayv1.RayCluster) { rc.Annotations["kubernetes.io/ingress.class"] = "public" })
+		Eventually(ingress(ctx, ns, "refused-head-ingress")).Should(BeNil())
+		Eventually(events(ctx, ns, "refused")).Should(ContainElement(
+			"Normal DeletedIngress: Deleted ingress refused-head-ingress: the admin's Ingress policy refuses it"))
+	})
+
 	It("leaves an Ingress of that name it does not control alone and reports it", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		exact := networkingv1.PathTypeExact
@@ -112,7 +144,7 @@ var _ = Describe("the dashboard Ingress of a RayCluster", func() {
 			}}}},
 		}
 		Expect(k8s.Create(ctx, theirs)).To(Succeed())
-		rc := builders.RayCluster("taken", ns).Obj()
+		rc := builders.RayCluster("taken", ns).Annotation("kubernetes.io/ingress.class", "nginx").Obj()
 		rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
 

@@ -53,6 +53,10 @@ var _ = BeforeSuite(func() {
 func managerOptions() app.Options {
 	o := framework.ManagerOptions()
 	o.TokenAuthentication = true
+	// The dashboard Ingress specs (ingress_historyserver_test.go): class nginx, any host.
+	o.AllowedIngressClasses = []string{"*/nginx"}
+	o.AllowedIngressHosts = []string{"*/*"}
+	o.AllowedIngressAnnotations = []string{"nginx.ingress.kubernetes.io/*"}
 	return o
 }
 
