@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -89,10 +91,22 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	})
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
-		Short: "The plugin's version",
+		Short: "The plugin's version, and the image of each raygate operator Deployment it can see",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "kubectl-raygate %s\n", version.Version)
+			out := cmd.OutOrStdout()
+			if _, err := fmt.Fprintf(out, "kubectl-raygate %s\n", version.Version); err != nil {
+				return err
+			}
+			c, _, err := connect()
+			if err != nil {
+				return err
+			}
+			lines, err := OperatorVersions(cmd.Context(), c)
+			if err != nil {
+				lines = []string{fmt.Sprintf("raygate operator: not found (%v)", err)}
+			}
+			_, err = io.WriteString(out, strings.Join(lines, "\n")+"\n")
 			return err
 		},
 	})
@@ -232,4 +246,33 @@ func ParseTarget(args []string) (Target, error) {
 		return Target{Kind: rayv1.RayClusterKind, Name: name}, nil
 	}
 	return Target{}, fmt.Errorf("kubectl raygate shows rayservice, rayjob and raycluster, not %q", kind)
+}
+
+// OperatorDeploymentSelector selects raygate's operator Deployments: the chart's
+// app.kubernetes.io/name label.
+const OperatorDeploymentSelector = "app.kubernetes.io/name=raygate"
+
+// OperatorVersions names each raygate operator Deployment in any namespace with the image of
+// its first container (KubeRay's plugin reports its operator the same way).
+func OperatorVersions(ctx context.Context, c client.Client) ([]string, error) {
+	sel, err := labels.Parse(OperatorDeploymentSelector)
+	if err != nil {
+		return nil, err
+	}
+	var list appsv1.DeploymentList
+	if err := c.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return []string{"raygate operator: no Deployment labelled " + OperatorDeploymentSelector + " found"}, nil
+	}
+	var out []string
+	for _, d := range list.Items {
+		image := "-"
+		if cs := d.Spec.Template.Spec.Containers; len(cs) > 0 {
+			image = cs[0].Image
+		}
+		out = append(out, fmt.Sprintf("raygate operator: %s (deployment %s/%s)", image, d.Namespace, d.Name))
+	}
+	return out, nil
 }
