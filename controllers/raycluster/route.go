@@ -2,10 +2,15 @@ package raycluster
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 
 	"github.com/raygate/raygate/internal/owned"
 	"github.com/raygate/raygate/internal/owned/ownerref"
@@ -24,6 +29,9 @@ const (
 	EventFailedRoute  = "FailedToCreateRoute"
 	// EventFailedRouteUpdate is a failed update or delete of the Route.
 	EventFailedRouteUpdate = "FailedToReconcileRoute"
+	// EventIngressOptionsNotApplied: the cluster sets ingressOptions, which a Route does not
+	// take (sent when the Route is created, so it is not repeated every pass).
+	EventIngressOptionsNotApplied = "IngressOptionsNotApplied"
 )
 
 // Where the API server serves OpenShift's Route (route.openshift.io/v1, found once at start),
@@ -93,8 +101,40 @@ func (r *Reconciler) reconcileRoute(ctx context.Context, p *pass, e dashboardExp
 	if err != nil {
 		return err
 	}
-	_, err = r.applyChange(ctx, p, routeKind, planRoute(&p.observation, e, existing))
+	c := planRoute(&p.observation, e, existing)
+	done, err := r.applyChange(ctx, p, routeKind, c)
+	if done && c.op == ownerref.Create {
+		if note := ingressOptionsNote(p.cluster); note != "" {
+			p.warn(EventIngressOptionsNotApplied, actionCreate, "%s", note)
+		}
+	}
 	return err
+}
+
+// ingressOptionsNote says which ingressOptions a cluster exposed by a Route sets in vain
+// ("" when none): they describe an Ingress rule, and a Route gets neither host, path nor TLS
+// from them, as under KubeRay.
+func ingressOptionsNote(rc *rayv1.RayCluster) string {
+	o := rc.Spec.HeadGroupSpec.IngressOptions
+	if o == nil {
+		return ""
+	}
+	var set []string
+	if ptr.Deref(o.Host, "") != "" {
+		set = append(set, "host")
+	}
+	if ptr.Deref(o.Path, "") != "" || o.PathType != nil {
+		set = append(set, "path")
+	}
+	if len(o.TLS) > 0 {
+		set = append(set, "tls")
+	}
+	if len(set) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("The dashboard is exposed by an OpenShift Route, which does not take spec.headGroupSpec.ingressOptions (%s set): "+
+		"the router assigns the host; add TLS to the Route itself, or run the operator with USE_INGRESS_ON_OPENSHIFT=true for an Ingress",
+		strings.Join(set, ", "))
 }
 
 // planRoute is the change to the dashboard Route: one is wanted when Routes expose the

@@ -1,8 +1,10 @@
 package raycluster
 
 import (
+	"strings"
 	"testing"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
@@ -86,5 +88,25 @@ func TestPlanRoute(t *testing.T) {
 				t.Error("the update must carry the stored resourceVersion")
 			}
 		})
+	}
+}
+
+func TestIngressOptionsNote(t *testing.T) {
+	prefix := rayv1.IngressPathTypePrefix
+	for _, tc := range []struct {
+		name string
+		o    *rayv1.IngressOptions
+		want string
+	}{
+		{"none", nil, ""},
+		{"empty", &rayv1.IngressOptions{}, ""},
+		{"host", &rayv1.IngressOptions{Host: ptr.To("ray.example.com")}, "(host set)"},
+		{"everything", &rayv1.IngressOptions{Host: ptr.To("h"), PathType: &prefix, TLS: []networkingv1.IngressTLS{{SecretName: "s"}}}, "(host, path, tls set)"},
+	} {
+		rc := cluster(func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.IngressOptions = tc.o })
+		got := ingressOptionsNote(rc)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: note = %q, want one with %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -106,6 +106,7 @@ var _ = Describe("the dashboard Route on OpenShift", Ordered, func() {
 			Annotation("kubernetes.io/ingress.class", "openshift-default").
 			Annotation("haproxy.router.openshift.io/timeout", "5m").Obj()
 		rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
+		rc.Spec.HeadGroupSpec.IngressOptions = &rayv1.IngressOptions{Host: ptr.To("ray.example.com")} // an Ingress rule's: not a Route's
 		Expect(openshift.Client.Create(ctx, rc)).To(Succeed())
 		rc = get(ctx, ns, "dash")
 
@@ -124,6 +125,7 @@ var _ = Describe("the dashboard Route on OpenShift", Ordered, func() {
 			"wildcardPolicy": "None",
 		}), "no host: the router assigns one")
 		Eventually(eventsOf(ctx, ns, "dash")).Should(ContainElement("Normal CreatedRoute: Created route dash-head-route"))
+		Eventually(eventsOf(ctx, ns, "dash")).Should(ContainElement(And(HavePrefix("Warning IngressOptionsNotApplied: "), ContainSubstring("(host set)"))))
 		Expect(ingressIn(ctx, ns, "dash-head-ingress")()).To(BeNil(), "a Route, not an Ingress")
 
 		By("the host the router assigned stays; an annotation changed on the cluster follows")
