@@ -1,5 +1,6 @@
 // Command kubectl-raygate is the kubectl plugin for raygate (`kubectl raygate ...` once it is
-// on the PATH): status, why, pause, resume, abort and promote for a RayService's upgrade.
+// on the PATH): status and why for RayServices, RayJobs and RayClusters; pause, resume, abort
+// and promote for a RayService's upgrade; version.
 package main
 
 import (

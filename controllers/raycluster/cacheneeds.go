@@ -43,6 +43,9 @@ func CacheNeeds(cfg Config) cacheneeds.Needs {
 		kinds = append(kinds, cacheneeds.Kind{Object: unstructuredOf(raypod.CertificateGVK), Scope: created},
 			cacheneeds.Kind{Object: unstructuredOf(raypod.IssuerGVK), Scope: created})
 	}
+	if cfg.exposure().routesServed {
+		kinds = append(kinds, cacheneeds.Kind{Object: unstructuredOf(raypod.RouteGVK), Scope: created})
+	}
 	if podGroupServed(cfg) {
 		kinds = append(kinds, cacheneeds.Kind{Object: unstructuredOf(cfg.Scheduler.PodGroupKind()), Scope: created})
 	}

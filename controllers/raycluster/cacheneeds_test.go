@@ -40,6 +40,8 @@ func TestTheControllerWatchesWhatItDeclares(t *testing.T) {
 		{"cert-manager", raycluster.Config{Capabilities: capabilities.Capabilities{CertManager: true}}},
 		{"a batch scheduler", raycluster.Config{Scheduler: volcano.Scheduler{}, Capabilities: capabilities.Capabilities{PodGroup: podGroup}}},
 		{"a batch scheduler without its CRD", raycluster.Config{Scheduler: volcano.Scheduler{}}},
+		{"OpenShift's Route", raycluster.Config{Capabilities: capabilities.Capabilities{Route: true}}},
+		{"OpenShift's Route with USE_INGRESS_ON_OPENSHIFT", raycluster.Config{Capabilities: capabilities.Capabilities{Route: true}, IngressOnOpenShift: true}},
 		{"the Gateway API changes nothing here", raycluster.Config{Capabilities: capabilities.Capabilities{GatewayAPI: true, GRPCRoute: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

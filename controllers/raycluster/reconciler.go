@@ -84,6 +84,9 @@ type Config struct {
 	// cert-manager a cluster with spec.tlsOptions gets no pods; the batch scheduler's PodGroups
 	// are made only when their kind is served.
 	Capabilities capabilities.Capabilities
+	// IngressOnOpenShift is the operator's USE_INGRESS_ON_OPENSHIFT=true (KubeRay's switch):
+	// where Routes are served, dashboards are still exposed by Ingresses (route.go).
+	IngressOnOpenShift bool
 	// Scheduler is the --batch-scheduler integration (nil: the default scheduler); New builds
 	// BatchScheduler from it.
 	Scheduler batchscheduler.Scheduler
@@ -212,6 +215,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.BatchScheduler != nil && r.BatchScheduler.Owned() != nil {
 		b = b.Owns(r.BatchScheduler.Owned())
+	}
+	if r.exposure().routesServed {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(raypod.RouteGVK)
+		b = b.Owns(u)
 	}
 	if r.Capabilities.CertManager {
 		for _, gvk := range []schema.GroupVersionKind{raypod.CertificateGVK, raypod.IssuerGVK} {
@@ -427,7 +435,7 @@ func (r *Reconciler) act(ctx context.Context, p *pass, pods podPlan) (podsWritte
 		r.reconcileMTLS,
 		r.reconcileNetworkPolicies,
 		r.reconcileServices,
-		r.reconcileIngress,
+		r.reconcileDashboardAccess,
 		r.syncBatchScheduling,
 		func(ctx context.Context, p *pass) error {
 			podsWritten = pods.changesPods()

@@ -48,6 +48,9 @@ const (
 	EnvEnableRayHeadClusterIPService = "ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE"
 	// EnvEnableDeterministicHeadPodName, "true" (any case), names head pods <cluster>-head.
 	EnvEnableDeterministicHeadPodName = "ENABLE_DETERMINISTIC_HEAD_POD_NAME"
+	// EnvUseIngressOnOpenShift, "true" (any case), exposes dashboards with Ingresses even
+	// where OpenShift's Route API is served (by default a Route, as under KubeRay).
+	EnvUseIngressOnOpenShift = "USE_INGRESS_ON_OPENSHIFT"
 )
 
 // serviceAccountNamespaceFile is where the kubelet writes the pod's namespace.
@@ -76,6 +79,8 @@ type Environment struct {
 	HeadClusterIPService bool
 	// DeterministicHeadPodName is ENABLE_DETERMINISTIC_HEAD_POD_NAME=true.
 	DeterministicHeadPodName bool
+	// IngressOnOpenShift is USE_INGRESS_ON_OPENSHIFT=true.
+	IngressOnOpenShift bool
 	// RayJob are the RayJob controller's settings from KubeRay's variables
 	// (RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS, RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS,
 	// DELETE_RAYJOB_CR_AFTER_JOB_FINISHES; plan.ParseSettings). The rest of plan.Settings is
@@ -107,6 +112,7 @@ func (o *Options) readEnvironment(getenv func(string) string, readFile func(stri
 		LoginShell:               is(EnvEnableLoginShell, "true"),
 		HeadClusterIPService:     is(EnvEnableRayHeadClusterIPService, "true"),
 		DeterministicHeadPodName: is(EnvEnableDeterministicHeadPodName, "true"),
+		IngressOnOpenShift:       is(EnvUseIngressOnOpenShift, "true"),
 		RayJob:                   rayjobplan.ParseSettings(getenv),
 	}
 	o.envProblems = nil

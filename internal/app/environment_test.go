@@ -42,6 +42,8 @@ func TestReadEnvironment(t *testing.T) {
 		{name: "login shell only when true", env: map[string]string{EnvEnableLoginShell: "1"}, want: DefaultEnvironment()},
 		{name: "head cluster IP Service", env: map[string]string{EnvEnableRayHeadClusterIPService: "true"}, want: Environment{ClusterDomain: "cluster.local", HeadClusterIPService: true}},
 		{name: "deterministic head pod name", env: map[string]string{EnvEnableDeterministicHeadPodName: " true "}, want: Environment{ClusterDomain: "cluster.local", DeterministicHeadPodName: true}},
+		{name: "Ingress on OpenShift", env: map[string]string{EnvUseIngressOnOpenShift: "True"}, want: Environment{ClusterDomain: "cluster.local", IngressOnOpenShift: true}},
+		{name: "Ingress on OpenShift only when true", env: map[string]string{EnvUseIngressOnOpenShift: "yes"}, want: DefaultEnvironment()},
 		{name: "RayJob timings", env: map[string]string{rayjobplan.EnvStatusCheckTimeout: "60", rayjobplan.EnvTransitionGracePeriod: "0", rayjobplan.EnvDeleteRayJobAfterFinish: "TRUE"},
 			want: Environment{ClusterDomain: "cluster.local", RayJob: rayjobplan.Settings{StatusCheckTimeout: time.Minute, TransitionGracePeriod: -1, DeleteRayJobAfterJobFinishes: true}}},
 		{name: "RayJob timings that are not numbers take the defaults (and Validate refuses them)", env: map[string]string{rayjobplan.EnvStatusCheckTimeout: "-5", rayjobplan.EnvTransitionGracePeriod: "soon"},

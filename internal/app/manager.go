@@ -43,6 +43,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	reportMissingPodGroups(scheduler, caps)
+	o.routeExposure = caps.Route && !o.IngressOnOpenShift
 	ctrls, err := newControllerConfigs(cfg, o, caps, scheduler)
 	if err != nil {
 		return nil, err

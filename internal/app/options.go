@@ -79,6 +79,8 @@ type Options struct {
 	AllowedIngressClasses     []string
 	AllowedIngressHosts       []string
 	AllowedIngressAnnotations []string
+	// routeExposure: OpenShift Routes expose dashboards (discovered at start, not a flag).
+	routeExposure bool
 	// PodSecurityCheck is what admission does with the Pod Security of the pods raygate would
 	// create: enforce, warn or off. PodSecurityExemptNamespaces are not checked.
 	PodSecurityCheck            string
@@ -282,7 +284,7 @@ func (o *Options) Policy() validation.Policy {
 
 // IngressPolicy is the admin's policy for dashboard Ingresses.
 func (o *Options) IngressPolicy() raypod.IngressPolicy {
-	return raypod.IngressPolicy{Classes: o.AllowedIngressClasses, Hosts: o.AllowedIngressHosts, Annotations: o.AllowedIngressAnnotations}
+	return raypod.IngressPolicy{Classes: o.AllowedIngressClasses, Hosts: o.AllowedIngressHosts, Annotations: o.AllowedIngressAnnotations, RouteInstead: o.routeExposure}
 }
 
 // validateClient checks the client-side limits: a burst without a rate limits nothing.

@@ -16,6 +16,7 @@ func rayClusterConfig(o Options, caps capabilities.Capabilities, scheduler batch
 		Gates:                    features.Default(),
 		Limits:                   o.Limits(),
 		Capabilities:             caps,
+		IngressOnOpenShift:       o.IngressOnOpenShift,
 		Scheduler:                scheduler,
 		Pods:                     o.PodSettings(),
 		RandomPodDelete:          o.RandomPodDelete,

@@ -1,5 +1,5 @@
 // Package capabilities finds out, once at start, which optional APIs the API server serves:
-// the Gateway API, cert-manager, the batch scheduler's PodGroup. The cache and every
+// the Gateway API, cert-manager, the batch scheduler's PodGroup, OpenShift's Route. The cache and every
 // controller are set up from the one answer, so they never disagree about a kind (a
 // controller watching a kind the cache was not told about, or asking for one the server
 // lacks). A CRD installed later takes effect when raygate restarts.
@@ -33,6 +33,9 @@ type Capabilities struct {
 	// PodGroup is the batch scheduler's PodGroup kind that was asked for, when it is served;
 	// empty when none was asked for or its CRD is not installed.
 	PodGroup schema.GroupVersionKind
+	// Route: OpenShift's route.openshift.io/v1 Route is served. As under KubeRay, a cluster's
+	// dashboard is then exposed by a Route instead of an Ingress.
+	Route bool
 }
 
 // Discoverer is what Discover asks: client-go's discovery client, or a fake in tests.
@@ -87,6 +90,12 @@ func Discover(d Discoverer, podGroup schema.GroupVersionKind) (Capabilities, err
 	for _, gvk := range certManagerKinds {
 		c.CertManager = c.CertManager && slices.Contains(certs, gvk.Kind)
 	}
+
+	routes, err := kindsOf(raypod.RouteGVK.GroupVersion())
+	if err != nil {
+		return Capabilities{}, err
+	}
+	c.Route = slices.Contains(routes, raypod.RouteGVK.Kind)
 
 	if !podGroup.Empty() {
 		kinds, err := kindsOf(podGroup.GroupVersion())

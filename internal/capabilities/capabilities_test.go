@@ -41,6 +41,7 @@ const (
 	gatewayGV = "gateway.networking.k8s.io/v1"
 	certGV    = "cert-manager.io/v1"
 	volcanoGV = "scheduling.volcano.sh/v1beta1"
+	routeGV   = "route.openshift.io/v1"
 )
 
 var volcanoPodGroup = schema.GroupVersionKind{Group: "scheduling.volcano.sh", Version: "v1beta1", Kind: "PodGroup"}
@@ -68,8 +69,12 @@ func TestDiscover(t *testing.T) {
 			want: Capabilities{PodGroup: volcanoPodGroup}},
 		{name: "the PodGroup CRD missing", served: map[string][]string{volcanoGV: {"Queue"}}, podGroup: volcanoPodGroup, want: Capabilities{}},
 		{name: "a PodGroup served but not asked for", served: map[string][]string{volcanoGV: {"PodGroup"}}, want: Capabilities{}},
-		{name: "everything", served: map[string][]string{gatewayGV: {"Gateway", "HTTPRoute", "GRPCRoute"}, certGV: {"Certificate", "Issuer"}, volcanoGV: {"PodGroup"}},
-			podGroup: volcanoPodGroup, want: Capabilities{GatewayAPI: true, GRPCRoute: true, CertManager: true, PodGroup: volcanoPodGroup}},
+		{name: "OpenShift's Route", served: map[string][]string{routeGV: {"Route"}}, want: Capabilities{Route: true}},
+		{name: "the Route group without the Route kind", served: map[string][]string{routeGV: {"RouteSomethingElse"}}, want: Capabilities{}},
+		{name: "other OpenShift groups are no Route", served: map[string][]string{"security.openshift.io/v1": {"SecurityContextConstraints"}, "config.openshift.io/v1": {"Ingress"}},
+			want: Capabilities{}},
+		{name: "everything", served: map[string][]string{gatewayGV: {"Gateway", "HTTPRoute", "GRPCRoute"}, certGV: {"Certificate", "Issuer"}, volcanoGV: {"PodGroup"}, routeGV: {"Route"}},
+			podGroup: volcanoPodGroup, want: Capabilities{GatewayAPI: true, GRPCRoute: true, CertManager: true, PodGroup: volcanoPodGroup, Route: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &fakeDiscovery{served: tc.served}
@@ -93,7 +98,7 @@ func TestDiscover(t *testing.T) {
 // unavailable) stops the start: guessing would leave a kind unwatched until a restart.
 func TestDiscoverFailsOnErrors(t *testing.T) {
 	down := errors.New("connection refused")
-	for _, gv := range []string{gatewayGV, certGV, volcanoGV} {
+	for _, gv := range []string{gatewayGV, certGV, volcanoGV, routeGV} {
 		d := &fakeDiscovery{fail: map[string]error{gv: down}}
 		if _, err := Discover(d, volcanoPodGroup); !errors.Is(err, down) || !strings.Contains(err.Error(), gv) {
 			t.Errorf("%s failing: err = %v, want it wrapped with the group version", gv, err)

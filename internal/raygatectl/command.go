@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -22,6 +24,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/internal/validation"
+	"github.com/raygate/raygate/internal/version"
 )
 
 // NewCommand is `kubectl raygate`: kubectl's connection flags (--kubeconfig, --context,
@@ -30,7 +33,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true)
 	root := &cobra.Command{
 		Use:           "kubectl-raygate",
-		Short:         "Watch and steer RayService upgrades run by raygate, and see where RayJobs are",
+		Short:         "Watch and steer RayService upgrades run by raygate, and see where RayJobs and RayClusters are",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -38,7 +41,8 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetErr(streams.ErrOut)
 	flags.AddFlags(root.PersistentFlags())
 	connect := func() (client.Client, string, error) { return connectWith(flags) }
-	show := func(renderService func(io.Writer, View) error, renderJob func(io.Writer, JobView) error) func(*cobra.Command, []string) error {
+	show := func(renderService func(io.Writer, View) error, renderJob func(io.Writer, JobView) error,
+		renderCluster func(io.Writer, ClusterView) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
 			target, err := ParseTarget(args)
 			if err != nil {
@@ -48,12 +52,20 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if target.Kind == rayv1.RayJobKind {
+			key := types.NamespacedName{Namespace: ns, Name: target.Name}
+			switch target.Kind {
+			case rayv1.RayJobKind:
 				job := &rayv1.RayJob{}
-				if err := c.Get(cmd.Context(), types.NamespacedName{Namespace: ns, Name: target.Name}, job); err != nil {
+				if err := c.Get(cmd.Context(), key, job); err != nil {
 					return err
 				}
 				return renderJob(cmd.OutOrStdout(), JobView{Job: job, Now: time.Now()})
+			case rayv1.RayClusterKind:
+				rc := &rayv1.RayCluster{}
+				if err := c.Get(cmd.Context(), key, rc); err != nil {
+					return err
+				}
+				return renderCluster(cmd.OutOrStdout(), ClusterView{Cluster: rc, Now: time.Now()})
 			}
 			v, err := Read(cmd.Context(), c, ns, target.Name)
 			if err != nil {
@@ -64,17 +76,39 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		}
 	}
 	root.AddCommand(&cobra.Command{
-		Use:     "status [rayservice|rayjob] NAME",
-		Short:   "A RayService's clusters, capacity, traffic, applications, pending action and next step; a RayJob's statuses, cluster, submission and times",
-		Example: "  kubectl raygate status my-service\n  kubectl raygate status rayjob my-job\n  kubectl raygate status rayjob/my-job",
+		Use: "status [rayservice|rayjob|raycluster] NAME",
+		Short: "A RayService's clusters, capacity, traffic, applications, pending action and next step; a RayJob's statuses, cluster, submission and times; " +
+			"a RayCluster's state, workers, resources, head and conditions",
+		Example: "  kubectl raygate status my-service\n  kubectl raygate status rayjob my-job\n  kubectl raygate status rayjob/my-job\n  kubectl raygate status raycluster/my-cluster",
 		Args:    cobra.RangeArgs(1, 2),
-		RunE:    show(RenderStatus, RenderJobStatus),
+		RunE:    show(RenderStatus, RenderJobStatus, RenderClusterStatus),
 	})
 	root.AddCommand(&cobra.Command{
-		Use:   "why [rayservice|rayjob] NAME",
-		Short: "The exact conditions a RayService's upgrade waits on; why a RayJob is where it is",
+		Use:   "why [rayservice|rayjob|raycluster] NAME",
+		Short: "The exact conditions a RayService's upgrade waits on; why a RayJob is where it is; a RayCluster's conditions with their messages",
 		Args:  cobra.RangeArgs(1, 2),
-		RunE:  show(RenderWhy, RenderJobWhy),
+		RunE:  show(RenderWhy, RenderJobWhy, RenderClusterWhy),
+	})
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "The plugin's version, and the image of each raygate operator Deployment it can see",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			if _, err := fmt.Fprintf(out, "kubectl-raygate %s\n", version.Version); err != nil {
+				return err
+			}
+			c, _, err := connect()
+			if err != nil {
+				return err
+			}
+			lines, err := OperatorVersions(cmd.Context(), c)
+			if err != nil {
+				lines = []string{fmt.Sprintf("raygate operator: not found (%v)", err)}
+			}
+			_, err = io.WriteString(out, strings.Join(lines, "\n")+"\n")
+			return err
+		},
 	})
 	for _, a := range []struct{ action, short string }{
 		{rayv1.UpgradeActionPause, "Freeze the upgrade's capacity and traffic where they are"},
@@ -186,8 +220,8 @@ type Target struct {
 }
 
 // ParseTarget reads status's and why's arguments as kubectl does: NAME (a RayService, as
-// before RayJobs were shown), KIND NAME, or KIND/NAME, where KIND is rayservice or rayjob in
-// any of kubectl's spellings (singular, plural, short name, with the group).
+// before RayJobs were shown), KIND NAME, or KIND/NAME, where KIND is rayservice, rayjob or
+// raycluster in any of kubectl's spellings (singular, plural, with the group).
 func ParseTarget(args []string) (Target, error) {
 	var kind, name string
 	switch {
@@ -208,6 +242,37 @@ func ParseTarget(args []string) (Target, error) {
 		return Target{Kind: rayv1.RayServiceKind, Name: name}, nil
 	case "rayjob", "rayjobs":
 		return Target{Kind: rayv1.RayJobKind, Name: name}, nil
+	case "raycluster", "rayclusters":
+		return Target{Kind: rayv1.RayClusterKind, Name: name}, nil
 	}
-	return Target{}, fmt.Errorf("kubectl raygate shows rayservice and rayjob, not %q", kind)
+	return Target{}, fmt.Errorf("kubectl raygate shows rayservice, rayjob and raycluster, not %q", kind)
+}
+
+// OperatorDeploymentSelector selects raygate's operator Deployments: the chart's
+// app.kubernetes.io/name label.
+const OperatorDeploymentSelector = "app.kubernetes.io/name=raygate"
+
+// OperatorVersions names each raygate operator Deployment in any namespace with the image of
+// its first container (KubeRay's plugin reports its operator the same way).
+func OperatorVersions(ctx context.Context, c client.Client) ([]string, error) {
+	sel, err := labels.Parse(OperatorDeploymentSelector)
+	if err != nil {
+		return nil, err
+	}
+	var list appsv1.DeploymentList
+	if err := c.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return []string{"raygate operator: no Deployment labelled " + OperatorDeploymentSelector + " found"}, nil
+	}
+	var out []string
+	for _, d := range list.Items {
+		image := "-"
+		if cs := d.Spec.Template.Spec.Containers; len(cs) > 0 {
+			image = cs[0].Image
+		}
+		out = append(out, fmt.Sprintf("raygate operator: %s (deployment %s/%s)", image, d.Namespace, d.Name))
+	}
+	return out, nil
 }

@@ -30,7 +30,16 @@ type IngressPolicy struct {
 	// ending in "*" (alb.ingress.kubernetes.io/*). Keys UnsafeIngressAnnotation names are
 	// never copied, whatever the list says. Empty: none.
 	Annotations []string
+	// RouteInstead: the dashboard is exposed by an OpenShift Route (the API server serves
+	// route.openshift.io and USE_INGRESS_ON_OPENSHIFT is off). A Route has no class and the
+	// router picks its host, so only the namespace must be allowed (AllowsExposure) and the
+	// annotations are filtered as for an Ingress.
+	RouteInstead bool
 }
+
+// AllowsExposure says whether a dashboard of the namespace may be exposed at all: some
+// --allowed-ingress-classes entry covers the namespace. It is the whole check for a Route.
+func (p IngressPolicy) AllowsExposure(namespace string) bool { return len(p.ClassesFor(namespace)) > 0 }
 
 // Any stands for every namespace, class or host in an IngressPolicy entry.
 const Any = "*"

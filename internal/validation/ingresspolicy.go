@@ -59,6 +59,15 @@ func (c *check) ingressPolicy(meta *metav1.ObjectMeta, spec *rayv1.RayClusterSpe
 		return append(errs, field.Forbidden(enablePath, fmt.Sprintf(
 			"dashboard Ingresses are off on this cluster: the admin allows no IngressClass (%s); expose the dashboard another way, or ask the admin", ingressClassesSetting))), warnings
 	}
+	if p.RouteInstead {
+		// An OpenShift Route has no class and the router picks its host: only the
+		// namespace must be allowed.
+		if !p.AllowsExposure(ns) {
+			errs = append(errs, field.Forbidden(enablePath, fmt.Sprintf(
+				"dashboards of namespace %s may not be exposed: the admin lists no IngressClass for it (%s), which also governs OpenShift Routes", ns, ingressClassesSetting)))
+		}
+		return errs, warnings
+	}
 	classPath := annotationsPath.Key(raypod.IngressClassAnnotationKey)
 	if class := meta.Annotations[raypod.IngressClassAnnotationKey]; !p.AllowsClass(ns, class) {
 		allowed := listOrNone(p.ClassesFor(ns))

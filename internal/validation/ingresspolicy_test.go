@@ -75,6 +75,13 @@ func TestIngressPolicy(t *testing.T) {
 			"alb.ingress.kubernetes.io/scheme": "internet-facing",
 			"team.example.com/auth-owner":      "alice", // not meant for an Ingress
 		}), warnings: []string{fmt.Sprintf(WarnIngressAnnotationNotCopied, "metadata.annotations[alb.ingress.kubernetes.io/scheme]", ingressAnnotationsSetting)}},
+		"OpenShift Routes: no class, no host needed where the namespace is allowed": {policy: routes(policy), mutate: enabled("", "", nil)},
+		"OpenShift Routes: a namespace the admin lists no class for is refused": {
+			policy: routes(Policy{Ingress: raypod.IngressPolicy{Classes: []string{"other/*"}}}), mutate: enabled("", "", nil),
+			want: field.ErrorList{field.Forbidden(p("spec.headGroupSpec.enableIngress"), "")}},
+		"OpenShift Routes: unsafe annotations are still refused": {policy: routes(policy), mutate: enabled("", "", map[string]string{
+			"haproxy.org/backend-config-snippet": "http-request deny",
+		}), want: field.ErrorList{field.Forbidden(annotationsPath.Key("haproxy.org/backend-config-snippet"), "")}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -83,6 +90,12 @@ func TestIngressPolicy(t *testing.T) {
 			diffWarnings(t, tc.warnings, warnings)
 		})
 	}
+}
+
+// routes is the policy where OpenShift Routes expose dashboards.
+func routes(p Policy) Policy {
+	p.Ingress.RouteInstead = true
+	return p
 }
 
 // The exact text kubectl prints, which names the setting to change.

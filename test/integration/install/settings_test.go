@@ -121,7 +121,7 @@ var _ = Describe("every setting through Helm", func() {
 		Expect(byDefault).NotTo(HaveKey("ENABLE_ZERO_DOWNTIME"))
 		Expect(byDefault).NotTo(HaveKey("ENABLE_GCS_FT_REDIS_CLEANUP"))
 		for _, name := range []string{app.EnvEnableInitContainerInjection, app.EnvEnableProbesInjection, app.EnvEnableLoginShell,
-			app.EnvEnableRayHeadClusterIPService, app.EnvEnableDeterministicHeadPodName, rayjobplan.EnvDeleteRayJobAfterFinish,
+			app.EnvEnableRayHeadClusterIPService, app.EnvEnableDeterministicHeadPodName, app.EnvUseIngressOnOpenShift, rayjobplan.EnvDeleteRayJobAfterFinish,
 			rayjobplan.EnvStatusCheckTimeout, rayjobplan.EnvTransitionGracePeriod} {
 			Expect(byDefault).NotTo(HaveKey(name))
 		}
@@ -135,6 +135,7 @@ var _ = Describe("every setting through Helm", func() {
 		Expect(set).To(HaveKeyWithValue(app.EnvEnableLoginShell, "true"))
 		Expect(set).To(HaveKeyWithValue(app.EnvEnableRayHeadClusterIPService, "true"))
 		Expect(set).To(HaveKeyWithValue(app.EnvEnableDeterministicHeadPodName, "true"))
+		Expect(set).To(HaveKeyWithValue(app.EnvUseIngressOnOpenShift, "true"))
 		Expect(set).To(HaveKeyWithValue(rayjobplan.EnvDeleteRayJobAfterFinish, "true"))
 		Expect(set).To(HaveKeyWithValue(rayjobplan.EnvStatusCheckTimeout, "120"))
 		Expect(set).To(HaveKeyWithValue(rayjobplan.EnvTransitionGracePeriod, "600"))
