@@ -193,7 +193,7 @@ var _ = Describe("the dashboard Route on OpenShift", Ordered, func() {
 var _ = Describe("without OpenShift's Route API", func() {
 	It("exposes the dashboard with an Ingress and makes no Route", func(ctx context.Context) {
 		ns := newNamespace(ctx)
-		rc := builders.RayCluster("plain", ns).Obj()
+		rc := builders.RayCluster("plain", ns).Annotation("kubernetes.io/ingress.class", "nginx").Obj() // the class the suite's policy allows
 		rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
 		Eventually(ingress(ctx, ns, "plain-head-ingress")).ShouldNot(BeNil())
