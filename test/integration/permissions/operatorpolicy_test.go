@@ -25,7 +25,7 @@ import (
 // API server would get it from `helm install` on Kubernetes 1.30 or newer.
 const (
 	chartPolicy  = "raygate-system-raygate-operator-rights"
-	scopedPolicy = "raygate-system-scoped-raygate-operator-rights"
+	scopedPolicy = "raygate-system-policy-scoped-raygate-operator-rights"
 	policyRefuse = "ValidatingAdmissionPolicy '"
 )
 
@@ -68,30 +68,39 @@ func rayPod(name, ns string, labels map[string]string, owners ...metav1.OwnerRef
 	}
 }
 
-var _ = Describe("the chart's bound on the operator's own rights (operatorPolicy)", Ordered, func() {
-	chartSA := framework.ChartServiceAccount()
-	scopedSA := framework.ServiceAccount{Namespace: "raygate-system", Name: "raygate-policy-scoped"}
-	var watched string
+// Release names and ServiceAccounts the suite's policies are rendered for: the chart's own,
+// a namespace-scoped release whose ServiceAccount holds (by mistake, say) the cluster-wide
+// rules, and those of the suite's other specs, so they run under the policy too.
+var (
+	chartSA        = framework.ChartServiceAccount()
+	policyScopedSA = framework.ServiceAccount{Namespace: "raygate-system", Name: "raygate-policy-scoped"}
+	policyWatched  = "policy-watched"
+	otherReleases  = map[string]string{"missing-rule": "raygate-missing-rule", "scoped": "raygate-scoped"}
+)
 
-	BeforeAll(func(ctx context.Context) {
-		watched = newNamespace(ctx)
-		applyOperatorPolicy(ctx, "raygate")
-		// A second release watching one namespace, whose ServiceAccount holds (by mistake, say)
-		// the cluster-wide rules: the policy still keeps it in its namespace.
-		applyOperatorPolicy(ctx, "scoped", "serviceAccount.name="+scopedSA.Name, "watchNamespaces={"+watched+"}")
-		Expect(framework.GrantChartRBAC(ctx, harness.Env.Config, scopedSA, framework.RBACOptions{})).To(Succeed())
-		// Token authentication's Secret rights: the widest grant the chart makes.
-		Expect(framework.GrantChartRBAC(ctx, harness.Env.Config, chartSA, framework.RBACOptions{TokenAuthentication: true})).To(Succeed())
+// installOperatorPolicies applies the chart's operator policy for every ServiceAccount the
+// suite's managers run as, and waits until the API server enforces it.
+func installOperatorPolicies(ctx context.Context) {
+	GinkgoHelper()
+	_, stderr, err := harness.Env.Kubectl(ctx, "", "create", "namespace", policyWatched)
+	Expect(err).NotTo(HaveOccurred(), stderr)
+	applyOperatorPolicy(ctx, "raygate")
+	applyOperatorPolicy(ctx, "policy-scoped", "serviceAccount.name="+policyScopedSA.Name, "watchNamespaces={"+policyWatched+"}")
+	for release, sa := range otherReleases {
+		applyOperatorPolicy(ctx, release, "serviceAccount.name="+sa)
+	}
+	Expect(framework.GrantChartRBAC(ctx, harness.Env.Config, policyScopedSA, framework.RBACOptions{})).To(Succeed())
+	// Token authentication's Secret rights: the widest grant the chart makes.
+	Expect(framework.GrantChartRBAC(ctx, harness.Env.Config, chartSA, framework.RBACOptions{TokenAuthentication: true})).To(Succeed())
+	for sa, policy := range map[framework.ServiceAccount]string{chartSA: chartPolicy, policyScopedSA: scopedPolicy} {
+		c := asOperator(sa)
+		Eventually(func() error {
+			return c.Create(ctx, rayPod("probe", "kube-system", nil), client.DryRunAll)
+		}).Should(refusedBy(policy, "protected namespace kube-system"))
+	}
+}
 
-		By("waiting until the API server enforces both policies")
-		for sa, policy := range map[framework.ServiceAccount]string{chartSA: chartPolicy, scopedSA: scopedPolicy} {
-			c := asOperator(sa)
-			Eventually(func() error {
-				return c.Create(ctx, rayPod("probe", "kube-system", nil), client.DryRunAll)
-			}).Should(refusedBy(policy, "protected namespace kube-system"))
-		}
-	})
-
+var _ = Describe("the chart's bound on the operator's own rights (operatorPolicy)", func() {
 	It("refuses a stolen operator token the writes its RBAC allows and raygate never makes", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		for _, check := range []struct{ verb, resource, ns string }{
@@ -142,9 +151,9 @@ var _ = Describe("the chart's bound on the operator's own rights (operatorPolicy
 		})).To(refusedBy(chartPolicy, "raygate binds only its autoscaler Role of the same name, to ServiceAccounts of the namespace"))
 
 		By("outside the watched namespaces of a namespace-scoped release")
-		other := asOperator(scopedSA)
+		other := asOperator(policyScopedSA)
 		Expect(other.Create(ctx, rayPod("miner", ns, rayLabels, owner))).To(refusedBy(scopedPolicy,
-			"raygate writes only in the namespaces it watches ("+watched+"): refused CREATE of pods "+ns+"/miner"))
+			"raygate writes only in the namespaces it watches ("+policyWatched+"): refused CREATE of pods "+ns+"/miner"))
 
 		By("nothing was written")
 		var pods corev1.PodList

@@ -33,9 +33,11 @@ func TestPermissions(t *testing.T) {
 	RunSpecs(t, "The chart's RBAC in the suites")
 }
 
-var _ = BeforeSuite(func() {
+var _ = BeforeSuite(func(ctx context.Context) {
 	harness = suite.Start(suite.Options{Kubelet: &framework.KubeletOptions{}})
 	k8s = harness.Client
+	// Every manager here runs under the chart's bound on its own rights, as installed.
+	installOperatorPolicies(ctx)
 })
 
 func newNamespace(ctx context.Context) string {
