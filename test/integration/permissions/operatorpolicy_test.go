@@ -4,6 +4,8 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -11,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -150,6 +153,30 @@ var _ = Describe("the chart's bound on the operator's own rights (operatorPolicy
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}},
 		})).To(refusedBy(chartPolicy, "raygate binds only its autoscaler Role of the same name, to ServiceAccounts of the namespace"))
 
+		By("a connection through the API server to a pod in kube-system, with dashboardAPIServerProxy's rule")
+		proxy := &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "dashboard-proxy-"},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods/proxy"}, Verbs: []string{"get", "update"}}},
+		}
+		Expect(k8s.Create(ctx, proxy)).To(Succeed())
+		DeferCleanup(k8s.Delete, proxy)
+		proxyBinding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "dashboard-proxy-"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: proxy.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: chartSA.Namespace, Name: chartSA.Name}},
+		}
+		Expect(k8s.Create(ctx, proxyBinding)).To(Succeed())
+		DeferCleanup(k8s.Delete, proxyBinding)
+		clientset, err := kubernetes.NewForConfig(chartSA.Config(harness.Env.Config))
+		Expect(err).NotTo(HaveOccurred())
+		// Until the binding reaches the authorizer, RBAC refuses first, with its own message.
+		// A proxied answer is not decoded: the refusal is in its body.
+		Eventually(func() string {
+			body, err := clientset.CoreV1().Pods("kube-system").ProxyGet("http", "kube-apiserver", "8080", "/", nil).DoRaw(ctx)
+			Expect(err).To(HaveOccurred())
+			return string(body)
+		}).Should(And(ContainSubstring(policyRefuse+chartPolicy+"'"), ContainSubstring("refused CONNECT of pods/proxy kube-system/http:kube-apiserver:8080")))
+
 		By("outside the watched namespaces of a namespace-scoped release")
 		other := asOperator(policyScopedSA)
 		Expect(other.Create(ctx, rayPod("miner", ns, rayLabels, owner))).To(refusedBy(scopedPolicy,
@@ -220,5 +247,55 @@ var _ = Describe("the chart's bound on the operator's own rights (operatorPolicy
 			g.Expect(k8s.Update(ctx, got)).To(Succeed())
 		}).Should(Succeed())
 		Eventually(workers).Should(BeEmpty())
+	})
+})
+
+// namespaceBoundOnly are the resources raygate writes that the operator policy bounds by
+// namespace only, each with the reason it cannot narrow them further. Every other resource
+// the chart lets raygate write must be named in the policy's own rules.
+var namespaceBoundOnly = map[string]string{
+	"events":      "events carry no labels or owners; raygate records them about the objects it reconciles",
+	"leases":      "the leader election Lease, in the release namespace only (Role)",
+	"rayservices": "raygate patches the annotations of the RayServices users create, which no Ray object controls",
+	"status":      "the status of the ray.io objects users create",
+	"finalizers":  "the finalizers of the ray.io objects users create",
+}
+
+func isWrite(verb string) bool {
+	return slices.Contains([]string{"create", "update", "patch", "delete", "deletecollection", "*"}, verb)
+}
+
+var _ = Describe("the chart's operator policy", func() {
+	It("narrows every resource the chart lets raygate write beyond the namespace rules, or says why not", func(ctx context.Context) {
+		gen, err := framework.ReadGeneratedRBAC(filepath.Join(tools.RepoRoot(), "config", "rbac"))
+		Expect(err).NotTo(HaveOccurred())
+		// Token authentication's rules are granted from the chart's template, not generated.
+		rules := append(append(append(gen.Cluster, gen.Own...), gen.LeaderElection...),
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}})
+		helm, err := tools.Path("helm")
+		Expect(err).NotTo(HaveOccurred())
+		policy, err := exec.CommandContext(ctx, helm, "template", "raygate", filepath.Join(tools.RepoRoot(), "charts", "raygate"), "--namespace", "raygate-system",
+			"--api-versions", "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy", "--show-only", "templates/operator-policy.yaml").Output()
+		Expect(err).NotTo(HaveOccurred())
+
+		var unbounded []string
+		for _, r := range rules {
+			if !slices.ContainsFunc(r.Verbs, isWrite) {
+				continue
+			}
+			for _, res := range r.Resources {
+				_, sub, _ := strings.Cut(res, "/")
+				if _, ok := namespaceBoundOnly[res]; ok {
+					continue
+				}
+				if _, ok := namespaceBoundOnly[sub]; ok {
+					continue
+				}
+				if !strings.Contains(string(policy), "'"+res+"'") {
+					unbounded = append(unbounded, res)
+				}
+			}
+		}
+		Expect(unbounded).To(BeEmpty(), "resources raygate may write that charts/raygate/templates/operator-policy.yaml does not narrow: add a rule there, or a reason to namespaceBoundOnly")
 	})
 })
