@@ -2,7 +2,9 @@
 // chart's RBAC (internal/testenv/framework/suite): a manager missing a rule is refused by the
 // API server, the refusal is recorded with the rule to add, and the spec it happened in
 // fails; the chart's namespace-scoped layout lets a manager work in its namespaces and
-// nowhere else.
+// nowhere else; and the chart's operator policy (operatorPolicy), installed here for every
+// ServiceAccount a manager runs as, refuses the operator's own token every write raygate
+// never makes while raygate's own work goes on.
 package permissions
 
 import (
@@ -33,9 +35,11 @@ func TestPermissions(t *testing.T) {
 	RunSpecs(t, "The chart's RBAC in the suites")
 }
 
-var _ = BeforeSuite(func() {
+var _ = BeforeSuite(func(ctx context.Context) {
 	harness = suite.Start(suite.Options{Kubelet: &framework.KubeletOptions{}})
 	k8s = harness.Client
+	// Every manager here runs under the chart's bound on its own rights, as installed.
+	installOperatorPolicies(ctx)
 })
 
 func newNamespace(ctx context.Context) string {
