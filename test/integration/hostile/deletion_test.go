@@ -2,7 +2,9 @@ package hostile
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -96,13 +98,17 @@ var _ = Describe("A tenant editing a fault-tolerant RayCluster while it is being
 
 		By("the head pod goes: the controller builds no Job from the edited spec and releases the cluster with a Warning")
 		releasePod(ctx, ns, head.Name)
-		Eventually(func() bool {
+		// envtest runs no garbage collector: a Job created for the cluster stays here.
+		job := &batchv1.Job{}
+		jobKey := client.ObjectKey{Namespace: ns, Name: "held-redis-cleanup"}
+		clusterGone := func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "held"}, &rayv1.RayCluster{}))
-		}).Should(BeTrue())
+		}
+		Eventually(func() bool { return clusterGone() || k8s.Get(ctx, jobKey, job) == nil }).Should(BeTrue())
+		err = k8s.Get(ctx, jobKey, job)
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a cleanup Job was built from the edited spec: %s", containersOf(job))
+		Eventually(clusterGone).Should(BeTrue())
 		Eventually(events(ctx, ns, "held")).Should(ContainSubstring("Warning RedisCleanupRefused: No Redis cleanup Job is built: the spec changed after the deletion started"))
-		// envtest runs no garbage collector: a Job created for the cluster would still be here.
-		err = k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "held-redis-cleanup"}, &batchv1.Job{})
-		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a cleanup Job was built from the edited spec (err %v)", err)
 	})
 })
 
@@ -115,6 +121,15 @@ func faultTolerantCluster(name, ns, addr string) *rayv1.RayCluster {
 			LocalObjectReference: corev1.LocalObjectReference{Name: "redis"}, Key: "password"}}},
 	}
 	return rc
+}
+
+// containersOf names a Job's containers' images and whether they are privileged.
+func containersOf(j *batchv1.Job) string {
+	var out []string
+	for _, c := range j.Spec.Template.Spec.Containers {
+		out = append(out, fmt.Sprintf("%s (privileged: %v)", c.Image, c.SecurityContext != nil && ptr.Deref(c.SecurityContext.Privileged, false)))
+	}
+	return strings.Join(out, ", ")
 }
 
 func makePrivileged(rc *rayv1.RayCluster) {
