@@ -9,7 +9,8 @@
 // then ask the API server about the pods the object would get (internal/poddryrun), within
 // one time budget per review shared with their lookups (budget.go). Both answer a value of
 // the wrong type with its field and expected type, never a Go decoding message
-// (typeerrors.go). Neither ever blocks or changes an object that is being deleted.
+// (typeerrors.go). Neither ever blocks or changes an object that is being deleted; one
+// webhook of its own refuses only the spec edits of such objects (deleting.go).
 package webhooks
 
 import admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -33,6 +34,15 @@ var MatchConditions = []admissionregistrationv1.MatchCondition{{
 	Expression: "!has(object.metadata.deletionTimestamp)",
 }}
 
+// MatchConditionsFor are the matchConditions of the webhook named name: the deleting
+// webhook's own (deleting.go), MatchConditions for every other.
+func MatchConditionsFor(name string) []admissionregistrationv1.MatchCondition {
+	if name == DeletingWebhookName {
+		return DeletingMatchConditions
+	}
+	return MatchConditions
+}
+
 // Paths the webhook server serves; they match the markers above.
 const (
 	MutateRayClusterPath   = "/mutate-ray-io-v1-raycluster"
@@ -41,4 +51,5 @@ const (
 	ValidateRayServicePath = "/validate-ray-io-v1-rayservice"
 	MutateRayJobPath       = "/mutate-ray-io-v1-rayjob"
 	ValidateRayJobPath     = "/validate-ray-io-v1-rayjob"
+	ValidateDeletingPath   = "/validate-ray-io-v1-deleting"
 )

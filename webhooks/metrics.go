@@ -23,7 +23,7 @@ var rejections = prometheus.NewCounterVec(prometheus.CounterOpts{
 // /metrics), replacing those of an earlier manager in the process. The validating
 // webhooks' Invalid series start at 0, so a rate over them exists before the first denial.
 func RegisterMetrics(reg prometheus.Registerer) error {
-	for _, path := range []string{ValidateRayClusterPath, ValidateRayServicePath, ValidateRayJobPath, ValidateRayCronJobPath} {
+	for _, path := range []string{ValidateRayClusterPath, ValidateRayServicePath, ValidateRayJobPath, ValidateRayCronJobPath, ValidateDeletingPath} {
 		rejections.WithLabelValues(path, string(metav1.StatusReasonInvalid))
 	}
 	return promgauge.Register(reg, rejections)

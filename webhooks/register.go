@@ -94,6 +94,7 @@ func Handlers(o Options) map[string]admission.Handler {
 		ValidateRayJobPath:        &rayJobValidator{jobs},
 		MutateRayCronJobPath:      rayCronJobMutator(),
 		ValidateRayCronJobPath:    &rayCronJobValidator{decoder: plainDecoder{}, validator: validator, namespaces: namespaces, budget: o.Budget},
+		ValidateDeletingPath:      deletingValidator{},
 	}
 }
 

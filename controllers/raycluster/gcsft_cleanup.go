@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -17,6 +18,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/rayspec"
+	"github.com/raygate/raygate/internal/validation"
 )
 
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;create
@@ -30,6 +32,9 @@ const (
 	// EventForceDeletedStuckCluster: the deletion timeout passed before the cleanup finished;
 	// the finalizer was released and the keys may be left in Redis (KubeRay's reason).
 	EventForceDeletedStuckCluster = "ForceDeletedStuckCluster"
+	// EventRedisCleanupRefused: the spec changed after the deletion started, so no Job is
+	// built from it; the finalizer is released at once (raygate's reason).
+	EventRedisCleanupRefused = "RedisCleanupRefused"
 )
 
 // cleanupPoll is how often a deleted cluster looks at its cleanup Job: Jobs are not watched
@@ -50,6 +55,9 @@ type cleanupInput struct {
 	Foreign bool
 	// Unbuildable says why no Job can be built from the spec, or "".
 	Unbuildable string
+	// Edited says why the spec may not be the one admitted (specEditedWhileDeleting), or "":
+	// no Job is built from it.
+	Edited string
 	// StorageNamespace names the keys to delete, for messages.
 	StorageNamespace string
 }
@@ -81,6 +89,11 @@ func planRedisCleanup(in cleanupInput) cleanupStep {
 				Note: fmt.Sprintf("Redis cleanup Job %s failed; the finalizer is released, delete %s by hand (see the Job's pod log)", in.Job.Name, keys)}
 		}
 	}
+	if in.Edited != "" && (in.Job == nil || in.Foreign) {
+		// A Job built before the edit runs to its end above; none is built after it.
+		return cleanupStep{Release: true, EventType: corev1.EventTypeWarning, Reason: EventRedisCleanupRefused,
+			Note: fmt.Sprintf("No Redis cleanup Job is built: %s; the finalizer is released and %s may be left behind, delete them by hand", in.Edited, keys)}
+	}
 	left := in.Deadline.Sub(in.Now)
 	if left <= 0 {
 		why := "the Redis cleanup did not finish"
@@ -111,6 +124,23 @@ func planRedisCleanup(in cleanupInput) cleanupStep {
 		return cleanupStep{RequeueAfter: wait}
 	}
 	return cleanupStep{CreateJob: true, RequeueAfter: wait}
+}
+
+// specEditedWhileDeleting says why the spec of a cluster being deleted may not be the one
+// admitted and acted on, or "". Admission skips objects being deleted (so that finalizer
+// removal never waits for a webhook), and refuses their spec edits with a webhook of its own
+// (webhooks/deleting.go) that an admin may have left out; so the controller also checks,
+// with what a tenant cannot write: metadata.generation, which the API server raises by one
+// when the deletion starts and by one for every spec edit, against status.observedGeneration,
+// the generation of the last pass that acted on the cluster (generation 1 was admitted at
+// create). An admitted edit the controller had not seen when the deletion started is
+// refused too: its spec was never acted on either.
+func specEditedWhileDeleting(generation, observed int64) string {
+	acted := max(observed, 1)
+	if generation <= acted+1 {
+		return ""
+	}
+	return fmt.Sprintf("the spec changed after the deletion started or before raygate acted on it (generation %d, last acted on %d)", generation, observed)
 }
 
 // redisCleanupWanted: the cluster keeps its GCS state in Redis and the operator cleans it up.
@@ -169,6 +199,17 @@ func (r *Reconciler) patchFinalizer(ctx context.Context, rc *rayv1.RayCluster, a
 	return nil
 }
 
+// cleanupBuildable re-checks the defaulted spec as a pass does before it builds pods
+// (validation skips objects being deleted, so it sees a copy without the timestamp).
+func (r *Reconciler) cleanupBuildable(defaulted *rayv1.RayCluster) field.ErrorList {
+	live := *defaulted
+	live.DeletionTimestamp = nil
+	if errs := (validation.Validator{Gates: r.Gates, Limits: r.Limits}).StoredRayCluster(&live); len(errs) > 0 {
+		return errs
+	}
+	return buildable(&defaulted.Spec)
+}
+
 // cleanupRedis reads what the cleanup decides from, plans one step and carries it out.
 func (r *Reconciler) cleanupRedis(ctx context.Context, rc *rayv1.RayCluster) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
@@ -179,7 +220,8 @@ func (r *Reconciler) cleanupRedis(ctx context.Context, rc *rayv1.RayCluster) (re
 		Deadline:         rc.DeletionTimestamp.Add(rayspec.GCSFTDeletionTimeout(rc.Annotations)),
 		StorageNamespace: rayspec.ExternalStorageNamespace(rc),
 	}
-	if errs := buildable(&defaulted.Spec); len(errs) > 0 {
+	in.Edited = specEditedWhileDeleting(rc.Generation, rc.Status.ObservedGeneration)
+	if errs := r.cleanupBuildable(defaulted); len(errs) > 0 {
 		in.Unbuildable = errs.ToAggregate().Error()
 	}
 	pods, err := r.listPods(ctx, rc)

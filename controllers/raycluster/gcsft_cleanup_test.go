@@ -75,6 +75,26 @@ func TestPlanRedisCleanup(t *testing.T) {
 			in:   cleanupInput{Deadline: before, Job: cleanupJob(batchv1.JobComplete), Foreign: true},
 			want: "wait 2s",
 		},
+		"spec edited while deleting: no Job, release at once": {
+			in:   cleanupInput{Deadline: before, Edited: "edited"},
+			want: "release Warning RedisCleanupRefused",
+		},
+		"spec edited while deleting, pods still there: release (the garbage collector deletes them)": {
+			in:   cleanupInput{Deadline: before, Edited: "edited", Pods: []corev1.Pod{head("h")}, HeadPods: 1},
+			want: "release Warning RedisCleanupRefused",
+		},
+		"spec edited after the Job was built from the admitted one: the Job runs on": {
+			in:   cleanupInput{Deadline: before, Edited: "edited", Job: cleanupJob()},
+			want: "wait 2s",
+		},
+		"spec edited after the Job completed: completed": {
+			in:   cleanupInput{Deadline: before, Edited: "edited", Job: cleanupJob(batchv1.JobComplete)},
+			want: "release Normal RedisCleanupCompleted",
+		},
+		"spec edited, a foreign Job by the name: release": {
+			in:   cleanupInput{Deadline: before, Edited: "edited", Job: cleanupJob(), Foreign: true},
+			want: "release Warning RedisCleanupRefused",
+		},
 		"unbuildable spec: wait for the deadline": {
 			in:   cleanupInput{Deadline: before, Unbuildable: "no container"},
 			want: "wait 2s",
@@ -87,6 +107,26 @@ func TestPlanRedisCleanup(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestSpecEditedWhileDeleting(t *testing.T) {
+	cases := []struct {
+		name                 string
+		generation, observed int64
+		edited               bool
+	}{
+		{"deleted after the controller acted on the spec", 4, 3, false},
+		{"deleted before the first status write (generation 1 was admitted at create)", 2, 0, false},
+		{"deleted before the first status write, then edited", 3, 0, true},
+		{"edited once after the deletion", 5, 3, true},
+		{"an admitted edit the controller had not acted on when the deletion started", 5, 3, true},
+		{"a status written after the deletion started (never by raygate)", 4, 4, false},
+	}
+	for _, tc := range cases {
+		if got := specEditedWhileDeleting(tc.generation, tc.observed); (got != "") != tc.edited {
+			t.Errorf("%s: got %q", tc.name, got)
+		}
 	}
 }
 

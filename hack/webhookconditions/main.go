@@ -1,5 +1,5 @@
-// Command webhookconditions adds webhooks.MatchConditions to every webhook of the
-// configuration controller-gen generates, whose markers cannot express matchConditions.
+// Command webhookconditions adds its matchConditions (webhooks.MatchConditionsFor) to every
+// webhook of the configuration controller-gen generates, whose markers cannot express them.
 // It replaces conditions already there, so running it twice changes nothing.
 //
 // Usage: go run ./hack/webhookconditions config/webhook/manifests.yaml
@@ -32,10 +32,6 @@ func addConditions(path string) error {
 	if err != nil {
 		return err
 	}
-	conditions, err := toPlain(webhooks.MatchConditions)
-	if err != nil {
-		return err
-	}
 	var out bytes.Buffer
 	for _, doc := range separator.Split(string(data), -1) {
 		if len(bytes.TrimSpace([]byte(doc))) == 0 {
@@ -49,9 +45,16 @@ func addConditions(path string) error {
 		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
 			hooks, _ := obj["webhooks"].([]any)
 			for _, h := range hooks {
-				if hook, ok := h.(map[string]any); ok {
-					hook["matchConditions"] = conditions
+				hook, ok := h.(map[string]any)
+				if !ok {
+					continue
 				}
+				name, _ := hook["name"].(string)
+				conditions, err := toPlain(webhooks.MatchConditionsFor(name))
+				if err != nil {
+					return err
+				}
+				hook["matchConditions"] = conditions
 			}
 		}
 		b, err := yaml.Marshal(obj)

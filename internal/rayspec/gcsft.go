@@ -13,6 +13,11 @@ import (
 // Redis cleanup when ray.io/gcs-ft-deletion-timeout is not set.
 const DefaultGCSFTDeletionTimeout = 5 * time.Minute
 
+// MaxGCSFTDeletionTimeout bounds ray.io/gcs-ft-deletion-timeout: the finalizer holds the
+// cluster, and so its namespace, in deletion until then. Admission refuses more; the
+// controller counts a larger stored value (KubeRay has no bound) as this.
+const MaxGCSFTDeletionTimeout = time.Hour
+
 // GCSFaultToleranceEnabled: the cluster keeps its GCS state outside the head pod, asked for
 // with gcsFaultToleranceOptions or, in the legacy form, the ray.io/ft-enabled annotation.
 func GCSFaultToleranceEnabled(spec *rayv1.RayClusterSpec, annotations map[string]string) bool {
@@ -40,11 +45,15 @@ func ExternalStorageNamespace(rc *rayv1.RayCluster) string {
 }
 
 // ParseGCSFTDeletionTimeout reads ray.io/gcs-ft-deletion-timeout: a Go duration ("90s",
-// "10m") or whole seconds ("600"), greater than zero.
+// "10m") or whole seconds ("600"), greater than zero. The bound, MaxGCSFTDeletionTimeout, is
+// admission's (a new value above it is refused) and GCSFTDeletionTimeout's (it clamps).
 func ParseGCSFTDeletionTimeout(v string) (time.Duration, error) {
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 || n > int64(time.Duration(1<<62)/time.Second) {
+		switch {
+		case n <= 0:
 			return 0, fmt.Errorf("must be greater than 0 seconds")
+		case n > int64(time.Duration(1<<62)/time.Second):
+			return time.Duration(1 << 62), nil // above any bound, without overflowing
 		}
 		return time.Duration(n) * time.Second, nil
 	}
@@ -59,11 +68,12 @@ func ParseGCSFTDeletionTimeout(v string) (time.Duration, error) {
 }
 
 // GCSFTDeletionTimeout is the cluster's deletion timeout; an unreadable annotation (stored
-// while the webhook was off) counts as the default.
+// while the webhook was off) counts as the default, and one above the bound (stored before
+// the bound, or by KubeRay) as the bound.
 func GCSFTDeletionTimeout(annotations map[string]string) time.Duration {
 	if v, ok := annotations[rayv1.GCSFTDeletionTimeoutKey]; ok {
 		if d, err := ParseGCSFTDeletionTimeout(v); err == nil {
-			return d
+			return min(d, MaxGCSFTDeletionTimeout)
 		}
 	}
 	return DefaultGCSFTDeletionTimeout

@@ -24,6 +24,18 @@ func TestParseGCSFTDeletionTimeout(t *testing.T) {
 	}
 }
 
+// The controller clamps a timeout stored above the bound (admission refuses a new one).
+func TestGCSFTDeletionTimeoutBound(t *testing.T) {
+	for _, in := range []string{"3601", "1h0m1s", "87600h", "4611686018", "9223372036"} {
+		if got := GCSFTDeletionTimeout(map[string]string{rayv1.GCSFTDeletionTimeoutKey: in}); got != MaxGCSFTDeletionTimeout {
+			t.Errorf("%q stored: the controller waits %v, want the bound", in, got)
+		}
+	}
+	if got := GCSFTDeletionTimeout(map[string]string{rayv1.GCSFTDeletionTimeoutKey: "90s"}); got != 90*time.Second {
+		t.Errorf("90s: got %v", got)
+	}
+}
+
 func TestRedisCleanupJobName(t *testing.T) {
 	if got := RedisCleanupJobName("raycluster-ha"); got != "raycluster-ha-redis-cleanup" {
 		t.Errorf("got %q", got)

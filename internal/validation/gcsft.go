@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -35,6 +36,10 @@ const (
 	WarnLegacyFTForm = "%s is the legacy way to enable GCS fault tolerance; prefer spec.gcsFaultToleranceOptions"
 )
 
+// DeletionTimeoutAboveBound: the finalizer holds the cluster, and its namespace, in deletion
+// until the timeout; a tenant must not be able to hold them for days.
+const DeletionTimeoutAboveBound = "must be at most %s (%d seconds): the cluster, and its namespace, stay in deletion until the Redis cleanup finished or this timeout passed"
+
 var annotationsPath = field.NewPath("metadata", "annotations")
 
 // gcsFaultTolerance checks GCS fault tolerance as KubeRay accepts it (gcsFaultToleranceOptions,
@@ -58,13 +63,18 @@ func (c *check) gcsFaultTolerance(oldSpec *rayv1.RayClusterSpec, meta *metav1.Ob
 		return errs, warnings
 	}
 	errs, warnings := gcsFTOptions(opts, optsPath)
-	if v, ok := meta.Annotations[rayv1.GCSFTDeletionTimeoutKey]; ok {
-		if _, err := rayspec.ParseGCSFTDeletionTimeout(v); err != nil {
-			errs = append(errs, field.Invalid(annotationsPath.Key(rayv1.GCSFTDeletionTimeoutKey), v, err.Error()))
-		}
+	timeout, hasTimeout := meta.Annotations[rayv1.GCSFTDeletionTimeoutKey]
+	d, err := rayspec.ParseGCSFTDeletionTimeout(timeout)
+	if hasTimeout && err != nil {
+		errs = append(errs, field.Invalid(annotationsPath.Key(rayv1.GCSFTDeletionTimeoutKey), timeout, err.Error()))
 	}
 	if !c.admission() {
 		return errs, nil
+	}
+	// Create/update only: the controller waits at most the bound whatever is stored.
+	if hasTimeout && err == nil && d > rayspec.MaxGCSFTDeletionTimeout {
+		errs = append(errs, field.Invalid(annotationsPath.Key(rayv1.GCSFTDeletionTimeoutKey), timeout,
+			fmt.Sprintf(DeletionTimeoutAboveBound, rayspec.MaxGCSFTDeletionTimeout, int64(rayspec.MaxGCSFTDeletionTimeout/time.Second))))
 	}
 	// Create/update-only from here: a stored object breaking them still builds pods that do
 	// what the options say (the options' values are set over the user's).

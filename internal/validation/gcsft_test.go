@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -144,6 +145,15 @@ func TestGCSFaultTolerance(t *testing.T) {
 			}),
 			want: field.ErrorList{field.Invalid(p("metadata.annotations[ray.io/gcs-ft-deletion-timeout]"), "", "")},
 		},
+		"deletion timeout at the bound": {mutate: all(redisOpts(nil), func(rc *rayv1.RayCluster) {
+			rc.Annotations = map[string]string{rayv1.GCSFTDeletionTimeoutKey: "3600"}
+		})},
+		"deletion timeout above the bound": {
+			mutate: all(redisOpts(nil), func(rc *rayv1.RayCluster) {
+				rc.Annotations = map[string]string{rayv1.GCSFTDeletionTimeoutKey: "3601"}
+			}),
+			want: field.ErrorList{field.Invalid(p("metadata.annotations[ray.io/gcs-ft-deletion-timeout]"), "", "")},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -193,6 +203,32 @@ func TestGCSFaultToleranceOnRayService(t *testing.T) {
 		field.Required(p("spec.rayClusterConfig.gcsFaultToleranceOptions.redisAddress"), ""),
 		field.Forbidden(p("metadata.annotations[ray.io/ft-enabled]"), ""),
 	}, errs)
+}
+
+// The bound on the deletion timeout is admission's: a cluster stored with a larger one is
+// not frozen (the controller waits at most the bound), can still be relabelled, and cannot
+// be raised further.
+func TestGCSFTDeletionTimeoutBound(t *testing.T) {
+	long := cluster(all(redisOpts(nil), func(rc *rayv1.RayCluster) {
+		rc.Annotations = map[string]string{rayv1.GCSFTDeletionTimeoutKey: "720h"}
+	}))
+	errs, _ := RayCluster(long, gateOff)
+	if want := "metadata.annotations[ray.io/gcs-ft-deletion-timeout]: Invalid value: \"720h\": must be at most 1h0m0s (3600 seconds)"; len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), want) {
+		t.Errorf("create: got %v, want %s...", errs, want)
+	}
+	if errs := (Validator{Gates: gateOff}).StoredRayCluster(long); len(errs) != 0 {
+		t.Errorf("stored: %v", errs)
+	}
+	relabelled := long.DeepCopy()
+	relabelled.Labels = map[string]string{"team": "ml"}
+	if errs, _ := RayClusterUpdate(long, relabelled, gateOff); len(errs) != 0 {
+		t.Errorf("relabelling: %v", errs)
+	}
+	raised := long.DeepCopy()
+	raised.Annotations[rayv1.GCSFTDeletionTimeoutKey] = "8760h"
+	if errs, _ := RayClusterUpdate(long, raised, gateOff); len(errs) != 1 {
+		t.Errorf("raising: %v", errs)
+	}
 }
 
 func TestStoredGCSFaultTolerance(t *testing.T) {

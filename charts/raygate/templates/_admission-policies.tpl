@@ -23,7 +23,8 @@ image and securityContext and have limits, so checking the head covers them). Ar
   message     CEL string expression of the denial; variables.newViolations lists them
 
 Only violations the old object did not have deny an UPDATE (ratcheting): an object stored
-before a policy was enabled can still be scaled, suspended, relabelled and deleted.
+before a policy was enabled can still be scaled, suspended, relabelled and deleted. An object
+being deleted is checked only when its spec changes, so its finalizers can always be removed.
 */}}
 {{- define "raygate.admissionPolicy" -}}
 {{- $ctx := .ctx }}
@@ -51,9 +52,11 @@ spec:
       operations: [CREATE, UPDATE]
       resources: [rayclusters, rayservices, rayjobs]
   matchConditions:
-  # Finalizer removal must never be blocked.
-  - name: not-being-deleted
-    expression: "!has(object.metadata.deletionTimestamp)"
+  # Finalizer removal must never be blocked: an object being deleted is checked only when
+  # its spec changes (raygate's webhook vdeleting.ray.io refuses that too; this holds while
+  # the operator is down). Only new violations deny, so an edit that breaks nothing passes.
+  - name: not-being-deleted-or-spec-changed
+    expression: "!has(object.metadata.deletionTimestamp) || oldObject == null || has(object.spec) != has(oldObject.spec) || (has(object.spec) && object.spec != oldObject.spec)"
   variables:
   {{- range .constants }}
   - name: {{ .name }}

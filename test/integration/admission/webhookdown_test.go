@@ -127,7 +127,7 @@ func stopWebhooks(ctx context.Context) (restore func()) {
 		ctx := context.Background() // also runs as a cleanup, after the spec's context ended
 		updateWebhooks(ctx, func(name string, cc *admissionregistrationv1.WebhookClientConfig, mc *[]admissionregistrationv1.MatchCondition) {
 			cc.URL = ptr.To(urls[name])
-			*mc = webhooks.MatchConditions
+			*mc = webhooks.MatchConditionsFor(name[len("m/"):])
 		})
 		Eventually(func() error {
 			_, _, err := env.Kubectl(ctx, rayService("probe-back"), "create", "--dry-run=server", "-f", "-")

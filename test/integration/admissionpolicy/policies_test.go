@@ -148,6 +148,25 @@ var _ = Describe("the chart's ValidatingAdmissionPolicies", func() {
 		Expect(kubectlOK(ctx, "", "-n", "team-legacy", "delete", "raycluster", "legacy")).To(Equal(`raycluster.ray.io "legacy" deleted from team-legacy namespace` + "\n"))
 	})
 
+	It("checks an object being deleted when its spec changes, and never blocks its finalizers", func(ctx context.Context) {
+		leaving := rayCluster("leaving", enforcedNS, compliantHead, compliantWorker)
+		Expect(kubectlOK(ctx, leaving, "apply", "-f", "-")).To(Equal("raycluster.ray.io/leaving created\n"))
+		kubectlOK(ctx, "", "-n", enforcedNS, "patch", "raycluster", "leaving", "--type=merge", "-p", `{"metadata":{"finalizers":["example.com/hold"]}}`)
+		kubectlOK(ctx, "", "-n", enforcedNS, "delete", "raycluster", "leaving", "--wait=false")
+
+		_, stderr, err := kubectl(ctx, "", "-n", enforcedNS, "patch", "raycluster", "leaving", "--type=json",
+			"-p", `[{"op":"add","path":"/spec/workerGroupSpecs/0/template/spec/hostPID","value":true}]`)
+		Expect(err).To(HaveOccurred())
+		Expect(stderr).To(Equal(`Error from server (Forbidden): rayclusters.ray.io "leaving" is forbidden: `+
+			`ValidatingAdmissionPolicy '`+hostPolicy+`' with binding '`+hostPolicy+`' denied request: `+
+			"Ray pods must not use host namespaces, hostPath volumes or privileged containers: "+
+			"spec.workerGroupSpecs[0].template.spec.hostPID: must not be true\n"), "the policy, not only raygate's webhook, refuses it")
+
+		Expect(kubectlOK(ctx, "", "-n", enforcedNS, "label", "raycluster", "leaving", "phase=leaving")).To(Equal("raycluster.ray.io/leaving labeled\n"))
+		Expect(kubectlOK(ctx, "", "-n", enforcedNS, "patch", "raycluster", "leaving", "--type=json", "-p", `[{"op":"remove","path":"/metadata/finalizers"}]`)).
+			To(Equal("raycluster.ray.io/leaving patched\n"))
+	})
+
 	It("only warns in Warn mode, so a policy can be tried on a running cluster first", func(ctx context.Context) {
 		stdout, stderr, err := kubectl(ctx, rayCluster("no-limits", trialNS, pod("ray-head", rayImage, ""), compliantWorker), "apply", "-f", "-")
 		Expect(err).NotTo(HaveOccurred(), stderr)
