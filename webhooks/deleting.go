@@ -30,9 +30,13 @@ const DeletingWebhookName = "vdeleting.ray.io"
 // DeletingMatchConditions call the deleting webhook only for an update of an object being
 // deleted that changes its spec or an annotation under validation.FrozenAnnotationPrefix
 // (both must hold). A finalizer removal matches neither, so it never waits for the webhook.
+// A spec change is seen in metadata.generation, which the API server raises for every change
+// outside metadata and status before validating admission runs: comparing two numbers costs
+// nothing, where comparing two specs costs CEL budget in proportion to their size (a spec
+// near the size limit could exhaust it, and an erroring condition fails closed).
 var DeletingMatchConditions = []admissionregistrationv1.MatchCondition{
 	{Name: "object-being-deleted", Expression: "has(object.metadata.deletionTimestamp) && oldObject != null"},
-	{Name: "spec-or-ray-annotations-changed", Expression: `has(object.spec) != has(oldObject.spec) || (has(object.spec) && object.spec != oldObject.spec) ||
+	{Name: "spec-or-ray-annotations-changed", Expression: `object.metadata.generation != oldObject.metadata.generation ||
 (has(object.metadata.annotations) ? object.metadata.annotations : {}).exists(k, k.startsWith('` + validation.FrozenAnnotationPrefix + `') &&
   (!has(oldObject.metadata.annotations) || !(k in oldObject.metadata.annotations) || oldObject.metadata.annotations[k] != object.metadata.annotations[k])) ||
 (has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}).exists(k, k.startsWith('` + validation.FrozenAnnotationPrefix + `') &&

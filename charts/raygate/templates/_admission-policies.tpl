@@ -53,10 +53,10 @@ spec:
       resources: [rayclusters, rayservices, rayjobs]
   matchConditions:
   # Finalizer removal must never be blocked: an object being deleted is checked only when
-  # its spec changes (raygate's webhook vdeleting.ray.io refuses that too; this holds while
+  # its spec changes, seen in metadata.generation (raygate's webhook vdeleting.ray.io refuses that too; this holds while
   # the operator is down). Only new violations deny, so an edit that breaks nothing passes.
   - name: not-being-deleted-or-spec-changed
-    expression: "!has(object.metadata.deletionTimestamp) || oldObject == null || has(object.spec) != has(oldObject.spec) || (has(object.spec) && object.spec != oldObject.spec)"
+    expression: "!has(object.metadata.deletionTimestamp) || oldObject == null || object.metadata.generation != oldObject.metadata.generation"
   variables:
   {{- range .constants }}
   - name: {{ .name }}
