@@ -25,11 +25,14 @@ const (
 	floodSize    = 1000
 	floodClients = 8
 	// floodDelayBound is how much later than with nobody flooding the other tenant's RayJob
-	// may reach RUNNING. It is a no-starvation bound, generous for two shared cores: the
-	// RayJob controller's queue is one FIFO for every namespace, so the other tenant's passes
-	// wait behind the flood's backlog (measured: 680 deep, about 50 s here); a queue fair
-	// between namespaces would keep the delay near the unflooded time.
-	floodDelayBound = 90 * time.Second
+	// may reach RUNNING. It is a no-starvation bound, generous for two shared cores. Measured
+	// with this suite alone on 2 cores: 13.8 s flooded against 0.5 s. The RayJob work queue is
+	// not what delays it: a queue fair between namespaces (start-time fair queuing, tried on
+	// a branch) measured the same 13.9 s. The flood's creates, each through two webhooks, a
+	// pod dry-run table lookup and a status write, hold the API server, etcd and the cores
+	// that the victim's twenty-odd sequential writes (RayJob, RayCluster, pods, statuses)
+	// need too; more cores, not a different queue, shorten it.
+	floodDelayBound = 60 * time.Second
 )
 
 var _ = Describe("A tenant flooding the operator with RayJobs", func() {
