@@ -137,7 +137,7 @@ func (r *Reconciler) deleteOneByOne(ctx context.Context, p *pass, group string, 
 }
 
 // createPods creates the head pod or a worker group's pods and reports them in one event.
-// The creates run concurrently in slow-start batches (1, 2, 4, …) as the ReplicaSet
+// The creates run concurrently in slow-start batches (1, 2, 4, … 64) as the ReplicaSet
 // controller's do: a pass does not wait one API round trip per pod, and a create that keeps
 // failing (quota, admission) stops after a small batch instead of being tried for every pod.
 // A refusal is shown in the ReplicaFailure condition and a Warning event with the refusing
@@ -211,10 +211,19 @@ func podBuilder(p *pass, g groupPlan, s raypod.Settings) func(i int) *corev1.Pod
 	}
 }
 
-// slowStartBatches calls fn(0..n-1) in concurrent batches of 1, 2, 4, … and stops after the
-// first batch with a failure, returning that batch's first error.
+// maxCreatesInFlight caps a slow-start batch. Each create in flight holds a built pod and
+// its encoding (bounded by admission's pod template size limit), and every reconcile worker
+// may run a batch: the cap bounds that memory at workers × 64 pods whatever a group asks
+// for. 64 concurrent creates already keep a pass from waiting one round trip per pod (a
+// group of 5,000 pods takes 84 batches); more only queue in the API server's priority and
+// fairness, or behind the client's rate limiter, while holding their pods.
+const maxCreatesInFlight = 64
+
+// slowStartBatches calls fn(0..n-1) in concurrent batches of 1, 2, 4, … up to
+// maxCreatesInFlight and stops after the first batch with a failure, returning that
+// batch's first error.
 func slowStartBatches(n int, fn func(i int) error) error {
-	for start, size := 0, 1; start < n; start, size = start+size, size*2 {
+	for start, size := 0, 1; start < n; start, size = start+size, min(size*2, maxCreatesInFlight) {
 		size = min(size, n-start)
 		errs := make([]error, size)
 		var wg sync.WaitGroup
