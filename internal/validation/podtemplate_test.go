@@ -84,7 +84,9 @@ func TestPodTemplateSizeBoundInEmbeddedClusters(t *testing.T) {
 // Ratcheting: a stored cluster whose template is over the bound (stored before the rule)
 // can still be scaled; changing the template counts.
 func TestPodTemplateSizeBoundRatchets(t *testing.T) {
-	old := cluster(func(rc *rayv1.RayCluster) { padTemplate(t, &rc.Spec.WorkerGroupSpecs[0].Template, MaxPodTemplateBytes+1) })
+	old := cluster(func(rc *rayv1.RayCluster) {
+		padTemplate(t, &rc.Spec.WorkerGroupSpecs[0].Template, MaxPodTemplateBytes+1)
+	})
 	scaled := old.DeepCopy()
 	scaled.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](2)
 	v := Validator{Gates: features.Static{}}
