@@ -1,7 +1,6 @@
 package validation
 
 import (
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,21 +8,23 @@ import (
 )
 
 // MaxPodTemplateBytes bounds each group's pod template (headGroupSpec.template and every
-// workerGroupSpecs[i].template), measured as its JSON encoding, as the API server stores
-// it. Every pod raygate creates is built from one, and each create in flight holds its pod
-// (at most 64 per reconcile worker), so the bound also bounds that memory. It is far above
-// real templates: the largest in KubeRay's and raygate's samples encodes to under 1.4 KiB.
+// workerGroupSpecs[i].template), measured as its protobuf encoding: the form in which
+// Kubernetes stores pods, computed by the generated Size without encoding or allocating
+// anything (admission has an allocation budget per review). Every pod raygate creates is
+// built from one, and each create in flight holds its pod (at most 64 per reconcile worker),
+// so the bound also bounds that memory. It is far above real templates: the largest in
+// KubeRay's and raygate's samples is under 1.4 KiB even as JSON, which is larger.
 const MaxPodTemplateBytes = 128 << 10
 
-// podTemplateSize refuses a pod template whose JSON encoding exceeds MaxPodTemplateBytes,
-// at path (the group's template).
+// podTemplateSize refuses a pod template whose encoding exceeds MaxPodTemplateBytes, at the
+// template of the group at path (the path is built only for an error).
 func podTemplateSize(tmpl *corev1.PodTemplateSpec, path *field.Path) field.ErrorList {
-	b, err := json.Marshal(tmpl)
-	if err != nil || len(b) <= MaxPodTemplateBytes {
-		return nil // a template that does not encode is refused by the API server's own decoding
+	n := tmpl.Size()
+	if n <= MaxPodTemplateBytes {
+		return nil
 	}
-	e := field.TooLong(path, omit, MaxPodTemplateBytes)
-	e.Detail = fmt.Sprintf("the pod template encodes to %d bytes as JSON; at most %d bytes (%d KiB) are allowed per template: keep large data out of it (e.g. in a ConfigMap mounted as a volume)",
-		len(b), MaxPodTemplateBytes, MaxPodTemplateBytes>>10)
+	e := field.TooLong(path.Child("template"), omit, MaxPodTemplateBytes)
+	e.Detail = fmt.Sprintf("the pod template is %d bytes encoded (protobuf, as pods are stored); at most %d bytes (%d KiB) are allowed per template: keep large data out of it (e.g. in a ConfigMap mounted as a volume)",
+		n, MaxPodTemplateBytes, MaxPodTemplateBytes>>10)
 	return field.ErrorList{e}
 }

@@ -1,7 +1,6 @@
 package validation
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -16,24 +15,30 @@ import (
 )
 
 // padTemplate adds an environment variable to the Ray container so that the template
-// encodes to exactly size bytes as JSON.
+// encodes to exactly size bytes.
 func padTemplate(t *testing.T, tmpl *corev1.PodTemplateSpec, size int) {
 	t.Helper()
 	c := &tmpl.Spec.Containers[rayv1.RayContainerIndex]
 	c.Env = append(c.Env, corev1.EnvVar{Name: "PAD", Value: "x"})
-	base := encodedSize(t, tmpl) // with one byte of padding
-	if base > size {
-		t.Fatalf("the template already encodes to %d bytes, more than %d", base, size)
+	pad := &c.Env[len(c.Env)-1].Value
+	// Length prefixes grow with the value, so converge on the size in a few steps.
+	for range 10 {
+		got := encodedSize(t, tmpl)
+		if got == size {
+			return
+		}
+		n := len(*pad) + size - got
+		if n < 1 {
+			t.Fatalf("the template already encodes to %d bytes, more than %d", got, size)
+		}
+		*pad = strings.Repeat("x", n)
 	}
-	c.Env[len(c.Env)-1].Value = strings.Repeat("x", size-base+1)
-	if got := encodedSize(t, tmpl); got != size {
-		t.Fatalf("padded template encodes to %d bytes, want %d", got, size)
-	}
+	t.Fatalf("padded template encodes to %d bytes, want %d", encodedSize(t, tmpl), size)
 }
 
 func encodedSize(t *testing.T, tmpl *corev1.PodTemplateSpec) int {
 	t.Helper()
-	b, err := json.Marshal(tmpl)
+	b, err := tmpl.Marshal() // what Size computes without encoding
 	if err != nil {
 		t.Fatal(err)
 	}
