@@ -32,7 +32,7 @@ func (r *Reconciler) applyPodPlan(ctx context.Context, p *pass, plan podPlan) er
 		}
 	}
 	if plan.DeleteAll != nil {
-		return r.deleteAtOnce(ctx, p, *plan.DeleteAll, "")
+		return r.deleteAtOnce(ctx, p, *plan.DeleteAll)
 	}
 	for _, g := range plan.Groups {
 		if g.Wait != "" {
@@ -43,7 +43,7 @@ func (r *Reconciler) applyPodPlan(ctx context.Context, p *pass, plan podPlan) er
 			return failure(rayv1.MultipleHeadPods, "%s", g.MultipleHeads)
 		}
 		if g.DeleteAll != nil {
-			if err := r.deleteAtOnce(ctx, p, *g.DeleteAll, g.Group); err != nil {
+			if err := r.deleteAtOnce(ctx, p, *g.DeleteAll); err != nil {
 				return err
 			}
 		}
@@ -77,22 +77,36 @@ func (r *Reconciler) restampHead(ctx context.Context, head *corev1.Pod, hash str
 	return nil
 }
 
-// deleteAtOnce deletes the pods of the cluster (group "") or of one worker group in one
-// DeleteAllOf call.
-func (r *Reconciler) deleteAtOnce(ctx context.Context, p *pass, d deletion, group string) error {
-	sel := client.MatchingLabels{rayv1.ClusterLabelKey: p.cluster.Name}
-	if group != "" {
-		sel[rayv1.NodeGroupLabelKey] = group
-		sel[rayv1.NodeTypeLabelKey] = string(rayv1.WorkerNode)
-	}
-	if err := r.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(p.cluster.Namespace), sel); err != nil {
-		p.warn(EventFailedDeleteAllPods, actionDelete, "Failed to delete pods (%s): %v", d.Reason, err)
+// deleteAtOnce deletes the pods of the cluster or of one worker group (d): the pods
+// the pass read, all of which the cluster controls, each with its UID as precondition, so a
+// pod that only carries the cluster's labels, or one made under a deleted pod's name since,
+// is never deleted (a DeleteAllOf by label would delete any pod with the labels). The
+// deletes run in the same capped slow-start batches as creates.
+func (r *Reconciler) deleteAtOnce(ctx context.Context, p *pass, d deletion) error {
+	var (
+		mu      sync.Mutex
+		deleted int
+	)
+	err := slowStartBatches(len(d.Pods), func(i int) error {
+		pod := &d.Pods[i]
+		err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+		switch {
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			return nil // gone already, or replaced by a pod of the same name
+		case err != nil:
+			return err
+		}
+		r.Expectations.Expect(pod.Namespace, p.cluster.Name, podGroupKey(pod), pod.Name, expectations.Delete)
+		mu.Lock()
+		deleted++
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		p.warn(EventFailedDeleteAllPods, actionDelete, "Failed to delete pods (%s; %d deleted): %v", d.Reason, deleted, err)
 		return failure(rayv1.FailedDeleteAllPods, "deleting all pods: %w", err)
 	}
-	for i := range d.Pods {
-		r.Expectations.Expect(d.Pods[i].Namespace, p.cluster.Name, podGroupKey(&d.Pods[i]), d.Pods[i].Name, expectations.Delete)
-	}
-	p.normal(EventDeletedAllPods, actionDelete, "Deleted %d pods: %s", len(d.Pods), d.Reason)
+	p.normal(EventDeletedAllPods, actionDelete, "Deleted %d pods: %s", deleted, d.Reason)
 	return nil
 }
 
@@ -137,7 +151,7 @@ func (r *Reconciler) deleteOneByOne(ctx context.Context, p *pass, group string, 
 }
 
 // createPods creates the head pod or a worker group's pods and reports them in one event.
-// The creates run concurrently in slow-start batches (1, 2, 4, …) as the ReplicaSet
+// The creates run concurrently in slow-start batches (1, 2, 4, … 64) as the ReplicaSet
 // controller's do: a pass does not wait one API round trip per pod, and a create that keeps
 // failing (quota, admission) stops after a small batch instead of being tried for every pod.
 // A refusal is shown in the ReplicaFailure condition and a Warning event with the refusing
@@ -211,10 +225,20 @@ func podBuilder(p *pass, g groupPlan, s raypod.Settings) func(i int) *corev1.Pod
 	}
 }
 
-// slowStartBatches calls fn(0..n-1) in concurrent batches of 1, 2, 4, … and stops after the
-// first batch with a failure, returning that batch's first error.
+// maxCreatesInFlight caps a slow-start batch. Each create in flight holds a built pod and
+// its encoding (bounded by admission's pod template size limit), and every reconcile worker
+// may run a batch: the cap bounds that memory at workers × 64 pods whatever a group asks
+// for. 64 concurrent creates already keep a pass from waiting one round trip per pod (a
+// pass's maxCreatesPerPass creates take 13 batches, not 500 round trips); more only queue
+// in the API server's priority and fairness, or behind the client's rate limiter, while
+// holding their pods.
+const maxCreatesInFlight = 64
+
+// slowStartBatches calls fn(0..n-1) in concurrent batches of 1, 2, 4, … up to
+// maxCreatesInFlight and stops after the first batch with a failure, returning that
+// batch's first error.
 func slowStartBatches(n int, fn func(i int) error) error {
-	for start, size := 0, 1; start < n; start, size = start+size, size*2 {
+	for start, size := 0, 1; start < n; start, size = start+size, min(size*2, maxCreatesInFlight) {
 		size = min(size, n-start)
 		errs := make([]error, size)
 		var wg sync.WaitGroup

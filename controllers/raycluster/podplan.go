@@ -47,7 +47,7 @@ type podPlan struct {
 	// Restamp is a head pod built by another operator version, to be re-stamped with this
 	// version and the spec hash.
 	Restamp *corev1.Pod
-	// DeleteAll deletes every pod of the cluster in one call (suspend, Recreate).
+	// DeleteAll deletes every pod of the cluster at once (suspend, Recreate).
 	DeleteAll *deletion
 	// Groups are the head's plan, then the worker groups' in spec order, up to the first
 	// that ends the pass.
@@ -87,7 +87,7 @@ type groupPlan struct {
 	Spec *rayv1.WorkerGroupSpec
 	// Wait says why nothing (more) is done to the group this pass, for the log.
 	Wait string
-	// DeleteAll deletes the group's pods in one call (the group is suspended).
+	// DeleteAll deletes the group's pods at once (the group is suspended).
 	DeleteAll *deletion
 	// Deletes are deleted pod by pod, in order; each is reported in one event.
 	Deletes []deletion
@@ -174,7 +174,7 @@ func planPods(in podsInput) podPlan {
 	return plan
 }
 
-// deleteAtOnce deletes pods in one call, unless the cache does not show the last deletions
+// deleteAtOnce deletes pods at once, unless the cache does not show the last deletions
 // yet: they would be deleted and reported twice.
 func deleteAtOnce(pods []corev1.Pod, why string, pending bool) (d *deletion, wait string) {
 	switch {

@@ -44,7 +44,7 @@ import (
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch;delete;deletecollection
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create
@@ -152,6 +152,8 @@ type Reconciler struct {
 	headServices serviceMemo
 	// taken remembers names a create found taken by objects the cache lacks (owned.go).
 	taken takenNames
+	// strays remembers the foreign pods last reported per cluster (strays.go).
+	strays strayPods
 }
 
 // New builds the reconciler for a manager.
@@ -232,9 +234,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("raycluster").
 		For(&rayv1.RayCluster{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		// Pods are matched by their ray.io/cluster label, not their owner: every pod with the
-		// label counts (a stray head pod someone created must be reported), so every such pod
-		// triggers its cluster, unless an update changed nothing the cache keeps of it.
+		// Pods are matched by their ray.io/cluster label, then by their owner: only pods the
+		// cluster controls count, and one carrying the label that it does not control is
+		// reported (strays.go), so every pod with the label triggers its cluster, unless an
+		// update changed nothing the cache keeps of it.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster), builder.WithPredicates(podUpdateChanged)).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ServiceAccount{}).
@@ -265,7 +268,10 @@ type observation struct {
 	// capped says which worker groups were lowered to the admin's pod bounds.
 	capped []string
 	hash   string
-	pods   []corev1.Pod
+	// pods are the pods the cluster controls; foreign names those with its label that it
+	// does not control: they are neither counted nor touched (strayPods reports them).
+	pods    []corev1.Pod
+	foreign []string
 	// listed says pods is the cluster's pods as read (not read for an invalid spec).
 	listed bool
 	// pending and anyPending are what the expectations say: see podsInput.
@@ -313,6 +319,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	defer r.emit(p) // last: after the status write
+	r.reportStrays(p)
 	var (
 		podsWritten bool
 		actErr      error
@@ -342,6 +349,7 @@ func (r *Reconciler) observe(ctx context.Context, req ctrl.Request, p *observati
 			r.Expectations.Forget(req.Namespace, req.Name)
 			r.headServices.forget(req.NamespacedName)
 			r.taken.Forget(req.NamespacedName)
+			r.strays.forget(req.NamespacedName)
 			return false, nil
 		}
 		return false, err
@@ -381,7 +389,7 @@ func (r *Reconciler) observe(ctx context.Context, req ctrl.Request, p *observati
 		// covers the options, so turning the gate off restarts nothing).
 		p.cluster.Spec.HistoryServerOptions = nil
 	}
-	if p.pods, err = r.listPods(ctx, rc); err != nil {
+	if p.pods, p.foreign, err = r.listControlledPods(ctx, rc); err != nil {
 		return false, err
 	}
 	p.listed = true
@@ -455,8 +463,8 @@ func (r *Reconciler) act(ctx context.Context, p *pass, pods podPlan) (podsWritte
 	return podsWritten, nil
 }
 
-// listPods lists the cluster's pods from the cache. The pods share their labels, annotations
-// and lists with the informer cache (no deep copy:
+// listPods lists the pods carrying the cluster's label from the cache. The pods share their
+// labels, annotations and lists with the informer cache (no deep copy:
 // at 1,000 clusters the copies were an eighth of everything the operator allocated, and
 // allocation during a slow GC mark is what set the peak memory). They are read only: a pass
 // that changes a pod patches a DeepCopy of it (restampHead) and deletes by UID.
@@ -467,6 +475,17 @@ func (r *Reconciler) listPods(ctx context.Context, rc *rayv1.RayCluster) ([]core
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	return list.Items, nil
+}
+
+// listControlledPods is listPods split into the pods the cluster controls and the names of
+// the others (foreign), which a pass neither counts nor touches.
+func (r *Reconciler) listControlledPods(ctx context.Context, rc *rayv1.RayCluster) (pods []corev1.Pod, foreign []string, err error) {
+	all, err := r.listPods(ctx, rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	pods, foreign = splitControlled(all, rc)
+	return pods, foreign, nil
 }
 
 // writeStatus computes the status from the pods after the pass (listed again only when the
@@ -482,7 +501,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, podsWritten bool,
 	pods := p.pods
 	if !p.listed || podsWritten {
 		var err error
-		if pods, err = r.listPods(ctx, p.object); err != nil {
+		if pods, _, err = r.listControlledPods(ctx, p.object); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

@@ -13,9 +13,10 @@ import (
 //     forgets its jobs, so the pool's answers are forgotten with it);
 //   - the pod IP and phase: where the Jobs API is, and whether it can answer;
 //   - the containers' states and last states: SidecarMode's submitter container, its exit
-//     code and its restarts.
+//     code and its restarts;
+//   - hostNetwork: a head in its node's network is never called (its IP is the node's).
 const PodFields = cacheneeds.ContainerNames | cacheneeds.PodIP | cacheneeds.Phase |
-	cacheneeds.ContainerStates | cacheneeds.ContainerRestarts | cacheneeds.ContainerLastStates
+	cacheneeds.ContainerStates | cacheneeds.ContainerRestarts | cacheneeds.ContainerLastStates | cacheneeds.HostNetwork
 
 // CacheNeeds is what the controller watches and reads from the manager's cache: the kinds
 // SetupWithManager registers (a test checks they match), which objects of each, and

@@ -35,7 +35,7 @@ func (r *Reconciler) targetOf(ctx context.Context, job *rayv1.RayJob, rc *rayv1.
 		t.Unreachable = "RayCluster " + rc.Name + " has no head pod"
 		return t
 	}
-	t.Head.Pod, t.Head.Restarts, t.Head.PodIP = pod.UID, rayRestarts(pod), pod.Status.PodIP
+	t.Head.Pod, t.Head.Restarts, t.Head.PodIP, t.Head.HostNetwork = pod.UID, rayRestarts(pod), pod.Status.PodIP, pod.Spec.HostNetwork
 	t.Head.Port = rayspec.PortParam(rc.Spec.HeadGroupSpec.RayStartParams, "dashboard-port", rayspec.DefaultDashboardPort)
 	if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
 		t.Unreachable = fmt.Sprintf("the head pod %s of RayCluster %s is not running", pod.Name, rc.Name)

@@ -13,9 +13,10 @@ import (
 //   - phase and the Ready condition: which pods serve, and whether the head is ready to be
 //     asked for its applications;
 //   - the pod IP: where the head's dashboard and Serve proxy are;
-//   - the containers' restart counts: a restarted Ray forgets the serve config it was given.
+//   - the containers' restart counts: a restarted Ray forgets the serve config it was given;
+//   - hostNetwork: a head in its node's network is never called (its IP is the node's).
 const PodFields = cacheneeds.ServePort | cacheneeds.Phase | cacheneeds.ReadyCondition | cacheneeds.PodIP |
-	cacheneeds.ContainerRestarts
+	cacheneeds.ContainerRestarts | cacheneeds.HostNetwork
 
 // CacheNeeds is what the controller watches and reads from the manager's cache with cfg:
 // the kinds SetupWithManager registers (a test checks they match), which objects of each,

@@ -38,7 +38,7 @@ func (r *Reconciler) targetOf(ctx context.Context, svc *rayv1.RayService, rc *ra
 	h := dashboard.Head{
 		Cluster: types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name},
 		Pod:     head.UID, Restarts: rayRestarts(head), PodName: head.Name,
-		PodIP: head.Status.PodIP, Port: dashboardPort(&rc.Spec), ServePort: servePortOf(head),
+		PodIP: head.Status.PodIP, HostNetwork: head.Spec.HostNetwork, Port: dashboardPort(&rc.Spec), ServePort: servePortOf(head),
 	}
 	url, err := r.Resolver.DashboardURL(ctx, h)
 	if err != nil {

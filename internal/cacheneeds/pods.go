@@ -38,8 +38,11 @@ const (
 	// ContainerLastStates: status.containerStatuses[*].name and .lastState (a RayJob's
 	// SidecarMode submitter that restarted).
 	ContainerLastStates
+	// HostNetwork: spec.hostNetwork (a head pod in its node's network has the node's IP,
+	// which raygate never calls as a dashboard).
+	HostNetwork
 
-	lastPodField = ContainerLastStates
+	lastPodField = HostNetwork
 )
 
 var podFieldNames = map[PodFields]string{
@@ -53,6 +56,7 @@ var podFieldNames = map[PodFields]string{
 	ContainerStates:     "status.containerStatuses[*].state",
 	ContainerRestarts:   "status.containerStatuses[*].restartCount",
 	ContainerLastStates: "status.containerStatuses[*].lastState",
+	HostNetwork:         "spec.hostNetwork",
 }
 
 // Each lists the single fields of the set, in declaration order.
@@ -99,6 +103,9 @@ func SlimPod(pod *corev1.Pod, f PodFields) *corev1.Pod {
 	}
 	if f.Has(RestartPolicy) {
 		pod.Spec.RestartPolicy = spec.RestartPolicy
+	}
+	if f.Has(HostNetwork) {
+		pod.Spec.HostNetwork = spec.HostNetwork
 	}
 	if f.Has(Phase) {
 		pod.Status.Phase = st.Phase

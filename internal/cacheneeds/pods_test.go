@@ -25,6 +25,7 @@ func fullPod() *corev1.Pod {
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubelet"}},
 		},
 		Spec: corev1.PodSpec{
+			HostNetwork: true,
 			Containers: []corev1.Container{
 				{Name: "ray-head", Image: "rayproject/ray:2.52.0", Command: []string{"/bin/bash"}, Env: []corev1.EnvVar{{Name: "X", Value: "y"}},
 					Ports:     []corev1.ContainerPort{{Name: "gcs-server", ContainerPort: 6379}, {Name: "serve", ContainerPort: 8001}},
@@ -80,6 +81,7 @@ var project = map[PodFields]func(p *corev1.Pod) any{
 		return ports
 	},
 	RestartPolicy: func(p *corev1.Pod) any { return p.Spec.RestartPolicy },
+	HostNetwork:   func(p *corev1.Pod) any { return p.Spec.HostNetwork },
 	Phase:         func(p *corev1.Pod) any { return p.Status.Phase },
 	ReadyCondition: func(p *corev1.Pod) any {
 		for _, c := range p.Status.Conditions {
@@ -175,6 +177,9 @@ func clearDeclared(p *corev1.Pod, f PodFields) {
 	}
 	if f.Has(RestartPolicy) {
 		p.Spec.RestartPolicy = ""
+	}
+	if f.Has(HostNetwork) {
+		p.Spec.HostNetwork = false
 	}
 	if f.Has(Phase) {
 		p.Status.Phase = ""

@@ -61,6 +61,9 @@ func (p *APIServerProxy) ProxyURL(_ context.Context, h Head) (string, error) {
 }
 
 func (p *APIServerProxy) podURL(h Head, port int32, what string) (string, error) {
+	if err := RefuseHostNetwork(h); err != nil {
+		return "", err // the API server would connect to the node's address
+	}
 	if h.PodName == "" || h.Cluster.Namespace == "" {
 		return "", fmt.Errorf("the head pod of %s has no name yet", h.Cluster.Name)
 	}

@@ -45,7 +45,7 @@ func (r PodResolver) ProxyURL(ctx context.Context, h Head) (string, error) {
 	if h.ServePort < 1 || h.ServePort > 65535 {
 		return "", fmt.Errorf("the serve port of %s is %d, not a port", h.Cluster.Name, h.ServePort)
 	}
-	if _, err := r.DashboardURL(ctx, Head{Cluster: h.Cluster, PodIP: h.PodIP, Port: h.ServePort}); err != nil {
+	if _, err := r.DashboardURL(ctx, Head{Cluster: h.Cluster, PodIP: h.PodIP, HostNetwork: h.HostNetwork, Port: h.ServePort}); err != nil {
 		return "", err
 	}
 	ip, _ := netip.ParseAddr(h.PodIP)

@@ -28,6 +28,9 @@ type Head struct {
 	PodName string
 	// PodIP is the pod's status.podIP.
 	PodIP string
+	// HostNetwork is the pod's spec.hostNetwork: its IP is then the node's, shared with
+	// everything else on the node, so no resolver gives an address for it (RefuseHostNetwork).
+	HostNetwork bool
 	// Port is the dashboard port (rayStartParams dashboard-port, else 8265).
 	Port int32
 	// ServePort is where the head's Serve proxy listens (the Ray container's port named
@@ -49,7 +52,7 @@ func (f ResolverFunc) DashboardURL(ctx context.Context, head Head) (string, erro
 }
 
 // PodResolver is the production resolver: http://<head pod IP>:<dashboard port>. It refuses
-// addresses a pod cannot legitimately have, so a head pod can never make raygate call its
+// host-network heads (RefuseHostNetwork) and addresses a pod cannot legitimately have, so a head pod can never make raygate call its
 // own loopback (the operator's metrics and pprof listeners), a link-local address (cloud
 // metadata services) or a broadcast address.
 type PodResolver struct {
@@ -61,6 +64,9 @@ type PodResolver struct {
 
 // DashboardURL implements Resolver.
 func (r PodResolver) DashboardURL(_ context.Context, h Head) (string, error) {
+	if err := RefuseHostNetwork(h); err != nil {
+		return "", err
+	}
 	ip, err := netip.ParseAddr(h.PodIP)
 	if err != nil || ip.Zone() != "" {
 		return "", fmt.Errorf("the head pod of %s has no usable IP (%q)", h.Cluster.Name, h.PodIP)
@@ -73,6 +79,17 @@ func (r PodResolver) DashboardURL(_ context.Context, h Head) (string, error) {
 		return "", fmt.Errorf("the dashboard port of %s is %d, not a port", h.Cluster.Name, h.Port)
 	}
 	return "http://" + net.JoinHostPort(ip.Unmap().String(), strconv.Itoa(int(h.Port))), nil
+}
+
+// RefuseHostNetwork refuses a head pod that runs in its node's network namespace: its IP is
+// the node's, where the kubelet, other host-network pods (another tenant's among them) and
+// node agents listen too, so nothing tells its dashboard from theirs, and a dashboard port
+// the tenant chose would make raygate call any of them with its token and act on the answer.
+func RefuseHostNetwork(h Head) error {
+	if !h.HostNetwork {
+		return nil
+	}
+	return fmt.Errorf("the head pod of %s uses the node's network (hostNetwork: true): its IP is the node's, and raygate calls no dashboard there; set hostNetwork to false in headGroupSpec.template", h.Cluster.Name)
 }
 
 // simulated reports whether ip is in SimulatedPods, a loopback range clear of 127.0.0.0/16.

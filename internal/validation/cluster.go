@@ -105,6 +105,7 @@ func (c *check) group(tmpl *corev1.PodTemplateSpec, rayStartParams, resources, l
 			"the first container runs Ray and needs an image"))
 	}
 	if c.admission() {
+		errs = append(errs, podTemplateSize(tmpl, path)...)
 		// Create/update-only: the controllers give resources precedence, as KubeRay does.
 		if given := keysOf(rayStartParams, rayResourceParams...); len(given) > 0 && len(resources) > 0 {
 			errs = append(errs, c.related(field.Forbidden(path.Child("resources"), fmt.Sprintf(

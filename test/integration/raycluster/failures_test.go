@@ -60,7 +60,8 @@ var _ = Describe("unhealthy pods", func() {
 		Expect(k8s.Create(ctx, builders.RayCluster("two", ns).Obj())).To(Succeed())
 		waitReady(ctx, ns, "two")
 		extra := headPods(ctx, ns, "two")[0].DeepCopy()
-		extra.ObjectMeta = metav1.ObjectMeta{Name: "two-extra-head", Namespace: ns, Labels: extra.Labels}
+		// Controlled by the cluster (a pod that only carries its labels does not count).
+		extra.ObjectMeta = metav1.ObjectMeta{Name: "two-extra-head", Namespace: ns, Labels: extra.Labels, OwnerReferences: extra.OwnerReferences}
 		extra.Status = corev1.PodStatus{}
 		Expect(k8s.Create(ctx, extra)).To(Succeed())
 
