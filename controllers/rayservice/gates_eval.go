@@ -26,7 +26,8 @@ import (
 // +kubebuilder:rbac:groups=ray.io,resources=rayservices,verbs=patch
 
 // gateEvaluator is an executor that can evaluate gates (the reconciler's; test worlds
-// without Prometheus leave it out).
+// without Prometheus leave it out). A nil observation: the answer is not there yet, the
+// step holds, and the pool puts the RayService back in the queue when it comes.
 type gateEvaluator interface {
 	evaluateGates(ask plan.GateAsk) *plan.GateObservation
 }
@@ -46,8 +47,9 @@ func (x reconcilerExecutor) evaluateGates(ask plan.GateAsk) *plan.GateObservatio
 	return x.r.evaluateGates(x.ctx, x.svc, ask)
 }
 
-// evaluateGates reads the policy and runs its queries. Every failure to do so is reported
-// as Unavailable (or as a result without data), so the plan waits.
+// evaluateGates reads the policy and takes the gate pool's answer to its queries (gates_pool.go):
+// nil when there is none fit to decide yet. Every failure to read or run them is reported as
+// Unavailable (or as a result without data), so the plan waits.
 func (r *Reconciler) evaluateGates(ctx context.Context, svc *rayv1.RayService, ask plan.GateAsk) *plan.GateObservation {
 	g := &plan.GateObservation{Policy: ask.Policy}
 	pol := &raygatev1alpha1.UpgradePolicy{}
@@ -69,17 +71,23 @@ func (r *Reconciler) evaluateGates(ctx context.Context, svc *rayv1.RayService, a
 	}
 	g.Gates, g.OnFailure = pol.Spec.Gates, pol.Spec.OnFailureOrDefault()
 	g.Settle = time.Duration(pol.Spec.SettleOrDefault()) * time.Second
-	if r.Prometheus == nil {
+	if r.gatePool == nil {
 		g.Unavailable = "no Prometheus is configured for metric gates: the operator's admin sets --prometheus-url; the upgrade waits"
 		return g
 	}
-	timeout := time.Duration(pol.Spec.QueryTimeoutOrDefault()) * time.Second
-	results := r.Prometheus.Evaluate(ctx, pol.Spec.Gates, timeout, promgate.Vars{
-		Namespace: svc.Namespace, RayService: svc.Name, Pending: ask.Pending, Active: ask.Active,
+	key := client.ObjectKeyFromObject(svc)
+	answer, pending, ok := r.gatePool.Answer(promgate.Ask{
+		Owner: key, Gates: pol.Spec.Gates, Timeout: time.Duration(pol.Spec.QueryTimeoutOrDefault()) * time.Second,
+		Vars:      promgate.Vars{Namespace: svc.Namespace, RayService: svc.Name, Pending: ask.Pending, Active: ask.Active},
+		NotBefore: gatesNotBefore(svc, ask),
 	})
-	for _, res := range results {
+	if !ok {
+		r.logFor(ctx, nil).V(1).Info("upgrade gates not answered yet", "rayservice", key, "policy", ask.Policy, "evaluation", pending)
+		return nil
+	}
+	for _, res := range answer.Results {
 		g.Results = append(g.Results, plan.GateResult{Gate: res.Gate, Query: res.Query, Values: res.Values, Err: res.Err})
 	}
-	r.logFor(ctx, nil).V(1).Info("evaluated upgrade gates", "rayservice", client.ObjectKeyFromObject(svc), "policy", ask.Policy, "results", len(g.Results))
+	r.logFor(ctx, nil).V(1).Info("evaluated upgrade gates", "rayservice", key, "policy", ask.Policy, "results", len(g.Results), "evaluatedAt", answer.At)
 	return g
 }
