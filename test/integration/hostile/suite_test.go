@@ -74,6 +74,8 @@ var _ = BeforeSuite(func() {
 	opts.MaxPodsPerCluster = maxPodsPerCluster
 	opts.MaxPodsPerGroup = maxPodsPerCluster
 	opts.RayJob = plan.Settings{JobStatusPoll: 200 * time.Millisecond, Recheck: time.Second}
+	opts.PrometheusURL = stalling.URL() // the Prometheus of gates_test.go, which answers no query
+	DeferCleanup(stalling.Close)
 	mgr = harness.StartManager(opts)
 	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 
