@@ -36,10 +36,13 @@ func carryOut(obs *plan.Observed, want *plan.Desired, stored *rayv1.RayServiceSt
 	if g, ok := x.(gateEvaluator); ok && out.GateAsk != nil {
 		// The plan reached a gated step: plan again with the gate pool's answer. Without one
 		// the plan holds the step, as it just did; the answer's arrival brings a new pass.
-		if gates := g.evaluateGates(*out.GateAsk); gates != nil {
+		if gates, drop := g.evaluateGates(*out.GateAsk); gates != nil {
 			o := *obs
 			o.Gates = gates
 			out = plan.Decide(&o, want, stored, now)
+			if drop != nil && gateFailed(out.Status) {
+				drop() // a resumed upgrade is judged on a new answer
+			}
 		}
 	}
 	return out, carryOutEffects(out.Effects, x)

@@ -59,8 +59,8 @@ func (s slowEvaluator) Evaluate(ctx context.Context, gates []raygatev1alpha1.Gat
 	return out
 }
 
-// A pass at a gated step returns at once, whatever Prometheus takes; the answer decides a
-// later pass, once.
+// A pass at a gated step returns at once, whatever Prometheus takes; the answer decides
+// later passes until it made a gate fail.
 func TestEvaluateGatesNeverWaitsForPrometheus(t *testing.T) {
 	pol := &raygatev1alpha1.UpgradePolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "canary"},
@@ -77,7 +77,7 @@ func TestEvaluateGatesNeverWaitsForPrometheus(t *testing.T) {
 	ask := plan.GateAsk{Policy: "canary", Pending: "svc-green", Active: "svc-blue"}
 
 	start := time.Now()
-	if g := r.evaluateGates(ctx, svc, ask); g != nil {
+	if g, _ := r.evaluateGates(ctx, svc, ask); g != nil {
 		t.Fatalf("an answer before Prometheus gave one: %+v", g)
 	}
 	if took := time.Since(start); took > 200*time.Millisecond {
@@ -91,11 +91,15 @@ func TestEvaluateGatesNeverWaitsForPrometheus(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no answer handed back")
 	}
-	g := r.evaluateGates(ctx, svc, ask)
-	if g == nil || len(g.Results) != 1 || g.Results[0].Gate != "errors" || len(g.Gates) != 1 {
+	g, drop := r.evaluateGates(ctx, svc, ask)
+	if g == nil || len(g.Results) != 1 || g.Results[0].Gate != "errors" || len(g.Gates) != 1 || drop == nil {
 		t.Fatalf("after the answer came: %+v", g)
 	}
-	if g := r.evaluateGates(ctx, svc, ask); g != nil {
-		t.Fatalf("one answer decided two passes: %+v", g)
+	if again, _ := r.evaluateGates(ctx, svc, ask); again == nil {
+		t.Fatal("a fresh answer did not decide the next pass")
+	}
+	drop() // it made a gate fail
+	if g, _ := r.evaluateGates(ctx, svc, ask); g != nil {
+		t.Fatalf("an answer that made a gate fail decided again: %+v", g)
 	}
 }

@@ -19,9 +19,11 @@ import (
 // fit to decide on, or none: then an evaluation is queued, and when it ends OnDone puts
 // the RayService back in its controller's queue, whose next pass finds the answer.
 //
-// An answer decides at most one pass, and only while it is fresh: evaluated at most MaxAge
-// ago and not before the ask's NotBefore (the last traffic step). A gate without such an
-// answer holds the upgrade: it never advances on old data, and never rolls back on it.
+// An answer decides only while it is fresh: evaluated at most MaxAge ago and not before
+// the ask's NotBefore (the last traffic step). A gate without such an answer holds the
+// upgrade: it never advances on old data, and never rolls back on it. An answer that made a
+// gate fail is dropped (Drop), so a resumed upgrade is judged on a new one. An answer
+// RefreshAfter old is still given while fresh, and a newer one is asked for meanwhile.
 //
 // With W workers and at most P evaluations in flight per namespace, the namespaces taking
 // turns (internal/turns, the dashboard pools' scheduling): one namespace's RayServices
@@ -52,6 +54,9 @@ type PoolOptions struct {
 	// MaxAge is how long after its evaluation started an answer may still decide
 	// (default DefaultMaxAge).
 	MaxAge time.Duration
+	// RefreshAfter is how long after an answer came a pass that reads it asks for a newer
+	// one (default 4 s: the gates of a waiting upgrade are looked at every 5 s).
+	RefreshAfter time.Duration
 	// MinInterval is the least time between the end of one evaluation of a RayService and
 	// the start of the next (default 1 s).
 	MinInterval time.Duration
@@ -72,8 +77,9 @@ const (
 	DefaultPerNamespace = 2
 	// DefaultMaxAge lets an answer that took the whole budget still decide the pass its
 	// arrival starts, with a few seconds for that pass to come.
-	DefaultMaxAge      = DefaultBudget + 5*time.Second
-	DefaultMinInterval = time.Second
+	DefaultMaxAge       = DefaultBudget + 5*time.Second
+	DefaultRefreshAfter = 4 * time.Second
+	DefaultMinInterval  = time.Second
 )
 
 // Ask is what one RayService's gates need answered.
@@ -126,10 +132,11 @@ type poolEntry struct {
 	// want is the latest ask; wanted: an evaluation of it is to start.
 	want   Ask
 	wanted bool
-	// answer is the last answer (nil: none, or it decided a pass already), answerKey the
-	// ask it answers.
-	answer    *Answer
-	answerKey string
+	// answer is the last answer (nil: none, or dropped), answerKey the ask it answers,
+	// answeredAt when it came.
+	answer     *Answer
+	answerKey  string
+	answeredAt time.Time
 	// running: an evaluation of runKey started at runAt is in flight.
 	running bool
 	runKey  string
@@ -152,6 +159,9 @@ func NewPool(eval Evaluator, o PoolOptions) *Pool {
 	if o.MaxAge <= 0 {
 		o.MaxAge = DefaultMaxAge
 	}
+	if o.RefreshAfter <= 0 {
+		o.RefreshAfter = DefaultRefreshAfter
+	}
 	if o.MinInterval <= 0 {
 		o.MinInterval = DefaultMinInterval
 	}
@@ -165,9 +175,9 @@ func NewPool(eval Evaluator, o PoolOptions) *Pool {
 		turns: turns.New(o.Workers, o.PerNamespace, func(e *poolEntry) time.Time { return e.retryAt })}
 }
 
-// Answer returns an answer to a that may decide this pass, and takes it: the next pass
-// needs a new one. Without one it returns why, after queueing an evaluation unless one
-// that will do is queued or running already.
+// Answer returns at once the answer to a that may decide this pass, if there is one, and
+// otherwise why not. An evaluation is queued when there is no such answer or it is
+// RefreshAfter old, unless one that will do is queued or running already.
 func (p *Pool) Answer(a Ask) (Answer, Pending, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -179,21 +189,40 @@ func (p *Pool) Answer(a Ask) (Answer, Pending, bool) {
 	}
 	e.want, e.lastUsed = a, now
 	k := a.key()
-	if e.answer != nil && e.answerKey == k && fresh(e.answer.At, a.NotBefore, now, p.o.MaxAge) {
-		ans := *e.answer
-		e.answer = nil
-		return ans, "", true
+	ok := e.answer != nil && e.answerKey == k && fresh(e.answer.At, a.NotBefore, now, p.o.MaxAge)
+	var why Pending
+	if !ok || now.Sub(e.answeredAt) >= p.o.RefreshAfter {
+		why = p.request(e, k, a.NotBefore, now)
 	}
-	if e.running && e.runKey == k && !e.runAt.Before(a.NotBefore) {
+	if !ok {
+		return Answer{}, why, false
+	}
+	return *e.answer, "", true
+}
+
+// request makes sure an evaluation of the entry's ask (key k) that started at or after
+// notBefore is queued or running; the caller holds the lock.
+func (p *Pool) request(e *poolEntry, k string, notBefore, now time.Time) Pending {
+	if e.running && e.runKey == k && !e.runAt.Before(notBefore) {
 		e.wanted = false // the evaluation in flight will do
-		return Answer{}, Running, false
+		return Running
 	}
 	e.wanted = true
 	if e.running {
-		return Answer{}, Running, false // the entry is queued again when it ends
+		return Running // the entry is queued again when it ends
 	}
 	p.enqueue(e, now)
-	return Answer{}, Queued, false
+	return Queued
+}
+
+// Drop discards the owner's answer evaluated at at (one that made a gate fail): it decides
+// nothing more.
+func (p *Pool) Drop(owner types.NamespacedName, at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e := p.byKey[owner]; e != nil && e.answer != nil && e.answer.At.Equal(at) {
+		e.answer = nil
+	}
 }
 
 // fresh: evaluated at or after notBefore, and at most maxAge ago.
@@ -246,7 +275,7 @@ func (p *Pool) run(ctx context.Context, e *poolEntry, a Ask, key string, at time
 	p.turns.Done(e.owner.Namespace)
 	p.o.Metrics.finished(now.Sub(at), failed(results))
 	e.running, e.retryAt = false, now.Add(p.o.MinInterval)
-	e.answer, e.answerKey = &Answer{Results: results, At: at}, key
+	e.answer, e.answerKey, e.answeredAt = &Answer{Results: results, At: at}, key, now
 	if e.wanted {
 		p.enqueue(e, now) // asked for something this evaluation does not answer
 	}

@@ -187,8 +187,8 @@ func (p *Pool) evaluated(c *clock, h *heldEvaluator, t *testing.T, n int, a Ask)
 }
 
 // A stale answer never decides: one older than MaxAge, one evaluated before NotBefore (the
-// last traffic step), one for other queries or clusters, one that decided a pass already.
-// Each time the pass gets no answer and a new evaluation is queued.
+// last traffic step), one for other queries or clusters, one dropped after it made a gate
+// fail. Each time the pass gets no answer and a new evaluation is queued.
 func TestPoolNeverGivesAStaleAnswer(t *testing.T) {
 	c := newClock(time.Unix(1_000_000, 0))
 	h := newHeldEvaluator()
@@ -224,16 +224,36 @@ func TestPoolNeverGivesAStaleAnswer(t *testing.T) {
 	}
 
 	p.evaluated(c, h, t, 4, other)
-	c.add(time.Second) // still within NotBefore's bound and MaxAge
-	if !p.answerNow(other) {
+	c.add(time.Second) // still after NotBefore and within MaxAge
+	if !p.answerNow(other) || !p.answerNow(other) {
 		t.Fatal("a fresh answer did not decide")
 	}
+	if got := h.starts(); len(got) != 4 {
+		t.Fatalf("an answer younger than RefreshAfter was evaluated again: %v", got)
+	}
+
+	// An answer RefreshAfter old is still given, and a newer one asked for.
+	c.add(DefaultRefreshAfter)
+	if !p.answerNow(other) {
+		t.Fatal("a fresh answer RefreshAfter old was not given")
+	}
+	p.evaluated(c, h, t, 5, other)
+	newer, _, ok := p.Answer(other)
+	if !ok || !newer.At.After(step.NotBefore.Add(DefaultRefreshAfter)) {
+		t.Fatalf("the newer answer: %+v, %v", newer, ok)
+	}
+
+	// An answer that made a gate fail is dropped.
+	p.Drop(other.Owner, newer.At.Add(-time.Millisecond)) // another answer's time: kept
+	if !p.answerNow(other) {
+		t.Fatal("Drop discarded an answer of another time")
+	}
+	p.Drop(other.Owner, newer.At)
 	if p.answerNow(other) {
-		t.Fatal("an answer decided a second pass")
+		t.Fatal("a dropped answer decided")
 	}
-	if got := h.waitStarts(t, 5); len(got) != 5 {
-		t.Fatalf("evaluations %v", got)
-	}
+	c.add(time.Millisecond) // past MinInterval
+	h.waitStarts(t, 6)
 	close(h.release)
 }
 
