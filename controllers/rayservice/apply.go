@@ -29,8 +29,7 @@ type executor interface {
 
 // carryOut plans the pass and carries out its effects. A pass that reaches a gated step is
 // planned again with the gates' results, when the executor can evaluate them and an answer
-// is there. It returns
-// the plan whose outcome is to be recorded.
+// is there. It returns the plan whose outcome is to be recorded.
 func carryOut(obs *plan.Observed, want *plan.Desired, stored *rayv1.RayServiceStatuses, now time.Time, x executor) (plan.Plan, error) {
 	out := plan.Decide(obs, want, stored, now)
 	if g, ok := x.(gateEvaluator); ok && out.GateAsk != nil {

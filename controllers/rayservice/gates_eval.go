@@ -96,6 +96,6 @@ func (r *Reconciler) evaluateGates(ctx context.Context, svc *rayv1.RayService, a
 	for _, res := range answer.Results {
 		g.Results = append(g.Results, plan.GateResult{Gate: res.Gate, Query: res.Query, Values: res.Values, Err: res.Err})
 	}
-	r.logFor(ctx, nil).V(1).Info("evaluated upgrade gates", "rayservice", key, "policy", ask.Policy, "results", len(g.Results), "evaluatedAt", answer.At)
+	r.logFor(ctx, nil).V(1).Info("upgrade gates answered", "rayservice", key, "policy", ask.Policy, "results", len(g.Results), "evaluatedAt", answer.At)
 	return g, func() { r.gatePool.Drop(key, answer.At) }
 }
