@@ -55,7 +55,9 @@ func (p *stallingProm) Close() {
 }
 
 func (p *stallingProm) serve(w http.ResponseWriter, r *http.Request) {
-	if !strings.HasPrefix(r.URL.Path, "/api/v1/query") {
+	// Reading the (POST) body lets the server notice when the operator gives up and closes
+	// the connection: only then does the request's context end.
+	if !strings.HasPrefix(r.URL.Path, "/api/v1/query") || r.ParseForm() != nil {
 		http.NotFound(w, r)
 		return
 	}
