@@ -225,8 +225,10 @@ func TestPoolNeverGivesAStaleAnswer(t *testing.T) {
 
 	p.evaluated(c, h, t, 4, other)
 	c.add(time.Second) // still after NotBefore and within MaxAge
-	if !p.answerNow(other) || !p.answerNow(other) {
-		t.Fatal("a fresh answer did not decide")
+	for pass := range 2 {
+		if !p.answerNow(other) {
+			t.Fatalf("pass %d: a fresh answer did not decide", pass)
+		}
 	}
 	if got := h.starts(); len(got) != 4 {
 		t.Fatalf("an answer younger than RefreshAfter was evaluated again: %v", got)
