@@ -28,15 +28,21 @@ type executor interface {
 }
 
 // carryOut plans the pass and carries out its effects. A pass that reaches a gated step is
-// planned again with the gates' results, when the executor can evaluate them. It returns
-// the plan whose outcome is to be recorded.
+// planned again with the gates' results, when the executor can evaluate them and an answer
+// is there. It returns the plan whose outcome is to be recorded.
 func carryOut(obs *plan.Observed, want *plan.Desired, stored *rayv1.RayServiceStatuses, now time.Time, x executor) (plan.Plan, error) {
 	out := plan.Decide(obs, want, stored, now)
 	if g, ok := x.(gateEvaluator); ok && out.GateAsk != nil {
-		// The plan reached a gated step: query Prometheus, then plan again with the results.
-		o := *obs
-		o.Gates = g.evaluateGates(*out.GateAsk)
-		out = plan.Decide(&o, want, stored, now)
+		// The plan reached a gated step: plan again with the gate pool's answer. Without one
+		// the plan holds the step, as it just did; the answer's arrival brings a new pass.
+		if gates, drop := g.evaluateGates(*out.GateAsk); gates != nil {
+			o := *obs
+			o.Gates = gates
+			out = plan.Decide(&o, want, stored, now)
+			if drop != nil && gateFailed(out.Status) {
+				drop() // a resumed upgrade is judged on a new answer
+			}
+		}
 	}
 	return out, carryOutEffects(out.Effects, x)
 }

@@ -86,6 +86,9 @@ type Config struct {
 	// Prometheus evaluates the metric gates of UpgradePolicies (nil: no --prometheus-url;
 	// gated upgrades wait, saying so).
 	Prometheus *promgate.Client
+	// GatePool configures the pool that runs those evaluations off the reconcile workers
+	// (zero values: the pool's defaults; gates_pool.go).
+	GatePool promgate.PoolOptions
 	// Concurrency is how many RayServices are reconciled at once (at least 1).
 	Concurrency int
 	// Now is the clock (nil: time.Now).
@@ -104,6 +107,8 @@ type Reconciler struct {
 	// its word that a request ended goes.
 	dashboards *dashboard.Pool
 	queue      headaccess.Queue
+	// gatePool evaluates metric gates off the reconcile workers (nil without Prometheus).
+	gatePool *promgate.Pool
 	// taken remembers names a create found taken by an object the cache lacks (ownership.go).
 	taken takenNames
 	// gatewayAPI and grpcRouteAPI are Capabilities.GatewayAPI and .GRPCRoute.
@@ -166,11 +171,12 @@ func New(mgr ctrl.Manager, cfg Config) *Reconciler {
 		newName:      func(s string) string { return s + "-" + utilrand.String(5) },
 	}
 	r.dashboards = r.newPool(cfg.Dashboards)
+	r.gatePool = r.newGatePool(cfg.GatePool)
 	return r
 }
 
-// SetupWithManager registers the controller, its watches (the kinds CacheNeeds declares) and
-// the dashboard pool.
+// SetupWithManager registers the controller, its watches (the kinds CacheNeeds declares),
+// the dashboard pool and the gate pool.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// Every Ray pod event asks which RayService owns the pod's cluster. A Get from the cache
 	// deep-copies the whole RayCluster (its pod templates) only to read two labels, a large
@@ -181,6 +187,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.clusters = clusters
+	if err := r.addGatePool(mgr); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("rayservice").
 		For(&rayv1.RayService{}, builder.WithPredicates(predicate.Or(

@@ -26,9 +26,18 @@ import (
 // +kubebuilder:rbac:groups=ray.io,resources=rayservices,verbs=patch
 
 // gateEvaluator is an executor that can evaluate gates (the reconciler's; test worlds
-// without Prometheus leave it out).
+// without Prometheus leave it out). A nil observation: the answer is not there yet, the
+// step holds, and the pool puts the RayService back in the queue when it comes. drop
+// (nil: nothing to drop) discards the answer the observation holds, once it made a gate
+// fail.
 type gateEvaluator interface {
-	evaluateGates(ask plan.GateAsk) *plan.GateObservation
+	evaluateGates(ask plan.GateAsk) (gates *plan.GateObservation, drop func())
+}
+
+// gateFailed: the pass's UpgradeGates condition says a gate failed.
+func gateFailed(st rayv1.RayServiceStatuses) bool {
+	c := meta.FindStatusCondition(st.Conditions, raygatev1alpha1.UpgradeGatesCondition)
+	return c != nil && c.Reason == raygatev1alpha1.GateFailed
 }
 
 // annotateService merge-patches the annotations; the UID makes it fail on another
@@ -42,44 +51,51 @@ func (r *Reconciler) annotateService(ctx context.Context, a plan.AnnotateService
 	return nil
 }
 
-func (x reconcilerExecutor) evaluateGates(ask plan.GateAsk) *plan.GateObservation {
+func (x reconcilerExecutor) evaluateGates(ask plan.GateAsk) (*plan.GateObservation, func()) {
 	return x.r.evaluateGates(x.ctx, x.svc, ask)
 }
 
-// evaluateGates reads the policy and runs its queries. Every failure to do so is reported
-// as Unavailable (or as a result without data), so the plan waits.
-func (r *Reconciler) evaluateGates(ctx context.Context, svc *rayv1.RayService, ask plan.GateAsk) *plan.GateObservation {
+// evaluateGates reads the policy and takes the gate pool's answer to its queries
+// (gates_pool.go): nil when there is none fit to decide yet. Every failure to read or run
+// them is reported as Unavailable (or as a result without data), so the plan waits.
+func (r *Reconciler) evaluateGates(ctx context.Context, svc *rayv1.RayService, ask plan.GateAsk) (*plan.GateObservation, func()) {
 	g := &plan.GateObservation{Policy: ask.Policy}
 	pol := &raygatev1alpha1.UpgradePolicy{}
 	err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: ask.Policy}, pol)
 	switch {
 	case meta.IsNoMatchError(err):
 		g.Unavailable = "the UpgradePolicy CRD (raygate.ray.io/v1alpha1) is not installed; the upgrade waits until it is and the policy " + ask.Policy + " exists"
-		return g
+		return g, nil
 	case apierrors.IsNotFound(err):
 		g.Unavailable = fmt.Sprintf("UpgradePolicy %s/%s (named by %s) does not exist; the upgrade waits until it does or the annotation is removed", svc.Namespace, ask.Policy, raygatev1alpha1.UpgradePolicyAnnotation)
-		return g
+		return g, nil
 	case err != nil:
 		g.Unavailable = "reading UpgradePolicy " + ask.Policy + ": " + promgate.Sanitize(err.Error())
-		return g
+		return g, nil
 	}
 	if errs := validation.UpgradePolicy(nil, pol); len(errs) > 0 {
 		g.Unavailable = fmt.Sprintf("UpgradePolicy %s is invalid (it was stored without the webhook): %s", ask.Policy, promgate.Sanitize(errs.ToAggregate().Error()))
-		return g
+		return g, nil
 	}
 	g.Gates, g.OnFailure = pol.Spec.Gates, pol.Spec.OnFailureOrDefault()
 	g.Settle = time.Duration(pol.Spec.SettleOrDefault()) * time.Second
-	if r.Prometheus == nil {
+	if r.gatePool == nil {
 		g.Unavailable = "no Prometheus is configured for metric gates: the operator's admin sets --prometheus-url; the upgrade waits"
-		return g
+		return g, nil
 	}
-	timeout := time.Duration(pol.Spec.QueryTimeoutOrDefault()) * time.Second
-	results := r.Prometheus.Evaluate(ctx, pol.Spec.Gates, timeout, promgate.Vars{
-		Namespace: svc.Namespace, RayService: svc.Name, Pending: ask.Pending, Active: ask.Active,
+	key := client.ObjectKeyFromObject(svc)
+	answer, pending, ok := r.gatePool.Answer(promgate.Ask{
+		Owner: key, Gates: pol.Spec.Gates, Timeout: time.Duration(pol.Spec.QueryTimeoutOrDefault()) * time.Second,
+		Vars:      promgate.Vars{Namespace: svc.Namespace, RayService: svc.Name, Pending: ask.Pending, Active: ask.Active},
+		NotBefore: gatesNotBefore(svc, ask),
 	})
-	for _, res := range results {
+	if !ok {
+		r.logFor(ctx, nil).V(1).Info("upgrade gates not answered yet", "rayservice", key, "policy", ask.Policy, "evaluation", pending)
+		return nil, nil
+	}
+	for _, res := range answer.Results {
 		g.Results = append(g.Results, plan.GateResult{Gate: res.Gate, Query: res.Query, Values: res.Values, Err: res.Err})
 	}
-	r.logFor(ctx, nil).V(1).Info("evaluated upgrade gates", "rayservice", client.ObjectKeyFromObject(svc), "policy", ask.Policy, "results", len(g.Results))
-	return g
+	r.logFor(ctx, nil).V(1).Info("upgrade gates answered", "rayservice", key, "policy", ask.Policy, "results", len(g.Results), "evaluatedAt", answer.At)
+	return g, func() { r.gatePool.Drop(key, answer.At) }
 }

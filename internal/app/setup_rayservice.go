@@ -50,6 +50,9 @@ func rayServiceConfig(cfg *rest.Config, o Options, caps capabilities.Capabilitie
 // (--object-metrics), its metrics.
 func setupRayServiceController(mgr ctrl.Manager, cfg rayservice.Config, objectMetrics bool) error {
 	r := rayservice.New(mgr, cfg)
+	if err := rayservice.RegisterGatePoolMetrics(metrics.Registry); err != nil {
+		return err
+	}
 	if objectMetrics {
 		if err := r.Metrics.Register(metrics.Registry); err != nil {
 			return err

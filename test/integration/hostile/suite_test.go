@@ -76,6 +76,8 @@ var _ = BeforeSuite(func() {
 	opts.RayJob = plan.Settings{JobStatusPoll: 200 * time.Millisecond, Recheck: time.Second}
 	opts.AllowedIngressClasses, opts.AllowedIngressHosts = []string{"*/" + ingressClass}, []string{"*/{namespace}.apps.example.com"}
 	opts.AllowedIngressAnnotations = []string{"nginx.ingress.kubernetes.io/rewrite-target"}
+	opts.PrometheusURL = stalling.URL() // the Prometheus of gates_test.go, which answers no query
+	DeferCleanup(stalling.Close)
 	mgr = harness.StartManager(opts)
 	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 
