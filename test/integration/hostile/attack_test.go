@@ -59,6 +59,10 @@ var _ = Describe("A hostile tenant", Ordered, func() {
 		// machine saw 4.1 s for a 2 s interval with the attacker's dashboards hung.
 		interval = 2 * time.Second
 		lateness = 3 * time.Second
+		// A step may come lateness after the slower of interval and the widest gap between
+		// steps of the same upgrade with nobody attacking, measured just before on the same
+		// machine: what the machine's own load adds is not the attack's doing (several loaded
+		// runs saw 5.4–16 s against a fixed 5 s bound, on code the attack could not slow).
 		// The attacker's dashboards that never answer: more than the pool lets one
 		// namespace use.
 		hungServices = 6
@@ -66,6 +70,8 @@ var _ = Describe("A hostile tenant", Ordered, func() {
 	var (
 		unattacked       time.Duration
 		unattackedWrites int
+		// unattackedGap is the widest gap between traffic steps with nobody attacking.
+		unattackedGap time.Duration
 		// victims are the namespaces of the other tenant's upgrades.
 		victims []string
 	)
@@ -104,8 +110,10 @@ var _ = Describe("A hostile tenant", Ordered, func() {
 	}
 
 	It("times another tenant's incremental upgrade with nobody attacking", func(ctx context.Context) {
-		unattacked, unattackedWrites, _ = upgradeVictim(ctx, nil, nil)
-		AddReportEntry("unattacked upgrade", fmt.Sprintf("%v, %d operator writes", unattacked.Round(time.Millisecond), unattackedWrites))
+		var steps []time.Time
+		unattacked, unattackedWrites, steps = upgradeVictim(ctx, nil, nil)
+		unattackedGap = widestGap(steps)
+		AddReportEntry("unattacked upgrade", fmt.Sprintf("%v, %d operator writes, steps at most %v apart", unattacked.Round(time.Millisecond), unattackedWrites, unattackedGap.Round(time.Millisecond)))
 	})
 
 	It("does every attack at once: the operator stays up and bounded, the other tenant's upgrade keeps its pace, nothing outside the attacker's namespaces is written, the attacker is told why", func(ctx context.Context) {
@@ -245,8 +253,10 @@ var _ = Describe("A hostile tenant", Ordered, func() {
 		By("the victim's upgrade kept its pace")
 		Expect(took).To(BeNumerically("<=", 2*unattacked+5*time.Second), "the attack slowed the other tenant's upgrade down")
 		Expect(len(steps)).To(BeNumerically(">=", 3), "traffic moved in steps")
+		stepBound := max(interval, unattackedGap) + lateness
 		for i := 1; i < len(steps); i++ {
-			Expect(steps[i].Sub(steps[i-1])).To(BeNumerically("<=", interval+lateness), "traffic step %d came %v after the previous one", i, steps[i].Sub(steps[i-1]))
+			Expect(steps[i].Sub(steps[i-1])).To(BeNumerically("<=", stepBound), "traffic step %d came %v after the previous one (bound %v: steps were at most %v apart with nobody attacking)",
+				i, steps[i].Sub(steps[i-1]), stepBound, unattackedGap.Round(time.Millisecond))
 		}
 		Expect(victimWrite).To(BeNumerically("<=", 2*unattackedWrites), "the attack made the operator write more in the victim's namespace")
 
@@ -342,4 +352,13 @@ func clusterNames(ctx context.Context, ns string) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// widestGap is the longest time between two consecutive instants.
+func widestGap(at []time.Time) time.Duration {
+	var widest time.Duration
+	for i := 1; i < len(at); i++ {
+		widest = max(widest, at[i].Sub(at[i-1]))
+	}
+	return widest
 }
