@@ -2,14 +2,12 @@ package webhooks
 
 import (
 	"context"
-	"time"
 
-	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/defaulting"
-	"github.com/raygate/raygate/internal/validation"
 )
 
 // +kubebuilder:webhook:path=/mutate-ray-io-v1-raycronjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=raycronjobs,verbs=create;update,versions=v1,name=mraycronjob.ray.io,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent
@@ -28,31 +26,19 @@ func rayCronJobMutator() admission.Handler {
 
 // rayCronJobValidator admits RayCronJobs: the RayCronJob gate on create, the schedule and
 // time zone, and the job template with every RayJob rule (its pods' Pod Security and quotas
-// included), at spec.jobTemplate's paths.
+// included), at spec.jobTemplate's paths. The RayJobs it creates are admitted again, each
+// with its pods' dry run, when the controller creates them.
 type rayCronJobValidator struct {
-	decoder    objectDecoder
-	validator  validation.Validator
-	namespaces namespaceLookup
-	budget     time.Duration
+	rayAdmission
 }
 
 func (v *rayCronJobValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if unchangedUpdate(req) {
-		return admission.Allowed("")
-	}
-	obj, old := &rayv1.RayCronJob{}, &rayv1.RayCronJob{}
-	if resp, ok := decode(v.decoder, req, obj, old); !ok {
-		return resp
-	}
-	if req.Operation != admissionv1.Update {
-		old = nil
-	}
-	ctx, cancel := withBudget(ctx, v.budget)
-	defer cancel()
-	ns := namespaceOf(req, &obj.ObjectMeta)
+	return validateRay(ctx, req, v.decoder, v.budget, rayv1.RayCronJobKind, v.admit)
+}
+
+func (v *rayCronJobValidator) admit(ctx context.Context, ns string, old, obj *rayv1.RayCronJob) (field.ErrorList, []string) {
 	if obj.Namespace == "" {
 		obj.Namespace = ns // the namespace of the RayJobs it creates
 	}
-	errs, warnings := v.validator.AdmitRayCronJob(v.namespaces.facts(ctx, ns), old, obj)
-	return respond(ctx, rayv1.RayCronJobKind, &obj.ObjectMeta, errs, warnings)
+	return v.validator.AdmitRayCronJob(v.namespaces.facts(ctx, ns), old, obj)
 }

@@ -93,7 +93,7 @@ func Handlers(o Options) map[string]admission.Handler {
 		MutateRayJobPath:          &mutator[*rayv1.RayJob]{newObj: func() *rayv1.RayJob { return &rayv1.RayJob{} }, apply: defaulting.RayJob},
 		ValidateRayJobPath:        &rayJobValidator{jobs},
 		MutateRayCronJobPath:      rayCronJobMutator(),
-		ValidateRayCronJobPath:    &rayCronJobValidator{decoder: plainDecoder{}, validator: validator, namespaces: namespaces, budget: o.Budget},
+		ValidateRayCronJobPath:    &rayCronJobValidator{jobs},
 		ValidateDeletingPath:      deletingValidator{},
 	}
 }
