@@ -55,6 +55,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	metrics := metricsserver.Options{
 		BindAddress:   o.MetricsAddr,
 		SecureServing: o.SecureMetrics,
+		CertDir:       o.MetricsCertDir,
 		TLSOpts:       o.tlsOptions(),
 	}
 	if o.SecureMetrics {

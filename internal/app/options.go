@@ -27,8 +27,11 @@ import (
 // caller can set (InProcess). What the manager finds out from the API server is not here:
 // see internal/capabilities.
 type Options struct {
-	MetricsAddr      string
-	SecureMetrics    bool
+	MetricsAddr   string
+	SecureMetrics bool
+	// MetricsCertDir holds tls.crt and tls.key for the metrics endpoint (reloaded when they
+	// change); empty: a self-signed certificate generated at start-up.
+	MetricsCertDir   string
 	ProbeAddr        string
 	LeaderElect      bool
 	LeaderElectionID string
@@ -195,6 +198,7 @@ func DefaultOptions() Options {
 // BindFlags registers every option, and --feature-gates, on fs.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address of the metrics endpoint; \"0\" turns it off.")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "Directory with tls.crt and tls.key for the HTTPS metrics endpoint (the chart passes the webhook's cert-manager certificate, which names the metrics Service); reloaded when they change. Empty: a self-signed certificate generated at start-up.")
 	fs.BoolVar(&o.SecureMetrics, "metrics-secure", o.SecureMetrics, "Serve metrics over HTTPS with Kubernetes authentication and authorization.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address of /healthz and /readyz.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so only one replica reconciles; every replica serves webhooks.")

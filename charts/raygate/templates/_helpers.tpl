@@ -168,3 +168,14 @@ an error, as in KubeRay.
 {{- else }}{{ default "" $b }}
 {{- end }}
 {{- end }}
+
+{{/*
+"true" when the operator serves its metrics with the cert-manager certificate of its
+webhook, which then also names the metrics Service, so a scraper verifies the endpoint with
+the CA in the certificate's Secret (ca.crt).
+*/}}
+{{- define "raygate.metricsCertFromCertManager" -}}
+{{- if and .Values.metrics.enabled .Values.metrics.secure .Values.metrics.service.enabled .Values.webhook.enabled .Values.webhook.certManager.enabled -}}
+true
+{{- end -}}
+{{- end }}

@@ -2,6 +2,7 @@ package certmanager
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"net/http"
 	"path/filepath"
@@ -56,7 +57,8 @@ var _ = Describe("the chart in cert-manager mode", Ordered, func() {
 		leaf := parsePEM(tlsSecret.Data["tls.crt"])
 		Expect(leaf.IsCA).To(BeFalse())
 		Expect(leaf.DNSNames).To(ConsistOf(
-			"raygate-webhook-service.raygate-system.svc", "raygate-webhook-service.raygate-system.svc.cluster.local"))
+			"raygate-webhook-service.raygate-system.svc", "raygate-webhook-service.raygate-system.svc.cluster.local",
+			"raygate-metrics.raygate-system.svc", "raygate-metrics.raygate-system.svc.cluster.local"))
 		Expect(leaf.ExtKeyUsage).To(ConsistOf(x509.ExtKeyUsageServerAuth))
 		Expect(leaf.Issuer.CommonName).To(Equal(ca.Subject.CommonName))
 		Expect(verifies(secret(ctx, caCert).Data["tls.crt"], leaf)).To(Succeed())
@@ -94,6 +96,18 @@ var _ = Describe("the chart in cert-manager mode", Ordered, func() {
 		served, err := servedCert(op.webhook)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(sameCert(served, secret(ctx, webhookTLS).Data["tls.crt"])).To(BeTrue(), "serves the issued certificate")
+
+		By("the metrics endpoint serves it too, and verifies as the chart's ServiceMonitor checks it: the CA of the Secret, the metrics Service's name")
+		roots := x509.NewCertPool()
+		Expect(roots.AppendCertsFromPEM(secret(ctx, webhookTLS).Data["ca.crt"])).To(BeTrue(), "the Secret's ca.crt")
+		Eventually(func() error {
+			d := &tls.Dialer{Config: &tls.Config{RootCAs: roots, ServerName: "raygate-metrics." + releaseNS + ".svc", MinVersion: tls.VersionTLS12}}
+			c, err := d.DialContext(ctx, "tcp", op.metrics)
+			if err == nil {
+				_ = c.Close()
+			}
+			return err
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 		tunnel.SetBackends(op.webhook) // ready: the Service gets its endpoint
 	})
 

@@ -31,13 +31,14 @@ var certificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: 
 type operatorProc struct {
 	p       *proc.Process
 	webhook string // 127.0.0.1:port
+	metrics string // 127.0.0.1:port, HTTPS with the same certificate (the chart's --metrics-cert-dir)
 	readyz  string
 }
 
 // startOperator runs cmd/raygate with the chart's webhook flags on loopback, reading its
 // certificate from certDir, and does not wait for it.
 func startOperator(name, certDir string) *operatorProc {
-	ports := make([]int, 2)
+	ports := make([]int, 3)
 	for i := range ports {
 		var err error
 		ports[i], err = proc.FreePort()
@@ -48,11 +49,14 @@ func startOperator(name, certDir string) *operatorProc {
 	o := &operatorProc{
 		webhook: "127.0.0.1:" + strconv.Itoa(ports[0]),
 		readyz:  "http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/readyz",
+		metrics: "127.0.0.1:" + strconv.Itoa(ports[2]),
 	}
 	cmd := exec.Command(operator,
 		"--leader-elect=false",
 		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(ports[1]),
-		"--metrics-bind-address=0",
+		"--metrics-bind-address="+o.metrics,
+		"--metrics-secure=true",
+		"--metrics-cert-dir="+certDir,
 		"--enable-webhooks=true",
 		"--webhook-host=127.0.0.1",
 		"--webhook-port="+strconv.Itoa(ports[0]),

@@ -260,7 +260,8 @@ var _ = Describe("the install on an API server", func() {
 			expectManagerAccepts(objs)
 			serving := objs.get("Certificate", "raygate-webhook-cert")
 			Expect(nested[[]any](serving, "spec", "dnsNames")).To(ConsistOf(
-				"raygate-webhook-service.raygate-system.svc", "raygate-webhook-service.raygate-system.svc.cluster.local"))
+				"raygate-webhook-service.raygate-system.svc", "raygate-webhook-service.raygate-system.svc.cluster.local",
+				"raygate-metrics.raygate-system.svc", "raygate-metrics.raygate-system.svc.cluster.local"))
 			for _, u := range append(objs.ofKind("MutatingWebhookConfiguration"), objs.ofKind("ValidatingWebhookConfiguration")...) {
 				Expect(u.GetAnnotations()).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", "raygate-system/raygate-webhook-cert"))
 			}

@@ -217,7 +217,12 @@ func expectCAChain(objs objects, servingCert string) {
 	Expect(serving).NotTo(BeNil(), "the serving Certificate the webhooks' annotation names")
 	Expect(serving.GetNamespace()).To(Equal(releaseNS))
 	svc := "raygate-webhook-service"
-	Expect(nested[[]any](serving, "spec", "dnsNames")).To(ConsistOf(svc+"."+releaseNS+".svc", svc+"."+releaseNS+".svc.cluster.local"))
+	names := []any{svc + "." + releaseNS + ".svc", svc + "." + releaseNS + ".svc.cluster.local"}
+	if slices.ContainsFunc(objs.deployment().Spec.Template.Spec.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--metrics-cert-dir=") }) {
+		// The operator serves its metrics with this certificate: it names the metrics Service too.
+		names = append(names, "raygate-metrics."+releaseNS+".svc", "raygate-metrics."+releaseNS+".svc.cluster.local")
+	}
+	Expect(nested[[]any](serving, "spec", "dnsNames")).To(ConsistOf(names...))
 	Expect(nested[bool](serving, "spec", "isCA")).To(BeFalse())
 	Expect(objs.deployment().Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.Secret.SecretName", nested[string](serving, "spec", "secretName"))))
 

@@ -23,16 +23,36 @@ var _ = Describe("the chart's monitoring objects", func() {
 		Expect(on.get("ConfigMap", "raygate-dashboard")).NotTo(BeNil())
 	})
 
-	It("skips verifying the self-signed metrics certificate unless metrics.serviceMonitor.tlsConfig says how to verify it", func() {
-		tlsConfig := func(args ...string) any {
-			sm := render(append([]string{"--set", "metrics.serviceMonitor.enabled=true"}, args...)...).ofKind("ServiceMonitor")
+	It("verifies the metrics endpoint with the cert-manager CA, skips verifying only without cert-manager, and takes metrics.serviceMonitor.tlsConfig as given", func() {
+		tlsConfig := func(objs objects) any {
+			sm := objs.ofKind("ServiceMonitor")
 			Expect(sm).To(HaveLen(1))
 			endpoints := nested[[]any](sm[0], "spec", "endpoints")
 			Expect(endpoints).To(HaveLen(1))
 			return endpoints[0].(map[string]any)["tlsConfig"]
 		}
-		Expect(tlsConfig()).To(Equal(map[string]any{"insecureSkipVerify": true}))
-		Expect(tlsConfig("--set-json", `metrics.serviceMonitor.tlsConfig={"insecureSkipVerify":null,"ca":{"secret":{"name":"raygate-metrics-ca","key":"ca.crt"}},"serverName":"raygate-metrics.raygate-system.svc"}`)).To(Equal(map[string]any{
+		monitored := func(args ...string) objects {
+			return render(append([]string{"--set", "metrics.serviceMonitor.enabled=true"}, args...)...)
+		}
+		metricsService := "raygate-metrics." + releaseNS + ".svc"
+
+		By("with cert-manager: the operator serves the certificate that names the metrics Service, and the scrape checks it")
+		objs := monitored()
+		Expect(tlsConfig(objs)).To(Equal(map[string]any{
+			"ca": map[string]any{"secret": map[string]any{"name": "raygate-webhook-tls", "key": "ca.crt"}}, "serverName": metricsService,
+		}))
+		Expect(objs.deployment().Spec.Template.Spec.Containers[0].Args).To(ContainElement("--metrics-cert-dir=/etc/raygate/webhook-certs"))
+		cert := objs.get("Certificate", "raygate-webhook-cert")
+		Expect(cert).NotTo(BeNil())
+		Expect(nested[[]any](cert, "spec", "dnsNames")).To(ContainElements(metricsService, metricsService+".cluster.local"))
+
+		By("without cert-manager: a self-signed metrics certificate, not verified")
+		byo := monitored("-f", filepath.Join(chartDir, "ci", "byo-cert-values.yaml"))
+		Expect(tlsConfig(byo)).To(Equal(map[string]any{"insecureSkipVerify": true}))
+		Expect(byo.deployment().Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--metrics-cert-dir")))
+
+		By("a tlsConfig of the admin's own replaces the chart's")
+		Expect(tlsConfig(monitored("--set-json", `metrics.serviceMonitor.tlsConfig={"ca":{"secret":{"name":"raygate-metrics-ca","key":"ca.crt"}},"serverName":"raygate-metrics.raygate-system.svc"}`))).To(Equal(map[string]any{
 			"ca": map[string]any{"secret": map[string]any{"name": "raygate-metrics-ca", "key": "ca.crt"}}, "serverName": "raygate-metrics.raygate-system.svc",
 		}))
 	})

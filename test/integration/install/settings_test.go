@@ -25,6 +25,7 @@ var fixedFlags = map[string]string{
 	"leader-election-namespace": "the release namespace, where the chart grants the Lease",
 	"webhook-host":              "all addresses: the Service reaches the pod's IP",
 	"webhook-cert-dir":          "where the chart mounts the certificate Secret",
+	"metrics-cert-dir":          "the webhook's certificate Secret when cert-manager issues it (metrics.secure, metrics.service.enabled), else a self-signed one",
 	"operator-namespace":        "the pod's namespace, from POD_NAMESPACE (downward API)",
 	"enable-batch-scheduler":    "deprecated: batchScheduler: volcano",
 	"kubeconfig":                "in-cluster: the pod's service account",

@@ -6,6 +6,7 @@ package install
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -55,6 +56,12 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(crds).NotTo(BeEmpty(), tool)
 	}
+	// OpenShift's Route (the dashboard Route of enableIngress): the raycluster suite's copy
+	// of its CRD, for the same reason.
+	routes, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join(repoRoot, "test", "integration", "raycluster", "testdata", "openshift")}, ErrorIfPathMissing: true})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(routes).NotTo(BeEmpty(), "the Route CRD")
 
 	// The operator's namespace enforces the restricted Pod Security Standard, as
 	// docs/install.md recommends; the tenants' namespaces are plain.
