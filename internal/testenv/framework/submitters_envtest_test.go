@@ -23,25 +23,7 @@ import (
 // only follows the job; a refused submission ends Failed with exit code 1; OnFailure
 // restarts the container in place. Skipped when the control-plane binaries are not built.
 func TestSubmitterPodsOnEnvtest(t *testing.T) {
-	if _, err := controlplane.AssetsDir(); err != nil {
-		t.Skipf("no control plane: %v", err)
-	}
-	env, err := controlplane.Start(controlplane.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	kubelet, err := StartKubelet(env.Config, KubeletOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kubelet.Stop)
-	dashboards := StartDashboardsWith(raysim.Options{Jobs: raysim.JobOptions{PendingDelay: 100 * time.Millisecond, RunDelay: 300 * time.Millisecond}})
-	t.Cleanup(dashboards.Close)
-	subs, err := dashboards.RunSubmitters(env.Config, SubmitterOptions{Poll: 20 * time.Millisecond, RestartBackoff: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, dashboards, subs := startSubmitterEnv(t, SubmitterOptions{Poll: 20 * time.Millisecond, RestartBackoff: 50 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := env.Client
@@ -153,4 +135,31 @@ func TestSubmitterPodsOnEnvtest(t *testing.T) {
 	if got := exitCode(p); got != "Succeeded 0" || p.Status.ContainerStatuses[0].RestartCount < 1 {
 		t.Fatalf("OnFailure submitter: %s, restarts %d", got, p.Status.ContainerStatuses[0].RestartCount)
 	}
+}
+
+// startSubmitterEnv starts what the submitter envtests share: a control plane, the fake
+// kubelet, simulated dashboards and Submitters with opts, all stopped when the test ends.
+// It skips the test when the control-plane binaries are not built.
+func startSubmitterEnv(t *testing.T, opts SubmitterOptions) (*controlplane.Env, *Dashboards, *Submitters) {
+	t.Helper()
+	if _, err := controlplane.AssetsDir(); err != nil {
+		t.Skipf("no control plane: %v", err)
+	}
+	env, err := controlplane.Start(controlplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	kubelet, err := StartKubelet(env.Config, KubeletOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kubelet.Stop)
+	dashboards := StartDashboardsWith(raysim.Options{Jobs: raysim.JobOptions{PendingDelay: 100 * time.Millisecond, RunDelay: 300 * time.Millisecond}})
+	t.Cleanup(dashboards.Close)
+	subs, err := dashboards.RunSubmitters(env.Config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, dashboards, subs
 }

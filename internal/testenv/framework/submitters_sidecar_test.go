@@ -13,7 +13,6 @@ import (
 	"github.com/raygate/raygate/internal/dashboard"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/rayjob"
-	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/raysim"
 )
 
@@ -22,24 +21,7 @@ import (
 // dashboard, submits once, and ends that container with exit code 0 while the pod (the Ray
 // head) stays Running. Skipped when the control-plane binaries are not built.
 func TestSidecarHeadOnEnvtest(t *testing.T) {
-	if _, err := controlplane.AssetsDir(); err != nil {
-		t.Skipf("no control plane: %v", err)
-	}
-	env, err := controlplane.Start(controlplane.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	kubelet, err := StartKubelet(env.Config, KubeletOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kubelet.Stop)
-	dashboards := StartDashboardsWith(raysim.Options{Jobs: raysim.JobOptions{PendingDelay: 100 * time.Millisecond, RunDelay: 300 * time.Millisecond}})
-	t.Cleanup(dashboards.Close)
-	if _, err := dashboards.RunSubmitters(env.Config, SubmitterOptions{Poll: 20 * time.Millisecond, Sidecars: true}); err != nil {
-		t.Fatal(err)
-	}
+	env, dashboards, _ := startSubmitterEnv(t, SubmitterOptions{Poll: 20 * time.Millisecond, Sidecars: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const ns, name, id = "default", "side-x7k2p", "side-qz7wd"
