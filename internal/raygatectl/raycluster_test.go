@@ -3,8 +3,6 @@ package raygatectl
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -59,19 +57,7 @@ func TestRenderRayCluster(t *testing.T) {
 			if err := tc.render(&b, ClusterView{Cluster: tc.rc, Now: now}); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", tc.golden)
-			if *update {
-				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), b.String()); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", tc.golden, diff)
-			}
+			checkGolden(t, tc.golden, b.Bytes())
 		})
 	}
 }

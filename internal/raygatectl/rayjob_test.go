@@ -2,13 +2,10 @@ package raygatectl
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -75,19 +72,7 @@ func TestRenderRayJob(t *testing.T) {
 			if err := tc.render(&b, JobView{Job: tc.job, Now: now}); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", tc.golden)
-			if *update {
-				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), b.String()); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", tc.golden, diff)
-			}
+			checkGolden(t, tc.golden, b.Bytes())
 		})
 	}
 }

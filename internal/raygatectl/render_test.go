@@ -20,6 +20,24 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
+// checkGolden compares got with testdata/<name>, rewriting the file first under -update.
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", name, diff)
+	}
+}
+
 var now = time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 
 func cond(t rayv1.RayServiceConditionType, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
@@ -116,19 +134,7 @@ func TestRender(t *testing.T) {
 			if err := tc.render(&b, tc.view); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", tc.golden)
-			if *update {
-				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), b.String()); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", tc.golden, diff)
-			}
+			checkGolden(t, tc.golden, b.Bytes())
 		})
 	}
 }
