@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -33,28 +32,9 @@ func TestLocalModeAndDemo(t *testing.T) {
 	env := append(os.Environ(), marker)
 
 	// make run
-	local := exec.Command(filepath.Join(bin, "raygate-local"), "--dir", state)
-	local.Dir, local.Env = repoRoot(), env
-	pipe, err := local.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var localErr strings.Builder
-	local.Stderr = &localErr
-	if err := local.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- local.Wait() }()
-	out := newOutput(pipe)
-	dump := func() {
-		t.Logf("make run stdout:\n%s\nstderr:\n%s\nraygate.log (end):\n%s", out, localErr.String(), tail(filepath.Join(state, "raygate.log"), 4000))
-	}
-	if !out.waitFor("Ctrl-C stops everything.", 4*time.Minute) {
-		dump()
-		t.Fatal("make run did not reach the sample RayService Ready")
-	}
-	kubeconfig, kubectlBin := checkNextSteps(t, out.String(), state)
+	local := startLocal(t, bin, state, env)
+	out, localErr, dump := local.out, local.stderr, func() { local.dump(t) }
+	kubeconfig, kubectlBin := local.kubeconfig, local.kubectl
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -91,19 +71,7 @@ func TestLocalModeAndDemo(t *testing.T) {
 	}
 
 	// Ctrl-C stops everything.
-	if err := local.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			dump()
-			t.Fatalf("make run exited with %v after Ctrl-C", err)
-		}
-	case <-time.After(90 * time.Second):
-		dump()
-		t.Fatal("make run did not stop within 90s of Ctrl-C")
-	}
+	local.interrupt(t)
 	if !strings.Contains(out.String(), "stopped.") {
 		t.Errorf("make run did not say it stopped:\n%s", out)
 	}

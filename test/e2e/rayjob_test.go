@@ -3,11 +3,9 @@ package e2e
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -24,50 +22,17 @@ func TestLocalModeRayJobs(t *testing.T) {
 	state := t.TempDir()
 	marker := "RAYGATE_E2E_RUN=" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-jobs"
 	t.Cleanup(func() { killMarked(marker) })
-	local := exec.Command(filepath.Join(bin, "raygate-local"), "--dir", state)
-	local.Dir, local.Env = repoRoot(), append(os.Environ(), marker)
-	pipe, err := local.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var localErr strings.Builder
-	local.Stderr = &localErr
-	if err := local.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- local.Wait() }()
-	out := newOutput(pipe)
-	dump := func() {
-		t.Logf("make run stdout:\n%s\nstderr:\n%s\nraygate.log (end):\n%s", out, localErr.String(), tail(filepath.Join(state, "raygate.log"), 4000))
-	}
-	if !out.waitFor("Ctrl-C stops everything.", 4*time.Minute) {
-		dump()
-		t.Fatal("make run did not reach the sample RayService Ready")
-	}
-	kubeconfig, kubectlBin := checkNextSteps(t, out.String(), state)
+	local := startLocal(t, bin, state, append(os.Environ(), marker))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	checkRayJobSample(ctx, t, filepath.Join(bin, "kubectl-raygate"), kubectlBin, kubeconfig)
-	checkSidecarJob(ctx, t, kubectlBin, kubeconfig)
+	checkRayJobSample(ctx, t, filepath.Join(bin, "kubectl-raygate"), local.kubectl, local.kubeconfig)
+	checkSidecarJob(ctx, t, local.kubectl, local.kubeconfig)
 	if t.Failed() {
-		dump()
+		local.dump(t)
 	}
 
-	if err := local.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			dump()
-			t.Fatalf("make run exited with %v after Ctrl-C", err)
-		}
-	case <-time.After(90 * time.Second):
-		dump()
-		t.Fatal("make run did not stop within 90s of Ctrl-C")
-	}
+	local.interrupt(t)
 }
 
 // sidecarJob is docs/rayjob.md's SidecarMode example.
