@@ -235,7 +235,7 @@ func (p *JobsPool) Reject(t JobsTarget, id, message string) {
 func (p *JobsPool) MaxInFlight(namespace string) (total, inNamespace int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.turns.maxInFlight(namespace)
+	return p.turns.MaxInFlight(namespace)
 }
 
 func (p *JobsPool) ask(t JobsTarget, q jobRequest) {
@@ -330,7 +330,7 @@ func (p *JobsPool) enqueue(c *jobsCluster) {
 	if c.queued || c.inflight != nil || len(c.waiting) == 0 {
 		return
 	}
-	p.turns.add(c.target.Head.Cluster.Namespace, c)
+	p.turns.Add(c.target.Head.Cluster.Namespace, c)
 	c.queued = true
 }
 
@@ -344,7 +344,7 @@ func (p *JobsPool) Start(ctx context.Context) error {
 func (p *JobsPool) dispatch() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.turns.dispatch(p.b.now(), func(c *jobsCluster) {
+	return p.turns.Dispatch(p.b.now(), func(c *jobsCluster) {
 		c.queued = false
 		req := c.waiting[0]
 		c.waiting = c.waiting[1:]

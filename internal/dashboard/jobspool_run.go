@@ -41,7 +41,7 @@ func (p *JobsPool) run(ctx context.Context, c *jobsCluster, t JobsTarget, q jobR
 	p.mu.Lock()
 	p.recordJob(c, t, q, info, stopped, err)
 	p.mu.Unlock()
-	p.turns.wake()
+	p.turns.Wake()
 	if p.o.OnDone != nil && ctx.Err() == nil {
 		p.o.OnDone(JobsDone{Target: t, Kind: q.kind, JobID: q.id})
 	}
@@ -50,7 +50,7 @@ func (p *JobsPool) run(ctx context.Context, c *jobsCluster, t JobsTarget, q jobR
 // recordJob stores a request's answer; the caller holds the lock.
 func (p *JobsPool) recordJob(c *jobsCluster, t JobsTarget, q jobRequest, info *JobInfo, stopped bool, err error) {
 	now := p.b.now()
-	p.turns.done(t.Head.Cluster.Namespace)
+	p.turns.Done(t.Head.Cluster.Namespace)
 	c.inflight = nil
 	defer p.enqueue(c)
 	if !sameHead(c.target.Head, t.Head) || p.clusters[t.Head.Cluster] != c {

@@ -298,7 +298,7 @@ func (p *Pool) Submit(t Target, s Submission) {
 func (p *Pool) MaxInFlight(namespace string) (total, inNamespace int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.turns.maxInFlight(namespace)
+	return p.turns.MaxInFlight(namespace)
 }
 
 // entryFor finds or creates the target's entry; the caller holds the lock.
@@ -326,7 +326,7 @@ func (p *Pool) enqueue(e *entry) {
 	if e.queued || e.running {
 		return // queued already, or re-queued when its request ends
 	}
-	p.turns.add(e.target.Head.Cluster.Namespace, e)
+	p.turns.Add(e.target.Head.Cluster.Namespace, e)
 	e.queued = true
 }
 
@@ -341,7 +341,7 @@ func (p *Pool) Start(ctx context.Context) error {
 func (p *Pool) dispatch() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.turns.dispatch(p.b.now(), func(e *entry) {
+	return p.turns.Dispatch(p.b.now(), func(e *entry) {
 		e.queued, e.running = false, true
 		j := &job{e: e, target: e.target}
 		if e.wantSubmit != nil {
@@ -382,7 +382,7 @@ func (p *Pool) run(ctx context.Context, j *job) {
 	p.mu.Lock()
 	done.Outcome = p.record(j, details, err, health, timedOut)
 	p.mu.Unlock()
-	p.turns.wake()
+	p.turns.Wake()
 	if p.o.OnDone != nil && ctx.Err() == nil {
 		p.o.OnDone(done)
 	}
@@ -416,7 +416,7 @@ const DefaultProxyTimeout = 2 * time.Second
 func (p *Pool) record(j *job, details *ServeDetails, err error, proxy *ProxyHealth, timedOut bool) Outcome {
 	e := j.e
 	now := p.b.now()
-	p.turns.done(e.target.Head.Cluster.Namespace)
+	p.turns.Done(e.target.Head.Cluster.Namespace)
 	e.running = false
 	defer func() {
 		if e.wantRead || e.wantSubmit != nil {

@@ -23,16 +23,6 @@ func newTurns[C any](workers, perNamespace int, retryAt func(C) time.Time) turns
 	return turns[C]{Scheduler: sched.New(workers, perNamespace, retryAt)}
 }
 
-func (t *turns[C]) add(namespace string, c C) { t.Add(namespace, c) }
-func (t *turns[C]) wake()                     { t.Wake() }
-func (t *turns[C]) done(namespace string)     { t.Done(namespace) }
-func (t *turns[C]) dispatch(now time.Time, start func(c C)) time.Duration {
-	return t.Dispatch(now, start)
-}
-func (t *turns[C]) maxInFlight(namespace string) (total, inNamespace int) {
-	return t.MaxInFlight(namespace)
-}
-
 // bounds are the options both pools share, defaulted.
 type bounds struct {
 	workers, perNamespace                 int
