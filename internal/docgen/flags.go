@@ -114,7 +114,8 @@ func envVars(root string) ([][]string, error) {
 // stripName drops a Go comment's leading identifier ("EnvX is ...", "EnvX, ...").
 func stripName(doc, name string) string {
 	rest, ok := strings.CutPrefix(doc, name)
-	if !ok {
+	if !ok || strings.HasPrefix(rest, " and ") {
+		// Not about this name alone ("EventA and EventB announce ...").
 		return doc
 	}
 	for _, sep := range []string{" is ", " are ", ", ", ": ", " "} {
