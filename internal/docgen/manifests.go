@@ -2,8 +2,8 @@ package docgen
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -19,10 +19,16 @@ import (
 // docSeparator splits a multi-document YAML file.
 var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`)
 
-// yamlDocs are the objects of the YAML files matching glob (from the repository root), by
-// kind, each decoded strictly into the type decode is given for its kind.
+// readRepoFile reads a file of the repository at root by its slash-separated path.
+func readRepoFile(root, rel string) ([]byte, error) {
+	return fs.ReadFile(os.DirFS(root), rel)
+}
+
+// yamlDocs calls each with every object of the YAML files matching glob (a slash pattern
+// from the repository root): its file, its kind and its text.
 func yamlDocs(root, glob string, each func(path string, kind string, doc []byte) error) error {
-	paths, err := filepath.Glob(filepath.Join(root, glob))
+	repo := os.DirFS(root)
+	paths, err := fs.Glob(repo, glob)
 	if err != nil {
 		return err
 	}
@@ -30,12 +36,11 @@ func yamlDocs(root, glob string, each func(path string, kind string, doc []byte)
 		return fmt.Errorf("no file matches %s", glob)
 	}
 	sort.Strings(paths)
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
+	for _, rel := range paths {
+		b, err := fs.ReadFile(repo, rel)
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(root, p)
 		for _, doc := range docSeparator.Split(string(b), -1) {
 			var tm metav1.TypeMeta
 			if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
@@ -44,7 +49,7 @@ func yamlDocs(root, glob string, each func(path string, kind string, doc []byte)
 			if tm.Kind == "" {
 				continue
 			}
-			if err := each(filepath.ToSlash(rel), tm.Kind, []byte(doc)); err != nil {
+			if err := each(rel, tm.Kind, []byte(doc)); err != nil {
 				return fmt.Errorf("%s: %w", rel, err)
 			}
 		}
@@ -178,7 +183,7 @@ func webhookRow(typ, name string, cc admissionregistrationv1.WebhookClientConfig
 // chartWebhookValues are the defaults of the chart values that set every webhook's failure
 // policy and timeout.
 func chartWebhookValues(root string) (failurePolicy, timeoutSeconds string, err error) {
-	b, err := os.ReadFile(filepath.Join(root, valuesFile))
+	b, err := readRepoFile(root, valuesFile)
 	if err != nil {
 		return "", "", err
 	}

@@ -3,8 +3,6 @@ package docgen
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -39,7 +37,7 @@ const (
 )
 
 func valuesPage(root string) (File, error) {
-	rawSchema, err := os.ReadFile(filepath.Join(root, schemaFile))
+	rawSchema, err := readRepoFile(root, schemaFile)
 	if err != nil {
 		return File{}, err
 	}
@@ -47,7 +45,7 @@ func valuesPage(root string) (File, error) {
 	if err := json.Unmarshal(rawSchema, &top); err != nil {
 		return File{}, fmt.Errorf("%s: %w", schemaFile, err)
 	}
-	rawValues, err := os.ReadFile(filepath.Join(root, valuesFile))
+	rawValues, err := readRepoFile(root, valuesFile)
 	if err != nil {
 		return File{}, err
 	}
