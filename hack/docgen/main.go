@@ -28,7 +28,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "docgen:", err)
 			os.Exit(1)
 		}
-		if err := os.WriteFile(path, []byte(f.Content), 0o600); err != nil {
+		if err := os.WriteFile(path, []byte(f.Content), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "docgen:", err)
 			os.Exit(1)
 		}

@@ -22,7 +22,7 @@ func flagsPage(root string) (File, error) {
 	}
 
 	p := newPage("Manager flags and environment", "internal/app (Options.BindFlags, KubeRayFlagAliases, the Env constants)")
-	p.para("The flags of the raygate manager (`bin/raygate --help` prints the same), as `internal/app` registers them. " +
+	p.para("The flags of the raygate manager as `internal/app` registers them (`bin/raygate --help` prints them too). " +
 		"The Helm chart sets them from its [values](helm-values.md).")
 	var rows [][]string
 	for _, f := range flagsInOrder(fs) {
