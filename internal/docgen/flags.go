@@ -64,7 +64,7 @@ func flagsPage(root string) (File, error) {
 		return File{}, err
 	}
 	p.b.WriteString("## Environment variables\n\n")
-	p.para("Read once at start, under the names KubeRay's operator reads; the chart sets them from `operatorEnv` and `clusterDomain`.")
+	p.para("Read once at start, under the names KubeRay's operator reads; the chart sets `POD_NAMESPACE` from the downward API and the others from `clusterDomain` and `operatorEnv`.")
 	p.table([]string{"variable", "meaning"}, env)
 	return File{Path: "docs/reference/flags.md", Content: p.String()}, nil
 }
