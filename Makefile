@@ -61,8 +61,12 @@ manifests: tools ## Generate CRDs (trimmed to fit etcd's object size limit; ray.
 	cp config/rbac/role.yaml charts/raygate/generated/role.yaml
 	cp config/webhook/manifests.yaml charts/raygate/generated/webhooks.yaml
 
+.PHONY: docs
+docs: ## Regenerate the reference tables of docs/reference/ (flags, Helm values, feature gates, metrics, conditions and events, CRDs and webhooks, RBAC) from their sources.
+	$(GO) run ./hack/docgen
+
 .PHONY: verify
-verify: ## Fail if regenerating changes any generated file, or if git tracks a built program or an oversized file.
+verify: ## Fail if regenerating changes any generated file (docs/reference/ included), or if git tracks a built program or an oversized file.
 	hack/verify-files.sh
 	hack/verify-generated.sh
 

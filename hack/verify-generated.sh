@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Fails when regenerating (deepcopy, CRDs, RBAC, webhook configuration, chart CRDs) changes
-# any file. Works without git, so it gives the same answer in a dirty tree and in CI.
+# Fails when regenerating (deepcopy, CRDs, RBAC, webhook configuration, chart CRDs, the
+# reference tables of docs/reference/) changes any file. Works without git, so it gives the
+# same answer in a dirty tree and in CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 paths=()
-for p in apis config charts; do [[ -d $p ]] && paths+=("$p"); done
-snapshot() { find "${paths[@]}" -type f \( -name '*.go' -o -name '*.yaml' -o -name '*.json' \) | LC_ALL=C sort | xargs -r sha256sum; }
+for p in apis config charts docs/reference; do [[ -d $p ]] && paths+=("$p"); done
+snapshot() { find "${paths[@]}" -type f \( -name '*.go' -o -name '*.yaml' -o -name '*.json' -o -name '*.md' \) | LC_ALL=C sort | xargs -r sha256sum; }
 before=$(snapshot)
-make --no-print-directory generate manifests >/dev/null
+# docs last: the reference tables are generated from the manifests too.
+make --no-print-directory generate manifests docs >/dev/null
 after=$(snapshot)
 if [[ "$before" != "$after" ]]; then
 	echo "generated files were stale and have been regenerated; review and commit them:" >&2

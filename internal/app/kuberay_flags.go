@@ -58,8 +58,8 @@ type kubeRayFlagValues struct {
 	forcedClusterUpgrade bool
 }
 
-// bindKubeRayFlags registers KubeRay's flag names, hidden from --help (README lists them),
-// on the options raygate's flags set.
+// bindKubeRayFlags registers KubeRay's flag names, hidden from --help (docs/reference/flags.md
+// lists them, from KubeRayFlagAliases), on the options raygate's flags set.
 func (o *Options) bindKubeRayFlags(fs *pflag.FlagSet) {
 	usage := func(name string) string {
 		for _, f := range kubeRayFlags {
@@ -97,6 +97,21 @@ func KubeRayFlagNames() []string {
 		names[i] = f.name
 	}
 	return names
+}
+
+// KubeRayFlagAlias is one of KubeRay's flag names raygate accepts: the raygate flag it
+// stands for ("" when none) and how its value is read when not as that flag reads it.
+type KubeRayFlagAlias struct {
+	Name, RaygateFlag, Note string
+}
+
+// KubeRayFlagAliases are KubeRay's flag names raygate accepts, for the reference docs.
+func KubeRayFlagAliases() []KubeRayFlagAlias {
+	out := make([]KubeRayFlagAlias, len(kubeRayFlags))
+	for i, f := range kubeRayFlags {
+		out[i] = KubeRayFlagAlias{Name: f.name, RaygateFlag: f.raygate, Note: f.note}
+	}
+	return out
 }
 
 // settingFlags are the flags that set one setting, raygate's first: two of them given

@@ -12,8 +12,14 @@ import (
 // so a deployment written for KubeRay keeps its meaning. The operator reads them once at
 // start (ParseSettings); the plan takes the values as Settings.
 const (
-	EnvStatusCheckTimeout      = "RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS"
-	EnvTransitionGracePeriod   = "RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS"
+	// EnvStatusCheckTimeout: seconds reading a running job's status may keep failing before
+	// the RayJob fails (a positive integer; default 300).
+	EnvStatusCheckTimeout = "RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS"
+	// EnvTransitionGracePeriod: seconds a RayJob whose Ray job ended waits for its submitter
+	// to finish (default 300; 0 or less: none, it ends at once).
+	EnvTransitionGracePeriod = "RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS"
+	// EnvDeleteRayJobAfterFinish, "true" (any case): shutdownAfterJobFinishes deletes the
+	// RayJob itself, and with it everything it owns, not only its RayCluster.
 	EnvDeleteRayJobAfterFinish = "DELETE_RAYJOB_CR_AFTER_JOB_FINISHES"
 	defaultClusterDomain       = "cluster.local"
 )
