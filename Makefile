@@ -62,9 +62,10 @@ manifests: tools ## Generate CRDs (trimmed to fit etcd's object size limit; ray.
 	cp config/webhook/manifests.yaml charts/raygate/generated/webhooks.yaml
 
 .PHONY: verify
-verify: ## Fail if regenerating changes any generated file, or if git tracks a built program or an oversized file.
+verify: ## Fail if regenerating changes any generated file, if git tracks a built program or an oversized file, or if a doc names a link, anchor, make target, flag, Helm value, ray.io key, path or test that does not exist.
 	hack/verify-files.sh
 	hack/verify-generated.sh
+	$(GO) run ./hack/doccheck
 
 .PHONY: lint
 lint: tools ## golangci-lint (gofmt, go vet, architecture rules: see .golangci.yml).
