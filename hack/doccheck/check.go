@@ -145,7 +145,10 @@ func (c *checker) checkAnchor(d doc, l line, named, file, anchor string) {
 		c.report(d, l, "%s: GitHub's anchors are lower case", named)
 		return
 	}
-	target, ok := c.doc(file)
+	target, ok := d, true
+	if file != d.path {
+		target, ok = c.doc(file)
+	}
 	if !ok || !target.anchors[anchor] {
 		c.report(d, l, "%s: %s has no heading with anchor #%s", named, file, anchor)
 	}
@@ -221,11 +224,11 @@ func (c *checker) checkCommand(d doc, l line, cmd, inherited, context string) st
 		}
 		last = prog
 		for _, m := range flagToken.FindAllStringSubmatchIndex(seg, -1) {
-			p := prog
-			if m[2] >= 3 && strings.ContainsAny(seg[m[2]-3:m[2]-2], `"'`) {
-				p = "" // a quoted flag is an argument for another program ("value":"--flag")
+			p, name := prog, trimFlag(seg[m[2]:m[3]])
+			if m[2] >= 3 && strings.ContainsAny(seg[m[2]-3:m[2]-2], `"'`) && !c.hasFlag(prog, name) {
+				p = "" // a quoted flag may be an argument for another program ("value":"--flag")
 			}
-			c.checkFlag(d, l, trimFlag(seg[m[2]:m[3]]), p, context)
+			c.checkFlag(d, l, name, p, context)
 		}
 	}
 	return last
