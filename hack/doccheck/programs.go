@@ -13,6 +13,7 @@ const (
 	ray         = "ray (the Ray CLI)"
 	kubectlRay  = "kubectl ray (KubeRay's plugin)"
 	git         = "git"
+	docker      = "docker"
 	certManager = "cert-manager's controller"
 	goTool      = "go"
 	traefik     = "Traefik"
@@ -50,6 +51,7 @@ var externalFlags = map[string]map[string]bool{
 		"submission-id", "file", "out-dir", "worker-node-selectors", "head-node-selectors", "autoscaler",
 		"labels", "annotations", "wait", "link", "timeout", "dry-run", "no-wait"),
 	git:              set("always", "dirty", "tags", "short", "abbrev"),
+	docker:           set("build-arg", "tag", "platform", "file"),
 	certManager:      set("enable-certificate-owner-ref"),
 	goTool:           set("count", "run", "timeout", "tags"),
 	traefik:          set("metrics.prometheus"),
@@ -103,6 +105,8 @@ func programOf(seg string) string {
 		return ray
 	case "git":
 		return git
+	case "docker":
+		return docker
 	case "raygate", "bin/raygate", "/manager", "manager":
 		return manager
 	case "bin/raygate-local", "raygate-local":
