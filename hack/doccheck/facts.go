@@ -287,17 +287,18 @@ var testFunc = regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)[A-Z_0-9]\w
 // testFunctions are the names of the Go test functions of the repository.
 func testFunctions(root string) (map[string]bool, error) {
 	out := map[string]bool{}
-	err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+	repo := os.DirFS(root)
+	err := fs.WalkDir(repo, ".", func(path string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if e.IsDir() && (strings.HasPrefix(e.Name(), ".") && path != root || e.Name() == "bin") {
-			return filepath.SkipDir
+		if e.IsDir() && path != "." && (strings.HasPrefix(e.Name(), ".") || e.Name() == "bin") {
+			return fs.SkipDir
 		}
 		if e.IsDir() || !strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
-		b, err := os.ReadFile(path)
+		b, err := fs.ReadFile(repo, path)
 		if err != nil {
 			return err
 		}

@@ -62,11 +62,7 @@ var externalFlags = map[string]map[string]bool{
 // segments splits a command line into its commands: pipes, &&, ;, and a `--` after which
 // another program's arguments start (kubectl exec ... -- ray job submit ...).
 func segments(cmd string) []string {
-	var out []string
-	for _, part := range commandSeparator.Split(cmd, -1) {
-		out = append(out, part)
-	}
-	return out
+	return commandSeparator.Split(cmd, -1)
 }
 
 var commandSeparator = regexp.MustCompile(`\|\||&&|[|;]|\s--\s|\$\(`)
