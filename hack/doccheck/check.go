@@ -40,11 +40,12 @@ func (c *checker) report(d doc, l line, format string, args ...any) {
 }
 
 func (c *checker) checkDoc(d doc) {
-	d.lines = maskKubeRayColumns(d.lines)
+	lines := maskKubeRayColumns(d.lines)
 	var cont string    // the program a fenced line continued with `\` belongs to
 	var heading string // the section's heading: context for bare flags
-	for i := 0; i < len(d.lines); i++ {
-		l := d.lines[i]
+	for i := 0; i < len(lines); {
+		l := lines[i]
+		end := i + 1
 		switch {
 		case l.heading:
 			heading = l.text
@@ -60,30 +61,25 @@ func (c *checker) checkDoc(d doc) {
 				}
 			}
 		case l.text != "":
-			// A paragraph (or table row): code spans may continue on the next line.
-			end := i + 1
-			for end < len(d.lines) && d.lines[end].text != "" && !d.lines[end].fenced && !d.lines[end].heading &&
-				!strings.HasPrefix(strings.TrimSpace(d.lines[end].text), "|") {
+			// A paragraph (or a table row): code spans may continue on the next line.
+			for end < len(lines) && inParagraph(lines[end]) {
 				end++
 			}
-			c.checkBlock(d, d.lines[i:end], heading)
+			c.checkBlock(d, lines[i:end], heading)
 		}
-		c.checkPaths(d, l)
-		c.checkValues(d, l)
-		c.checkKeys(d, l)
-		c.checkTests(d, l)
-		if !l.fenced && !l.heading && l.text != "" {
-			// checkBlock saw the whole block: its lines still get the per-line checks.
-			for i+1 < len(d.lines) && d.lines[i+1].text != "" && !d.lines[i+1].fenced && !d.lines[i+1].heading &&
-				!strings.HasPrefix(strings.TrimSpace(d.lines[i+1].text), "|") {
-				i++
-				c.checkPaths(d, d.lines[i])
-				c.checkValues(d, d.lines[i])
-				c.checkKeys(d, d.lines[i])
-				c.checkTests(d, d.lines[i])
-			}
+		for _, l := range lines[i:end] {
+			c.checkPaths(d, l)
+			c.checkValues(d, l)
+			c.checkKeys(d, l)
+			c.checkTests(d, l)
 		}
+		i = end
 	}
+}
+
+// inParagraph: l continues the paragraph above it (a table row starts a block of its own).
+func inParagraph(l line) bool {
+	return l.text != "" && !l.fenced && !l.heading && !strings.HasPrefix(strings.TrimSpace(l.text), "|")
 }
 
 // checkBlock checks a paragraph's links, code spans and flags; findings name the line the
