@@ -110,7 +110,7 @@ func (c *checker) checkBlock(d doc, block []line, heading string) {
 		c.checkCommand(d, lineAt(m[0]), span, "", context)
 	}
 	for _, m := range flagToken.FindAllStringSubmatchIndex(prose, -1) {
-		c.checkFlag(d, lineAt(m[0]), trimFlag(prose[m[2]:m[3]]), "", context)
+		c.checkFlag(d, lineAt(m[0]), flagUseAt(prose, m), "", context)
 	}
 }
 
@@ -208,8 +208,8 @@ func (c *checker) checkCommand(d doc, l line, cmd, inherited, context string) st
 	}
 	if code, comment, ok := strings.Cut(cmd, " #"); ok {
 		cmd = code // a shell comment is prose: its flags are bare mentions
-		for _, fl := range flagsIn(comment) {
-			c.checkFlag(d, l, fl, "", context)
+		for _, m := range flagToken.FindAllStringSubmatchIndex(comment, -1) {
+			c.checkFlag(d, l, flagUseAt(comment, m), "", context)
 		}
 	}
 	last := inherited
@@ -220,30 +220,44 @@ func (c *checker) checkCommand(d doc, l line, cmd, inherited, context string) st
 		}
 		last = prog
 		for _, m := range flagToken.FindAllStringSubmatchIndex(seg, -1) {
-			p, name := prog, trimFlag(seg[m[2]:m[3]])
-			if m[2] >= 3 && strings.ContainsAny(seg[m[2]-3:m[2]-2], `"'`) && !c.hasFlag(prog, name) {
+			p, use := prog, flagUseAt(seg, m)
+			if m[2] >= 3 && strings.ContainsAny(seg[m[2]-3:m[2]-2], `"'`) && !c.hasFlag(prog, use.name) {
 				p = "" // a quoted flag may be an argument for another program ("value":"--flag")
 			}
-			c.checkFlag(d, l, name, p, context)
+			c.checkFlag(d, l, use, p, context)
 		}
 	}
 	return last
 }
 
 // checkFlag: a flag of prog, or (prog "": a bare mention) of the manager or of a program the
-// paragraph or its section's heading is about.
-func (c *checker) checkFlag(d doc, l line, flag, prog, context string) {
+// paragraph or its section's heading is about. A value given to a manager flag must be one
+// the manager accepts.
+func (c *checker) checkFlag(d doc, l line, use flagUse, prog, context string) {
 	progs := []string{prog}
 	if prog == "" {
 		progs = append([]string{manager}, mentioned(context)...)
 	}
 	for _, p := range progs {
-		if c.hasFlag(p, flag) {
-			return
+		if !c.hasFlag(p, use.name) {
+			continue
 		}
+		if p == manager && literalValue.MatchString(use.value) && !placeholder.MatchString(use.value) && c.facts.flagValue != nil {
+			if problem := c.facts.flagValue(use.name, use.value); problem != "" {
+				c.report(d, l, "--%s=%s: %s", use.name, use.value, problem)
+			}
+		}
+		return
 	}
-	c.report(d, l, "--%s is not a flag of %s", flag, strings.Join(progs, " or "))
+	c.report(d, l, "--%s is not a flag of %s", use.name, strings.Join(progs, " or "))
 }
+
+// literalValue is a flag value written out, not a placeholder (<name>, …, {a,b}, $VAR).
+// placeholder: an upper-case word (N, NAME) stands for a value.
+var (
+	literalValue = regexp.MustCompile(`^[A-Za-z0-9_.:/,=-]+$`)
+	placeholder  = regexp.MustCompile(`^[A-Z]+$`)
+)
 
 // hasFlag: prog has the flag; a name ending in "-" (--max-pods-per-*) is a prefix of one.
 func (c *checker) hasFlag(prog, flag string) bool {
@@ -265,19 +279,21 @@ func (c *checker) hasFlag(prog, flag string) bool {
 	return set[flag]
 }
 
-// flagToken is a long flag; dots are part of some programs' flag names (Traefik's
-// --metrics.prometheus).
-var flagToken = regexp.MustCompile(`(?:^|[^\w-])--([a-z][a-z0-9.-]*)`)
+// flagToken is a long flag and the value written after "=", if any; dots are part of some
+// programs' flag names (Traefik's --metrics.prometheus).
+var flagToken = regexp.MustCompile(`(?:^|[^\w-])--([a-z][a-z0-9.-]*)(?:=([^\s\x60"'(),;|\]]*))?`)
 
-func flagsIn(text string) []string {
-	var out []string
-	for _, m := range flagToken.FindAllStringSubmatch(text, -1) {
-		out = append(out, trimFlag(m[1]))
+// flagUse is a flag named in a document, with the value it is given ("" when none).
+type flagUse struct{ name, value string }
+
+// flagUseAt reads the flagToken match m of text.
+func flagUseAt(text string, m []int) flagUse {
+	use := flagUse{name: strings.TrimRight(text[m[2]:m[3]], ".")}
+	if m[4] >= 0 {
+		use.value = strings.TrimRight(text[m[4]:m[5]], ".")
 	}
-	return out
+	return use
 }
-
-func trimFlag(name string) string { return strings.TrimRight(name, ".") }
 
 var (
 	setFlag     = regexp.MustCompile(`--set(?:-string|-json|-file|-literal)?[= ]+['"]?([^\s'"]+)`)

@@ -58,6 +58,12 @@ func testFacts() facts {
 		open:   set("podLabels"),
 		keys:   set("ray.io/cluster", "raygate.ray.io/gateway"),
 		tests:  set("TestReal"),
+		flagValue: func(name, value string) string {
+			if name == "batch-scheduler" && value != "volcano" && value != "kai-scheduler" {
+				return "--batch-scheduler must be one of volcano, kai-scheduler or empty"
+			}
+			return ""
+		},
 		exists: func(p string) bool {
 			matches := false
 			for f := range files {
@@ -109,6 +115,9 @@ func TestCheck(t *testing.T) {
 			"`--max-pods-per-*` limits pods; `make demo ARGS=\"--rate 5\"` is the demo.",
 			"| KubeRay value | raygate value |", "| --- | --- |", "| `image.gone` | `image.tag` |",
 		}, "\n")},
+		"stale flag value": {path: "docs/a.md", text: "Run with `--batch-scheduler=kai`.",
+			want: []string{"docs/a.md:1: --batch-scheduler=kai: --batch-scheduler must be one of volcano, kai-scheduler or empty"}},
+		"flag values that are placeholders": {path: "docs/a.md", text: "`--batch-scheduler=<name>`, `--batch-scheduler=N`, `raygate --batch-scheduler=volcano`"},
 		"stale flag": {path: "docs/a.md", text: "Set `--leader-election` to elect.",
 			want: []string{"docs/a.md:1: --leader-election is not a flag of manager"}},
 		"stale flag in a fenced manifest": {path: "docs/a.md", text: "```yaml\nargs:\n- --batch-schedule=volcano\n```",
@@ -169,5 +178,31 @@ func TestRepositoryDocs(t *testing.T) {
 	}
 	for _, f := range findings {
 		t.Error(f)
+	}
+}
+
+// The manager's own parser and start-up checks judge a flag's value; a check of two flags
+// together does not blame one of them.
+func TestManagerFlagValue(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		refused     bool
+	}{
+		{"batch-scheduler", "kai", true},
+		{"batch-scheduler", "kai-scheduler", false},
+		{"tls-min-version", "1.4", true},
+		{"feature-gates", "RayClusterMTLS=true", false},
+		{"feature-gates", "NoSuchGate=true", true},
+		{"reconcile-concurrency", "many", true},
+		{"leader-elect-lease-duration", "8s", false}, // refused only with the default renew deadline
+		{"watch-namespace", "a,b", false},
+	} {
+		if got := managerFlagValue(tc.name, tc.value); (got != "") != tc.refused {
+			t.Errorf("--%s=%s: %q, want refused %v", tc.name, tc.value, got, tc.refused)
+		}
+	}
+	// A refused gate does not stay behind for the next value.
+	if got := managerFlagValue("feature-gates", "RayCronJob=true"); got != "" {
+		t.Errorf("after a refused gate, --feature-gates=RayCronJob=true: %q", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,8 +17,10 @@ import (
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/component-base/featuregate"
 
 	"github.com/raygate/raygate/internal/app"
+	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/raygatectl"
 )
 
@@ -36,6 +39,8 @@ type facts struct {
 	tests map[string]bool
 	// exists says whether a repository path exists (globs allowed).
 	exists func(path string) bool
+	// flagValue says what is wrong with a value of a manager flag ("" when it is accepted).
+	flagValue func(name, value string) string
 }
 
 // Programs whose flags documents name.
@@ -55,6 +60,7 @@ func loadFacts(root string) (facts, error) {
 		return f, err
 	}
 	f.flags[manager] = managerFlags()
+	f.flagValue = managerFlagValue
 	f.flags[plugin] = pluginFlags()
 	for name, dir := range map[string]string{local: "cmd/raygate-local", demo: "cmd/raygate-demo", bench: "test/bench"} {
 		if f.flags[name], err = declaredFlags(filepath.Join(root, dir)); err != nil {
@@ -100,6 +106,43 @@ func managerFlags() map[string]bool {
 	fs.VisitAll(func(f *pflag.Flag) { out[f.Name] = true })
 	return out
 }
+
+// managerFlagValue says why the manager refuses value for its flag name, given alone on top
+// of the defaults: the flag's parser, or a start-up check whose message names this flag and
+// no other (a check of two flags together, such as the leader election's timings, cannot
+// judge one of them).
+func managerFlagValue(name, value string) string {
+	if name == "feature-gates" {
+		// A gate of its own: setting the process-wide one would keep a bad name for the next.
+		gate := featuregate.NewFeatureGate()
+		if err := gate.Add(features.Specs); err != nil {
+			return err.Error()
+		}
+		if err := gate.Set(value); err != nil {
+			return err.Error()
+		}
+		return ""
+	}
+	fs := pflag.NewFlagSet("raygate", pflag.ContinueOnError)
+	opts := app.DefaultOptions()
+	opts.BindFlags(fs)
+	if err := fs.Set(name, value); err != nil {
+		return err.Error()
+	}
+	err := opts.Validate()
+	if err == nil {
+		return ""
+	}
+	var problems []string
+	for _, p := range strings.Split(strings.TrimPrefix(err.Error(), "invalid options: "), "; ") {
+		if named := namedFlags.FindAllString(p, -1); len(named) > 0 && !slices.ContainsFunc(named, func(f string) bool { return f != "--"+name }) {
+			problems = append(problems, p)
+		}
+	}
+	return strings.Join(problems, "; ")
+}
+
+var namedFlags = regexp.MustCompile(`--[a-z][a-z0-9-]*`)
 
 // pluginFlags are the flags of every `kubectl raygate` command.
 func pluginFlags() map[string]bool {
