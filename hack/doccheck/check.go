@@ -39,6 +39,8 @@ func (c *checker) report(d doc, l line, format string, args ...any) {
 	c.out = append(c.out, finding{path: d.path, line: l.n, msg: fmt.Sprintf(format, args...)})
 }
 
+// checkDoc checks one document: fenced lines as commands, paragraphs (links, code spans,
+// flags) as blocks, and every line for paths, Helm values, keys and tests.
 func (c *checker) checkDoc(d doc) {
 	lines := maskKubeRayColumns(d.lines)
 	var cont string    // the program a fenced line continued with `\` belongs to
@@ -133,6 +135,7 @@ func (c *checker) checkLink(d doc, l line, target string) {
 	c.checkAnchor(d, l, target, resolved, anchor)
 }
 
+// checkAnchor: the anchor of a link or path to a Markdown file is one of its headings'.
 func (c *checker) checkAnchor(d doc, l line, named, file, anchor string) {
 	if anchor == "" || !strings.HasSuffix(file, ".md") {
 		return
@@ -181,7 +184,7 @@ var (
 	word     = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
 )
 
-// makeTargets are the targets of the make invocations in a command line.
+// makeTargetsOf are the targets of the make invocations in a command line.
 func makeTargetsOf(cmd string) []string {
 	var out []string
 	for _, m := range makeCall.FindAllStringSubmatch(cmd, -1) {
