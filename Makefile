@@ -66,9 +66,10 @@ docs: ## Regenerate the reference tables of docs/reference/ (flags, Helm values,
 	$(GO) run ./hack/docgen
 
 .PHONY: verify
-verify: ## Fail if regenerating changes any generated file (docs/reference/ included), or if git tracks a built program or an oversized file.
+verify: ## Fail if regenerating changes any generated file (docs/reference/ included), if git tracks a built program or an oversized file, or if a doc names a link, anchor, make target, flag, Helm value, ray.io key, path or test that does not exist.
 	hack/verify-files.sh
 	hack/verify-generated.sh
+	$(GO) run ./hack/doccheck
 
 .PHONY: lint
 lint: tools ## golangci-lint (gofmt, go vet, architecture rules: see .golangci.yml).
