@@ -119,7 +119,8 @@ spec:
     clusterUpgradeOptions:
       gatewayClassName: $GATEWAY_CLASS
       maxSurgePercent: 100
-      # Half the traffic per step, one step every 5 s: a short walkthrough, not a production pace.
+      # Half the traffic per step, one step every 5 s: a short walkthrough, not a production
+      # pace. Admission says so in two warnings (maxSurgePercent 100, intervalSeconds < 10).
       stepSizePercent: 50
       intervalSeconds: 5
   rayClusterDeletionDelaySeconds: 10
