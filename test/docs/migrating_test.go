@@ -37,51 +37,27 @@ func serviceTypeRefusals(t *testing.T, samples string, args ...string) []string 
 		t.Fatal(err)
 	}
 	v := validation.Validator{Policy: opts.Policy(), Limits: opts.Limits()}
-	var refused []string
-	err := filepath.WalkDir(samples, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
-			return err
+	var files []string
+	if err := filepath.WalkDir(samples, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".yaml") {
+			files = append(files, path)
 		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var refused []string
+	for _, path := range files {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		rel, _ := filepath.Rel(samples, path)
 		for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
-			var tm metav1.TypeMeta
-			if yaml.Unmarshal([]byte(doc), &tm) != nil {
-				continue
-			}
-			var errs field.ErrorList
-			var name string
-			switch tm.Kind {
-			case rayv1.RayClusterKind:
-				var rc rayv1.RayCluster
-				if yaml.Unmarshal([]byte(doc), &rc) != nil {
-					continue
-				}
-				rc.Namespace, name = metav1.NamespaceDefault, rc.Name
-				defaulting.RayCluster(&rc)
-				errs, _ = v.RayCluster(&rc)
-			case rayv1.RayServiceKind:
-				var svc rayv1.RayService
-				if yaml.Unmarshal([]byte(doc), &svc) != nil {
-					continue
-				}
-				svc.Namespace, name = metav1.NamespaceDefault, svc.Name
-				defaulting.RayService(&svc)
-				errs, _ = v.RayService(&svc)
-			default:
-				continue
-			}
-			if slices.ContainsFunc(errs, func(e *field.Error) bool { return strings.Contains(e.Detail, "--allowed-service-types") }) {
-				refused = append(refused, rel+" "+tm.Kind+"/"+name)
+			if r, ok := refusedForServiceType(v, doc); ok {
+				refused = append(refused, rel+" "+r)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	slices.Sort(refused)
 	return refused
@@ -113,4 +89,37 @@ func TestKubeRaySamplesAndServiceTypes(t *testing.T) {
 	if any := serviceTypeRefusals(t, samples, "--allowed-service-types="); len(any) > 0 {
 		t.Errorf("with --allowed-service-types= (any type), still refused: %q", any)
 	}
+}
+
+// refusedForServiceType validates one manifest if it is a RayCluster or a RayService and
+// returns "Kind/name" when a Service type it asks for is refused.
+func refusedForServiceType(v validation.Validator, doc string) (string, bool) {
+	var tm metav1.TypeMeta
+	if yaml.Unmarshal([]byte(doc), &tm) != nil {
+		return "", false
+	}
+	var errs field.ErrorList
+	var name string
+	switch tm.Kind {
+	case rayv1.RayClusterKind:
+		var rc rayv1.RayCluster
+		if yaml.Unmarshal([]byte(doc), &rc) != nil {
+			return "", false
+		}
+		rc.Namespace, name = metav1.NamespaceDefault, rc.Name
+		defaulting.RayCluster(&rc)
+		errs, _ = v.RayCluster(&rc)
+	case rayv1.RayServiceKind:
+		var svc rayv1.RayService
+		if yaml.Unmarshal([]byte(doc), &svc) != nil {
+			return "", false
+		}
+		svc.Namespace, name = metav1.NamespaceDefault, svc.Name
+		defaulting.RayService(&svc)
+		errs, _ = v.RayService(&svc)
+	default:
+		return "", false
+	}
+	refused := slices.ContainsFunc(errs, func(e *field.Error) bool { return strings.Contains(e.Detail, "--allowed-service-types") })
+	return tm.Kind + "/" + name, refused
 }
