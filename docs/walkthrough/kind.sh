@@ -210,7 +210,7 @@ step_traffic() {
   trap 'kill $pf 2>/dev/null || true' RETURN
   sleep 3
   run curl -sS --fail --max-time 10 -X POST -H 'Content-Type: application/json' \
-    -d '["MANGO", 2]' http://127.0.0.1:8080/fruit
+    -d '["MANGO", 2]' http://127.0.0.1:8080/fruit/
   echo
 }
 
