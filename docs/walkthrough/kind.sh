@@ -207,11 +207,13 @@ step_traffic() {
     -o jsonpath='{.items[0].metadata.name}')
   kc -n envoy-gateway-system port-forward "service/$svc" 8080:80 >/dev/null &
   local pf=$!
-  trap 'kill $pf 2>/dev/null || true' RETURN
+  # The port-forward ends with this step, or with the script if the request fails.
+  trap "kill $pf 2>/dev/null || true" EXIT
   sleep 3
   run curl -sS --fail --max-time 10 -X POST -H 'Content-Type: application/json' \
     -d '["MANGO", 2]' http://127.0.0.1:8080/fruit/
   echo
+  kill "$pf" 2>/dev/null || true
 }
 
 step_cleanup() {
