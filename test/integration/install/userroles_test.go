@@ -102,7 +102,7 @@ var _ = Describe("the roles for raygate's users", func() {
 		_, stderr, err := env.Kubectl(ctx, roles.yaml(), "apply", "--server-side", "-f", "-")
 		Expect(err).NotTo(HaveOccurred(), stderr)
 		DeferCleanup(func(ctx context.Context) {
-			_, stderr, err := env.Kubectl(ctx, roles.yaml(), "delete", "--wait", "-f", "-")
+			_, stderr, err := env.Kubectl(ctx, roles.yaml(), "delete", "--ignore-not-found", "--wait", "-f", "-")
 			Expect(err).NotTo(HaveOccurred(), stderr)
 		})
 
@@ -111,13 +111,17 @@ var _ = Describe("the roles for raygate's users", func() {
 		stop, err := env.StartControllers(context.WithoutCancel(ctx), GinkgoWriter, "clusterrole-aggregation-controller")
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(stop)
-		for role, want := range map[string]string{"admin": "create", "edit": "create", "view": "list"} {
-			Eventually(func(g Gomega) {
-				cr := &rbacv1.ClusterRole{}
-				g.Expect(harness.Client.Get(ctx, client.ObjectKey{Name: role}, cr)).To(Succeed())
-				g.Expect(grants(cr.Rules, "ray.io", "rayclusters", want)).To(BeTrue(), "%s lacks %s rayclusters", role, want)
-			}).WithTimeout(time.Minute).Should(Succeed())
+		aggregated := func(granted bool) {
+			GinkgoHelper()
+			for role, verb := range map[string]string{"admin": "create", "edit": "create", "view": "list"} {
+				Eventually(func(g Gomega) {
+					cr := &rbacv1.ClusterRole{}
+					g.Expect(harness.Client.Get(ctx, client.ObjectKey{Name: role}, cr)).To(Succeed())
+					g.Expect(grants(cr.Rules, "ray.io", "rayclusters", verb)).To(Equal(granted), "%s: %s rayclusters", role, verb)
+				}).WithTimeout(time.Minute).Should(Succeed())
+			}
 		}
+		aggregated(true)
 
 		bindings := `
 apiVersion: rbac.authorization.k8s.io/v1
@@ -193,5 +197,12 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}]
 				Expect(canI("bob", "list", r, "team-b")).To(BeFalse(), r)
 			}
 		}
+
+		By("without the roles (helm uninstall), edit and view grant nothing on Ray objects")
+		_, stderr, err = env.Kubectl(ctx, roles.yaml(), "delete", "--wait", "-f", "-")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		aggregated(false)
+		Expect(canI("alice", "create", "rayclusters.ray.io", "team-a")).To(BeFalse())
+		Expect(canI("bob", "list", "rayclusters.ray.io", "team-a")).To(BeFalse())
 	})
 })
