@@ -12,7 +12,8 @@ import (
 
 // TestLocalModeRayJobs runs `make run` and, as its next steps say, the RayJob sample
 // (K8sJobMode) to SUCCEEDED, then a SidecarMode RayJob (docs/rayjob.md's example) to
-// SUCCEEDED: the local mode carries out the head pod's submitter container too. Run it
+// SUCCEEDED: the local mode carries out the head pod's submitter container too. Then the
+// raygate steps of the real-cluster walkthrough (docs/walkthrough/kind.sh). Run it
 // alone with `go test ./test/e2e -run TestLocalModeRayJobs`.
 func TestLocalModeRayJobs(t *testing.T) {
 	if testing.Short() {
@@ -28,6 +29,10 @@ func TestLocalModeRayJobs(t *testing.T) {
 	defer cancel()
 	checkRayJobSample(ctx, t, filepath.Join(bin, "kubectl-raygate"), local.kubectl, local.kubeconfig)
 	checkSidecarJob(ctx, t, local.kubectl, local.kubeconfig)
+	// The same cluster serves the walkthrough's raygate steps (docs/walkthrough/kind.sh).
+	wctx, wcancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer wcancel()
+	runWalkthrough(wctx, t, local.kubectl, local.kubeconfig)
 	if t.Failed() {
 		local.dump(t)
 	}

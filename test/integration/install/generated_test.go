@@ -362,6 +362,7 @@ func expectClusterWideRBAC(objs objects, gen generated) {
 // cluster-scoped one, metrics-auth and metrics-reader.
 func expectNamespacedRBAC(objs objects, gen generated, namespaces ...string) {
 	GinkgoHelper()
+	objs = objs.withoutUserRoles() // the users' roles are not the operator's
 	Expect(objs.deployment().Spec.Template.Spec.Containers[0].Args).To(ContainElement("--watch-namespaces=" + strings.Join(namespaces, ",")))
 	Expect(objs.names("ClusterRole")).To(BeElementOf(
 		[]string{"/raygate-system-raygate-metrics-auth", "/raygate-system-raygate-metrics-reader"},
