@@ -16,6 +16,7 @@ const (
 	docker      = "docker"
 	certManager = "cert-manager's controller"
 	goTool      = "go"
+	curl        = "curl"
 	traefik     = "Traefik"
 	// historyCollector is KubeRay's history server collector, a sidecar raygate adds.
 	historyCollector = "the history server collector"
@@ -34,7 +35,7 @@ var externalFlags = map[string]map[string]bool{
 	kubectl: set("all-namespaces", "as", "clusterrole", "context", "dry-run", "field-selector", "filename",
 		"follow", "for", "force-conflicts", "kubeconfig", "namespace", "output", "overwrite", "previous",
 		"raw", "resource", "role", "selector", "server-side", "serviceaccount", "sort-by", "timeout", "type",
-		"validate", "verb", "replicas", "wait", "cert", "key"),
+		"validate", "verb", "replicas", "wait", "cert", "key", "all-containers"),
 	helm: set("api-versions", "create-namespace", "dry-run", "namespace", "reuse-values", "set", "set-json", "set-string", "show-only", "skip-crds", "timeout", "version", "wait", "values"),
 	ray: set("address", "block", "dashboard-agent-listen-port", "dashboard-host", "entrypoint-num-cpus", "entrypoint-num-gpus", "entrypoint-resources",
 		"events-port", "head", "labels", "memory", "metadata-json", "metrics-export-port", "no-monitor",
@@ -48,6 +49,7 @@ var externalFlags = map[string]map[string]bool{
 	docker:           set("build-arg", "file"),
 	certManager:      set("enable-certificate-owner-ref"),
 	goTool:           set("timeout", "tags"),
+	curl:             set("data-urlencode"),
 	traefik:          set("metrics.prometheus"),
 	historyCollector: set("role", "ray-cluster-name", "ray-cluster-namespace", "ray-root-dir", "events-port"),
 	noFlagsKnown:     {},
@@ -97,6 +99,8 @@ func programOf(seg string) string {
 		return git
 	case "docker":
 		return docker
+	case "curl":
+		return curl
 	case "raygate", "bin/raygate", "/manager", "manager":
 		return manager
 	case "bin/raygate-local", "raygate-local":
