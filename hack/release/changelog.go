@@ -12,12 +12,12 @@ import (
 const unreleasedHeading = "## [Unreleased]"
 
 var (
-	semverRE     = regexp.MustCompile(`^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?$`)
-	dateRE       = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
-	headingRE    = regexp.MustCompile(`(?m)^## `)
-	linkRefRE    = regexp.MustCompile(`(?m)^\[[^\]]+\]: \S+[ \t]*$`)
-	compareRE    = regexp.MustCompile(`(?m)^\[Unreleased\]: (\S+)/compare/(\S+)\.\.\.HEAD[ \t]*$`)
-	firstRE      = regexp.MustCompile(`(?m)^\[Unreleased\]: (\S+)/commits/HEAD[ \t]*$`)
+	semverRE  = regexp.MustCompile(`^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?$`)
+	dateRE    = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+	headingRE = regexp.MustCompile(`(?m)^## `)
+	linkRefRE = regexp.MustCompile(`(?m)^\[[^\]]+\]: \S+[ \t]*$`)
+	compareRE = regexp.MustCompile(`(?m)^\[Unreleased\]: (\S+)/compare/(\S+)\.\.\.HEAD[ \t]*$`)
+	firstRE   = regexp.MustCompile(`(?m)^\[Unreleased\]: (\S+)/commits/HEAD[ \t]*$`)
 )
 
 // ChartVersion is the chart's SemVer for a release tag vX.Y.Z[-pre] (Helm wants no "v").
