@@ -133,12 +133,15 @@ var _ = Describe("a release made by make release", Ordered, func() {
 			Expect(err).NotTo(HaveOccurred())
 			kc := "--kubeconfig=" + env.Kubeconfig
 			const ns = "release-ops"
-			installed, err := runHelmBin(bin(), "install", rel, "oci://"+reg+"/charts/raygate", "--version", chartVersion, "--plain-http",
+			start := time.Now()
+			installed, err := runHelmBin(bin(), "install", rel, "oci://"+reg+"/charts/raygate", "--version", chartVersion, "--plain-http", "--skip-crds",
 				kc, "--namespace", ns, "--create-namespace", "--set", "watchNamespaces={team-a}")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(installed).To(ContainSubstring("STATUS: deployed"))
+			GinkgoWriter.Printf("helm install took %s\n", time.Since(start).Round(time.Millisecond))
+			// Without --wait: the webhook configurations are gone when the command returns.
 			DeferCleanup(func() {
-				_, err := runHelmBin(bin(), "uninstall", rel, kc, "--namespace", ns, "--wait")
+				_, err := runHelmBin(bin(), "uninstall", rel, kc, "--namespace", ns)
 				Expect(err).NotTo(HaveOccurred())
 			})
 
