@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -94,19 +93,24 @@ func (d Destination) PlainHTTP() (bool, error) {
 // checksums writes SHA256SUMS (sha256sum's format) for every file under dir but the OCI
 // layout, whose blobs are named by their digests already.
 func checksums(dir string, skip ...string) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = root.Close() }()
+	fsys := root.FS()
 	var lines []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(dir, path)
 		if d.IsDir() {
-			if slices.Contains(skip, rel) {
-				return filepath.SkipDir
+			if slices.Contains(skip, path) {
+				return fs.SkipDir
 			}
 			return nil
 		}
-		f, err := os.Open(path)
+		f, err := fsys.Open(path)
 		if err != nil {
 			return err
 		}
@@ -115,11 +119,11 @@ func checksums(dir string, skip ...string) error {
 		if _, err := io.Copy(h, f); err != nil {
 			return err
 		}
-		lines = append(lines, hex.EncodeToString(h.Sum(nil))+"  "+filepath.ToSlash(rel))
+		lines = append(lines, hex.EncodeToString(h.Sum(nil))+"  "+path)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(strings.Join(lines, "\n")+"\n"), 0o644) //nolint:gosec // published checksums
+	return root.WriteFile("SHA256SUMS", []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 }

@@ -93,10 +93,10 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(c.out, "raygate-crds.yaml"), []byte(crds), 0o644); err != nil { //nolint:gosec // a published manifest
+	if err := os.WriteFile(filepath.Join(c.out, "raygate-crds.yaml"), []byte(crds), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(c.out, "RELEASE-NOTES.md"), []byte(notes), 0o644); err != nil { //nolint:gosec // published notes
+	if err := os.WriteFile(filepath.Join(c.out, "RELEASE-NOTES.md"), []byte(notes), 0o644); err != nil {
 		return err
 	}
 	chart, err := packageChart(c, chartVersion, repo, digest)
@@ -120,7 +120,7 @@ func run(ctx context.Context, c config) error {
 		log.Printf("chart %s --version %s (%s)", chartRef, chartVersion, pushedDigest(out))
 	}
 	if string(oldLog) != newLog {
-		if err := os.WriteFile(c.changelog, []byte(newLog), 0o644); err != nil { //nolint:gosec // a tracked file
+		if err := os.WriteFile(c.changelog, []byte(newLog), 0o644); err != nil {
 			return err
 		}
 		log.Printf("%s: the Unreleased section is now [%s]; commit it with the tag %s", c.changelog, chartVersion, c.version)
@@ -156,7 +156,7 @@ func packageChart(c config, chartVersion, repo, digest string) (string, error) {
 	if values, err = SetImage(values, repo, digest); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(valuesPath, values, 0o644); err != nil { //nolint:gosec // chart source
+	if err := os.WriteFile(valuesPath, values, 0o644); err != nil {
 		return "", err
 	}
 	out, err := filepath.Abs(c.out)

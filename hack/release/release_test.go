@@ -189,3 +189,29 @@ func TestJoinYAML(t *testing.T) {
 		t.Errorf("JoinYAML = %q, want %q", got, want)
 	}
 }
+
+// SHA256SUMS lists every file by its path under the release directory, in sha256sum's
+// format, leaving out the OCI layout (its blobs are named by their digests).
+func TestChecksums(t *testing.T) {
+	dir := t.TempDir()
+	for path, content := range map[string]string{"a.yaml": "a\n", "sbom/x.spdx.json": "{}", "image/blobs/sha256/ff": "blob"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, path), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := checksums(dir, "image"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "87428fc522803d31065e7bce3cf03fe475096631e5e07bbd7a0fde60c4cf25c7  a.yaml\n" +
+		"44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a  sbom/x.spdx.json\n"
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("SHA256SUMS (-want +got):\n%s", diff)
+	}
+}
