@@ -28,6 +28,18 @@ build: ## Build the manager binary into bin/raygate, stamped with VERSION (from 
 image: tools ## Build the operator image with ko, without Docker: OCI layout bin/image and tarball bin/image.tar, tagged VERSION.
 	$(GO) run ./hack/image --ko "$$($(TOOLS) path ko)" --version "$(VERSION)" --out bin/image
 
+# make release: where the artefacts go, the image's archs, where to push (empty: nowhere) and
+# the changelog whose Unreleased section becomes the version's.
+RELEASE_DIR ?= bin/release
+RELEASE_ARCHS ?= amd64,arm64
+REGISTRY ?=
+CHANGELOG ?= CHANGELOG.md
+
+.PHONY: release
+release: ## Release VERSION=vX.Y.Z into bin/release: image (amd64, arm64) with SPDX SBOMs, chart pinned to its digest, CRDs in one file, CHANGELOG section; REGISTRY=host[/path] pushes image and chart (OCI).
+	$(GO) run ./hack/release --version "$(VERSION)" --ko "$$($(TOOLS) path ko)" --helm "$(HELM)" --out "$(RELEASE_DIR)" \
+		--archs "$(RELEASE_ARCHS)" --registry "$(REGISTRY)" --changelog "$(CHANGELOG)"
+
 .PHONY: plugin
 plugin: ## Build the kubectl plugin into bin/kubectl-raygate (put bin/ on the PATH: `kubectl raygate status <name>`).
 	$(GO) build -o bin/kubectl-raygate ./cmd/kubectl-raygate

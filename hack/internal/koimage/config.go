@@ -1,4 +1,7 @@
-package main
+// Package koimage builds the operator image with ko, without a container engine: `make image`
+// (one platform, an OCI layout and a tarball) and `make release` (every platform, SPDX SBOMs,
+// optionally pushed) share it.
+package koimage
 
 import (
 	"fmt"
@@ -28,6 +31,22 @@ var Labels = map[string]string{
 	"org.opencontainers.image.licenses":    "Apache-2.0",
 }
 
+// Options describe one ko build.
+type Options struct {
+	Ko      string // path of the ko binary
+	Repo    string // repository the image is named for, and pushed to with Push
+	Version string // stamped into the binary and tagged
+	// Archs are the GOARCHes built (linux only); several make an image index.
+	Archs []string
+	// Layout is the OCI layout directory written (replaced); Tarball, if set, a tarball of
+	// the image (one arch only: a tarball holds no index).
+	Layout, Tarball string
+	// SBOMDir, if set, makes ko generate SPDX SBOMs and write them there; pushed, each is
+	// attached as ko attaches them (tag sha256-<digest>.sbom beside the image).
+	SBOMDir string
+	Push    bool
+}
+
 // KoConfig is the .ko.yaml of the build: the local base by digest, a static binary with the
 // version stamped from $VERSION.
 func KoConfig(baseRef string) string {
@@ -41,17 +60,28 @@ builds:
 `, baseRef, mainPkg, versionVar)
 }
 
-// KoArgs are the arguments of `ko build`: no push, an OCI layout at out and a tarball at
-// out.tar, named repo:version (--bare), with the user and labels the chart expects.
-func KoArgs(version, out, arch string) []string {
-	args := []string{"build", mainPkg, "--bare", "--push=false", "--sbom=none",
-		"--platform=linux/" + arch, "--tags=" + version,
-		"--oci-layout-path=" + out, "--tarball=" + out + ".tar",
-		"--image-user=" + User}
+// KoArgs are the arguments of `ko build`: named repo:version (--bare), with the user and
+// labels the chart expects, the SBOM and the outputs the options ask for.
+func KoArgs(o Options) []string {
+	platforms := make([]string, len(o.Archs))
+	for i, a := range o.Archs {
+		platforms[i] = "linux/" + a
+	}
+	args := []string{"build", mainPkg, "--bare", fmt.Sprintf("--push=%t", o.Push),
+		"--platform=" + strings.Join(platforms, ","), "--tags=" + o.Version,
+		"--oci-layout-path=" + o.Layout, "--image-user=" + User}
+	if o.Tarball != "" {
+		args = append(args, "--tarball="+o.Tarball)
+	}
+	if o.SBOMDir == "" {
+		args = append(args, "--sbom=none")
+	} else {
+		args = append(args, "--sbom=spdx", "--sbom-dir="+o.SBOMDir)
+	}
 	for _, k := range slices.Sorted(maps.Keys(Labels)) {
 		args = append(args, "--image-label="+k+"="+Labels[k])
 	}
-	return append(args, "--image-label=org.opencontainers.image.version="+version)
+	return append(args, "--image-label=org.opencontainers.image.version="+o.Version)
 }
 
 // CheckConfig lists how an image's config differs from what the chart expects.
