@@ -36,7 +36,7 @@ var externalFlags = map[string]map[string]bool{
 		"follow", "for", "force-conflicts", "kubeconfig", "namespace", "output", "overwrite", "previous",
 		"raw", "resource", "role", "selector", "server-side", "serviceaccount", "sort-by", "timeout", "type",
 		"validate", "verb", "replicas", "wait", "cert", "key", "all-containers"),
-	helm: set("api-versions", "create-namespace", "dry-run", "namespace", "reuse-values", "set", "set-json", "set-string", "show-only", "skip-crds", "timeout", "version", "wait", "values"),
+	helm: set("api-versions", "plain-http", "create-namespace", "dry-run", "namespace", "reuse-values", "set", "set-json", "set-string", "show-only", "skip-crds", "timeout", "version", "wait", "values"),
 	ray: set("address", "block", "dashboard-agent-listen-port", "dashboard-host", "entrypoint-num-cpus", "entrypoint-num-gpus", "entrypoint-resources",
 		"events-port", "head", "labels", "memory", "metadata-json", "metrics-export-port", "no-monitor",
 		"no-wait", "num-cpus", "num-gpus", "redis-password", "redis-username",
