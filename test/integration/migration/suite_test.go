@@ -84,7 +84,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	stopJobs, err := env.StartControllers(context.Background(), GinkgoWriter, "job-controller")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(stopJobs)
-	_, err = dashboards.RunSubmitters(env.Config, framework.SubmitterOptions{Poll: 100 * time.Millisecond})
+	_, err = dashboards.RunSubmitters(env.Config, framework.SubmitterOptions{Poll: 100 * time.Millisecond, Sidecars: true})
 	Expect(err).NotTo(HaveOccurred())
 	proxy, err = kuberay.StartProxy(kuberay.SimulatorRoutes(k8s, dashboards.Registry))
 	Expect(err).NotTo(HaveOccurred())
