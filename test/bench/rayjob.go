@@ -91,11 +91,13 @@ type rayJobRun struct {
 //     deleted while its Ray job runs could not stop it);
 //   - the RayCluster created;
 //   - K8sJobMode: the submitter Job created (HTTPMode submits over HTTP: no API write);
+//   - the RayJob's own head Service (<job>-head-svc, KubeRay's address of the job's head that
+//     outlives a retry's new cluster) created;
 //   - three status writes: Initializing (the job id and cluster name stored before anything
 //     is created or sent), Running (submitted), Complete/SUCCEEDED; a job short enough may
 //     end between two reads, so its PENDING and RUNNING need not each be written;
-//   - one event per object created (the RayCluster, the submitter Job) or, in HTTPMode, for
-//     the submission.
+//   - one event per object created (the RayCluster, the submitter Job, the head Service), the
+//     submission in place of the submitter in HTTPMode.
 func minRayJobWrites(mode rayv1.JobSubmissionMode) []minWrite {
 	out := []minWrite{
 		{"RayCluster brought up (pods, head Service, 2 status writes, 1 event per group)", clusterMinWrites(rayJobPodsPerJob, 2)},
@@ -106,8 +108,9 @@ func minRayJobWrites(mode rayv1.JobSubmissionMode) []minWrite {
 		out = append(out, minWrite{"submitter Job created", 1})
 	}
 	return append(out,
+		minWrite{"the RayJob's head Service created", 1},
 		minWrite{"RayJob status: Initializing, Running, Complete", 3},
-		minWrite{"events: RayCluster created, submitter created or job submitted", 2})
+		minWrite{"events: RayCluster, submitter (HTTPMode: the submission) and head Service", 3})
 }
 
 // clusterMinWrites is the scale scenario's minimum for a cluster of pods in groups.
