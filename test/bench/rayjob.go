@@ -96,8 +96,10 @@ type rayJobRun struct {
 //   - three status writes: Initializing (the job id and cluster name stored before anything
 //     is created or sent), Running (submitted), Complete/SUCCEEDED; a job short enough may
 //     end between two reads, so its PENDING and RUNNING need not each be written;
-//   - one event per object created (the RayCluster, the submitter Job, the head Service), the
-//     submission in place of the submitter in HTTPMode.
+//   - one event per object created (the RayCluster, the submitter Job, the head Service; the
+//     submission in place of the submitter in HTTPMode) and one when the job ends: the end
+//     of a batch job is what its user waits for, and Kubernetes' own Job controller records
+//     it (`Completed`); KubeRay v1.5.1 records none.
 func minRayJobWrites(mode rayv1.JobSubmissionMode) []minWrite {
 	out := []minWrite{
 		{"RayCluster brought up (pods, head Service, 2 status writes, 1 event per group)", clusterMinWrites(rayJobPodsPerJob, 2)},
@@ -110,7 +112,7 @@ func minRayJobWrites(mode rayv1.JobSubmissionMode) []minWrite {
 	return append(out,
 		minWrite{"the RayJob's head Service created", 1},
 		minWrite{"RayJob status: Initializing, Running, Complete", 3},
-		minWrite{"events: RayCluster, submitter (HTTPMode: the submission) and head Service", 3})
+		minWrite{"events: RayCluster, submitter (HTTPMode: the submission) and head Service created; the job ended", 4})
 }
 
 // clusterMinWrites is the scale scenario's minimum for a cluster of pods in groups.

@@ -80,7 +80,12 @@ func renderRayJob(m *md, r *rayJobResult) {
 		rows = append(rows, []string{w.What, fmt.Sprint(w.Count)})
 	}
 	rows = append(rows, []string{"**minimum per RayJob**", fmt.Sprintf("**%d**", r.MinWritesPerJob)})
-	m.p("The minimum writes per RayJob (`minRayJobWrites` in test/bench/rayjob.go says why each is needed):")
+	m.p("The minimum writes per RayJob (`minRayJobWrites` in test/bench/rayjob.go says why each is needed). The\n" +
+		"cluster's share is the scale scenario's minimum for its pods. Three status writes: Initializing (the job id\n" +
+		"and cluster name stored before anything is created or sent, so nothing is submitted twice), Running,\n" +
+		"Complete; a PENDING or RUNNING that a status read happens to see is written too, above the minimum.\n" +
+		"One event per object created and one when the job ends (Kubernetes' Job controller records a job's end;\n" +
+		"KubeRay v1.5.1 records none):")
 	m.table([]string{"write", "per RayJob"}, rows)
 
 	runs := []*rayJobRun{&r.Raygate}
