@@ -325,10 +325,10 @@ func (s *pass) jobWithStatus() *rayv1.RayJob {
 	return j
 }
 
-// waitFor records why an initializing job waits, in status.message.
 // clusterNotReady is the message of a job waiting for its cluster to become ready.
 func clusterNotReady(name string) string { return "RayCluster " + name + " is not ready yet" }
 
+// waitFor records why an initializing job waits, in status.message.
 func (s *pass) waitFor(why string) {
 	s.st.Message = why
 	s.out.note(why)
