@@ -208,7 +208,7 @@ func userSubmits(ctx context.Context, ns, name, id string) {
 	GinkgoHelper()
 	cluster := getJob(ctx, ns, name).Status.RayClusterName
 	Expect(cluster).NotTo(BeEmpty())
-	url, err := dashboards.Registry.DashboardURL(ctx, dashboard.Head{Cluster: types.NamespacedName{Namespace: ns, Name: cluster}})
+	url, err := dashboards.DashboardURL(ctx, dashboard.Head{Cluster: types.NamespacedName{Namespace: ns, Name: cluster}})
 	Expect(err).NotTo(HaveOccurred())
 	_, err = (&dashboard.HTTPClient{BaseURL: url}).SubmitJob(ctx, dashboard.JobSubmission{SubmissionID: id, Entrypoint: holds})
 	Expect(err).NotTo(HaveOccurred())
