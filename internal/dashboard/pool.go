@@ -382,10 +382,24 @@ func (p *Pool) run(ctx context.Context, j *job) {
 	p.mu.Lock()
 	done.Outcome = p.record(j, details, err, health, timedOut)
 	p.mu.Unlock()
-	p.turns.Wake()
+	p.turns.Wake() // the worker is free for other clusters
 	if p.o.OnDone != nil && ctx.Err() == nil {
 		p.o.OnDone(done)
 	}
+	p.finish(j.e)
+}
+
+// finish lets the entry run its next request, once the last one's OnDone has returned: a
+// cluster's completions arrive in the order its requests ran (the read an acceptance asks
+// for must not be reported before the acceptance).
+func (p *Pool) finish(e *entry) {
+	p.mu.Lock()
+	e.running = false
+	if e.wantRead || e.wantSubmit != nil {
+		p.enqueue(e)
+	}
+	p.mu.Unlock()
+	p.turns.Wake()
 }
 
 // checkProxy asks the Serve proxy at url for its health, within ProxyTimeout, with the
@@ -412,17 +426,12 @@ func (p *Pool) ProxyTimeout() time.Duration { return min(DefaultProxyTimeout, p.
 // DefaultProxyTimeout bounds a Serve proxy health check: a healthy proxy answers at once.
 const DefaultProxyTimeout = 2 * time.Second
 
-// record stores a request's answer; the caller holds the lock.
+// record stores a request's answer and frees its worker; the entry stays running until
+// finish. The caller holds the lock.
 func (p *Pool) record(j *job, details *ServeDetails, err error, proxy *ProxyHealth, timedOut bool) Outcome {
 	e := j.e
 	now := p.b.now()
 	p.turns.Done(e.target.Head.Cluster.Namespace)
-	e.running = false
-	defer func() {
-		if e.wantRead || e.wantSubmit != nil {
-			p.enqueue(e)
-		}
-	}()
 	outcome := classify(j.sub, err)
 	if !sameHead(e.target.Head, j.target.Head) || p.entries[e.target.Head.Cluster] != e {
 		return outcome // the head changed meanwhile: the answer was the old head's

@@ -264,6 +264,9 @@ func TestVerdicts(t *testing.T) {
 		"Operator peak RSS at 4,000 pods (fast stages, extra) vs KubeRay":                              "not run",
 		"Writes per RayCluster on a loaded machine (CPU hog on both), 100 RayClusters, general stages": "**missed**", // 1.155
 		"Incremental upgrade pacing":                      "met",
+		"Time to all SUCCEEDED vs KubeRay":                "not run", // no rayjob scenario
+		"Writes per RayJob":                               "not run",
+		"Duplicate submissions at the Jobs API":           "not run",
 		"Admission p99 added by the webhooks, 1 client":   "not run",
 		"Admission p99 added by the webhooks, 20 clients": "not run",
 		allocs: "**missed**", // the worst of the three reviews

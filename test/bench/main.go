@@ -7,6 +7,7 @@
 //	go run ./test/bench -scenarios memory -memory-sizes 500,2000
 //	go run ./test/bench -scenarios upgrade-load -docs /tmp/bench/benchmarks.md   # leaves docs/ alone
 //	go run ./test/bench -scenarios upgrade-fleet -fleet-size 5 -docs /tmp/fleet.md
+//	go run ./test/bench -scenarios rayjob -rayjobs 50 -docs /tmp/rayjob.md
 //	go run ./test/bench -report-only   # re-render docs/benchmarks.md from the saved results
 package main
 
@@ -27,6 +28,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/kwokcluster"
 	"github.com/raygate/raygate/internal/testenv/tools"
 )
@@ -51,6 +53,8 @@ type flags struct {
 	quiet       time.Duration
 	admissionN  int
 	fleetSize   int
+	rayJobs     int
+	rayJobMode  string
 	docs        string
 	reportOnly  bool
 	keepLogs    bool
@@ -67,8 +71,10 @@ type flags struct {
 
 func parseFlags() (flags, error) {
 	var f flags
-	scenarios := flag.String("scenarios", "scale,loaded,upgrade,upgrade-load,upgrade-fleet,admission,noise,memory", "comma-separated scenarios: scale, loaded (scale at 100 with a CPU hog), upgrade, upgrade-load, upgrade-fleet (many RayServices upgrading at once, raygate and KubeRay), admission, noise, memory")
+	scenarios := flag.String("scenarios", "scale,loaded,upgrade,upgrade-load,upgrade-fleet,rayjob,admission,noise,memory", "comma-separated scenarios: scale, loaded (scale at 100 with a CPU hog), upgrade, upgrade-load, upgrade-fleet (many RayServices upgrading at once, raygate and KubeRay), rayjob (many short RayJobs, raygate and KubeRay), admission, noise, memory")
 	flag.IntVar(&f.fleetSize, "fleet-size", 50, "RayServices upgrading at once in the upgrade-fleet scenario")
+	flag.IntVar(&f.rayJobs, "rayjobs", defaultRayJobs, "RayJobs of the rayjob scenario")
+	flag.StringVar(&f.rayJobMode, "rayjob-mode", string(defaultRayJobMode), "submissionMode of the rayjob scenario's RayJobs: K8sJobMode or HTTPMode")
 	memorySizes := flag.String("memory-sizes", "500,2000", "numbers of RayClusters of the memory scenario (RSS growth per 1,000 pods between the smallest and the largest)")
 	sizes := flag.String("sizes", "100,1000", "numbers of RayClusters for the scale scenario")
 	flag.IntVar(&f.concurrency, "concurrency", defaultConcurrency(), "raygate's --reconcile-concurrency in the main scale runs (its default)")
@@ -80,7 +86,7 @@ func parseFlags() (flags, error) {
 	flag.BoolVar(&f.keepLogs, "keep-logs", false, "keep every run's component logs and audit log")
 	flag.BoolVar(&f.profile, "profile", true, "profile the operator (CPU, heap) in the largest scale run")
 	flag.BoolVar(&f.reference, "reference", true, "also run the ReplicaSet reference (off: raygate only, for quick experiments)")
-	flag.BoolVar(&f.kuberay, "kuberay", true, "also run KubeRay's operator (hack/tools.sh path kuberay) in the scale and upgrade-fleet scenarios")
+	flag.BoolVar(&f.kuberay, "kuberay", true, "also run KubeRay's operator (hack/tools.sh path kuberay) in the scale, upgrade-fleet and rayjob scenarios")
 	stages := flag.String("stages", "general,fast", "kwok pod stages of the scale scenario, each a labelled run: general (1-6 s per transition, like a kubelet) and fast (Ready at once)")
 	operatorEnv := flag.String("operator-env", "", "comma-separated K=V added to the operator's environment (e.g. GOMEMLIMIT=90MiB)")
 	flag.BoolVar(&f.auditAll, "audit-all", true, "in the scale scenario, audit every user and report the whole cluster's writes per object by component and by write (costs API server CPU in those runs)")
@@ -101,6 +107,12 @@ func parseFlags() (flags, error) {
 	if f.fleetSize < 1 {
 		return f, fmt.Errorf("-fleet-size: %d is not a positive integer", f.fleetSize)
 	}
+	if f.rayJobs < 1 {
+		return f, fmt.Errorf("-rayjobs: %d is not a positive integer", f.rayJobs)
+	}
+	if m := rayv1.JobSubmissionMode(f.rayJobMode); m != rayv1.K8sJobMode && m != rayv1.HTTPMode {
+		return f, fmt.Errorf("-rayjob-mode: %q is not K8sJobMode or HTTPMode", f.rayJobMode)
+	}
 	var err error
 	if f.sizes, err = ints(*sizes); err != nil {
 		return f, fmt.Errorf("-sizes: %w", err)
@@ -113,7 +125,7 @@ func parseFlags() (flags, error) {
 	}
 	for _, s := range f.scenarios {
 		switch s {
-		case "scale", "loaded", "upgrade", "upgrade-load", "upgrade-fleet", "admission", "noise", "memory":
+		case "scale", "loaded", "upgrade", "upgrade-load", "upgrade-fleet", "rayjob", "admission", "noise", "memory":
 		default:
 			return f, fmt.Errorf("unknown scenario %q", s)
 		}
@@ -214,6 +226,10 @@ func run() error {
 			r := runUpgradeFleet(ctx, b, f.fleetSize, f.kuberay)
 			res.UpgradeFleet = &r
 			_ = enc.Encode(r)
+		case "rayjob":
+			r := runRayJobs(ctx, b, f.rayJobs, rayv1.JobSubmissionMode(f.rayJobMode), f.kuberay)
+			res.RayJob = &r
+			_ = enc.Encode(r.line())
 		case "admission":
 			r := runAdmission(ctx, b, f.admissionN)
 			res.Admission = &r

@@ -131,9 +131,8 @@ func waitOperatorReady(ctx context.Context, c *kwokcluster.Cluster, op *operator
 
 // startKubeRay starts KubeRay's operator (default flags, leader election off) as the
 // audited operator user. KubeRay's chart RBAC is not in this repository, so the user is in
-// system:masters; its RayJob CRD, whose controller KubeRay always starts, is installed
-// first (raygate's CRDs serve RayCluster and RayService). o.ExtraArgs and o.Env are added
-// (feature gates, HTTP_PROXY).
+// system:masters; KubeRay's own RayJob CRD replaces raygate's first (kuberay.InstallCRDs),
+// as in a KubeRay install. o.ExtraArgs and o.Env are added (feature gates, HTTP_PROXY).
 func (b *bench) startKubeRay(ctx context.Context, c *kwokcluster.Cluster, o operatorOptions) (*operator, error) {
 	bin, err := tools.Path("kuberay")
 	if err != nil {

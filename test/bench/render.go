@@ -67,6 +67,7 @@ func renderReport(r *results, analysis, assets string) string {
 	renderUpgrade(&m, r.Upgrade)
 	renderUpgradeLoad(&m, r.UpgradeLoad)
 	renderUpgradeFleet(&m, r.UpgradeFleet)
+	renderRayJob(&m, r.RayJob)
 	renderAdmission(&m, r.Admission)
 	renderNoise(&m, r.Noise)
 	renderMemory(&m, r.Memory)

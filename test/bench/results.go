@@ -24,6 +24,7 @@ type results struct {
 	Upgrade         *upgradeResult     `json:"upgrade,omitempty"`
 	UpgradeLoad     *upgradeLoadResult `json:"upgradeLoad,omitempty"`
 	UpgradeFleet    *fleetResult       `json:"upgradeFleet,omitempty"`
+	RayJob          *rayJobResult      `json:"rayJob,omitempty"`
 	Admission       *admissionResult   `json:"admission,omitempty"`
 	Noise           *noiseResult       `json:"noise,omitempty"`
 	Memory          *memoryResult      `json:"memory,omitempty"`
@@ -62,6 +63,8 @@ func overlay(saved, run *results, scenarios []string) *results {
 			out.UpgradeLoad = run.UpgradeLoad
 		case "upgrade-fleet":
 			out.UpgradeFleet = run.UpgradeFleet
+		case "rayjob":
+			out.RayJob = run.RayJob
 		case "admission":
 			out.Admission = run.Admission
 		case "noise":
@@ -170,6 +173,17 @@ func backfill(r *results) {
 // line is the scenario's JSON line: the result without the per-object timelines.
 func (r scaleResult) line() scaleResult {
 	r.Raygate.Timeline, r.Reference.Timeline = nil, nil
+	if r.KubeRay != nil {
+		k := *r.KubeRay
+		k.Timeline = nil
+		r.KubeRay = &k
+	}
+	return r
+}
+
+// line is the scenario's JSON line: the result without the per-job timelines.
+func (r rayJobResult) line() rayJobResult {
+	r.Raygate.Timeline = nil
 	if r.KubeRay != nil {
 		k := *r.KubeRay
 		k.Timeline = nil

@@ -79,6 +79,11 @@ func (s *pass) start() {
 		return
 	}
 	st.JobDeploymentStatus = rayv1.JobDeploymentStatusInitializing
+	if !rayjob.UsesClusterSelector(s.job) {
+		// Said with the write that records the names: the job's own cluster cannot be ready
+		// yet, and waiting for it then needs no write of its own.
+		st.Message = clusterNotReady(st.RayClusterName)
+	}
 	if !resumes {
 		st.StartTime = s.stamp(s.now)
 	}
@@ -119,14 +124,16 @@ func (s *pass) initializing() {
 			s.fail(rayv1.AppFailed, "RayCluster "+st.RayClusterName+" was deleted before the job ran; it is not created again, as its head may have submitted the job")
 			return
 		}
-		st.Message = ""
+		// What the job waits for next, said now: the passes that follow while the new
+		// cluster comes up then change nothing.
+		s.waitFor(clusterNotReady(st.RayClusterName))
 		s.createCluster()
 		return
 	}
-	s.copyClusterStatus(rc)
+	s.copyWaitingClusterStatus(rc)
 	if st.DashboardURL == "" {
 		if rc.Status.State != rayv1.Ready {
-			s.waitFor("RayCluster " + rc.Name + " is not ready yet")
+			s.waitFor(clusterNotReady(rc.Name))
 			return
 		}
 		url := DashboardURL(s.in.Observed.HeadService, s.set.ClusterDomain)
@@ -317,6 +324,9 @@ func (s *pass) jobWithStatus() *rayv1.RayJob {
 	j.Status = *s.st.DeepCopy()
 	return j
 }
+
+// clusterNotReady is the message of a job waiting for its cluster to become ready.
+func clusterNotReady(name string) string { return "RayCluster " + name + " is not ready yet" }
 
 // waitFor records why an initializing job waits, in status.message.
 func (s *pass) waitFor(why string) {

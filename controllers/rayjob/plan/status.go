@@ -146,6 +146,19 @@ func (s *pass) copyClusterStatus(rc *rayv1.RayCluster) {
 	}
 }
 
+// copyWaitingClusterStatus is the copy while the job waits for its cluster (Initializing):
+// only when the cluster's state or reason changed (ready, suspended, failed), so a cluster
+// coming up, whose conditions and replica counts change at every step, does not rewrite the
+// status of every job waiting on it; the RayCluster's own status has each step, and the job's
+// message names the cluster. In SidecarMode every change is copied: a recorded status is how
+// a later pass knows the cluster existed, and its head may have submitted the job.
+func (s *pass) copyWaitingClusterStatus(rc *rayv1.RayCluster) {
+	old := &s.st.RayClusterStatus
+	if s.job.Spec.SubmissionMode == rayv1.SidecarMode || old.State != rc.Status.State || old.Reason != rc.Status.Reason {
+		s.copyClusterStatus(rc)
+	}
+}
+
 func clusterStatusChanged(old, cur *rayv1.RayClusterStatus) bool {
 	return old.State != cur.State || old.Reason != cur.Reason ||
 		old.ReadyWorkerReplicas != cur.ReadyWorkerReplicas || old.AvailableWorkerReplicas != cur.AvailableWorkerReplicas ||

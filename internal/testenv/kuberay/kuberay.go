@@ -48,8 +48,10 @@ type KubeRay struct {
 	ProbePort int
 }
 
-// InstallCRDs installs the KubeRay CRD raygate does not serve (RayJob), which KubeRay's
-// RayJob controller, always started, watches.
+// InstallCRDs replaces raygate's RayJob CRD with KubeRay v1.5.1's own, for a cluster where
+// KubeRay runs alone (the benchmarks' KubeRay runs), so KubeRay is measured on the schema its
+// own install has. Never where raygate runs or takes a RayJob over: KubeRay's narrower schema
+// prunes status fields raygate writes (the migration suite keeps raygate's CRD).
 func InstallCRDs(env *controlplane.Env) error {
 	dir, err := tools.Path("kuberay-crds")
 	if err != nil {

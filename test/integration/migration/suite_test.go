@@ -5,7 +5,9 @@
 // objects back, again without recreating a pod. A last spec records what KubeRay does with
 // a raygate-stamped RayService whose spec changed while no operator ran. RayJobs (their own
 // ordered container): KubeRay runs two (HTTPMode, K8sJobMode) and finishes a third; raygate
-// takes them over without a second submission, a new cluster or a new submitter Job.
+// takes them over without a second submission, a new cluster or a new submitter Job. A
+// second container does the same, both ways, for InteractiveMode (submitted, and waiting for
+// the user), SidecarMode, and a job still Initializing (its cluster held not ready).
 //
 // Pods are run by the fake kubelet, Serve by the dashboard simulators. raygate reaches the
 // simulators in-process; KubeRay reaches the same simulators through a loopback HTTP proxy
@@ -84,7 +86,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	stopJobs, err := env.StartControllers(context.Background(), GinkgoWriter, "job-controller")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(stopJobs)
-	_, err = dashboards.RunSubmitters(env.Config, framework.SubmitterOptions{Poll: 100 * time.Millisecond})
+	_, err = dashboards.RunSubmitters(env.Config, framework.SubmitterOptions{Poll: 100 * time.Millisecond, Sidecars: true})
 	Expect(err).NotTo(HaveOccurred())
 	proxy, err = kuberay.StartProxy(kuberay.SimulatorRoutes(k8s, dashboards.Registry))
 	Expect(err).NotTo(HaveOccurred())
