@@ -46,6 +46,9 @@ type Env struct {
 	Client     client.Client
 	Kubeconfig string // path of an admin kubeconfig for kubectl
 	AssetsDir  string
+	// Minor is the Kubernetes minor of kube-apiserver and kubectl in AssetsDir (36 by
+	// default, 30 under `make test-compat`); see wording.go.
+	Minor int
 
 	admissionDir string // the admission configuration's directory, if any
 }
@@ -66,14 +69,10 @@ func GatewayAPICRDDir() (string, error) {
 }
 
 // gatewayAPICRDsFor lists the standard-channel Gateway API CRD files the kube-apiserver in
-// assets accepts. It says on stderr which it leaves out (GatewayAPICRDMinMinor): only an
+// assets (of that minor) accepts. It says on stderr which it leaves out (GatewayAPICRDMinMinor): only an
 // older minor than the default control plane's, under `make test-compat`, leaves any out.
-func gatewayAPICRDsFor(assets string) ([]string, error) {
+func gatewayAPICRDsFor(minor int) ([]string, error) {
 	dir, err := GatewayAPICRDDir()
-	if err != nil {
-		return nil, err
-	}
-	minor, err := apiServerMinor(assets)
 	if err != nil {
 		return nil, err
 	}
@@ -96,9 +95,13 @@ func Start(o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	minor, err := apiServerMinor(assets)
+	if err != nil {
+		return nil, err
+	}
 	crds := []string{filepath.Join(tools.RepoRoot(), "config", "crd", "bases")}
 	if o.GatewayAPI {
-		files, err := gatewayAPICRDsFor(assets)
+		files, err := gatewayAPICRDsFor(minor)
 		if err != nil {
 			return nil, err
 		}
@@ -142,7 +145,7 @@ func Start(o Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting control plane: %w", err)
 	}
-	e := &Env{Env: te, Config: cfg, AssetsDir: assets, admissionDir: admissionDir}
+	e := &Env{Env: te, Config: cfg, AssetsDir: assets, Minor: minor, admissionDir: admissionDir}
 	if e.Client, err = client.New(cfg, client.Options{Scheme: rayscheme.New()}); err != nil {
 		_ = te.Stop()
 		return nil, err

@@ -64,3 +64,19 @@ func TestGatewayAPICRDFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestWordingByMinor(t *testing.T) {
+	old, current := &Env{Minor: 30}, &Env{Minor: 36}
+	for _, tc := range []struct{ got, want string }{
+		{old.KubectlDeleted("rayservice.ray.io", "a", "ns"), "rayservice.ray.io \"a\" deleted\n"},
+		{current.KubectlDeleted("rayservice.ray.io", "a", "ns"), "rayservice.ray.io \"a\" deleted from ns namespace\n"},
+		{old.SchemaTooLong(8), "Too long: may not be longer than 8"},
+		{current.SchemaTooLong(8), "Too long: may not be more than 8 bytes"},
+		{old.NullValue(), `"null"`},
+		{current.NullValue(), "null"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
