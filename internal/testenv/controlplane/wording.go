@@ -1,6 +1,10 @@
 package controlplane
 
-import "fmt"
+import (
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+)
 
 // What kubectl and the API server print changed in wording between 1.30, the oldest minor
 // the docs claim, and 1.36, the default control plane. The suites compare that output
@@ -37,4 +41,15 @@ func (e *Env) NullValue() string {
 		return `"null"`
 	}
 	return "null"
+}
+
+// JobSucceededConditions are the condition types the Job controller sets, in order, when a
+// non-indexed Job succeeds; suites that play the Job controller write them. 1.36's Job
+// status validation wants SuccessCriteriaMet before Complete; 1.30's refuses
+// SuccessCriteriaMet on a Job without a success policy.
+func (e *Env) JobSucceededConditions() []batchv1.JobConditionType {
+	if e.oldWording() {
+		return []batchv1.JobConditionType{batchv1.JobComplete}
+	}
+	return []batchv1.JobConditionType{batchv1.JobSuccessCriteriaMet, batchv1.JobComplete}
 }
