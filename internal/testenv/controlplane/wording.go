@@ -53,3 +53,14 @@ func (e *Env) JobSucceededConditions() []batchv1.JobConditionType {
 	}
 	return []batchv1.JobConditionType{batchv1.JobSuccessCriteriaMet, batchv1.JobComplete}
 }
+
+// EnvVarNameRefusal is the API server's pod validation message for an environment variable
+// name such as "1BAD=": 1.30 allows only letters, digits, '_', '-' and '.', not first a
+// digit; 1.36 any printable ASCII but '=' (RelaxedEnvironmentVariableValidation).
+func (e *Env) EnvVarNameRefusal() string {
+	if e.oldWording() {
+		return `a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit ` +
+			`(e.g. 'my.env-name',  or 'MY_ENV.NAME',  or 'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')`
+	}
+	return "a valid environment variable name must consist only of printable ASCII characters other than '='"
+}
