@@ -74,9 +74,15 @@ func TestWordingByMinor(t *testing.T) {
 		{current.SchemaTooLong(8), "Too long: may not be more than 8 bytes"},
 		{old.NullValue(), `"null"`},
 		{current.NullValue(), "null"},
+		{current.EnvVarNameRefusal(), "a valid environment variable name must consist only of printable ASCII characters other than '='"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+	for _, e := range []*Env{old, current} {
+		if got := e.JobSucceededConditions(); got[len(got)-1] != "Complete" {
+			t.Errorf("1.%d: the Job controller's last condition is %q, want Complete", e.Minor, got[len(got)-1])
 		}
 	}
 }
