@@ -21,6 +21,11 @@
 #                                cert-manager (cert-manager's controllers and CA injector,
 #                                hack/tools/cert-manager)
 #   hack/tools.sh list           print every tool's path, one per line
+#   hack/tools.sh compat         opt-in, not part of install: build (if missing) the control
+#                                plane of the oldest Kubernetes minor the docs claim
+#                                (hack/tools/k8s-compat: kube-apiserver, kubectl,
+#                                kube-controller-manager, kube-scheduler, with today's etcd),
+#                                then print its directory (`make test-compat` uses it)
 #
 # The cache root is $RAYGATE_CACHE, else ~/.cache/raygate.
 set -euo pipefail
@@ -345,6 +350,26 @@ install() {
 	if ((built > 0)); then echo "tools: all tools ready in $cache_root ($((SECONDS - t0))s)"; fi
 }
 
+# The compat control plane: Kubernetes from hack/tools/k8s-compat, etcd from hack/tools (the
+# same etcd as the default control plane), in one directory for KUBEBUILDER_ASSETS.
+compat_dir() { echo "$cache_root/k8s-$(modver "$tools_mod/k8s-compat" k8s.io/kubernetes)-etcd-$(modver "$tools_mod" go.etcd.io/etcd/server/v3)"; }
+
+compat() {
+	local dir kv b missing=0 s=$SECONDS
+	dir=$(compat_dir); kv=$(modver "$tools_mod/k8s-compat" k8s.io/kubernetes)
+	for b in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler; do [[ -x $dir/$b ]] || missing=1; done
+	if ((missing)); then
+		echo "tools: building the $kv control plane into $dir (opt-in; the first build takes several minutes)..." >&2
+		mkdir -p "$dir"
+		gobuild "$tools_mod/k8s-compat" "$dir" "$(k8s_ldflags "$kv")" \
+			k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl \
+			k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler >&2
+		name=etcd gobuild "$tools_mod" "$dir" "" go.etcd.io/etcd/server/v3 >&2
+		echo "tools: $kv control plane built in $((SECONDS - s))s" >&2
+	fi
+	echo "$dir"
+}
+
 list() {
 	local n
 	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager cert-manager-crds kueue kueue-crds kueue-webhooks volcano-crds scheduler-plugins-crds kuberay kuberay-crds kuberay-samples ko traefik; do
@@ -356,5 +381,6 @@ case "${1:-}" in
 install) install ;;
 path) path "${2:?usage: $0 path <tool>}" ;;
 list) list ;;
-*) echo "usage: $0 install | path <tool> | list" >&2; exit 2 ;;
+compat) compat ;;
+*) echo "usage: $0 install | path <tool> | list | compat" >&2; exit 2 ;;
 esac

@@ -46,6 +46,9 @@ type Env struct {
 	Client     client.Client
 	Kubeconfig string // path of an admin kubeconfig for kubectl
 	AssetsDir  string
+	// Minor is the Kubernetes minor of kube-apiserver and kubectl in AssetsDir (36 by
+	// default, 30 under `make test-compat`); see wording.go.
+	Minor int
 
 	admissionDir string // the admission configuration's directory, if any
 }
@@ -65,6 +68,24 @@ func GatewayAPICRDDir() (string, error) {
 	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard"), nil
 }
 
+// gatewayAPICRDsFor lists the standard-channel Gateway API CRD files the kube-apiserver in
+// assets (of that minor) accepts. It says on stderr which it leaves out (GatewayAPICRDMinMinor): only an
+// older minor than the default control plane's, under `make test-compat`, leaves any out.
+func gatewayAPICRDsFor(minor int) ([]string, error) {
+	dir, err := GatewayAPICRDDir()
+	if err != nil {
+		return nil, err
+	}
+	files, skipped, err := gatewayAPICRDFiles(dir, minor)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range skipped {
+		fmt.Fprintf(os.Stderr, "controlplane: Kubernetes 1.%d: not installing Gateway API's %s (needs 1.%d; raygate does not use it)\n", minor, f, GatewayAPICRDMinMinor(f))
+	}
+	return files, nil
+}
+
 // CRDInstallTimeout bounds the wait for installed CRDs to be served.
 const CRDInstallTimeout = 2 * time.Minute
 
@@ -74,13 +95,17 @@ func Start(o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	minor, err := apiServerMinor(assets)
+	if err != nil {
+		return nil, err
+	}
 	crds := []string{filepath.Join(tools.RepoRoot(), "config", "crd", "bases")}
 	if o.GatewayAPI {
-		dir, err := GatewayAPICRDDir()
+		files, err := gatewayAPICRDsFor(minor)
 		if err != nil {
 			return nil, err
 		}
-		crds = append(crds, dir)
+		crds = append(crds, files...)
 	}
 	te := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
@@ -120,7 +145,7 @@ func Start(o Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting control plane: %w", err)
 	}
-	e := &Env{Env: te, Config: cfg, AssetsDir: assets, admissionDir: admissionDir}
+	e := &Env{Env: te, Config: cfg, AssetsDir: assets, Minor: minor, admissionDir: admissionDir}
 	if e.Client, err = client.New(cfg, client.Options{Scheme: rayscheme.New()}); err != nil {
 		_ = te.Stop()
 		return nil, err

@@ -223,7 +223,7 @@ var _ = Describe("an invalid object that is being deleted", Serial, func() {
 		By("deleting it and updating it while it waits for its finalizer")
 		stdout, stderr, err := kubectl(ctx, "", "delete", "rayservice", "stored-invalid", "--wait=false")
 		Expect(err).NotTo(HaveOccurred(), stderr)
-		Expect(stdout).To(Equal(`rayservice.ray.io "stored-invalid" deleted from default namespace` + "\n"))
+		Expect(stdout).To(Equal(env.KubectlDeleted("rayservice.ray.io", "stored-invalid", "default")))
 		_, stderr, err = kubectl(ctx, "", "label", "rayservice", "stored-invalid", "team=ml")
 		Expect(err).NotTo(HaveOccurred(), stderr)
 		svc, err := getService(ctx, "stored-invalid")

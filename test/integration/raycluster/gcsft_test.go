@@ -94,7 +94,10 @@ func finishJob(ctx context.Context, j *batchv1.Job, how batchv1.JobConditionType
 	if how == batchv1.JobComplete {
 		j.Status.CompletionTime = &now
 		j.Status.Succeeded = 1
-		j.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobSuccessCriteriaMet, "CompletionsReached"), cond(batchv1.JobComplete, "CompletionsReached")}
+		j.Status.Conditions = nil
+		for _, t := range env.JobSucceededConditions() {
+			j.Status.Conditions = append(j.Status.Conditions, cond(t, "CompletionsReached"))
+		}
 	} else {
 		j.Status.Failed = 1
 		j.Status.Conditions = []batchv1.JobCondition{cond(batchv1.JobFailureTarget, "BackoffLimitExceeded"), cond(batchv1.JobFailed, "BackoffLimitExceeded")}

@@ -143,9 +143,10 @@ var _ = Describe("High availability with GCS fault tolerance", func() {
 		defer c.Close()
 		Expect(c.DeleteNamespace(env["RAY_external_storage_namespace"])).To(Equal(4))
 		now := metav1.Now()
-		job.Status = batchv1.JobStatus{StartTime: &now, CompletionTime: &now, Succeeded: 1, Conditions: []batchv1.JobCondition{
-			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, Reason: "CompletionsReached", LastProbeTime: now, LastTransitionTime: now},
-			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, Reason: "CompletionsReached", LastProbeTime: now, LastTransitionTime: now}}}
+		job.Status = batchv1.JobStatus{StartTime: &now, CompletionTime: &now, Succeeded: 1}
+		for _, t := range harness.Env.JobSucceededConditions() {
+			job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue, Reason: "CompletionsReached", LastProbeTime: now, LastTransitionTime: now})
+		}
 		Expect(k8s.Status().Update(ctx, job)).To(Succeed())
 
 		Eventually(func() bool {
