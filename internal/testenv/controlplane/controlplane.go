@@ -6,14 +6,17 @@ package controlplane
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -82,15 +85,21 @@ func Start(o Options) (*Env, error) {
 		}
 		crds = append(crds, dir)
 	}
-	te := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     crds,
-		ErrorIfCRDPathMissing: true,
+	crdOpts := envtest.CRDInstallOptions{
+		Paths:              crds,
+		ErrorIfPathMissing: true,
 		// The ray.io CRDs serve v1 and a deprecated v1alpha1 copy (about 1 MB of schema
 		// each): on a loaded two-core machine the API server takes longer than envtest's
 		// 10 s default to publish them.
-		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: CRDInstallTimeout},
+		MaxTime:      CRDInstallTimeout,
+		PollInterval: 100 * time.Millisecond,
 	}
+	if err := envtest.ReadCRDFiles(&crdOpts); err != nil {
+		return nil, fmt.Errorf("reading CRDs: %w", err)
+	}
+	// The CRDs are installed once the control plane runs (installCRDs), not by envtest,
+	// which creates them one after another.
+	te := &envtest.Environment{BinaryAssetsDirectory: assets}
 	if o.Webhooks {
 		te.WebhookInstallOptions = envtest.WebhookInstallOptions{
 			Paths: []string{filepath.Join(tools.RepoRoot(), "config", "webhook")},
@@ -120,6 +129,11 @@ func Start(o Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting control plane: %w", err)
 	}
+	if err := installCRDs(cfg, crdOpts); err != nil {
+		_ = te.Stop()
+		return nil, err
+	}
+	te.CRDs = crdOpts.CRDs
 	e := &Env{Env: te, Config: cfg, AssetsDir: assets, admissionDir: admissionDir}
 	if e.Client, err = client.New(cfg, client.Options{Scheme: rayscheme.New()}); err != nil {
 		_ = te.Stop()
@@ -130,6 +144,25 @@ func Start(o Options) (*Env, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// installCRDs creates every CRD of opts at once and waits until all are served. The API
+// server takes seconds to check and publish each large schema (the ray.io CRDs); one after
+// another, as envtest installs them, that was the largest part of a suite's set-up.
+func installCRDs(cfg *rest.Config, opts envtest.CRDInstallOptions) error {
+	errs := make([]error, len(opts.CRDs))
+	var wg sync.WaitGroup
+	for i, crd := range opts.CRDs {
+		wg.Go(func() { errs[i] = envtest.CreateCRDs(cfg, []*apiextensionsv1.CustomResourceDefinition{crd}) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("installing CRDs: %w", err)
+	}
+	if err := envtest.WaitForCRDs(cfg, opts.CRDs, opts); err != nil {
+		return fmt.Errorf("waiting for the CRDs to be served: %w", err)
+	}
+	return nil
 }
 
 // Stop shuts the control plane down and removes the kubeconfig.
