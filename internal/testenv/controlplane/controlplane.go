@@ -6,17 +6,13 @@ package controlplane
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -68,9 +64,6 @@ func GatewayAPICRDDir() (string, error) {
 	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard"), nil
 }
 
-// CRDInstallTimeout bounds the wait for installed CRDs to be served.
-const CRDInstallTimeout = 2 * time.Minute
-
 // Start brings up a control plane. Call Stop when done.
 func Start(o Options) (*Env, error) {
 	assets, err := AssetsDir()
@@ -85,18 +78,8 @@ func Start(o Options) (*Env, error) {
 		}
 		crds = append(crds, dir)
 	}
-	crdOpts := envtest.CRDInstallOptions{
-		Paths:              crds,
-		ErrorIfPathMissing: true,
-		// The ray.io CRDs serve v1 and a deprecated v1alpha1 copy (about 1 MB of schema
-		// each): on a loaded two-core machine the API server takes longer than envtest's
-		// 10 s default to publish them.
-		MaxTime:      CRDInstallTimeout,
-		PollInterval: 100 * time.Millisecond,
-	}
-	if err := envtest.ReadCRDFiles(&crdOpts); err != nil {
-		return nil, fmt.Errorf("reading CRDs: %w", err)
-	}
+	// The CRD files (megabytes of YAML) are parsed while etcd and the API server start.
+	crdsRead := readCRDsAsync(crds)
 	// The CRDs are installed once the control plane runs (installCRDs), not by envtest,
 	// which creates them one after another.
 	te := &envtest.Environment{BinaryAssetsDirectory: assets}
@@ -126,14 +109,19 @@ func Start(o Options) (*Env, error) {
 		api.Configure().Set("admission-control-config-file", path)
 	}
 	cfg, err := te.Start()
+	read := <-crdsRead
+	if err == nil {
+		err = read.err
+	}
 	if err != nil {
+		_ = te.Stop()
 		return nil, fmt.Errorf("starting control plane: %w", err)
 	}
-	if err := installCRDs(cfg, crdOpts); err != nil {
+	if err := installCRDs(cfg, read.crds); err != nil {
 		_ = te.Stop()
 		return nil, err
 	}
-	te.CRDs = crdOpts.CRDs
+	te.CRDs = read.crds
 	e := &Env{Env: te, Config: cfg, AssetsDir: assets, admissionDir: admissionDir}
 	if e.Client, err = client.New(cfg, client.Options{Scheme: rayscheme.New()}); err != nil {
 		_ = te.Stop()
@@ -144,25 +132,6 @@ func Start(o Options) (*Env, error) {
 		return nil, err
 	}
 	return e, nil
-}
-
-// installCRDs creates every CRD of opts at once and waits until all are served. The API
-// server takes seconds to check and publish each large schema (the ray.io CRDs); one after
-// another, as envtest installs them, that was the largest part of a suite's set-up.
-func installCRDs(cfg *rest.Config, opts envtest.CRDInstallOptions) error {
-	errs := make([]error, len(opts.CRDs))
-	var wg sync.WaitGroup
-	for i, crd := range opts.CRDs {
-		wg.Go(func() { errs[i] = envtest.CreateCRDs(cfg, []*apiextensionsv1.CustomResourceDefinition{crd}) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("installing CRDs: %w", err)
-	}
-	if err := envtest.WaitForCRDs(cfg, opts.CRDs, opts); err != nil {
-		return fmt.Errorf("waiting for the CRDs to be served: %w", err)
-	}
-	return nil
 }
 
 // Stop shuts the control plane down and removes the kubeconfig.
