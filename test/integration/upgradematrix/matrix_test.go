@@ -118,10 +118,15 @@ func runPhase(ctx context.Context, ph phase, restart bool) {
 			others = append(others, r)
 		}
 	}
-	// The paused runs are held for three intervals while the others' actions are carried out
-	// and checked: the spec sends nothing to either group meanwhile, it only reads.
+	// The paused runs are held for three intervals, then told their second action, while the
+	// others' actions are carried out and checked (reads only).
 	By("holding the pauses while the other actions are carried out")
-	held := inBackground(func() { checkPaused(ctx, ph, paused) })
+	held := inBackground(func() {
+		checkPaused(ctx, ph, paused)
+		for _, r := range paused {
+			rstest.SetAction(ctx, k8s, r.ns, name, r.second, r.green)
+		}
+	})
 	for _, r := range aborted {
 		checkEnd(ctx, ph, r)
 	}
@@ -141,11 +146,6 @@ func runPhase(ctx context.Context, ph phase, restart bool) {
 		checkEnd(ctx, ph, r)
 	}
 	<-held
-
-	By("carrying the held actions out")
-	for _, r := range paused {
-		rstest.SetAction(ctx, k8s, r.ns, name, r.second, r.green)
-	}
 	for _, r := range paused {
 		checkEnd(ctx, ph, r)
 	}
