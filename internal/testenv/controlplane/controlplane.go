@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -86,9 +85,6 @@ func gatewayAPICRDsFor(minor int) ([]string, error) {
 	return files, nil
 }
 
-// CRDInstallTimeout bounds the wait for installed CRDs to be served.
-const CRDInstallTimeout = 2 * time.Minute
-
 // Start brings up a control plane. Call Stop when done.
 func Start(o Options) (*Env, error) {
 	assets, err := AssetsDir()
@@ -107,15 +103,11 @@ func Start(o Options) (*Env, error) {
 		}
 		crds = append(crds, files...)
 	}
-	te := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     crds,
-		ErrorIfCRDPathMissing: true,
-		// The ray.io CRDs serve v1 and a deprecated v1alpha1 copy (about 1 MB of schema
-		// each): on a loaded two-core machine the API server takes longer than envtest's
-		// 10 s default to publish them.
-		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: CRDInstallTimeout},
-	}
+	// The CRD files (megabytes of YAML) are parsed while etcd and the API server start.
+	crdsRead := readCRDsAsync(crds)
+	// The CRDs are installed once the control plane runs (installCRDs), not by envtest,
+	// which creates them one after another.
+	te := &envtest.Environment{BinaryAssetsDirectory: assets}
 	if o.Webhooks {
 		te.WebhookInstallOptions = envtest.WebhookInstallOptions{
 			Paths: []string{filepath.Join(tools.RepoRoot(), "config", "webhook")},
@@ -142,9 +134,19 @@ func Start(o Options) (*Env, error) {
 		api.Configure().Set("admission-control-config-file", path)
 	}
 	cfg, err := te.Start()
+	read := <-crdsRead
+	if err == nil {
+		err = read.err
+	}
 	if err != nil {
+		_ = te.Stop()
 		return nil, fmt.Errorf("starting control plane: %w", err)
 	}
+	if err := installCRDs(cfg, read.crds); err != nil {
+		_ = te.Stop()
+		return nil, err
+	}
+	te.CRDs = read.crds
 	e := &Env{Env: te, Config: cfg, AssetsDir: assets, Minor: minor, admissionDir: admissionDir}
 	if e.Client, err = client.New(cfg, client.Options{Scheme: rayscheme.New()}); err != nil {
 		_ = te.Stop()

@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -97,7 +98,9 @@ func killSpecs() {
 		})
 
 		It("sees 0 failed requests and the same steps when killed after the pending cluster is created, after its capacity rose, at 50/50 and after the promotion", func(ctx context.Context) {
-			u := startUnderLoad(ctx, name, nil)
+			u := startUnderLoad(ctx, name, func(s *rayv1.RayService) {
+				s.Spec.RayClusterDeletionDelaySeconds = ptr.To[int32](killDeletionDelay)
+			})
 			var kills []killed
 			var restarts []time.Time
 			kill := func(phase string) {

@@ -111,9 +111,17 @@ func leaderSpecs() {
 			leader := leaseHolder(ctx)
 			b := startOperator(ctx, "replica-b", leaderElection...)
 			DeferCleanup(b.stop)
-			Consistently(func() string { return leaseHolder(ctx) }, 2*time.Second).Should(Equal(leader), "replica-a, started first, leads")
-
+			// replica-a keeps the Lease for 2 s after replica-b started, checked while the
+			// RayService starts serving.
+			leads := make(chan struct{})
+			go func() {
+				defer GinkgoRecover()
+				defer close(leads)
+				Consistently(ctx, func() string { return leaseHolder(ctx) }, 2*time.Second).Should(Equal(leader), "replica-a, started first, leads")
+			}()
+			DeferCleanup(func() { <-leads })
 			u := startUnderLoad(ctx, name, nil)
+			<-leads
 			green := u.upgrade(ctx)
 			u.waitValue("green weight", 25)
 

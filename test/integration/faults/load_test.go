@@ -27,9 +27,12 @@ const (
 	// changes closer than 2 s together, and raygate holds the old cluster's last capacity
 	// step one interval after the last traffic step (see test/integration/gateway).
 	upgradeInterval = 3
-	// deletionDelay is rayClusterDeletionDelaySeconds: long enough to kill the operator
-	// between the promotion and the old cluster's deletion.
-	deletionDelay = 6
+	// deletionDelay is rayClusterDeletionDelaySeconds: past the in-cluster client's 100 ms
+	// refresh of the serve Service's pods and Traefik's routing lag, as in the gateway suite.
+	deletionDelay = 2
+	// killDeletionDelay is the deletion delay of the spec that kills the operator between the
+	// promotion and the old cluster's deletion: long enough for the kill and the restart.
+	killDeletionDelay = 6
 	// newImage is the image an upgrade moves to.
 	newImage = "rayproject/ray:2.53.0"
 	// rate is each load's requests per second.

@@ -70,9 +70,16 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	DeferCleanup(os.RemoveAll, dir)
 	logDir = filepath.Join(dir, "logs")
 	Expect(os.Mkdir(logDir, 0o755)).To(Succeed())
+	// cmd/raygate builds (mostly linking) while the control plane starts; the specs need it,
+	// the set-up below does not.
 	By("building cmd/raygate")
-	operatorBin, err = buildOperator(dir)
-	Expect(err).NotTo(HaveOccurred())
+	var buildErr error
+	built := make(chan struct{})
+	go func() {
+		defer close(built)
+		operatorBin, buildErr = buildOperator(dir)
+	}()
+	DeferCleanup(func() { <-built }) // never remove dir under a running build
 
 	harness := suite.Start(suite.Options{ControlPlane: controlplane.Options{GatewayAPI: true, Webhooks: true}, Kubelet: &framework.KubeletOptions{}})
 	env, kubelet = harness.Env, harness.Kubelet
@@ -112,4 +119,6 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	front, err = startFront()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(front.Stop)
+	<-built
+	Expect(buildErr).NotTo(HaveOccurred())
 })

@@ -107,34 +107,64 @@ func runPhase(ctx context.Context, ph phase, restart bool) {
 		ph.release(ctx, runs)
 	}
 
-	By("holding the pauses")
-	var paused []*run
+	var paused, aborted, others []*run
 	for _, r := range runs {
-		if r.first == rayv1.UpgradeActionPause {
+		switch r.first {
+		case rayv1.UpgradeActionPause:
 			paused = append(paused, r)
+		case rayv1.UpgradeActionAbort:
+			aborted = append(aborted, r)
+		default:
+			others = append(others, r)
 		}
 	}
-	checkPaused(ctx, ph, paused)
-	for _, r := range paused {
-		rstest.SetAction(ctx, k8s, r.ns, name, r.second, r.green)
-	}
-
-	By("carrying the actions out")
-	for _, r := range runs {
+	// The paused runs are held for three intervals, then told their second action, while the
+	// others' actions are carried out and checked (reads only).
+	By("holding the pauses while the other actions are carried out")
+	held := inBackground(func() {
+		checkPaused(ctx, ph, paused)
+		for _, r := range paused {
+			rstest.SetAction(ctx, k8s, r.ns, name, r.second, r.green)
+		}
+	})
+	for _, r := range aborted {
 		checkEnd(ctx, ph, r)
 	}
-	var aborted []*run
-	for _, r := range runs {
-		if r.first == rayv1.UpgradeActionAbort {
-			aborted = append(aborted, r)
-		}
+	// From the aborted runs' end on, no new cluster comes for their spec for 2 s and a held
+	// abort stays recorded: checked while the other runs end, not after them.
+	abortHeld := inBackground(func() {
+		Consistently(ctx, func(g Gomega) {
+			for _, r := range aborted {
+				g.Expect(rstest.ClusterNames(ctx, k8s, r.ns)()).To(ConsistOf(r.blue), "no new cluster for the aborted spec in %s", r.ns)
+				if !r.reverted {
+					g.Expect(condition(ctx, r, rayv1.UpgradeAction)).To(Equal("True/"+rayv1.UpgradeAborted), "the abort stays held in %s", r.ns)
+				}
+			}
+		}, 2*time.Second).Should(Succeed())
+	})
+	for _, r := range others {
+		checkEnd(ctx, ph, r)
 	}
-	Consistently(func(g Gomega) {
-		for _, r := range aborted {
-			g.Expect(rstest.ClusterNames(ctx, k8s, r.ns)()).To(ConsistOf(r.blue), "no new cluster for the aborted spec in %s", r.ns)
-		}
-	}, 2*time.Second).Should(Succeed())
+	<-held
+	for _, r := range paused {
+		checkEnd(ctx, ph, r)
+	}
+	<-abortHeld
 	AddReportEntry(ph.name+" duration", time.Since(start).Round(100*time.Millisecond).String())
+}
+
+// inBackground runs check in a goroutine, whose failures fail the spec, and returns a
+// channel closed once check returned. The spec does not end before check returns, even when
+// it fails first.
+func inBackground(check func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		check()
+	}()
+	DeferCleanup(func() { <-done })
+	return done
 }
 
 // splitOf is a status' capacities and traffic, KubeRay's defaults filled in.
@@ -254,8 +284,10 @@ func checkEnd(ctx context.Context, ph phase, r *run) {
 	}
 	switch {
 	case last == rayv1.UpgradeActionAbort && !r.reverted:
-		// The aborted spec is still the spec: it is held, and the condition says so.
-		Expect(condition(ctx, r, rayv1.UpgradeAction)).To(Equal("True/"+rayv1.UpgradeAborted), desc)
+		// The aborted spec is still the spec: it is held, and the condition says so (once
+		// the pass after the one that dropped the pending cluster wrote it; runPhase checks
+		// that it stays).
+		Eventually(func() string { return condition(ctx, r, rayv1.UpgradeAction) }).Should(Equal("True/"+rayv1.UpgradeAborted), desc)
 	default:
 		// An action for an upgrade that ended is inert.
 		Eventually(func() string { return condition(ctx, r, rayv1.UpgradeAction) }).Should(BeEmpty(), desc)
