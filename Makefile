@@ -61,19 +61,28 @@ manifests: tools ## Generate CRDs (trimmed to fit etcd's object size limit; ray.
 	cp config/rbac/role.yaml charts/raygate/generated/role.yaml
 	cp config/webhook/manifests.yaml charts/raygate/generated/webhooks.yaml
 
+VERIFY := hack/verify-files.sh && hack/verify-generated.sh
 .PHONY: verify
 verify: ## Fail if regenerating changes any generated file, or if git tracks a built program or an oversized file.
-	hack/verify-files.sh
-	hack/verify-generated.sh
+	$(VERIFY)
 
 .PHONY: lint
 lint: tools ## golangci-lint (gofmt, go vet, architecture rules: see .golangci.yml).
 	$(GOLANGCI_LINT) run ./...
 
 ##@ Test
+# hack/testtime times each phase and each package's test binary (go test -exec), prints which
+# package is running, and ends with a table of wall time, CPU and peak memory; outputs and
+# exit statuses pass through unchanged.
+TESTTIME := $(CURDIR)/bin/testtime
+TIMING := $(TESTTIME) run -dir $(CURDIR)/bin/testtime.d
 .PHONY: test
-test: tools lint verify ## Everything CI runs: lint, generated-file check, unit, integration and e2e tests.
-	KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" $(GO) test -count=1 -timeout 30m ./...
+test: tools ## Everything CI runs: lint, generated-file check, unit, integration and e2e tests; ends with a timing table.
+	@$(GO) build -o $(TESTTIME) ./hack/testtime
+	$(TIMING) -reset -name lint -- $(GOLANGCI_LINT) run ./...
+	$(TIMING) -name verify -- bash -c '$(VERIFY)'
+	KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" $(TIMING) -name 'go test ./...' -table -- \
+		$(GO) test -count=1 -timeout 30m -exec "$(TESTTIME) exec" ./...
 
 .PHONY: unit
 unit: ## Unit tests only (no control plane).
