@@ -72,11 +72,11 @@ func markStarted(dir, pkg string) error {
 	return os.WriteFile(filepath.Join(d, fileName(kindPackage, pkg)), []byte(pkg), 0o644)
 }
 
-// watchStarts prints one line per test binary started under dir until the returned stop
-// is called (which prints those it has not seen yet).
+// watchStarts prints one line per test binary started under dir from now until the
+// returned stop is called (which prints those it has not seen yet).
 func watchStarts(dir string, out io.Writer) (stop func()) {
 	seen := map[string]bool{}
-	scan := func() {
+	scan := func(print bool) {
 		paths, _ := filepath.Glob(filepath.Join(dir, "started", "*"))
 		sort.Strings(paths)
 		for _, p := range paths {
@@ -84,11 +84,12 @@ func watchStarts(dir string, out io.Writer) (stop func()) {
 				continue
 			}
 			seen[p] = true
-			if b, err := os.ReadFile(p); err == nil {
+			if b, err := os.ReadFile(p); err == nil && print {
 				fmt.Fprintf(out, "testtime: %s running %s\n", time.Now().Format("15:04:05"), b)
 			}
 		}
 	}
+	scan(false) // an earlier command's test binaries
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -99,10 +100,10 @@ func watchStarts(dir string, out io.Writer) (stop func()) {
 		for {
 			select {
 			case <-quit:
-				scan()
+				scan(true)
 				return
 			case <-tick.C:
-				scan()
+				scan(true)
 			}
 		}
 	}()

@@ -113,3 +113,20 @@ func TestRecordsRoundTrip(t *testing.T) {
 		t.Fatalf("readRecords = %+v, %v; want [%+v]", out, err, in)
 	}
 }
+
+// A test binary started before the watch (an earlier phase's) is not announced again.
+func TestWatchStartsAnnouncesNewBinariesOnly(t *testing.T) {
+	dir := t.TempDir()
+	if err := markStarted(dir, "./earlier"); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	stop := watchStarts(dir, &out)
+	if err := markStarted(dir, "./later"); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if got := out.String(); strings.Contains(got, "./earlier") || !strings.Contains(got, "running ./later\n") {
+		t.Errorf("announced:\n%s\nwant ./later only", got)
+	}
+}
