@@ -1,8 +1,7 @@
 // Package actions tests the RayService controller: upgrade actions (pause, resume, promote,
-// abort), kubectl raygate, operator restarts and upgrades, the None strategy and KubeRay
-// parity. It runs in the world package rsenv starts, as the other RayService packages run
-// theirs beside it; every upgrade runs under the invariant checker, which fails the spec on
-// any breach observed at any step.
+// abort) and kubectl raygate. It runs in the world package rsenv starts, as the other
+// RayService packages run theirs beside it; every upgrade runs under the invariant checker,
+// which fails the spec on any breach observed at any step.
 package actions
 
 import (
@@ -27,23 +26,22 @@ import (
 const gatewayClass = rsenv.GatewayClass
 
 var (
-	world   *rsenv.World
-	env     *controlplane.Env
-	k8s     client.Client
-	kubelet *framework.Kubelet
-	gw      *framework.Gateway
+	world *rsenv.World
+	env   *controlplane.Env
+	k8s   client.Client
+	gw    *framework.Gateway
 )
 
 func TestRayServiceActions(t *testing.T) {
 	RegisterFailHandler(Fail)
 	SetDefaultEventuallyTimeout(30 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	RunSpecs(t, "RayService controller: upgrade actions and restarts")
+	RunSpecs(t, "RayService controller: upgrade actions")
 }
 
 var _ = BeforeSuite(func() {
 	world = rsenv.Start()
-	env, k8s, kubelet, gw = world.Env, world.Client, world.Kubelet, world.Gateway
+	env, k8s, gw = world.Env, world.Client, world.Gateway
 })
 
 // restartManager stops the operator and starts a new one with empty memory.
@@ -96,10 +94,6 @@ func clusterNames(ctx context.Context, ns string) func() []string {
 
 func getCluster(ctx context.Context, ns, name string) *rayv1.RayCluster {
 	return rsenv.GetCluster(ctx, k8s, ns, name)
-}
-
-func deleteAfterOf(ctx context.Context, ns, cluster string) func() string {
-	return rsenv.DeleteAfterOf(ctx, k8s, ns, cluster)
 }
 
 func simulatorOf(ns, cluster string) *raysim.Server { return world.Simulator(ns, cluster) }
