@@ -1,8 +1,8 @@
 // Package rayservice tests the RayService controller: blue/green upgrades, suspension,
-// initializing timeouts, ownership of named objects, GCS fault tolerance, Serve proxy health,
-// and a control plane without the Gateway API CRDs. It runs in the world package rsenv starts,
-// as the other RayService packages run theirs beside it; every upgrade runs under the
-// invariant checker, which fails the spec on any breach observed at any step.
+// initializing timeouts, ownership of named objects, GCS fault tolerance and Serve proxy
+// health. It runs in the world package rsenv starts, as the other RayService packages run
+// theirs beside it; every upgrade runs under the invariant checker, which fails the spec on
+// any breach observed at any step.
 package rayservice
 
 import (
@@ -17,7 +17,6 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
-	"github.com/raygate/raygate/internal/testenv/framework/suite"
 	"github.com/raygate/raygate/internal/testenv/invariants"
 	"github.com/raygate/raygate/internal/testenv/raysim"
 	"github.com/raygate/raygate/test/integration/internal/rstest"
@@ -31,7 +30,6 @@ const (
 
 var (
 	world      *rsenv.World
-	harness    *suite.Suite
 	env        *controlplane.Env
 	k8s        client.Client
 	kubelet    *framework.Kubelet
@@ -48,7 +46,7 @@ func TestRayService(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	world = rsenv.Start()
-	harness, env, k8s, kubelet = world.Suite, world.Env, world.Client, world.Kubelet
+	env, k8s, kubelet = world.Env, world.Client, world.Kubelet
 	dashboards, mgr = world.Dashboards, world.Manager
 })
 
