@@ -34,6 +34,8 @@ const (
 	BrokenImport = "broken.deployment_graph"
 	// deployDelay is how long a simulated Serve application takes to deploy.
 	deployDelay = 300 * time.Millisecond
+	// deployPoll is how soon the controller reads a deploying application's status again.
+	deployPoll = 150 * time.Millisecond
 )
 
 // World is what Start started. Manager changes when a spec restarts the operator.
@@ -84,6 +86,9 @@ func Start(edits ...func(*app.Options)) *World {
 func (w *World) StartManager(edits ...func(*app.Options)) {
 	ginkgo.GinkgoHelper()
 	opts := w.Dashboards.Wire(framework.ManagerOptions())
+	// The simulated applications deploy in deployDelay: look again at that pace, not every
+	// second, as the controller would see a real deployment finish.
+	opts.RayServiceDeployingPoll = deployPoll
 	for _, edit := range append(append([]func(*app.Options){}, w.edits...), edits...) {
 		edit(&opts)
 	}
