@@ -77,20 +77,28 @@ manifests: tools ## Generate CRDs (trimmed to fit etcd's object size limit; ray.
 docs: ## Regenerate the reference tables of docs/reference/ (flags, Helm values, feature gates, metrics, conditions and events, CRDs and webhooks, RBAC) from their sources.
 	$(GO) run ./hack/docgen
 
+VERIFY := hack/verify-files.sh && hack/verify-generated.sh && $(GO) run ./hack/doccheck
 .PHONY: verify
 verify: ## Fail if regenerating changes any generated file (docs/reference/ included), if git tracks a built program or an oversized file, or if a doc names a link, anchor, make target, flag, Helm value, ray.io key, path or test that does not exist.
-	hack/verify-files.sh
-	hack/verify-generated.sh
-	$(GO) run ./hack/doccheck
+	$(VERIFY)
 
 .PHONY: lint
 lint: tools ## golangci-lint (gofmt, go vet, architecture rules: see .golangci.yml).
 	$(GOLANGCI_LINT) run ./...
 
 ##@ Test
+# hack/testtime times each phase and each package's test binary (go test -exec), prints which
+# package is running, and ends with a table of wall time, CPU and peak memory; outputs and
+# exit statuses pass through unchanged.
+TESTTIME := $(CURDIR)/bin/testtime
+TIMING := $(TESTTIME) run -dir $(CURDIR)/bin/testtime.d
 .PHONY: test
-test: tools lint verify ## Everything CI runs: lint, generated-file check, unit, integration and e2e tests.
-	KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" $(GO) test -count=1 -timeout 30m ./...
+test: tools ## Everything CI runs: lint, generated-file check, unit, integration and e2e tests; ends with a timing table.
+	@$(GO) build -o $(TESTTIME) ./hack/testtime
+	$(TIMING) -reset -name lint -- $(GOLANGCI_LINT) run ./...
+	$(TIMING) -name verify -- bash -c '$(VERIFY)'
+	KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" $(TIMING) -name 'go test ./...' -table -- \
+		$(GO) test -count=1 -timeout 30m -exec "$(TESTTIME) exec" ./...
 
 .PHONY: unit
 unit: ## Unit tests only (no control plane).

@@ -163,6 +163,10 @@ type InProcess struct {
 	// RayCronJobClock is the RayCronJob controller's clock (nil: time.Now): suites move it
 	// past a due time instead of waiting for it.
 	RayCronJobClock func() time.Time
+	// RayServiceDeployingPoll is how soon the RayService controller reads again a dashboard
+	// whose applications are deploying (zero: its default, 1 s): suites whose simulated
+	// deployments take a fraction of that look sooner instead of waiting for the next second.
+	RayServiceDeployingPoll time.Duration
 }
 
 // DefaultOptions are the defaults of every flag, and of the environment when it sets nothing.

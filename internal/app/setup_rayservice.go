@@ -43,6 +43,7 @@ func rayServiceConfig(cfg *rest.Config, o Options, caps capabilities.Capabilitie
 		Prometheus:          prom,
 		DisableZeroDowntime: o.DisableZeroDowntime,
 		Concurrency:         o.ReconcileConcurrency,
+		DeployingPoll:       o.RayServiceDeployingPoll,
 	}, nil
 }
 

@@ -1,4 +1,4 @@
-package rayservice
+package actions
 
 import (
 	"context"
@@ -13,11 +13,6 @@ import (
 	"github.com/raygate/raygate/test/integration/internal/rstest"
 )
 
-// setAction sets raygate.ray.io/upgrade-action (and its target) as kubectl raygate does.
-func setAction(ctx context.Context, ns, name, action, target string) {
-	rstest.SetAction(ctx, k8s, ns, name, action, target)
-}
-
 // actionReasons are the reason labels of a RayService's raygate_service_upgrade_action series.
 func actionReasons(ns, name string) func() []string {
 	return func() []string {
@@ -29,11 +24,6 @@ func actionReasons(ns, name string) func() []string {
 		}
 		return out
 	}
-}
-
-// routeWeight is the pending cluster's weight on the HTTPRoute (-1: not a backend).
-func routeWeight(ctx context.Context, ns, name, cluster string) func() int32 {
-	return rstest.RouteWeight(ctx, k8s, ns, name, cluster)
 }
 
 // midShift creates an incremental RayService, upgrades it and waits until the pending

@@ -1,4 +1,4 @@
-package rayservice
+package operator
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package rayservice
+package gates
 
 import (
 	"context"

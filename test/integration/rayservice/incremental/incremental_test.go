@@ -1,4 +1,4 @@
-package rayservice
+package incremental
 
 import (
 	"context"
@@ -16,37 +16,8 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/internal/testenv/invariants"
 	"github.com/raygate/raygate/test/builders"
-	"github.com/raygate/raygate/test/integration/internal/rstest"
 )
-
-// pendingTraffic is the pending cluster's traffic share in the status (-1: no pending).
-func pendingTraffic(ctx context.Context, ns, name string) func() int32 {
-	return rstest.PendingTraffic(ctx, k8s, ns, name)
-}
-
-// trafficSteps are the pending cluster's successive weights on the route, as observed.
-func trafficSteps(c *invariants.Checker, pending string) []int32 {
-	var out []int32
-	for _, w := range c.RouteWeights() {
-		if v, ok := w[pending]; ok && (len(out) == 0 || out[len(out)-1] != v) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// routeTimes are when the route's weights changed while both clusters were on it.
-func routeTimes(c *invariants.Checker) []time.Time {
-	var out []time.Time
-	for _, e := range c.Events() {
-		if strings.HasPrefix(e.What, "route ") && strings.Count(e.What, "=") == 2 {
-			out = append(out, e.At)
-		}
-	}
-	return out
-}
 
 var _ = Describe("NewClusterWithIncrementalUpgrade", func() {
 	const name = "llm"

@@ -1,4 +1,4 @@
-package rayservice
+package incremental
 
 import (
 	"context"

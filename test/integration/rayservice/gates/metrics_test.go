@@ -1,4 +1,4 @@
-package rayservice
+package gates
 
 import (
 	"context"
@@ -10,35 +10,6 @@ import (
 	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/test/builders"
 )
-
-// metric returns one RayService's series of a metric as "label=value" of the labels that
-// vary (condition, role) mapped to the series' value.
-func metric(name, ns, svc string) func() map[string]float64 {
-	return func() map[string]float64 {
-		labels, values, err := framework.MetricSeries(name, ns, svc)
-		Expect(err).NotTo(HaveOccurred())
-		out := map[string]float64{}
-		for i, l := range labels {
-			key := ""
-			for _, k := range []string{"condition", "role"} {
-				if v, ok := l[k]; ok {
-					key = k + "=" + v
-				}
-			}
-			out[key] = values[i]
-		}
-		return out
-	}
-}
-
-// upgrades is how many finished upgrades raygate_service_upgrade_duration_seconds holds.
-func upgrades(labels map[string]string) func() uint64 {
-	return func() uint64 {
-		n, err := framework.HistogramCount("raygate_service_upgrade_duration_seconds", labels)
-		Expect(err).NotTo(HaveOccurred())
-		return n
-	}
-}
 
 var _ = Describe("metrics", func() {
 	const name = "metered"

@@ -1,4 +1,4 @@
-package rayservice
+package nogatewayapi
 
 import (
 	"context"
@@ -11,35 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/internal/testenv/controlplane"
-	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rstest"
 )
 
-// A control plane without the Gateway API CRDs: raygate starts, serves the other
-// strategies, and explains why an incremental upgrade cannot start.
-var _ = Describe("Without the Gateway API CRDs", Ordered, func() {
-	var plain *controlplane.Env
-
-	BeforeAll(func() {
-		var err error
-		plain, err = controlplane.Start(controlplane.Options{})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(plain.Stop)
-		kl, err := framework.StartKubelet(plain.Config, framework.KubeletOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(kl.Stop)
-		// The simulators must listen on this control plane's pods too (pod IPs never repeat
-		// across the process's kubelets, so nothing else answers there).
-		ps, err := framework.StartPodServers(plain.Config, dashboards.Registry)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(ps.Stop)
-		m := harness.StartManagerIn(plain, dashboards.Wire(framework.ManagerOptions())) // it starts without the Gateway API
-		DeferCleanup(m.Stop)
-	})
-
+var _ = Describe("Without the Gateway API CRDs", func() {
 	It("serves, and blocks an incremental upgrade with a condition and an event", func(ctx context.Context) {
-		c := plain.Client
+		c := k8s
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "nogw-"}}
 		Expect(c.Create(ctx, ns)).To(Succeed())
 		Expect(c.Create(ctx, builders.RayService("inc", ns.Name).Incremental(20, 5, 1, "istio").Obj())).To(Succeed())
@@ -61,7 +39,7 @@ var _ = Describe("Without the Gateway API CRDs", Ordered, func() {
 		active := get().Status.ActiveServiceStatus.RayClusterName
 
 		s := get()
-		setImage(s, "rayproject/ray:2.53.0")
+		rstest.SetImage(s, "rayproject/ray:2.53.0")
 		Expect(c.Update(ctx, s)).To(Succeed())
 		Eventually(cond(rayv1.UpgradeInProgress)).Should(Equal("False/GatewayAPIUnavailable"))
 		msg := meta.FindStatusCondition(get().Status.Conditions, string(rayv1.UpgradeInProgress)).Message
