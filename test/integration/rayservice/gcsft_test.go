@@ -144,7 +144,7 @@ var _ = Describe("High availability with GCS fault tolerance", func() {
 		Expect(c.DeleteNamespace(env["RAY_external_storage_namespace"])).To(Equal(4))
 		now := metav1.Now()
 		job.Status = batchv1.JobStatus{StartTime: &now, CompletionTime: &now, Succeeded: 1}
-		for _, t := range harness.Env.JobSucceededConditions() {
+		for _, t := range world.Env.JobSucceededConditions() {
 			job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue, Reason: "CompletionsReached", LastProbeTime: now, LastTransitionTime: now})
 		}
 		Expect(k8s.Status().Update(ctx, job)).To(Succeed())
