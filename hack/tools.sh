@@ -19,7 +19,10 @@
 #                                ko (builds the operator image without a container engine),
 #                                traefik (Traefik, the Gateway API implementation of the tests),
 #                                cert-manager (cert-manager's controllers and CA injector,
-#                                hack/tools/cert-manager)
+#                                hack/tools/cert-manager),
+#                                prometheus, promtool (Prometheus and its rule checker,
+#                                hack/tools/prometheus, built without cloud service discovery),
+#                                openshift-route-crd (OpenShift's Route CRD, hack/tools/openshift)
 #   hack/tools.sh list           print every tool's path, one per line
 #   hack/tools.sh compat         opt-in, not part of install: build (if missing) the control
 #                                plane of the oldest Kubernetes minor the docs claim
@@ -81,6 +84,8 @@ path_of() {
 	kuberay-samples) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/samples-tree" ;;
 	ko) echo "$(tool_dir ko "$tools_mod/ko" github.com/google/ko)/ko" ;;
 	traefik) echo "$(tool_dir traefik "$tools_mod/traefik" github.com/traefik/traefik/v3)/traefik" ;;
+	prometheus | promtool) echo "$(tool_dir prometheus "$tools_mod/prometheus" github.com/prometheus/prometheus)/$1" ;;
+	openshift-route-crd) echo "$(tool_dir openshift "$tools_mod/openshift" github.com/openshift/api)/crds" ;;
 	*) echo "unknown tool: $1" >&2; return 2 ;;
 	esac
 }
@@ -253,6 +258,28 @@ build_traefik() {
 	name=traefik gobuild "$mod" "$dir" "-X github.com/traefik/traefik/v3/pkg/version.Version=$v" github.com/traefik/traefik/v3/cmd/traefik
 }
 
+# Prometheus and promtool: the observability suites evaluate raygate's documented queries,
+# alerts and dashboards with the real engine. remove_all_sd leaves out the cloud
+# service-discovery SDKs (static and file discovery remain), which the tests never use and
+# which would triple the build.
+build_prometheus() {
+	local v dir mod="$tools_mod/prometheus" vp=github.com/prometheus/common/version
+	v=$(modver "$mod" github.com/prometheus/prometheus); dir=$(dirname "$(path_of prometheus)"); mkdir -p "$dir"
+	GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=remove_all_sd" gobuild "$mod" "$dir" "-X $vp.Version=${v#v} -X $vp.Branch=module" \
+		github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool
+}
+
+# OpenShift's Route CRD from its API module, which the route suite installs when it plays an
+# OpenShift cluster.
+build_openshift_route_crd() {
+	local dir src; dir=$(path_of openshift-route-crd) || return 1
+	src=$(cd "$tools_mod/openshift" && go mod download -json github.com/openshift/api | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+	[[ -n $src ]] || return 1
+	rm -rf "$dir" && mkdir -p "$dir" || return 1
+	cp "$src/route/v1/zz_generated.crd-manifests/routes.crd.yaml" "$dir/" || return 1
+	chmod -R u+w "$dir" && touch "$dir/.complete"
+}
+
 # cert-manager's certificates, issuers and CA injector controllers (hack/tools/cert-manager),
 # which the certmanager suite runs against the test control plane.
 build_cert_manager() {
@@ -337,6 +364,8 @@ install() {
 	start "kuberay samples" build_kuberay_samples kuberay-samples
 	start "ko" build_ko ko
 	start "traefik" build_traefik traefik
+	start "prometheus, promtool" build_prometheus prometheus promtool
+	start "OpenShift Route CRD" build_openshift_route_crd openshift-route-crd
 	local failed=0 fn
 	for fn in "${order[@]}"; do wait "${jobs[$fn]}" || failed=1; done
 	# Second phase: what runs a tool built above.
@@ -372,7 +401,7 @@ compat() {
 
 list() {
 	local n
-	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager cert-manager-crds kueue kueue-crds kueue-webhooks volcano-crds scheduler-plugins-crds kuberay kuberay-crds kuberay-samples ko traefik; do
+	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager cert-manager-crds kueue kueue-crds kueue-webhooks volcano-crds scheduler-plugins-crds kuberay kuberay-crds kuberay-samples ko traefik prometheus promtool openshift-route-crd; do
 		printf '%-24s %s\n' "$n" "$(path_of "$n")"
 	done
 }
