@@ -125,8 +125,10 @@ gobuild() {
 	local tmp; tmp=$(mktemp -d "$out.tmp.XXXXXX")
 	local o="$tmp/"
 	if (($# == 1)) && [[ -n ${name:-} ]]; then o="$tmp/$name"; fi
-	(cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$o" "$@")
-	mv "$tmp"/* "$out/"
+	# Each step returns on failure itself: install calls builders inside `if`, where set -e
+	# does not apply.
+	(cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$o" "$@") || { rm -rf "$tmp"; return 1; }
+	mv "$tmp"/* "$out/" || return 1
 	rmdir "$tmp"
 }
 
@@ -331,9 +333,17 @@ install() {
 			return
 		fi
 		printf 'tools: %-60s building...\n' "$label"
+		local checks=("$@")
 		(
 			s=$SECONDS
-			if "$fn" >"$logs/$fn.log" 2>&1; then
+			# A builder succeeds only if what it builds is then present: a step that failed
+			# inside it (a full disk, a killed compiler) must not pass for a build.
+			local ok=1 n
+			"$fn" >"$logs/$fn.log" 2>&1 || ok=0
+			if ((ok)); then
+				for n in "${checks[@]}"; do present "$n" || { echo "$n is missing after the build" >>"$logs/$fn.log"; ok=0; }; done
+			fi
+			if ((ok)); then
 				printf 'tools: %-60s built in %ds\n' "$label" $((SECONDS - s))
 			else
 				printf 'tools: %-60s FAILED after %ds:\n' "$label" $((SECONDS - s))
