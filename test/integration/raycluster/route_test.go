@@ -2,7 +2,6 @@ package raycluster
 
 import (
 	"context"
-	"path/filepath"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -22,6 +21,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/tools"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -39,9 +39,13 @@ func routeIn(ctx context.Context, c client.Client, ns, name string) func() *unst
 	}
 }
 
-// Where OpenShift's Route API is served (here its CRD, from testdata: no router runs), a
-// cluster's dashboard is exposed by a Route instead of an Ingress, as under KubeRay. The
-// control plane is the spec's own, so the suite's other specs keep a plain API server.
+// Where OpenShift's Route API is served, a cluster's dashboard is exposed by a Route instead
+// of an Ingress, as under KubeRay. The API server here serves OpenShift's own Route CRD
+// (routes.crd.yaml of github.com/openshift/api, `hack/tools.sh path openshift-route-crd`):
+// its structural schema prunes, defaults and validates what raygate writes as on an
+// OpenShift cluster whose Routes are a CRD. No router runs: nothing assigns spec.host or
+// writes the status. The control plane is the spec's own, so the suite's other specs keep a
+// plain API server.
 var _ = Describe("the dashboard Route on OpenShift", Ordered, func() {
 	var openshift *controlplane.Env
 
@@ -50,9 +54,11 @@ var _ = Describe("the dashboard Route on OpenShift", Ordered, func() {
 		openshift, err = controlplane.Start(controlplane.Options{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(openshift.Stop)
-		_, err = envtest.InstallCRDs(openshift.Config, envtest.CRDInstallOptions{
-			Paths: []string{filepath.Join("testdata", "openshift")}, ErrorIfPathMissing: true})
+		dir, err := tools.Path("openshift-route-crd")
 		Expect(err).NotTo(HaveOccurred())
+		crds, err := envtest.InstallCRDs(openshift.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(crds).To(HaveLen(1), "OpenShift's Route CRD")
 		opts := managerOptions()
 		// The router's annotations the admin lets tenants set on their Routes.
 		opts.AllowedIngressAnnotations = append(opts.AllowedIngressAnnotations, "haproxy.router.openshift.io/*")
