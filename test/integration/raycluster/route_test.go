@@ -2,12 +2,16 @@ package raycluster
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -154,6 +158,30 @@ var _ = Describe("the dashboard Route on OpenShift", Ordered, func() {
 		Eventually(eventsOf(ctx, ns, "dash")).Should(ContainElement("Normal DeletedRoute: Deleted route dash-head-route: enableIngress is no longer true"))
 	})
 
+	It("round-trips through the Route CRD's schema: nothing pruned, nothing defaulted, no update needed", func(ctx context.Context) {
+		ns := namespace(ctx)
+		policy := raypod.IngressPolicy{Classes: []string{"*/*"}, Annotations: []string{"haproxy.router.openshift.io/*"}, RouteInstead: true}
+		dashboardOn9265 := builders.RayCluster("port", ns).Obj()
+		head := &dashboardOn9265.Spec.HeadGroupSpec.Template.Spec.Containers[0]
+		head.Ports = append(head.Ports, corev1.ContainerPort{Name: "dashboard", ContainerPort: 9265})
+		for _, rc := range []*rayv1.RayCluster{
+			builders.RayCluster("plain", ns).Obj(),
+			builders.RayCluster("annotated", ns).Annotation("haproxy.router.openshift.io/timeout", "5m").
+				Annotation("haproxy.router.openshift.io/ip_allowlist", "192.0.2.0/24").Obj(),
+			dashboardOn9265,
+			builders.RayCluster("a-cluster-name-long-enough-to-be-shortened-for-the-host", ns).Obj(),
+		} {
+			rc.UID = "8a3c1e4e-0000-4000-8000-000000000001" // the owner reference's; a dry run never stores it
+			desired := raypod.HeadRoute(rc, policy)
+			stored := desired.DeepCopy()
+			// Strict: a field the schema does not know is an error, not silently pruned.
+			Expect(openshift.Client.Create(ctx, stored, client.DryRunAll, client.FieldValidation("Strict"))).To(Succeed(), rc.Name)
+			Expect(notReadBack(desired.Object, stored.Object, "")).To(BeEmpty(), "%s: what raygate writes is what it reads back", rc.Name)
+			Expect(stored.Object["spec"]).To(Equal(desired.Object["spec"]), "%s: the schema defaults nothing raygate leaves out", rc.Name)
+			Expect(raypod.WithRouteFields(stored, desired)).To(BeNil(), "%s: the Route read back needs no update", rc.Name)
+		}
+	})
+
 	It("replaces an Ingress the cluster owns (made before the Route API was served)", func(ctx context.Context) {
 		ns := namespace(ctx)
 		rc := builders.RayCluster("old", ns).Obj()
@@ -193,6 +221,30 @@ var _ = Describe("the dashboard Route on OpenShift", Ordered, func() {
 		Expect(name).To(Equal("mine"))
 	})
 })
+
+// notReadBack lists the paths of want (an object raygate writes) that got lacks or holds
+// with another value: fields the API server pruned or changed. What got adds (uid,
+// managedFields, defaults elsewhere) is not compared here.
+func notReadBack(want, got any, path string) []string {
+	wm, isMap := want.(map[string]any)
+	if !isMap {
+		if !equality.Semantic.DeepEqual(want, got) {
+			return []string{fmt.Sprintf("%s: wrote %v, read %v", path, want, got)}
+		}
+		return nil
+	}
+	gm, _ := got.(map[string]any)
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(wm)) {
+		g, ok := gm[k]
+		if !ok {
+			out = append(out, path+"."+k+": pruned")
+			continue
+		}
+		out = append(out, notReadBack(wm[k], g, path+"."+k)...)
+	}
+	return out
+}
 
 // Without the Route API the dashboard gets an Ingress (ingress_historyserver_test.go) and
 // raygate asks nothing about Routes.
