@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -25,6 +26,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/tools"
 	"github.com/raygate/raygate/test/builders"
 )
@@ -51,7 +53,10 @@ func routeIn(ctx context.Context, c client.Client, ns, name string) func() *unst
 // writes the status. The control plane is the spec's own, so the suite's other specs keep a
 // plain API server.
 var _ = Describe("the dashboard Route on OpenShift", Ordered, func() {
-	var openshift *controlplane.Env
+	var (
+		openshift *controlplane.Env
+		m         *framework.Manager
+	)
 
 	BeforeAll(func() {
 		var err error
@@ -66,8 +71,8 @@ var _ = Describe("the dashboard Route on OpenShift", Ordered, func() {
 		opts := managerOptions()
 		// The router's annotations the admin lets tenants set on their Routes.
 		opts.AllowedIngressAnnotations = append(opts.AllowedIngressAnnotations, "haproxy.router.openshift.io/*")
-		m := harness.StartManagerIn(openshift, opts) // it discovers the Route API at start
-		DeferCleanup(m.Stop)
+		m = harness.StartManagerIn(openshift, opts)    // it discovers the Route API at start
+		DeferCleanup(func() error { return m.Stop() }) // m may be replaced by a spec
 	})
 
 	namespace := func(ctx context.Context) string {
@@ -143,13 +148,22 @@ var _ = Describe("the dashboard Route on OpenShift", Ordered, func() {
 		Eventually(eventsOf(ctx, ns, "dash")).Should(ContainElement(And(HavePrefix("Warning IngressOptionsNotApplied: "), ContainSubstring("(host set)"))))
 		Expect(ingressIn(ctx, ns, "dash-head-ingress")()).To(BeNil(), "a Route, not an Ingress")
 
-		By("the host the router assigned stays; an annotation changed on the cluster follows")
-		Expect(unstructured.SetNestedField(r.Object, "dash-head-route-"+ns+".apps.example.com", "spec", "host")).To(Succeed())
+		By("the host the router assigned, the TLS an admin added and the router's status stay; an annotation changed on the cluster follows")
+		host := "dash-head-route-" + ns + ".apps.example.com"
+		Expect(unstructured.SetNestedField(r.Object, host, "spec", "host")).To(Succeed())
+		tls := map[string]any{"termination": "edge", "insecureEdgeTerminationPolicy": "Redirect"}
+		Expect(unstructured.SetNestedField(r.Object, tls, "spec", "tls")).To(Succeed())
 		Expect(openshift.Client.Update(ctx, r)).To(Succeed())
+		admitted := []any{map[string]any{"host": host, "routerName": "default", "wildcardPolicy": "None",
+			"conditions": []any{map[string]any{"type": "Admitted", "status": "True"}}}}
+		Expect(unstructured.SetNestedSlice(r.Object, admitted, "status", "ingress")).To(Succeed())
+		Expect(openshift.Client.Status().Update(ctx, r)).To(Succeed())
 		update(ctx, ns, "dash", func(rc *rayv1.RayCluster) { rc.Annotations["haproxy.router.openshift.io/timeout"] = "10m" })
 		Eventually(func() string { return route().GetAnnotations()["haproxy.router.openshift.io/timeout"] }).Should(Equal("10m"))
-		host, _, _ := unstructured.NestedString(route().Object, "spec", "host")
-		Expect(host).To(Equal("dash-head-route-" + ns + ".apps.example.com"))
+		r = route()
+		Expect(r.Object["spec"]).To(HaveKeyWithValue("host", host))
+		Expect(r.Object["spec"]).To(HaveKeyWithValue("tls", tls))
+		Expect(r.Object["status"]).To(HaveKeyWithValue("ingress", admitted))
 		Eventually(eventsOf(ctx, ns, "dash")).Should(ContainElement("Normal UpdatedRoute: Updated route dash-head-route"))
 
 		By("enableIngress turned off deletes it")
@@ -219,6 +233,32 @@ var _ = Describe("the dashboard Route on OpenShift", Ordered, func() {
 		}).Should(ContainSubstring("taken-head-route"))
 		name, _, _ := unstructured.NestedString(routeIn(ctx, openshift.Client, ns, "taken-head-route")().Object, "spec", "to", "name")
 		Expect(name).To(Equal("mine"))
+	})
+
+	// No webhooks here: as for the Ingress, the controller's own check is all that stands
+	// between a cluster the admin's policy refuses (stored before the policy changed) and a
+	// Route made with raygate's rights. Last: it restarts the manager with a narrower policy.
+	It("is deleted, and none made, where the admin's Ingress policy allows no exposure in the namespace", func(ctx context.Context) {
+		ns := namespace(ctx)
+		rc := builders.RayCluster("before", ns).Obj()
+		rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
+		Expect(openshift.Client.Create(ctx, rc)).To(Succeed())
+		Eventually(routeIn(ctx, openshift.Client, ns, "before-head-route")).ShouldNot(BeNil())
+
+		By("the admin allows dashboards in another namespace only (raygate restarted with it)")
+		Expect(m.Stop()).To(Succeed())
+		opts := managerOptions()
+		opts.AllowedIngressClasses = []string{"elsewhere/*"}
+		m = harness.StartManagerIn(openshift, opts)
+		const notAllowed = "the admin's Ingress policy allows no dashboard exposure in this namespace (--allowed-ingress-classes)"
+		Eventually(routeIn(ctx, openshift.Client, ns, "before-head-route")).Should(BeNil())
+		Eventually(eventsOf(ctx, ns, "before")).Should(ContainElement("Normal DeletedRoute: Deleted route before-head-route: " + notAllowed))
+
+		rc = builders.RayCluster("after", ns).Obj()
+		rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
+		Expect(openshift.Client.Create(ctx, rc)).To(Succeed())
+		Eventually(eventsOf(ctx, ns, "after")).Should(ContainElement("Warning IngressNotAllowed: Not creating route after-head-route: " + notAllowed))
+		Consistently(routeIn(ctx, openshift.Client, ns, "after-head-route"), time.Second).Should(BeNil())
 	})
 })
 
