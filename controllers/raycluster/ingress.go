@@ -24,8 +24,9 @@ const (
 	EventFailedIngress  = "FailedToCreateIngress"
 	// EventFailedIngressUpdate is a failed update or delete of the Ingress.
 	EventFailedIngressUpdate = "FailedToReconcileIngress"
-	// EventIngressNotAllowed: the admin's Ingress policy refuses the Ingress the cluster asks
-	// for; none is created, and one created earlier is deleted.
+	// EventIngressNotAllowed: the admin's Ingress policy refuses the Ingress (or, where
+	// OpenShift's Route API is served, the Route) the cluster asks for; none is created, and
+	// one created earlier is deleted.
 	EventIngressNotAllowed = "IngressNotAllowed"
 )
 

@@ -107,6 +107,11 @@ func (r *Reconciler) reconcileRoute(ctx context.Context, p *pass, e dashboardExp
 		return err
 	}
 	c := planRoute(&p.observation, e, existing)
+	if routeRefused(&p.observation, e) {
+		// As for a refused Ingress: admission refuses such a spec, but a cluster stored
+		// before the policy changed must not be left without a word.
+		p.warn(EventIngressNotAllowed, actionCreate, "Not creating route %s: %s", name, whyRouteNotAllowed)
+	}
 	done, err := r.applyChange(ctx, p, routeKind, c)
 	if done && c.op == ownerref.Create {
 		if note := ingressOptionsNote(p.cluster); note != "" {
@@ -142,11 +147,17 @@ func ingressOptionsNote(rc *rayv1.RayCluster) string {
 		strings.Join(set, ", "))
 }
 
+// routeRefused says whether the cluster asks for a dashboard Route that the admin's Ingress
+// policy refuses: no --allowed-ingress-classes entry covers its namespace.
+func routeRefused(obs *observation, e dashboardExposure) bool {
+	return e.useRoutes && raypod.WantsIngress(obs.cluster) && !e.policy.AllowsExposure(obs.cluster.Namespace)
+}
+
 // planRoute is the change to the dashboard Route: one is wanted when Routes expose the
-// dashboard and the cluster asks for it.
+// dashboard, the cluster asks for it and the admin's policy allows it.
 func planRoute(obs *observation, e dashboardExposure, existing *unstructured.Unstructured) change {
 	var desired *unstructured.Unstructured
-	refused := !e.policy.AllowsExposure(obs.cluster.Namespace)
+	refused := routeRefused(obs, e)
 	if e.useRoutes && raypod.WantsIngress(obs.cluster) && !refused {
 		desired = raypod.HeadRoute(obs.cluster, e.policy)
 	}
@@ -155,7 +166,7 @@ func planRoute(obs *observation, e dashboardExposure, existing *unstructured.Uns
 		switch {
 		case !e.useRoutes:
 			c.why = whyIngressInstead
-		case raypod.WantsIngress(obs.cluster) && refused:
+		case refused:
 			c.why = whyRouteNotAllowed
 		default:
 			c.why = whyIngressOff

@@ -96,6 +96,27 @@ func TestPlanRoute(t *testing.T) {
 	}
 }
 
+func TestRouteRefused(t *testing.T) {
+	enabled := cluster(func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true) })
+	allowAll := raypod.IngressPolicy{Classes: []string{"*/*"}, RouteInstead: true}
+	otherNamespaceOnly := raypod.IngressPolicy{Classes: []string{"elsewhere/*"}, RouteInstead: true}
+	for _, tc := range []struct {
+		name string
+		rc   *rayv1.RayCluster
+		e    dashboardExposure
+		want bool
+	}{
+		{"allowed", enabled, dashboardExposure{routesServed: true, useRoutes: true, policy: allowAll}, false},
+		{"the namespace not covered", enabled, dashboardExposure{routesServed: true, useRoutes: true, policy: otherNamespaceOnly}, true},
+		{"no Route asked for", cluster(), dashboardExposure{routesServed: true, useRoutes: true, policy: otherNamespaceOnly}, false},
+		{"Ingresses expose dashboards: their own check applies", enabled, dashboardExposure{routesServed: true, policy: otherNamespaceOnly}, false},
+	} {
+		if got := routeRefused(&observation{object: tc.rc, cluster: tc.rc}, tc.e); got != tc.want {
+			t.Errorf("%s: routeRefused = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestIngressOptionsNote(t *testing.T) {
 	prefix := rayv1.IngressPathTypePrefix
 	for _, tc := range []struct {

@@ -24,8 +24,9 @@ func RepoRoot() string {
 // Path returns where a tool is: "envtest" and "cluster" name the directory of the
 // control-plane binaries, the other names one program ("kwok", "helm", "helm3", ...) or, for
 // "kwok-stages", kwok's stage files; "kuberay" is KubeRay's operator and "kuberay-crds" the
-// directory of its RayJob CRD, "kuberay-samples" its sample manifests, "traefik" Traefik, "prometheus" and "promtool"
-// Prometheus, "openshift-route-crd" the directory of OpenShift's Route CRD. See
+// directory of its RayJob CRD, "kuberay-samples" its sample manifests, "traefik" Traefik,
+// "prometheus" and "promtool" Prometheus, "openshift-route-crd" the directory of
+// OpenShift's Route CRD (routes.crd.yaml). See
 // hack/tools.sh for the list.
 func Path(name string) (string, error) {
 	cmd := exec.Command(filepath.Join(RepoRoot(), "hack", "tools.sh"), "path", name)

@@ -6,7 +6,6 @@ package install
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -49,20 +48,14 @@ var _ = BeforeSuite(func(ctx context.Context) {
 
 	// The batch schedulers' PodGroup CRDs too: the RBAC specs ask the API server about every
 	// generated rule, and it only answers for resources it serves.
-	for _, tool := range []string{"cert-manager-crds", "volcano-crds", "scheduler-plugins-crds"} {
+	// OpenShift's Route CRD too (the dashboard Route of enableIngress).
+	for _, tool := range []string{"cert-manager-crds", "volcano-crds", "scheduler-plugins-crds", "openshift-route-crd"} {
 		dir, err := tools.Path(tool)
 		Expect(err).NotTo(HaveOccurred())
 		crds, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(crds).NotTo(BeEmpty(), tool)
 	}
-	// OpenShift's Route (the dashboard Route of enableIngress): the raycluster suite's copy
-	// of its CRD, for the same reason.
-	routes, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join(repoRoot, "test", "integration", "raycluster", "testdata", "openshift")}, ErrorIfPathMissing: true})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(routes).NotTo(BeEmpty(), "the Route CRD")
-
 	// The operator's namespace enforces the restricted Pod Security Standard, as
 	// docs/install.md recommends; the tenants' namespaces are plain.
 	_, stderr, err := env.Kubectl(ctx, `

@@ -2,13 +2,17 @@ package raycluster
 
 import (
 	"context"
-	"path/filepath"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +26,8 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/framework"
+	"github.com/raygate/raygate/internal/testenv/tools"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -39,25 +45,34 @@ func routeIn(ctx context.Context, c client.Client, ns, name string) func() *unst
 	}
 }
 
-// Where OpenShift's Route API is served (here its CRD, from testdata: no router runs), a
-// cluster's dashboard is exposed by a Route instead of an Ingress, as under KubeRay. The
-// control plane is the spec's own, so the suite's other specs keep a plain API server.
+// Where OpenShift's Route API is served, a cluster's dashboard is exposed by a Route instead
+// of an Ingress, as under KubeRay. The API server here serves OpenShift's own Route CRD
+// (routes.crd.yaml of github.com/openshift/api, `hack/tools.sh path openshift-route-crd`):
+// its structural schema prunes, defaults and validates what raygate writes as on an
+// OpenShift cluster whose Routes are a CRD. No router runs: nothing assigns spec.host or
+// writes the status. The control plane is the spec's own, so the suite's other specs keep a
+// plain API server.
 var _ = Describe("the dashboard Route on OpenShift", Ordered, func() {
-	var openshift *controlplane.Env
+	var (
+		openshift *controlplane.Env
+		m         *framework.Manager
+	)
 
 	BeforeAll(func() {
 		var err error
 		openshift, err = controlplane.Start(controlplane.Options{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(openshift.Stop)
-		_, err = envtest.InstallCRDs(openshift.Config, envtest.CRDInstallOptions{
-			Paths: []string{filepath.Join("testdata", "openshift")}, ErrorIfPathMissing: true})
+		dir, err := tools.Path("openshift-route-crd")
 		Expect(err).NotTo(HaveOccurred())
+		crds, err := envtest.InstallCRDs(openshift.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(crds).To(HaveLen(1), "OpenShift's Route CRD")
 		opts := managerOptions()
 		// The router's annotations the admin lets tenants set on their Routes.
 		opts.AllowedIngressAnnotations = append(opts.AllowedIngressAnnotations, "haproxy.router.openshift.io/*")
-		m := harness.StartManagerIn(openshift, opts) // it discovers the Route API at start
-		DeferCleanup(m.Stop)
+		m = harness.StartManagerIn(openshift, opts)    // it discovers the Route API at start
+		DeferCleanup(func() error { return m.Stop() }) // m may be replaced by a spec
 	})
 
 	namespace := func(ctx context.Context) string {
@@ -133,19 +148,52 @@ var _ = Describe("the dashboard Route on OpenShift", Ordered, func() {
 		Eventually(eventsOf(ctx, ns, "dash")).Should(ContainElement(And(HavePrefix("Warning IngressOptionsNotApplied: "), ContainSubstring("(host set)"))))
 		Expect(ingressIn(ctx, ns, "dash-head-ingress")()).To(BeNil(), "a Route, not an Ingress")
 
-		By("the host the router assigned stays; an annotation changed on the cluster follows")
-		Expect(unstructured.SetNestedField(r.Object, "dash-head-route-"+ns+".apps.example.com", "spec", "host")).To(Succeed())
+		By("the host the router assigned, the TLS an admin added and the router's status stay; an annotation changed on the cluster follows")
+		host := "dash-head-route-" + ns + ".apps.example.com"
+		Expect(unstructured.SetNestedField(r.Object, host, "spec", "host")).To(Succeed())
+		tls := map[string]any{"termination": "edge", "insecureEdgeTerminationPolicy": "Redirect"}
+		Expect(unstructured.SetNestedField(r.Object, tls, "spec", "tls")).To(Succeed())
 		Expect(openshift.Client.Update(ctx, r)).To(Succeed())
+		admitted := []any{map[string]any{"host": host, "routerName": "default", "wildcardPolicy": "None",
+			"conditions": []any{map[string]any{"type": "Admitted", "status": "True"}}}}
+		Expect(unstructured.SetNestedSlice(r.Object, admitted, "status", "ingress")).To(Succeed())
+		Expect(openshift.Client.Status().Update(ctx, r)).To(Succeed())
 		update(ctx, ns, "dash", func(rc *rayv1.RayCluster) { rc.Annotations["haproxy.router.openshift.io/timeout"] = "10m" })
 		Eventually(func() string { return route().GetAnnotations()["haproxy.router.openshift.io/timeout"] }).Should(Equal("10m"))
-		host, _, _ := unstructured.NestedString(route().Object, "spec", "host")
-		Expect(host).To(Equal("dash-head-route-" + ns + ".apps.example.com"))
+		r = route()
+		Expect(r.Object["spec"]).To(HaveKeyWithValue("host", host))
+		Expect(r.Object["spec"]).To(HaveKeyWithValue("tls", tls))
+		Expect(r.Object["status"]).To(HaveKeyWithValue("ingress", admitted))
 		Eventually(eventsOf(ctx, ns, "dash")).Should(ContainElement("Normal UpdatedRoute: Updated route dash-head-route"))
 
 		By("enableIngress turned off deletes it")
 		update(ctx, ns, "dash", func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(false) })
 		Eventually(route).Should(BeNil())
 		Eventually(eventsOf(ctx, ns, "dash")).Should(ContainElement("Normal DeletedRoute: Deleted route dash-head-route: enableIngress is no longer true"))
+	})
+
+	It("round-trips through the Route CRD's schema: nothing pruned, nothing defaulted, no update needed", func(ctx context.Context) {
+		ns := namespace(ctx)
+		policy := raypod.IngressPolicy{Classes: []string{"*/*"}, Annotations: []string{"haproxy.router.openshift.io/*"}, RouteInstead: true}
+		dashboardOn9265 := builders.RayCluster("port", ns).Obj()
+		head := &dashboardOn9265.Spec.HeadGroupSpec.Template.Spec.Containers[0]
+		head.Ports = append(head.Ports, corev1.ContainerPort{Name: "dashboard", ContainerPort: 9265})
+		for _, rc := range []*rayv1.RayCluster{
+			builders.RayCluster("plain", ns).Obj(),
+			builders.RayCluster("annotated", ns).Annotation("haproxy.router.openshift.io/timeout", "5m").
+				Annotation("haproxy.router.openshift.io/ip_allowlist", "192.0.2.0/24").Obj(),
+			dashboardOn9265,
+			builders.RayCluster("a-cluster-name-long-enough-to-be-shortened-for-the-host", ns).Obj(),
+		} {
+			rc.UID = "8a3c1e4e-0000-4000-8000-000000000001" // the owner reference's; a dry run never stores it
+			desired := raypod.HeadRoute(rc, policy)
+			stored := desired.DeepCopy()
+			// Strict: a field the schema does not know is an error, not silently pruned.
+			Expect(openshift.Client.Create(ctx, stored, client.DryRunAll, client.FieldValidation("Strict"))).To(Succeed(), rc.Name)
+			Expect(notReadBack(desired.Object, stored.Object, "")).To(BeEmpty(), "%s: what raygate writes is what it reads back", rc.Name)
+			Expect(stored.Object["spec"]).To(Equal(desired.Object["spec"]), "%s: the schema defaults nothing raygate leaves out", rc.Name)
+			Expect(raypod.WithRouteFields(stored, desired)).To(BeNil(), "%s: the Route read back needs no update", rc.Name)
+		}
 	})
 
 	It("replaces an Ingress the cluster owns (made before the Route API was served)", func(ctx context.Context) {
@@ -186,7 +234,57 @@ var _ = Describe("the dashboard Route on OpenShift", Ordered, func() {
 		name, _, _ := unstructured.NestedString(routeIn(ctx, openshift.Client, ns, "taken-head-route")().Object, "spec", "to", "name")
 		Expect(name).To(Equal("mine"))
 	})
+
+	// No webhooks here: as for the Ingress, the controller's own check is all that stands
+	// between a cluster the admin's policy refuses (stored before the policy changed) and a
+	// Route made with raygate's rights. Last: it restarts the manager with a narrower policy.
+	It("is deleted, and none made, where the admin's Ingress policy allows no exposure in the namespace", func(ctx context.Context) {
+		ns := namespace(ctx)
+		rc := builders.RayCluster("before", ns).Obj()
+		rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
+		Expect(openshift.Client.Create(ctx, rc)).To(Succeed())
+		Eventually(routeIn(ctx, openshift.Client, ns, "before-head-route")).ShouldNot(BeNil())
+
+		By("the admin allows dashboards in another namespace only (raygate restarted with it)")
+		Expect(m.Stop()).To(Succeed())
+		opts := managerOptions()
+		opts.AllowedIngressClasses = []string{"elsewhere/*"}
+		m = harness.StartManagerIn(openshift, opts)
+		const notAllowed = "the admin's Ingress policy allows no dashboard exposure in this namespace (--allowed-ingress-classes)"
+		Eventually(routeIn(ctx, openshift.Client, ns, "before-head-route")).Should(BeNil())
+		Eventually(eventsOf(ctx, ns, "before")).Should(ContainElement("Normal DeletedRoute: Deleted route before-head-route: " + notAllowed))
+
+		rc = builders.RayCluster("after", ns).Obj()
+		rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
+		Expect(openshift.Client.Create(ctx, rc)).To(Succeed())
+		Eventually(eventsOf(ctx, ns, "after")).Should(ContainElement("Warning IngressNotAllowed: Not creating route after-head-route: " + notAllowed))
+		Consistently(routeIn(ctx, openshift.Client, ns, "after-head-route"), time.Second).Should(BeNil())
+	})
 })
+
+// notReadBack lists the paths of want (an object raygate writes) that got lacks or holds
+// with another value: fields the API server pruned or changed. What got adds (uid,
+// managedFields, defaults elsewhere) is not compared here.
+func notReadBack(want, got any, path string) []string {
+	wm, isMap := want.(map[string]any)
+	if !isMap {
+		if !equality.Semantic.DeepEqual(want, got) {
+			return []string{fmt.Sprintf("%s: wrote %v, read %v", path, want, got)}
+		}
+		return nil
+	}
+	gm, _ := got.(map[string]any)
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(wm)) {
+		g, ok := gm[k]
+		if !ok {
+			out = append(out, path+"."+k+": pruned")
+			continue
+		}
+		out = append(out, notReadBack(wm[k], g, path+"."+k)...)
+	}
+	return out
+}
 
 // Without the Route API the dashboard gets an Ingress (ingress_historyserver_test.go) and
 // raygate asks nothing about Routes.
