@@ -33,7 +33,11 @@ func rayClusterConfig(o Options, caps capabilities.Capabilities, scheduler batch
 func setupRayClusterController(mgr ctrl.Manager, cfg raycluster.Config, objectMetrics bool) error {
 	r := raycluster.New(mgr, cfg)
 	if objectMetrics {
-		if err := r.Metrics.Register(metrics.Registry, mgr.GetCache(), mgr.Elected()); err != nil {
+		if err := r.Metrics.Register(metrics.Registry); err != nil {
+			return err
+		}
+		// The series come from this manager's cache while it leads and runs.
+		if err := mgr.Add(r.Metrics.Source(mgr.GetCache())); err != nil {
 			return err
 		}
 	}

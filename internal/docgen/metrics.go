@@ -60,7 +60,9 @@ type registration struct {
 // forgotten here.
 var registrations = []registration{
 	{"`--object-metrics`", func(reg prometheus.Registerer) error {
-		return raycluster.NewMetrics().Register(reg, oneCluster{}, nil)
+		m := raycluster.NewMetrics()
+		m.Bind(oneCluster{})
+		return m.Register(reg)
 	}},
 	{"`--object-metrics`", rayservice.NewMetrics().Register},
 	{"always", rayjob.NewMetrics().Register},
