@@ -2,6 +2,7 @@ package raycluster
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/promgauge"
@@ -30,14 +32,17 @@ type Metrics struct {
 	info                *prometheus.Desc
 	provisioned         *prometheus.Desc
 
-	mu       sync.RWMutex
-	clusters client.Reader   // the informer cache
-	elected  <-chan struct{} // closed once this replica leads
+	mu sync.RWMutex
+	// sources are the bound caches, newest last; a scrape reads the newest.
+	sources []*source
 }
 
+// source is one bound cache.
+type source struct{ clusters client.Reader }
+
 // processMetrics is the one collector of the process. Managers started in the same process
-// (tests run several) register their cache in turn, instead of a later manager's
-// registration hiding an earlier one's series.
+// (tests run several, against different API servers) bind their caches in turn; one that
+// stops hands the series back to the newest still running.
 var processMetrics = NewMetrics()
 
 // scrapeListTimeout bounds a scrape's read of the cache (it waits for the cache to sync).
@@ -56,14 +61,47 @@ func NewMetrics() *Metrics {
 	}
 }
 
-// Register adds the metrics to reg, made from the RayClusters clusters holds, once elected
-// is closed: only the leader reconciles, so only the leader reports (a nil elected: at
-// once). A later Register replaces an earlier manager's.
-func (m *Metrics) Register(reg prometheus.Registerer, clusters client.Reader, elected <-chan struct{}) error {
-	m.mu.Lock()
-	m.clusters, m.elected = clusters, elected
-	m.mu.Unlock()
+// Register adds the metrics to reg; they report nothing until a cache is bound (Bind,
+// Source). A later Register replaces an earlier manager's.
+func (m *Metrics) Register(reg prometheus.Registerer) error {
 	return promgauge.Register(reg, m)
+}
+
+// Bind makes the series from the RayClusters clusters holds until release is called. While
+// several caches are bound, the newest is read.
+func (m *Metrics) Bind(clusters client.Reader) (release func()) {
+	s := &source{clusters: clusters}
+	m.mu.Lock()
+	m.sources = append(m.sources, s)
+	m.mu.Unlock()
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.sources = slices.DeleteFunc(m.sources, func(b *source) bool { return b == s })
+	}
+}
+
+// Source is the manager runnable that binds clusters, its manager's cache, while the manager
+// leads and runs: only the leader reconciles, so only the leader reports, and a stopped
+// manager's cache, which no longer follows the API server, is never read.
+func (m *Metrics) Source(clusters client.Reader) manager.Runnable {
+	return leaderSource{metrics: m, clusters: clusters}
+}
+
+type leaderSource struct {
+	metrics  *Metrics
+	clusters client.Reader
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: Start runs once elected.
+func (leaderSource) NeedLeaderElection() bool { return true }
+
+// Start binds the cache until the manager stops.
+func (s leaderSource) Start(ctx context.Context) error {
+	release := s.metrics.Bind(s.clusters)
+	defer release()
+	<-ctx.Done()
+	return nil
 }
 
 // Describe implements prometheus.Collector.
@@ -77,9 +115,12 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 // reconciles.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.mu.RLock()
-	clusters, elected := m.clusters, m.elected
+	var clusters client.Reader
+	if n := len(m.sources); n > 0 {
+		clusters = m.sources[n-1].clusters
+	}
 	m.mu.RUnlock()
-	if clusters == nil || !closed(elected) {
+	if clusters == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeListTimeout)
@@ -92,18 +133,6 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for i := range list.Items {
 		m.collectCluster(ch, &list.Items[i])
-	}
-}
-
-func closed(c <-chan struct{}) bool {
-	if c == nil {
-		return true
-	}
-	select {
-	case <-c:
-		return true
-	default:
-		return false
 	}
 }
 

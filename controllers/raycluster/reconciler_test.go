@@ -222,9 +222,10 @@ func TestInvalidSpecGoesThroughTheOneStatusPath(t *testing.T) {
 	rec := &statusAtEvent{store: store, key: req.NamespacedName}
 	metrics := raycluster.NewMetrics()
 	reg := prometheus.NewRegistry()
-	if err := metrics.Register(reg, store, nil); err != nil {
+	if err := metrics.Register(reg); err != nil {
 		t.Fatal(err)
 	}
+	metrics.Bind(store)
 	r := &raycluster.Reconciler{Client: store,
 		Expectations: expectations.New(time.Hour), Metrics: metrics,
 		Config: raycluster.Config{Recorder: rec, Gates: features.Static{}, Now: time.Now},

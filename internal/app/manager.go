@@ -110,22 +110,33 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := setupWebhooks(mgr, o); err != nil {
 		return nil, err
 	}
-	if o.WebhooksOnly {
-		return mgr, nil
+	var ctrlMetrics ControllerMetrics
+	if !o.WebhooksOnly {
+		if ctrlMetrics, err = setupControllers(mgr, ctrls); err != nil {
+			return nil, err
+		}
 	}
-	if err := setupRayClusterController(mgr, ctrls.cluster, o.ObjectMetrics); err != nil {
-		return nil, err
-	}
-	if err := setupRayServiceController(mgr, ctrls.service, o.ObjectMetrics); err != nil {
-		return nil, err
-	}
-	if err := setupRayJobController(mgr, ctrls.job); err != nil {
-		return nil, err
-	}
-	if err := setupRayCronJobController(mgr, ctrls.cronJob); err != nil {
+	if err := registerMetrics(o, ctrlMetrics); err != nil {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// setupControllers registers the controllers; it returns the metrics their reconcilers
+// observe into.
+func setupControllers(mgr ctrl.Manager, ctrls controllerConfigs) (ControllerMetrics, error) {
+	var m ControllerMetrics
+	var err error
+	if m.Cluster, err = setupRayClusterController(mgr, ctrls.cluster); err != nil {
+		return m, err
+	}
+	if m.Service, err = setupRayServiceController(mgr, ctrls.service); err != nil {
+		return m, err
+	}
+	if m.Job, err = setupRayJobController(mgr, ctrls.job); err != nil {
+		return m, err
+	}
+	return m, setupRayCronJobController(mgr, ctrls.cronJob)
 }
 
 // controllerConfigs are the controllers' configurations. They are built before the manager

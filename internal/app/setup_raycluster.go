@@ -2,7 +2,6 @@ package app
 
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/raygate/raygate/controllers/raycluster"
 	"github.com/raygate/raygate/internal/batchscheduler"
@@ -28,14 +27,14 @@ func rayClusterConfig(o Options, caps capabilities.Capabilities, scheduler batch
 	}
 }
 
-// setupRayClusterController registers the RayCluster controller and, with objectMetrics
-// (--object-metrics), its metrics.
-func setupRayClusterController(mgr ctrl.Manager, cfg raycluster.Config, objectMetrics bool) error {
+// setupRayClusterController registers the RayCluster controller; it returns the metrics
+// registerMetrics registers.
+func setupRayClusterController(mgr ctrl.Manager, cfg raycluster.Config) (*raycluster.Metrics, error) {
 	r := raycluster.New(mgr, cfg)
-	if objectMetrics {
-		if err := r.Metrics.Register(metrics.Registry, mgr.GetCache(), mgr.Elected()); err != nil {
-			return err
-		}
+	// The series come from this manager's cache while it leads and runs (served once
+	// registered: --object-metrics).
+	if err := mgr.Add(r.Metrics.Source(mgr.GetCache())); err != nil {
+		return nil, err
 	}
-	return r.SetupWithManager(mgr)
+	return r.Metrics, r.SetupWithManager(mgr)
 }

@@ -3,7 +3,6 @@ package app
 import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/raygate/raygate/controllers/rayjob"
 	"github.com/raygate/raygate/internal/dashboard"
@@ -32,11 +31,9 @@ func rayJobConfig(cfg *rest.Config, o Options) (rayjob.Config, error) {
 	}, nil
 }
 
-// setupRayJobController registers the RayJob controller and its metrics.
-func setupRayJobController(mgr ctrl.Manager, cfg rayjob.Config) error {
+// setupRayJobController registers the RayJob controller; it returns the metrics
+// registerMetrics registers.
+func setupRayJobController(mgr ctrl.Manager, cfg rayjob.Config) (*rayjob.Metrics, error) {
 	r := rayjob.New(mgr, cfg)
-	if err := r.Metrics.Register(metrics.Registry); err != nil {
-		return err
-	}
-	return r.SetupWithManager(mgr)
+	return r.Metrics, r.SetupWithManager(mgr)
 }

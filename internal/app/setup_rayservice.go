@@ -5,7 +5,6 @@ import (
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/raygate/raygate/controllers/rayservice"
 	"github.com/raygate/raygate/internal/capabilities"
@@ -47,19 +46,11 @@ func rayServiceConfig(cfg *rest.Config, o Options, caps capabilities.Capabilitie
 	}, nil
 }
 
-// setupRayServiceController registers the RayService controller and, with objectMetrics
-// (--object-metrics), its metrics.
-func setupRayServiceController(mgr ctrl.Manager, cfg rayservice.Config, objectMetrics bool) error {
+// setupRayServiceController registers the RayService controller; it returns the metrics
+// registerMetrics registers.
+func setupRayServiceController(mgr ctrl.Manager, cfg rayservice.Config) (*rayservice.Metrics, error) {
 	r := rayservice.New(mgr, cfg)
-	if err := rayservice.RegisterGatePoolMetrics(metrics.Registry); err != nil {
-		return err
-	}
-	if objectMetrics {
-		if err := r.Metrics.Register(metrics.Registry); err != nil {
-			return err
-		}
-	}
-	return r.SetupWithManager(mgr)
+	return r.Metrics, r.SetupWithManager(mgr)
 }
 
 // dashboardAccess is how the dashboards are reached: Options.DashboardResolver, else the

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/poddryrun"
@@ -34,9 +33,6 @@ func setupWebhooks(mgr ctrl.Manager, o Options) error {
 		if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {
 			return fmt.Errorf("watching %T for admission: %w", obj, err)
 		}
-	}
-	if err := webhooks.RegisterMetrics(metrics.Registry); err != nil {
-		return fmt.Errorf("registering the webhook metrics: %w", err)
 	}
 	var dryRun poddryrun.Creator
 	if o.PodDryRun {

@@ -22,8 +22,8 @@ import (
 	"github.com/raygate/raygate/controllers/raycluster"
 	"github.com/raygate/raygate/controllers/rayjob"
 	"github.com/raygate/raygate/controllers/rayservice"
+	"github.com/raygate/raygate/internal/app"
 	_ "github.com/raygate/raygate/internal/eventrecorder" // registers its metric on the manager's registry at init
-	"github.com/raygate/raygate/webhooks"
 )
 
 // metric is one metric family as the registry describes it.
@@ -47,34 +47,29 @@ func (r *recorder) MustRegister(cs ...prometheus.Collector) {
 
 func (r *recorder) Unregister(prometheus.Collector) bool { return false }
 
-// registration is one of the manager's metric registrations (internal/app's setup_*.go), and
-// when it happens.
-type registration struct {
-	when     string
-	register func(prometheus.Registerer) error
-}
-
-// registrations are what internal/app registers on controller-runtime's registry; metrics
-// registered at init (internal/eventrecorder) are read from that registry. metricsPage
-// fails when a metric declared in the source is in neither, so a new registration cannot be
-// forgotten here.
-var registrations = []registration{
-	{"`--object-metrics`", func(reg prometheus.Registerer) error {
-		return raycluster.NewMetrics().Register(reg, oneCluster{}, nil)
-	}},
-	{"`--object-metrics`", rayservice.NewMetrics().Register},
-	{"always", rayjob.NewMetrics().Register},
-	{"always", rayservice.RegisterGatePoolMetrics},
-	{"always", webhooks.RegisterMetrics},
+// registrations are the manager's (app.MetricRegistrations), of metrics fresh from their
+// constructors; metrics registered at init (internal/eventrecorder) are read from
+// controller-runtime's registry. metricsPage fails when a metric declared in the source is in
+// neither.
+func registrations() []app.MetricRegistration {
+	// The RayCluster collector makes its series from a cache at each scrape: one holding a
+	// provisioned cluster shows every metric it has.
+	cluster := raycluster.NewMetrics()
+	cluster.Bind(oneCluster{})
+	return app.MetricRegistrations(app.ControllerMetrics{Cluster: cluster, Service: rayservice.NewMetrics(), Job: rayjob.NewMetrics()})
 }
 
 func metricsPage(root string) (File, error) {
 	var all []metric
 	seen := map[string]bool{}
-	for _, r := range registrations {
+	for _, r := range registrations() {
 		rec := &recorder{}
-		if err := r.register(rec); err != nil {
+		if err := r.Register(rec); err != nil {
 			return File{}, err
+		}
+		when := "always"
+		if r.ObjectMetrics {
+			when = "`--object-metrics`"
 		}
 		for _, c := range rec.collectors {
 			ms, err := describe(c)
@@ -82,7 +77,7 @@ func metricsPage(root string) (File, error) {
 				return File{}, err
 			}
 			for _, m := range ms {
-				m.when = r.when
+				m.when = when
 				all = append(all, m)
 				seen[m.name] = true
 			}
@@ -111,7 +106,7 @@ func metricsPage(root string) (File, error) {
 	}
 	for _, d := range declared {
 		if !seen[d] {
-			return File{}, fmt.Errorf("metric %s is declared in the source but not registered by internal/docgen's registrations: add its registration there", d)
+			return File{}, fmt.Errorf("metric %s is declared in the source but not registered by app.MetricRegistrations: add its registration there", d)
 		}
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
