@@ -27,23 +27,13 @@ func actionReasons(ns, name string) func() []string {
 	}
 }
 
-// midShift creates an incremental RayService, upgrades it and waits until the pending
-// cluster has at least atLeast% of the traffic; it returns the active and pending clusters.
-func midShift(ctx context.Context, ns, name string, surge, step, interval, atLeast int32) (string, string) {
-	Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(surge, step, interval, rsenv.GatewayClass).DeletionDelay(1).Obj())).To(Succeed())
-	blue := world.WaitServing(ctx, ns, name)
-	world.Update(ctx, ns, name, func(s *rayv1.RayService) { rstest.SetImage(s, "rayproject/ray:2.53.0") })
-	Eventually(world.PendingTraffic(ctx, ns, name)).Should(BeNumerically(">=", atLeast))
-	return blue, world.PendingName(ctx, ns, name)()
-}
-
 var _ = Describe("Upgrade actions", func() {
 	const name = "ctl"
 
 	It("pauses an incremental upgrade mid-shift, holds capacity and traffic, and resumes its pacing", func(ctx context.Context) {
 		ns := world.NewNamespace(ctx)
 		checker := world.WatchInvariants(ctx, ns)
-		blue, green := midShift(ctx, ns, name, 50, 10, 1, 20)
+		blue, green := world.MidShift(ctx, ns, name, 50, 10, 1, 20)
 
 		world.SetAction(ctx, ns, name, rayv1.UpgradeActionPause, green)
 		Eventually(world.Condition(ctx, ns, name, rayv1.UpgradeAction)).Should(Equal("True/UpgradePaused"))
@@ -81,7 +71,7 @@ var _ = Describe("Upgrade actions", func() {
 		ns := world.NewNamespace(ctx)
 		checker := world.WatchInvariants(ctx, ns)
 		// A slow pacing: 80% of traffic left in 10% steps every 5 s would take 40 s more.
-		_, green := midShift(ctx, ns, name, 50, 10, 5, 10)
+		_, green := world.MidShift(ctx, ns, name, 50, 10, 5, 10)
 
 		promoted := time.Now()
 		world.SetAction(ctx, ns, name, rayv1.UpgradeActionPromote, green)
@@ -102,7 +92,7 @@ var _ = Describe("Upgrade actions", func() {
 	It("aborts an incremental upgrade across an operator restart between recording and carrying it out, walks back step by step and holds the spec", func(ctx context.Context) {
 		ns := world.NewNamespace(ctx)
 		checker := world.WatchInvariants(ctx, ns)
-		blue, green := midShift(ctx, ns, name, 50, 10, 1, 20)
+		blue, green := world.MidShift(ctx, ns, name, 50, 10, 1, 20)
 
 		By("recording the abort while the gateway controller holds the last step, so nothing can be carried out yet")
 		gw.Pause(true)
@@ -177,7 +167,7 @@ var _ = Describe("kubectl raygate", func() {
 	It("shows an upgrade, pauses it, says why it waits, and promotes it", func(ctx context.Context) {
 		ns := world.NewNamespace(ctx)
 		world.WatchInvariants(ctx, ns)
-		blue, green := midShift(ctx, ns, name, 20, 5, 2, 10)
+		blue, green := world.MidShift(ctx, ns, name, 20, 5, 2, 10)
 		Expect(plugin(ctx, ns, "pause", name)).To(Equal("rayservice.ray.io/" + name + ": pause requested for pending RayCluster " + green + "\n"))
 		Eventually(world.Condition(ctx, ns, name, rayv1.UpgradeAction)).Should(Equal("True/UpgradePaused"))
 		Eventually(func() string { return plugin(ctx, ns, "why", name) }).Should(ContainSubstring("paused by raygate.ray.io/upgrade-action=pause"))

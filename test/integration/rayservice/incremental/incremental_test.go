@@ -140,11 +140,7 @@ var _ = Describe("NewClusterWithIncrementalUpgrade", func() {
 	It("rolls back step by step when the spec goes back, waits while the route is not programmed, and survives a restart", func(ctx context.Context) {
 		ns := world.NewNamespace(ctx)
 		checker := world.WatchInvariants(ctx, ns)
-		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(50, 25, 1, rsenv.GatewayClass).DeletionDelay(1).Obj())).To(Succeed())
-		blue := world.WaitServing(ctx, ns, name)
-		world.Update(ctx, ns, name, func(s *rayv1.RayService) { rstest.SetImage(s, "rayproject/ray:2.53.0") })
-		Eventually(world.PendingTraffic(ctx, ns, name)).Should(BeNumerically(">=", 25))
-		green := world.PendingName(ctx, ns, name)()
+		blue, green := world.MidShift(ctx, ns, name, 50, 25, 1, 25)
 
 		By("freezing while the gateway controller does not program the route")
 		gw.Pause(true)
@@ -181,11 +177,7 @@ var _ = Describe("NewClusterWithIncrementalUpgrade", func() {
 	It("returns to the active cluster before upgrading to a third spec", func(ctx context.Context) {
 		ns := world.NewNamespace(ctx)
 		checker := world.WatchInvariants(ctx, ns)
-		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(50, 50, 1, rsenv.GatewayClass).DeletionDelay(1).Obj())).To(Succeed())
-		blue := world.WaitServing(ctx, ns, name)
-		world.Update(ctx, ns, name, func(s *rayv1.RayService) { rstest.SetImage(s, "rayproject/ray:2.53.0") })
-		Eventually(world.PendingTraffic(ctx, ns, name)).Should(BeNumerically(">=", 50))
-		second := world.PendingName(ctx, ns, name)()
+		blue, second := world.MidShift(ctx, ns, name, 50, 50, 1, 50)
 
 		world.Update(ctx, ns, name, func(s *rayv1.RayService) { rstest.SetImage(s, "rayproject/ray:2.54.0") })
 		Eventually(world.Condition(ctx, ns, name, rayv1.RollbackInProgress)).Should(Equal("True/DesiredClusterSpecChanged"))

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -13,6 +14,7 @@ import (
 	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/invariants"
+	"github.com/raygate/raygate/test/builders"
 	"github.com/raygate/raygate/test/integration/internal/rstest"
 )
 
@@ -37,6 +39,17 @@ func (w *World) Update(ctx context.Context, ns, name string, change func(*rayv1.
 // SetAction sets raygate.ray.io/upgrade-action (and its target) as kubectl raygate does.
 func (w *World) SetAction(ctx context.Context, ns, name, action, target string) {
 	rstest.SetAction(ctx, w.Client, ns, name, action, target)
+}
+
+// MidShift creates an incremental RayService, upgrades it and waits until the pending
+// cluster has at least atLeast% of the traffic; it returns the active and pending clusters.
+func (w *World) MidShift(ctx context.Context, ns, name string, surge, step, interval, atLeast int32) (string, string) {
+	ginkgo.GinkgoHelper()
+	gomega.Expect(w.Client.Create(ctx, builders.RayService(name, ns).Incremental(surge, step, interval, GatewayClass).DeletionDelay(1).Obj())).To(gomega.Succeed())
+	blue := w.WaitServing(ctx, ns, name)
+	w.Update(ctx, ns, name, func(s *rayv1.RayService) { rstest.SetImage(s, "rayproject/ray:2.53.0") })
+	gomega.Eventually(w.PendingTraffic(ctx, ns, name)).Should(gomega.BeNumerically(">=", atLeast))
+	return blue, w.PendingName(ctx, ns, name)()
 }
 
 // ActiveName is the RayService's active cluster, to poll.
