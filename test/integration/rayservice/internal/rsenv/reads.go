@@ -18,9 +18,6 @@ import (
 	"github.com/raygate/raygate/test/integration/internal/rstest"
 )
 
-// The reads and changes below are bound to the world's client, so the specs of every
-// RayService package call them on their world instead of each package wrapping rstest.
-
 // NewNamespace creates a namespace for one spec.
 func (w *World) NewNamespace(ctx context.Context) string {
 	return rstest.NewNamespace(ctx, w.Client, "rs-")
