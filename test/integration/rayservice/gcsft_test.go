@@ -16,6 +16,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/gcsredis"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rstest"
 )
 
 var _ = Describe("High availability with GCS fault tolerance", func() {
@@ -79,14 +80,14 @@ var _ = Describe("High availability with GCS fault tolerance", func() {
 	}
 
 	It("keeps serving when the head pod dies: workers not restarted, still Ready, nothing resubmitted", func(ctx context.Context) {
-		ns := newNamespace(ctx)
-		watchInvariants(ctx, ns)
+		ns := world.NewNamespace(ctx)
+		world.WatchInvariants(ctx, ns)
 		svc := faultTolerantService(ctx, ns, builders.RayService(name, ns))
 		Expect(k8s.Create(ctx, svc)).To(Succeed())
-		blue := waitServing(ctx, ns, name)
-		sim := simulatorOf(ns, blue)
+		blue := world.WaitServing(ctx, ns, name)
+		sim := world.Simulator(ns, blue)
 		Expect(sim.Submissions()).To(HaveLen(1))
-		Expect(getCluster(ctx, ns, blue).Finalizers).To(ContainElement(rayv1.GCSFTRedisCleanupFinalizer))
+		Expect(world.RayCluster(ctx, ns, blue).Finalizers).To(ContainElement(rayv1.GCSFTRedisCleanupFinalizer))
 
 		By("the head's GCS persisting the cluster state, Serve applications included, in Redis")
 		heads := clusterPods(ctx, ns, blue, "head")
@@ -107,29 +108,29 @@ var _ = Describe("High availability with GCS fault tolerance", func() {
 		Expect(gcsKeys(ctx, ns, clusterPods(ctx, ns, blue, "head")[0])).To(HaveLen(4), "the new head finds the state of the old one")
 
 		Consistently(func(g Gomega) {
-			g.Expect(condition(ctx, ns, name, rayv1.RayServiceReady)()).To(Equal("True/NonZeroServeEndpoints"))
+			g.Expect(world.Condition(ctx, ns, name, rayv1.RayServiceReady)()).To(Equal("True/NonZeroServeEndpoints"))
 			g.Expect(uids(clusterPods(ctx, ns, blue, "worker"))).To(Equal(uids(workers)), "workers are not restarted")
 			g.Expect(sim.Submissions()).To(HaveLen(1), "the Serve config is not resubmitted")
 		}, 3*time.Second, 100*time.Millisecond).Should(Succeed())
-		Expect(activeName(ctx, ns, name)()).To(Equal(blue))
+		Expect(world.ActiveName(ctx, ns, name)()).To(Equal(blue))
 		Expect(sim.AllRunning()).To(BeTrue())
 	})
 
 	It("cleans the retired cluster's keys after an upgrade and keeps the new cluster's", func(ctx context.Context) {
-		ns := newNamespace(ctx)
-		watchInvariants(ctx, ns)
+		ns := world.NewNamespace(ctx)
+		world.WatchInvariants(ctx, ns)
 		Expect(k8s.Create(ctx, faultTolerantService(ctx, ns, builders.RayService(name, ns).DeletionDelay(1)))).To(Succeed())
-		blue := waitServing(ctx, ns, name)
+		blue := world.WaitServing(ctx, ns, name)
 		blueHead := clusterPods(ctx, ns, blue, "head")[0]
 		writeGCSState(ctx, ns, blueHead)
 
-		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
-		Eventually(activeName(ctx, ns, name)).ShouldNot(Equal(blue))
-		green := activeName(ctx, ns, name)()
+		world.Update(ctx, ns, name, func(s *rayv1.RayService) { rstest.SetImage(s, "rayproject/ray:2.53.0") })
+		Eventually(world.ActiveName(ctx, ns, name)).ShouldNot(Equal(blue))
+		green := world.ActiveName(ctx, ns, name)()
 		greenHead := clusterPods(ctx, ns, green, "head")[0]
 		writeGCSState(ctx, ns, greenHead)
 		Expect(gcsKeys(ctx, ns, greenHead)).To(HaveLen(4))
-		Expect(getCluster(ctx, ns, green).UID).NotTo(Equal(getCluster(ctx, ns, blue).UID), "each cluster has its own storage namespace")
+		Expect(world.RayCluster(ctx, ns, green).UID).NotTo(Equal(world.RayCluster(ctx, ns, blue).UID), "each cluster has its own storage namespace")
 
 		By("the retired cluster's cleanup Job, played by the test with the Job's env")
 		job := &batchv1.Job{}
@@ -154,6 +155,6 @@ var _ = Describe("High availability with GCS fault tolerance", func() {
 		}).Should(BeTrue())
 		Expect(gcsKeys(ctx, ns, blueHead)).To(BeEmpty())
 		Expect(gcsKeys(ctx, ns, clusterPods(ctx, ns, green, "head")[0])).To(HaveLen(4), "the serving cluster's state is untouched")
-		Expect(condition(ctx, ns, name, rayv1.RayServiceReady)()).To(Equal("True/NonZeroServeEndpoints"))
+		Expect(world.Condition(ctx, ns, name, rayv1.RayServiceReady)()).To(Equal("True/NonZeroServeEndpoints"))
 	})
 })

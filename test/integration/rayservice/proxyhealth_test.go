@@ -46,25 +46,25 @@ var _ = Describe("Serve proxy health", func() {
 	const name = "proxied"
 
 	It("takes the head out of the serve endpoints while its Serve proxy fails its health check, and back when it recovers", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		Expect(k8s.Create(ctx, builders.RayService(name, ns).Obj())).To(Succeed())
-		active := waitServing(ctx, ns, name)
+		active := world.WaitServing(ctx, ns, name)
 		head := headPodOf(ctx, ns, active).Name
 		serveSvc := rayspec.ServeServiceName(name)
 		Eventually(selectedPods(ctx, ns, serveSvc)).Should(ContainElement(head))
-		endpoints := getService(ctx, ns, name).Status.NumServeEndpoints
+		endpoints := world.RayService(ctx, ns, name).Status.NumServeEndpoints
 		Expect(endpoints).To(BeNumerically(">=", 2), "the head and at least one worker serve")
 		labelOf := func() string { return headPodOf(ctx, ns, active).Labels[rayv1.ServeLabelKey] }
 		Expect(labelOf()).To(Equal("true"))
-		Expect(simulatorOf(ns, active).ProxyChecks()).To(BeNumerically(">", 0), "the proxy was checked before the head joined")
+		Expect(world.Simulator(ns, active).ProxyChecks()).To(BeNumerically(">", 0), "the proxy was checked before the head joined")
 
 		By("the head's Serve proxy fails its health check")
-		simulatorOf(ns, active).SetProxyHealthy(false)
+		world.Simulator(ns, active).SetProxyHealthy(false)
 		// Nothing else changes: the controller notices by checking the proxy again.
 		Eventually(labelOf, 20*time.Second).Should(Equal("false"))
 		Eventually(selectedPods(ctx, ns, serveSvc)).ShouldNot(ContainElement(head))
-		Eventually(func() int32 { return getService(ctx, ns, name).Status.NumServeEndpoints }).Should(Equal(endpoints - 1))
-		Expect(condition(ctx, ns, name, rayv1.RayServiceReady)()).To(Equal("True/NonZeroServeEndpoints"), "the workers still serve")
+		Eventually(func() int32 { return world.RayService(ctx, ns, name).Status.NumServeEndpoints }).Should(Equal(endpoints - 1))
+		Expect(world.Condition(ctx, ns, name, rayv1.RayServiceReady)()).To(Equal("True/NonZeroServeEndpoints"), "the workers still serve")
 		// The check went where a real head's proxy listens: the head pod's IP, the serve port.
 		Eventually(rstest.Events(ctx, k8s, ns, name)).Should(ContainSubstring(
 			"Normal UpdatedHeadPodServeLabel: set ray.io/serve=false on head pod " + head + " of RayCluster " + active +
@@ -72,23 +72,23 @@ var _ = Describe("Serve proxy health", func() {
 		Consistently(labelOf, 2*time.Second).Should(Equal("false"))
 
 		By("the proxy recovers")
-		simulatorOf(ns, active).SetProxyHealthy(true)
+		world.Simulator(ns, active).SetProxyHealthy(true)
 		Eventually(labelOf, 10*time.Second).Should(Equal("true"))
 		Eventually(selectedPods(ctx, ns, serveSvc)).Should(ContainElement(head))
-		Eventually(func() int32 { return getService(ctx, ns, name).Status.NumServeEndpoints }).Should(Equal(endpoints))
+		Eventually(func() int32 { return world.RayService(ctx, ns, name).Status.NumServeEndpoints }).Should(Equal(endpoints))
 	})
 
 	It("never checks the proxy of a head kept out of the serve endpoints", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		svc := builders.RayService(name, ns).Obj()
 		svc.Spec.ExcludeHeadPodFromServeSvc = true
 		Expect(k8s.Create(ctx, svc)).To(Succeed())
-		active := waitServing(ctx, ns, name)
+		active := world.WaitServing(ctx, ns, name)
 		Expect(headPodOf(ctx, ns, active).Labels[rayv1.ServeLabelKey]).To(Equal("false"))
 		h, ok := dashboards.LastHead(types.NamespacedName{Namespace: ns, Name: active})
 		Expect(ok).To(BeTrue())
 		Expect(h.ServePort).To(Equal(int32(rayspec.DefaultServePort)), "the head's serve port is known")
-		Consistently(simulatorOf(ns, active).ProxyChecks, 2*time.Second).Should(BeZero())
-		Expect(simulatorOf(ns, active).Requests()).To(BeNumerically(">", 0), "its dashboard was called")
+		Consistently(world.Simulator(ns, active).ProxyChecks, 2*time.Second).Should(BeZero())
+		Expect(world.Simulator(ns, active).Requests()).To(BeNumerically(">", 0), "its dashboard was called")
 	})
 })

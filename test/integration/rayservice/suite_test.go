@@ -6,7 +6,6 @@
 package rayservice
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -14,18 +13,9 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
-	"github.com/raygate/raygate/internal/testenv/invariants"
-	"github.com/raygate/raygate/internal/testenv/raysim"
-	"github.com/raygate/raygate/test/integration/internal/rstest"
 	"github.com/raygate/raygate/test/integration/rayservice/internal/rsenv"
-)
-
-const (
-	gatewayClass = rsenv.GatewayClass
-	brokenImport = rsenv.BrokenImport
 )
 
 var (
@@ -34,7 +24,6 @@ var (
 	k8s        client.Client
 	kubelet    *framework.Kubelet
 	dashboards *framework.Dashboards
-	mgr        *framework.Manager
 )
 
 func TestRayService(t *testing.T) {
@@ -47,75 +36,5 @@ func TestRayService(t *testing.T) {
 var _ = BeforeSuite(func() {
 	world = rsenv.Start()
 	env, k8s, kubelet = world.Env, world.Client, world.Kubelet
-	dashboards, mgr = world.Dashboards, world.Manager
+	dashboards = world.Dashboards
 })
-
-func idle() bool { return world.Idle() }
-
-func reconcileCount() float64 { return rsenv.ReconcileCount() }
-
-func newNamespace(ctx context.Context) string { return rstest.NewNamespace(ctx, k8s, "rs-") }
-
-func watchInvariants(ctx context.Context, ns string) *invariants.Checker {
-	return world.WatchInvariants(ctx, ns)
-}
-
-func getService(ctx context.Context, ns, name string) *rayv1.RayService {
-	return rstest.Get(ctx, k8s, ns, name)
-}
-
-func activeName(ctx context.Context, ns, name string) func() string {
-	return rstest.ActiveName(ctx, k8s, ns, name)
-}
-
-func pendingName(ctx context.Context, ns, name string) func() string {
-	return rstest.PendingName(ctx, k8s, ns, name)
-}
-
-// condition is "Status/Reason" of a RayService condition.
-func condition(ctx context.Context, ns, name string, t rayv1.RayServiceConditionType) func() string {
-	return rstest.Condition(ctx, k8s, ns, name, t)
-}
-
-func conditionMessage(ctx context.Context, ns, name string, t rayv1.RayServiceConditionType) string {
-	return rstest.ConditionMessage(ctx, k8s, ns, name, t)
-}
-
-// waitServing waits until the RayService is Ready on an active cluster and returns its name.
-func waitServing(ctx context.Context, ns, name string) string {
-	return rstest.WaitServing(ctx, k8s, ns, name)
-}
-
-// update changes a RayService's spec, retrying on conflicts.
-func update(ctx context.Context, ns, name string, change func(*rayv1.RayService)) {
-	rstest.Update(ctx, k8s, ns, name, change)
-}
-
-func setImage(svc *rayv1.RayService, image string) { rstest.SetImage(svc, image) }
-
-func clusterNames(ctx context.Context, ns string) func() []string {
-	return rstest.ClusterNames(ctx, k8s, ns)
-}
-
-func getCluster(ctx context.Context, ns, name string) *rayv1.RayCluster {
-	return rsenv.GetCluster(ctx, k8s, ns, name)
-}
-
-func deleteAfterOf(ctx context.Context, ns, cluster string) func() string {
-	return rsenv.DeleteAfterOf(ctx, k8s, ns, cluster)
-}
-
-func simulatorOf(ns, cluster string) *raysim.Server { return world.Simulator(ns, cluster) }
-
-func selectorOf(ctx context.Context, ns, svcName string) func() string {
-	return rsenv.SelectorOf(ctx, k8s, ns, svcName)
-}
-
-func routeWeightsOf(ctx context.Context, ns, svc string) func() (map[string]int32, error) {
-	return rsenv.RouteWeightsOf(ctx, k8s, ns, svc)
-}
-
-// events lists an object's events, one "Type Reason: note" per line, to poll.
-func events(ctx context.Context, ns, name string) func() string {
-	return rstest.Events(ctx, k8s, ns, name)
-}

@@ -16,6 +16,8 @@ import (
 	"github.com/raygate/raygate/internal/dashboard"
 	"github.com/raygate/raygate/internal/testenv/raysim"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rstest"
+	"github.com/raygate/raygate/test/integration/rayservice/internal/rsenv"
 )
 
 // A tenant controls what its head pods answer. These specs give raygate hostile dashboards
@@ -38,14 +40,14 @@ var _ = Describe("Hostile Ray dashboards", Ordered, func() {
 	// upgradeVictim creates an incremental RayService in a new namespace, upgrades it and
 	// returns how long the upgrade took and when its traffic steps came.
 	upgradeVictim := func(ctx context.Context) (time.Duration, []time.Time) {
-		victim := newNamespace(ctx)
-		checker := watchInvariants(ctx, victim)
-		Expect(k8s.Create(ctx, builders.RayService("v", victim).Incremental(50, 25, int32(interval/time.Second), gatewayClass).DeletionDelay(1).Obj())).To(Succeed())
-		blue := waitServing(ctx, victim, "v")
+		victim := world.NewNamespace(ctx)
+		checker := world.WatchInvariants(ctx, victim)
+		Expect(k8s.Create(ctx, builders.RayService("v", victim).Incremental(50, 25, int32(interval/time.Second), rsenv.GatewayClass).DeletionDelay(1).Obj())).To(Succeed())
+		blue := world.WaitServing(ctx, victim, "v")
 		start := time.Now()
-		update(ctx, victim, "v", func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
-		Eventually(activeName(ctx, victim, "v"), 90*time.Second).ShouldNot(Equal(blue))
-		return time.Since(start), routeTimes(checker)
+		world.Update(ctx, victim, "v", func(s *rayv1.RayService) { rstest.SetImage(s, "rayproject/ray:2.53.0") })
+		Eventually(world.ActiveName(ctx, victim, "v"), 90*time.Second).ShouldNot(Equal(blue))
+		return time.Since(start), rsenv.RouteTimes(checker)
 	}
 
 	BeforeAll(func(ctx context.Context) {
@@ -53,7 +55,7 @@ var _ = Describe("Hostile Ray dashboards", Ordered, func() {
 		bystander, err = raysim.NewServer(types.NamespacedName{Namespace: "elsewhere", Name: "bystander"}, raysim.Options{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(bystander.Close)
-		hung, redirecting, huge, noisy = newNamespace(ctx), newNamespace(ctx), newNamespace(ctx), newNamespace(ctx)
+		hung, redirecting, huge, noisy = world.NewNamespace(ctx), world.NewNamespace(ctx), world.NewNamespace(ctx), world.NewNamespace(ctx)
 		DeferCleanup(func(ctx context.Context) {
 			for _, ns := range []string{hung, redirecting, huge, noisy} {
 				var list rayv1.RayServiceList
@@ -99,20 +101,22 @@ var _ = Describe("Hostile Ray dashboards", Ordered, func() {
 
 		By("the hung RayServices say their dashboards do not answer")
 		for i := range hungServices {
-			Eventually(func() string { return conditionMessage(ctx, hung, fmt.Sprintf("hung-%d", i), rayv1.RayServiceReady) }, time.Minute).
+			Eventually(func() string {
+				return world.ConditionMessage(ctx, hung, fmt.Sprintf("hung-%d", i), rayv1.RayServiceReady)
+			}, time.Minute).
 				Should(ContainSubstring("no answer within 5s"))
 		}
 	})
 
 	It("follows no redirect and quotes huge and noisy answers short and sanitized", func(ctx context.Context) {
-		Eventually(func() string { return conditionMessage(ctx, redirecting, "hostile", rayv1.RayServiceReady) }, time.Minute).
+		Eventually(func() string { return world.ConditionMessage(ctx, redirecting, "hostile", rayv1.RayServiceReady) }, time.Minute).
 			Should(ContainSubstring("HTTP 307"))
-		Eventually(func() string { return conditionMessage(ctx, huge, "hostile", rayv1.RayServiceReady) }, time.Minute).
+		Eventually(func() string { return world.ConditionMessage(ctx, huge, "hostile", rayv1.RayServiceReady) }, time.Minute).
 			Should(ContainSubstring("raygate reads"))
-		Eventually(func() string { return conditionMessage(ctx, noisy, "hostile", rayv1.RayServiceReady) }, time.Minute).
+		Eventually(func() string { return world.ConditionMessage(ctx, noisy, "hostile", rayv1.RayServiceReady) }, time.Minute).
 			Should(ContainSubstring("HTTP 500"))
 		for _, ns := range []string{redirecting, huge, noisy} {
-			msg := conditionMessage(ctx, ns, "hostile", rayv1.RayServiceReady)
+			msg := world.ConditionMessage(ctx, ns, "hostile", rayv1.RayServiceReady)
 			Expect(len(msg)).To(BeNumerically("<", 1024), "the message quotes at most an excerpt")
 			Expect(strings.IndexFunc(msg, func(r rune) bool { return unicode.IsControl(r) })).To(Equal(-1), "control characters in %q", msg)
 		}

@@ -17,6 +17,8 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	raygatev1alpha1 "github.com/raygate/raygate/apis/raygate/v1alpha1"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rstest"
+	"github.com/raygate/raygate/test/integration/rayservice/internal/rsenv"
 )
 
 // scriptedProm implements Prometheus' instant query API (/api/v1/query) on loopback. Each
@@ -99,12 +101,12 @@ func createPolicy(ctx context.Context, ns string, onFailure raygatev1alpha1.Fail
 // gatedService creates an incremental RayService that names the policy, waits until it
 // serves, and starts an upgrade; it returns the active cluster.
 func gatedService(ctx context.Context, ns, name string) string {
-	svc := builders.RayService(name, ns).Incremental(50, 50, 1, gatewayClass).DeletionDelay(1).Obj()
+	svc := builders.RayService(name, ns).Incremental(50, 50, 1, rsenv.GatewayClass).DeletionDelay(1).Obj()
 	svc.Annotations = map[string]string{raygatev1alpha1.UpgradePolicyAnnotation: "canary"}
 	Expect(k8s.Create(ctx, svc)).To(Succeed())
-	blue := waitServing(ctx, ns, name)
-	update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
-	Eventually(pendingName(ctx, ns, name)).ShouldNot(BeEmpty())
+	blue := world.WaitServing(ctx, ns, name)
+	world.Update(ctx, ns, name, func(s *rayv1.RayService) { rstest.SetImage(s, "rayproject/ray:2.53.0") })
+	Eventually(world.PendingName(ctx, ns, name)).ShouldNot(BeEmpty())
 	return blue
 }
 
@@ -114,88 +116,88 @@ var _ = Describe("Metric gates", func() {
 	const name = "gated"
 
 	It("lets an upgrade whose gates pass complete, after the settle period", func(ctx context.Context) {
-		ns := newNamespace(ctx)
-		checker := watchInvariants(ctx, ns)
+		ns := world.NewNamespace(ctx)
+		checker := world.WatchInvariants(ctx, ns)
 		prom.set(ns, "0.01")
 		createPolicy(ctx, ns, raygatev1alpha1.FailurePause, 8)
 		blue := gatedService(ctx, ns, name)
-		green := pendingName(ctx, ns, name)()
+		green := world.PendingName(ctx, ns, name)()
 
-		Eventually(condition(ctx, ns, name, gatesCondition)).Should(Equal("True/GatesPassed"))
-		Eventually(func() string { return conditionMessage(ctx, ns, name, rayv1.UpgradeInProgress) }, time.Minute).Should(ContainSubstring("settling"))
-		Eventually(activeName(ctx, ns, name), time.Minute).Should(Equal(green))
-		Expect(trafficSteps(checker, green)).To(ContainElement(int32(100)))
+		Eventually(world.Condition(ctx, ns, name, gatesCondition)).Should(Equal("True/GatesPassed"))
+		Eventually(func() string { return world.ConditionMessage(ctx, ns, name, rayv1.UpgradeInProgress) }, time.Minute).Should(ContainSubstring("settling"))
+		Eventually(world.ActiveName(ctx, ns, name), time.Minute).Should(Equal(green))
+		Expect(rsenv.TrafficSteps(checker, green)).To(ContainElement(int32(100)))
 		Expect(prom.seen(ns)).To(ContainElement(`sum(rate(ray_serve_num_http_error_requests_total{namespace="` + ns + `",pod=~"` + green + `-.*"}[1m]))`))
-		Eventually(condition(ctx, ns, name, gatesCondition)).Should(BeEmpty(), "no condition once no gated upgrade runs")
-		Eventually(clusterNames(ctx, ns)).Should(ConsistOf(green))
+		Eventually(world.Condition(ctx, ns, name, gatesCondition)).Should(BeEmpty(), "no condition once no gated upgrade runs")
+		Eventually(world.ClusterNames(ctx, ns)).Should(ConsistOf(green))
 		Expect(blue).NotTo(Equal(green))
 	})
 
 	It("pauses on a failing gate with the gate, query, value and threshold, and stays paused across an operator restart", func(ctx context.Context) {
-		ns := newNamespace(ctx)
-		watchInvariants(ctx, ns)
+		ns := world.NewNamespace(ctx)
+		world.WatchInvariants(ctx, ns)
 		prom.set(ns, "0.3")
 		createPolicy(ctx, ns, raygatev1alpha1.FailurePause, 0)
 		gatedService(ctx, ns, name)
-		green := pendingName(ctx, ns, name)()
+		green := world.PendingName(ctx, ns, name)()
 
-		Eventually(condition(ctx, ns, name, rayv1.UpgradeAction)).Should(Equal("True/UpgradePaused"))
-		Expect(getService(ctx, ns, name).Annotations).To(HaveKeyWithValue(rayv1.UpgradeTargetKey, green))
-		Eventually(condition(ctx, ns, name, gatesCondition)).Should(Equal("False/GateFailed"))
-		msg := conditionMessage(ctx, ns, name, gatesCondition)
+		Eventually(world.Condition(ctx, ns, name, rayv1.UpgradeAction)).Should(Equal("True/UpgradePaused"))
+		Expect(world.RayService(ctx, ns, name).Annotations).To(HaveKeyWithValue(rayv1.UpgradeTargetKey, green))
+		Eventually(world.Condition(ctx, ns, name, gatesCondition)).Should(Equal("False/GateFailed"))
+		msg := world.ConditionMessage(ctx, ns, name, gatesCondition)
 		Expect(msg).To(ContainSubstring(`gate "error-rate" of UpgradePolicy canary failed`))
 		Expect(msg).To(ContainSubstring(`namespace="` + ns + `",pod=~"` + green + `-.*"`))
 		Expect(msg).To(ContainSubstring("returned 0.3, above max 0.05"))
-		Eventually(events(ctx, ns, name)).Should(ContainSubstring("Warning UpgradeGateFailed: gate \"error-rate\""))
-		Expect(pendingTraffic(ctx, ns, name)()).To(BeZero(), "no traffic moved to the failing cluster")
+		Eventually(world.Events(ctx, ns, name)).Should(ContainSubstring("Warning UpgradeGateFailed: gate \"error-rate\""))
+		Expect(world.PendingTraffic(ctx, ns, name)()).To(BeZero(), "no traffic moved to the failing cluster")
 
-		restartManager(0)
-		Consistently(pendingTraffic(ctx, ns, name), 3*time.Second).Should(BeZero())
-		Expect(condition(ctx, ns, name, rayv1.UpgradeAction)()).To(Equal("True/UpgradePaused"))
-		Expect(condition(ctx, ns, name, gatesCondition)()).To(Equal("False/GateFailed"), "the paused upgrade still names the gate")
+		world.RestartManager(0)
+		Consistently(world.PendingTraffic(ctx, ns, name), 3*time.Second).Should(BeZero())
+		Expect(world.Condition(ctx, ns, name, rayv1.UpgradeAction)()).To(Equal("True/UpgradePaused"))
+		Expect(world.Condition(ctx, ns, name, gatesCondition)()).To(Equal("False/GateFailed"), "the paused upgrade still names the gate")
 
 		By("the metric recovers and the user resumes: the gates are evaluated again and the upgrade completes")
 		prom.set(ns, "0")
-		setAction(ctx, ns, name, rayv1.UpgradeActionResume, "")
-		Eventually(activeName(ctx, ns, name), time.Minute).Should(Equal(green))
+		world.SetAction(ctx, ns, name, rayv1.UpgradeActionResume, "")
+		Eventually(world.ActiveName(ctx, ns, name), time.Minute).Should(Equal(green))
 	})
 
 	It("rolls back on a failing gate with onFailure Rollback", func(ctx context.Context) {
-		ns := newNamespace(ctx)
-		watchInvariants(ctx, ns)
+		ns := world.NewNamespace(ctx)
+		world.WatchInvariants(ctx, ns)
 		prom.set(ns, "0")
 		createPolicy(ctx, ns, raygatev1alpha1.FailureRollback, 0)
 		blue := gatedService(ctx, ns, name)
-		green := pendingName(ctx, ns, name)()
-		Eventually(pendingTraffic(ctx, ns, name)).Should(BeNumerically(">", 0))
+		green := world.PendingName(ctx, ns, name)()
+		Eventually(world.PendingTraffic(ctx, ns, name)).Should(BeNumerically(">", 0))
 
 		prom.set(ns, "1")
-		Eventually(condition(ctx, ns, name, rayv1.UpgradeAction)).Should(Or(Equal("True/UpgradeAborting"), Equal("True/UpgradeAborted")))
-		Expect(getService(ctx, ns, name).Annotations).To(HaveKeyWithValue(rayv1.UpgradeActionKey, rayv1.UpgradeActionAbort))
-		Eventually(pendingName(ctx, ns, name), time.Minute).Should(BeEmpty())
-		Expect(activeName(ctx, ns, name)()).To(Equal(blue))
-		Eventually(clusterNames(ctx, ns)).Should(ConsistOf(blue))
+		Eventually(world.Condition(ctx, ns, name, rayv1.UpgradeAction)).Should(Or(Equal("True/UpgradeAborting"), Equal("True/UpgradeAborted")))
+		Expect(world.RayService(ctx, ns, name).Annotations).To(HaveKeyWithValue(rayv1.UpgradeActionKey, rayv1.UpgradeActionAbort))
+		Eventually(world.PendingName(ctx, ns, name), time.Minute).Should(BeEmpty())
+		Expect(world.ActiveName(ctx, ns, name)()).To(Equal(blue))
+		Eventually(world.ClusterNames(ctx, ns)).Should(ConsistOf(blue))
 		Expect(green).NotTo(Equal(blue))
 	})
 
 	It("waits while Prometheus is down, never rolling back, and goes on once it answers", func(ctx context.Context) {
-		ns := newNamespace(ctx)
-		watchInvariants(ctx, ns)
+		ns := world.NewNamespace(ctx)
+		world.WatchInvariants(ctx, ns)
 		prom.set(ns, "down")
 		createPolicy(ctx, ns, raygatev1alpha1.FailureRollback, 0)
 		gatedService(ctx, ns, name)
-		green := pendingName(ctx, ns, name)()
+		green := world.PendingName(ctx, ns, name)()
 
-		Eventually(condition(ctx, ns, name, gatesCondition)).Should(Equal("False/GatesWaiting"))
-		Expect(conditionMessage(ctx, ns, name, gatesCondition)).To(ContainSubstring("no answer from Prometheus"))
-		Consistently(func() string { return getService(ctx, ns, name).Annotations[rayv1.UpgradeActionKey] }, 3*time.Second).Should(BeEmpty())
-		Expect(pendingTraffic(ctx, ns, name)()).To(BeZero())
+		Eventually(world.Condition(ctx, ns, name, gatesCondition)).Should(Equal("False/GatesWaiting"))
+		Expect(world.ConditionMessage(ctx, ns, name, gatesCondition)).To(ContainSubstring("no answer from Prometheus"))
+		Consistently(func() string { return world.RayService(ctx, ns, name).Annotations[rayv1.UpgradeActionKey] }, 3*time.Second).Should(BeEmpty())
+		Expect(world.PendingTraffic(ctx, ns, name)()).To(BeZero())
 
 		By("no data waits too")
 		prom.set(ns, "")
-		Eventually(func() string { return conditionMessage(ctx, ns, name, gatesCondition) }).Should(ContainSubstring("returned no data"))
+		Eventually(func() string { return world.ConditionMessage(ctx, ns, name, gatesCondition) }).Should(ContainSubstring("returned no data"))
 
 		prom.set(ns, "0")
-		Eventually(activeName(ctx, ns, name), time.Minute).Should(Equal(green))
+		Eventually(world.ActiveName(ctx, ns, name), time.Minute).Should(Equal(green))
 	})
 })

@@ -17,6 +17,8 @@ import (
 	"github.com/raygate/raygate/controllers/rayservice"
 	"github.com/raygate/raygate/internal/validation"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rstest"
+	"github.com/raygate/raygate/test/integration/rayservice/internal/rsenv"
 )
 
 // largestServeConfig is a valid serveConfigV2 of exactly the largest size admitted, its bulk
@@ -29,17 +31,17 @@ func largestServeConfig(marker string) string {
 
 var _ = Describe("Serve configs of the largest size", func() {
 	It("converge: the config is submitted once, recorded by hash, kept in a ConfigMap, and sent from there during an upgrade", func(ctx context.Context) {
-		ns := newNamespace(ctx)
-		checker := watchInvariants(ctx, ns)
+		ns := world.NewNamespace(ctx)
+		checker := world.WatchInvariants(ctx, ns)
 		first := largestServeConfig("one")
 		Expect(len(first)).To(Equal(validation.MaxServeConfigBytes))
-		Expect(k8s.Create(ctx, builders.RayService("big", ns).Incremental(50, 50, 1, gatewayClass).DeletionDelay(1).ServeConfig(first).Obj())).To(Succeed())
-		blue := waitServing(ctx, ns, "big")
+		Expect(k8s.Create(ctx, builders.RayService("big", ns).Incremental(50, 50, 1, rsenv.GatewayClass).DeletionDelay(1).ServeConfig(first).Obj())).To(Succeed())
+		blue := world.WaitServing(ctx, ns, "big")
 
 		By("submitted once, not again")
-		sim := simulatorOf(ns, blue)
+		sim := world.Simulator(ns, blue)
 		Consistently(func() int { return len(sim.Submissions()) }, 3*time.Second).Should(Equal(1))
-		rc := getCluster(ctx, ns, blue)
+		rc := world.RayCluster(ctx, ns, blue)
 		Expect(rc.Annotations).To(HaveKey(rayv1.ServeConfigHashKey))
 		Expect(rc.Annotations).NotTo(HaveKey(rayservice.LegacyServeConfigKey), "the config itself is not in an annotation")
 		record := &corev1.ConfigMap{}
@@ -48,25 +50,25 @@ var _ = Describe("Serve configs of the largest size", func() {
 		Expect(record.Data).To(HaveKeyWithValue(rc.Annotations[rayv1.ServeConfigHashKey], first))
 
 		By("upgrading the cluster and the config: the active cluster's capacity changes resend its own config, read from the ConfigMap")
-		update(ctx, ns, "big", func(s *rayv1.RayService) {
-			setImage(s, "rayproject/ray:2.53.0")
+		world.Update(ctx, ns, "big", func(s *rayv1.RayService) {
+			rstest.SetImage(s, "rayproject/ray:2.53.0")
 			s.Spec.ServeConfigV2 = largestServeConfig("two")
 		})
-		Eventually(activeName(ctx, ns, "big"), 90*time.Second).ShouldNot(Equal(blue))
+		Eventually(world.ActiveName(ctx, ns, "big"), 90*time.Second).ShouldNot(Equal(blue))
 		subs := sim.Submissions()
 		Expect(len(subs)).To(BeNumerically(">", 1), "the active cluster's target capacity changed")
 		for _, s := range subs {
 			Expect(s.ConfigWithoutTargetCapacity()).To(ContainSubstring(`"MARKER":"one"`), "the active cluster got another config")
 		}
-		green := activeName(ctx, ns, "big")()
-		Expect(simulatorOf(ns, green).Submissions()[0].ConfigWithoutTargetCapacity()).To(ContainSubstring(`"MARKER":"two"`))
+		green := world.ActiveName(ctx, ns, "big")()
+		Expect(world.Simulator(ns, green).Submissions()[0].ConfigWithoutTargetCapacity()).To(ContainSubstring(`"MARKER":"two"`))
 		Expect(checker.Err()).NotTo(HaveOccurred())
 	})
 })
 
 var _ = Describe("Pods refused by the platform", func() {
 	It("are named in the RayService's Ready message and one Warning event while the first cluster initializes", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		By("an admission policy that refuses Ray pods in the namespace")
 		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "no-ray-pods-" + ns},
@@ -104,15 +106,15 @@ var _ = Describe("Pods refused by the platform", func() {
 		Eventually(func() error { return k8s.Create(ctx, probe.DeepCopy()) }).Should(MatchError(ContainSubstring("GPU quota")))
 
 		Expect(k8s.Create(ctx, builders.RayService("q", ns).Obj())).To(Succeed())
-		Eventually(func() string { return conditionMessage(ctx, ns, "q", rayv1.RayServiceReady) }, time.Minute).
+		Eventually(func() string { return world.ConditionMessage(ctx, ns, "q", rayv1.RayServiceReady) }, time.Minute).
 			Should(And(ContainSubstring("cannot create pods"), ContainSubstring("GPU quota")))
-		Expect(condition(ctx, ns, "q", rayv1.RayServiceReady)()).To(Equal("False/" + rayv1.RayServiceInitializing))
-		Eventually(events(ctx, ns, "q")).Should(ContainSubstring("Warning RayClusterReplicaFailure: RayCluster q-"))
-		Consistently(func() int { return strings.Count(events(ctx, ns, "q")(), "Warning RayClusterReplicaFailure") }, 3*time.Second).Should(Equal(1))
+		Expect(world.Condition(ctx, ns, "q", rayv1.RayServiceReady)()).To(Equal("False/" + rayv1.RayServiceInitializing))
+		Eventually(world.Events(ctx, ns, "q")).Should(ContainSubstring("Warning RayClusterReplicaFailure: RayCluster q-"))
+		Consistently(func() int { return strings.Count(world.Events(ctx, ns, "q")(), "Warning RayClusterReplicaFailure") }, 3*time.Second).Should(Equal(1))
 
 		By("the policy goes: the pods come, the message goes")
 		Expect(k8s.Delete(ctx, binding)).To(Succeed())
-		Eventually(condition(ctx, ns, "q", rayv1.RayServiceReady), 2*time.Minute).Should(Equal("True/NonZeroServeEndpoints"))
-		Expect(conditionMessage(ctx, ns, "q", rayv1.RayServiceReady)).NotTo(ContainSubstring("cannot create pods"))
+		Eventually(world.Condition(ctx, ns, "q", rayv1.RayServiceReady), 2*time.Minute).Should(Equal("True/NonZeroServeEndpoints"))
+		Expect(world.ConditionMessage(ctx, ns, "q", rayv1.RayServiceReady)).NotTo(ContainSubstring("cannot create pods"))
 	})
 })

@@ -13,6 +13,7 @@ import (
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rstest"
 )
 
 var _ = Describe("Spec hash stamps", func() {
@@ -31,33 +32,33 @@ var _ = Describe("Spec hash stamps", func() {
 	// restartWithStamp stops the operator, rewrites the cluster's stamp as another operator
 	// wrote it, and starts the operator again.
 	restartWithStamp := func(ctx context.Context, ns, cluster string, stamp map[string]string) {
-		Expect(mgr.Stop()).To(Succeed())
-		rc := getCluster(ctx, ns, cluster)
+		Expect(world.Manager.Stop()).To(Succeed())
+		rc := world.RayCluster(ctx, ns, cluster)
 		base := rc.DeepCopy()
 		delete(rc.Annotations, rayv1.SpecHashKey)
 		for k, v := range stamp {
 			rc.Annotations[k] = v
 		}
 		Expect(k8s.Patch(ctx, rc, client.MergeFrom(base))).To(Succeed())
-		startManager()
+		world.StartManager()
 	}
 	stampOf := func(ctx context.Context, ns, cluster string) func() map[string]string {
-		return func() map[string]string { return getCluster(ctx, ns, cluster).Annotations }
+		return func() map[string]string { return world.RayCluster(ctx, ns, cluster).Annotations }
 	}
 	noUpgrade := func(ctx context.Context, ns, blue string) {
-		Consistently(clusterNames(ctx, ns), 2*time.Second).Should(ConsistOf(blue), "no new cluster")
-		Expect(condition(ctx, ns, name, rayv1.UpgradeInProgress)()).To(Equal("False/NoPendingCluster"))
-		Expect(activeName(ctx, ns, name)()).To(Equal(blue))
+		Consistently(world.ClusterNames(ctx, ns), 2*time.Second).Should(ConsistOf(blue), "no new cluster")
+		Expect(world.Condition(ctx, ns, name, rayv1.UpgradeInProgress)()).To(Equal("False/NoPendingCluster"))
+		Expect(world.ActiveName(ctx, ns, name)()).To(Equal(blue))
 	}
 
 	It("re-stamps, without an upgrade, clusters stamped by an older raygate or by KubeRay, and keeps the running cluster on a tolerations-only change", func(ctx context.Context) {
-		ns := newNamespace(ctx)
-		watchInvariants(ctx, ns)
+		ns := world.NewNamespace(ctx)
+		world.WatchInvariants(ctx, ns)
 		Expect(k8s.Create(ctx, builders.RayService(name, ns).DeletionDelay(1).Obj())).To(Succeed())
-		blue := waitServing(ctx, ns, name)
+		blue := world.WaitServing(ctx, ns, name)
 		pods := podUIDs(ctx, ns, blue)
 		Expect(pods).NotTo(BeEmpty())
-		stored := getService(ctx, ns, name).Spec.RayClusterSpec
+		stored := world.RayService(ctx, ns, name).Spec.RayClusterSpec
 		defaulted := *stored.DeepCopy()
 		defaulting.RayClusterSpec(&defaulted)
 		ourHash, err := rayspec.SpecHash(defaulted)
@@ -78,7 +79,7 @@ var _ = Describe("Spec hash stamps", func() {
 			HaveKeyWithValue(rayv1.SpecHashKey, ourHash),
 			HaveKeyWithValue(rayv1.HashWithoutReplicasAndWorkersToDeleteKey, kubeRayHash)))
 		noUpgrade(ctx, ns, blue)
-		Eventually(events(ctx, ns, name)).Should(ContainSubstring("stamped by an older raygate"))
+		Eventually(world.Events(ctx, ns, name)).Should(ContainSubstring("stamped by an older raygate"))
 
 		By("taking over a cluster KubeRay stamped")
 		restartWithStamp(ctx, ns, blue, map[string]string{
@@ -86,13 +87,13 @@ var _ = Describe("Spec hash stamps", func() {
 		})
 		Eventually(stampOf(ctx, ns, blue)).Should(HaveKeyWithValue(rayv1.SpecHashKey, ourHash))
 		noUpgrade(ctx, ns, blue)
-		Eventually(events(ctx, ns, name)).Should(ContainSubstring("stamped by KubeRay"))
+		Eventually(world.Events(ctx, ns, name)).Should(ContainSubstring("stamped by KubeRay"))
 
 		By("adding a toleration only")
-		update(ctx, ns, name, func(s *rayv1.RayService) {
+		world.Update(ctx, ns, name, func(s *rayv1.RayService) {
 			s.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "kueue", Operator: corev1.TolerationOpExists}}
 		})
-		newKubeRayHash, err := rayspec.KubeRayHash(getService(ctx, ns, name).Spec.RayClusterSpec)
+		newKubeRayHash, err := rayspec.KubeRayHash(world.RayService(ctx, ns, name).Spec.RayClusterSpec)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(newKubeRayHash).NotTo(Equal(kubeRayHash))
 		Eventually(stampOf(ctx, ns, blue)).Should(And(
@@ -100,15 +101,15 @@ var _ = Describe("Spec hash stamps", func() {
 			HaveKeyWithValue(rayv1.HashWithoutReplicasAndWorkersToDeleteKey, newKubeRayHash)),
 			"KubeRay's hash follows the spec, so KubeRay run on this cluster would not upgrade it either")
 		noUpgrade(ctx, ns, blue)
-		Expect(getCluster(ctx, ns, blue).Spec.HeadGroupSpec.Template.Spec.Tolerations).To(BeEmpty(), "the running cluster keeps its spec")
+		Expect(world.RayCluster(ctx, ns, blue).Spec.HeadGroupSpec.Template.Spec.Tolerations).To(BeEmpty(), "the running cluster keeps its spec")
 		Expect(podUIDs(ctx, ns, blue)).To(ConsistOf(pods), "no pod was recreated")
-		Expect(simulatorOf(ns, blue).Submissions()).To(HaveLen(1), "nothing was resubmitted")
+		Expect(world.Simulator(ns, blue).Submissions()).To(HaveLen(1), "nothing was resubmitted")
 
 		By("still upgrading on a real change")
-		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
-		Eventually(pendingName(ctx, ns, name)).ShouldNot(BeEmpty())
-		green := pendingName(ctx, ns, name)()
-		Eventually(activeName(ctx, ns, name)).Should(Equal(green))
-		Expect(getCluster(ctx, ns, green).Spec.HeadGroupSpec.Template.Spec.Tolerations).To(HaveLen(1), "the new cluster has the toleration")
+		world.Update(ctx, ns, name, func(s *rayv1.RayService) { rstest.SetImage(s, "rayproject/ray:2.53.0") })
+		Eventually(world.PendingName(ctx, ns, name)).ShouldNot(BeEmpty())
+		green := world.PendingName(ctx, ns, name)()
+		Eventually(world.ActiveName(ctx, ns, name)).Should(Equal(green))
+		Expect(world.RayCluster(ctx, ns, green).Spec.HeadGroupSpec.Template.Spec.Tolerations).To(HaveLen(1), "the new cluster has the toleration")
 	})
 })

@@ -20,7 +20,7 @@ import (
 // The checker must be able to fail: hand-made objects that break the rules are reported.
 var _ = Describe("The invariant checker", func() {
 	It("reports broken weights, traffic beyond capacity or to non-running applications, and an active cluster deleted", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		c, err := invariants.Start(ctx, env.Config, invariants.Options{Namespace: ns, Dashboards: dashboards.Registry})
 		Expect(err).NotTo(HaveOccurred())
 		defer c.Stop()
@@ -29,7 +29,7 @@ var _ = Describe("The invariant checker", func() {
 		url, err := dashboards.DashboardURL(ctx, dashboard.Head{Cluster: types.NamespacedName{Namespace: ns, Name: "low"}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(dashboard.New(url, nil).DeployApplications(ctx, []byte(`{"applications":[{"name":"a","import_path":"m.a"}],"target_capacity":10}`))).To(Succeed())
-		Eventually(simulatorOf(ns, "low").AllRunning).Should(BeTrue())
+		Eventually(world.Simulator(ns, "low").AllRunning).Should(BeTrue())
 
 		backend := func(cluster string, w int32) gwv1.HTTPBackendRef {
 			return gwv1.HTTPBackendRef{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{
@@ -47,16 +47,16 @@ var _ = Describe("The invariant checker", func() {
 		By("an active cluster deleted while still active")
 		svc := builders.RayService("x", ns).ServeConfig("applications: [unclosed").Obj() // invalid: the controller leaves it alone
 		Expect(k8s.Create(ctx, svc)).To(Succeed())
-		Eventually(condition(ctx, ns, "x", rayv1.RayServiceReady)).Should(Equal("False/ValidationFailed"))
+		Eventually(world.Condition(ctx, ns, "x", rayv1.RayServiceReady)).Should(Equal("False/ValidationFailed"))
 		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			s := getService(ctx, ns, "x")
+			s := world.RayService(ctx, ns, "x")
 			s.Status.ActiveServiceStatus.RayClusterName = "x-abcde"
 			return k8s.Status().Update(ctx, s)
 		})).To(Succeed())
 		rc := builders.RayCluster("x-abcde", ns).Obj()
 		rc.Labels = map[string]string{rayv1.OriginatedFromCRNameLabelKey: "x", rayv1.OriginatedFromCRDLabelKey: "RayService"}
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
-		Eventually(func() string { return getService(ctx, ns, "x").Status.ActiveServiceStatus.RayClusterName }).Should(Equal("x-abcde"))
+		Eventually(func() string { return world.RayService(ctx, ns, "x").Status.ActiveServiceStatus.RayClusterName }).Should(Equal("x-abcde"))
 		Eventually(func() bool { return c.SawActive("x-abcde") }).Should(BeTrue(), "the checker sees the status before the deletion")
 		Expect(k8s.Delete(ctx, rc)).To(Succeed())
 

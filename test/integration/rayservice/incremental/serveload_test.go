@@ -10,16 +10,18 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/load"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rstest"
+	"github.com/raygate/raygate/test/integration/rayservice/internal/rsenv"
 )
 
 var _ = Describe("in-cluster clients of the serve Service", func() {
 	const name = "incluster"
 
 	It("see 0 failed requests through an incremental upgrade, resolving the Service to its ready pods' simulated Serve proxies", func(ctx context.Context) {
-		ns := newNamespace(ctx)
-		watchInvariants(ctx, ns)
-		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(100, 25, 1, gatewayClass).DeletionDelay(2).Obj())).To(Succeed())
-		blue := waitServing(ctx, ns, name)
+		ns := world.NewNamespace(ctx)
+		world.WatchInvariants(ctx, ns)
+		Expect(k8s.Create(ctx, builders.RayService(name, ns).Incremental(100, 25, 1, rsenv.GatewayClass).DeletionDelay(2).Obj())).To(Succeed())
+		blue := world.WaitServing(ctx, ns, name)
 
 		// The ready pods the Service selects, as kube-proxy would program them (the API server
 		// refuses the simulated pods' loopback IPs in EndpointSlices).
@@ -38,11 +40,11 @@ var _ = Describe("in-cluster clients of the serve Service", func() {
 		run, err := load.Start(ctx, opts)
 		Expect(err).NotTo(HaveOccurred())
 		started := time.Now()
-		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
-		Eventually(pendingName(ctx, ns, name)).ShouldNot(BeEmpty())
-		green := pendingName(ctx, ns, name)()
-		Eventually(activeName(ctx, ns, name), time.Minute).Should(Equal(green))
-		Eventually(clusterNames(ctx, ns), time.Minute).Should(ConsistOf(green), "the old cluster is deleted after the deletion delay")
+		world.Update(ctx, ns, name, func(s *rayv1.RayService) { rstest.SetImage(s, "rayproject/ray:2.53.0") })
+		Eventually(world.PendingName(ctx, ns, name)).ShouldNot(BeEmpty())
+		green := world.PendingName(ctx, ns, name)()
+		Eventually(world.ActiveName(ctx, ns, name), time.Minute).Should(Equal(green))
+		Eventually(world.ClusterNames(ctx, ns), time.Minute).Should(ConsistOf(green), "the old cluster is deleted after the deletion delay")
 		// A little load after the old cluster is gone: its pods' listeners closed.
 		mark, before := time.Since(started), len(run.Report().Results)
 		Eventually(func() int { return len(run.Report().Results) }).Should(BeNumerically(">", before+20))

@@ -18,6 +18,8 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/invariants"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rstest"
+	"github.com/raygate/raygate/test/integration/rayservice/internal/rsenv"
 )
 
 // sharedGatewayNamespace holds the Gateways the suite's operator allows RayServices to
@@ -34,7 +36,7 @@ func sharedGateway(ctx context.Context, name string, allowed *gwv1.AllowedRoutes
 	}
 	g := &gwv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: sharedGatewayNamespace, Name: name},
-		Spec: gwv1.GatewaySpec{GatewayClassName: gatewayClass, Listeners: []gwv1.Listener{{
+		Spec: gwv1.GatewaySpec{GatewayClassName: rsenv.GatewayClass, Listeners: []gwv1.Listener{{
 			Name: "web", Protocol: gwv1.HTTPProtocolType, Port: 80, AllowedRoutes: allowed,
 		}}},
 	}
@@ -50,7 +52,7 @@ func sharedGateway(ctx context.Context, name string, allowed *gwv1.AllowedRoutes
 // attached is an incremental RayService on the shared Gateway whose head exposes Serve's
 // gRPC port.
 func attached(name, ns, gateway string) *rayv1.RayService {
-	svc := builders.RayService(name, ns).Incremental(50, 25, 1, gatewayClass).DeletionDelay(2).Obj()
+	svc := builders.RayService(name, ns).Incremental(50, 25, 1, rsenv.GatewayClass).DeletionDelay(2).Obj()
 	svc.Annotations = map[string]string{
 		rayv1.SharedGatewayKey:   sharedGatewayNamespace + "/" + gateway,
 		rayv1.RouteHostnamesKey:  "fruit.example.com",
@@ -95,15 +97,15 @@ var _ = Describe("shared Gateway and GRPCRoute", func() {
 	const name = "fruit"
 
 	It("attaches both routes to a Gateway in another namespace; the upgrade completes with no Gateway created, the shared one untouched and the GRPCRoute weighted like the HTTPRoute at every step", func(ctx context.Context) {
-		ns := newNamespace(ctx)
-		checker := watchInvariants(ctx, ns)
+		ns := world.NewNamespace(ctx)
+		checker := world.WatchInvariants(ctx, ns)
 		shared := sharedGateway(ctx, "open-"+ns, &gwv1.AllowedRoutes{Namespaces: &gwv1.RouteNamespaces{From: ptr.To(gwv1.NamespacesFromAll)}})
 		sharedRV, sharedLabels := shared.ResourceVersion, maps.Clone(shared.Labels)
 
 		Expect(k8s.Create(ctx, attached(name, ns, shared.Name))).To(Succeed())
-		blue := waitServing(ctx, ns, name)
-		Eventually(condition(ctx, ns, name, "RouteAccepted")).Should(Equal("True/Accepted"))
-		rt := route(ctx, ns, name)
+		blue := world.WaitServing(ctx, ns, name)
+		Eventually(world.Condition(ctx, ns, name, "RouteAccepted")).Should(Equal("True/Accepted"))
+		rt := world.Route(ctx, ns, name)
 		Expect(rt.Spec.ParentRefs).To(HaveLen(1))
 		Expect(string(rt.Spec.ParentRefs[0].Name)).To(Equal(shared.Name))
 		Expect(string(*rt.Spec.ParentRefs[0].Namespace)).To(Equal(sharedGatewayNamespace))
@@ -115,14 +117,14 @@ var _ = Describe("shared Gateway and GRPCRoute", func() {
 		Expect(gatewaysIn(ctx, ns)()).To(BeEmpty())
 
 		By("upgrading: both routes move together")
-		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
-		Eventually(pendingName(ctx, ns, name)).ShouldNot(BeEmpty())
-		green := pendingName(ctx, ns, name)()
-		Eventually(activeName(ctx, ns, name), "90s").Should(Equal(green))
-		Eventually(pendingName(ctx, ns, name)).Should(BeEmpty())
-		Expect(activeName(ctx, ns, name)()).NotTo(Equal(blue))
+		world.Update(ctx, ns, name, func(s *rayv1.RayService) { rstest.SetImage(s, "rayproject/ray:2.53.0") })
+		Eventually(world.PendingName(ctx, ns, name)).ShouldNot(BeEmpty())
+		green := world.PendingName(ctx, ns, name)()
+		Eventually(world.ActiveName(ctx, ns, name), "90s").Should(Equal(green))
+		Eventually(world.PendingName(ctx, ns, name)).Should(BeEmpty())
+		Expect(world.ActiveName(ctx, ns, name)()).NotTo(Equal(blue))
 
-		httpSteps, grpc := trafficSteps(checker, green), grpcSteps(checker, green)
+		httpSteps, grpc := rsenv.TrafficSteps(checker, green), grpcSteps(checker, green)
 		Expect(httpSteps).To(ContainElements(int32(25), int32(50), int32(75), int32(100)))
 		Expect(grpc).To(Equal(httpSteps), "GRPCRoute steps %v, HTTPRoute steps %v", grpc, httpSteps)
 		Expect(gatewaysIn(ctx, ns)()).To(BeEmpty(), "raygate created a Gateway although the RayService attaches to a shared one")
@@ -135,33 +137,33 @@ var _ = Describe("shared Gateway and GRPCRoute", func() {
 	})
 
 	It("reports RouteAccepted False (NotAllowedByListeners) and moves no traffic while the Gateway's allowedRoutes exclude the namespace, and goes on once they admit it", func(ctx context.Context) {
-		ns := newNamespace(ctx)
-		checker := watchInvariants(ctx, ns)
+		ns := world.NewNamespace(ctx)
+		checker := world.WatchInvariants(ctx, ns)
 		closed := sharedGateway(ctx, "closed-"+ns, &gwv1.AllowedRoutes{Namespaces: &gwv1.RouteNamespaces{
 			From: ptr.To(gwv1.NamespacesFromSelector), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"shared-gateway-access": "true"}},
 		}})
 		Expect(k8s.Create(ctx, attached(name, ns, closed.Name))).To(Succeed())
-		blue := waitServing(ctx, ns, name)
-		Eventually(condition(ctx, ns, name, "RouteAccepted")).Should(Equal("False/NotAllowedByListeners"))
-		Expect(conditionMessage(ctx, ns, name, "RouteAccepted")).To(ContainSubstring(
+		blue := world.WaitServing(ctx, ns, name)
+		Eventually(world.Condition(ctx, ns, name, "RouteAccepted")).Should(Equal("False/NotAllowedByListeners"))
+		Expect(world.ConditionMessage(ctx, ns, name, "RouteAccepted")).To(ContainSubstring(
 			"Gateway " + sharedGatewayNamespace + "/" + closed.Name + " does not accept HTTPRoute " + name + "-httproute (NotAllowedByListeners: listener web: namespace " + ns + " does not match allowedRoutes.namespaces.selector"))
-		Eventually(events(ctx, ns, name)).Should(ContainSubstring("Warning RouteNotAccepted"))
+		Eventually(world.Events(ctx, ns, name)).Should(ContainSubstring("Warning RouteNotAccepted"))
 
-		update(ctx, ns, name, func(s *rayv1.RayService) { setImage(s, "rayproject/ray:2.53.0") })
-		Eventually(pendingName(ctx, ns, name)).ShouldNot(BeEmpty())
-		green := pendingName(ctx, ns, name)()
-		Consistently(pendingTraffic(ctx, ns, name), "5s", "200ms").Should(BeEquivalentTo(0))
-		Expect(route(ctx, ns, name).Spec.Rules[0].BackendRefs).To(HaveLen(2))
-		Expect(trafficSteps(checker, green)).To(Or(BeEmpty(), Equal([]int32{0})))
-		Expect(conditionMessage(ctx, ns, name, rayv1.UpgradeInProgress)).To(ContainSubstring("does not accept"))
-		Expect(activeName(ctx, ns, name)()).To(Equal(blue))
+		world.Update(ctx, ns, name, func(s *rayv1.RayService) { rstest.SetImage(s, "rayproject/ray:2.53.0") })
+		Eventually(world.PendingName(ctx, ns, name)).ShouldNot(BeEmpty())
+		green := world.PendingName(ctx, ns, name)()
+		Consistently(world.PendingTraffic(ctx, ns, name), "5s", "200ms").Should(BeEquivalentTo(0))
+		Expect(world.Route(ctx, ns, name).Spec.Rules[0].BackendRefs).To(HaveLen(2))
+		Expect(rsenv.TrafficSteps(checker, green)).To(Or(BeEmpty(), Equal([]int32{0})))
+		Expect(world.ConditionMessage(ctx, ns, name, rayv1.UpgradeInProgress)).To(ContainSubstring("does not accept"))
+		Expect(world.ActiveName(ctx, ns, name)()).To(Equal(blue))
 
 		By("the Gateway's owner admitting the namespace")
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(closed), closed)).To(Succeed())
 		closed.Spec.Listeners[0].AllowedRoutes.Namespaces = &gwv1.RouteNamespaces{From: ptr.To(gwv1.NamespacesFromAll)}
 		Expect(k8s.Update(ctx, closed)).To(Succeed())
-		Eventually(condition(ctx, ns, name, "RouteAccepted")).Should(Equal("True/Accepted"))
-		Eventually(activeName(ctx, ns, name), "90s").Should(Equal(green))
-		Eventually(events(ctx, ns, name)).Should(ContainSubstring("Normal RouteAccepted"))
+		Eventually(world.Condition(ctx, ns, name, "RouteAccepted")).Should(Equal("True/Accepted"))
+		Eventually(world.ActiveName(ctx, ns, name), "90s").Should(Equal(green))
+		Eventually(world.Events(ctx, ns, name)).Should(ContainSubstring("Normal RouteAccepted"))
 	})
 })

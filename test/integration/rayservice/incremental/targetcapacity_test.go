@@ -15,31 +15,31 @@ var _ = Describe("a target_capacity written in serveConfigV2", func() {
 	const name = "capacity"
 
 	It("reaches the dashboard with NewCluster, and a change of it alone resubmits the config to the serving cluster", func(ctx context.Context) {
-		ns := newNamespace(ctx)
-		watchInvariants(ctx, ns)
+		ns := world.NewNamespace(ctx)
+		world.WatchInvariants(ctx, ns)
 		svc := builders.RayService(name, ns).Obj()
 		svc.Spec.ServeConfigV2 = "target_capacity: 50\n" + builders.DefaultServeConfig
 		Expect(k8s.Create(ctx, svc)).To(Succeed())
-		blue := waitServing(ctx, ns, name)
-		subs := simulatorOf(ns, blue).Submissions()
+		blue := world.WaitServing(ctx, ns, name)
+		subs := world.Simulator(ns, blue).Submissions()
 		Expect(subs).To(HaveLen(1))
 		Expect(subs[0].TargetCapacity).To(HaveValue(BeNumerically("==", 50)))
 
 		By("changing only target_capacity")
-		update(ctx, ns, name, func(s *rayv1.RayService) {
+		world.Update(ctx, ns, name, func(s *rayv1.RayService) {
 			s.Spec.ServeConfigV2 = "target_capacity: 80\n" + builders.DefaultServeConfig
 		})
-		Eventually(simulatorOf(ns, blue).Submissions).Should(HaveLen(2))
-		subs = simulatorOf(ns, blue).Submissions()
+		Eventually(world.Simulator(ns, blue).Submissions).Should(HaveLen(2))
+		subs = world.Simulator(ns, blue).Submissions()
 		Expect(subs[1].TargetCapacity).To(HaveValue(BeNumerically("==", 80)))
 		Expect(subs[1].ConfigWithoutTargetCapacity()).To(Equal(subs[0].ConfigWithoutTargetCapacity()))
-		Consistently(clusterNames(ctx, ns), time.Second).Should(ConsistOf(blue), "no new cluster")
+		Consistently(world.ClusterNames(ctx, ns), time.Second).Should(ConsistOf(blue), "no new cluster")
 
 		By("removing it")
-		update(ctx, ns, name, func(s *rayv1.RayService) { s.Spec.ServeConfigV2 = builders.DefaultServeConfig })
-		Eventually(simulatorOf(ns, blue).Submissions).Should(HaveLen(3))
-		Expect(simulatorOf(ns, blue).Submissions()[2]).To(HaveField("TargetCapacity", BeNil()))
-		Expect(clusterNames(ctx, ns)()).To(ConsistOf(blue))
-		Eventually(condition(ctx, ns, name, rayv1.RayServiceReady)).Should(Equal("True/NonZeroServeEndpoints"))
+		world.Update(ctx, ns, name, func(s *rayv1.RayService) { s.Spec.ServeConfigV2 = builders.DefaultServeConfig })
+		Eventually(world.Simulator(ns, blue).Submissions).Should(HaveLen(3))
+		Expect(world.Simulator(ns, blue).Submissions()[2]).To(HaveField("TargetCapacity", BeNil()))
+		Expect(world.ClusterNames(ctx, ns)()).To(ConsistOf(blue))
+		Eventually(world.Condition(ctx, ns, name, rayv1.RayServiceReady)).Should(Equal("True/NonZeroServeEndpoints"))
 	})
 })

@@ -6,6 +6,8 @@
 // The RayService specs are split into packages (test/integration/rayservice and the ones
 // under it) that each start this world once, so `go test -p 2` runs two of them side by side:
 // they wait on upgrade intervals and simulated deployments far more than they compute.
+// Their specs read and change RayServices through the World's methods (reads.go), which
+// are bound to its client, so no package wraps rstest again.
 package rsenv
 
 import (
