@@ -43,7 +43,7 @@ func (d *demo) applyGate(ctx context.Context, svc *rayv1.RayService) error {
 	}
 	d.printf("  --gate: each traffic step waits for an UpgradePolicy gate that raygate evaluates on Prometheus (%s):\n", u)
 	policy := gatePolicy(svc.Namespace)
-	d.printf("  $ kubectl apply -f - <<EOF\n%sEOF\n", indentText(policy))
+	d.printf("  $ kubectl apply -f - <<EOF\n%s  EOF\n", indentText(policy))
 	stdout, stderr, err := d.s.Kubectl(ctx, policy, "apply", "-f", "-")
 	d.printf("%s", indentText(stdout+stderr))
 	if err != nil {
