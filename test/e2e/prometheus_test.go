@@ -97,4 +97,9 @@ func checkGatedDemo(t *testing.T, out string) {
 			t.Errorf("make demo --gate output lacks %q:\n%s", want, out)
 		}
 	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "UpgradeGates ") {
+			t.Logf("make demo --gate: %s", strings.TrimSpace(l))
+		}
+	}
 }
