@@ -56,7 +56,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request) (out proxyOutcome
 	defer func() { out.replicaLatency = time.Since(start) }()
 	fail, delay := s.userErrors.next()
 	if !sleepCtx(r.Context(), delay) {
-		out.replicaError = true // cancelled: Ray's replica counts the cancellation as an error
+		out.replicaError = true // the client gave up: the simulator counts it as the replica's failure
 		return out
 	}
 	if fail {
