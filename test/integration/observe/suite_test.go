@@ -40,6 +40,8 @@ const gatewayClass = "fake-gw"
 
 func TestObserve(t *testing.T) {
 	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(time.Minute) // RayServices start and upgrade on a shared machine
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	RunSpecs(t, "observe: the dashboard and alerts query what the operator serves, and the dashboard shows it")
 }
 
