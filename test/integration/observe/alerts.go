@@ -1,8 +1,10 @@
 package observe
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +21,19 @@ type ruleFile struct {
 type ruleGroup struct {
 	Name  string           `json:"name"`
 	Rules []map[string]any `json:"rules"`
+}
+
+// renderRules renders the chart's PrometheusRule with helm as an admin enables it (release
+// raygate in raygate-system, default thresholds) and returns its groups as a rule file.
+func renderRules(helm, chartDir string) ([]byte, ruleFile, error) {
+	var out, errb bytes.Buffer
+	cmd := exec.Command(helm, "template", "raygate", chartDir, "--namespace", "raygate-system",
+		"--set", "metrics.prometheusRule.enabled=true", "--show-only", "templates/prometheusrule.yaml")
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, ruleFile{}, fmt.Errorf("helm template: %w\n%s", err, errb.String())
+	}
+	return rulesOfPrometheusRule(out.Bytes())
 }
 
 // rulesOfPrometheusRule reads a rendered PrometheusRule manifest and returns its groups as

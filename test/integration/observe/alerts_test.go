@@ -29,10 +29,7 @@ func TestAlertRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	manifest := run(t, helm, "template", "raygate", filepath.Join(tools.RepoRoot(), "charts", "raygate"),
-		"--namespace", "raygate-system", "--set", "metrics.prometheusRule.enabled=true",
-		"--show-only", "templates/prometheusrule.yaml")
-	rules, file, err := rulesOfPrometheusRule([]byte(manifest))
+	rules, file, err := renderRules(helm, filepath.Join(tools.RepoRoot(), "charts", "raygate"))
 	if err != nil {
 		t.Fatal(err)
 	}

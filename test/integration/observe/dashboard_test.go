@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -35,8 +36,19 @@ var _ = Describe("the chart's Grafana dashboard", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(queries).To(HaveLen(27), "every panel target is read")
 
+		// The chart's alerts too: on the live series every rule must evaluate without an
+		// error, and the operator's must stay inactive while it is healthy (their selectors
+		// match what it really serves: the job, the release namespace, the Lease's name).
+		helm, err := tools.Path("helm")
+		Expect(err).NotTo(HaveOccurred())
+		rules, file, err := renderRules(helm, filepath.Join(tools.RepoRoot(), "charts", "raygate"))
+		Expect(err).NotTo(HaveOccurred())
+		rulesPath := filepath.Join(GinkgoT().TempDir(), renderedRulesFile)
+		Expect(os.WriteFile(rulesPath, rules, 0o600)).To(Succeed())
+
 		prom, err := testprom.Start(ctx, testprom.Options{
 			ScrapeInterval: scrapeInterval,
+			RuleFiles:      []string{rulesPath},
 			Targets: []testprom.Target{{
 				Job: metricsJob, URL: "http://" + metricsAddr + "/metrics", HonorLabels: true,
 				Labels: map[string]string{"namespace": "raygate-system", "pod": "raygate-0", "service": metricsJob},
@@ -89,6 +101,23 @@ var _ = Describe("the chart's Grafana dashboard", func() {
 			}
 		}
 		Expect(empty).To(BeEmpty(), "panels without data:\n%s", strings.Join(empty, "\n"))
+
+		By("the alerts evaluate on the live series, and the operator's stay inactive")
+		res, err := prom.API().Rules(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		states := map[string]string{}
+		for _, g := range res.Groups {
+			for _, r := range g.Rules {
+				if a, ok := r.(promv1.AlertingRule); ok {
+					Expect(a.Health).To(Equal(promv1.RuleHealth(promv1.RuleHealthGood)), "%s: %s", a.Name, a.LastError)
+					states[a.Name] = string(a.State)
+				}
+			}
+		}
+		Expect(states).To(HaveLen(len(file.alertNames())), "every alert is loaded")
+		Expect(states).To(HaveKeyWithValue("RaygateOperatorDown", "inactive"))
+		Expect(states).To(HaveKeyWithValue("RaygateNotLeading", "inactive"))
+		Expect(states).To(HaveKeyWithValue("RayServiceUpgradeStuck", "inactive"))
 
 		rstest.SetAction(ctx, env.Client, ns, name, rayv1.UpgradeActionResume, "")
 	})
