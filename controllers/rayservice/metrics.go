@@ -63,7 +63,7 @@ func NewMetrics() *Metrics {
 	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, append([]string{"name", "namespace", "uid"}, labels...))
 	}
-	return &Metrics{
+	m := &Metrics{
 		info:        gauge("kuberay_service_info", "Metadata of RayServices (always 1)."),
 		ready:       gauge("kuberay_service_condition_ready", "Whether a RayService is Ready: it serves through at least one serve endpoint (the condition label is true or false).", "condition"),
 		upgrading:   gauge("kuberay_service_condition_upgrade_in_progress", "Whether a RayService is upgrading: a pending cluster exists (the condition label is true or false).", "condition"),
@@ -88,6 +88,23 @@ func NewMetrics() *Metrics {
 		upgradeStart:    gauge("raygate_service_upgrade_start_time_seconds", "Unix time the RayService's upgrade in progress started (UpgradeInProgress became true); present only during an upgrade."),
 		upgradeExpected: gauge("raygate_service_upgrade_expected_duration_seconds", "How long the RayService's upgrade in progress should take from its start at its own pacing: the time until its last traffic step or upgrade action, plus intervalSeconds per traffic step left (0 for NewCluster); present only during an upgrade."),
 		uids:            map[types.NamespacedName]types.UID{},
+	}
+	m.initCounters()
+	return m
+}
+
+// initCounters creates the finished-upgrade and action series at zero: a series that a
+// first observation creates at 1 has no earlier sample, so rate() and increase() miss that
+// upgrade or action, and the dashboard's duration and count panels stay empty until the
+// second one.
+func (m *Metrics) initCounters() {
+	for _, strategy := range []rayv1.RayServiceUpgradeType{rayv1.NewCluster, rayv1.NewClusterWithIncrementalUpgrade} {
+		for _, result := range []string{plan.ResultPromoted, plan.ResultRolledBack} {
+			m.upgrades.WithLabelValues(string(strategy), result)
+		}
+	}
+	for _, action := range rayv1.UpgradeActions {
+		m.actions.WithLabelValues(action)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -15,7 +16,8 @@ import (
 	"github.com/raygate/raygate/controllers/rayservice/plan"
 )
 
-// seriesOf gathers reg into sorted "name{l=v,...} value" lines.
+// seriesOf gathers the gauges of reg into sorted "name{l=v,...} value" lines (the per-
+// RayService series; the upgrade and action counters start at zero for every label value).
 func seriesOf(t *testing.T, reg *prometheus.Registry) []string {
 	t.Helper()
 	families, err := reg.Gather()
@@ -24,6 +26,9 @@ func seriesOf(t *testing.T, reg *prometheus.Registry) []string {
 	}
 	var out []string
 	for _, f := range families {
+		if f.GetType() != dto.MetricType_GAUGE {
+			continue
+		}
 		for _, m := range f.GetMetric() {
 			var labels []string
 			for _, l := range m.GetLabel() {
@@ -193,9 +198,13 @@ func TestUpgradeFinishedIsAHistogramByStrategyAndResult(t *testing.T) {
 			got[strings.Join(key, "/")] = fmt.Sprintf("count=%d sum=%g", h.GetSampleCount(), h.GetSampleSum())
 		}
 	}
+	// Every strategy and result has a series from the start (at 0), so the first
+	// upgrade of each is an increase.
 	want := map[string]string{
-		"promoted/NewClusterWithIncrementalUpgrade": "count=2 sum=495",
-		"rolled_back/NewCluster":                    "count=1 sum=10",
+		"promoted/NewClusterWithIncrementalUpgrade":    "count=2 sum=495",
+		"rolled_back/NewClusterWithIncrementalUpgrade": "count=0 sum=0",
+		"promoted/NewCluster":                          "count=0 sum=0",
+		"rolled_back/NewCluster":                       "count=1 sum=10",
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %v, want %v", got, want)

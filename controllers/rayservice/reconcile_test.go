@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -52,7 +53,15 @@ func TestRecordAnnouncesOnlyWhatTheStoredStatusSays(t *testing.T) {
 			Wake:    plan.Wakeup{Soon: true},
 		}
 	}
-	announced := func() int { return len(rec.Events) + testutil.CollectAndCount(r.Metrics.upgrades) }
+	// Observations, not series: every strategy and result has its series from the start.
+	finished := func() int {
+		m := &dto.Metric{}
+		if err := r.Metrics.upgrades.WithLabelValues(string(rayv1.NewCluster), plan.ResultPromoted).(prometheus.Metric).Write(m); err != nil {
+			t.Fatal(err)
+		}
+		return int(m.GetHistogram().GetSampleCount())
+	}
+	announced := func() int { return len(rec.Events) + finished() }
 
 	// A write the API server refuses is an error: it is retried through the rate limiter,
 	// never on a fixed short delay, and nothing of the plan is announced.
@@ -82,7 +91,7 @@ func TestRecordAnnouncesOnlyWhatTheStoredStatusSays(t *testing.T) {
 	if got := <-rec.Events; got != "Normal PromotedPendingCluster RayCluster svc-green serves all traffic" {
 		t.Errorf("event %q", got)
 	}
-	if n := testutil.CollectAndCount(r.Metrics.upgrades); n != 1 {
+	if n := finished(); n != 1 {
 		t.Errorf("finished upgrades %d", n)
 	}
 

@@ -47,6 +47,10 @@ type Target struct {
 	// Labels are added to every series of the target, as relabelling of a ServiceMonitor or
 	// PodMonitor would (namespace, pod, service...).
 	Labels map[string]string
+	// HonorLabels keeps a scraped series' own labels where they clash with Labels (the
+	// chart's ServiceMonitor sets honorLabels, so a RayService's series keep its
+	// namespace); without it Prometheus renames them exported_<label>. Per job.
+	HonorLabels bool
 }
 
 // Options configure a Prometheus.
@@ -220,6 +224,7 @@ func Config(opts Options) ([]byte, error) {
 	}
 	type scrapeConfig struct {
 		JobName       string         `json:"job_name"`
+		HonorLabels   bool           `json:"honor_labels,omitempty"`
 		MetricsPath   string         `json:"metrics_path"`
 		Scheme        string         `json:"scheme"`
 		StaticConfigs []staticConfig `json:"static_configs"`
@@ -243,11 +248,13 @@ func Config(opts Options) ([]byte, error) {
 		}
 		j, ok := jobs[t.Job]
 		if !ok {
-			j = &scrapeConfig{JobName: t.Job, MetricsPath: path, Scheme: u.Scheme}
+			j = &scrapeConfig{JobName: t.Job, MetricsPath: path, Scheme: u.Scheme, HonorLabels: t.HonorLabels}
 			jobs[t.Job] = j
 			order = append(order, t.Job)
 		} else if j.MetricsPath != path || j.Scheme != u.Scheme {
 			return nil, fmt.Errorf("target %d: job %q has targets at %s://…%s and %s", i, t.Job, j.Scheme, j.MetricsPath, t.URL)
+		} else if j.HonorLabels != t.HonorLabels {
+			return nil, fmt.Errorf("target %d: job %q has targets with and without HonorLabels", i, t.Job)
 		}
 		j.StaticConfigs = append(j.StaticConfigs, staticConfig{Targets: []string{u.Host}, Labels: t.Labels})
 	}

@@ -31,6 +31,17 @@ func TestConfig(t *testing.T) {
 		want: []string{"scrape_interval: 250ms", "evaluation_interval: 1s", "job_name: traefik", "job_name: ray",
 			"127.64.0.5:8080", "pod: svc-worker-y", "metrics_path: /metrics", "/tmp/rules.yaml"},
 	}, {
+		name: "honor labels, per job",
+		opts: Options{Targets: []Target{{Job: "raygate", URL: "http://127.0.0.1:8080/metrics", HonorLabels: true, Labels: map[string]string{"namespace": "raygate-system"}}}},
+		want: []string{"honor_labels: true", "namespace: raygate-system"},
+	}, {
+		name: "one job, honor labels on one target only",
+		opts: Options{Targets: []Target{
+			{Job: "a", URL: "http://127.0.0.1:1/metrics", HonorLabels: true},
+			{Job: "a", URL: "http://127.0.0.1:2/metrics"},
+		}},
+		wantErr: "HonorLabels",
+	}, {
 		name:    "private address refused",
 		opts:    Options{Targets: []Target{{Job: "ray", URL: "http://10.0.0.4:8080/metrics"}}},
 		wantErr: "loopback",

@@ -57,10 +57,17 @@ func dashboardExprs(path string) ([]string, error) {
 }
 
 type panel struct {
-	Targets []struct {
-		Expr string `json:"expr"`
-	} `json:"targets"`
-	Panels []panel `json:"panels"`
+	Title   string   `json:"title"`
+	Targets []target `json:"targets"`
+	Panels  []panel  `json:"panels"`
+}
+
+// target is a panel's query: Grafana runs it as a range query over the dashboard's time
+// range, or at its end when Instant.
+type target struct {
+	RefID   string `json:"refId"`
+	Expr    string `json:"expr"`
+	Instant bool   `json:"instant"`
 }
 
 var (

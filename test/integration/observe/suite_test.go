@@ -22,7 +22,9 @@ import (
 
 	"github.com/raygate/raygate/internal/app"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
+	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/framework/suite"
+	"github.com/raygate/raygate/internal/testenv/raysim"
 	"github.com/raygate/raygate/internal/testenv/tools"
 	"github.com/raygate/raygate/test/builders"
 )
@@ -32,9 +34,15 @@ var (
 	metricsAddr string
 )
 
+// gatewayClass is the class the stand-in gateway controller accepts (the upgrade the
+// dashboard spec watches is incremental).
+const gatewayClass = "fake-gw"
+
 func TestObserve(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "observe: the dashboard and alerts query what the operator serves")
+	SetDefaultEventuallyTimeout(time.Minute) // RayServices start and upgrade on a shared machine
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	RunSpecs(t, "observe: the dashboard and alerts query what the operator serves, and the dashboard shows it")
 }
 
 func freeAddr() string {
@@ -45,14 +53,27 @@ func freeAddr() string {
 }
 
 var _ = BeforeSuite(func() {
+	// Pods that become ready, simulated Ray dashboards on their IPs and a stand-in gateway
+	// controller: RayServices serve and upgrade, so the upgrade series exist.
+	s := suite.Start(suite.Options{ControlPlane: controlplane.Options{Webhooks: true, GatewayAPI: true}, Kubelet: &framework.KubeletOptions{}})
+	env = s.Env
+	gw, err := framework.StartGateway(env.Config, framework.GatewayOptions{ClassName: gatewayClass, Delay: 50 * time.Millisecond})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(gw.Stop)
+	dashboards := framework.StartDashboardsWith(raysim.Options{DeployDelay: 300 * time.Millisecond})
+	DeferCleanup(dashboards.Close)
+	Expect(dashboards.ListenOnPods(env.Config)).To(Succeed())
+
 	// The operator as the chart runs it: leader election, webhooks, controllers. Metrics
 	// over plain HTTP here (the chart's HTTPS and authentication are tested elsewhere).
-	opts := app.DefaultOptions()
+	opts := dashboards.Wire(app.DefaultOptions())
 	metricsAddr = freeAddr()
 	opts.MetricsAddr, opts.SecureMetrics, opts.ProbeAddr = metricsAddr, false, "0"
 	opts.LeaderElect, opts.LeaderElectionNS = true, "default"
 	opts.SkipControllerNameValidation = true
-	env = suite.Start(suite.Options{ControlPlane: controlplane.Options{Webhooks: true, GatewayAPI: true}, Manager: &opts}).Env
+	opts.RayServiceDeployingPoll = 150 * time.Millisecond
+	m := s.StartManager(opts)
+	DeferCleanup(func() { Expect(m.Stop()).To(Succeed()) })
 })
 
 // scrape reads the operator's /metrics as Prometheus would: the families with at least
