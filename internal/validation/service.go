@@ -97,6 +97,10 @@ func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []strin
 // Defaulting sets only the type and the options' maxSurgePercent, so copies of those two
 // structs keep spec as it is; the rest is shared, for reading only.
 func effectiveStrategy(spec *rayv1.RayServiceSpec) *rayv1.RayServiceUpgradeStrategy {
+	if st := spec.UpgradeStrategy; st != nil && st.Type != nil &&
+		(*st.Type != rayv1.NewClusterWithIncrementalUpgrade || st.ClusterUpgradeOptions == nil || st.ClusterUpgradeOptions.MaxSurgePercent != nil) {
+		return st // defaulted already (as the mutating webhook leaves it): nothing to copy
+	}
 	var s rayv1.RayServiceSpec
 	if st := spec.UpgradeStrategy; st != nil {
 		c := *st
