@@ -35,7 +35,7 @@ func GateHint(gate string) string {
 // rayService holds every rule for a RayService; old is the stored object on update (nil
 // otherwise), for the rules that compare.
 func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []string) {
-	errs := validateName(&svc.ObjectMeta, rayspec.ServiceDerivedNames)
+	errs := validateName(&svc.ObjectMeta, serviceNames)
 	errs = append(errs, rayServiceAnnotations(&svc.ObjectMeta)...)
 	errs = append(errs, c.upgradeAction(old, svc)...)
 	routeErrs, routeWarnings := c.routeAttachment(old, svc)

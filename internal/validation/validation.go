@@ -32,7 +32,6 @@ import (
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/podsecurity"
-	"github.com/raygate/raygate/internal/rayspec"
 )
 
 // Validator holds what validation cannot learn from an object.
@@ -284,7 +283,7 @@ func (c *check) decide(errs ...*field.Error) field.ErrorList {
 }
 
 func (c *check) rayCluster(old, rc *rayv1.RayCluster) (field.ErrorList, []string) {
-	errs := validateName(&rc.ObjectMeta, rayspec.ClusterDerivedNames)
+	errs := validateName(&rc.ObjectMeta, clusterNames)
 	if c.admission() {
 		errs = append(errs, ingressClassAnnotation(&rc.ObjectMeta, &rc.Spec)...)
 	}
