@@ -64,7 +64,11 @@ func (c *check) gcsFaultTolerance(oldSpec *rayv1.RayClusterSpec, meta *metav1.Ob
 	}
 	errs, warnings := gcsFTOptions(opts, optsPath)
 	timeout, hasTimeout := meta.Annotations[rayv1.GCSFTDeletionTimeoutKey]
-	d, err := rayspec.ParseGCSFTDeletionTimeout(timeout)
+	var d time.Duration
+	var err error
+	if hasTimeout { // parsing nothing costs an error value
+		d, err = rayspec.ParseGCSFTDeletionTimeout(timeout)
+	}
 	if hasTimeout && err != nil {
 		errs = append(errs, field.Invalid(annotationsPath.Key(rayv1.GCSFTDeletionTimeoutKey), timeout, err.Error()))
 	}
