@@ -158,11 +158,12 @@ func (v Validator) AdmitRayService(ns *Namespace, old, svc *rayv1.RayService) (f
 			e, w := c.podSecurity(ns, nil, cluster, rayClusterConfigPath)
 			return e, append(w, quotaWarnings(ns, nil, cluster, rayClusterConfigPath, v.Policy.PodSettings)...)
 		}
-		e, w := c.podSecurity(ns, podsecurity.ClusterOf(stored), cluster, rayClusterConfigPath)
+		storedCluster := podsecurity.ClusterOf(stored)
+		e, w := c.podSecurity(ns, storedCluster, cluster, rayClusterConfigPath)
 		if upgrade, starts := upgradeQuotaWarnings(ns, stored, svc, v.Policy.PodSettings); starts {
 			w = append(w, upgrade...)
 		} else {
-			w = append(w, quotaWarnings(ns, podsecurity.ClusterOf(stored), cluster, rayClusterConfigPath, v.Policy.PodSettings)...)
+			w = append(w, quotaWarnings(ns, storedCluster, cluster, rayClusterConfigPath, v.Policy.PodSettings)...)
 		}
 		return append(e, validateNoStrategyChangeDuringUpgrade(old, svc)...), w
 	})
