@@ -33,8 +33,9 @@ func Decode(raw []byte, into runtime.Object) error {
 // SharingDecoder decodes RayClusters and RayServices like Decode, except that each pod
 // template is taken from a bounded table of templates decoded before in the same namespace,
 // keyed by the SHA-256 of its raw JSON, and decoded (and added) only when it is not there.
-// Decoding is deterministic, so the result is the object Decode would return, but its
-// templates share their contents with other requests' objects: what is decoded this way is
+// Decoding is deterministic, so the result is the object Decode would return (its templates'
+// quantities with their canonical strings cached: formatQuantities), but its templates share
+// their contents with other requests' objects: what is decoded this way is
 // only read (validation copies a template before building a pod from it;
 // webhooks.TestValidationLeavesSharedTemplatesAlone).
 //
@@ -74,7 +75,7 @@ func (d *SharingDecoder) Decode(namespace string, raw []byte, into runtime.Objec
 	}
 	elided, ok := findElided(raw, into, false)
 	if !ok || len(elided) == 0 {
-		return Decode(raw, into)
+		return decodeFormatted(raw, into, spec)
 	}
 	keys := make([]sharedtable.Key, len(elided))
 	shared := make([]*corev1.PodTemplateSpec, len(elided))
@@ -91,7 +92,7 @@ func (d *SharingDecoder) Decode(namespace string, raw []byte, into runtime.Objec
 	if hits == 0 {
 		// Nothing to share: one decode of the whole object costs least, and its templates
 		// are kept for the requests that repeat them.
-		if err := Decode(raw, into); err != nil {
+		if err := decodeFormatted(raw, into, spec); err != nil {
 			return err
 		}
 		for i, e := range elided {
@@ -103,33 +104,73 @@ func (d *SharingDecoder) Decode(namespace string, raw []byte, into runtime.Objec
 		return nil
 	}
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(withElided(raw, elided), into); err != nil {
-		return decodeAfresh(raw, into)
+		return decodeAfresh(raw, into, spec)
 	}
 	for i, e := range elided {
 		target := e.template(spec)
 		if target == nil {
-			return decodeAfresh(raw, into)
+			return decodeAfresh(raw, into, spec)
 		}
 		if shared[i] == nil {
 			t := &corev1.PodTemplateSpec{}
 			if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw[e.start:e.end], t); err != nil {
-				return decodeAfresh(raw, into)
+				return decodeAfresh(raw, into, spec)
 			}
+			formatQuantities(t)
 			d.templates.Add(keys[i], t, e.end-e.start)
 			shared[i] = t
 		}
 		*target = *shared[i]
 	}
+	formatOthers(spec, elided)
 	return nil
 }
 
+// formatOthers formats the quantities of the templates of spec that were decoded with the
+// rest of the object, not set aside (none when the scan found them all).
+func formatOthers(spec *rayv1.RayClusterSpec, elided []elidedValue) {
+	if len(elided) > len(spec.WorkerGroupSpecs) {
+		return // the head and every worker group were set aside
+	}
+	setAside := make([]bool, len(spec.WorkerGroupSpecs)+1) // the head last
+	for _, e := range elided {
+		switch {
+		case e.group == headGroup:
+			setAside[len(spec.WorkerGroupSpecs)] = true
+		case e.group >= 0 && e.group < len(spec.WorkerGroupSpecs):
+			setAside[e.group] = true
+		}
+	}
+	if !setAside[len(spec.WorkerGroupSpecs)] {
+		formatQuantities(&spec.HeadGroupSpec.Template)
+	}
+	for i := range spec.WorkerGroupSpecs {
+		if !setAside[i] {
+			formatQuantities(&spec.WorkerGroupSpecs[i].Template)
+		}
+	}
+}
+
 // decodeAfresh empties into and decodes raw the plain way, for its error message.
-func decodeAfresh(raw []byte, into runtime.Object) error {
+func decodeAfresh(raw []byte, into runtime.Object, spec *rayv1.RayClusterSpec) error {
 	switch o := into.(type) {
 	case *rayv1.RayCluster:
 		*o = rayv1.RayCluster{}
 	case *rayv1.RayService:
 		*o = rayv1.RayService{}
 	}
-	return Decode(raw, into)
+	return decodeFormatted(raw, into, spec)
+}
+
+// decodeFormatted decodes raw the plain way and formats the quantities of its templates (spec
+// is into's cluster spec), so that every object the SharingDecoder returns reads alike.
+func decodeFormatted(raw []byte, into runtime.Object, spec *rayv1.RayClusterSpec) error {
+	if err := Decode(raw, into); err != nil {
+		return err
+	}
+	formatQuantities(&spec.HeadGroupSpec.Template)
+	for i := range spec.WorkerGroupSpecs {
+		formatQuantities(&spec.WorkerGroupSpecs[i].Template)
+	}
+	return nil
 }

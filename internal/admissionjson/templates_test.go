@@ -1,6 +1,7 @@
 package admissionjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -110,6 +111,23 @@ func plainDecode(t testing.TB, body []byte, into runtime.Object) {
 	}
 }
 
+// formatted is obj (as the plain decoder returns it) with its templates' quantities
+// formatted, as the sharing decoder returns them: the same values, encoded the same.
+func formatted(t testing.TB, obj runtime.Object) runtime.Object {
+	t.Helper()
+	before := mustJSON(t, obj)
+	if spec := clusterSpecOf(obj); spec != nil {
+		formatQuantities(&spec.HeadGroupSpec.Template)
+		for i := range spec.WorkerGroupSpecs {
+			formatQuantities(&spec.WorkerGroupSpecs[i].Template)
+		}
+	}
+	if after := mustJSON(t, obj); !bytes.Equal(before, after) {
+		t.Fatalf("formatting the quantities changed the object:\n%s\n%s", before, after)
+	}
+	return obj
+}
+
 // The sharing decoder returns what the plain one does, whether none, all or some of the
 // object's templates were seen before, and the templates it found are shared, not copied.
 func TestSharingDecoderDecodesAsThePlainDecoder(t *testing.T) {
@@ -117,6 +135,7 @@ func TestSharingDecoderDecodesAsThePlainDecoder(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			want := newObjectFor(name, body)
 			plainDecode(t, body, want)
+			want = formatted(t, want)
 			d := NewSharingDecoder()
 			decode := func(body []byte) runtime.Object {
 				t.Helper()
@@ -147,6 +166,7 @@ func TestSharingDecoderDecodesAsThePlainDecoder(t *testing.T) {
 			changedBody := mustJSON(t, changed)
 			wantChanged := newObjectFor(name, changedBody)
 			plainDecode(t, changedBody, wantChanged)
+			wantChanged = formatted(t, wantChanged)
 			if got := decode(changedBody); !reflect.DeepEqual(got, wantChanged) {
 				t.Error("some seen: decoded differently from the plain decoder")
 			}
@@ -218,6 +238,7 @@ func FuzzSharingDecoder(f *testing.F) {
 		`{"spec":{"workerGroupSpecs":[{"template":{"spec":{"nodeName":"n"}}},null,{"template":{"spec":{"x":1}}}]}}`,
 		`{"kind":"RayService","spec":{"serveConfigV2":"x","rayClusterConfig":{"headGroupSpec":{"template":{"spec":{"hostname":"h"}}}}}}`,
 		`{"spec":{"headGroupSpec":{"template":{"spec":{"priority":1e99}}}}}`,
+		`{"spec":{"headGroupSpec":{"template":{"spec":{"containers":[{"resources":{"limits":{"cpu":"1000m","memory":"1024Mi"}}}],"overhead":{"cpu":"0.5"},"volumes":[{"emptyDir":{"sizeLimit":"2048Ki"}}]}}}}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -226,6 +247,9 @@ func FuzzSharingDecoder(f *testing.F) {
 		for _, kind := range []string{"RayCluster", "RayService"} {
 			want := newObjectFor(kind, nil)
 			wantErr := Decode(body, want)
+			if wantErr == nil {
+				want = formatted(t, want)
+			}
 			for round := range 2 {
 				got := newObjectFor(kind, nil)
 				err := d.Decode("team-a", body, got)
@@ -265,6 +289,7 @@ func checkSharedTemplates(t testing.TB, d *SharingDecoder, namespace string, bod
 			if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body[e.start:e.end], &fresh); err != nil {
 				t.Fatalf("a template that does not decode is shared: %v", err)
 			}
+			formatQuantities(&fresh)
 			if !reflect.DeepEqual(*shared, fresh) {
 				t.Fatalf("the shared template of %s is not what it decodes to:\nshared %+v\nfresh  %+v", body[e.start:e.end], *shared, fresh)
 			}

@@ -40,7 +40,7 @@ var gangSchedulers = []string{schedulerplugins.Name, yunikorn.Name}
 // running one cannot use. labelsPath is the labels' field path.
 func LabelWarnings(labels map[string]string, labelsPath *field.Path, configured string) []string {
 	var warnings []string
-	for _, k := range slices.Sorted(maps.Keys(labels)) {
+	for _, k := range schedulerLabelsOf(labels) {
 		want, ok := labelScheduler[k]
 		switch k {
 		case SchedulerNameLabelKey:
@@ -74,4 +74,15 @@ func LabelWarnings(labels map[string]string, labelsPath *field.Path, configured 
 			labelsPath.Key(kai.QueueLabelKey), kai.Name))
 	}
 	return warnings
+}
+
+// schedulerLabelsOf returns the keys of labels that name a batch scheduler, sorted (for
+// warnings in a stable order); nil, without sorting, when there are none, as for most pods.
+func schedulerLabelsOf(labels map[string]string) []string {
+	for k := range labels {
+		if _, ok := labelScheduler[k]; ok || k == SchedulerNameLabelKey || k == schedulerplugins.GangLabelKey {
+			return slices.Sorted(maps.Keys(labels))
+		}
+	}
+	return nil
 }

@@ -77,13 +77,16 @@ func (c *check) authOptions(oldSpec, spec *rayv1.RayClusterSpec, path *field.Pat
 	// A RayService's change of authOptions makes a new cluster, so only a RayCluster's
 	// running pods keep old settings. A RayJob's cluster is the same: built anew for each
 	// attempt, and refused the delegated mode as a RayService's is.
-	isService := path.String() == rayClusterConfigPath.String() || path.String() == rayJobClusterPath.String()
+	serviceCluster := func() bool {
+		return path.String() == rayClusterConfigPath.String() || path.String() == rayJobClusterPath.String()
+	}
 	if ao == nil {
-		if oldSpec != nil && oldSpec.AuthOptions != nil && c.admission() && !isService {
+		if oldSpec != nil && oldSpec.AuthOptions != nil && c.admission() && !serviceCluster() {
 			return nil, []string{fmt.Sprintf(WarnAuthChangeRunningPods, path.Child("authOptions"))}
 		}
 		return nil, nil
 	}
+	isService := serviceCluster()
 	p := path.Child("authOptions")
 	var errs field.ErrorList
 	k8s := ptr.Deref(ao.EnableK8sTokenAuth, false)

@@ -64,7 +64,11 @@ func (c *check) gcsFaultTolerance(oldSpec *rayv1.RayClusterSpec, meta *metav1.Ob
 	}
 	errs, warnings := gcsFTOptions(opts, optsPath)
 	timeout, hasTimeout := meta.Annotations[rayv1.GCSFTDeletionTimeoutKey]
-	d, err := rayspec.ParseGCSFTDeletionTimeout(timeout)
+	var d time.Duration
+	var err error
+	if hasTimeout { // parsing nothing costs an error value
+		d, err = rayspec.ParseGCSFTDeletionTimeout(timeout)
+	}
 	if hasTimeout && err != nil {
 		errs = append(errs, field.Invalid(annotationsPath.Key(rayv1.GCSFTDeletionTimeoutKey), timeout, err.Error()))
 	}
@@ -182,9 +186,10 @@ func gcsFTHeadSettings(meta *metav1.ObjectMeta, spec *rayv1.RayClusterSpec, head
 	var errs field.ErrorList
 	head := &spec.HeadGroupSpec
 	opts := spec.GcsFaultToleranceOptions
-	paramsPath := headPath.Child("rayStartParams")
+	// Paths are built only for an error.
+	paramsPath := func() *field.Path { return headPath.Child("rayStartParams") }
 	if v := head.RayStartParams[redisUsernameParam]; v != "" {
-		errs = append(errs, field.Forbidden(paramsPath.Key(redisUsernameParam), "set the Redis username in "+optsPath.Child("redisUsername").String()+" instead"))
+		errs = append(errs, field.Forbidden(paramsPath().Key(redisUsernameParam), "set the Redis username in "+optsPath.Child("redisUsername").String()+" instead"))
 	}
 	if opts != nil {
 		if v, ok := meta.Annotations[rayv1.FTEnabledKey]; ok && v != "" {
@@ -196,14 +201,16 @@ func gcsFTHeadSettings(meta *metav1.ObjectMeta, spec *rayv1.RayClusterSpec, head
 				"set "+optsPath.Child("externalStorageNamespace").String()+" instead"))
 		}
 		if v := head.RayStartParams[redisPasswordParam]; v != "" {
-			errs = append(errs, field.Forbidden(paramsPath.Key(redisPasswordParam), "set the Redis password in "+optsPath.Child("redisPassword").String()+" instead"))
+			errs = append(errs, field.Forbidden(paramsPath().Key(redisPasswordParam), "set the Redis password in "+optsPath.Child("redisPassword").String()+" instead"))
 		}
 	}
 	containers := head.Template.Spec.Containers
 	if len(containers) == 0 {
 		return errs
 	}
-	envPath := headPath.Child("template", "spec", "containers").Index(rayv1.RayContainerIndex).Child("env")
+	envPath := func() *field.Path {
+		return headPath.Child("template", "spec", "containers").Index(rayv1.RayContainerIndex).Child("env")
+	}
 	ft := rayspec.GCSFaultToleranceEnabled(spec, meta.Annotations)
 	for i, e := range containers[rayv1.RayContainerIndex].Env {
 		var detail string
@@ -219,7 +226,7 @@ func gcsFTHeadSettings(meta *metav1.ObjectMeta, spec *rayv1.RayClusterSpec, head
 				" instead, so that the cluster is configured for it and the Redis keys are deleted with the cluster"
 		}
 		if detail != "" {
-			errs = append(errs, field.Forbidden(envPath.Index(i), detail))
+			errs = append(errs, field.Forbidden(envPath().Index(i), detail))
 		}
 	}
 	return errs

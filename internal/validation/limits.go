@@ -76,34 +76,30 @@ func (c *check) podBounds(oldSpec, spec *rayv1.RayClusterSpec, path *field.Path)
 	var errs field.ErrorList
 	var warnings []string
 	perGroup, perCluster := int64(c.limits.MaxPodsPerGroup), int64(c.limits.MaxPodsPerCluster)
-	grew := func(newPods int64, oldPods func() int64) bool {
-		return oldSpec == nil || newPods > oldPods()
-	}
 	for i := range spec.WorkerGroupSpecs {
 		g := &spec.WorkerGroupSpecs[i]
-		gPath := path.Child("workerGroupSpecs").Index(i)
+		gPath := func() *field.Path { return path.Child("workerGroupSpecs").Index(i) } // only for an error or a warning
 		old := storedGroup(oldSpec, i, g.GroupName)
-		for _, f := range []struct {
-			name  string
-			count *int32
-			old   func() *int32
+		for _, f := range [...]struct {
+			name       string
+			count, old *int32
 		}{
-			{"replicas", g.Replicas, func() *int32 { return old.Replicas }},
-			{"minReplicas", g.MinReplicas, func() *int32 { return old.MinReplicas }},
+			{"replicas", g.Replicas, old.Replicas},
+			{"minReplicas", g.MinReplicas, old.MinReplicas},
 		} {
 			n := pods(f.count, g.NumOfHosts)
-			if n > perGroup && grew(n, func() int64 { return pods(f.old(), old.NumOfHosts) }) {
-				errs = append(errs, c.decide(field.Invalid(gPath.Child(f.name), *f.count, fmt.Sprintf(
+			if n > perGroup && (oldSpec == nil || n > pods(f.old, old.NumOfHosts)) {
+				errs = append(errs, c.decide(field.Invalid(gPath().Child(f.name), *f.count, fmt.Sprintf(
 					"with numOfHosts %d this is %d pods; a worker group may have at most %d pods (the manager's --max-pods-per-group)",
 					max(g.NumOfHosts, 1), n, perGroup)))...)
 			}
 		}
 		if maxR := ptr.Deref(g.MaxReplicas, math.MaxInt32); maxR != math.MaxInt32 && pods(&maxR, g.NumOfHosts) > perGroup && c.admission() {
-			warnings = append(warnings, fmt.Sprintf(WarnMaxReplicasOverLimit, gPath.Child("maxReplicas"), maxR,
+			warnings = append(warnings, fmt.Sprintf(WarnMaxReplicasOverLimit, gPath().Child("maxReplicas"), maxR,
 				pods(&maxR, g.NumOfHosts), perGroup, perGroup/int64(max(g.NumOfHosts, 1))))
 		}
 	}
-	if n := ClusterPods(spec); n > perCluster && grew(n, func() int64 { return ClusterPods(oldSpec) }) {
+	if n := ClusterPods(spec); n > perCluster && (oldSpec == nil || n > ClusterPods(oldSpec)) {
 		errs = append(errs, c.decide(&field.Error{Type: field.ErrorTypeTooMany, Field: path.Child("workerGroupSpecs").String(), BadValue: omit,
 			Detail: fmt.Sprintf("the cluster would have %d pods (the head plus max(replicas, minReplicas) × numOfHosts of each worker group); "+
 				"a cluster may have at most %d pods (the manager's --max-pods-per-cluster)", n, perCluster)})...)
@@ -113,10 +109,10 @@ func (c *check) podBounds(oldSpec, spec *rayv1.RayClusterSpec, path *field.Path)
 
 // storedGroup is the stored version of the worker group at index i named name: the stored
 // group at the same index if it has that name, else the first of that name, else an empty
-// group (no pods).
+// group (no pods), which is shared and only read.
 func storedGroup(spec *rayv1.RayClusterSpec, i int, name string) *rayv1.WorkerGroupSpec {
 	if spec == nil {
-		return &rayv1.WorkerGroupSpec{}
+		return &noStoredGroup
 	}
 	if i < len(spec.WorkerGroupSpecs) && spec.WorkerGroupSpecs[i].GroupName == name {
 		return &spec.WorkerGroupSpecs[i]
@@ -126,8 +122,10 @@ func storedGroup(spec *rayv1.RayClusterSpec, i int, name string) *rayv1.WorkerGr
 			return &spec.WorkerGroupSpecs[j]
 		}
 	}
-	return &rayv1.WorkerGroupSpec{}
+	return &noStoredGroup
 }
+
+var noStoredGroup rayv1.WorkerGroupSpec
 
 // upgradeSurgeWarnings: NewCluster and incremental upgrades run the old and the new cluster
 // side by side, so a RayService briefly has up to twice its cluster's pods.

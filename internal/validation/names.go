@@ -3,11 +3,13 @@ package validation
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/raygate/raygate/internal/rayjob"
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
@@ -20,10 +22,34 @@ var (
 // generatedSuffix stands in for the random suffix the API server appends to generateName.
 const generatedSuffix = "x0x0x"
 
+// derivedNames are the names derived from an object's name (of), each the name plus fixed
+// parts (TestDerivedNamesAddFixedParts), and the longest fixed part, found once.
+type derivedNames struct {
+	of       func(string) []string
+	overhead func() int
+}
+
+func namesDerivedBy(of func(string) []string) derivedNames {
+	return derivedNames{of: of, overhead: sync.OnceValue(func() int {
+		overhead := 0
+		for _, d := range of("") {
+			overhead = max(overhead, len(d))
+		}
+		return overhead
+	})}
+}
+
+var (
+	clusterNames = namesDerivedBy(rayspec.ClusterDerivedNames)
+	serviceNames = namesDerivedBy(rayspec.ServiceDerivedNames)
+	jobNames     = namesDerivedBy(rayjob.DerivedNames)
+	cronJobNames = namesDerivedBy(runDerivedNames)
+)
+
 // validateName checks that an object's name is a DNS-1035 label and short enough that every
 // name derived from it (given by derived) fits in a label value. With only generateName set,
 // it checks the prefix plus the API server's 5-character suffix.
-func validateName(meta *metav1.ObjectMeta, derived func(string) []string) field.ErrorList {
+func validateName(meta *metav1.ObjectMeta, derived derivedNames) field.ErrorList {
 	name, path := meta.Name, namePath
 	if name == "" {
 		if meta.GenerateName == "" {
@@ -63,9 +89,13 @@ func bad(meta *metav1.ObjectMeta, name string) string {
 
 // longestDerivedName returns the longest derived name over the limit ("" when all fit) and
 // the longest name that would fit. Every derived name contains the name once, so the limit
-// on the name is the label limit minus the longest fixed part.
-func longestDerivedName(name string, derived func(string) []string) (longest string, limit int) {
-	names := derived(name)
+// on the name is the label limit minus the longest fixed part; the names themselves are made
+// only for a name over the limit.
+func longestDerivedName(name string, derived derivedNames) (longest string, limit int) {
+	if limit := rayspec.MaxLabelValueLength - derived.overhead(); len(name) <= limit {
+		return "", limit
+	}
+	names := derived.of(name)
 	overhead := 0
 	for _, d := range names {
 		if len(d)-len(name) > overhead {

@@ -82,18 +82,22 @@ func (c *check) policyCluster(spec *rayv1.RayClusterSpec, path *field.Path) fiel
 		return nil
 	}
 	head := &spec.HeadGroupSpec
-	headPath := path.Child("headGroupSpec")
+	// Paths are built only for an error.
+	headPath := func() *field.Path { return path.Child("headGroupSpec") }
+	templatePath := func(i int) func() *field.Path {
+		return func() *field.Path { return path.Child("workerGroupSpecs").Index(i).Child("template", "spec") }
+	}
 	var errs field.ErrorList
 	// Without a list every Service type but ExternalName (its own rule) and every registry
 	// is allowed: the paths are not built for nothing.
 	if len(c.policy.AllowedServiceTypes) > 0 {
-		errs = append(errs, c.serviceType(head.ServiceType, headPath.Child("serviceType"))...)
+		errs = append(errs, c.serviceType(head.ServiceType, headPath().Child("serviceType"))...)
 		if head.HeadService != nil {
-			errs = append(errs, c.serviceType(head.HeadService.Spec.Type, headPath.Child("headService", "spec", "type"))...)
+			errs = append(errs, c.serviceType(head.HeadService.Spec.Type, headPath().Child("headService", "spec", "type"))...)
 		}
 	}
 	if len(c.policy.AllowedImageRegistries) > 0 {
-		errs = append(errs, c.registries(&head.Template.Spec, headPath.Child("template", "spec"))...)
+		errs = append(errs, c.registries(&head.Template.Spec, headPath().Child("template", "spec"))...)
 		for i := range spec.WorkerGroupSpecs {
 			errs = append(errs, c.registries(&spec.WorkerGroupSpecs[i].Template.Spec, path.Child("workerGroupSpecs").Index(i).Child("template", "spec"))...)
 		}
@@ -111,18 +115,19 @@ func (c *check) policyCluster(spec *rayv1.RayClusterSpec, path *field.Path) fiel
 		errs = append(errs, c.registry(image, path.Child("historyServerOptions", "collectorOptions", "image"))...)
 	}
 	d := c.policy.PodSettings.Defaults
-	errs = append(errs, sidecarNameClashes(&head.Template.Spec, d.HeadSidecars, "headSidecarContainers", headPath.Child("template", "spec"))...)
+	errs = append(errs, sidecarNameClashes(&head.Template.Spec, d.HeadSidecars, "headSidecarContainers",
+		func() *field.Path { return headPath().Child("template", "spec") })...)
 	for i := range spec.WorkerGroupSpecs {
-		errs = append(errs, sidecarNameClashes(&spec.WorkerGroupSpecs[i].Template.Spec, d.WorkerSidecars, "workerSidecarContainers",
-			path.Child("workerGroupSpecs").Index(i).Child("template", "spec"))...)
+		errs = append(errs, sidecarNameClashes(&spec.WorkerGroupSpecs[i].Template.Spec, d.WorkerSidecars, "workerSidecarContainers", templatePath(i))...)
 	}
 	return errs
 }
 
 // sidecarNameClashes refuses template containers (or init containers: one namespace in a
 // pod) named like a sidecar the operator appends to the pod: the pod would have two
-// containers of one name, which the API server refuses when raygate creates it.
-func sidecarNameClashes(spec *corev1.PodSpec, sidecars []corev1.Container, setting string, path *field.Path) field.ErrorList {
+// containers of one name, which the API server refuses when raygate creates it. path is
+// the pod spec's, built only for an error.
+func sidecarNameClashes(spec *corev1.PodSpec, sidecars []corev1.Container, setting string, path func() *field.Path) field.ErrorList {
 	if len(sidecars) == 0 {
 		return nil
 	}
@@ -133,7 +138,7 @@ func sidecarNameClashes(spec *corev1.PodSpec, sidecars []corev1.Container, setti
 	}{{"initContainers", spec.InitContainers}, {"containers", spec.Containers}} {
 		for i, ctr := range list.containers {
 			if slices.ContainsFunc(sidecars, func(s corev1.Container) bool { return s.Name == ctr.Name }) {
-				errs = append(errs, field.Invalid(path.Child(list.field).Index(i).Child("name"), ctr.Name,
+				errs = append(errs, field.Invalid(path().Child(list.field).Index(i).Child("name"), ctr.Name,
 					fmt.Sprintf("the operator adds a sidecar of this name to every such pod (%s of its configuration): choose another name", setting)))
 			}
 		}

@@ -64,7 +64,7 @@ func (v Validator) AdmitRayCronJob(ns *Namespace, old, cj *rayv1.RayCronJob) (fi
 	if old == nil && !c.gates.Enabled(features.RayCronJob) {
 		errs = append(errs, field.Forbidden(specPath, RayCronJobGateMessage))
 	}
-	errs = append(errs, validateName(&cj.ObjectMeta, runDerivedNames)...)
+	errs = append(errs, validateName(&cj.ObjectMeta, cronJobNames)...)
 	e, warnings := scheduleErrors(&cj.Spec)
 	errs = append(errs, e...)
 	var oldJob *rayv1.RayJob
@@ -90,7 +90,7 @@ func (v Validator) StoredRayCronJob(cj *rayv1.RayCronJob) field.ErrorList {
 	if cj == nil || cj.DeletionTimestamp != nil {
 		return nil
 	}
-	errs := validateName(&cj.ObjectMeta, runDerivedNames)
+	errs := validateName(&cj.ObjectMeta, cronJobNames)
 	e, _ := scheduleErrors(&cj.Spec)
 	errs = append(errs, e...)
 	errs = append(errs, underTemplate(v.StoredRayJob(templateJob(cj)))...)

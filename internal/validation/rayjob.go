@@ -16,7 +16,6 @@ import (
 	"github.com/raygate/raygate/internal/batchscheduler"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
-	"github.com/raygate/raygate/internal/rayjob"
 )
 
 var (
@@ -127,7 +126,7 @@ func effectiveMode(spec *rayv1.RayJobSpec) rayv1.JobSubmissionMode {
 // update (nil otherwise).
 func (c *check) rayJob(old, job *rayv1.RayJob) (field.ErrorList, []string) {
 	spec := &job.Spec
-	errs := validateName(&job.ObjectMeta, rayjob.DerivedNames)
+	errs := validateName(&job.ObjectMeta, jobNames)
 	var oldManagedBy *string
 	if old != nil {
 		oldManagedBy = old.Spec.ManagedBy

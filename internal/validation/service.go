@@ -22,6 +22,9 @@ var (
 	upgradeTypePath       = upgradeStrategyPath.Child("type")
 	upgradeOptionsPath    = upgradeStrategyPath.Child("clusterUpgradeOptions")
 	gatewayClassNamePath  = upgradeOptionsPath.Child("gatewayClassName")
+	maxSurgePath          = upgradeOptionsPath.Child("maxSurgePercent")
+	stepSizePath          = upgradeOptionsPath.Child("stepSizePercent")
+	intervalPath          = upgradeOptionsPath.Child("intervalSeconds")
 	rayClusterConfigPath  = specPath.Child("rayClusterConfig")
 	supportedServiceTypes = []string{string(rayv1.NewCluster), string(rayv1.NewClusterWithIncrementalUpgrade), string(rayv1.None)}
 )
@@ -35,7 +38,7 @@ func GateHint(gate string) string {
 // rayService holds every rule for a RayService; old is the stored object on update (nil
 // otherwise), for the rules that compare.
 func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []string) {
-	errs := validateName(&svc.ObjectMeta, rayspec.ServiceDerivedNames)
+	errs := validateName(&svc.ObjectMeta, serviceNames)
 	errs = append(errs, rayServiceAnnotations(&svc.ObjectMeta)...)
 	errs = append(errs, c.upgradeAction(old, svc)...)
 	routeErrs, routeWarnings := c.routeAttachment(old, svc)
@@ -43,15 +46,15 @@ func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []strin
 	spec := &svc.Spec
 	errs = append(errs, managedBy(old, svc)...)
 	warnings := routeWarnings
-	for _, d := range []struct {
-		set  bool
-		path *field.Path
+	for _, d := range [...]struct {
+		set   bool
+		field string
 	}{
-		{spec.ServiceUnhealthySecondThreshold != nil, specPath.Child("serviceUnhealthySecondThreshold")},
-		{spec.DeploymentUnhealthySecondThreshold != nil, specPath.Child("deploymentUnhealthySecondThreshold")},
+		{spec.ServiceUnhealthySecondThreshold != nil, "serviceUnhealthySecondThreshold"},
+		{spec.DeploymentUnhealthySecondThreshold != nil, "deploymentUnhealthySecondThreshold"},
 	} {
 		if d.set {
-			warnings = append(warnings, fmt.Sprintf(WarnDeprecatedIgnored, d.path))
+			warnings = append(warnings, fmt.Sprintf(WarnDeprecatedIgnored, specPath.Child(d.field)))
 		}
 	}
 	if v := spec.RayClusterDeletionDelaySeconds; v != nil && *v < 0 {
@@ -97,6 +100,10 @@ func (c *check) rayService(old, svc *rayv1.RayService) (field.ErrorList, []strin
 // Defaulting sets only the type and the options' maxSurgePercent, so copies of those two
 // structs keep spec as it is; the rest is shared, for reading only.
 func effectiveStrategy(spec *rayv1.RayServiceSpec) *rayv1.RayServiceUpgradeStrategy {
+	if st := spec.UpgradeStrategy; st != nil && st.Type != nil &&
+		(*st.Type != rayv1.NewClusterWithIncrementalUpgrade || st.ClusterUpgradeOptions == nil || st.ClusterUpgradeOptions.MaxSurgePercent != nil) {
+		return st // defaulted already (as the mutating webhook leaves it): nothing to copy
+	}
 	var s rayv1.RayServiceSpec
 	if st := spec.UpgradeStrategy; st != nil {
 		c := *st
@@ -169,7 +176,7 @@ func noWorkerAtStart(groups []rayv1.WorkerGroupSpec) bool {
 func (c *check) clusterUpgradeOptions(o *rayv1.ClusterUpgradeOptions) (field.ErrorList, []string) {
 	var errs field.ErrorList
 	var warnings []string
-	surgePath := upgradeOptionsPath.Child("maxSurgePercent")
+	surgePath := maxSurgePath
 	surge := ptr.Deref(o.MaxSurgePercent, defaulting.MaxSurgePercent)
 	surgeOK := surge >= 1 && surge <= 100
 	switch {
@@ -179,7 +186,7 @@ func (c *check) clusterUpgradeOptions(o *rayv1.ClusterUpgradeOptions) (field.Err
 		warnings = append(warnings, fmt.Sprintf(WarnFullSurge, surgePath))
 	}
 
-	stepPath := upgradeOptionsPath.Child("stepSizePercent")
+	stepPath := stepSizePath
 	switch {
 	case o.StepSizePercent == nil:
 		errs = append(errs, field.Required(stepPath, "the percentage of traffic moved to the new cluster at each step"))
@@ -193,7 +200,6 @@ func (c *check) clusterUpgradeOptions(o *rayv1.ClusterUpgradeOptions) (field.Err
 			surgePath))
 	}
 
-	intervalPath := upgradeOptionsPath.Child("intervalSeconds")
 	switch {
 	case o.IntervalSeconds == nil:
 		errs = append(errs, field.Required(intervalPath, "the seconds between traffic steps"))

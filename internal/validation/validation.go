@@ -32,7 +32,6 @@ import (
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/podsecurity"
-	"github.com/raygate/raygate/internal/rayspec"
 )
 
 // Validator holds what validation cannot learn from an object.
@@ -159,11 +158,12 @@ func (v Validator) AdmitRayService(ns *Namespace, old, svc *rayv1.RayService) (f
 			e, w := c.podSecurity(ns, nil, cluster, rayClusterConfigPath)
 			return e, append(w, quotaWarnings(ns, nil, cluster, rayClusterConfigPath, v.Policy.PodSettings)...)
 		}
-		e, w := c.podSecurity(ns, podsecurity.ClusterOf(stored), cluster, rayClusterConfigPath)
+		storedCluster := podsecurity.ClusterOf(stored)
+		e, w := c.podSecurity(ns, storedCluster, cluster, rayClusterConfigPath)
 		if upgrade, starts := upgradeQuotaWarnings(ns, stored, svc, v.Policy.PodSettings); starts {
 			w = append(w, upgrade...)
 		} else {
-			w = append(w, quotaWarnings(ns, podsecurity.ClusterOf(stored), cluster, rayClusterConfigPath, v.Policy.PodSettings)...)
+			w = append(w, quotaWarnings(ns, storedCluster, cluster, rayClusterConfigPath, v.Policy.PodSettings)...)
 		}
 		return append(e, validateNoStrategyChangeDuringUpgrade(old, svc)...), w
 	})
@@ -284,7 +284,7 @@ func (c *check) decide(errs ...*field.Error) field.ErrorList {
 }
 
 func (c *check) rayCluster(old, rc *rayv1.RayCluster) (field.ErrorList, []string) {
-	errs := validateName(&rc.ObjectMeta, rayspec.ClusterDerivedNames)
+	errs := validateName(&rc.ObjectMeta, clusterNames)
 	if c.admission() {
 		errs = append(errs, ingressClassAnnotation(&rc.ObjectMeta, &rc.Spec)...)
 	}
