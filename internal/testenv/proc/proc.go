@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -80,6 +81,28 @@ func (p *Process) Stop(grace time.Duration) error {
 		}
 	}
 	return err
+}
+
+// Signal sends sig to the process (SIGSTOP and SIGCONT stall and continue it).
+func (p *Process) Signal(sig os.Signal) error {
+	if p == nil || p.cmd.Process == nil {
+		return errors.New("not started")
+	}
+	return p.cmd.Process.Signal(sig)
+}
+
+// Kill sends SIGKILL (a crash, for fault tests) and waits for the exit; a later Stop
+// returns nil.
+func (p *Process) Kill() error {
+	if p == nil || p.cmd.Process == nil {
+		return nil
+	}
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	<-p.done
+	p.done <- nil
+	return nil
 }
 
 // FreePort is a TCP port on 127.0.0.1 that nothing listens on right now.
