@@ -21,7 +21,7 @@ import (
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/framework/suite"
-	"github.com/raygate/raygate/internal/testenv/promscrape"
+	"github.com/raygate/raygate/internal/testenv/prometheus"
 	"github.com/raygate/raygate/internal/testenv/raysim"
 	"github.com/raygate/raygate/internal/testenv/traefik"
 )
@@ -36,8 +36,9 @@ var (
 	k8s        client.Client
 	tr         *traefik.Traefik
 	dashboards *framework.Dashboards
-	// scraped is the Prometheus stand-in over Traefik's metrics (gates_traefik_test.go).
-	scraped *promscrape.Server
+	// prom is the real Prometheus, scraping Traefik; the operator's --prometheus-url
+	// (gates_test.go, gates_faults_test.go).
+	prom *prometheus.Prometheus
 )
 
 func TestGateway(t *testing.T) {
@@ -54,9 +55,13 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	tr, err = traefik.Start(ctx, k8s, traefik.Options{Kubeconfig: env.Kubeconfig, ClassName: className, Log: GinkgoWriter, Metrics: true})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(tr.Stop)
-	scraped, err = promscrape.Start(ctx, promscrape.Options{Target: tr.MetricsURL(), Keep: []string{traefikRequests}})
+	prom, err = prometheus.Start(ctx, prometheus.Options{
+		Targets:  []prometheus.Target{{Job: "traefik", URL: tr.MetricsURL()}},
+		QueryLog: true, // what the gates asked, and when (gates_helpers_test.go)
+		Log:      GinkgoWriter,
+	})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(scraped.Close)
+	DeferCleanup(func() { Expect(prom.Stop()).To(Succeed()) })
 	lb, err := traefik.StartLoopbackEndpoints(env.Config)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(lb.Stop)
@@ -69,7 +74,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(dashboards.ListenOnPods(env.Config)).To(Succeed())
 	opts := dashboards.Wire(framework.ManagerOptions())
 	opts.AllowedSharedGateways = []string{sharedGatewayNamespace + "/*"} // sharedgateway_test.go
-	opts.PrometheusURL = scraped.URL()                                   // gates_traefik_test.go
+	opts.PrometheusURL = prom.URL()                                      // gates_test.go
 	mgr := harness.StartManager(opts)
 	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 })
