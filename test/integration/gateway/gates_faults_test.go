@@ -17,8 +17,7 @@ import (
 // The suite's Prometheus fails mid-upgrade: killed (its port refuses connections), then
 // stalled with SIGSTOP (its port accepts connections and nothing answers). As
 // docs/rayservice.md says for a gate without an answer, the upgrade waits at its step with
-// UpgradeGates False/GatesWaiting, a Warning UpgradeGateWaiting event on the pending
-// cluster, and never rolls back, even with onFailure: Rollback; it goes on once Prometheus
+// UpgradeGates False/GatesWaiting and a Warning UpgradeGateWaiting event, and never rolls back, even with onFailure: Rollback; it goes on once Prometheus
 // answers again. The gate is the documented Traefik 5xx gate on a healthy version.
 var _ = Describe("metric gates while Prometheus is killed or stalled", func() {
 	It("hold the upgrade at its step without rolling back, say why, and let it go on once Prometheus answers", func(ctx context.Context) {
@@ -57,7 +56,7 @@ var _ = Describe("metric gates while Prometheus is killed or stalled", func() {
 		Eventually(traffic, time.Minute).Should(BeNumerically(">", 0))
 		Expect(prom.Kill()).To(Succeed())
 		killedAt := holds("killed", "connection refused")
-		Eventually(rstest.Events(ctx, k8s, g.ns, green)).Should(ContainSubstring("Warning " + "UpgradeGateWaiting"))
+		Eventually(rstest.Events(ctx, k8s, g.ns, g.name)).Should(MatchRegexp(`Warning UpgradeGateWaiting: UpgradePolicy %s: gate %q: no answer from Prometheus \(.*connection refused`, gatePolicy, gate.Gate))
 
 		By("Prometheus restarted on its port: the gate passes and traffic moves on")
 		Expect(prom.Restart(ctx)).To(Succeed())
