@@ -36,6 +36,9 @@ type options struct {
 	// pauseAt pauses the upgrade once the pending cluster has this share of the traffic,
 	// then resumes and promotes it (0: no pause).
 	pauseAt int
+	// gate runs the upgrade under an UpgradePolicy gate evaluated by the environment's
+	// Prometheus (gate.go).
+	gate bool
 }
 
 func main() {
@@ -54,6 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.deletionDelay, "deletion-delay", -1, "set rayClusterDeletionDelaySeconds (-1: keep the sample's)")
 	fs.IntVar(&o.rate, "rate", 20, fmt.Sprintf("requests per second sent through the Gateway during the upgrade (0: none, at most %d); any failed request fails the demo", maxLoadRate))
 	fs.IntVar(&o.pauseAt, "pause-at", 0, "pause the upgrade when the pending cluster has this percentage of the traffic (1-99), show it frozen, resume, then promote (0: off)")
+	fs.BoolVar(&o.gate, "gate", false, "run the upgrade under an UpgradePolicy gate (the new cluster's Ray Serve error ratio at most 1%) that raygate evaluates on the local Prometheus, and show its UpgradeGates condition")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

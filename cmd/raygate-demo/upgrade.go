@@ -59,6 +59,13 @@ func (d *demo) upgrade(ctx context.Context, svc *rayv1.RayService) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	svcs, routes := follow(wctx, d.s.Client, svc.Namespace, svc.Name)
+	var gates *gateWatch
+	if d.opts.gate {
+		if err := d.applyGate(ctx, svc); err != nil {
+			return err
+		}
+		gates = &gateWatch{}
+	}
 	run := d.startLoad(ctx, svc)
 	defer func() {
 		if run != nil {
@@ -111,6 +118,10 @@ func (d *demo) upgrade(ctx context.Context, svc *rayv1.RayService) error {
 		if t := s.PendingTraffic; t != nil && *t > 0 && (len(traffic) == 0 || traffic[len(traffic)-1] != *t) {
 			traffic = append(traffic, *t)
 		}
+		if note := gates.observe(cur); note != "" {
+			tbl.flush(now)
+			d.printf("  +%.1fs  %s\n", now.Sub(start).Seconds(), note)
+		}
 		action, note, err := pause.step(cur, s, now)
 		if err != nil {
 			tbl.flush(now)
@@ -141,6 +152,15 @@ func (d *demo) upgrade(ctx context.Context, svc *rayv1.RayService) error {
 		return err
 	}
 	d.printf("  +%.1fs  RayCluster %s deleted\n", time.Since(start).Seconds(), old)
+	if gates != nil {
+		if err := gates.verdict(); err != nil {
+			return err
+		}
+		d.printf("  every traffic step waited for the gates of UpgradePolicy %s to pass\n", gatePolicyName)
+		if err := d.removeGate(ctx, svc); err != nil {
+			return err
+		}
+	}
 	if pause != nil {
 		// The action is inert once its upgrade ended; removing it keeps the object tidy.
 		if err := d.kubectl(ctx, true, "annotate", "rayservice", svc.Name, rayv1.UpgradeActionKey+"-", rayv1.UpgradeTargetKey+"-"); err != nil {

@@ -36,6 +36,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.Nodes, "nodes", 3, "number of simulated Nodes")
 	fs.DurationVar(&o.DeployDelay, "deploy-delay", 5*time.Second, "how long simulated Serve applications stay DEPLOYING")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "raygate's log level (debug, info, warn, error)")
+	withPrometheus := fs.Bool("prometheus", true, "start Prometheus on 127.0.0.1, scraping raygate, Traefik and the simulated Ray pods, as raygate's --prometheus-url (UpgradePolicy gates)")
 	sample := fs.String("sample", localmode.SamplePath(localmode.IncrementalSample), "RayService manifest to apply once raygate runs; empty: none")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -44,6 +45,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o.Progress = stdout
+	o.NoPrometheus = !*withPrometheus
 	// The checker watches every upgrade in namespace default; a violation is news.
 	o.OnViolation = func(v invariants.Violation) { fmt.Fprintf(stderr, "INVARIANT VIOLATED: %s\n", v) }
 
@@ -67,6 +69,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "raygate is running (%s). kubeconfig: %s\n", time.Since(start).Round(100*time.Millisecond), env.Kubeconfig)
+	if u := env.PrometheusURL(); u != "" {
+		fmt.Fprintf(stdout, "Prometheus: %s (scrapes raygate, Traefik and the simulated Ray pods; raygate's --prometheus-url)\n", u)
+	}
 
 	code := 0
 	if err := showSample(ctx, env, *sample, stdout); err != nil {

@@ -9,6 +9,9 @@ import (
 	"github.com/raygate/raygate/internal/rayspec"
 )
 
+// ServeSeriesQuery counts the Ray Serve request series per namespace (docs/monitoring.md's check).
+const ServeSeriesQuery = "count by (namespace) (ray_serve_num_http_requests_total)"
+
 // nextSteps is what `make run` prints once the sample is Ready: how to reach the local
 // control plane and what to try, with commands that work when pasted as they are. curl,
 // when set, sends a request through the Gateway.
@@ -41,6 +44,13 @@ func nextSteps(env *localmode.Env, svc *rayv1.RayService, curl string) string {
 		p("  kubectl get rayclusters,pods,gateway,httproute")
 		p("")
 	}
+	if u := env.PrometheusURL(); u != "" {
+		p("  # Prometheus at %s scrapes raygate, Traefik and every Ray pod's metrics port (the simulated", u)
+		p("  # Ray Serve series, labelled namespace and pod as a PodMonitor labels them); raygate's UpgradePolicy")
+		p("  # gates query it")
+		p("  curl -s %s/api/v1/query --data-urlencode 'query=%s'", u, ServeSeriesQuery)
+		p("")
+	}
 	p("  # Run a batch job (K8sJobMode): raygate creates its RayCluster, a submitter Job runs `ray job submit`")
 	p("  # against the simulated dashboard, and JOB STATUS goes PENDING, RUNNING, SUCCEEDED; the cluster")
 	p("  # is deleted ttlSecondsAfterFinished later")
@@ -56,6 +66,10 @@ func nextSteps(env *localmode.Env, svc *rayv1.RayService, curl string) string {
 	p("")
 	p("  # Or let a script do all of the above and check the upgrade's invariants")
 	p("  make demo")
+	if env.PrometheusURL() != "" {
+		p("  # ... with the upgrade held by an UpgradePolicy gate on the new cluster's Serve error ratio")
+		p(`  make demo ARGS="--gate"`)
+	}
 	p("")
 	p("Logs: raygate %s, control plane components %s/", env.OperatorLog(), env.Cluster.LogDir)
 	return b.String()

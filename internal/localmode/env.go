@@ -22,8 +22,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +43,8 @@ import (
 	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/invariants"
 	"github.com/raygate/raygate/internal/testenv/kwokcluster"
+	"github.com/raygate/raygate/internal/testenv/proc"
+	"github.com/raygate/raygate/internal/testenv/prometheus"
 	"github.com/raygate/raygate/internal/testenv/raysim"
 	"github.com/raygate/raygate/internal/testenv/traefik"
 )
@@ -69,6 +73,9 @@ type Options struct {
 	// OnViolation, when set, is called for every invariant violation the checker records
 	// (in namespace default); they are also appended to ViolationsPath(Dir).
 	OnViolation func(invariants.Violation)
+	// NoPrometheus leaves Prometheus out (prometheus.go): no scrapes, and raygate runs
+	// without --prometheus-url, so gated upgrades wait.
+	NoPrometheus bool
 }
 
 func (o Options) withDefaults() Options {
@@ -115,6 +122,7 @@ type Env struct {
 	// endpoints publishes serve pods' loopback IPs for Traefik (see traefik.LoopbackEndpoints).
 	endpoints *traefik.LoopbackEndpoints
 	pods      *framework.PodServers // the simulators' listeners on pod IPs
+	prom      *localPrometheus      // nil with Options.NoPrometheus
 	recorder  *recorder
 	cancel    context.CancelFunc
 	mgrDone   chan struct{} // closed when the manager returned, with mgrErr
@@ -183,11 +191,29 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 	if e.submitters, err = framework.StartSubmitters(e.Config, e.Dashboards, framework.SubmitterOptions{Sidecars: true}); err != nil {
 		return nil, fmt.Errorf("starting the simulated RayJob submitters: %w", err)
 	}
-	if err := e.startManager(ctx); err != nil {
+	metricsAddr := "0"
+	if !o.NoPrometheus {
+		port, err := proc.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		metricsAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		fmt.Fprintln(o.Progress, "starting Prometheus (scraping raygate, Traefik and the simulated Ray pods)...")
+		if e.prom, err = startPrometheus(ctx, o.Dir, logs, "http://"+metricsAddr+"/metrics"); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.startManager(ctx, metricsAddr); err != nil {
 		return nil, err
 	}
-	if e.Gateway, err = startTraefik(ctx, e, logs); err != nil {
+	if e.Gateway, err = startTraefik(ctx, e, logs, e.prom != nil); err != nil {
 		return nil, err
+	}
+	if e.prom != nil {
+		if err := e.prom.addFixed(ctx, prometheus.Target{Job: JobTraefik, URL: e.Gateway.MetricsURL()}); err != nil {
+			return nil, err
+		}
+		e.prom.followRayPods(e.Client)
 	}
 	if e.endpoints, err = traefik.StartLoopbackEndpoints(e.Config); err != nil {
 		return nil, err
@@ -202,10 +228,16 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 	return e, e.waitWebhooks(ctx)
 }
 
-func (e *Env) startManager(ctx context.Context) error {
+// startManager runs the raygate manager in this process, serving its metrics at metricsAddr
+// over plain HTTP ("0": none) and querying the environment's Prometheus, if any, for gates.
+func (e *Env) startManager(ctx context.Context, metricsAddr string) error {
 	opts := app.DefaultOptions()
 	opts.ReadEnvironment() // the operator's environment, as the binary reads it
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	// Loopback only, for the local Prometheus: no TLS nor Kubernetes authorization to set up.
+	opts.MetricsAddr, opts.SecureMetrics, opts.ProbeAddr = metricsAddr, false, "0"
+	if e.prom != nil {
+		opts.PrometheusURL = e.prom.URL()
+	}
 	opts.LogFormat = "console"
 	opts.WebhookHost, opts.WebhookPort, opts.WebhookCertDir = e.Cluster.WebhookServing()
 	opts.DashboardResolver = framework.PodResolver()
@@ -229,15 +261,16 @@ func (e *Env) startManager(ctx context.Context) error {
 	return nil
 }
 
-// startTraefik starts Traefik for GatewayClassName, logging to <logs>/traefik.log.
-func startTraefik(ctx context.Context, e *Env, logs string) (*traefik.Traefik, error) {
+// startTraefik starts Traefik for GatewayClassName, logging to <logs>/traefik.log, with its
+// Prometheus metrics on an entry point of their own when metrics is set.
+func startTraefik(ctx context.Context, e *Env, logs string, metrics bool) (*traefik.Traefik, error) {
 	f, err := os.Create(filepath.Join(logs, "traefik.log"))
 	if err != nil {
 		return nil, err
 	}
 	// The process holds its own copy of the descriptor.
 	defer func() { _ = f.Close() }()
-	t, err := traefik.Start(ctx, e.Client, traefik.Options{Kubeconfig: e.Kubeconfig, ClassName: GatewayClassName, Log: f})
+	t, err := traefik.Start(ctx, e.Client, traefik.Options{Kubeconfig: e.Kubeconfig, ClassName: GatewayClassName, Log: f, Metrics: metrics})
 	if err != nil {
 		return nil, fmt.Errorf("starting Traefik (log: %s): %w", f.Name(), err)
 	}
@@ -266,6 +299,9 @@ func (e *Env) waitWebhooks(ctx context.Context) error {
 // Stop stops everything Start started, newest first, and releases the state directory.
 func (e *Env) Stop() error {
 	var errs []error
+	if e.prom != nil {
+		errs = append(errs, e.prom.stop(e.Dir))
+	}
 	if e.recorder != nil {
 		e.recorder.stop()
 	}
@@ -303,6 +339,14 @@ func (e *Env) Stop() error {
 	}
 	e.lock.release()
 	return errors.Join(errs...)
+}
+
+// PrometheusURL is the environment's Prometheus ("" with Options.NoPrometheus).
+func (e *Env) PrometheusURL() string {
+	if e.prom == nil {
+		return ""
+	}
+	return e.prom.URL()
 }
 
 // Healthy reports a component, or the raygate manager, that stopped on its own.

@@ -35,13 +35,16 @@ func TestLocalModeAndDemo(t *testing.T) {
 	local := startLocal(t, bin, state, env)
 	out, localErr, dump := local.out, local.stderr, func() { local.dump(t) }
 	kubeconfig, kubectlBin := local.kubeconfig, local.kubectl
+	prom := prometheusOf(t, out.String(), state)
+	checkPrometheusUp(t, prom)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	checkSamples(ctx, t, kubectlBin, kubeconfig)
 
-	// make demo, in another terminal: attaches to make run.
-	demo := exec.CommandContext(ctx, filepath.Join(bin, "raygate-demo"), "--dir", state, "--interval", "1", "--deletion-delay", "2", "--timeout", "3m")
+	// make demo ARGS="--gate", in another terminal: attaches to make run; its upgrade waits
+	// for an UpgradePolicy gate evaluated by make run's Prometheus.
+	demo := exec.CommandContext(ctx, filepath.Join(bin, "raygate-demo"), "--dir", state, "--interval", "1", "--deletion-delay", "2", "--timeout", "3m", "--gate")
 	demo.Dir, demo.Env = repoRoot(), env
 	demoOut, err := demo.CombinedOutput()
 	if err != nil {
@@ -49,6 +52,8 @@ func TestLocalModeAndDemo(t *testing.T) {
 		t.Fatalf("make demo failed (%v):\n%s", err, demoOut)
 	}
 	checkDemo(t, string(demoOut))
+	checkGatedDemo(t, string(demoOut))
+	checkServeSeries(t, prom)
 
 	// make demo ARGS="--pause-at 40": a second upgrade, paused at 40%, resumed, promoted.
 	pctx, pcancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -88,6 +93,9 @@ func TestLocalModeAndDemo(t *testing.T) {
 	if _, err := os.Stat(kubeconfig); !os.IsNotExist(err) {
 		t.Errorf("the kubeconfig of a stopped environment is still there (%v)", err)
 	}
+	if _, err := os.Stat(filepath.Join(state, "prometheus-url")); !os.IsNotExist(err) {
+		t.Errorf("the Prometheus URL of a stopped environment is still there (%v)", err)
+	}
 }
 
 // checkNextSteps asserts what make run prints once the sample is Ready, and returns the
@@ -105,6 +113,8 @@ func checkNextSteps(t *testing.T, out, state string) (kubeconfig, kubectl string
 		"kubectl get httproute rayservice-incremental-httproute -o jsonpath=",
 		"kubectl apply -f " + filepath.Join(repoRoot(), "config", "samples", "rayservice_invalid.yaml"),
 		"make demo",
+		`make demo ARGS="--gate"`,
+		"/api/v1/query --data-urlencode 'query=count by (namespace) (ray_serve_num_http_requests_total)'",
 		// Pod Security at admission: the RayCluster sample refused in a restricted namespace.
 		"Pod Security at admission: namespace restricted-demo enforces the restricted standard",
 		"  $ kubectl label --overwrite namespace restricted-demo pod-security.kubernetes.io/enforce=restricted\n  namespace/restricted-demo labeled\n",

@@ -39,7 +39,8 @@ func PodResolver() dashboard.PodResolver {
 
 // PodServers makes the simulated Ray clusters of a Registry listen where a real Ray would: the
 // dashboard at the head pod's IP and dashboard port, Serve's HTTP proxy at every Ray pod's IP
-// and serve port (Ray runs a proxy on every node). A pod gets its listeners once Running
+// and serve port (Ray runs a proxy on every node), and the pod's Serve metrics at its IP and
+// metrics port. A pod gets its listeners once Running
 // with an IP and its Ray container running, and loses them when that ends or the pod goes
 // away. Pod IPs are on loopback (SimulatedPodIPs), so nothing leaves the machine.
 type PodServers struct {
@@ -109,6 +110,7 @@ type listenRole int
 const (
 	roleDashboard listenRole = iota
 	roleServeProxy
+	roleMetrics
 )
 
 // listenSpec is one listener a pod's simulated Ray wants.
@@ -119,7 +121,8 @@ type listenSpec struct {
 
 // wantListeners is where a pod's simulated Ray listens: nothing unless the pod is a Ray
 // pod, Running, not being deleted, with an IP and its Ray container running; then the
-// Serve proxy on the serve port, and on the head the dashboard too.
+// Serve proxy on the serve port and Ray's metrics on the metrics port, and on the head the
+// dashboard too.
 func wantListeners(p *corev1.Pod, dashboardPort int32) []listenSpec {
 	if p.Labels[rayv1.ClusterLabelKey] == "" || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" ||
 		len(p.Spec.Containers) <= rayv1.RayContainerIndex {
@@ -136,7 +139,10 @@ func wantListeners(p *corev1.Pod, dashboardPort int32) []listenSpec {
 		return nil
 	}
 	ip := p.Status.PodIP
-	out := []listenSpec{{Addr: net.JoinHostPort(ip, strconv.Itoa(int(rayspec.ContainerServePort(&ray)))), Role: roleServeProxy}}
+	out := []listenSpec{
+		{Addr: net.JoinHostPort(ip, strconv.Itoa(int(rayspec.ContainerServePort(&ray)))), Role: roleServeProxy},
+		{Addr: net.JoinHostPort(ip, strconv.Itoa(int(containerMetricsPort(&ray)))), Role: roleMetrics},
+	}
 	if p.Labels[rayv1.NodeTypeLabelKey] == string(rayv1.HeadNode) {
 		out = append(out, listenSpec{Addr: net.JoinHostPort(ip, strconv.Itoa(int(dashboardPort))), Role: roleDashboard})
 	}
@@ -163,6 +169,9 @@ func (ps *PodServers) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	if pl == nil {
 		pl = &podListeners{uid: pod.UID, listeners: map[string]*http.Server{}}
 		ps.pods[req.NamespacedName] = pl
+		if len(want) > 0 {
+			ps.restartNode(pod) // a pod (or its Ray container) started again counts from zero
+		}
 	}
 	keep := map[string]bool{}
 	var errs []error
@@ -205,8 +214,11 @@ func (ps *PodServers) listen(pod *corev1.Pod, l listenSpec) (*http.Server, error
 		return nil, err
 	}
 	var h http.Handler = sim
-	if l.Role == roleServeProxy {
-		h = sim.ProxyHandler()
+	switch l.Role {
+	case roleServeProxy:
+		h = sim.NodeProxyHandler(pod.Name)
+	case roleMetrics:
+		h = sim.MetricsHandler(pod.Name)
 	}
 	ln, err := net.Listen("tcp", l.Addr)
 	if errors.Is(err, syscall.EADDRINUSE) && ps.releaseStale(pod, l.Addr) {
@@ -218,6 +230,23 @@ func (ps *PodServers) listen(pod *corev1.Pod, l listenSpec) (*http.Server, error
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return srv, nil
+}
+
+// restartNode forgets the Serve metrics the pod's name counted so far.
+func (ps *PodServers) restartNode(pod *corev1.Pod) {
+	if sim := ps.reg.Server(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Labels[rayv1.ClusterLabelKey]}); sim != nil {
+		sim.RestartNode(pod.Name)
+	}
+}
+
+// containerMetricsPort is the container's port named "metrics", or Ray's default metrics port.
+func containerMetricsPort(c *corev1.Container) int32 {
+	for _, p := range c.Ports {
+		if p.Name == rayspec.MetricsPortName {
+			return p.ContainerPort
+		}
+	}
+	return rayspec.DefaultMetricsPort
 }
 
 // releaseStale closes addr where another pod of ours holds it (called with ps.mu held): two

@@ -26,16 +26,17 @@ func TestWantListeners(t *testing.T) {
 		return p
 	}
 	proxy := listenSpec{Addr: "127.64.0.7:8000", Role: roleServeProxy}
+	metrics := listenSpec{Addr: "127.64.0.7:8080", Role: roleMetrics}
 	for _, tt := range []struct {
 		name string
 		pod  *corev1.Pod
 		want []listenSpec
 	}{
-		{"head: proxy and dashboard", pod(rayv1.HeadNode, nil), []listenSpec{proxy, {Addr: "127.64.0.7:8265", Role: roleDashboard}}},
-		{"worker: proxy only", pod(rayv1.WorkerNode, nil), []listenSpec{proxy}},
-		{"named serve port", pod(rayv1.WorkerNode, func(p *corev1.Pod) {
-			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "serve", ContainerPort: 9000}}
-		}), []listenSpec{{Addr: "127.64.0.7:9000", Role: roleServeProxy}}},
+		{"head: proxy, metrics and dashboard", pod(rayv1.HeadNode, nil), []listenSpec{proxy, metrics, {Addr: "127.64.0.7:8265", Role: roleDashboard}}},
+		{"worker: proxy and metrics", pod(rayv1.WorkerNode, nil), []listenSpec{proxy, metrics}},
+		{"named serve and metrics ports", pod(rayv1.WorkerNode, func(p *corev1.Pod) {
+			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "serve", ContainerPort: 9000}, {Name: "metrics", ContainerPort: 9100}}
+		}), []listenSpec{{Addr: "127.64.0.7:9000", Role: roleServeProxy}, {Addr: "127.64.0.7:9100", Role: roleMetrics}}},
 		{"not a Ray pod", pod(rayv1.HeadNode, func(p *corev1.Pod) { delete(p.Labels, rayv1.ClusterLabelKey) }), nil},
 		{"pending", pod(rayv1.HeadNode, func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }), nil},
 		{"no IP yet", pod(rayv1.HeadNode, func(p *corev1.Pod) { p.Status.PodIP = "" }), nil},

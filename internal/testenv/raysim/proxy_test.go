@@ -13,7 +13,7 @@ import (
 
 func TestRouteRequest(t *testing.T) {
 	running, deploying := "RUNNING", "DEPLOYING"
-	apps := []proxyApp{{"root", "/", running}, {"fruit", "/fruit", running}, {"calc", "/calc/", deploying}}
+	apps := []proxyApp{{name: "root", prefix: "/", status: running}, {name: "fruit", prefix: "/fruit", status: running}, {name: "calc", prefix: "/calc/", status: deploying}}
 	for _, tt := range []struct {
 		name     string
 		apps     []proxyApp

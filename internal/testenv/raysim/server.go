@@ -113,8 +113,10 @@ type Server struct {
 	unauthorized   atomic.Int64         // requests refused for a missing or wrong token
 	track          func() (done func()) // counts requests in progress (set by a Registry)
 	onSubmit       func(types.NamespacedName, Submission)
-	userErrors     userErrors // share of user requests the Serve proxy fails (usererrors.go)
-	jobs           jobState   // the Jobs API (jobs.go), guarded by mu
+	userErrors     userErrors               // share of user requests the Serve proxy fails (usererrors.go)
+	jobs           jobState                 // the Jobs API (jobs.go), guarded by mu
+	session        string                   // the Ray session's name, in every Serve series
+	metrics        map[string]*serveMetrics // Serve's series by node (servemetrics.go), guarded by mu
 
 	listener net.Listener
 	http     *http.Server
@@ -139,7 +141,7 @@ func newUnstarted(cluster types.NamespacedName, opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Server{cluster: cluster, opts: opts, apps: map[string]*appState{}, held: make(chan struct{})}
+	return &Server{cluster: cluster, opts: opts, apps: map[string]*appState{}, held: make(chan struct{}), session: sessionName(time.Now())}
 }
 
 // URL is the dashboard's base URL.

@@ -1,9 +1,11 @@
 package raysim
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // userErrors makes a cluster's Serve proxy fail a share of the user requests it would have
@@ -15,22 +17,49 @@ type userErrors struct {
 	mu            sync.Mutex
 	ratio         float64
 	served, fails int64
+	// latency is how long the application takes to answer each user request (SetUserLatency).
+	latency time.Duration
 }
 
-// fail counts a request the proxy would answer with 200 and says whether to fail it.
-func (u *userErrors) fail() bool {
+// next counts a request the proxy would answer with 200 and says whether to fail it and how
+// long the application takes over it first.
+func (u *userErrors) next() (fail bool, latency time.Duration) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.served++
 	if u.ratio <= 0 {
-		return false
+		return false, u.latency
 	}
 	// Request n fails when floor(n·ratio) steps up: exactly floor(n·ratio) of the first n fail.
 	if math.Floor(float64(u.served)*u.ratio) > float64(u.fails) {
 		u.fails++
-		return true
+		return true, u.latency
 	}
-	return false
+	return false, u.latency
+}
+
+// SetUserLatency makes the cluster's applications take d (at least 0) over every user request
+// they are routed from now on, failed ones included, as a slow release would: the proxy's
+// and the replicas' latency histograms show it. Health checks are not delayed.
+func (s *Server) SetUserLatency(d time.Duration) {
+	s.userErrors.mu.Lock()
+	defer s.userErrors.mu.Unlock()
+	s.userErrors.latency = max(d, 0)
+}
+
+// sleepCtx waits d, or less when ctx ends first (false then).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // SetUserErrorRatio makes the cluster's Serve proxy answer HTTP 500 to the share ratio

@@ -23,7 +23,7 @@ func TestUserErrorsShare(t *testing.T) {
 		u.ratio = s.userErrors.ratio
 		got := 0
 		for range tt.n {
-			if u.fail() {
+			if fail, _ := u.next(); fail {
 				got++
 			}
 		}
@@ -35,7 +35,7 @@ func TestUserErrorsShare(t *testing.T) {
 	u := userErrors{ratio: 0.3}
 	seq := make([]bool, 200)
 	for i := range seq {
-		seq[i] = u.fail()
+		seq[i], _ = u.next()
 	}
 	for from := 0; from < 180; from += 7 {
 		n, f := 20, 0
