@@ -20,7 +20,7 @@ import (
 // UpgradeGates False/GatesWaiting and a Warning UpgradeGateWaiting event, and never rolls back, even with onFailure: Rollback; it goes on once Prometheus
 // answers again. The gate is the documented Traefik 5xx gate on a healthy version.
 var _ = Describe("metric gates while Prometheus is killed or stalled", func() {
-	It("hold the upgrade at its step without rolling back, say why, and let it go on once Prometheus answers", func(ctx context.Context) {
+	It(specGatesFaulted, func(ctx context.Context) {
 		gate := gateDoc(traefikGate)
 		const queryTimeout = 2
 		g := startGated(ctx, "gwgatefault-", gatedOptions{gates: []docqueries.Example{gate}, onFailure: raygatev1alpha1.FailureRollback, queryTimeout: queryTimeout})

@@ -74,7 +74,9 @@ type gatedRun struct {
 type gatedOptions struct {
 	gates []docqueries.Example
 	// failRatio is the share of user requests the new cluster's Serve fails.
-	failRatio    float64
+	failRatio float64
+	// latency is how long the new cluster's applications take over each user request.
+	latency      time.Duration
 	settle       int32
 	onFailure    raygatev1alpha1.FailureAction
 	queryTimeout int32 // 0: the default
@@ -120,13 +122,14 @@ func startGated(ctx context.Context, prefix string, o gatedOptions) *gatedRun {
 		if !first {
 			return
 		}
-		if sim := dashboards.Server(c); sim != nil && o.failRatio > 0 {
+		if sim := dashboards.Server(c); sim != nil {
 			sim.SetUserErrorRatio(o.failRatio)
+			sim.SetUserLatency(o.latency)
 		}
 	})
 
 	url := rstest.GatewayURL(ctx, k8s, ns, name)
-	opts := load.Options{Target: load.URL(url), Path: "/fruit", Rate: gateRate, Workers: 4, MaxRequests: 8000, MaxDuration: 180 * time.Second, Timeout: 2 * time.Second}
+	opts := load.Options{Target: load.URL(url), Path: "/fruit", Rate: gateRate, Workers: 16, MaxRequests: 8000, MaxDuration: 180 * time.Second, Timeout: 2 * time.Second}
 	Eventually(func(gm Gomega) {
 		rep, err := load.Once(ctx, load.Options{Target: opts.Target, Path: opts.Path, MaxRequests: 1})
 		gm.Expect(err).NotTo(HaveOccurred())
