@@ -151,6 +151,15 @@ func startGated(ctx context.Context, prefix string, o gatedOptions) *gatedRun {
 	return g
 }
 
+// describe is what a failed wait on the upgrade says: what it waited for and the
+// UpgradeGates condition last seen.
+func (g *gatedRun) describe(waitedFor string) func() string {
+	return func() string {
+		last := g.conds.last()
+		return fmt.Sprintf("%s; UpgradeGates %s: %s", waitedFor, last.State, last.Message)
+	}
+}
+
 // rendered is a gate's query as raygate sends it for this upgrade.
 func (g *gatedRun) rendered(gate docqueries.Example) string {
 	GinkgoHelper()
