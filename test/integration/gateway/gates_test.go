@@ -265,10 +265,10 @@ var _ = Describe("metric gates evaluated by the real Prometheus on what Traefik 
 		failed, value := failedGate(conds)
 		latGate := gateDoc(latencyGate)
 		maxGreen := expectRolledBack(ctx, g, latGate, failed, samples)
-		// histogram_quantile interpolates within Serve's bucket (300, 400] or, on a loaded
-		// machine, (400, 500].
-		Expect(value).To(BeNumerically(">", 300))
-		Expect(value).To(BeNumerically("<=", 500))
+		// Every answer takes 400 ms and more: histogram_quantile interpolates within Serve's
+		// bucket (400, 500] or, on a loaded machine, (500, 1000].
+		Expect(value).To(BeNumerically(">", 400))
+		Expect(value).To(BeNumerically("<=", 1000))
 		Expect(failed.Message).NotTo(ContainSubstring(errorGate))
 		at := evaluationOf(ctx, g, latGate, value)
 
