@@ -29,8 +29,9 @@ import (
 )
 
 // Metric gates judged by the real Prometheus (internal/testenv/prometheus, built by `make
-// tools`): it scrapes the suite's Traefik every second, and the operator's --prometheus-url
-// is its address, so every gate query is evaluated by Prometheus's own engine. The queries
+// tools`): it scrapes the suite's Traefik and the simulated Ray pods' Serve metrics every
+// second, and the operator's --prometheus-url is its address, so every gate query is
+// evaluated by Prometheus's own engine. The queries
 // are the examples of the user docs, read from them (docqueries): a doc edit that breaks
 // one fails these specs. Prometheus logs every query it evaluates (with its evaluation
 // time), so a spec can ask it again what a gate saw, and break the value down.
