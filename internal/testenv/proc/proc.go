@@ -91,6 +91,14 @@ func (p *Process) Signal(sig os.Signal) error {
 	return p.cmd.Process.Signal(sig)
 }
 
+// Pid is the process id (0 before Start).
+func (p *Process) Pid() int {
+	if p == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // Kill sends SIGKILL (a crash, for fault tests) and waits for the exit; a later Stop
 // returns nil.
 func (p *Process) Kill() error {

@@ -7,6 +7,7 @@ package prometheus
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -242,7 +243,44 @@ func (p *Prometheus) Pause() error {
 		return err
 	}
 	p.paused = true
-	return nil
+	return waitStopped(p.proc.Pid(), 5*time.Second)
+}
+
+// waitStopped waits until every thread of the process is stopped: the kernel stops a busy
+// multi-threaded process thread by thread, and a query sent meanwhile could be answered.
+func waitStopped(pid int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		stopped, err := allThreadsStopped(pid)
+		if err != nil || stopped {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("prometheus (pid %d) not stopped within %s of SIGSTOP", pid, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// allThreadsStopped reads the state of each thread in /proc (T: stopped by a signal).
+func allThreadsStopped(pid int) (bool, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, t := range tasks {
+		stat, err := os.ReadFile(filepath.Join(dir, t.Name(), "stat"))
+		if err != nil {
+			return false, err
+		}
+		// The state follows the command name, which is in parentheses and may hold spaces.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) || (stat[i+2] != 'T' && stat[i+2] != 't') {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // Resume continues it after Pause.
