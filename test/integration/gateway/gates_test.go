@@ -266,9 +266,10 @@ var _ = Describe("metric gates evaluated by the real Prometheus on what Traefik 
 		latGate := gateDoc(latencyGate)
 		maxGreen := expectRolledBack(ctx, g, latGate, failed, samples)
 		// Every answer takes 400 ms and more: histogram_quantile interpolates within Serve's
-		// bucket (400, 500] or, on a loaded machine, (500, 1000].
+		// bucket (400, 500] or, on a loaded machine, a later one ((500, 1000] seen at a load
+		// average of 56 on two cores); the load generator's 2 s timeout bounds it.
 		Expect(value).To(BeNumerically(">", 400))
-		Expect(value).To(BeNumerically("<=", 1000))
+		Expect(value).To(BeNumerically("<=", 2000))
 		Expect(failed.Message).NotTo(ContainSubstring(errorGate))
 		at := evaluationOf(ctx, g, latGate, value)
 
