@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -80,6 +81,41 @@ func (p *Process) Stop(grace time.Duration) error {
 		}
 	}
 	return err
+}
+
+// Signal sends sig to the process (SIGSTOP and SIGCONT stall and continue it).
+func (p *Process) Signal(sig os.Signal) error {
+	if p == nil || p.cmd.Process == nil {
+		return errors.New("not started")
+	}
+	return p.cmd.Process.Signal(sig)
+}
+
+// Pid is the process id (0 before Start).
+func (p *Process) Pid() int {
+	if p == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// Kill sends SIGKILL (a crash, for fault tests) and waits for the exit; a later Stop
+// returns nil.
+func (p *Process) Kill() error {
+	if p == nil || p.cmd.Process == nil {
+		return nil
+	}
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	// The exit status the SIGKILL caused is expected; a failure to wait is not.
+	err := <-p.done
+	p.done <- nil
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		return err
+	}
+	return nil
 }
 
 // FreePort is a TCP port on 127.0.0.1 that nothing listens on right now.

@@ -6,7 +6,10 @@
 package prometheus
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +21,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	promapi "github.com/prometheus/client_golang/api"
@@ -65,6 +69,11 @@ type Options struct {
 	Dir string
 	// Log receives its output (default: discarded).
 	Log io.Writer
+	// QueryLog makes it log every query it evaluates, for LoggedQueries: what a client
+	// (raygate's metric gates) asked, for which time.
+	QueryLog bool
+
+	queryLogFile string // set by Start when QueryLog
 }
 
 // Prometheus is a running Prometheus server on 127.0.0.1.
@@ -74,8 +83,10 @@ type Prometheus struct {
 	dir     string
 	ownsDir bool
 	// Port is its HTTP port on 127.0.0.1.
-	Port int
-	api  promv1.API
+	Port   int
+	api    promv1.API
+	bin    string
+	paused bool
 }
 
 // Start writes the configuration for opts, starts Prometheus and returns once /-/ready
@@ -85,19 +96,22 @@ func Start(ctx context.Context, opts Options) (*Prometheus, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := Config(opts)
-	if err != nil {
-		return nil, err
-	}
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	p := &Prometheus{opts: opts, dir: opts.Dir}
+	p := &Prometheus{opts: opts, dir: opts.Dir, bin: bin}
 	if p.dir == "" {
 		if p.dir, err = os.MkdirTemp("", "raygate-prometheus-"); err != nil {
 			return nil, err
 		}
 		p.ownsDir = true
+	}
+	if opts.QueryLog {
+		p.opts.queryLogFile = filepath.Join(p.dir, "queries.log")
+	}
+	cfg, err := Config(p.opts)
+	if err != nil {
+		return nil, err
 	}
 	if err := os.WriteFile(p.configPath(), cfg, 0o600); err != nil {
 		return nil, err
@@ -105,13 +119,7 @@ func Start(ctx context.Context, opts Options) (*Prometheus, error) {
 	if p.Port, err = proc.FreePort(); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, Args(p.configPath(), filepath.Join(p.dir, "data"), p.Port)...)
-	cmd.Stdout, cmd.Stderr = opts.Log, opts.Log
-	if p.proc, err = proc.Start("prometheus", cmd); err != nil {
-		return nil, err
-	}
-	if err := p.proc.WaitReady(ctx, p.URL()+"/-/ready", readyTimeout); err != nil {
-		_ = p.Stop()
+	if err := p.launch(ctx); err != nil {
 		return nil, err
 	}
 	c, err := promapi.NewClient(promapi.Config{Address: p.URL()})
@@ -121,6 +129,21 @@ func Start(ctx context.Context, opts Options) (*Prometheus, error) {
 	}
 	p.api = promv1.NewAPI(c)
 	return p, nil
+}
+
+// launch starts the process on p.Port and waits until it is ready.
+func (p *Prometheus) launch(ctx context.Context) error {
+	cmd := exec.Command(p.bin, Args(p.configPath(), filepath.Join(p.dir, "data"), p.Port)...)
+	cmd.Stdout, cmd.Stderr = p.opts.Log, p.opts.Log
+	var err error
+	if p.proc, err = proc.Start("prometheus", cmd); err != nil {
+		return err
+	}
+	if err := p.proc.WaitReady(ctx, p.URL()+"/-/ready", readyTimeout); err != nil {
+		_ = p.Stop()
+		return err
+	}
+	return nil
 }
 
 // Args are Prometheus's flags: its configuration, a TSDB under dataDir, the HTTP API on
@@ -195,6 +218,9 @@ func (p *Prometheus) Stop() error {
 	if p == nil {
 		return nil
 	}
+	if p.paused { // a stopped process would not see the SIGTERM
+		_ = p.Resume()
+	}
 	err := p.proc.Stop(stopGracePeriod)
 	if p.ownsDir {
 		err = errors.Join(err, os.RemoveAll(p.dir))
@@ -202,8 +228,124 @@ func (p *Prometheus) Stop() error {
 	return err
 }
 
-// Kill SIGKILLs it (a crashed Prometheus for the fault specs); Stop still cleans up.
-func (p *Prometheus) Kill() error { return p.proc.Stop(0) }
+// Kill SIGKILLs it (a crashed Prometheus for the fault specs); Restart brings it back, and
+// Stop still cleans up.
+func (p *Prometheus) Kill() error {
+	p.paused = false
+	return p.proc.Kill()
+}
+
+// Restart starts it again after Kill, on the same port with the same configuration and
+// TSDB (what survived the crash), as a restarted Prometheus pod behind its Service: clients
+// configured with URL reach it again.
+func (p *Prometheus) Restart(ctx context.Context) error { return p.launch(ctx) }
+
+// Pause stalls it with SIGSTOP: the kernel still accepts connections on its port, but no
+// request is answered, as with a Prometheus hung by overload; Resume continues it.
+func (p *Prometheus) Pause() error {
+	if err := p.proc.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	p.paused = true
+	return waitStopped(p.proc.Pid(), 5*time.Second)
+}
+
+// waitStopped waits until every thread of the process is stopped: the kernel stops a busy
+// multi-threaded process thread by thread, and a query sent meanwhile could be answered.
+func waitStopped(pid int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		stopped, err := allThreadsStopped(pid)
+		if err != nil || stopped {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("prometheus (pid %d) not stopped within %s of SIGSTOP", pid, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// allThreadsStopped reads the state of each thread in /proc (T: stopped by a signal).
+func allThreadsStopped(pid int) (bool, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, t := range tasks {
+		stat, err := os.ReadFile(filepath.Join(dir, t.Name(), "stat"))
+		if err != nil {
+			return false, err
+		}
+		// The state follows the command name, which is in parentheses and may hold spaces.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) || (stat[i+2] != 'T' && stat[i+2] != 't') {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// Resume continues it after Pause.
+func (p *Prometheus) Resume() error {
+	if err := p.proc.Signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	p.paused = false
+	return nil
+}
+
+// LoggedQuery is one query it evaluated (Options.QueryLog).
+type LoggedQuery struct {
+	Query string
+	// At is the evaluation time (an instant query's time, a range query's start).
+	At time.Time
+	// Err is the evaluation's error, if any.
+	Err string
+}
+
+// LoggedQueries are the queries it evaluated so far, in order (Options.QueryLog).
+func (p *Prometheus) LoggedQueries() ([]LoggedQuery, error) {
+	if p.opts.queryLogFile == "" {
+		return nil, errors.New("prometheus: started without QueryLog")
+	}
+	f, err := os.Open(p.opts.queryLogFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil // nothing asked yet
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	return ParseQueryLog(f)
+}
+
+// ParseQueryLog reads Prometheus's query log (one JSON object a line). A last line cut short
+// by a write in progress is skipped.
+func ParseQueryLog(r io.Reader) ([]LoggedQuery, error) {
+	var out []LoggedQuery
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		var line struct {
+			Params struct {
+				Query string `json:"query"`
+				Start string `json:"start"`
+			} `json:"params"`
+			Error string `json:"error"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, line.Params.Start)
+		if err != nil {
+			return nil, fmt.Errorf("query log: time %q: %w", line.Params.Start, err)
+		}
+		out = append(out, LoggedQuery{Query: line.Params.Query, At: at, Err: line.Error})
+	}
+	return out, sc.Err()
+}
 
 func (p *Prometheus) configPath() string { return filepath.Join(p.dir, "prometheus.yml") }
 
@@ -258,13 +400,15 @@ func Config(opts Options) ([]byte, error) {
 		}
 		j.StaticConfigs = append(j.StaticConfigs, staticConfig{Targets: []string{u.Host}, Labels: t.Labels})
 	}
-	cfg := map[string]any{
-		"global": map[string]string{
-			"scrape_interval":     model.Duration(scrape).String(),
-			"scrape_timeout":      model.Duration(scrape).String(),
-			"evaluation_interval": model.Duration(eval).String(),
-		},
+	global := map[string]string{
+		"scrape_interval":     model.Duration(scrape).String(),
+		"scrape_timeout":      model.Duration(scrape).String(),
+		"evaluation_interval": model.Duration(eval).String(),
 	}
+	if opts.queryLogFile != "" {
+		global["query_log_file"] = opts.queryLogFile
+	}
+	cfg := map[string]any{"global": global}
 	if len(opts.RuleFiles) > 0 {
 		cfg["rule_files"] = slices.Clone(opts.RuleFiles)
 	}

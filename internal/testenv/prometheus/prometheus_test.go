@@ -148,3 +148,101 @@ func TestScrapeAndQuery(t *testing.T) {
 	t.Fatalf("the error ratio never reached ~0.25; last answer: %s", last)
 
 }
+
+func TestParseQueryLog(t *testing.T) {
+	log := `{"time":"2026-11-29T12:00:01.5Z","level":"INFO","msg":"promql query logged","params":{"end":"2026-11-29T12:00:01.234Z","query":"sum(up)","start":"2026-11-29T12:00:01.234Z","step":0},"stats":{}}
+{"time":"2026-11-29T12:00:02Z","level":"INFO","msg":"promql query logged","params":{"end":"2026-11-29T12:00:02.000Z","query":"bad(","start":"2026-11-29T12:00:02.000Z","step":0},"error":"parse error"}
+{"time":"2026-11-29T12:00:03Z","params":{"qu`
+	got, err := ParseQueryLog(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []LoggedQuery{
+		{Query: "sum(up)", At: time.Date(2026, 11, 29, 12, 0, 1, 234e6, time.UTC)},
+		{Query: "bad(", At: time.Date(2026, 11, 29, 12, 0, 2, 0, time.UTC), Err: "parse error"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i].Query != want[i].Query || !got[i].At.Equal(want[i].At) || got[i].Err != want[i].Err {
+			t.Errorf("query %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// TestFaultsAndQueryLog stalls, kills and restarts the real Prometheus: stalled it accepts
+// connections and answers nothing; killed its port refuses them; restarted it answers on
+// the same URL with what its TSDB kept; its query log holds what it was asked.
+func TestFaultsAndQueryLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prometheus")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "demo_up"}))
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	p, err := Start(ctx, Options{QueryLog: true, ScrapeInterval: 200 * time.Millisecond,
+		Targets: []Target{{Job: "demo", URL: srv.URL + "/metrics"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := p.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	answers := func(timeout time.Duration) error {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		_, err := p.Query(ctx, "count(demo_up)")
+		return err
+	}
+	if err := answers(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := p.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := answers(time.Second); err == nil || !strings.Contains(err.Error(), "deadline exceeded") {
+		t.Errorf("stalled: %v, want a timeout", err)
+	}
+	if err := p.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := answers(10 * time.Second); err != nil {
+		t.Errorf("resumed: %v", err)
+	}
+
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := answers(time.Second); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("killed: %v, want connection refused", err)
+	}
+	if err := p.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := answers(10 * time.Second); err != nil {
+		t.Errorf("restarted: %v", err)
+	}
+
+	logged, err := p.LoggedQueries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, q := range logged {
+		if q.Query == "count(demo_up)" && time.Since(q.At) < time.Minute {
+			n++
+		}
+	}
+	// Answered before the stall, after the resume and after the restart (the stalled query
+	// may be evaluated on resume too; the one sent while it was killed never arrived).
+	if n < 3 {
+		t.Errorf("logged %d evaluations of count(demo_up), want at least 3: %+v", n, logged)
+	}
+}

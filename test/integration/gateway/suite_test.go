@@ -4,11 +4,13 @@
 // routes requests by the route's weights to the addresses of EndpointSlices — HTTP servers
 // this suite starts on loopback, and the simulated Serve proxies on the pod IPs of the
 // RayClusters a raygate manager runs here (the fake kubelet gives pods loopback IPs), so
-// load flows through Traefik during raygate's upgrades.
+// load flows through Traefik during raygate's upgrades. The real Prometheus scrapes Traefik
+// and the simulated Ray pods' Serve metrics, and evaluates raygate's metric gates.
 package gateway
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -18,10 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/localmode"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/framework/suite"
-	"github.com/raygate/raygate/internal/testenv/promscrape"
+	"github.com/raygate/raygate/internal/testenv/prometheus"
 	"github.com/raygate/raygate/internal/testenv/raysim"
 	"github.com/raygate/raygate/internal/testenv/traefik"
 )
@@ -36,8 +39,9 @@ var (
 	k8s        client.Client
 	tr         *traefik.Traefik
 	dashboards *framework.Dashboards
-	// scraped is the Prometheus stand-in over Traefik's metrics (gates_traefik_test.go).
-	scraped *promscrape.Server
+	// prom is the real Prometheus, scraping Traefik; the operator's --prometheus-url
+	// (gates_test.go, gates_faults_test.go).
+	prom *prometheus.Prometheus
 )
 
 func TestGateway(t *testing.T) {
@@ -54,9 +58,15 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	tr, err = traefik.Start(ctx, k8s, traefik.Options{Kubeconfig: env.Kubeconfig, ClassName: className, Log: GinkgoWriter, Metrics: true})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(tr.Stop)
-	scraped, err = promscrape.Start(ctx, promscrape.Options{Target: tr.MetricsURL(), Keep: []string{traefikRequests}})
+	traefikTarget := prometheus.Target{Job: localmode.JobTraefik, URL: tr.MetricsURL()}
+	prom, err = prometheus.Start(ctx, prometheus.Options{
+		Targets:  []prometheus.Target{traefikTarget},
+		QueryLog: true, // what the gates asked, and when (gates_helpers_test.go)
+		Log:      GinkgoWriter,
+	})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(scraped.Close)
+	DeferCleanup(func() { Expect(prom.Stop()).To(Succeed()) })
+	DeferCleanup(followRayPods(traefikTarget))
 	lb, err := traefik.StartLoopbackEndpoints(env.Config)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(lb.Stop)
@@ -69,7 +79,38 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(dashboards.ListenOnPods(env.Config)).To(Succeed())
 	opts := dashboards.Wire(framework.ManagerOptions())
 	opts.AllowedSharedGateways = []string{sharedGatewayNamespace + "/*"} // sharedgateway_test.go
-	opts.PrometheusURL = scraped.URL()                                   // gates_traefik_test.go
+	opts.PrometheusURL = prom.URL()                                      // gates_test.go
 	mgr := harness.StartManager(opts)
 	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 })
+
+// followRayPods keeps Prometheus scraping every Ray pod's metrics port with the labels the
+// chart's PodMonitor gives (namespace, pod, ...), as the local mode does, besides fixed;
+// the returned function stops it.
+func followRayPods(fixed prometheus.Target) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var applied string
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var pods corev1.PodList
+			if err := k8s.List(ctx, &pods, client.MatchingLabels{rayv1.IsRayNodeLabelKey: "yes"}); err == nil {
+				targets := append([]prometheus.Target{fixed}, localmode.RayTargets(pods.Items)...)
+				// A failed reload (Prometheus killed by a fault spec) is tried again; its
+				// configuration file is written anyway, so a restart reads it.
+				if key := fmt.Sprint(targets); key != applied && prom.SetTargets(ctx, targets) == nil {
+					applied = key
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}

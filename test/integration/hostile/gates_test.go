@@ -25,10 +25,12 @@ import (
 
 // stallingProm is the suite's --prometheus-url: a stand-in for Prometheus' query API on
 // loopback that accepts every query and never answers it; the request ends only when the
-// operator gives up (its per-query timeout and 10 s budget). It is scripted rather than a
-// scraping stand-in (internal/testenv/promscrape, which answers at once from what it
-// scraped) because the attack needs exact stall control: every query, from the first one,
-// must hold its caller for the whole budget.
+// operator gives up (its per-query timeout and 10 s budget). It is scripted rather than the
+// real Prometheus (internal/testenv/prometheus, whose Pause stalls it too; the gateway
+// suite's fault spec does that) because this attack needs exact control and a count of what
+// is held: every query, from the first one, must hold its caller for the whole budget, and
+// the spec reports how many queries were held at once and for which namespaces, which a
+// stopped process cannot tell.
 type stallingProm struct {
 	once     sync.Once
 	srv      *httptest.Server
