@@ -183,7 +183,9 @@ func (r *Reconciler) dashboardDone(d dashboard.Done) {
 	}
 	switch d.Outcome {
 	case dashboard.Accepted:
-		r.emit(t.svc, t.done)
+		if t.done.Reason != "" {
+			r.emit(t.svc, t.done)
+		}
 	case dashboard.Refused, dashboard.Failed:
 		r.emit(t.svc, plan.WarningEvent(t.cluster, plan.EventFailedServeConfig, "SubmitServeConfig", "submitting the serve config to %s (%s): %s",
 			t.cluster.Name, t.reason, dashboard.Sanitize(d.Err.Error(), 300)))

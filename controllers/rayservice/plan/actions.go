@@ -93,7 +93,7 @@ type SubmitServeConfig struct {
 	// Config is recorded (at most three configs are kept).
 	Keep   []string
 	Reason string
-	// Done is announced once the dashboard accepted it.
+	// Done is announced once the dashboard accepted it (no Reason: nothing to announce).
 	Done Event
 }
 

@@ -102,7 +102,10 @@ func submitServe(in inputs, rc *rayv1.RayCluster, v *ClusterView, w wanted, runs
 		out.conflict(foreign)
 		return "the serve config of " + rc.Name + " cannot be recorded: " + foreign, false
 	}
-	done := NormalEvent(rc, EventTargetCapacity, "SetTargetCapacity", "set Serve target_capacity of %s to %s", rc.Name, Percent(w.TC))
+	// A change of target capacity alone is a step of an incremental upgrade: the status
+	// records it and the step's ShiftedTraffic event tells the capacities, so it gets no
+	// event of its own (two per step, a third of an upgrade's writes once).
+	var done Event
 	if redeploy {
 		done = NormalEvent(rc, EventSubmittedServeConfig, "SubmitServeConfig", "submitted the serve config to %s: %s", rc.Name, reason)
 	}
