@@ -52,6 +52,8 @@ type ownedKind struct {
 	// delete.
 	created, updated, deleted  string
 	createFailed, changeFailed string
+	// quietCreate: a successful create is reported by the caller, not here.
+	quietCreate bool
 }
 
 // of is k naming its objects by kind.
@@ -98,7 +100,9 @@ func (r *Reconciler) applyChange(ctx context.Context, p *pass, k ownedKind, c ch
 	}
 	switch c.op {
 	case ownerref.Create:
-		p.normalAbout(about, k.created, actionCreate, "Created %s %s%s", k.noun, name, k.purpose)
+		if !k.quietCreate {
+			p.normalAbout(about, k.created, actionCreate, "Created %s %s%s", k.noun, name, k.purpose)
+		}
 	case ownerref.Update:
 		p.normalAbout(about, k.updated, actionUpdate, "Updated %s %s%s", k.noun, name, k.purpose)
 	case ownerref.Recreate:

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -181,5 +182,23 @@ func TestApplyChange(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(old), &networkingv1.NetworkPolicy{}); err == nil {
 		t.Error("the policy the cluster no longer asks for is still there")
+	}
+}
+
+func TestCreatedTogether(t *testing.T) {
+	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
+	cases := []struct {
+		objs []client.Object
+		want string
+	}{
+		{[]client.Object{&corev1.ServiceAccount{ObjectMeta: meta("c")}, &rbacv1.Role{ObjectMeta: meta("c")}, &rbacv1.RoleBinding{ObjectMeta: meta("c")}}, "ServiceAccount, Role and RoleBinding c"},
+		{[]client.Object{&rbacv1.Role{ObjectMeta: meta("c")}, &rbacv1.RoleBinding{ObjectMeta: meta("c")}}, "Role and RoleBinding c"},
+		{[]client.Object{&rbacv1.RoleBinding{ObjectMeta: meta("c")}}, "RoleBinding c"},
+		{[]client.Object{&corev1.ServiceAccount{ObjectMeta: meta("sa")}, &rbacv1.Role{ObjectMeta: meta("c")}}, "ServiceAccount sa and Role c"},
+	}
+	for _, c := range cases {
+		if got := createdTogether(c.objs); got != c.want {
+			t.Errorf("createdTogether = %q, want %q", got, c.want)
+		}
 	}
 }

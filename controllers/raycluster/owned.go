@@ -2,6 +2,8 @@ package raycluster
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -104,25 +106,86 @@ func (r *Reconciler) reconcileHeadService(ctx context.Context, p *pass) error {
 }
 
 // rbacKind names the autoscaler's ServiceAccount, Role and RoleBinding in events and errors.
-var rbacKind = ownedKind{named: true, purpose: " for the autoscaler",
+// Their creation is reported once for the three (createdTogether), not by applyChange.
+var rbacKind = ownedKind{named: true, purpose: " for the autoscaler", quietCreate: true,
 	created: EventCreatedAutoscalerRBAC, updated: EventUpdatedAutoscalerRBAC, deleted: EventUpdatedAutoscalerRBAC,
 	createFailed: EventFailedAutoscalerRBAC, changeFailed: EventFailedAutoscalerRBAC}
 
 // reconcileAutoscalerRBAC gives the autoscaler sidecar its ServiceAccount, Role and
-// RoleBinding when in-tree autoscaling is on.
+// RoleBinding when in-tree autoscaling is on. A new cluster gets the three at once, and one
+// event that says so.
 func (r *Reconciler) reconcileAutoscalerRBAC(ctx context.Context, p *pass) error {
 	if !rayspec.AutoscalingEnabled(&p.cluster.Spec) {
 		return nil
 	}
-	if sa := raypod.AutoscalerServiceAccount(p.cluster); sa != nil {
-		if err := ensure(ctx, r, p, rbacKind.of("ServiceAccount"), sa, &corev1.ServiceAccount{}, keepServiceAccount); err != nil {
+	var created []client.Object
+	defer func() {
+		if len(created) > 0 {
+			p.normalAbout(created[0], rbacKind.created, actionCreate, "Created %s for the autoscaler", createdTogether(created))
+		}
+	}()
+	steps := []func() (client.Object, error){
+		func() (client.Object, error) {
+			sa := raypod.AutoscalerServiceAccount(p.cluster)
+			if sa == nil {
+				return nil, nil
+			}
+			return ensure(ctx, r, p, rbacKind.of("ServiceAccount"), sa, &corev1.ServiceAccount{}, keepServiceAccount)
+		},
+		func() (client.Object, error) {
+			return ensure(ctx, r, p, rbacKind.of("Role"), raypod.AutoscalerRole(p.cluster), &rbacv1.Role{}, mergeRole)
+		},
+		func() (client.Object, error) {
+			return ensure(ctx, r, p, rbacKind.of("RoleBinding"), raypod.AutoscalerRoleBinding(p.cluster), &rbacv1.RoleBinding{}, mergeRoleBinding)
+		},
+	}
+	for _, step := range steps {
+		obj, err := step()
+		if obj != nil {
+			created = append(created, obj)
+		}
+		if err != nil {
 			return err
 		}
 	}
-	if err := ensure(ctx, r, p, rbacKind.of("Role"), raypod.AutoscalerRole(p.cluster), &rbacv1.Role{}, mergeRole); err != nil {
-		return err
+	return nil
+}
+
+// createdTogether names objects created together: "ServiceAccount, Role and RoleBinding x"
+// when they share a name, each kind with its name otherwise.
+func createdTogether(objs []client.Object) string {
+	parts := make([]string, len(objs))
+	shared := true
+	for i, o := range objs {
+		parts[i] = kindOf(o)
+		shared = shared && o.GetName() == objs[0].GetName()
 	}
-	return ensure(ctx, r, p, rbacKind.of("RoleBinding"), raypod.AutoscalerRoleBinding(p.cluster), &rbacv1.RoleBinding{}, mergeRoleBinding)
+	if !shared {
+		for i, o := range objs {
+			parts[i] += " " + o.GetName()
+		}
+	}
+	list := parts[len(parts)-1]
+	if len(parts) > 1 {
+		list = strings.Join(parts[:len(parts)-1], ", ") + " and " + list
+	}
+	if shared {
+		list += " " + objs[0].GetName()
+	}
+	return list
+}
+
+// kindOf names the autoscaler's objects by kind.
+func kindOf(o client.Object) string {
+	switch o.(type) {
+	case *corev1.ServiceAccount:
+		return "ServiceAccount"
+	case *rbacv1.Role:
+		return "Role"
+	case *rbacv1.RoleBinding:
+		return "RoleBinding"
+	}
+	return fmt.Sprintf("%T", o)
 }
 
 // keepServiceAccount: the autoscaler's ServiceAccount is never updated.
@@ -154,14 +217,19 @@ func mergeRoleBinding(existing, desired *rbacv1.RoleBinding) (*rbacv1.RoleBindin
 // ensure creates desired if missing; otherwise, when the cluster controls the existing
 // object (read into blank), merge brings it in line, by an update or by deleting it (to be
 // recreated by the next pass). An object the cluster does not control is only reported.
-func ensure[T ownedObject](ctx context.Context, r *Reconciler, p *pass, k ownedKind, desired, blank T, merge ownerref.Merge[T]) error {
+// It returns desired when it created it.
+func ensure[T ownedObject](ctx context.Context, r *Reconciler, p *pass, k ownedKind, desired, blank T, merge ownerref.Merge[T]) (client.Object, error) {
 	existing, err := owned.Read(ctx, r.objects(p), key(desired), blank)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var none T
-	_, err = r.applyChange(ctx, p, k, changeOf(ownerref.Decide(desired, existing, existing != none && ownerref.ControlledBy(existing, p.object), merge)))
-	return err
+	c := changeOf(ownerref.Decide(desired, existing, existing != none && ownerref.ControlledBy(existing, p.object), merge))
+	done, err := r.applyChange(ctx, p, k, c)
+	if done && c.op == ownerref.Create {
+		return desired, err
+	}
+	return nil, err
 }
 
 // isHeadless reports whether a Service has no virtual IP.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -220,11 +221,49 @@ func (r *Reconciler) annotate(ctx context.Context, rc *rayv1.RayCluster, ann map
 		values[k] = nil
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": rc.UID, "annotations": values}})
+	if r.annotated.repeat(rc, patch) {
+		return nil // sent already; the cache has not caught up with it yet
+	}
 	target := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Namespace: rc.Namespace, Name: rc.Name}}
 	if err := r.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("annotating RayCluster %s: %w", rc.Name, err)
 	}
+	r.annotated.remember(rc, patch)
 	return nil
+}
+
+// annotationMemo remembers, per cluster, the last annotation patch sent and the
+// resourceVersion the cluster had in the pass that decided it. A pass that still sees that
+// version, because the cache has not caught up with the patch, would decide the same patch
+// again: it is not sent twice. A cache of API facts: losing it costs one repeated patch.
+type annotationMemo struct {
+	mu   sync.Mutex
+	sent map[types.UID]sentPatch
+}
+
+type sentPatch struct {
+	seenVersion string
+	patch       string
+}
+
+// memoBound bounds the clusters remembered; past it the memo starts afresh.
+const memoBound = 4096
+
+// repeat: this patch was sent for the cluster as the pass sees it.
+func (m *annotationMemo) repeat(rc *rayv1.RayCluster, patch []byte) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sent[rc.UID]
+	return ok && s.seenVersion == rc.ResourceVersion && s.patch == string(patch)
+}
+
+func (m *annotationMemo) remember(rc *rayv1.RayCluster, patch []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sent == nil || len(m.sent) >= memoBound {
+		m.sent = map[types.UID]sentPatch{}
+	}
+	m.sent[rc.UID] = sentPatch{seenVersion: rc.ResourceVersion, patch: string(patch)}
 }
 
 // deleteCluster deletes a cluster, and its per-cluster serve Service if the cluster controls

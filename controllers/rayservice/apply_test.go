@@ -1,13 +1,18 @@
 package rayservice
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	rayscheme "github.com/raygate/raygate/apis/scheme"
 	"github.com/raygate/raygate/controllers/rayservice/plan"
 )
 
@@ -61,5 +66,36 @@ func TestCarryOutEffectsInOrderUpToTheFirstFailure(t *testing.T) {
 		if !slices.Equal(calls, want) || (err != nil) != (failAt >= 0) {
 			t.Errorf("failing call %d: calls %q, error %v; want calls %q", failAt, calls, err, want)
 		}
+	}
+}
+
+// A pass that decides a patch the cache does not show yet (it still sees the version the
+// patch was decided on) does not send it again; once the cluster changed, it does.
+func TestAnnotateSendsAPatchOncePerObservedVersion(t *testing.T) {
+	rc := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "svc-a", UID: "u1", ResourceVersion: "7"}}
+	patches := 0
+	c := fake.NewClientBuilder().WithScheme(rayscheme.New()).WithObjects(rc.DeepCopy()).WithInterceptorFuncs(interceptor.Funcs{
+		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			patches++
+			return cl.Patch(ctx, obj, p, opts...)
+		},
+	}).Build()
+	r := &Reconciler{client: c}
+	ann := map[string]string{rayv1.DeleteAfterKey: "2026-01-01T00:00:00Z"}
+	for range 2 {
+		if err := r.annotate(context.Background(), rc, ann); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if patches != 1 {
+		t.Fatalf("%d patches for the same decision on the same version, want 1", patches)
+	}
+	if err := r.annotate(context.Background(), rc, map[string]string{rayv1.DeleteAfterKey: "2026-01-01T00:01:00Z"}); err != nil || patches != 2 {
+		t.Fatalf("a different patch: %d patches, %v", patches, err)
+	}
+	seen := rc.DeepCopy()
+	seen.ResourceVersion = "9"
+	if err := r.annotate(context.Background(), seen, map[string]string{rayv1.DeleteAfterKey: "2026-01-01T00:01:00Z"}); err != nil || patches != 3 {
+		t.Fatalf("the same patch on a newer version: %d patches, %v", patches, err)
 	}
 }

@@ -111,6 +111,8 @@ type Reconciler struct {
 	gatePool *promgate.Pool
 	// taken remembers names a create found taken by an object the cache lacks (ownership.go).
 	taken takenNames
+	// annotated remembers the last annotation patch of each cluster (apply.go).
+	annotated annotationMemo
 	// gatewayAPI and grpcRouteAPI are Capabilities.GatewayAPI and .GRPCRoute.
 	gatewayAPI   bool
 	grpcRouteAPI bool

@@ -3,6 +3,7 @@ package rayservice
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,6 +95,7 @@ func serveViewOf(s dashboard.Snapshot) plan.ServeView {
 	}
 	if s.Details != nil && !s.Stale {
 		v.Apps, v.ReadAt = appStatuses(s.Details), metav1.NewTime(s.ReadAt)
+		v.TargetCapacity = percentOf(s.Details.TargetCapacity)
 	}
 	if a := s.Accepted; a != nil {
 		if hash, tc, ok := plan.ParseSubmissionID(a.ID); ok {
@@ -104,6 +106,16 @@ func serveViewOf(s dashboard.Snapshot) plan.ServeView {
 		v.Proxy = &plan.ProxyHealth{Healthy: p.Healthy, Err: p.Err}
 	}
 	return v
+}
+
+// percentOf is a reported target_capacity as the whole percentage raygate sends (nil:
+// unset).
+func percentOf(tc *float64) *int32 {
+	if tc == nil {
+		return nil
+	}
+	v := int32(math.Round(min(max(*tc, 0), 100)))
+	return &v
 }
 
 // submitOutcome is the plan's word for the pool's answer to a submission.
@@ -183,7 +195,9 @@ func (r *Reconciler) dashboardDone(d dashboard.Done) {
 	}
 	switch d.Outcome {
 	case dashboard.Accepted:
-		r.emit(t.svc, t.done)
+		if t.done.Reason != "" {
+			r.emit(t.svc, t.done)
+		}
 	case dashboard.Refused, dashboard.Failed:
 		r.emit(t.svc, plan.WarningEvent(t.cluster, plan.EventFailedServeConfig, "SubmitServeConfig", "submitting the serve config to %s (%s): %s",
 			t.cluster.Name, t.reason, dashboard.Sanitize(d.Err.Error(), 300)))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/controllers/rayservice/plan"
@@ -30,6 +31,10 @@ func TestServeViewOf(t *testing.T) {
 		name: "read",
 		snap: dashboard.Snapshot{Details: running, ReadAt: t0},
 		want: plan.ServeView{Apps: map[string]rayv1.AppStatus{"app": {Status: rayv1.ApplicationStatusRunning}}, ReadAt: metav1.NewTime(t0)},
+	}, {
+		name: "read, with the target capacity the head runs",
+		snap: dashboard.Snapshot{Details: &dashboard.ServeDetails{Applications: running.Applications, TargetCapacity: ptr.To(39.6)}, ReadAt: t0},
+		want: plan.ServeView{Apps: map[string]rayv1.AppStatus{"app": {Status: rayv1.ApplicationStatusRunning}}, ReadAt: metav1.NewTime(t0), TargetCapacity: &tc},
 	}, {
 		name: "read before the head accepted a config: not read",
 		snap: dashboard.Snapshot{Details: running, ReadAt: t0, Stale: true,

@@ -79,6 +79,7 @@ func renderUpgradeFleet(m *md, u *fleetResult) {
 		}
 		m.p("%s's writes in the window: %s.", fleetOperatorLabel(r.Operator), strings.Join(parts, ", "))
 	}
+	renderFleetWritesPerUpgrade(m, u)
 	m.p("Scenario duration (both operators, clusters included): %.0f s.", u.DurationSeconds)
 }
 

@@ -162,3 +162,32 @@ func TestFleetVerdicts(t *testing.T) {
 		t.Errorf("not run: %+v", v)
 	}
 }
+
+// Writes per upgrade: the minimum's rows (a patch and an update of the same object on one
+// row), then every other kind an operator wrote, then the totals.
+func TestRenderFleetWritesPerUpgrade(t *testing.T) {
+	r := fleetSample()
+	r.Raygate.WritesByKind = map[string]int{"patch rayservices/status": 1000, "create events": 600, "delete services": 5}
+	r.KubeRay.WritesByKind = map[string]int{"update rayservices/status": 500, "update gateways": 600}
+	var m md
+	renderFleetWritesPerUpgrade(&m, r)
+	out := m.String()
+	for _, want := range []string{
+		"| write | minimum | raygate | KubeRay | what the minimum is for |",
+		"| RayService status | 18 | 20.0 | 10.0 | the pending cluster;",
+		"| create events | 12 | 12.0 | 0.0 |",
+		"| delete services | 0 | 0.1 | 0.0 | – |",
+		"| update gateways | 0 | 0.0 | 12.0 | – |",
+		"| **total** | **51** | **32.1** | **22.0** |  |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rendered table lacks %q:\n%s", want, out)
+		}
+	}
+	m = md{}
+	r.Raygate.WritesByKind = nil
+	renderFleetWritesPerUpgrade(&m, r)
+	if m.String() != "" {
+		t.Errorf("no writes by kind: %q, want nothing", m.String())
+	}
+}

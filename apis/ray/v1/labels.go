@@ -70,8 +70,9 @@ const (
 	RaygateKeyPrefix = "raygate.ray.io/"
 
 	// ServeConfigHashKey holds the hash of the serve config last accepted by a RayService
-	// cluster's dashboard, and ServeConfigTargetCapacityKey the target_capacity sent with it.
-	// They live on the RayCluster so an operator restart never resubmits or forgets a config.
+	// cluster's dashboard: on the RayCluster, so an operator restart never resubmits or
+	// forgets a config. ServeConfigTargetCapacityKey held the target_capacity sent with it;
+	// raygate no longer writes it (the dashboard reports what it runs) and removes it.
 	ServeConfigHashKey           = "raygate.ray.io/serve-config-hash"
 	ServeConfigTargetCapacityKey = "raygate.ray.io/serve-target-capacity"
 	// SpecHashKey holds, on a RayService's cluster, raygate's hash of the defaulted

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,7 +92,7 @@ type SubmitServeConfig struct {
 	// Config is recorded (at most three configs are kept).
 	Keep   []string
 	Reason string
-	// Done is announced once the dashboard accepted it.
+	// Done is announced once the dashboard accepted it (no Reason: nothing to announce).
 	Done Event
 }
 
@@ -101,20 +100,20 @@ func (s SubmitServeConfig) ID() string { return submissionID(s.Hash, s.TargetCap
 
 // recordAnnotations say what a cluster's dashboard accepted; they survive an operator
 // restart, so nothing is resubmitted or forgotten.
-func recordAnnotations(hash string, tc *int32) map[string]string {
-	ann := map[string]string{rayv1.ServeConfigHashKey: hash, rayv1.ServeConfigTargetCapacityKey: ""}
-	if tc != nil {
-		ann[rayv1.ServeConfigTargetCapacityKey] = strconv.Itoa(int(*tc))
-	}
-	return ann
+func recordAnnotations(hash string) map[string]string {
+	return map[string]string{rayv1.ServeConfigHashKey: hash}
 }
 
-// legacyAnnotations are the annotations of older raygate versions a cluster still carries.
-func legacyAnnotations(rc *rayv1.RayCluster) []string {
-	if _, ok := rc.Annotations[LegacyServeConfigKey]; ok {
-		return []string{LegacyServeConfigKey}
+// staleRecordAnnotations are the annotations of older raygate versions a cluster still
+// carries: the config itself, and the target capacity, which is no longer kept up to date.
+func staleRecordAnnotations(rc *rayv1.RayCluster) []string {
+	var out []string
+	for _, k := range []string{LegacyServeConfigKey, rayv1.ServeConfigTargetCapacityKey} {
+		if _, ok := rc.Annotations[k]; ok {
+			out = append(out, k)
+		}
 	}
-	return nil
+	return out
 }
 
 func (a CreateCluster) String() string { return "create RayCluster " + a.Cluster.Name }

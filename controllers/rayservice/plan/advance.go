@@ -127,7 +127,7 @@ func stepUpgrade(in inputs, r roles, serve serveStates, traffic trafficState, ac
 	switch next.Kind {
 	case stepWait:
 		out.Wake.due(next.Until)
-		p.Upgrade = describeUpgrade(r, s, "next traffic step at "+next.Until.UTC().Format(time.RFC3339))
+		p.Upgrade = describeUpgrade(r, s, waitNote(next.Until))
 		return r, p
 	case stepComplete:
 		if dir == towardActive {
@@ -153,12 +153,27 @@ func stepUpgrade(in inputs, r roles, serve serveStates, traffic trafficState, ac
 	if next.Kind == stepTraffic {
 		t := metav1.NewTime(stampTime(in.now))
 		r.Active.Status.LastTrafficMigratedTime, r.Pending.Status.LastTrafficMigratedTime = &t, t.DeepCopy()
-		out.tell(NormalEvent(target.cluster(), EventTrafficShifted, "ShiftTraffic", "traffic: active %s %d%%, pending %s %d%%",
-			r.Active.name(), n.ActiveTraffic(), r.Pending.name(), n.PendingTraffic))
+		out.tell(NormalEvent(target.cluster(), EventTrafficShifted, "ShiftTraffic", "traffic: active %s %d%%, pending %s %d%%; target capacity: active %d%%, pending %d%%",
+			r.Active.name(), n.ActiveTraffic(), r.Pending.name(), n.PendingTraffic, n.ActiveCapacity, n.PendingCapacity))
 	}
 	out.Wake.Soon = true
-	p.Upgrade = describeUpgrade(r, n, next.Kind.String())
+	p.Upgrade = describeUpgrade(r, n, stepNote(next.Kind, n, in.want.Pacing, dir, in.now))
 	return r, p
+}
+
+// stepNote is what the status says after a step is recorded: the step, or, when the loop
+// has nothing to do after it until the next traffic step is due, when that is — the words
+// of the passes that wait for it, so they find the status already saying so and write
+// nothing (one status write per step saved).
+func stepNote(k stepKind, n split, p pacing, dir direction, now time.Time) string {
+	if after := nextStep(n, p, dir, now); after.Kind == stepWait {
+		return waitNote(after.Until)
+	}
+	return k.String()
+}
+
+func waitNote(until time.Time) string {
+	return "next traffic step at " + until.UTC().Format(time.RFC3339)
 }
 
 // finishRollback drops the pending cluster once traffic and capacity are all back on the

@@ -43,7 +43,6 @@ const (
 	EventFailedCluster         = "FailedToReconcileRayCluster"
 	EventSubmittedServeConfig  = "SubmittedServeConfig"
 	EventFailedServeConfig     = "FailedToSubmitServeConfig"
-	EventTargetCapacity        = "UpdatedTargetCapacity"
 	EventTrafficShifted        = "ShiftedTraffic"
 	EventPromoted              = "PromotedPendingCluster"
 	EventRollback              = "RollingBack"

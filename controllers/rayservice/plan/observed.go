@@ -54,6 +54,9 @@ type ServeView struct {
 	// ReadAt is when Apps were read (a metav1.Time, which the semantic equality the tests
 	// compare observations with can handle).
 	ReadAt metav1.Time
+	// TargetCapacity is the target_capacity the dashboard reported with Apps: that of the
+	// config it runs (nil: unset, or Apps not read).
+	TargetCapacity *int32
 	// Err is why the last read failed.
 	Err string
 	// Submission is the last serve config asked of this head and what became of it.

@@ -81,7 +81,9 @@ func actionEvents(out Plan) []Event {
 		}
 	}
 	for _, s := range out.Submits {
-		es = append(es, s.Done)
+		if s.Done.Reason != "" {
+			es = append(es, s.Done)
+		}
 	}
 	return es
 }

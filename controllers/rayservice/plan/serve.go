@@ -50,12 +50,12 @@ func planServe(in inputs, r roles, act *Effects, out *Outcome) serveStates {
 func planServeFor(in inputs, r roles, s slot, active bool, act *Effects, out *Outcome) serveState {
 	rc, v := s.cluster(), s.View
 	w := wantedServe(in, r, s, active)
-	st := serveState{Runs: submittedOn(rc), NothingToRun: w.empty()}
-	if acc := v.Serve.Accepted; acc != nil && !st.Runs.is(acc.Hash, acc.TargetCapacity) {
+	rec := submittedOn(rc)
+	st := serveState{Runs: runsOn(rec, v.Serve), NothingToRun: w.empty()}
+	if acc := v.Serve.Accepted; acc != nil && acc.Hash != rec.Hash {
 		// The dashboard accepted a config since the record was written: record it first,
 		// so the record never lags what the cluster runs for longer than a pass.
-		act.doFirst(AnnotateCluster{Cluster: rc, Annotations: recordAnnotations(acc.Hash, acc.TargetCapacity), Remove: legacyAnnotations(rc)})
-		st.Runs = submitted{Hash: acc.Hash, TargetCapacity: acc.TargetCapacity}
+		act.doFirst(AnnotateCluster{Cluster: rc, Annotations: recordAnnotations(acc.Hash), Remove: staleRecordAnnotations(rc)})
 	}
 	switch {
 	case !HeadReady(v.Pods):
@@ -102,7 +102,10 @@ func submitServe(in inputs, rc *rayv1.RayCluster, v *ClusterView, w wanted, runs
 		out.conflict(foreign)
 		return "the serve config of " + rc.Name + " cannot be recorded: " + foreign, false
 	}
-	done := NormalEvent(rc, EventTargetCapacity, "SetTargetCapacity", "set Serve target_capacity of %s to %s", rc.Name, Percent(w.TC))
+	// A change of target capacity alone is a step of an incremental upgrade: the status
+	// records it and the step's ShiftedTraffic event tells the capacities, so it gets no
+	// event of its own (two per step, a third of an upgrade's writes once).
+	var done Event
 	if redeploy {
 		done = NormalEvent(rc, EventSubmittedServeConfig, "SubmitServeConfig", "submitted the serve config to %s: %s", rc.Name, reason)
 	}

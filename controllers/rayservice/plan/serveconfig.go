@@ -106,26 +106,52 @@ func (c *ServeConfig) Body(targetCapacity *int32) []byte {
 	return b
 }
 
-// submitted is what a RayCluster's annotations say was last accepted by its dashboard.
+// submitted is what a cluster runs: the serve config its record says its dashboard
+// accepted, and the target capacity the dashboard last accepted (this process heard it) or
+// reports. A change of target capacity alone is not recorded on the cluster: the dashboard
+// says what it runs, so an operator restart reads it there, and every step of an
+// incremental upgrade is not a RayCluster write.
 type submitted struct {
 	Hash           string
 	TargetCapacity *int32
+	// TCUnknown: the dashboard has not been read since this process started (or since the
+	// head accepted a config), so the target capacity it runs is not known yet.
+	TCUnknown bool
 	// Legacy is the config an older raygate recorded with it ("": none).
 	Legacy string
 }
 
+// submittedOn is the record on a cluster: the hash of the config its dashboard accepted.
+// The target capacity older raygate versions recorded with it is not read: it was not kept
+// up to date since.
 func submittedOn(c *rayv1.RayCluster) submitted {
-	s := submitted{Hash: c.Annotations[rayv1.ServeConfigHashKey], Legacy: c.Annotations[LegacyServeConfigKey]}
-	if v, err := strconv.ParseInt(c.Annotations[rayv1.ServeConfigTargetCapacityKey], 10, 32); err == nil {
-		tc := int32(v)
-		s.TargetCapacity = &tc
-	}
-	return s
+	return submitted{Hash: c.Annotations[rayv1.ServeConfigHashKey], Legacy: c.Annotations[LegacyServeConfigKey], TCUnknown: true}
 }
 
-// is reports whether the record says the cluster runs hash at target capacity tc.
-func (s submitted) is(hash string, tc *int32) bool {
-	return s.Hash == hash && equalPtr(s.TargetCapacity, tc)
+// runsOn is what a cluster runs: what its dashboard accepted last, when this process heard
+// it; else the record's config at the target capacity the dashboard reports with its
+// applications (unknown until they are read).
+func runsOn(rec submitted, v ServeView) submitted {
+	switch {
+	case v.Accepted != nil:
+		return submitted{Hash: v.Accepted.Hash, TargetCapacity: v.Accepted.TargetCapacity}
+	case v.Apps != nil:
+		rec.TargetCapacity, rec.TCUnknown = v.TargetCapacity, false
+	}
+	return rec
+}
+
+// runsTC reports whether the cluster is known to run target capacity tc.
+func (s submitted) runsTC(tc *int32) bool {
+	return !s.TCUnknown && equalPtr(s.TargetCapacity, tc)
+}
+
+// tcText says which target capacity the cluster runs, for messages.
+func (s submitted) tcText() string {
+	if s.TCUnknown {
+		return "not read yet"
+	}
+	return Percent(s.TargetCapacity)
 }
 
 // submissionID names a submission of a config at a target capacity, for the dashboard
@@ -175,7 +201,7 @@ func decideSubmit(rec submitted, want wanted, dashboardApps int, acceptedHere bo
 		return submitDecision{Submit: true, Reason: "the serve config changed"}
 	case want.hasApps() && dashboardApps == 0 && !acceptedHere:
 		return submitDecision{Submit: true, Reason: "the dashboard reports no Serve applications (head restarted?)"}
-	case !equalPtr(rec.TargetCapacity, want.TC):
+	case !rec.runsTC(want.TC):
 		return submitDecision{Submit: true, Reason: "the target capacity changed"}
 	}
 	return submitDecision{Reason: "the cluster runs the wanted serve config"}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,12 +110,35 @@ func TestSubmittedOn(t *testing.T) {
 	rc := &rayv1.RayCluster{}
 	rc.Annotations = map[string]string{rayv1.ServeConfigHashKey: "h", rayv1.ServeConfigTargetCapacityKey: "35", LegacyServeConfigKey: "{}"}
 	s := submittedOn(rc)
-	if s.Hash != "h" || ptr.Deref(s.TargetCapacity, -1) != 35 || s.Legacy != "{}" || !s.is("h", ptr.To[int32](35)) {
-		t.Errorf("%+v", s)
+	if s.Hash != "h" || s.TargetCapacity != nil || !s.TCUnknown || s.Legacy != "{}" {
+		t.Errorf("%+v: the hash and legacy config, and no target capacity (older versions' is stale)", s)
 	}
-	rc.Annotations[rayv1.ServeConfigTargetCapacityKey] = ""
-	if submittedOn(rc).TargetCapacity != nil {
-		t.Error("empty target capacity annotation read as a value")
+	if got := staleRecordAnnotations(rc); !slices.Equal(got, []string{LegacyServeConfigKey, rayv1.ServeConfigTargetCapacityKey}) {
+		t.Errorf("stale annotations %v", got)
+	}
+}
+
+// What a cluster runs: the dashboard's last accepted config when this process heard it,
+// else the record's config at the target capacity the dashboard reports, unknown until read.
+func TestRunsOn(t *testing.T) {
+	rec := submitted{Hash: "h", TCUnknown: true}
+	cases := []struct {
+		name string
+		view ServeView
+		want submitted
+	}{
+		{"not read", ServeView{}, submitted{Hash: "h", TCUnknown: true}},
+		{"read", ServeView{Apps: map[string]rayv1.AppStatus{}, TargetCapacity: ptr.To[int32](40)}, submitted{Hash: "h", TargetCapacity: ptr.To[int32](40)}},
+		{"read, unset", ServeView{Apps: map[string]rayv1.AppStatus{}}, submitted{Hash: "h"}},
+		{"accepted", ServeView{Accepted: &AcceptedConfig{Hash: "g", TargetCapacity: ptr.To[int32](60)}, TargetCapacity: ptr.To[int32](40), Apps: map[string]rayv1.AppStatus{}}, submitted{Hash: "g", TargetCapacity: ptr.To[int32](60)}},
+	}
+	for _, c := range cases {
+		if got := runsOn(rec, c.view); got.Hash != c.want.Hash || !equalPtr(got.TargetCapacity, c.want.TargetCapacity) || got.TCUnknown != c.want.TCUnknown {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+	if (submitted{Hash: "h", TCUnknown: true}).runsTC(nil) {
+		t.Error("an unknown target capacity counts as unset")
 	}
 }
 

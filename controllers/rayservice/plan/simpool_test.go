@@ -31,9 +31,11 @@ const (
 // simSnapshot is what the pool knows of one head: the fields of dashboard.Snapshot that the
 // controller's observe reads.
 type simSnapshot struct {
-	// Apps are the applications the last read found (nil: none read yet).
-	Apps   map[string]rayv1.AppStatus
-	ReadAt time.Time
+	// Apps are the applications the last read found (nil: none read yet), TargetCapacity
+	// the target_capacity reported with them.
+	Apps           map[string]rayv1.AppStatus
+	TargetCapacity *int32
+	ReadAt         time.Time
 	// Err is why the last read failed; ErrAt is when.
 	Err   string
 	ErrAt time.Time
@@ -75,7 +77,7 @@ func (s simSnapshot) view() ServeView {
 		v.Err = s.Err
 	}
 	if s.Apps != nil && !s.Stale {
-		v.Apps, v.ReadAt = maps.Clone(s.Apps), metav1.NewTime(s.ReadAt)
+		v.Apps, v.ReadAt, v.TargetCapacity = maps.Clone(s.Apps), metav1.NewTime(s.ReadAt), copyPtr(s.TargetCapacity)
 	}
 	if a := s.Accepted; a != nil {
 		if hash, tc, ok := ParseSubmissionID(a.ID); ok {
@@ -278,6 +280,7 @@ func (w *world) answer(c *simCluster, r *simRequest) {
 			return
 		}
 		p.snap.Apps, p.snap.ReadAt, p.snap.Err, p.snap.Stale = c.reportedApps(), w.now, "", false
+		p.snap.TargetCapacity = copyPtr(c.runningTC)
 		if w.proxyChecks {
 			p.snap.Proxy = &ProxyHealth{Healthy: !c.proxyDown}
 			if c.proxyDown {
@@ -313,4 +316,12 @@ func (c *simCluster) deploy(s *simSubmission, now time.Time) {
 		c.brokenConfig = strings.Contains(s.cfg.source, brokenImportPath)
 	}
 	c.runningTC = s.tc
+}
+
+func copyPtr(v *int32) *int32 {
+	if v == nil {
+		return nil
+	}
+	c := *v
+	return &c
 }

@@ -277,3 +277,31 @@ func TestMovedLate(t *testing.T) {
 		t.Error("no recorded step cannot be late")
 	}
 }
+
+// A recorded step whose next move is a wait for the interval already says when the next
+// traffic step is due, in the words of the passes that wait, so they change nothing to write.
+func TestStepNoteSaysWhatTheNextPassesWaitFor(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	migrated := now.Add(-time.Second)
+	p := pacing{MaxSurge: 20, Step: 20, Interval: 4 * time.Second}
+	cases := []struct {
+		name string
+		kind stepKind
+		n    split
+		dir  direction
+		want string
+	}{
+		{"grow, then wait for the interval", stepGrowTarget, split{ActiveCapacity: 80, PendingCapacity: 40, PendingTraffic: 20, LastMigrated: &migrated}, towardPending, "next traffic step at 2026-01-01T12:00:03Z"},
+		{"grow with the interval over: the traffic step comes next", stepGrowTarget, split{ActiveCapacity: 80, PendingCapacity: 40, PendingTraffic: 20, LastMigrated: ptr.To(now.Add(-5 * time.Second))}, towardPending, "grow target capacity"},
+		{"shift: the source shrinks next", stepTraffic, split{ActiveCapacity: 100, PendingCapacity: 20, PendingTraffic: 20, LastMigrated: &now}, towardPending, "shift traffic"},
+		{"first grow, no traffic moved yet", stepGrowTarget, split{ActiveCapacity: 100, PendingCapacity: 20}, towardPending, "grow target capacity"},
+		{"rollback grow, then wait", stepGrowTarget, split{ActiveCapacity: 80, PendingCapacity: 40, PendingTraffic: 40, LastMigrated: &migrated}, towardActive, "next traffic step at 2026-01-01T12:00:03Z"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := stepNote(c.kind, c.n, p, c.dir, now); got != c.want {
+				t.Errorf("stepNote = %q, want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -134,8 +134,8 @@ func capacitiesApplied(r roles, serve serveStates) (bool, string) {
 		if st.Runs.Hash == "" {
 			return false, orDefault(st.Note, "waiting for the serve config of "+s.name()+" to be accepted")
 		}
-		if !equalPtr(st.Runs.TargetCapacity, tc) {
-			return false, orDefault(st.Note, fmt.Sprintf("waiting for RayCluster %s to accept target_capacity %d%% (it runs %s)", s.name(), *tc, Percent(st.Runs.TargetCapacity)))
+		if !st.Runs.runsTC(tc) {
+			return false, orDefault(st.Note, fmt.Sprintf("waiting for RayCluster %s to accept target_capacity %d%% (it runs %s)", s.name(), *tc, st.Runs.tcText()))
 		}
 	}
 	return true, ""

@@ -430,7 +430,7 @@ func deepCopyObserved(o *Observed) *Observed {
 	c := *o
 	c.Clusters = nil
 	for _, v := range o.Clusters {
-		cv := &ClusterView{Cluster: v.Cluster.DeepCopy(), Serve: ServeView{Err: v.Serve.Err, Submission: v.Serve.Submission, Accepted: v.Serve.Accepted, ReadAt: v.Serve.ReadAt, Proxy: v.Serve.Proxy}}
+		cv := &ClusterView{Cluster: v.Cluster.DeepCopy(), Serve: ServeView{Err: v.Serve.Err, Submission: v.Serve.Submission, Accepted: v.Serve.Accepted, ReadAt: v.Serve.ReadAt, Proxy: v.Serve.Proxy, TargetCapacity: copyPtr(v.Serve.TargetCapacity)}}
 		if s := v.Serve.Submission; s != nil {
 			c := *s
 			cv.Serve.Submission = &c

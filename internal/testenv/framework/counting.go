@@ -2,11 +2,13 @@ package framework
 
 import (
 	"context"
+	"io"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +23,57 @@ type Writes struct {
 	mu     sync.Mutex
 	counts map[string]int
 	byNS   map[string]map[string]int
+	// tracing keeps every write counted at the HTTP level, in order, in trace.
+	tracing bool
+	trace   []Write
+}
+
+// Write is one write request as the trace keeps it: enough to tell which object it changed
+// and how, when a count must be explained.
+type Write struct {
+	At time.Time
+	// Key is "verb resource", as counted; Path the request's URL path (the object's name
+	// included); Body the start of the request body (patches and updates).
+	Key, Path, Body string
+}
+
+// traceBodyLimit bounds the body kept per traced write: the start of a patch says what it
+// changes.
+const traceBodyLimit = 8 << 10
+
+// Trace turns the ordered trace of writes on (it starts empty) or off.
+func (w *Writes) Trace(on bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.tracing, w.trace = on, nil
+}
+
+// Traced returns the writes traced so far, in order, in the given namespaces (all when
+// none is given).
+func (w *Writes) Traced(namespaces ...string) []Write {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []Write
+	for _, t := range w.trace {
+		if len(namespaces) == 0 || slices.Contains(namespaces, namespaceOfPath(t.Path)) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (w *Writes) tracingOn() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.tracing
+}
+
+func (w *Writes) record(t Write) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.tracing {
+		w.trace = append(w.trace, t)
+	}
 }
 
 func (w *Writes) add(namespace, key string) {
@@ -174,9 +227,28 @@ type countingTransport struct {
 
 func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if verb := writeVerb(req); verb != "" && !dryRun(req) {
-		t.writes.add(namespaceOfPath(req.URL.Path), verb+" "+resourceOf(req.URL.Path))
+		key := verb + " " + resourceOf(req.URL.Path)
+		t.writes.add(namespaceOfPath(req.URL.Path), key)
+		if t.writes.tracingOn() {
+			t.writes.record(Write{At: time.Now(), Key: key, Path: req.URL.Path, Body: bodyStart(req)})
+		}
 	}
 	return t.next.RoundTrip(req)
+}
+
+// bodyStart is the start of a request's body, read from a copy (GetBody) so the request
+// is sent unchanged; "" when the body cannot be copied.
+func bodyStart(req *http.Request) string {
+	if req.GetBody == nil {
+		return ""
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return ""
+	}
+	defer body.Close()
+	b, _ := io.ReadAll(io.LimitReader(body, traceBodyLimit))
+	return string(b)
 }
 
 // dryRun reports whether a request is a dry run, which writes nothing (the validating

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -84,3 +85,37 @@ func TestDryRunsAreNotWrites(t *testing.T) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestTraceKeepsWritesInOrderWithTheirBodies(t *testing.T) {
+	w := &Writes{}
+	tr := &countingTransport{next: roundTripperFunc(func(*http.Request) (*http.Response, error) { return &http.Response{}, nil }), writes: w}
+	send := func(method, url, body string) {
+		t.Helper()
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(http.MethodPost, "https://api/api/v1/namespaces/ns/pods", "{}")
+	w.Trace(true)
+	send(http.MethodPatch, "https://api/apis/ray.io/v1/namespaces/ns/rayclusters/c", `{"metadata":{}}`)
+	send(http.MethodGet, "https://api/api/v1/namespaces/ns/pods", "")
+	send(http.MethodPost, "https://api/apis/events.k8s.io/v1/namespaces/other/events", strings.Repeat("x", 2*traceBodyLimit))
+	got := w.Traced()
+	if len(got) != 2 || got[0].Key != "patch rayclusters" || got[0].Path != "/apis/ray.io/v1/namespaces/ns/rayclusters/c" || got[0].Body != `{"metadata":{}}` {
+		t.Fatalf("trace %+v; want the patch, then the event", got)
+	}
+	if len(got[1].Body) != traceBodyLimit {
+		t.Errorf("body kept %d bytes, want %d", len(got[1].Body), traceBodyLimit)
+	}
+	if in := w.Traced("ns"); len(in) != 1 || in[0].Key != "patch rayclusters" {
+		t.Errorf(`Traced("ns") = %+v`, in)
+	}
+	w.Trace(false)
+	if len(w.Traced()) != 0 {
+		t.Error("the trace is not emptied when turned off")
+	}
+}
