@@ -57,6 +57,21 @@ func rulesOfPrometheusRule(manifest []byte) ([]byte, ruleFile, error) {
 }
 
 // alertNames are the alerts of a rule file, in order.
+// alertExprs are the alerts' expressions with runs of white space made one space.
+func (f ruleFile) alertExprs() []string {
+	var out []string
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			if e, ok := r["expr"].(string); ok && r["alert"] != nil {
+				out = append(out, normalizeSpace(e))
+			}
+		}
+	}
+	return out
+}
+
+func normalizeSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
+
 func (f ruleFile) alertNames() []string {
 	var out []string
 	for _, g := range f.Groups {

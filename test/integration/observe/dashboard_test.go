@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/testenv/docqueries"
 	testprom "github.com/raygate/raygate/internal/testenv/prometheus"
 	"github.com/raygate/raygate/internal/testenv/tools"
 	"github.com/raygate/raygate/test/builders"
@@ -119,9 +120,33 @@ var _ = Describe("the chart's Grafana dashboard", func() {
 		Expect(states).To(HaveKeyWithValue("RaygateNotLeading", "inactive"))
 		Expect(states).To(HaveKeyWithValue("RayServiceUpgradeStuck", "inactive"))
 
+		By("the operator's documented PromQL examples evaluate on the live series")
+		examples, err := docqueries.Read(operatorQueryDocs...)
+		Expect(err).NotTo(HaveOccurred())
+		checked := 0
+		for _, ex := range examples {
+			if ex.Kind != docqueries.PromQL || ex.HasPlaceholders() || !strings.Contains(ex.Query, "raygate_") && !strings.Contains(ex.Query, "kuberay_") {
+				continue // gate queries and Ray's own series: the gateway and raysim tests run them
+			}
+			checked++
+			n, err := seriesWithValues(ctx, prom.API(), true, ex.Query, promv1.Range{End: time.Now()})
+			Expect(err).NotTo(HaveOccurred(), "%s: %s", ex.Where(), ex.Query)
+			GinkgoWriter.Printf("%-60s %d series: %s\n", ex.Where(), n, ex.Query)
+			switch {
+			case strings.Contains(ex.Query, "raygate_service_upgrade_duration_seconds_bucket"):
+				Expect(n).To(BeNumerically(">", 0), "%s: the promoted upgrade must show in the SLO query", ex.Where())
+			case strings.Contains(ex.Query, "raygate_service_upgrade_expected_duration_seconds"):
+				Expect(file.alertExprs()).To(ContainElement(normalizeSpace(ex.Query)), "%s: the stuck-upgrade rule as documented must be the rule the chart renders", ex.Where())
+			}
+		}
+		Expect(checked).To(BeNumerically(">=", 3), "the SLO, stuck-upgrade and RayJob examples are found in the docs")
+
 		rstest.SetAction(ctx, env.Client, ns, name, rayv1.UpgradeActionResume, "")
 	})
 })
+
+// operatorQueryDocs are the documents whose PromQL examples read the operator's own series.
+var operatorQueryDocs = []string{"docs/rayservice.md", "docs/monitoring.md", "docs/rayjob.md"}
 
 // seriesWithValues runs a panel's query as Grafana does (a range query over the dashboard's
 // time range, or an instant one at its end) and counts the series with at least one value
