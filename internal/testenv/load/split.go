@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -94,17 +95,7 @@ func RouteShares(rt *gwv1.HTTPRoute) map[string]float64 {
 }
 
 // SameShares reports whether two samples' shares are equal.
-func SameShares(a, b map[string]float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
+func SameShares(a, b map[string]float64) bool { return maps.Equal(a, b) }
 
 // SplitDeviation compares each window's measured split with the weights the route held
 // from lag before the window's start to its end (the shares in effect for its requests

@@ -3,6 +3,7 @@ package raysim
 import (
 	"context"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"testing"
@@ -70,7 +71,7 @@ func sample(fams map[string]*dto.MetricFamily, family string, labels map[string]
 				got[l.GetName()] = l.GetValue()
 			}
 		}
-		if !sameLabels(got, labels) {
+		if !maps.Equal(got, labels) {
 			continue
 		}
 		if h := m.GetHistogram(); h != nil {
@@ -79,18 +80,6 @@ func sample(fams map[string]*dto.MetricFamily, family string, labels map[string]
 		return m.GetCounter().GetValue(), true
 	}
 	return 0, false
-}
-
-func sameLabels(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 func TestServeMetricsCountWhatTheProxyAnswers(t *testing.T) {
@@ -193,7 +182,7 @@ func TestServeMetricsLatency(t *testing.T) {
 					got[l.GetName()] = l.GetValue()
 				}
 			}
-			if sameLabels(got, labels) {
+			if maps.Equal(got, labels) {
 				for _, b := range m.GetHistogram().GetBucket() {
 					out[b.GetUpperBound()] = b.GetCumulativeCount()
 				}
