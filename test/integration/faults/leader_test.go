@@ -30,7 +30,7 @@ func leaseHolder(ctx context.Context) string {
 // admissionProbe sends admission requests one after another (a server-side dry-run create
 // of a valid RayCluster: both webhooks run, nothing is stored) until stop, and counts the
 // answered and the refused ones. A request counts as "in flight at the kill" when it was
-// sent before the kill and answered after it.
+// sent before the killed process had exited and answered after the kill.
 type admissionProbe struct {
 	ns     string
 	cancel context.CancelFunc
@@ -129,8 +129,11 @@ func leaderSpecs() {
 			time.Sleep(time.Second) // the probe's connections are open and in use
 			By("SIGKILL the leader at 25%")
 			killAt := time.Now()
-			probe.killedAt(killAt)
 			a.kill()
+			// Requests sent until the process had exited went to a dying leader: the kernel
+			// still accepts connections on its socket between SIGKILL and the exit, which on
+			// a loaded machine takes a while.
+			probe.killedAt(time.Now())
 			Eventually(func() string { return leaseHolder(ctx) }, 30*time.Second, 20*time.Millisecond).ShouldNot(Or(Equal(leader), BeEmpty()))
 			takeover := time.Since(killAt)
 			time.Sleep(3 * time.Second) // admission keeps being answered after the takeover
