@@ -24,6 +24,9 @@ import (
 // scriptedProm implements Prometheus' instant query API (/api/v1/query) on loopback. Each
 // namespace's answer is scripted: a value, no data, or an outage (503). The namespace is
 // read from the rendered query (every test query filters on namespace="{{namespace}}").
+// A stand-in on purpose: these specs test the controller's answer to exact values, empty
+// results and 503s per namespace, which a real Prometheus cannot be made to give on cue;
+// the documented queries run on the real engine in the gateway suite.
 type scriptedProm struct {
 	once sync.Once
 	srv  *httptest.Server
