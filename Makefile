@@ -26,7 +26,7 @@ build: ## Build the manager binary into bin/raygate, stamped with VERSION (from 
 
 .PHONY: image
 image: tools ## Build the operator image with ko, without Docker: OCI layout bin/image and tarball bin/image.tar, tagged VERSION.
-	$(GO) run ./hack/image --ko "$$($(TOOLS) path ko)" --version "$(VERSION)" --out bin/image
+	$(GO) run ./hack/image --ko "$$($(TOOLS) ensure ko)" --version "$(VERSION)" --out bin/image
 
 # make release: where the artefacts go, the image's archs, where to push (empty: nowhere) and
 # the changelog whose Unreleased section becomes the version's.
@@ -37,7 +37,7 @@ CHANGELOG ?= CHANGELOG.md
 
 .PHONY: release
 release: ## Release VERSION=vX.Y.Z into bin/release: image (amd64, arm64) with SPDX SBOMs, chart pinned to its digest, CRDs in one file, CHANGELOG section; REGISTRY=host[/path] pushes image and chart (OCI).
-	$(GO) run ./hack/release --version "$(VERSION)" --ko "$$($(TOOLS) path ko)" --helm "$(HELM)" --out "$(RELEASE_DIR)" \
+	$(GO) run ./hack/release --version "$(VERSION)" --ko "$$($(TOOLS) ensure ko)" --helm "$(HELM)" --out "$(RELEASE_DIR)" \
 		--archs "$(RELEASE_ARCHS)" --registry "$(REGISTRY)" --changelog "$(CHANGELOG)"
 
 .PHONY: plugin
@@ -90,6 +90,9 @@ lint: tools ## golangci-lint (gofmt, go vet, architecture rules: see .golangci.y
 # hack/testtime times each phase and each package's test binary (go test -exec), prints which
 # package is running, and ends with a table of wall time, CPU and peak memory; outputs and
 # exit statuses pass through unchanged.
+# TEST_PACKAGES: test packages run side by side. Most integration suites wait (upgrade
+# steps, simulated pods) far more than they compute, so four share two cores well.
+TEST_PACKAGES ?= 4
 TESTTIME := $(CURDIR)/bin/testtime
 TIMING := $(TESTTIME) run -dir $(CURDIR)/bin/testtime.d
 .PHONY: test
@@ -98,7 +101,7 @@ test: tools ## Everything CI runs: lint, generated-file check, unit, integration
 	$(TIMING) -reset -name lint -- $(GOLANGCI_LINT) run ./...
 	$(TIMING) -name verify -- bash -c '$(VERIFY)'
 	KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" $(TIMING) -name 'go test ./...' -table -- \
-		$(GO) test -count=1 -timeout 30m -exec "$(TESTTIME) exec" ./...
+		$(GO) test -p $(TEST_PACKAGES) -count=1 -timeout 30m -exec "$(TESTTIME) exec" ./...
 
 .PHONY: unit
 unit: ## Unit tests only (no control plane).

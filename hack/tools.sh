@@ -3,8 +3,11 @@
 # outside the checkout, keyed by version, so nothing is downloaded as a binary and a second
 # run is instant.
 #
-#   hack/tools.sh install        build every tool that is missing (`make tools`), in parallel,
-#                                one progress line per tool with its time
+#   hack/tools.sh install        build every tool the tests need that is missing (`make tools`),
+#                                in parallel, one progress line per tool, then a table of each
+#                                build's wall time, CPU and peak memory (hack/testtime)
+#   hack/tools.sh ensure <name>  build one on-demand tool if missing (ko, which only `make image`
+#                                and `make release` run), then print its path
 #   hack/tools.sh path <name>    print where a tool is; never builds: a missing tool fails at
 #                                once and names `make tools`. Names: envtest (directory of etcd,
 #                                kube-apiserver, kubectl), cluster (envtest plus
@@ -16,7 +19,8 @@
 #                                scheduler-plugins-crds (the coscheduling PodGroup CRD)
 #                                kuberay (KubeRay's operator), kuberay-crds (KubeRay's RayJob CRD),
 #                                kuberay-samples (KubeRay's sample manifests, config/samples and its folders),
-#                                ko (builds the operator image without a container engine),
+#                                ko (builds the operator image without a container engine; not
+#                                built by install: `ensure ko`),
 #                                traefik (Traefik, the Gateway API implementation of the tests),
 #                                cert-manager (cert-manager's controllers and CA injector,
 #                                hack/tools/cert-manager),
@@ -339,7 +343,13 @@ install() {
 			# A builder succeeds only if what it builds is then present: a step that failed
 			# inside it (a full disk, a killed compiler) must not pass for a build.
 			local ok=1 n
-			"$fn" >"$logs/$fn.log" 2>&1 || ok=0
+			if [[ -n $timer ]]; then
+				# Measured in its own process (tools.sh _build), so its CPU and peak memory are
+				# the build's own.
+				"$timer" run -dir "$logs/times" -name "$label" -- "$here/tools.sh" _build "$fn" >"$logs/$fn.log" 2>&1 || ok=0
+			else
+				"$fn" >"$logs/$fn.log" 2>&1 || ok=0
+			fi
 			if ((ok)); then
 				for n in "${checks[@]}"; do present "$n" || { echo "$n is missing after the build" >>"$logs/$fn.log"; ok=0; }; done
 			fi
@@ -355,6 +365,10 @@ install() {
 		order+=("$fn")
 	}
 	local t0=$SECONDS
+	# hack/testtime measures each build (std library only, so it builds in a second even on a
+	# fresh machine); without it the tools still build, unmeasured.
+	local timer="$logs/testtime"
+	(cd "$here/.." && go build -o "$timer" ./hack/testtime) >/dev/null 2>&1 || timer=""
 	start "kube-apiserver, kubectl, kube-controller-manager, kube-scheduler" build_k8s \
 		kube-apiserver kubectl kube-controller-manager kube-scheduler
 	start "etcd" build_etcd etcd
@@ -372,7 +386,6 @@ install() {
 	start "kuberay" build_kuberay kuberay
 	start "kuberay RayJob CRD" build_kuberay_crds kuberay-crds
 	start "kuberay samples" build_kuberay_samples kuberay-samples
-	start "ko" build_ko ko
 	start "traefik" build_traefik traefik
 	start "prometheus, promtool" build_prometheus prometheus promtool
 	start "OpenShift Route CRD" build_openshift_route_crd openshift-route-crd
@@ -384,6 +397,9 @@ install() {
 	if present controller-gen; then start "Volcano CRDs" build_volcano_crds volcano-crds; fi
 	for fn in "${order[@]}"; do wait "${jobs[$fn]}" || failed=1; done
 	built=$((built + ${#order[@]}))
+	if ((built > 0)) && [[ -n $timer ]]; then
+		"$timer" table -dir "$logs/times" -heading "tool (built side by side)" -slowest-first -total "make tools"
+	fi
 	rm -rf "$logs"
 	if ((failed)); then echo "tools: some builds failed (see above)" >&2; return 1; fi
 	if ((built > 0)); then echo "tools: all tools ready in $cache_root ($((SECONDS - t0))s)"; fi
@@ -409,6 +425,23 @@ compat() {
 	echo "$dir"
 }
 
+# ensure builds an on-demand tool (one no test needs, so install leaves it out) if missing.
+ensure() {
+	local fn
+	case "$1" in
+	ko) fn=build_ko ;;
+	*) path "$1"; return ;;
+	esac
+	if ! present "$1"; then
+		local s=$SECONDS
+		echo "tools: building $1 (first use)..." >&2
+		"$fn" >&2 || { echo "tools: building $1 failed" >&2; return 1; }
+		present "$1" || { echo "tools: $1 is missing after its build" >&2; return 1; }
+		echo "tools: $1 built in $((SECONDS - s))s" >&2
+	fi
+	path_of "$1"
+}
+
 list() {
 	local n
 	for n in etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok kwok-stages helm helm3 controller-gen golangci-lint cert-manager cert-manager-crds kueue kueue-crds kueue-webhooks volcano-crds scheduler-plugins-crds kuberay kuberay-crds kuberay-samples ko traefik prometheus promtool openshift-route-crd; do
@@ -418,8 +451,11 @@ list() {
 
 case "${1:-}" in
 install) install ;;
+ensure) ensure "${2:?usage: $0 ensure <tool>}" ;;
+# One builder, as install runs it in its own process to measure it.
+_build) "${2:?}" ;;
 path) path "${2:?usage: $0 path <tool>}" ;;
 list) list ;;
 compat) compat ;;
-*) echo "usage: $0 install | path <tool> | list | compat" >&2; exit 2 ;;
+*) echo "usage: $0 install | ensure <tool> | path <tool> | list | compat" >&2; exit 2 ;;
 esac

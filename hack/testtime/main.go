@@ -6,6 +6,7 @@
 //	testtime run -dir D -name lint -- golangci-lint run ./...     # one phase, recorded in D
 //	testtime run -dir D -name "go test" -table -- go test -exec "testtime exec" ./...
 //	testtime exec pkg.test -test.v ...                            # as go test's -exec
+//	testtime table -dir D -slowest-first -total "make tools"      # the records of D (make tools)
 //
 // `run` records its command, and prints "testtime: running <package>" as each test binary
 // starts, so a long `go test ./...` (whose output comes per package, when it ends) shows
@@ -41,13 +42,15 @@ func main() {
 		os.Exit(execTest(os.Args[2:]))
 	case "run":
 		os.Exit(runPhase(os.Args[2:]))
+	case "table":
+		os.Exit(printTable(os.Args[2:]))
 	default:
 		usage()
 	}
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: testtime run -dir DIR -name NAME [-table] [-reset] -- COMMAND...\n       testtime exec TESTBINARY ARGS...")
+	fmt.Fprintln(os.Stderr, "usage: testtime run -dir DIR -name NAME [-table] [-reset] -- COMMAND...\n       testtime exec TESTBINARY ARGS...\n       testtime table -dir DIR [-heading H] [-slowest-first] [-total NAME]")
 	os.Exit(2)
 }
 
@@ -90,9 +93,27 @@ func runPhase(args []string) int {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "testtime:", err)
 		}
-		fmt.Fprint(os.Stdout, formatTable(recs))
+		fmt.Fprint(os.Stdout, formatTable(recs, tableOptions{}))
 	}
 	return code
+}
+
+// printTable prints the records of a directory (`make tools` measures each build with run
+// and prints them together at the end).
+func printTable(args []string) int {
+	fs := flag.NewFlagSet("table", flag.ExitOnError)
+	dir := fs.String("dir", "bin/testtime", "directory of the records")
+	heading := fs.String("heading", "", "title of the first column")
+	slowestFirst := fs.Bool("slowest-first", false, "list phases slowest first instead of in the order they ran")
+	total := fs.String("total", "", "add a last row with this name for all records together")
+	_ = fs.Parse(args)
+	recs, err := readRecords(*dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testtime:", err)
+		return 1
+	}
+	fmt.Fprint(os.Stdout, formatTable(recs, tableOptions{heading: *heading, slowestFirst: *slowestFirst, total: *total}))
+	return 0
 }
 
 // execTest runs a test binary for go test -exec and records it.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -133,8 +134,17 @@ func packageOf(dir string) string {
 	}
 }
 
-// formatTable prints the phases in the order they ran, then the packages, slowest first.
-func formatTable(recs []record) string {
+// tableOptions shape the table: `make test` lists its phases in the order they ran, `make
+// tools` its builds slowest first with a total.
+type tableOptions struct {
+	heading      string // first column's title
+	slowestFirst bool   // phases too, not only packages, slowest first
+	total        string // if set, a last row with this name: first start to last end, CPU summed, largest peak
+}
+
+// formatTable prints the phases (in the order they ran unless slowestFirst), then the
+// packages, slowest first.
+func formatTable(recs []record, opt tableOptions) string {
 	var phases, pkgs []record
 	for _, r := range recs {
 		if r.Kind == kindPhase {
@@ -143,14 +153,22 @@ func formatTable(recs []record) string {
 			pkgs = append(pkgs, r)
 		}
 	}
-	sort.SliceStable(phases, func(i, j int) bool { return phases[i].Start.Before(phases[j].Start) })
-	sort.SliceStable(pkgs, func(i, j int) bool {
-		if pkgs[i].Wall != pkgs[j].Wall {
-			return pkgs[i].Wall > pkgs[j].Wall
+	slowest := func(rs []record) func(i, j int) bool {
+		return func(i, j int) bool {
+			if rs[i].Wall != rs[j].Wall {
+				return rs[i].Wall > rs[j].Wall
+			}
+			return rs[i].Name < rs[j].Name
 		}
-		return pkgs[i].Name < pkgs[j].Name
-	})
-	width := len("phase / package")
+	}
+	if opt.slowestFirst {
+		sort.SliceStable(phases, slowest(phases))
+	} else {
+		sort.SliceStable(phases, func(i, j int) bool { return phases[i].Start.Before(phases[j].Start) })
+	}
+	sort.SliceStable(pkgs, slowest(pkgs))
+	heading := cmp.Or(opt.heading, "phase / package")
+	width := max(len(heading), len(opt.total))
 	for _, r := range recs {
 		width = max(width, len(r.Name)+2)
 	}
@@ -159,7 +177,7 @@ func formatTable(recs []record) string {
 	row := func(name, wall, cpu, ratio, rss, result string) {
 		fmt.Fprintf(&b, "%-*s %9s %9s %8s %9s  %s\n", width, name, wall, cpu, ratio, rss, result)
 	}
-	row("phase / package", "wall", "CPU", "CPU/wall", "peak RSS", "result")
+	row(heading, "wall", "CPU", "CPU/wall", "peak RSS", "result")
 	line := func(name string, r record) {
 		cpu := r.User + r.Sys
 		ratio := "-"
@@ -174,7 +192,33 @@ func formatTable(recs []record) string {
 	for _, r := range pkgs {
 		line("  "+r.Name, r)
 	}
+	if opt.total != "" && len(recs) > 0 {
+		line(opt.total, sumRecords(recs))
+	}
 	return b.String()
+}
+
+// sumRecords is records that ran side by side as one: from the first start to the last end,
+// their CPU added, the largest peak, the first failure's exit status.
+func sumRecords(recs []record) record {
+	t := record{Start: recs[0].Start}
+	end := recs[0].Start
+	for _, r := range recs {
+		if r.Start.Before(t.Start) {
+			t.Start = r.Start
+		}
+		if e := r.Start.Add(r.Wall); e.After(end) {
+			end = e
+		}
+		t.User += r.User
+		t.Sys += r.Sys
+		t.MaxRSS = max(t.MaxRSS, r.MaxRSS)
+		if t.Exit == 0 {
+			t.Exit = r.Exit
+		}
+	}
+	t.Wall = end.Sub(t.Start)
+	return t
 }
 
 func result(exit int) string {

@@ -49,7 +49,7 @@ func TestFormatTable(t *testing.T) {
 		{Kind: kindPhase, Name: "go test", Start: t0.Add(time.Minute), Wall: 10 * time.Minute, User: 15 * time.Minute, Exit: 1},
 		{Kind: kindPhase, Name: "lint", Start: t0, Wall: time.Minute, User: 90 * time.Second, Sys: 30 * time.Second},
 		{Kind: kindPackage, Name: "./slow", Wall: 3 * time.Minute, User: 2 * time.Minute, Exit: 1},
-	})
+	}, tableOptions{})
 	var rows []string
 	for _, l := range strings.Split(strings.TrimSpace(got), "\n")[2:] {
 		rows = append(rows, strings.Join(strings.Fields(l), " "))
@@ -59,6 +59,34 @@ func TestFormatTable(t *testing.T) {
 		"go test 10m00.0s 15m00.0s 1.50 - FAIL (exit 1)",
 		"./slow 3m00.0s 2m00.0s 0.67 - FAIL (exit 1)",
 		"./fast 2.0s 1.0s 0.50 40 MiB ok",
+	}
+	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
+		t.Errorf("table rows:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// make tools' table: builds that ran side by side, slowest first, and a total from the first
+// start to the last end with the CPU added up and the largest peak.
+func TestFormatToolTable(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	got := formatTable([]record{
+		{Kind: kindPhase, Name: "etcd", Start: t0, Wall: 2 * time.Minute, User: 3 * time.Minute, MaxRSS: 300 << 20},
+		{Kind: kindPhase, Name: "traefik", Start: t0.Add(time.Second), Wall: 9 * time.Minute, User: 10 * time.Minute, Sys: time.Minute, MaxRSS: 900 << 20},
+		{Kind: kindPhase, Name: "helm", Start: t0.Add(2 * time.Minute), Wall: 5 * time.Minute, User: 4 * time.Minute, Exit: 1},
+	}, tableOptions{heading: "tool", slowestFirst: true, total: "make tools"})
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	if !strings.HasPrefix(lines[1], "tool ") {
+		t.Errorf("heading %q, want the tool column first", lines[1])
+	}
+	var rows []string
+	for _, l := range lines[2:] {
+		rows = append(rows, strings.Join(strings.Fields(l), " "))
+	}
+	want := []string{
+		"traefik 9m00.0s 11m00.0s 1.22 900 MiB ok",
+		"helm 5m00.0s 4m00.0s 0.80 - FAIL (exit 1)",
+		"etcd 2m00.0s 3m00.0s 1.50 300 MiB ok",
+		"make tools 9m01.0s 18m00.0s 2.00 900 MiB FAIL (exit 1)",
 	}
 	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
 		t.Errorf("table rows:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
