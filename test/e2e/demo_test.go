@@ -23,7 +23,12 @@ func TestLocalModeAndDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a whole local cluster")
 	}
-	bin := build(t, "./cmd/raygate-local", "./cmd/raygate-demo", "./cmd/kubectl-raygate")
+	// Its own state directory, marker, pod IP blocks (claimed per raygate-local process),
+	// Traefik address and Prometheus port: it runs beside TestLocalModeRayJobs.
+	t.Parallel()
+	watch := newStopwatch(t)
+	bin := binaries(t)
+	watch.done("build")
 	state := t.TempDir()
 	// Every process started below inherits this variable, so leftovers can be found by it
 	// whoever their parent is by then.
@@ -35,12 +40,15 @@ func TestLocalModeAndDemo(t *testing.T) {
 	local := startLocal(t, bin, state, env)
 	out, localErr, dump := local.out, local.stderr, func() { local.dump(t) }
 	kubeconfig, kubectlBin := local.kubeconfig, local.kubectl
+	watch.done("make run: sample Ready")
 	prom := prometheusOf(t, out.String(), state)
 	checkPrometheusUp(t, prom)
+	watch.done("Prometheus up")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	checkSamples(ctx, t, kubectlBin, kubeconfig)
+	watch.done("samples")
 
 	// make demo ARGS="--gate", in another terminal: attaches to make run; its upgrade waits
 	// for an UpgradePolicy gate evaluated by make run's Prometheus.
@@ -54,6 +62,7 @@ func TestLocalModeAndDemo(t *testing.T) {
 	checkDemo(t, string(demoOut))
 	checkGatedDemo(t, string(demoOut))
 	checkServeSeries(t, prom)
+	watch.done("make demo --gate")
 
 	// make demo ARGS="--pause-at 40": a second upgrade, paused at 40%, resumed, promoted.
 	pctx, pcancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -66,9 +75,11 @@ func TestLocalModeAndDemo(t *testing.T) {
 		t.Fatalf("make demo --pause-at 40 failed (%v):\n%s", err, pausedOut)
 	}
 	checkPausedDemo(t, string(pausedOut))
+	watch.done("make demo --pause-at 40")
 
 	// kubectl raygate, in another terminal: watches and steers a third upgrade.
 	checkPlugin(t, filepath.Join(bin, "kubectl-raygate"), kubectlBin, kubeconfig)
+	watch.done("kubectl raygate")
 	// The next steps' batch jobs run in TestLocalModeRayJobs.
 	if strings.Contains(localErr.String(), "INVARIANT VIOLATED") {
 		dump()
@@ -96,6 +107,7 @@ func TestLocalModeAndDemo(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(state, "prometheus-url")); !os.IsNotExist(err) {
 		t.Errorf("the Prometheus URL of a stopped environment is still there (%v)", err)
 	}
+	watch.done("Ctrl-C")
 }
 
 // checkNextSteps asserts what make run prints once the sample is Ready, and returns the

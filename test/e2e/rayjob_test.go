@@ -19,25 +19,33 @@ func TestLocalModeRayJobs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a whole local cluster")
 	}
-	bin := build(t, "./cmd/raygate-local", "./cmd/kubectl-raygate")
+	t.Parallel() // beside TestLocalModeAndDemo, in an environment of its own
+	watch := newStopwatch(t)
+	bin := binaries(t)
+	watch.done("build")
 	state := t.TempDir()
 	marker := "RAYGATE_E2E_RUN=" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-jobs"
 	t.Cleanup(func() { killMarked(marker) })
 	local := startLocal(t, bin, state, append(os.Environ(), marker))
+	watch.done("make run: sample Ready")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	checkRayJobSample(ctx, t, filepath.Join(bin, "kubectl-raygate"), local.kubectl, local.kubeconfig)
+	watch.done("RayJob sample")
 	checkSidecarJob(ctx, t, local.kubectl, local.kubeconfig)
+	watch.done("SidecarMode RayJob")
 	// The same cluster serves the walkthrough's raygate steps (docs/walkthrough/kind.sh).
 	wctx, wcancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer wcancel()
 	runWalkthrough(wctx, t, local.kubectl, local.kubeconfig)
+	watch.done("walkthrough")
 	if t.Failed() {
 		local.dump(t)
 	}
 
 	local.interrupt(t)
+	watch.done("Ctrl-C")
 }
 
 // sidecarJob is docs/rayjob.md's SidecarMode example.
