@@ -1,9 +1,9 @@
 // Package e2e runs raygate's local mode as a newcomer does: `make run` (cmd/raygate-local) until
 // the sample RayService is Ready, the samples through the real admission webhooks, `make
 // demo` (cmd/raygate-demo) attached to it through an incremental upgrade with every invariant
-// checked, kubectl raygate steering a third upgrade, and Ctrl-C, after which nothing it
-// started may still run; and (TestLocalModeRayJobs) the RayJob sample and a SidecarMode
-// RayJob run to SUCCEEDED.
+// checked, and Ctrl-C, after which nothing it started may still run; and, beside it in a
+// second environment (TestLocalModeRayJobs), kubectl raygate steering an upgrade while the
+// RayJob sample and a SidecarMode RayJob run to SUCCEEDED and the walkthrough's steps run.
 package e2e
 
 import (
@@ -27,8 +27,9 @@ func TestLocalModeAndDemo(t *testing.T) {
 	// Traefik address and Prometheus port: it runs beside TestLocalModeRayJobs.
 	t.Parallel()
 	watch := newStopwatch(t)
-	bin := binaries(t)
-	watch.done("build")
+	bin := binaries(t, localCmd)
+	prebuild(demoCmd) // while make run starts
+	watch.done("build raygate-local")
 	state := t.TempDir()
 	// Every process started below inherits this variable, so leftovers can be found by it
 	// whoever their parent is by then.
@@ -42,17 +43,25 @@ func TestLocalModeAndDemo(t *testing.T) {
 	kubeconfig, kubectlBin := local.kubeconfig, local.kubectl
 	watch.done("make run: sample Ready")
 	prom := prometheusOf(t, out.String(), state)
-	checkPrometheusUp(t, prom)
-	watch.done("Prometheus up")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	checkSamples(ctx, t, kubectlBin, kubeconfig)
-	watch.done("samples")
+	// Both only read the environment (the samples are applied with --dry-run=server or
+	// rejected), so they run side by side.
+	if !concurrently(t,
+		step{"Prometheus up", func(t *testing.T) { checkPrometheusUp(t, prom) }},
+		step{"samples", func(t *testing.T) { checkSamples(ctx, t, kubectlBin, kubeconfig) }},
+	) {
+		dump()
+		t.FailNow()
+	}
+	watch.done("Prometheus up and samples")
+	binaries(t, demoCmd)
+	watch.done("build raygate-demo (rest)")
 
 	// make demo ARGS="--gate", in another terminal: attaches to make run; its upgrade waits
 	// for an UpgradePolicy gate evaluated by make run's Prometheus.
-	demo := exec.CommandContext(ctx, filepath.Join(bin, "raygate-demo"), "--dir", state, "--interval", "1", "--deletion-delay", "2", "--timeout", "3m", "--gate")
+	demo := exec.CommandContext(ctx, filepath.Join(bin, demoCmd), "--dir", state, "--interval", "1", "--deletion-delay", "2", "--timeout", "3m", "--gate")
 	demo.Dir, demo.Env = repoRoot(), env
 	demoOut, err := demo.CombinedOutput()
 	if err != nil {
@@ -67,7 +76,7 @@ func TestLocalModeAndDemo(t *testing.T) {
 	// make demo ARGS="--pause-at 40": a second upgrade, paused at 40%, resumed, promoted.
 	pctx, pcancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer pcancel()
-	paused := exec.CommandContext(pctx, filepath.Join(bin, "raygate-demo"), "--dir", state, "--interval", "1", "--deletion-delay", "2", "--timeout", "3m", "--pause-at", "40")
+	paused := exec.CommandContext(pctx, filepath.Join(bin, demoCmd), "--dir", state, "--interval", "1", "--deletion-delay", "2", "--timeout", "3m", "--pause-at", "40")
 	paused.Dir, paused.Env = repoRoot(), env
 	pausedOut, err := paused.CombinedOutput()
 	if err != nil {
@@ -77,10 +86,8 @@ func TestLocalModeAndDemo(t *testing.T) {
 	checkPausedDemo(t, string(pausedOut))
 	watch.done("make demo --pause-at 40")
 
-	// kubectl raygate, in another terminal: watches and steers a third upgrade.
-	checkPlugin(t, filepath.Join(bin, "kubectl-raygate"), kubectlBin, kubeconfig)
-	watch.done("kubectl raygate")
-	// The next steps' batch jobs run in TestLocalModeRayJobs.
+	// kubectl raygate steering an upgrade and the next steps' batch jobs run in
+	// TestLocalModeRayJobs, beside this test.
 	if strings.Contains(localErr.String(), "INVARIANT VIOLATED") {
 		dump()
 		t.Errorf("make run reported violations:\n%s", localErr.String())

@@ -5,25 +5,37 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strings"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 )
 
-// commands are the main packages the tests run, built once per test binary: a separate
-// build per test would link raygate-local (the largest) twice.
-var commands = []string{"./cmd/raygate-local", "./cmd/raygate-demo", "./cmd/kubectl-raygate"}
+// The commands the tests run are built once per test binary, each by the first test that
+// needs it: a build per test would link each again. raygate-local is built first, on its
+// own, so make run starts while the others link.
+const (
+	localCmd  = "raygate-local"
+	demoCmd   = "raygate-demo"
+	pluginCmd = "kubectl-raygate"
+)
 
-// built holds the one build of commands, made by the first test that needs it.
-var built struct {
-	once sync.Once
+var built = struct {
 	dir  string
 	err  error
+	cmds map[string]*buildOnce
+}{cmds: map[string]*buildOnce{localCmd: {}, demoCmd: {}, pluginCmd: {}}}
+
+// buildOnce is one command's build.
+type buildOnce struct {
+	once sync.Once
+	err  error
+	took time.Duration
 }
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	built.dir, built.err = os.MkdirTemp("", "raygate-e2e-bin-")
 	code := m.Run()
 	if built.dir != "" {
 		_ = os.RemoveAll(built.dir)
@@ -31,26 +43,44 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// binaries is the directory holding the built commands.
-func binaries(t *testing.T) string {
-	t.Helper()
-	built.once.Do(func() {
-		if built.dir, built.err = os.MkdirTemp("", "raygate-e2e-bin-"); built.err != nil {
+// buildCmd builds ./cmd/<name> into built.dir unless done already; callers wait for one
+// build in progress.
+func buildCmd(name string) *buildOnce {
+	b := built.cmds[name]
+	b.once.Do(func() {
+		if b.err = built.err; b.err != nil {
 			return
 		}
 		start := time.Now()
-		cmd := exec.Command("go", append([]string{"build", "-o", built.dir + "/"}, commands...)...)
+		cmd := exec.Command("go", "build", "-o", filepath.Join(built.dir, name), "./cmd/"+name)
 		cmd.Dir = repoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("go build %s: %w\n%s", strings.Join(commands, " "), err, out)
-			return
+			b.err = fmt.Errorf("go build ./cmd/%s: %w\n%s", name, err, out)
 		}
-		t.Logf("built %s in %s", strings.Join(commands, " "), time.Since(start).Round(100*time.Millisecond))
+		b.took = time.Since(start)
 	})
-	if built.err != nil {
-		t.Fatal(built.err)
+	return b
+}
+
+// binaries builds the named commands (raygate-local, raygate-demo, kubectl-raygate) and
+// returns the directory holding them.
+func binaries(t *testing.T, names ...string) string {
+	t.Helper()
+	for _, name := range names {
+		if b := buildCmd(name); b.err != nil {
+			t.Fatal(b.err)
+		} else {
+			t.Logf("%s built (%s)", name, b.took.Round(100*time.Millisecond))
+		}
 	}
 	return built.dir
+}
+
+// prebuild starts building the named commands in the background, for binaries to find done.
+func prebuild(names ...string) {
+	for _, name := range names {
+		go buildCmd(name)
+	}
 }
 
 // stopwatch logs how long each phase of a test took, so the log says where the time goes.
@@ -70,4 +100,35 @@ func (s *stopwatch) done(phase string) {
 	now := time.Now()
 	s.t.Logf("phase %-28s %6.1fs (at %6.1fs)", phase, now.Sub(s.lap).Seconds(), now.Sub(s.start).Seconds())
 	s.lap = now
+}
+
+// step is a named part of a test that can run beside others in the same environment.
+type step struct {
+	name string
+	run  func(t *testing.T)
+}
+
+// concurrently runs steps side by side, each as a subtest, and reports whether all passed
+// once every one ended.
+func concurrently(t *testing.T, steps ...step) bool {
+	t.Helper()
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		passed = true
+	)
+	for _, s := range steps {
+		wg.Go(func() {
+			ok := t.Run(s.name, func(t *testing.T) {
+				start := time.Now()
+				defer func() { t.Logf("step %s took %.1fs", s.name, time.Since(start).Seconds()) }()
+				s.run(t)
+			})
+			mu.Lock()
+			passed = passed && ok
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return passed
 }
