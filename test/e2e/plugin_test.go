@@ -16,7 +16,7 @@ import (
 	"github.com/raygate/raygate/internal/localmode"
 )
 
-// pluginService is the RayService make run applies and the demo upgrades.
+// pluginService is the RayService make run applies (the sample), which kubectl raygate steers.
 const pluginService = "rayservice-incremental"
 
 // plugin runs the built kubectl-raygate with the kubeconfig make run wrote, as a user in
