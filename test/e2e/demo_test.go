@@ -1,9 +1,9 @@
 // Package e2e runs raygate's local mode as a newcomer does: `make run` (cmd/raygate-local) until
 // the sample RayService is Ready, the samples through the real admission webhooks, `make
 // demo` (cmd/raygate-demo) attached to it through an incremental upgrade with every invariant
-// checked, kubectl raygate steering a third upgrade, and Ctrl-C, after which nothing it
-// started may still run; and (TestLocalModeRayJobs) the RayJob sample and a SidecarMode
-// RayJob run to SUCCEEDED.
+// checked, and Ctrl-C, after which nothing it started may still run; and, beside it in a
+// second environment (TestLocalModeRayJobs), kubectl raygate steering an upgrade while the
+// RayJob sample and a SidecarMode RayJob run to SUCCEEDED and the walkthrough's steps run.
 package e2e
 
 import (
@@ -23,7 +23,13 @@ func TestLocalModeAndDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a whole local cluster")
 	}
-	bin := build(t, "./cmd/raygate-local", "./cmd/raygate-demo", "./cmd/kubectl-raygate")
+	// Its own state directory, marker, pod IP blocks (claimed per raygate-local process),
+	// Traefik address and Prometheus port: it runs beside TestLocalModeRayJobs.
+	t.Parallel()
+	watch := newStopwatch(t)
+	bin := binaries(t, localCmd)
+	prebuild(demoCmd) // while make run starts
+	watch.done("build raygate-local")
 	state := t.TempDir()
 	// Every process started below inherits this variable, so leftovers can be found by it
 	// whoever their parent is by then.
@@ -35,16 +41,27 @@ func TestLocalModeAndDemo(t *testing.T) {
 	local := startLocal(t, bin, state, env)
 	out, localErr, dump := local.out, local.stderr, func() { local.dump(t) }
 	kubeconfig, kubectlBin := local.kubeconfig, local.kubectl
+	watch.done("make run: sample Ready")
 	prom := prometheusOf(t, out.String(), state)
-	checkPrometheusUp(t, prom)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	checkSamples(ctx, t, kubectlBin, kubeconfig)
+	// Both only read the environment (the samples are applied with --dry-run=server or
+	// rejected), so they run side by side.
+	if !concurrently(t,
+		step{"Prometheus up", func(t *testing.T) { checkPrometheusUp(t, prom) }},
+		step{"samples", func(t *testing.T) { checkSamples(ctx, t, kubectlBin, kubeconfig) }},
+	) {
+		dump()
+		t.FailNow()
+	}
+	watch.done("Prometheus up and samples")
+	binaries(t, demoCmd)
+	watch.done("build raygate-demo (rest)")
 
 	// make demo ARGS="--gate", in another terminal: attaches to make run; its upgrade waits
 	// for an UpgradePolicy gate evaluated by make run's Prometheus.
-	demo := exec.CommandContext(ctx, filepath.Join(bin, "raygate-demo"), "--dir", state, "--interval", "1", "--deletion-delay", "2", "--timeout", "3m", "--gate")
+	demo := exec.CommandContext(ctx, filepath.Join(bin, demoCmd), "--dir", state, "--interval", "1", "--deletion-delay", "2", "--timeout", "3m", "--gate")
 	demo.Dir, demo.Env = repoRoot(), env
 	demoOut, err := demo.CombinedOutput()
 	if err != nil {
@@ -54,11 +71,12 @@ func TestLocalModeAndDemo(t *testing.T) {
 	checkDemo(t, string(demoOut))
 	checkGatedDemo(t, string(demoOut))
 	checkServeSeries(t, prom)
+	watch.done("make demo --gate")
 
 	// make demo ARGS="--pause-at 40": a second upgrade, paused at 40%, resumed, promoted.
 	pctx, pcancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer pcancel()
-	paused := exec.CommandContext(pctx, filepath.Join(bin, "raygate-demo"), "--dir", state, "--interval", "1", "--deletion-delay", "2", "--timeout", "3m", "--pause-at", "40")
+	paused := exec.CommandContext(pctx, filepath.Join(bin, demoCmd), "--dir", state, "--interval", "1", "--deletion-delay", "2", "--timeout", "3m", "--pause-at", "40")
 	paused.Dir, paused.Env = repoRoot(), env
 	pausedOut, err := paused.CombinedOutput()
 	if err != nil {
@@ -66,10 +84,10 @@ func TestLocalModeAndDemo(t *testing.T) {
 		t.Fatalf("make demo --pause-at 40 failed (%v):\n%s", err, pausedOut)
 	}
 	checkPausedDemo(t, string(pausedOut))
+	watch.done("make demo --pause-at 40")
 
-	// kubectl raygate, in another terminal: watches and steers a third upgrade.
-	checkPlugin(t, filepath.Join(bin, "kubectl-raygate"), kubectlBin, kubeconfig)
-	// The next steps' batch jobs run in TestLocalModeRayJobs.
+	// kubectl raygate steering an upgrade and the next steps' batch jobs run in
+	// TestLocalModeRayJobs, beside this test.
 	if strings.Contains(localErr.String(), "INVARIANT VIOLATED") {
 		dump()
 		t.Errorf("make run reported violations:\n%s", localErr.String())
@@ -96,6 +114,7 @@ func TestLocalModeAndDemo(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(state, "prometheus-url")); !os.IsNotExist(err) {
 		t.Errorf("the Prometheus URL of a stopped environment is still there (%v)", err)
 	}
+	watch.done("Ctrl-C")
 }
 
 // checkNextSteps asserts what make run prints once the sample is Ready, and returns the

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,4 +41,26 @@ func TestMarkedFindsDescendants(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Errorf("still marked after killMarked: %q", found)
+}
+
+// make run gets a longer control-plane start timeout, unless the caller chose one.
+func TestWithStartTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		env, want []string
+	}{
+		{"unset", []string{"A=1"}, []string{"A=1", startTimeoutEnv + "=1m"}},
+		{"set by the caller", []string{startTimeoutEnv + "=5m", "A=1"}, []string{startTimeoutEnv + "=5m", "A=1"}},
+		{"a longer name is not it", []string{startTimeoutEnv + "_X=5m"}, []string{startTimeoutEnv + "_X=5m", startTimeoutEnv + "=1m"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := slices.Clone(tc.env)
+			if got := withStartTimeout(env); !slices.Equal(got, tc.want) {
+				t.Errorf("withStartTimeout(%q) = %q, want %q", tc.env, got, tc.want)
+			}
+			if !slices.Equal(env, tc.env) {
+				t.Errorf("withStartTimeout changed its argument to %q", env)
+			}
+		})
+	}
 }

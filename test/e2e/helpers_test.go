@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -22,18 +21,6 @@ import (
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
-
-// build compiles the given main packages of the repository into a temporary directory.
-func build(t *testing.T, pkgs ...string) string {
-	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...)
-	cmd.Dir = repoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %v: %v\n%s", pkgs, err, out)
-	}
-	return dir
 }
 
 // output collects a program's output as it arrives, line by line.

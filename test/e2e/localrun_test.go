@@ -3,6 +3,7 @@ package e2e
 import (
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,7 +26,7 @@ type localRun struct {
 func startLocal(t *testing.T, bin, state string, env []string) *localRun {
 	t.Helper()
 	r := &localRun{cmd: exec.Command(filepath.Join(bin, "raygate-local"), "--dir", state), stderr: &strings.Builder{}, exited: make(chan error, 1), state: state}
-	r.cmd.Dir, r.cmd.Env = repoRoot(), env
+	r.cmd.Dir, r.cmd.Env = repoRoot(), withStartTimeout(env)
 	pipe, err := r.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -42,6 +43,19 @@ func startLocal(t *testing.T, bin, state string, env []string) *localRun {
 	}
 	r.kubeconfig, r.kubectl = checkNextSteps(t, r.out.String(), state)
 	return r
+}
+
+// startTimeoutEnv bounds each try of envtest (in make run) at starting etcd and
+// kube-apiserver; its default, 20s, is short when both local environments start at once on
+// a loaded machine. How long make run may take in all is startLocal's to say.
+const startTimeoutEnv = "KUBEBUILDER_CONTROLPLANE_START_TIMEOUT"
+
+// withStartTimeout is env with startTimeoutEnv at 1m unless it is set already.
+func withStartTimeout(env []string) []string {
+	if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, startTimeoutEnv+"=") }) {
+		return env
+	}
+	return append(slices.Clip(env), startTimeoutEnv+"=1m")
 }
 
 // dump logs what make run printed and the end of raygate's log.

@@ -16,7 +16,7 @@ import (
 	"github.com/raygate/raygate/internal/localmode"
 )
 
-// pluginService is the RayService make run applies and the demo upgrades.
+// pluginService is the RayService make run applies (the sample), which kubectl raygate steers.
 const pluginService = "rayservice-incremental"
 
 // plugin runs the built kubectl-raygate with the kubeconfig make run wrote, as a user in
@@ -136,7 +136,8 @@ func checkPlugin(t *testing.T, bin, kubectlBin, kubeconfig string) {
 		t.Fatalf("pause with no upgrade: exit %d, want it refused with \"no upgrade is running\":\n%s", code, out)
 	}
 
-	// An upgrade as the demo starts it, one traffic step every 3 s.
+	// An upgrade as the demo starts it: one traffic step every 3 s, the old cluster deleted
+	// 2 s after the promotion.
 	stdout, stderr, err := kubectl(ctx, kubectlBin, kubeconfig, "get", "rayservice", pluginService, "-o", "json")
 	if err != nil {
 		t.Fatalf("kubectl get rayservice: %v\n%s", err, stderr)
@@ -146,7 +147,8 @@ func checkPlugin(t *testing.T, bin, kubectlBin, kubeconfig string) {
 		t.Fatal(err)
 	}
 	ops := append(localmode.ImagePatchOps(svc, localmode.NextImage(localmode.RayImage(svc))),
-		localmode.PatchOp{Op: "add", Path: "/spec/upgradeStrategy/clusterUpgradeOptions/intervalSeconds", Value: 3})
+		localmode.PatchOp{Op: "add", Path: "/spec/upgradeStrategy/clusterUpgradeOptions/intervalSeconds", Value: 3},
+		localmode.PatchOp{Op: "add", Path: "/spec/rayClusterDeletionDelaySeconds", Value: 2})
 	patch := localmode.MarshalPatch(ops)
 	stdout, stderr, err = kubectl(ctx, kubectlBin, kubeconfig, "patch", "rayservice", pluginService, "--type=json", "-p", patch)
 	if err != nil {
@@ -213,7 +215,7 @@ func checkPlugin(t *testing.T, bin, kubectlBin, kubeconfig string) {
 		t.Fatalf("the promoted upgrade did not complete:\n%s", out)
 	}
 	p.ok(ctx, true, "status", pluginService)
-	// The old cluster goes after the deletion delay the demo set (2 s).
+	// The old cluster goes after the deletion delay the patch set (2 s).
 	deadline := time.Now().Add(time.Minute)
 	for {
 		stdout, stderr, err := kubectl(ctx, kubectlBin, kubeconfig, "get", "rayclusters", "-l", "ray.io/originated-from-cr-name="+pluginService, "-o", "name")

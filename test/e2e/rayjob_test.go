@@ -10,34 +10,60 @@ import (
 	"time"
 )
 
-// TestLocalModeRayJobs runs `make run` and, as its next steps say, the RayJob sample
-// (K8sJobMode) to SUCCEEDED, then a SidecarMode RayJob (docs/rayjob.md's example) to
-// SUCCEEDED: the local mode carries out the head pod's submitter container too. Then the
-// raygate steps of the real-cluster walkthrough (docs/walkthrough/kind.sh). Run it
-// alone with `go test ./test/e2e -run TestLocalModeRayJobs`.
+// TestLocalModeRayJobs runs `make run` and then, side by side on its cluster as users in
+// several terminals would: the RayJob sample (K8sJobMode) to SUCCEEDED as the next steps
+// say; a SidecarMode RayJob (docs/rayjob.md's example) to SUCCEEDED, the local mode carrying
+// out the head pod's submitter container too; the raygate steps of the real-cluster
+// walkthrough (docs/walkthrough/kind.sh); and kubectl raygate watching and steering an
+// upgrade of the sample RayService. Every invariant must hold throughout. Run it alone with
+// `go test ./test/e2e -run TestLocalModeRayJobs`.
 func TestLocalModeRayJobs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a whole local cluster")
 	}
-	bin := build(t, "./cmd/raygate-local", "./cmd/kubectl-raygate")
+	t.Parallel() // beside TestLocalModeAndDemo, in an environment of its own
+	watch := newStopwatch(t)
+	bin := binaries(t, localCmd)
+	prebuild(pluginCmd) // while make run starts
+	watch.done("build raygate-local")
 	state := t.TempDir()
 	marker := "RAYGATE_E2E_RUN=" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-jobs"
 	t.Cleanup(func() { killMarked(marker) })
 	local := startLocal(t, bin, state, append(os.Environ(), marker))
+	watch.done("make run: sample Ready")
+	plugin := filepath.Join(binaries(t, pluginCmd), pluginCmd)
+	watch.done("build kubectl-raygate (rest)")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	checkRayJobSample(ctx, t, filepath.Join(bin, "kubectl-raygate"), local.kubectl, local.kubeconfig)
-	checkSidecarJob(ctx, t, local.kubectl, local.kubeconfig)
-	// The same cluster serves the walkthrough's raygate steps (docs/walkthrough/kind.sh).
-	wctx, wcancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer wcancel()
-	runWalkthrough(wctx, t, local.kubectl, local.kubeconfig)
+	// Each step has objects of its own: the RayJobs, the RayService walkthrough, the sample
+	// RayService rayservice-incremental.
+	concurrently(t,
+		step{"RayJob sample", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			checkRayJobSample(ctx, t, plugin, local.kubectl, local.kubeconfig)
+		}},
+		step{"SidecarMode RayJob", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			checkSidecarJob(ctx, t, local.kubectl, local.kubeconfig)
+		}},
+		step{"walkthrough", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			runWalkthrough(ctx, t, local.kubectl, local.kubeconfig)
+		}},
+		step{"kubectl raygate", func(t *testing.T) { checkPlugin(t, plugin, local.kubectl, local.kubeconfig) }},
+	)
+	watch.done("RayJobs, walkthrough, kubectl raygate")
+	if strings.Contains(local.stderr.String(), "INVARIANT VIOLATED") {
+		t.Errorf("make run reported violations:\n%s", local.stderr.String())
+	}
 	if t.Failed() {
 		local.dump(t)
 	}
 
 	local.interrupt(t)
+	watch.done("Ctrl-C")
 }
 
 // sidecarJob is docs/rayjob.md's SidecarMode example.
