@@ -52,6 +52,7 @@ var _ = Describe("the install on an API server", func() {
 		// stay out of the other specs' way.
 		kc := "--kubeconfig=" + env.Kubeconfig
 		runHelm := func(args ...string) (string, error) { return runHelmBin(bin(), args...) }
+		By("helm install")
 		out, err := runHelm("install", "tenant", chartDir, kc, "--namespace", "tenant-ops", "--set", "watchNamespaces={team-a}")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(ContainSubstring("STATUS: deployed"))
@@ -62,6 +63,7 @@ var _ = Describe("the install on an API server", func() {
 			"deployment.apps/tenant-raygate", "certificate.cert-manager.io/tenant-raygate-webhook-cert",
 			"issuer.cert-manager.io/tenant-raygate-ca", "role.rbac.authorization.k8s.io/tenant-raygate-leader-election"))
 
+		By("helm uninstall --wait")
 		out, err = runHelm("uninstall", "tenant", kc, "--namespace", "tenant-ops", "--wait")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(ContainSubstring(`release "tenant" uninstalled`))

@@ -45,6 +45,7 @@ func dryRun(ctx context.Context, manifests string) string {
 		}
 		send = append(send, doc)
 	}
+	GinkgoWriter.Printf("server-side dry-run: %d objects sent, %d CRDs accepted unchanged earlier\n", len(send), len(known))
 	out := ""
 	if len(send) > 0 {
 		var stderr string
