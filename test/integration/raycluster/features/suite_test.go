@@ -80,8 +80,6 @@ func podCount(ctx context.Context, ns, cluster, group string) func() int {
 	return rctest.PodCount(ctx, k8s, ns, cluster, group)
 }
 
-func names(ps []corev1.Pod) []string { return rctest.Names(ps) }
-
 func events(ctx context.Context, ns, cluster string) func() []string {
 	return rctest.Events(ctx, k8s, ns, cluster)
 }
@@ -115,7 +113,5 @@ func expectQuiet() {
 func writesIn(namespaces ...string) func() map[string]int {
 	return func() map[string]int { return rctest.WritesIn(mgr, namespaces...)() }
 }
-
-func reconcileCount() float64 { return rctest.ReconcileCount() }
 
 func setGate(f featuregate.Feature, on bool) { rctest.SetGate(f, on) }
