@@ -18,14 +18,6 @@ import (
 // These specs put the rendered manifests in front of a real kube-apiserver with the
 // cert-manager and Gateway API CRDs installed.
 var _ = Describe("the install on an API server", func() {
-	// Server-side apply: the CRDs are too large for client-side apply's last-applied annotation.
-	dryRun := func(ctx context.Context, manifests string) string {
-		GinkgoHelper()
-		out, stderr, err := env.Kubectl(ctx, manifests, "apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", "-")
-		Expect(err).NotTo(HaveOccurred(), stderr)
-		return out
-	}
-
 	DescribeTable("accepts every object helm template renders (server-side dry-run)",
 		func(ctx context.Context, args ...string) {
 			manifests := template(chartDir, append([]string{"--include-crds"}, args...)...)
@@ -60,6 +52,7 @@ var _ = Describe("the install on an API server", func() {
 		// stay out of the other specs' way.
 		kc := "--kubeconfig=" + env.Kubeconfig
 		runHelm := func(args ...string) (string, error) { return runHelmBin(bin(), args...) }
+		By("helm install")
 		out, err := runHelm("install", "tenant", chartDir, kc, "--namespace", "tenant-ops", "--set", "watchNamespaces={team-a}")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(ContainSubstring("STATUS: deployed"))
@@ -70,6 +63,7 @@ var _ = Describe("the install on an API server", func() {
 			"deployment.apps/tenant-raygate", "certificate.cert-manager.io/tenant-raygate-webhook-cert",
 			"issuer.cert-manager.io/tenant-raygate-ca", "role.rbac.authorization.k8s.io/tenant-raygate-leader-election"))
 
+		By("helm uninstall --wait")
 		out, err = runHelm("uninstall", "tenant", kc, "--namespace", "tenant-ops", "--wait")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(ContainSubstring(`release "tenant" uninstalled`))
@@ -121,9 +115,9 @@ var _ = Describe("the install on an API server", func() {
 
 	Context("RBAC applied for real, as the operator's ServiceAccount sees it", func() {
 		const sa = "system:serviceaccount:" + releaseNS + ":raygate"
-		canI := func(ctx context.Context, args ...string) bool {
-			out, _, _ := env.Kubectl(ctx, "", append([]string{"auth", "can-i", "--as=" + sa}, args...)...)
-			return strings.TrimSpace(out) == "yes"
+		can := func(ctx context.Context, verb, group, resource, ns string) bool {
+			GinkgoHelper()
+			return canI(ctx, sa, access(verb, group, resource, ns))
 		}
 		applyRBAC := func(ctx context.Context, objs objects) {
 			var rbac objects
@@ -147,13 +141,13 @@ var _ = Describe("the install on an API server", func() {
 				expectNoSecretsNoWildcards(ctx, sa, ns, "")
 			}
 			for _, verb := range []string{"get", "create", "list", "watch"} {
-				Expect(canI(ctx, verb, "secrets", "--all-namespaces")).To(BeFalse(), "%s secrets", verb)
+				Expect(can(ctx, verb, "", "secrets", "")).To(BeFalse(), "%s secrets", verb)
 			}
-			Expect(canI(ctx, "create", "leases.coordination.k8s.io", "-n", releaseNS)).To(BeTrue())
-			Expect(canI(ctx, "create", "leases.coordination.k8s.io", "-n", "default")).To(BeFalse())
+			Expect(can(ctx, "create", "coordination.k8s.io", "leases", releaseNS)).To(BeTrue())
+			Expect(can(ctx, "create", "coordination.k8s.io", "leases", "default")).To(BeFalse())
 			for _, r := range readGenerated(filepath.Join(repoRoot, "config", "rbac", "role.yaml"), "").clusterRules {
 				for _, g := range r.APIGroups {
-					Expect(canI(ctx, r.Verbs[0], resourceArg(g, r.Resources[0]), "--all-namespaces")).To(BeTrue(), "%s %s/%s", r.Verbs[0], g, r.Resources[0])
+					Expect(can(ctx, r.Verbs[0], g, r.Resources[0], "")).To(BeTrue(), "%s %s/%s", r.Verbs[0], g, r.Resources[0])
 				}
 			}
 		})
@@ -164,17 +158,17 @@ var _ = Describe("the install on an API server", func() {
 			for _, ns := range []string{"default", releaseNS, "team-a"} {
 				expectNoSecretsNoWildcards(ctx, sa, ns, "")
 			}
-			Expect(canI(ctx, "get", "secrets", "-n", "team-a")).To(BeFalse())
-			Expect(canI(ctx, "list", "secrets", "--all-namespaces")).To(BeFalse())
+			Expect(can(ctx, "get", "", "secrets", "team-a")).To(BeFalse())
+			Expect(can(ctx, "list", "", "secrets", "")).To(BeFalse())
 			for _, rules := range objs.rules("Role") {
 				for _, r := range rules {
 					if len(r.Resources) == 0 || strings.Contains(r.Resources[0], "/") || r.Resources[0] == "leases" || r.Resources[0] == "events" {
 						continue
 					}
-					res := resourceArg(r.APIGroups[0], r.Resources[0])
-					Expect(canI(ctx, r.Verbs[0], res, "-n", "team-b")).To(BeTrue(), "%s %s in team-b", r.Verbs[0], res)
-					Expect(canI(ctx, r.Verbs[0], res, "-n", "default")).To(BeFalse(), "%s %s outside the watched namespaces", r.Verbs[0], res)
-					Expect(canI(ctx, r.Verbs[0], res, "--all-namespaces")).To(BeFalse(), "%s %s cluster-wide", r.Verbs[0], res)
+					g, res := r.APIGroups[0], resourceArg(r.APIGroups[0], r.Resources[0])
+					Expect(can(ctx, r.Verbs[0], g, r.Resources[0], "team-b")).To(BeTrue(), "%s %s in team-b", r.Verbs[0], res)
+					Expect(can(ctx, r.Verbs[0], g, r.Resources[0], "default")).To(BeFalse(), "%s %s outside the watched namespaces", r.Verbs[0], res)
+					Expect(can(ctx, r.Verbs[0], g, r.Resources[0], "")).To(BeFalse(), "%s %s cluster-wide", r.Verbs[0], res)
 				}
 			}
 		})
@@ -183,11 +177,11 @@ var _ = Describe("the install on an API server", func() {
 			applyRBAC(ctx, render("--set", "tokenAuthentication.enabled=true"))
 			for _, ns := range []string{"default", releaseNS, "team-a"} {
 				expectNoSecretsNoWildcards(ctx, sa, ns, "[create get]")
-				Expect(canI(ctx, "get", "secrets", "-n", ns)).To(BeTrue(), ns)
-				Expect(canI(ctx, "create", "secrets", "-n", ns)).To(BeTrue(), ns)
+				Expect(can(ctx, "get", "", "secrets", ns)).To(BeTrue(), ns)
+				Expect(can(ctx, "create", "", "secrets", ns)).To(BeTrue(), ns)
 			}
 			for _, verb := range []string{"list", "watch", "update", "patch", "delete"} {
-				Expect(canI(ctx, verb, "secrets", "-n", releaseNS)).To(BeFalse(), "%s secrets: Ray auth tokens are read by name, never watched or cached", verb)
+				Expect(can(ctx, verb, "", "secrets", releaseNS)).To(BeFalse(), "%s secrets: Ray auth tokens are read by name, never watched or cached", verb)
 			}
 		})
 
@@ -195,13 +189,13 @@ var _ = Describe("the install on an API server", func() {
 			applyRBAC(ctx, render("-f", filepath.Join(chartDir, "ci", "namespaced-values.yaml"), "--set", "tokenAuthentication.enabled=true"))
 			for _, ns := range []string{"team-a", "team-b"} {
 				expectNoSecretsNoWildcards(ctx, sa, ns, "[create get]")
-				Expect(canI(ctx, "get", "secrets", "-n", ns)).To(BeTrue(), ns)
+				Expect(can(ctx, "get", "", "secrets", ns)).To(BeTrue(), ns)
 			}
 			for _, ns := range []string{"default", releaseNS} {
 				expectNoSecretsNoWildcards(ctx, sa, ns, "")
 			}
-			Expect(canI(ctx, "get", "secrets", "--all-namespaces")).To(BeFalse())
-			Expect(canI(ctx, "list", "secrets", "-n", "team-a")).To(BeFalse())
+			Expect(can(ctx, "get", "", "secrets", "")).To(BeFalse())
+			Expect(can(ctx, "list", "", "secrets", "team-a")).To(BeFalse())
 		})
 	})
 
@@ -251,8 +245,7 @@ var _ = Describe("the install on an API server", func() {
 
 	Context("the kustomize config", func() {
 		It("renders with kubectl kustomize and passes a server-side dry-run", func(ctx context.Context) {
-			out, stderr, err := env.Kubectl(ctx, "", "kustomize", filepath.Join(repoRoot, "config", "default"))
-			Expect(err).NotTo(HaveOccurred(), stderr)
+			out := kustomizeDefault(ctx)
 			objs := parse(out)
 			expectLeastPrivilege(objs)
 			d := objs.deployment()

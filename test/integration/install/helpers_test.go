@@ -2,6 +2,7 @@ package install
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,14 +13,20 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/raygate/raygate/internal/testenv/tools"
 )
@@ -37,8 +44,51 @@ var (
 // runHelm runs Helm 4 and returns stdout; stderr is folded into the error.
 func runHelm(args ...string) (string, error) { return runHelmBin(helm, args...) }
 
-// runHelmBin runs the given helm binary (Helm 3 or 4).
+// runHelmBin runs the given helm binary (Helm 3 or 4). Renders of the repository's chart are
+// remembered for the run (renders): the chart cannot change while the suite runs, and most
+// specs only read what the same values render.
 func runHelmBin(bin string, args ...string) (string, error) {
+	if !cacheable(args) {
+		return execHelm(bin, args...)
+	}
+	key := bin + "\x00" + strings.Join(args, "\x00")
+	renders.mu.Lock()
+	defer renders.mu.Unlock()
+	if r, ok := renders.byArgs[key]; ok {
+		return r.out, r.err
+	}
+	out, err := execHelm(bin, args...)
+	renders.byArgs[key] = helmResult{out, err}
+	return out, err
+}
+
+type helmResult struct {
+	out string
+	err error
+}
+
+// renders remembers what `helm template` printed, or its error, by binary and arguments.
+var renders = struct {
+	mu     sync.Mutex
+	byArgs map[string]helmResult
+}{byArgs: map[string]helmResult{}}
+
+// cacheable: renders that only read files of the repository. A spec's temporary chart copy
+// may change between two renders, so nothing under the temporary directory is remembered.
+func cacheable(args []string) bool {
+	if len(args) == 0 || args[0] != "template" {
+		return false
+	}
+	tmp := os.TempDir()
+	for _, a := range args {
+		if strings.HasPrefix(a, tmp) || strings.Contains(a, "="+tmp) {
+			return false
+		}
+	}
+	return true
+}
+
+func execHelm(bin string, args ...string) (string, error) {
 	var out, errb bytes.Buffer
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -214,4 +264,43 @@ func chartWithGenerated(tmp, role, webhooks string) string {
 
 func testdataPath(name string) string {
 	return filepath.Join(repoRoot, "test", "integration", "install", "testdata", name)
+}
+
+// canI asks the API server whether user may do what attrs say, as `kubectl auth can-i
+// --as=user` asks it (a SelfSubjectAccessReview sent impersonating user), without a kubectl
+// process per question. An error fails the spec rather than reading as "no".
+func canI(ctx context.Context, user string, attrs authorizationv1.ResourceAttributes) bool {
+	GinkgoHelper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	cs, err := kubernetes.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	review, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
+		&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return review.Status.Allowed
+}
+
+// access is what canI asks about: verb on group's resource ("pods/status": a subresource) in
+// ns ("": in every namespace).
+func access(verb, group, resource, ns string) authorizationv1.ResourceAttributes {
+	res, sub, _ := strings.Cut(resource, "/")
+	return authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: res, Subresource: sub, Namespace: ns}
+}
+
+// kustomizeDefault is what `kubectl kustomize config/default` prints, run once: its megabytes
+// of CRDs take seconds, and config/ cannot change while the suite runs.
+func kustomizeDefault(ctx context.Context) string {
+	GinkgoHelper()
+	kustomized.once.Do(func() {
+		kustomized.out, kustomized.stderr, kustomized.err = env.Kubectl(ctx, "", "kustomize", filepath.Join(repoRoot, "config", "default"))
+	})
+	Expect(kustomized.err).NotTo(HaveOccurred(), kustomized.stderr)
+	return kustomized.out
+}
+
+var kustomized struct {
+	once        sync.Once
+	out, stderr string
+	err         error
 }

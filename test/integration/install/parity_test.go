@@ -2,7 +2,6 @@ package install
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"sort"
 
@@ -56,8 +55,7 @@ func ids(m map[string]map[string]any) []string {
 
 var _ = Describe("the kustomize install and the chart", func() {
 	It("render the same objects with the same specs (chart defaults, release raygate in raygate-system)", func(ctx context.Context) {
-		out, stderr, err := env.Kubectl(ctx, "", "kustomize", filepath.Join(repoRoot, "config", "default"))
-		Expect(err).NotTo(HaveOccurred(), stderr)
+		out := kustomizeDefault(ctx)
 		kust := parse(out)
 		chart := render("--include-crds")
 

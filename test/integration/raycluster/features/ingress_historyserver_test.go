@@ -1,4 +1,4 @@
-package raycluster
+package features
 
 import (
 	"context"
