@@ -13,7 +13,7 @@ import (
 
 // This suite's API server has no cert-manager CRDs: a TLS cluster is refused for that, and
 // for the feature gate while it is off. The controller side (with the CRDs installed) is in
-// test/integration/raycluster.
+// test/integration/raycluster/features.
 var _ = Describe("mutual TLS through kubectl", func() {
 	const gateOff = `* spec.tlsOptions: Forbidden: the RayClusterMTLS feature gate is off; enable it with --feature-gates=RayClusterMTLS=true on the manager, or the Helm value featureGates.RayClusterMTLS=true`
 	const noCertManager = `spec.tlsOptions: Forbidden: needs cert-manager, but its API (certificates.cert-manager.io and issuers.cert-manager.io, version v1) is not installed in this cluster; install cert-manager first`
