@@ -75,19 +75,19 @@ path_of() {
 	cert-manager) echo "$(cert_manager_dir)/cert-manager" ;;
 	cert-manager-crds) echo "$(tool_dir cert-manager "$tools_mod/helm" github.com/cert-manager/cert-manager)/crds" ;;
 	helm) echo "$(tool_dir helm "$tools_mod/helm" helm.sh/helm/v4)/helm" ;;
-	helm3) echo "$(tool_dir helm3 "$tools_mod/helm3" helm.sh/helm/v3)/helm3" ;;
+	helm3) echo "$(tool_dir helm3 "$tools_mod/helm" helm.sh/helm/v3)/helm3" ;;
 	controller-gen) echo "$(tool_dir controller-gen "$tools_mod" sigs.k8s.io/controller-tools)/controller-gen" ;;
 	golangci-lint) echo "$(tool_dir golangci-lint "$tools_mod/golangci-lint" github.com/golangci/golangci-lint/v2)/golangci-lint" ;;
-	kueue) echo "$(tool_dir kueue "$tools_mod/kueue" sigs.k8s.io/kueue)/kueue" ;;
-	kueue-crds) echo "$(tool_dir kueue "$tools_mod/kueue" sigs.k8s.io/kueue)/crds" ;;
-	kueue-webhooks) echo "$(tool_dir kueue "$tools_mod/kueue" sigs.k8s.io/kueue)/webhooks" ;;
+	kueue) echo "$(tool_dir kueue "$tools_mod/traefik-kueue" sigs.k8s.io/kueue)/kueue" ;;
+	kueue-crds) echo "$(tool_dir kueue "$tools_mod/traefik-kueue" sigs.k8s.io/kueue)/crds" ;;
+	kueue-webhooks) echo "$(tool_dir kueue "$tools_mod/traefik-kueue" sigs.k8s.io/kueue)/webhooks" ;;
 	volcano-crds) echo "$(tool_dir volcano "$tools_mod/volcano" volcano.sh/apis)/crds" ;;
 	scheduler-plugins-crds) echo "$(tool_dir scheduler-plugins "$tools_mod/scheduler-plugins" sigs.k8s.io/scheduler-plugins)/crds" ;;
 	kuberay) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/kuberay" ;;
 	kuberay-crds) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/crds" ;;
 	kuberay-samples) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/samples-tree" ;;
 	ko) echo "$(tool_dir ko "$tools_mod/ko" github.com/google/ko)/ko" ;;
-	traefik) echo "$(tool_dir traefik "$tools_mod/traefik" github.com/traefik/traefik/v3)/traefik" ;;
+	traefik) echo "$(tool_dir traefik "$tools_mod/traefik-kueue" github.com/traefik/traefik/v3)/traefik" ;;
 	prometheus | promtool) echo "$(tool_dir prometheus "$tools_mod/prometheus" github.com/prometheus/prometheus)/$1" ;;
 	openshift-route-crd) echo "$(tool_dir openshift "$tools_mod/openshift" github.com/openshift/api)/crds" ;;
 	*) echo "unknown tool: $1" >&2; return 2 ;;
@@ -181,14 +181,14 @@ build_cert_manager_crds() {
 # Kueue's manager, which the Kueue integration suite runs against the envtest API server.
 build_kueue() {
 	local dir; dir=$(dirname "$(path_of kueue)"); mkdir -p "$dir"
-	name=kueue gobuild "$tools_mod/kueue" "$dir" "" sigs.k8s.io/kueue/cmd/kueue
+	name=kueue gobuild "$tools_mod/traefik-kueue" "$dir" "" sigs.k8s.io/kueue/cmd/kueue
 }
 
 # Kueue's CRDs (config/components/crd/bases of its module) and webhook configuration
 # (config/components/webhook/manifests.yaml), which the Kueue integration suite installs.
 build_kueue_manifests() {
 	local src dir
-	src=$(cd "$tools_mod/kueue" && go mod download -json sigs.k8s.io/kueue | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+	src=$(cd "$tools_mod/traefik-kueue" && go mod download -json sigs.k8s.io/kueue | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
 	for dir in "$(path_of kueue-crds)" "$(path_of kueue-webhooks)"; do rm -rf "$dir"; mkdir -p "$dir"; done
 	cp -r "$src/config/components/crd/bases/." "$(path_of kueue-crds)/"
 	cp "$src/config/components/webhook/manifests.yaml" "$(path_of kueue-webhooks)/"
@@ -259,7 +259,7 @@ build_ko() {
 # Traefik, the Gateway API implementation the tests and the local mode run (its Kubernetes
 # Gateway provider). Stamped with its version like Traefik's own build.
 build_traefik() {
-	local v dir mod="$tools_mod/traefik"
+	local v dir mod="$tools_mod/traefik-kueue"
 	v=$(modver "$mod" github.com/traefik/traefik/v3); dir=$(dirname "$(path_of traefik)"); mkdir -p "$dir"
 	name=traefik gobuild "$mod" "$dir" "-X github.com/traefik/traefik/v3/pkg/version.Version=$v" github.com/traefik/traefik/v3/cmd/traefik
 }
@@ -302,7 +302,7 @@ build_helm() {
 # Kubernetes version it assumes from its client-go; unstamped it assumes v1.20 and refuses
 # the chart's kubeVersion.
 build_helm3() {
-	local v cg dir ldflags mod="$tools_mod/helm3"
+	local v cg dir ldflags mod="$tools_mod/helm"
 	v=$(modver "$mod" helm.sh/helm/v3); dir=$(dirname "$(path_of helm3)"); mkdir -p "$dir"
 	cg=$(modver "$mod" k8s.io/client-go); cg=${cg#v0.}; cg=${cg%%.*}
 	ldflags="-X helm.sh/helm/v3/internal/version.version=$v"
@@ -328,7 +328,13 @@ install() {
 	local logs; logs=$(mktemp -d)
 	local -A jobs=()
 	local -a order=()
-	start() { # start <label> <builder> <present-check>...
+	# start [--after <builder>] <label> <builder> <present-check>...
+	# --after runs the build once that builder's job has ended: builds from one module share
+	# most packages, and two `go build`s running at once would each compile them (the build
+	# cache only serves what is already in it), so they run one after the other.
+	start() {
+		local after=""
+		if [[ $1 == --after ]]; then after=$2; shift 2; fi
 		local label=$1 fn=$2; shift 2
 		local missing=0 n
 		for n in "$@"; do present "$n" || missing=1; done
@@ -338,7 +344,11 @@ install() {
 		fi
 		printf 'tools: %-60s building...\n' "$label"
 		local checks=("$@")
+		local waitfor=""
+		if [[ -n $after && -n ${jobs[$after]:-} ]]; then waitfor="$logs/$after.done"; fi
 		(
+			trap 'touch "$logs/$fn.done"' EXIT
+			while [[ -n $waitfor && ! -e $waitfor ]]; do sleep 1; done
 			s=$SECONDS
 			# A builder succeeds only if what it builds is then present: a step that failed
 			# inside it (a full disk, a killed compiler) must not pass for a build.
@@ -369,25 +379,26 @@ install() {
 	# fresh machine); without it the tools still build, unmeasured.
 	local timer="$logs/testtime"
 	(cd "$here/.." && go build -o "$timer" ./hack/testtime) >/dev/null 2>&1 || timer=""
+	# The longest chains first; a chain is builds from one module, one after the other.
 	start "kube-apiserver, kubectl, kube-controller-manager, kube-scheduler" build_k8s \
 		kube-apiserver kubectl kube-controller-manager kube-scheduler
-	start "etcd" build_etcd etcd
+	start --after build_k8s "etcd" build_etcd etcd
+	start --after build_etcd "controller-gen" build_controller_gen controller-gen
+	start "traefik" build_traefik traefik
+	start --after build_traefik "kueue" build_kueue kueue
+	start "golangci-lint" build_golangci_lint golangci-lint
+	start "helm (v4)" build_helm helm
+	start --after build_helm "helm3" build_helm3 helm3
+	start "prometheus, promtool" build_prometheus prometheus promtool
+	start "cert-manager controllers" build_cert_manager cert-manager
+	start "kuberay" build_kuberay kuberay
 	start "kwok" build_kwok kwok
 	start "kwok stage files" build_kwok_stages kwok-stages
 	start "cert-manager CRDs" build_cert_manager_crds cert-manager-crds
-	start "cert-manager controllers" build_cert_manager cert-manager
-	start "controller-gen" build_controller_gen controller-gen
-	start "golangci-lint" build_golangci_lint golangci-lint
-	start "helm (v4)" build_helm helm
-	start "helm3" build_helm3 helm3
-	start "kueue" build_kueue kueue
 	start "kueue CRDs and webhook configuration" build_kueue_manifests kueue-manifests
 	start "scheduler-plugins CRDs" build_scheduler_plugins_crds scheduler-plugins-crds
-	start "kuberay" build_kuberay kuberay
 	start "kuberay RayJob CRD" build_kuberay_crds kuberay-crds
 	start "kuberay samples" build_kuberay_samples kuberay-samples
-	start "traefik" build_traefik traefik
-	start "prometheus, promtool" build_prometheus prometheus promtool
 	start "OpenShift Route CRD" build_openshift_route_crd openshift-route-crd
 	local failed=0 fn
 	for fn in "${order[@]}"; do wait "${jobs[$fn]}" || failed=1; done
