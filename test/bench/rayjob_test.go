@@ -96,7 +96,8 @@ func TestRenderRayJob(t *testing.T) {
 	m = md{}
 	r.KubeRay.Flags = []string{"--reconcile-concurrency=4", "--qps=1000", "--burst=2000"}
 	renderRayJob(&m, r)
-	if !strings.Contains(m.String(), "KubeRay v1.5.1 (`--reconcile-concurrency=4 --qps=1000 --burst=2000`, raygate's concurrency") {
+	if !strings.Contains(m.String(), "KubeRay v1.5.1 (its own RayJob CRD; `--reconcile-concurrency=4 --qps=1000 --burst=2000`: raygate's concurrency") ||
+		!strings.Contains(m.String(), "A run stops when no RayJob changed status for 90 s, or\nafter 3 min.") {
 		t.Errorf("the section does not name KubeRay's flags:\n%s", m.String())
 	}
 	m = md{}
