@@ -154,7 +154,7 @@ func (s *pass) submitterBackoffLimit() int32 {
 // submitterFailed ends the attempt because its submitter failed (at failedAt): the
 // application's failure when Ray says FAILED (the submitter follows the job and fails with
 // it), else the submission's. It first reads the job's status once more when the last read
-// is older than the failure (KubeRay relies on its last poll, and a job that failed just
+// was sent before the failure (KubeRay relies on its last poll, and a job that failed just
 // before its submitter was reported as a failed submission), within
 // SubmitterFinishedTimeout. It reports whether the pass stops here.
 func (s *pass) submitterFailed(failedAt time.Time, message string) bool {
