@@ -234,8 +234,16 @@ func (b *bench) rayJobsRun(ctx context.Context, res rayJobResult, o operatorOpti
 
 	if o.KubeRay {
 		// KubeRay calls http://<head svc>.<ns>.svc.cluster.local:8265; the proxy answers it
-		// from the simulators and refuses everything else.
-		proxy, err := kuberay.StartProxy(kuberay.SimulatorRoutes(cl, dashboards))
+		// from the simulators and refuses everything else. It finds a Service's cluster in a
+		// watch cache: a GET to the API server on every dashboard call would slow each of
+		// KubeRay's reconciles (raygate reaches the simulators without one).
+		cacheCtx, stopCache := context.WithCancel(ctx)
+		defer stopCache()
+		services, err := serviceCache(cacheCtx, cfg)
+		if err != nil {
+			return err
+		}
+		proxy, err := kuberay.StartProxy(kuberay.SimulatorRoutes(services, dashboards))
 		if err != nil {
 			return err
 		}

@@ -6,9 +6,11 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	rayscheme "github.com/raygate/raygate/apis/scheme"
@@ -86,4 +88,21 @@ func (p *rayJobProgress) stalled(now time.Time, stall time.Duration) string {
 		return fmt.Sprintf("no RayJob changed status for %s", idle.Round(time.Second))
 	}
 	return ""
+}
+
+// serviceCache is a watch cache of the cluster's Services, started and synced; it stops
+// with ctx.
+func serviceCache(ctx context.Context, cfg *rest.Config) (client.Reader, error) {
+	ca, err := cache.New(cfg, cache.Options{Scheme: rayscheme.New()})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ca.GetInformer(ctx, &corev1.Service{}); err != nil {
+		return nil, err
+	}
+	go func() { _ = ca.Start(ctx) }()
+	if !ca.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("the Service cache did not sync")
+	}
+	return ca, nil
 }
