@@ -122,7 +122,7 @@ func jobSubmission(q plan.SubmitJob) (dashboard.JobSubmission, error) {
 func jobsView(cluster, id string, m dashboard.JobMemory) plan.JobsView {
 	v := plan.JobsView{Cluster: cluster, JobID: id}
 	if a := m.Read; a != nil {
-		read := &plan.JobRead{At: a.At, Err: a.Err}
+		read := &plan.JobRead{Sent: a.Sent, At: a.At, Err: a.Err}
 		switch a.Outcome {
 		case dashboard.JobFound:
 			read.Outcome = plan.ReadFound

@@ -112,6 +112,9 @@ const (
 
 // JobReadAnswer is the last answer to a read.
 type JobReadAnswer struct {
+	// Sent is when the request was sent (it may wait for a worker before), At when its
+	// answer came: the answer holds for a moment between the two.
+	Sent    time.Time
 	At      time.Time
 	Outcome JobReadOutcome
 	// Info is the job's details (JobFound), bounded and sanitized.
@@ -269,7 +272,7 @@ func (p *JobsPool) answerUnsent(e *jobEntry, q jobRequest, why string) {
 	now := p.b.now()
 	switch q.kind {
 	case JobReadRequest:
-		e.mem.Read = &JobReadAnswer{At: now, Outcome: JobReadFailed, Err: why}
+		e.mem.Read = &JobReadAnswer{Sent: now, At: now, Outcome: JobReadFailed, Err: why}
 	case JobSubmitRequest:
 		e.mem.Submit = &JobSubmitAnswer{At: now, Outcome: JobSubmitFailed, Message: why}
 	case JobStopRequest:

@@ -12,6 +12,7 @@ func (p *JobsPool) run(ctx context.Context, c *jobsCluster, t JobsTarget, q jobR
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	sent := p.b.now()
 	rctx, cancel := context.WithTimeout(ctx, p.b.timeout)
 	client := &HTTPClient{BaseURL: t.URL, HTTP: p.b.http, Timeout: p.b.timeout, Token: t.Token}
 	var (
@@ -39,7 +40,7 @@ func (p *JobsPool) run(ctx context.Context, c *jobsCluster, t JobsTarget, q jobR
 	}
 	cancel()
 	p.mu.Lock()
-	p.recordJob(c, t, q, info, stopped, err)
+	p.recordJob(c, t, q, sent, info, stopped, err)
 	p.mu.Unlock()
 	p.turns.Wake()
 	if p.o.OnDone != nil && ctx.Err() == nil {
@@ -47,8 +48,8 @@ func (p *JobsPool) run(ctx context.Context, c *jobsCluster, t JobsTarget, q jobR
 	}
 }
 
-// recordJob stores a request's answer; the caller holds the lock.
-func (p *JobsPool) recordJob(c *jobsCluster, t JobsTarget, q jobRequest, info *JobInfo, stopped bool, err error) {
+// recordJob stores the answer to a request sent at sent; the caller holds the lock.
+func (p *JobsPool) recordJob(c *jobsCluster, t JobsTarget, q jobRequest, sent time.Time, info *JobInfo, stopped bool, err error) {
 	now := p.b.now()
 	p.turns.Done(t.Head.Cluster.Namespace)
 	c.inflight = nil
@@ -64,7 +65,7 @@ func (p *JobsPool) recordJob(c *jobsCluster, t JobsTarget, q jobRequest, info *J
 	}
 	switch q.kind {
 	case JobReadRequest:
-		a := &JobReadAnswer{At: now}
+		a := &JobReadAnswer{Sent: sent, At: now}
 		switch {
 		case err == nil && info != nil:
 			a.Outcome, a.Info = JobFound, *info

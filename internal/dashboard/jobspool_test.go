@@ -186,6 +186,42 @@ func TestJobsPoolKeepsTheOrderOfOneCluster(t *testing.T) {
 	}
 }
 
+// A read records when it was sent, not when it was asked: one waiting behind another
+// request of its cluster is sent once that one is answered. (A RayJob's deadline counts
+// only reads sent after it.)
+func TestJobsPoolRecordsWhenAReadWasSent(t *testing.T) {
+	release := make(chan struct{})
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			<-release
+		}
+		http.Error(w, "Job x does not exist", http.StatusNotFound)
+	}))
+	t.Cleanup(srv.Close)
+	p, done := startJobsPool(t, JobsPoolOptions{})
+	tg := jobsTarget("ns", "c1", srv.URL)
+	p.Read(tg, "a") // held by the server
+	for calls.Load() < 1 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.Read(tg, "b") // waits for a's answer
+	released := time.Now()
+	close(release)
+	waitJob(t, done, "c1", JobReadRequest, 5*time.Second)
+	waitJob(t, done, "c1", JobReadRequest, 5*time.Second)
+	a, b := p.View(tg, "a").Read, p.View(tg, "b").Read
+	if a == nil || b == nil {
+		t.Fatalf("answers a %+v, b %+v", a, b)
+	}
+	if !a.Sent.Before(released) || a.At.Before(released) {
+		t.Errorf("a sent %v, answered %v: want sent before the release at %v and answered after", a.Sent, a.At, released)
+	}
+	if b.Sent.Before(released) || b.At.Before(b.Sent) {
+		t.Errorf("b sent %v, answered %v: want sent after the release at %v, answered after that", b.Sent, b.At, released)
+	}
+}
+
 // A new head pod (or a restarted Ray) knows none of the old one's jobs: what the pool heard
 // is forgotten, and an answer of the old head that comes late is dropped.
 func TestJobsPoolForgetsWhenTheHeadChanges(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,6 +66,9 @@ type minWrite struct {
 type rayJobRun struct {
 	System      string `json:"system"`
 	Concurrency int    `json:"concurrency,omitempty"`
+	// Flags are the flags the scenario gives the operator beyond the harness's own (KubeRay:
+	// kubeRayRayJobFlags).
+	Flags []string `json:"flags,omitempty"`
 	// Seconds is from the first create to the last RayJob seen Complete/SUCCEEDED.
 	Seconds   float64 `json:"seconds,omitempty"`
 	Succeeded int     `json:"succeeded"`
@@ -158,12 +162,24 @@ func runRayJobs(ctx context.Context, b *bench, n int, mode rayv1.JobSubmissionMo
 	b.logf("rayjob %d (%s): raygate", n, mode)
 	res.Raygate = b.rayJobs(ctx, res, operatorOptions{Concurrency: defaultConcurrency()})
 	if withKubeRay && ctx.Err() == nil {
-		b.logf("rayjob %d (%s): KubeRay", n, mode)
-		k := b.rayJobs(ctx, res, operatorOptions{KubeRay: true})
+		flags := kubeRayRayJobFlags(defaultConcurrency())
+		b.logf("rayjob %d (%s): KubeRay %s", n, mode, strings.Join(flags, " "))
+		k := b.rayJobs(ctx, res, operatorOptions{KubeRay: true, Concurrency: defaultConcurrency(), ExtraArgs: flags})
 		res.KubeRay = &k
 	}
 	res.DurationSeconds = time.Since(started).Seconds()
 	return res
+}
+
+// kubeRayRayJobFlags are KubeRay's flags in the rayjob scenario, what a user running many
+// RayJobs sets through its chart (reconcileConcurrency, kubeClient.qps and .burst), so that
+// both operators run on like terms: raygate's reconcile concurrency (its default), and a
+// client-side request limit as high as the harness gives kube-scheduler and
+// kube-controller-manager (raygate has none by default; KubeRay's default is 100 QPS, burst
+// 200). With one worker, KubeRay's default, its RayJob controller requeues each of 1,000
+// RayJobs every 3 s through a single reconcile at a time.
+func kubeRayRayJobFlags(concurrency int) []string {
+	return []string{"--reconcile-concurrency=" + strconv.Itoa(concurrency), "--qps=1000", "--burst=2000"}
 }
 
 // rayJobs runs one operator — raygate, or KubeRay with o.KubeRay — through the scenario's
@@ -171,7 +187,7 @@ func runRayJobs(ctx context.Context, b *bench, n int, mode rayv1.JobSubmissionMo
 func (b *bench) rayJobs(ctx context.Context, res rayJobResult, o operatorOptions) (run rayJobRun) {
 	run = rayJobRun{System: "raygate", Concurrency: o.Concurrency}
 	if o.KubeRay {
-		run.System = "kuberay"
+		run.System, run.Flags = "kuberay", o.ExtraArgs
 	}
 	if err := b.rayJobsRun(ctx, res, o, &run); err != nil {
 		run.Error = err.Error()
@@ -218,8 +234,16 @@ func (b *bench) rayJobsRun(ctx context.Context, res rayJobResult, o operatorOpti
 
 	if o.KubeRay {
 		// KubeRay calls http://<head svc>.<ns>.svc.cluster.local:8265; the proxy answers it
-		// from the simulators and refuses everything else.
-		proxy, err := kuberay.StartProxy(kuberay.SimulatorRoutes(cl, dashboards))
+		// from the simulators and refuses everything else. It finds a Service's cluster in a
+		// watch cache: a GET to the API server on every dashboard call would slow each of
+		// KubeRay's reconciles (raygate reaches the simulators without one).
+		cacheCtx, stopCache := context.WithCancel(ctx)
+		defer stopCache()
+		services, err := serviceCache(cacheCtx, cfg)
+		if err != nil {
+			return err
+		}
+		proxy, err := kuberay.StartProxy(kuberay.SimulatorRoutes(services, dashboards))
 		if err != nil {
 			return err
 		}
@@ -256,6 +280,10 @@ func (b *bench) rayJobsRun(ctx context.Context, res rayJobResult, o operatorOpti
 	if err != nil {
 		return err
 	}
+	progress, err := trackRayJobProgress(trackCtx, cfg)
+	if err != nil {
+		return err
+	}
 
 	start := time.Now()
 	err = parallel(ctx, n, createWorkers, func(ctx context.Context, i int) error {
@@ -266,7 +294,18 @@ func (b *bench) rayJobsRun(ctx context.Context, res rayJobResult, o operatorOpti
 	if err != nil {
 		return fmt.Errorf("creating RayJobs: %w", err)
 	}
-	done, waitErr := tracker.waitReady(ctx, c, n, waitTimeout(n), 90*time.Second, op.forbidden, func() string {
+	// Stalled is judged on any RayJob's progress, not only on successes (rayJobStall).
+	timeout := rayJobWaitTimeout(n)
+	done, waitErr := tracker.waitReady(ctx, c, n, timeout, timeout, func() error {
+		if err := op.forbidden(); err != nil {
+			return err
+		}
+		if why := progress.stalled(time.Now(), rayJobStall); why != "" {
+			_, ready, _ := tracker.counts()
+			return fmt.Errorf("%d of %d SUCCEEDED after %s (%s): %s", ready, n, time.Since(start).Round(time.Second), why, diagnoseRayJobs(ctx, cl, op))
+		}
+		return nil
+	}, func() string {
 		return diagnoseRayJobs(ctx, cl, op)
 	})
 	_, run.Succeeded, _ = tracker.counts()

@@ -56,6 +56,26 @@ func rayJobVerdicts(r *rayJobResult) []verdict {
 	return append(v, verdict{dupWhat, "0", measured, status(ok)})
 }
 
+// kubeRaySettings says how KubeRay was run: the flags the scenario gave it (results from
+// before kubeRayRayJobFlags ran it with its defaults).
+func kubeRaySettings(k *rayJobRun) string {
+	if k == nil || len(k.Flags) == 0 {
+		return "its defaults, its own RayJob CRD"
+	}
+	return "its own RayJob CRD; `" + strings.Join(k.Flags, " ") + "`: raygate's concurrency, and a client-side\n" +
+		"request limit that does not bind, as raygate has none; KubeRay's defaults are one worker and 100 QPS"
+}
+
+// rayJobStopRule says when a run gives up, for results measured with kubeRayRayJobFlags
+// (before them, the harness stopped after 90 s without a new success).
+func rayJobStopRule(r *rayJobResult) string {
+	if r.KubeRay == nil || len(r.KubeRay.Flags) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" A run stops when no RayJob changed status for %.0f s, or\nafter %.0f min.",
+		rayJobStall.Seconds(), rayJobWaitTimeout(r.Jobs).Minutes())
+}
+
 // renderRayJob is the "RayJobs" section: raygate and KubeRay side by side. Results without
 // the scenario render without the section.
 func renderRayJob(m *md, r *rayJobResult) {
@@ -70,11 +90,12 @@ func renderRayJob(m *md, r *rayJobResult) {
 		"creates the submitter pods, kwok runs them, and `framework.Submitters` carries out their `ray job submit`\n"+
 		"scripts against the same simulators. Each operator runs on its own fresh cluster, minutes apart, as its\n"+
 		"own audited user: raygate (its defaults, `--reconcile-concurrency` %d) reaches the Jobs API through\n"+
-		"`--dashboard-url-template`; KubeRay v1.5.1 (its defaults, its own RayJob CRD) through an HTTP_PROXY on\n"+
+		"`--dashboard-url-template`; KubeRay v1.5.1 (%s) through an HTTP_PROXY on\n"+
 		"loopback that answers its in-cluster dashboard calls from the same simulators. Duplicate submissions\n"+
 		"are counted at the simulated Jobs APIs: every POST after a cluster's first (each cluster belongs to\n"+
-		"one RayJob attempt), accepted or refused.",
-		r.Jobs, r.Mode, r.Namespaces, createWorkers, r.PendingSeconds, r.RunSeconds, defaultConcurrency())
+		"one RayJob attempt), accepted or refused.%s",
+		r.Jobs, r.Mode, r.Namespaces, createWorkers, r.PendingSeconds, r.RunSeconds, defaultConcurrency(),
+		kubeRaySettings(r.KubeRay), rayJobStopRule(r))
 	var rows [][]string
 	for _, w := range r.MinWrites {
 		rows = append(rows, []string{w.What, fmt.Sprint(w.Count)})

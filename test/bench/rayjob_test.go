@@ -1,8 +1,10 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -88,9 +90,49 @@ func TestRenderRayJob(t *testing.T) {
 			t.Errorf("the section lacks %q:\n%s", want, m.String())
 		}
 	}
+	if !strings.Contains(m.String(), "KubeRay v1.5.1 (its defaults,") {
+		t.Errorf("a result without KubeRay's flags does not say it ran with its defaults:\n%s", m.String())
+	}
+	m = md{}
+	r.KubeRay.Flags = []string{"--reconcile-concurrency=4", "--qps=1000", "--burst=2000"}
+	renderRayJob(&m, r)
+	if !strings.Contains(m.String(), "KubeRay v1.5.1 (its own RayJob CRD; `--reconcile-concurrency=4 --qps=1000 --burst=2000`: raygate's concurrency") ||
+		!strings.Contains(m.String(), "A run stops when no RayJob changed status for 90 s, or\nafter 3 min.") {
+		t.Errorf("the section does not name KubeRay's flags:\n%s", m.String())
+	}
 	m = md{}
 	renderRayJob(&m, nil)
 	if m.String() != "" {
 		t.Errorf("a result without the scenario renders a section: %q", m.String())
+	}
+}
+
+// The wait stops on a stall of every RayJob's status, not on a lack of successes: an
+// operator whose jobs still move through their statuses is not stopped.
+func TestRayJobProgress(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	p := &rayJobProgress{stage: map[string]string{}, last: start}
+	p.observe("ns/a", "Initializing/", start.Add(10*time.Second))
+	p.observe("ns/a", "Running/PENDING", start.Add(80*time.Second))
+	if why := p.stalled(start.Add(160*time.Second), rayJobStall); why != "" {
+		t.Errorf("a job moved 80 s ago, none succeeded: stopped (%s)", why)
+	}
+	p.observe("ns/a", "Running/PENDING", start.Add(150*time.Second)) // the same stage again
+	if why := p.stalled(start.Add(171*time.Second), rayJobStall); why != "no RayJob changed status for 1m31s" {
+		t.Errorf("nothing moved for 91 s: %q", why)
+	}
+	p.observe("ns/b", "", start.Add(172*time.Second)) // a new RayJob
+	if why := p.stalled(start.Add(180*time.Second), rayJobStall); why != "" {
+		t.Errorf("a new RayJob is progress: %q", why)
+	}
+}
+
+func TestKubeRayRayJobFlags(t *testing.T) {
+	got := strings.Join(kubeRayRayJobFlags(defaultConcurrency()), " ")
+	if want := "--reconcile-concurrency=" + strconv.Itoa(defaultConcurrency()) + " --qps=1000 --burst=2000"; got != want {
+		t.Errorf("flags %q, want %q", got, want)
+	}
+	if d := rayJobWaitTimeout(1000); d != 22*time.Minute {
+		t.Errorf("the wait for 1,000 RayJobs is bounded at %s, want 22m", d)
 	}
 }

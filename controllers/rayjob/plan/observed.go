@@ -73,6 +73,9 @@ func (o ReadOutcome) String() string {
 
 // JobRead is one answer to a read of a job's details.
 type JobRead struct {
+	// Sent is when the request left the pool (zero: not known; At stands for it). The answer
+	// describes the job at some moment between Sent and At.
+	Sent time.Time
 	// At is when the answer came (the pool's clock).
 	At      time.Time
 	Outcome ReadOutcome
@@ -80,6 +83,16 @@ type JobRead struct {
 	Info JobInfo
 	// Err says why the read failed (ReadFailed); remote text, quoted only sanitized.
 	Err string
+}
+
+// sentSince reports whether the read was sent at or after t, so that what it found holds
+// at t or later. A read still in flight at t may describe the job as it was before t.
+func (r *JobRead) sentSince(t time.Time) bool {
+	sent := r.Sent
+	if sent.IsZero() {
+		sent = r.At
+	}
+	return !sent.Before(t)
 }
 
 // JobInfo is what the plan uses of a job's details (Ray's JobDetails). The text is remote:

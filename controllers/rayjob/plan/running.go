@@ -154,12 +154,12 @@ func (s *pass) submitterBackoffLimit() int32 {
 // submitterFailed ends the attempt because its submitter failed (at failedAt): the
 // application's failure when Ray says FAILED (the submitter follows the job and fails with
 // it), else the submission's. It first reads the job's status once more when the last read
-// is older than the failure (KubeRay relies on its last poll, and a job that failed just
+// was sent before the failure (KubeRay relies on its last poll, and a job that failed just
 // before its submitter was reported as a failed submission), within
 // SubmitterFinishedTimeout. It reports whether the pass stops here.
 func (s *pass) submitterFailed(failedAt time.Time, message string) bool {
 	view := s.jobsView()
-	fresh := view != nil && view.Read != nil && !view.Read.At.Before(failedAt)
+	fresh := view != nil && view.Read != nil && view.Read.sentSince(failedAt)
 	if !fresh && s.now.Before(failedAt.Add(s.set.SubmitterFinishedTimeout)) {
 		if rc := s.in.Observed.Cluster; rc != nil {
 			s.readJob(rc, nil)
@@ -188,7 +188,7 @@ func (s *pass) followJob(rc *rayv1.RayCluster, finishedAt *time.Time) {
 		return
 	}
 	if finishedAt != nil {
-		s.submitterFinishedTimeout(*finishedAt)
+		s.submitterFinishedTimeout(rc, *finishedAt)
 	}
 	s.wakeForGracePeriod()
 }
@@ -209,10 +209,10 @@ func (s *pass) endedByJobsAPI(rc *rayv1.RayCluster, finishedAt *time.Time) bool 
 		s.out.tell(normalEvent(EventSubmittedJob, ActionSubmit, "Submitted Ray job %s to RayCluster %s/%s", st.JobId, rc.Namespace, rc.Name))
 	}
 	hasSubmitter := s.job.Spec.SubmissionMode == rayv1.K8sJobMode || s.job.Spec.SubmissionMode == rayv1.SidecarMode
-	// A read older than the submitter's end says nothing of what the submitter did: read
+	// A read sent before the submitter's end says nothing of what the submitter did: read
 	// again at once.
 	last := read
-	if finishedAt != nil && read.At.Before(*finishedAt) {
+	if finishedAt != nil && !read.sentSince(*finishedAt) {
 		last = nil
 	}
 	switch read.Outcome {
@@ -339,9 +339,13 @@ func (s *pass) applyInfo(info JobInfo) {
 	st.Reason = ""
 }
 
-// submitterFinishedTimeout fails a job whose submitter finished a while ago and whose Ray
-// job still has no final status.
-func (s *pass) submitterFinishedTimeout(finishedAt time.Time) {
+// submitterFinishedTimeout fails a job whose submitter finished SubmitterFinishedTimeout ago
+// when a read of the Jobs API sent since then still finds the Ray job not ended (a read
+// that found it ended completed the job before this). Time alone proves nothing: raygate's
+// own reads may be late (a busy dashboard pool, a long work queue), so past the deadline
+// the job is read once more first. A read that failed is left to the status-check timer,
+// which fails a job whose status cannot be read for StatusCheckTimeout.
+func (s *pass) submitterFinishedTimeout(rc *rayv1.RayCluster, finishedAt time.Time) {
 	if rayv1.IsJobDeploymentTerminal(s.st.JobDeploymentStatus) {
 		return
 	}
@@ -350,9 +354,33 @@ func (s *pass) submitterFinishedTimeout(finishedAt time.Time) {
 		s.out.Wake.due(due)
 		return
 	}
+	var read *JobRead
+	if view := s.jobsView(); view != nil && view.Read != nil && view.Read.sentSince(due) {
+		read = view.Read
+	}
+	switch {
+	case read == nil:
+		if !s.readAsked(rc) {
+			s.readJob(rc, nil)
+		}
+		s.out.note("the submitter finished over " + s.set.SubmitterFinishedTimeout.String() + " ago: read the job's status once more before failing it")
+		return
+	case read.Outcome != ReadFound:
+		return
+	}
 	s.st.JobStatus = rayv1.JobStatusFailed
 	s.fail(rayv1.JobDeploymentStatusTransitionGracePeriodExceeded, fmt.Sprintf("The RayJob submitter finished at %s but the ray job did not reach terminal state within %s",
 		finishedAt.UTC().Format(time.DateTime), s.set.SubmitterFinishedTimeout))
+}
+
+// readAsked reports whether the pass already asks the pool to read the attempt's job.
+func (s *pass) readAsked(rc *rayv1.RayCluster) bool {
+	for _, r := range s.act.Requests {
+		if q, ok := r.(ReadJob); ok && q.Cluster == rc.Name && q.JobID == s.st.JobId {
+			return true
+		}
+	}
+	return false
 }
 
 // jobsView is what the pool heard about this attempt's job (nil: nothing, or about

@@ -123,7 +123,7 @@ func TestRunningK8sJobMode(t *testing.T) {
 			want: expect{ds: rayv1.JobDeploymentStatusComplete}},
 		{name: "the submitter finished after the last read: read now", sub: submitterJob(job, batchv1.JobComplete, at20), read: found(19*time.Second, rayv1.JobStatusRunning, ""), now: 21 * time.Second,
 			want: expect{ds: rayv1.JobDeploymentStatusRunning, effects: []string{"ReadJob"}}},
-		{name: "the submitter finished, Ray still running after 30 s", sub: submitterJob(job, batchv1.JobComplete, at20), read: found(49*time.Second, rayv1.JobStatusRunning, ""), now: 50 * time.Second,
+		{name: "the submitter finished, a read sent 30 s later finds Ray still running", sub: submitterJob(job, batchv1.JobComplete, at20), read: found(50*time.Second, rayv1.JobStatusRunning, ""), now: 51 * time.Second,
 			want: expect{ds: rayv1.JobDeploymentStatusFailed, js: js(rayv1.JobStatusFailed), reason: rayv1.JobDeploymentStatusTransitionGracePeriodExceeded}},
 		{name: "the submitter finished, the job is not there", sub: submitterJob(job, batchv1.JobComplete, at20), read: &JobRead{At: at20.Add(time.Second), Outcome: ReadNotFound}, now: 22 * time.Second,
 			want: expect{ds: rayv1.JobDeploymentStatusFailed, reason: rayv1.AppFailed, message: "Submitter completed"}},

@@ -10,9 +10,9 @@ import (
 )
 
 // simPool is the dashboard pool as the controller sees it: requests are carried out
-// poolDelay after they are asked, one at a time per cluster in the order asked, and their
-// answers kept per cluster and id. It forgets everything when the operator restarts and a
-// cluster's answers when its head is lost.
+// poolDelay (plus the world's poolLag) after they are asked, one at a time per cluster in
+// the order asked, and their answers kept per cluster and id. It forgets everything when
+// the operator restarts and a cluster's answers when its head is lost.
 type simPool struct {
 	mem   map[poolKey]*JobsView
 	queue []poolRequest
@@ -85,7 +85,7 @@ func (p *simPool) ask(w *world, q Request) {
 	if _, ok := q.(SubmitJob); ok {
 		p.entry(cluster, id).Submission = &SubmitAnswer{Outcome: SubmitPending}
 	}
-	due := w.now.Add(poolDelay)
+	due := w.now.Add(poolDelay + w.poolLag)
 	for _, r := range p.queue {
 		if c, _ := r.req.target(); c == cluster && !r.due.Before(due) {
 			due = r.due.Add(time.Millisecond)

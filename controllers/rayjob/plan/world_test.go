@@ -53,6 +53,8 @@ type world struct {
 	nextSubmission string
 	// clusterNeverReady: clusters created from now on never become ready.
 	clusterNeverReady bool
+	// poolLag is how long a request waits in the pool before it is sent (a saturated pool).
+	poolLag time.Duration
 	// submissions counts the submissions each cluster's Jobs API accepted, by id.
 	submissions map[string]map[string]int
 	// duplicates counts submissions that found their id taken (refused as already existing).
