@@ -30,7 +30,8 @@ func leaseHolder(ctx context.Context) string {
 // admissionProbe sends admission requests one after another (a server-side dry-run create
 // of a valid RayCluster: both webhooks run, nothing is stored) until stop, and counts the
 // answered and the refused ones. A request counts as "in flight at the kill" when it was
-// sent before the killed process had exited and answered after the kill.
+// sent before the killed process had exited and the balancer had closed its connections,
+// and answered after the kill.
 type admissionProbe struct {
 	ns     string
 	cancel context.CancelFunc
@@ -132,7 +133,10 @@ func leaderSpecs() {
 			a.kill()
 			// Requests sent until the process had exited went to a dying leader: the kernel
 			// still accepts connections on its socket between SIGKILL and the exit, which on
-			// a loaded machine takes a while.
+			// a loaded machine takes a while. So did those the API server sent, after the exit,
+			// on a kept-alive connection to it that the balancer had not closed yet (an EOF,
+			// as through a Service whose endpoint just died; seen once under load).
+			gomega.Eventually(func() int { return webhooks.OpenTo(a.webhook) }, 10*time.Second, 10*time.Millisecond).Should(gomega.BeZero(), "the balancer closes the dead leader's connections")
 			probe.killedAt(time.Now())
 			gomega.Eventually(func() string { return leaseHolder(ctx) }, 30*time.Second, 20*time.Millisecond).ShouldNot(gomega.Or(gomega.Equal(leader), gomega.BeEmpty()))
 			takeover := time.Since(killAt)

@@ -190,6 +190,8 @@ type balancer struct {
 	mu       sync.Mutex
 	backends []string
 	next     int
+	// open counts, per replica, the connections forwarded to it that are not closed yet.
+	open map[string]int
 	// Refused counts connections no replica accepted.
 	Refused atomic.Int64
 	// Broken counts connections whose replica went away while the API server held them.
@@ -202,7 +204,7 @@ func startBalancer(host string, port int) (*balancer, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &balancer{l: l}
+	b := &balancer{l: l, open: map[string]int{}}
 	b.wg.Add(1)
 	go b.serve()
 	return b, nil
@@ -228,6 +230,13 @@ func (b *balancer) Remove(addr string) {
 			return
 		}
 	}
+}
+
+// OpenTo is how many connections forwarded to the replica at addr are still open.
+func (b *balancer) OpenTo(addr string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.open[addr]
 }
 
 func (b *balancer) Stop() {
@@ -264,9 +273,11 @@ func (b *balancer) candidates() []string {
 func (b *balancer) forward(c net.Conn) {
 	defer c.Close()
 	var up net.Conn
+	var to string
 	for _, addr := range b.candidates() {
 		var err error
 		if up, err = net.DialTimeout("tcp", addr, time.Second); err == nil {
+			to = addr
 			break
 		}
 	}
@@ -275,6 +286,14 @@ func (b *balancer) forward(c net.Conn) {
 		return
 	}
 	defer up.Close()
+	b.mu.Lock()
+	b.open[to]++
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.open[to]--
+		b.mu.Unlock()
+	}()
 	fromUp := make(chan error, 1)
 	go func() {
 		_, err := io.Copy(c, up)
