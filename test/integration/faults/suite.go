@@ -101,7 +101,7 @@ func Start(ctx context.Context) {
 	harness.WatchLogs(logDir)
 
 	host, port, _ := env.WebhookServing()
-	webhooks, err = startBalancer(host, port)
+	webhooks, err = listenForWebhooks(ctx, env.Client, host, port)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	ginkgo.DeferCleanup(webhooks.Stop)
 
