@@ -19,7 +19,6 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/internal/testenv/load"
 	"github.com/raygate/raygate/internal/testenv/raysim"
 	"github.com/raygate/raygate/test/builders"
@@ -151,10 +150,7 @@ var _ = Describe("load through Traefik on every upgrade path", func() {
 // createServing creates the RayService in ns (its Gateway and route retired when the spec
 // ends) and returns its first cluster once it serves.
 func createServing(ctx context.Context, ns, name string, svc *rayv1.RayService) string {
-	retireGateway(ns, rayspec.GatewayName(name), rayspec.HTTPRouteName(name))
-	retireRayService(ns, name)
-	Expect(k8s.Create(ctx, svc)).To(Succeed())
-	return rstest.WaitServing(ctx, k8s, ns, name)
+	return world.CreateServing(ctx, ns, name, svc)
 }
 
 // waitReplaced waits until a new cluster is active and the old one is deleted.

@@ -8,16 +8,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/rayspec"
 	"github.com/raygate/raygate/internal/testenv/load"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/gateway/internal/gwenv"
 	"github.com/raygate/raygate/test/integration/internal/rstest"
 )
 
@@ -165,34 +162,13 @@ func verdict(label string, rep *load.Report, samples []weightSample, ns, blue, g
 	Expect(worst).To(BeNumerically("<=", upgradeSplitTolerance), "%s: the measured split strays from the HTTPRoute weights:\n%s", label, table)
 }
 
-// retireGateway deletes a Gateway and an HTTPRoute when the spec ends: every Gateway of
-// the suite has a listener on the same Traefik entry point and routes "/", so one left
-// behind would compete for the next spec's requests.
-func retireGateway(ns, gateway, route string) {
-	DeferCleanup(func(ctx context.Context) {
-		for _, o := range []client.Object{
-			&gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: route}},
-			&gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gateway}},
-		} {
-			Expect(client.IgnoreNotFound(k8s.Delete(ctx, o))).To(Succeed())
-		}
-	})
-}
-
-// retireRayService deletes a RayService when the spec ends and waits until it is gone, so
-// raygate does not recreate its Gateway (there is no garbage collector here).
-func retireRayService(ns, name string) {
-	DeferCleanup(func(ctx context.Context) {
-		svc := &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		Expect(client.IgnoreNotFound(k8s.Delete(ctx, svc))).To(Succeed())
-		Eventually(func() bool {
-			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(svc), svc))
-		}).Should(BeTrue())
-	})
-}
-
-// The weight recording and the split verdict live in internal/testenv/load, shared with
+// retireGateway, retireRayService and the weight recording are gwenv's (shared with the
+// gates package); the split verdict lives in internal/testenv/load, shared with
 // test/bench's upgrade-load scenario.
+func retireGateway(ns, gateway, route string) { world.RetireGateway(ns, gateway, route) }
+
+func retireRayService(ns, name string) { world.RetireRayService(ns, name) }
+
 type weightSample = load.WeightSample
 
 type weightWatch struct{ *load.WeightWatch }
@@ -200,18 +176,13 @@ type weightWatch struct{ *load.WeightWatch }
 // watchWeights records the RayService HTTPRoute's weights every 50 ms (a new sample when
 // they change) until stop.
 func watchWeights(ctx context.Context, ns, name string) *weightWatch {
-	return &weightWatch{load.WatchWeights(ctx, k8s, ns, rayspec.HTTPRouteName(name))}
+	return &weightWatch{world.WatchWeights(ctx, ns, name)}
 }
 
 func (w *weightWatch) stop() []weightSample { return w.Stop() }
 
-// distinctShares counts the different shares the cluster had over the samples.
 func distinctShares(samples []weightSample, cluster string) int {
-	seen := map[float64]bool{}
-	for _, s := range samples {
-		seen[s.Shares[cluster]] = true
-	}
-	return len(seen)
+	return gwenv.DistinctShares(samples, cluster)
 }
 
 // splitDeviation is load.SplitDeviation with this suite's minWindow.
@@ -223,25 +194,9 @@ func shareRange(samples []weightSample, from, to time.Time) (lo, hi map[string]f
 	return load.ShareRange(samples, from, to)
 }
 
-// failures lists the failed requests: when, which cluster answered, why.
-func failures(rep *load.Report) string {
-	var b strings.Builder
-	for _, r := range rep.Results {
-		if r.Failed {
-			fmt.Fprintf(&b, "failed at %6.3fs status=%d cluster=%q: %s\n", r.At.Seconds(), r.Status, r.Cluster, r.Err)
-		}
-	}
-	return b.String()
-}
+func failures(rep *load.Report) string { return gwenv.Failures(rep) }
 
-// timeline renders the weight samples with their time from the first one.
-func timeline(samples []weightSample) string {
-	var b strings.Builder
-	for _, s := range samples {
-		fmt.Fprintf(&b, "%6.3fs %v\n", s.At.Sub(samples[0].At).Seconds(), s.Shares)
-	}
-	return b.String()
-}
+func timeline(samples []weightSample) string { return gwenv.Timeline(samples) }
 
 // routeLags measures how late Traefik follows the weights: from the first sample in which
 // the rising cluster has weight to its first answer, and from the first sample in which the

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,7 +59,7 @@ func startUnderLoad(ctx context.Context, name string, mutate func(*rayv1.RayServ
 	if mutate != nil {
 		mutate(svc)
 	}
-	Expect(k8s.Create(ctx, svc)).To(Succeed())
+	gomega.Expect(k8s.Create(ctx, svc)).To(gomega.Succeed())
 	blue := rstest.WaitServing(ctx, k8s, ns, name)
 
 	viaGateway := load.Options{Target: load.URL(rstest.GatewayURL(ctx, k8s, ns, name)), Path: "/fruit", Rate: rate, Workers: 4,
@@ -67,27 +67,27 @@ func startUnderLoad(ctx context.Context, name string, mutate func(*rayv1.RayServ
 	inCluster := viaGateway
 	inCluster.Target = load.ServicePods(k8s, ns, name+"-serve-svc", "serve", 100*time.Millisecond)
 	for _, o := range []load.Options{viaGateway, inCluster} {
-		Eventually(func(g Gomega) {
+		gomega.Eventually(func(g gomega.Gomega) {
 			rep, err := load.Once(ctx, load.Options{Target: o.Target, Path: o.Path, MaxRequests: 1})
-			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(err).NotTo(gomega.HaveOccurred())
 			s := rep.Summary()
-			g.Expect(s.Failed).To(BeZero(), "%v (answered by %q)", s.Errors, rep.Results[0].Cluster)
-			g.Expect(s.ByCluster).To(HaveKey(ns + "/" + blue))
-		}).Should(Succeed(), func() string { return backendState(ctx, ns) })
+			g.Expect(s.Failed).To(gomega.BeZero(), "%v (answered by %q)", s.Errors, rep.Results[0].Cluster)
+			g.Expect(s.ByCluster).To(gomega.HaveKey(ns + "/" + blue))
+		}).Should(gomega.Succeed(), func() string { return backendState(ctx, ns) })
 	}
 	u := &underLoad{ns: ns, name: name, blue: blue, steps: recordSteps(ctx, ns, name, blue), t0: time.Now()}
 	var err error
 	u.gwRun, err = load.Start(ctx, viaGateway)
-	Expect(err).NotTo(HaveOccurred())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	u.svcRun, err = load.Start(ctx, inCluster)
-	Expect(err).NotTo(HaveOccurred())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	return u
 }
 
 // upgrade changes the image (a new cluster) and returns the pending cluster's name.
 func (u *underLoad) upgrade(ctx context.Context) string {
 	rstest.Update(ctx, k8s, u.ns, u.name, func(s *rayv1.RayService) { rstest.SetImage(s, newImage) })
-	Eventually(rstest.PendingName(ctx, k8s, u.ns, u.name)).ShouldNot(BeEmpty())
+	gomega.Eventually(rstest.PendingName(ctx, k8s, u.ns, u.name)).ShouldNot(gomega.BeEmpty())
 	return rstest.PendingName(ctx, k8s, u.ns, u.name)()
 }
 
@@ -98,14 +98,14 @@ func (u *underLoad) rollback(ctx context.Context) {
 
 // waitValue waits until the recorded key has the value v.
 func (u *underLoad) waitValue(key string, v int32) {
-	Eventually(func() int32 { got, _ := u.steps.Last(key); return got }, 2*time.Minute, 20*time.Millisecond).Should(Equal(v), key)
+	gomega.Eventually(func() int32 { got, _ := u.steps.Last(key); return got }, 2*time.Minute, 20*time.Millisecond).Should(gomega.Equal(v), key)
 }
 
 // waitPromoted waits until green is active and, later, the only cluster left.
 func (u *underLoad) waitDone(ctx context.Context, active string) {
-	Eventually(rstest.ActiveName(ctx, k8s, u.ns, u.name), 2*time.Minute).Should(Equal(active))
-	Eventually(rstest.PendingName(ctx, k8s, u.ns, u.name), 2*time.Minute).Should(BeEmpty())
-	Eventually(rstest.ClusterNames(ctx, k8s, u.ns), 2*time.Minute).Should(ConsistOf(active), "the other cluster is deleted after the deletion delay")
+	gomega.Eventually(rstest.ActiveName(ctx, k8s, u.ns, u.name), 2*time.Minute).Should(gomega.Equal(active))
+	gomega.Eventually(rstest.PendingName(ctx, k8s, u.ns, u.name), 2*time.Minute).Should(gomega.BeEmpty())
+	gomega.Eventually(rstest.ClusterNames(ctx, k8s, u.ns), 2*time.Minute).Should(gomega.ConsistOf(active), "the other cluster is deleted after the deletion delay")
 }
 
 // result is what one scenario measured.
@@ -118,9 +118,9 @@ type result struct {
 // cluster's listeners are closed), then stops them and the recording.
 func (u *underLoad) stop() result {
 	before := len(u.gwRun.Report().Results)
-	Eventually(func() int { return len(u.gwRun.Report().Results) }).Should(BeNumerically(">", before+2*rate))
+	gomega.Eventually(func() int { return len(u.gwRun.Report().Results) }).Should(gomega.BeNumerically(">", before+2*rate))
 	r := result{gateway: u.gwRun.Stop(), inCluster: u.svcRun.Stop(), changes: u.steps.stop()}
-	GinkgoWriter.Printf("upgrade steps (from the start of the load):\n%s", timelineOf(r.changes, u.t0))
+	ginkgo.GinkgoWriter.Printf("upgrade steps (from the start of the load):\n%s", timelineOf(r.changes, u.t0))
 	return r
 }
 
@@ -130,11 +130,11 @@ func verdict(label string, rep *load.Report, zeroFailed bool, extra string) {
 	s := rep.Summary()
 	entry := fmt.Sprintf("%s: sent=%d failed=%d p50=%s p99=%s%s", label, s.Sent, s.Failed,
 		s.P50.Round(10*time.Microsecond), s.P99.Round(10*time.Microsecond), extra)
-	AddReportEntry(entry)
-	GinkgoWriter.Printf("%s\n%s%s", entry, rep.Table(time.Second), failures(rep))
-	Expect(s.Sent).To(BeNumerically(">=", 100), label)
+	ginkgo.AddReportEntry(entry)
+	ginkgo.GinkgoWriter.Printf("%s\n%s%s", entry, rep.Table(time.Second), failures(rep))
+	gomega.Expect(s.Sent).To(gomega.BeNumerically(">=", 100), label)
 	if zeroFailed {
-		Expect(s.Failed).To(BeZero(), "%s: failed requests:\n%s", label, failures(rep))
+		gomega.Expect(s.Failed).To(gomega.BeZero(), "%s: failed requests:\n%s", label, failures(rep))
 	}
 }
 
@@ -160,17 +160,17 @@ func failures(rep *load.Report) string {
 // behind would compete for the next spec's requests), and waits until the RayService is gone.
 // Register it after starting the spec's operator: cleanups run last first.
 func retire(ns, name string) {
-	DeferCleanup(func(ctx context.Context) {
+	ginkgo.DeferCleanup(func(ctx context.Context) {
 		svc := &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		Expect(client.IgnoreNotFound(k8s.Delete(ctx, svc))).To(Succeed())
-		Eventually(func() bool {
+		gomega.Expect(client.IgnoreNotFound(k8s.Delete(ctx, svc))).To(gomega.Succeed())
+		gomega.Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(svc), svc))
-		}).Should(BeTrue())
+		}).Should(gomega.BeTrue())
 		for _, o := range []client.Object{
 			&gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rayspec.HTTPRouteName(name)}},
 			&gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rayspec.GatewayName(name)}},
 		} {
-			Expect(client.IgnoreNotFound(k8s.Delete(ctx, o))).To(Succeed())
+			gomega.Expect(client.IgnoreNotFound(k8s.Delete(ctx, o))).To(gomega.Succeed())
 		}
 	})
 }

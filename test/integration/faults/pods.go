@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -23,28 +23,28 @@ const dashboardDown = 7 * time.Second
 // headPod is the name of a RayCluster's head pod.
 func headPod(ctx context.Context, ns, cluster string) string {
 	var pods corev1.PodList
-	Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{rayv1.ClusterLabelKey: cluster, rayv1.NodeTypeLabelKey: string(rayv1.HeadNode)})).To(Succeed())
-	Expect(pods.Items).To(HaveLen(1))
+	gomega.Expect(k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{rayv1.ClusterLabelKey: cluster, rayv1.NodeTypeLabelKey: string(rayv1.HeadNode)})).To(gomega.Succeed())
+	gomega.Expect(pods.Items).To(gomega.HaveLen(1))
 	return pods.Items[0].Name
 }
 
 func podSpecs() {
-	Describe("Ray faults during an incremental upgrade", func() {
+	ginkgo.Describe("Ray faults during an incremental upgrade", func() {
 		const name = "fruit"
 
-		BeforeEach(func(ctx context.Context) {
+		ginkgo.BeforeEach(func(ctx context.Context) {
 			op := startOperator(ctx, "single")
-			DeferCleanup(op.stop)
+			ginkgo.DeferCleanup(op.stop)
 		})
 
 		// The dashboard goes down as soon as the pending cluster exists: its serve config and
 		// every capacity step need it. (Measured: once the pending cluster has its capacity,
 		// traffic steps do not call the dashboard, so an outage at 25% with 100% surge does
 		// not hold them; see docs/rayservice.md.)
-		It("takes no step while the pending cluster's dashboard is down, with 0 failed requests", func(ctx context.Context) {
+		ginkgo.It("takes no step while the pending cluster's dashboard is down, with 0 failed requests", func(ctx context.Context) {
 			u := startUnderLoad(ctx, name, nil)
 			green := u.upgrade(ctx)
-			By(fmt.Sprintf("taking %s's dashboard down for %s", green, dashboardDown))
+			ginkgo.By(fmt.Sprintf("taking %s's dashboard down for %s", green, dashboardDown))
 			cluster := types.NamespacedName{Namespace: u.ns, Name: green}
 			dropped := front.Dropped.Load()
 			downAt := time.Now()
@@ -67,7 +67,7 @@ func podSpecs() {
 			extra := fmt.Sprintf(" dashboard down %s, %d requests to it dropped, next step %s after it came back",
 				dashboardDown, dropped, next.At.Sub(upAt).Round(10*time.Millisecond))
 			verdicts("pending dashboard down mid-upgrade", r, extra)
-			Expect(during).To(BeEmpty(), "steps while the dashboard was down:\n%s", timelineOf(during, downAt))
+			gomega.Expect(during).To(gomega.BeEmpty(), "steps while the dashboard was down:\n%s", timelineOf(during, downAt))
 			sameSteps("pending dashboard down mid-upgrade", r.changes, baseline.upgrade)
 		})
 
@@ -82,7 +82,7 @@ func podSpecs() {
 		// docs/rayservice.md); in the eighth the first cluster never answered through Traefik
 		// before the upgrade began (503 for 90 s, cause not found; the failure message now lists
 		// the pods and EndpointSlices). Turn PIt back into It to run it by hand.
-		PIt("loses no request when the serving cluster's head pod is deleted mid-upgrade with excludeHeadPodFromServeSvc", func(ctx context.Context) {
+		ginkgo.PIt("loses no request when the serving cluster's head pod is deleted mid-upgrade with excludeHeadPodFromServeSvc", func(ctx context.Context) {
 			u := startUnderLoad(ctx, name, func(s *rayv1.RayService) {
 				s.Spec.ExcludeHeadPodFromServeSvc = true
 				s.Spec.RayClusterSpec.WorkerGroupSpecs[0].MinReplicas = ptr.To[int32](1)
@@ -91,10 +91,10 @@ func podSpecs() {
 			u.waitValue("green weight", 25)
 			head := headPod(ctx, u.ns, u.blue)
 			var pod corev1.Pod
-			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: u.ns, Name: head}, &pod)).To(Succeed())
-			Expect(pod.Labels).To(HaveKeyWithValue(rayv1.ServeLabelKey, "false"), "the head is out of the serve Services")
-			By("deleting " + head)
-			Expect(kubelet.DeletePod(ctx, u.ns, head)).To(Succeed())
+			gomega.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: u.ns, Name: head}, &pod)).To(gomega.Succeed())
+			gomega.Expect(pod.Labels).To(gomega.HaveKeyWithValue(rayv1.ServeLabelKey, "false"), "the head is out of the serve Services")
+			ginkgo.By("deleting " + head)
+			gomega.Expect(kubelet.DeletePod(ctx, u.ns, head)).To(gomega.Succeed())
 			u.waitDone(ctx, green)
 			r := u.stop()
 			verdicts("serving cluster's head pod deleted at 25% (excludeHeadPodFromServeSvc=true)", r, "")
@@ -105,14 +105,14 @@ func podSpecs() {
 		// that. Traefik applies configuration changes at most every 2 s, and the head dies just
 		// after the 25% weight change, so the removal can wait up to 2 s: measured 5 and 38
 		// failed through Traefik, 0 in-cluster (that client follows the ready pods every 100 ms).
-		It("measures the requests lost when the serving cluster's head pod, in the serve Service, is deleted mid-upgrade", func(ctx context.Context) {
+		ginkgo.It("measures the requests lost when the serving cluster's head pod, in the serve Service, is deleted mid-upgrade", func(ctx context.Context) {
 			u := startUnderLoad(ctx, name, nil)
 			green := u.upgrade(ctx)
 			u.waitValue("green weight", 25)
 			head := headPod(ctx, u.ns, u.blue)
-			By("deleting " + head)
+			ginkgo.By("deleting " + head)
 			deleted := time.Since(u.t0)
-			Expect(kubelet.DeletePod(ctx, u.ns, head)).To(Succeed())
+			gomega.Expect(kubelet.DeletePod(ctx, u.ns, head)).To(gomega.Succeed())
 			u.waitDone(ctx, green)
 			r := u.stop()
 			label := "serving cluster's head pod deleted at 25% (head in the serve Service)"
@@ -122,7 +122,7 @@ func podSpecs() {
 			}{{"through Traefik", r.gateway}, {"in-cluster via the serve Service", r.inCluster}} {
 				s := l.rep.Summary()
 				verdict(label+", "+l.how, l.rep, false, fmt.Sprintf(" statuses=%v, deleted at %s", s.ByStatus, deleted.Round(time.Millisecond)))
-				Expect(headLoss(l.rep, deleted)).To(BeEmpty(), "%s, %s", label, l.how)
+				gomega.Expect(headLoss(l.rep, deleted)).To(gomega.BeEmpty(), "%s, %s", label, l.how)
 			}
 		})
 	})

@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,7 +35,7 @@ func buildOperator(dir string) (string, error) {
 	bin := filepath.Join(dir, "raygate")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/raygate")
 	cmd.Dir = tools.RepoRoot()
-	cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
+	cmd.Stdout, cmd.Stderr = ginkgo.GinkgoWriter, ginkgo.GinkgoWriter
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/raygate: %w", err)
 	}
@@ -72,9 +72,9 @@ func startOperator(ctx context.Context, name string, extra ...string) *operator 
 	op := &operator{name: name}
 	_, _, certDir := env.WebhookServing()
 	port, err := proc.FreePort()
-	Expect(err).NotTo(HaveOccurred())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	probe, err := proc.FreePort()
-	Expect(err).NotTo(HaveOccurred())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	op.webhook = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	op.probe = net.JoinHostPort("127.0.0.1", strconv.Itoa(probe))
 	op.args = []string{
@@ -115,18 +115,18 @@ func hasPrefix(args []string, prefix string) bool {
 func (op *operator) start(ctx context.Context) {
 	op.log = filepath.Join(logDir, fmt.Sprintf("%s-%d.log", op.name, time.Now().UnixNano()))
 	f, err := os.Create(op.log)
-	Expect(err).NotTo(HaveOccurred())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	op.cmd = exec.Command(operatorBin, op.args...)
 	op.cmd.Env = append(os.Environ(), "KUBECONFIG="+operatorKubeconfig)
 	op.cmd.Stdout, op.cmd.Stderr = f, f
 	op.started = time.Now()
-	Expect(op.cmd.Start()).To(Succeed())
+	gomega.Expect(op.cmd.Start()).To(gomega.Succeed())
 	op.done = make(chan struct{})
 	go func() { _ = op.cmd.Wait(); _ = f.Close(); close(op.done) }()
-	Eventually(func() error {
+	gomega.Eventually(func() error {
 		select {
 		case <-op.done:
-			return StopTrying(fmt.Sprintf("%s exited before it was ready:\n%s", op.name, op.tail()))
+			return gomega.StopTrying(fmt.Sprintf("%s exited before it was ready:\n%s", op.name, op.tail()))
 		default:
 		}
 		resp, err := http.Get("http://" + op.probe + "/readyz")
@@ -138,12 +138,12 @@ func (op *operator) start(ctx context.Context) {
 			return fmt.Errorf("readyz: %s", resp.Status)
 		}
 		return nil
-	}, 60*time.Second, 50*time.Millisecond).Should(Succeed(), "%s ready", op.name)
+	}, 60*time.Second, 50*time.Millisecond).Should(gomega.Succeed(), "%s ready", op.name)
 }
 
 // kill sends SIGKILL and waits for the exit: no cleanup, no Lease release.
 func (op *operator) kill() {
-	Expect(op.cmd.Process.Signal(syscall.SIGKILL)).To(Succeed())
+	gomega.Expect(op.cmd.Process.Signal(syscall.SIGKILL)).To(gomega.Succeed())
 	<-op.done
 }
 
@@ -190,6 +190,8 @@ type balancer struct {
 	mu       sync.Mutex
 	backends []string
 	next     int
+	// open counts, per replica, the connections forwarded to it that are not closed yet.
+	open map[string]int
 	// Refused counts connections no replica accepted.
 	Refused atomic.Int64
 	// Broken counts connections whose replica went away while the API server held them.
@@ -202,7 +204,7 @@ func startBalancer(host string, port int) (*balancer, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &balancer{l: l}
+	b := &balancer{l: l, open: map[string]int{}}
 	b.wg.Add(1)
 	go b.serve()
 	return b, nil
@@ -228,6 +230,13 @@ func (b *balancer) Remove(addr string) {
 			return
 		}
 	}
+}
+
+// OpenTo is how many connections forwarded to the replica at addr are still open.
+func (b *balancer) OpenTo(addr string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.open[addr]
 }
 
 func (b *balancer) Stop() {
@@ -264,9 +273,11 @@ func (b *balancer) candidates() []string {
 func (b *balancer) forward(c net.Conn) {
 	defer c.Close()
 	var up net.Conn
+	var to string
 	for _, addr := range b.candidates() {
 		var err error
 		if up, err = net.DialTimeout("tcp", addr, time.Second); err == nil {
+			to = addr
 			break
 		}
 	}
@@ -275,6 +286,14 @@ func (b *balancer) forward(c net.Conn) {
 		return
 	}
 	defer up.Close()
+	b.mu.Lock()
+	b.open[to]++
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.open[to]--
+		b.mu.Unlock()
+	}()
 	fromUp := make(chan error, 1)
 	go func() {
 		_, err := io.Copy(c, up)

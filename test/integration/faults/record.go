@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -82,7 +82,7 @@ func recordSteps(ctx context.Context, ns, name, blue string) *steps {
 func watchAll(ctx context.Context, wg *sync.WaitGroup, list client.ObjectList, ns string, seen func(client.Object)) {
 	wg.Add(1)
 	go func() {
-		defer GinkgoRecover()
+		defer ginkgo.GinkgoRecover()
 		defer wg.Done()
 		for ctx.Err() == nil {
 			w, err := k8s.Watch(ctx, list.DeepCopyObject().(client.ObjectList), client.InNamespace(ns))

@@ -1,4 +1,4 @@
-package gateway
+package gates
 
 import (
 	"context"

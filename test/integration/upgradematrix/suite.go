@@ -5,6 +5,10 @@
 // the specification of the phases and their end states. Every RayService runs in its own
 // namespace under the invariant checker. Webhooks are not installed, so actions admission
 // would refuse (promote during a rollback) reach the controller, which ignores them.
+//
+// The matrix runs in two test packages, each with its own control plane: straight/ and
+// restart/ (go test ./test/integration/upgradematrix/...). Their specs wait on upgrade
+// intervals far more than they compute, so `go test -p` runs the two halves side by side.
 package upgradematrix
 
 import (
@@ -12,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,6 +34,7 @@ import (
 const (
 	gatewayClass = "fake-gw"
 	deployDelay  = 300 * time.Millisecond
+	deployPoll   = 150 * time.Millisecond
 )
 
 var (
@@ -42,36 +47,42 @@ var (
 	mgr        *framework.Manager
 )
 
-func TestUpgradeMatrix(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(45 * time.Second) // a loaded 2-core machine runs four upgrades at once
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	RunSpecs(t, "Upgrade actions at every phase")
+// Run runs the matrix's specs registered in the calling test package.
+func Run(t *testing.T, description string) {
+	gomega.RegisterFailHandler(ginkgo.Fail)
+	gomega.SetDefaultEventuallyTimeout(45 * time.Second) // a loaded 2-core machine runs four upgrades at once
+	gomega.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	ginkgo.RunSpecs(t, description)
 }
 
-var _ = BeforeSuite(func() {
-	Expect(features.Enabled(features.RayServiceIncrementalUpgrade)).To(BeTrue())
+// Start starts the world the matrix runs in; call it from the test package's BeforeSuite.
+func Start() {
+	gomega.Expect(features.Enabled(features.RayServiceIncrementalUpgrade)).To(gomega.BeTrue())
 	harness = suite.Start(suite.Options{ControlPlane: controlplane.Options{GatewayAPI: true}, Kubelet: &framework.KubeletOptions{}})
 	env, k8s, kubelet = harness.Env, harness.Client, harness.Kubelet
 	var err error
 	gw, err = framework.StartGateway(env.Config, framework.GatewayOptions{ClassName: gatewayClass, Delay: 50 * time.Millisecond})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(gw.Stop)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	ginkgo.DeferCleanup(gw.Stop)
 	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: deployDelay})
-	DeferCleanup(dashboards.Close)
-	Expect(dashboards.ListenOnPods(env.Config)).To(Succeed())
+	ginkgo.DeferCleanup(dashboards.Close)
+	gomega.Expect(dashboards.ListenOnPods(env.Config)).To(gomega.Succeed())
 	startManager()
-	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
-})
+	ginkgo.DeferCleanup(func() { gomega.Expect(mgr.Stop()).To(gomega.Succeed()) })
+}
 
 func startManager() {
-	mgr = harness.StartManager(dashboards.Wire(framework.ManagerOptions()))
+	opts := dashboards.Wire(framework.ManagerOptions())
+	// The simulated applications deploy in deployDelay: the controller looks again at that
+	// pace instead of waiting for its default second.
+	opts.RayServiceDeployingPoll = deployPoll
+	mgr = harness.StartManager(opts)
 }
 
 // restartManager stops the operator and starts a new one with empty memory.
 func restartManager() {
-	By("restarting the operator")
-	Expect(mgr.Stop()).To(Succeed())
+	ginkgo.By("restarting the operator")
+	gomega.Expect(mgr.Stop()).To(gomega.Succeed())
 	startManager()
 }
 
@@ -79,13 +90,13 @@ func restartManager() {
 // any violation.
 func watchInvariants(ctx context.Context, ns string) *invariants.Checker {
 	c, err := invariants.Start(ctx, env.Config, invariants.Options{Namespace: ns, Dashboards: dashboards.Registry})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func(ctx context.Context) {
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	ginkgo.DeferCleanup(func(ctx context.Context) {
 		// Clusters waiting for their deletion time are deleted (and checked) before the
 		// spec ends, so the next phase starts on a quiet operator.
-		Eventually(func() []string {
+		gomega.Eventually(func() []string {
 			var list rayv1.RayClusterList
-			Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+			gomega.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(gomega.Succeed())
 			var waiting []string
 			for _, rc := range list.Items {
 				if rc.Annotations[rayv1.DeleteAfterKey] != "" {
@@ -93,14 +104,14 @@ func watchInvariants(ctx context.Context, ns string) *invariants.Checker {
 				}
 			}
 			return waiting
-		}).Should(BeEmpty())
+		}).Should(gomega.BeEmpty())
 		c.Stop()
 		if c.Err() != nil {
 			for _, e := range c.Events() {
-				GinkgoWriter.Printf("%s %s %s\n", ns, e.At.Format("15:04:05.000"), e.What)
+				ginkgo.GinkgoWriter.Printf("%s %s %s\n", ns, e.At.Format("15:04:05.000"), e.What)
 			}
 		}
-		Expect(c.Err()).NotTo(HaveOccurred(), "invariants in %s", ns)
+		gomega.Expect(c.Err()).NotTo(gomega.HaveOccurred(), "invariants in %s", ns)
 	})
 	return c
 }
@@ -111,7 +122,7 @@ func getService(ctx context.Context, ns, name string) *rayv1.RayService {
 
 func getCluster(ctx context.Context, ns, name string) *rayv1.RayCluster {
 	rc := &rayv1.RayCluster{}
-	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, rc)).To(Succeed())
+	gomega.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, rc)).To(gomega.Succeed())
 	return rc
 }
 

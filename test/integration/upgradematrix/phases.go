@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
@@ -97,7 +97,7 @@ func startUpgrades(ctx context.Context, runs []*run) {
 		rstest.Update(ctx, k8s, r.ns, name, func(s *rayv1.RayService) { rstest.SetImage(s, newImage) })
 	}
 	for _, r := range runs {
-		Eventually(rstest.PendingName(ctx, k8s, r.ns, name)).ShouldNot(BeEmpty())
+		gomega.Eventually(rstest.PendingName(ctx, k8s, r.ns, name)).ShouldNot(gomega.BeEmpty())
 		r.green = rstest.PendingName(ctx, k8s, r.ns, name)()
 	}
 }
@@ -118,39 +118,39 @@ func newPods(runs []*run, workersOnly bool) func(*corev1.Pod) bool {
 // waits for the phase.
 func holdPods(workersOnly bool) func(context.Context, []*run) {
 	return func(ctx context.Context, runs []*run) {
-		Expect(kubelet.SetBehavior(ctx, newPods(runs, workersOnly), framework.NotReady)).To(Succeed())
+		gomega.Expect(kubelet.SetBehavior(ctx, newPods(runs, workersOnly), framework.NotReady)).To(gomega.Succeed())
 		startUpgrades(ctx, runs)
 		for _, r := range runs {
 			if !workersOnly {
-				Expect(split(ctx, r)()).To(Equal(splitOf{PendingCapacity: 0, PendingTraffic: 0, ActiveCapacity: 100}), "pending starting in %s", r.ns)
+				gomega.Expect(split(ctx, r)()).To(gomega.Equal(splitOf{PendingCapacity: 0, PendingTraffic: 0, ActiveCapacity: 100}), "pending starting in %s", r.ns)
 				continue
 			}
-			Eventually(func() string { return rstest.ConditionMessage(ctx, k8s, r.ns, name, rayv1.UpgradeInProgress) }).
-				Should(ContainSubstring("waiting for a ready pod in the serve Service of "+r.green), "traffic held in %s", r.ns)
+			gomega.Eventually(func() string { return rstest.ConditionMessage(ctx, k8s, r.ns, name, rayv1.UpgradeInProgress) }).
+				Should(gomega.ContainSubstring("waiting for a ready pod in the serve Service of "+r.green), "traffic held in %s", r.ns)
 			s := split(ctx, r)()
-			Expect(s.PendingCapacity).To(BeNumerically(">", 0), "capacity raised in %s", r.ns)
-			Expect(s.PendingTraffic).To(BeZero(), "no traffic yet in %s", r.ns)
+			gomega.Expect(s.PendingCapacity).To(gomega.BeNumerically(">", 0), "capacity raised in %s", r.ns)
+			gomega.Expect(s.PendingTraffic).To(gomega.BeZero(), "no traffic yet in %s", r.ns)
 		}
 	}
 }
 
 func releasePods(workersOnly bool) func(context.Context, []*run) {
 	return func(ctx context.Context, runs []*run) {
-		Expect(kubelet.SetBehavior(ctx, newPods(runs, workersOnly), framework.Ready)).To(Succeed())
+		gomega.Expect(kubelet.SetBehavior(ctx, newPods(runs, workersOnly), framework.Ready)).To(gomega.Succeed())
 	}
 }
 
 func holdMidShift(ctx context.Context, runs []*run) {
 	startUpgrades(ctx, runs)
 	for _, r := range runs {
-		Eventually(rstest.PendingTraffic(ctx, k8s, r.ns, name)).Should(BeNumerically(">=", 10))
+		gomega.Eventually(rstest.PendingTraffic(ctx, k8s, r.ns, name)).Should(gomega.BeNumerically(">=", 10))
 	}
 	gw.Pause(true)
-	DeferCleanup(func() { gw.Pause(false) }) // the gateway controller is the suite's: never leave it paused
+	ginkgo.DeferCleanup(func() { gw.Pause(false) }) // the gateway controller is the suite's: never leave it paused
 	for _, r := range runs {
-		Eventually(func() string { return rstest.ConditionMessage(ctx, k8s, r.ns, name, rayv1.UpgradeInProgress) }).
-			Should(ContainSubstring("waiting for the last step to take effect"), "held in %s", r.ns)
-		Expect(rstest.PendingTraffic(ctx, k8s, r.ns, name)()).To(BeNumerically("<", 100), "mid-shift in %s", r.ns)
+		gomega.Eventually(func() string { return rstest.ConditionMessage(ctx, k8s, r.ns, name, rayv1.UpgradeInProgress) }).
+			Should(gomega.ContainSubstring("waiting for the last step to take effect"), "held in %s", r.ns)
+		gomega.Expect(rstest.PendingTraffic(ctx, k8s, r.ns, name)()).To(gomega.BeNumerically("<", 100), "mid-shift in %s", r.ns)
 	}
 }
 
@@ -158,13 +158,13 @@ func holdMidShift(ctx context.Context, runs []*run) {
 // (step, when set, runs first on each poll, e.g. to change the spec).
 func pauseWhen(ctx context.Context, runs []*run, step func(*run, *rayv1.RayService), at func(*run, *rayv1.RayService) bool) {
 	paused := map[*run]bool{}
-	Eventually(func() int {
+	gomega.Eventually(func() int {
 		for _, r := range runs {
 			if paused[r] {
 				continue
 			}
 			svc := getService(ctx, r.ns, name)
-			Expect(svc.Status.PendingServiceStatus.RayClusterName).To(Equal(r.green), "the upgrade of %s ended before its phase", r.ns)
+			gomega.Expect(svc.Status.PendingServiceStatus.RayClusterName).To(gomega.Equal(r.green), "the upgrade of %s ended before its phase", r.ns)
 			if step != nil {
 				step(r, svc)
 			}
@@ -174,7 +174,7 @@ func pauseWhen(ctx context.Context, runs []*run, step func(*run, *rayv1.RayServi
 			}
 		}
 		return len(paused)
-	}).WithPolling(20 * time.Millisecond).Should(Equal(len(runs)))
+	}).WithPolling(20 * time.Millisecond).Should(gomega.Equal(len(runs)))
 	for _, r := range runs {
 		waitRecorded(ctx, r, rayv1.UpgradeActionPause)
 	}
@@ -186,7 +186,7 @@ func pauseAtFullTraffic(ctx context.Context, runs []*run) {
 		return ptr.Deref(svc.Status.PendingServiceStatus.TrafficRoutedPercent, 0) == 100
 	})
 	for _, r := range runs {
-		Expect(split(ctx, r)().PendingTraffic).To(Equal(int32(100)), "paused with all traffic moved in %s", r.ns)
+		gomega.Expect(split(ctx, r)().PendingTraffic).To(gomega.Equal(int32(100)), "paused with all traffic moved in %s", r.ns)
 	}
 }
 
@@ -211,6 +211,6 @@ func pauseRollingBack(ctx context.Context, runs []*run) {
 		return false
 	})
 	for _, r := range runs {
-		Expect(condition(ctx, r, rayv1.RollbackInProgress)).To(HavePrefix("True/"), "paused rolling back in %s", r.ns)
+		gomega.Expect(condition(ctx, r, rayv1.RollbackInProgress)).To(gomega.HavePrefix("True/"), "paused rolling back in %s", r.ns)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
@@ -55,17 +55,20 @@ func (r *run) want(ph phase) string {
 	return ph.promoted
 }
 
-var _ = Describe("Every upgrade action at every phase", func() {
-	for _, ph := range phases {
-		for _, restart := range []bool{false, true} {
-			mode := "straight"
-			if restart {
-				mode = "with an operator restart between recording and carrying out"
-			}
-			It(ph.name+", "+mode, func(ctx context.Context) { runPhase(ctx, ph, restart) })
-		}
+// Specs registers the matrix's specs: every phase, with the operator restarted between
+// recording the actions and carrying them out (restart) or straight. Call it at the top
+// level of a test package.
+func Specs(restart bool) bool {
+	mode := "straight"
+	if restart {
+		mode = "with an operator restart between recording and carrying out"
 	}
-})
+	return ginkgo.Describe("Every upgrade action at every phase", func() {
+		for _, ph := range phases {
+			ginkgo.It(ph.name+", "+mode, func(ctx context.Context) { runPhase(ctx, ph, restart) })
+		}
+	})
+}
 
 // runPhase runs the four action cases at one phase concurrently, one RayService each.
 func runPhase(ctx context.Context, ph phase, restart bool) {
@@ -74,19 +77,19 @@ func runPhase(ctx context.Context, ph phase, restart bool) {
 	for i, ac := range actionCases {
 		r := &run{actionCase: ac, ns: rstest.NewNamespace(ctx, k8s, "um-")}
 		watchInvariants(ctx, r.ns)
-		Expect(k8s.Create(ctx, ph.service(r.ns))).To(Succeed())
+		gomega.Expect(k8s.Create(ctx, ph.service(r.ns))).To(gomega.Succeed())
 		runs[i] = r
 	}
 	for _, r := range runs {
 		r.blue = rstest.WaitServing(ctx, k8s, r.ns, name)
 	}
-	By("reaching the phase")
+	ginkgo.By("reaching the phase")
 	ph.reach(ctx, runs)
 	for _, r := range runs {
-		GinkgoWriter.Printf("%s (%s): %s -> %s at %+v\n", r.label, r.ns, r.blue, r.green, split(ctx, r)())
+		ginkgo.GinkgoWriter.Printf("%s (%s): %s -> %s at %+v\n", r.label, r.ns, r.blue, r.green, split(ctx, r)())
 	}
 
-	By("recording the actions")
+	ginkgo.By("recording the actions")
 	for _, r := range runs {
 		if !ph.pausedFirst || r.first != rayv1.UpgradeActionPause { // reach paused these already
 			rstest.SetAction(ctx, k8s, r.ns, name, r.first, r.green)
@@ -120,7 +123,7 @@ func runPhase(ctx context.Context, ph phase, restart bool) {
 	}
 	// The paused runs are held for three intervals, then told their second action, while the
 	// others' actions are carried out and checked (reads only).
-	By("holding the pauses while the other actions are carried out")
+	ginkgo.By("holding the pauses while the other actions are carried out")
 	held := inBackground(func() {
 		checkPaused(ctx, ph, paused)
 		for _, r := range paused {
@@ -133,14 +136,14 @@ func runPhase(ctx context.Context, ph phase, restart bool) {
 	// From the aborted runs' end on, no new cluster comes for their spec for 2 s and a held
 	// abort stays recorded: checked while the other runs end, not after them.
 	abortHeld := inBackground(func() {
-		Consistently(ctx, func(g Gomega) {
+		gomega.Consistently(ctx, func(g gomega.Gomega) {
 			for _, r := range aborted {
-				g.Expect(rstest.ClusterNames(ctx, k8s, r.ns)()).To(ConsistOf(r.blue), "no new cluster for the aborted spec in %s", r.ns)
+				g.Expect(rstest.ClusterNames(ctx, k8s, r.ns)()).To(gomega.ConsistOf(r.blue), "no new cluster for the aborted spec in %s", r.ns)
 				if !r.reverted {
-					g.Expect(condition(ctx, r, rayv1.UpgradeAction)).To(Equal("True/"+rayv1.UpgradeAborted), "the abort stays held in %s", r.ns)
+					g.Expect(condition(ctx, r, rayv1.UpgradeAction)).To(gomega.Equal("True/"+rayv1.UpgradeAborted), "the abort stays held in %s", r.ns)
 				}
 			}
-		}, 2*time.Second).Should(Succeed())
+		}, 2*time.Second).Should(gomega.Succeed())
 	})
 	for _, r := range others {
 		checkEnd(ctx, ph, r)
@@ -150,7 +153,7 @@ func runPhase(ctx context.Context, ph phase, restart bool) {
 		checkEnd(ctx, ph, r)
 	}
 	<-abortHeld
-	AddReportEntry(ph.name+" duration", time.Since(start).Round(100*time.Millisecond).String())
+	ginkgo.AddReportEntry(ph.name+" duration", time.Since(start).Round(100*time.Millisecond).String())
 }
 
 // inBackground runs check in a goroutine, whose failures fail the spec, and returns a
@@ -159,11 +162,11 @@ func runPhase(ctx context.Context, ph phase, restart bool) {
 func inBackground(check func()) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
-		defer GinkgoRecover()
+		defer ginkgo.GinkgoRecover()
 		defer close(done)
 		check()
 	}()
-	DeferCleanup(func() { <-done })
+	ginkgo.DeferCleanup(func() { <-done })
 	return done
 }
 
@@ -204,9 +207,9 @@ func waitRecorded(ctx context.Context, r *run, action string) {
 		// A pending cluster without traffic is dropped right after the record.
 		want = append(want, "True/"+rayv1.UpgradeAborted)
 	}
-	Eventually(func() string { return condition(ctx, r, rayv1.UpgradeAction) }).Should(BeElementOf(want), "%s recorded in %s", action, r.ns)
+	gomega.Eventually(func() string { return condition(ctx, r, rayv1.UpgradeAction) }).Should(gomega.BeElementOf(want), "%s recorded in %s", action, r.ns)
 	if action == rayv1.UpgradeActionAbort {
-		Expect(getCluster(ctx, r.ns, r.blue).Annotations).To(HaveKey(rayv1.AbortedSpecHashKey), "recorded on the active cluster in %s", r.ns)
+		gomega.Expect(getCluster(ctx, r.ns, r.blue).Annotations).To(gomega.HaveKey(rayv1.AbortedSpecHashKey), "recorded on the active cluster in %s", r.ns)
 	}
 }
 
@@ -220,30 +223,30 @@ func checkPaused(ctx context.Context, ph phase, runs []*run) {
 	for _, r := range runs {
 		if ph.newCluster {
 			// The pending applications run, yet the Services do not switch.
-			Eventually(func() bool { s := simulatorOf(r.ns, r.green); return s != nil && s.AllRunning() }).Should(BeTrue(), "applications of %s", r.green)
+			gomega.Eventually(func() bool { s := simulatorOf(r.ns, r.green); return s != nil && s.AllRunning() }).Should(gomega.BeTrue(), "applications of %s", r.green)
 		} else {
 			// A step recorded before the pause still reaches the route, nothing else does.
 			s := split(ctx, r)()
-			Eventually(rstest.RouteWeight(ctx, k8s, r.ns, name, r.green)).Should(BeElementOf(s.PendingTraffic, pendingOffRoute(s)), "route of %s", r.ns)
+			gomega.Eventually(rstest.RouteWeight(ctx, k8s, r.ns, name, r.green)).Should(gomega.BeElementOf(s.PendingTraffic, pendingOffRoute(s)), "route of %s", r.ns)
 		}
 		held[r] = split(ctx, r)()
 	}
-	Consistently(func(g Gomega) {
+	gomega.Consistently(func(g gomega.Gomega) {
 		for _, r := range runs {
-			g.Expect(split(ctx, r)()).To(Equal(held[r]), "paused in %s", r.ns)
-			g.Expect(rstest.ActiveName(ctx, k8s, r.ns, name)()).To(Equal(r.blue), "paused in %s", r.ns)
+			g.Expect(split(ctx, r)()).To(gomega.Equal(held[r]), "paused in %s", r.ns)
+			g.Expect(rstest.ActiveName(ctx, k8s, r.ns, name)()).To(gomega.Equal(r.blue), "paused in %s", r.ns)
 			if ph.newCluster {
-				g.Expect(selectorOf(ctx, r.ns)).To(Equal(r.blue), "no switch while paused in %s", r.ns)
+				g.Expect(selectorOf(ctx, r.ns)).To(gomega.Equal(r.blue), "no switch while paused in %s", r.ns)
 			} else {
-				g.Expect(rstest.RouteWeight(ctx, k8s, r.ns, name, r.green)()).To(BeElementOf(held[r].PendingTraffic, pendingOffRoute(held[r])), "route of %s", r.ns)
+				g.Expect(rstest.RouteWeight(ctx, k8s, r.ns, name, r.green)()).To(gomega.BeElementOf(held[r].PendingTraffic, pendingOffRoute(held[r])), "route of %s", r.ns)
 			}
 		}
-	}, 3*time.Second, 200*time.Millisecond).Should(Succeed(), "three intervals pass without a step")
+	}, 3*time.Second, 200*time.Millisecond).Should(gomega.Succeed(), "three intervals pass without a step")
 	for _, r := range runs {
-		Expect(condition(ctx, r, rayv1.UpgradeAction)).To(Equal("True/" + rayv1.UpgradePaused))
-		Expect(rstest.ConditionMessage(ctx, k8s, r.ns, name, rayv1.UpgradeInProgress)).To(ContainSubstring("paused by raygate.ray.io/upgrade-action=pause"))
+		gomega.Expect(condition(ctx, r, rayv1.UpgradeAction)).To(gomega.Equal("True/" + rayv1.UpgradePaused))
+		gomega.Expect(rstest.ConditionMessage(ctx, k8s, r.ns, name, rayv1.UpgradeInProgress)).To(gomega.ContainSubstring("paused by raygate.ray.io/upgrade-action=pause"))
 		if !r.restarted {
-			Eventually(rstest.Events(ctx, k8s, r.ns, name)).Should(ContainSubstring("Normal UpgradePaused: the upgrade to RayCluster " + r.green + " is paused"))
+			gomega.Eventually(rstest.Events(ctx, k8s, r.ns, name)).Should(gomega.ContainSubstring("Normal UpgradePaused: the upgrade to RayCluster " + r.green + " is paused"))
 		}
 	}
 }
@@ -266,18 +269,18 @@ func checkEnd(ctx context.Context, ph phase, r *run) {
 		to = r.green
 	}
 	desc := fmt.Sprintf("%s in %s ends %s", r.label, r.ns, want)
-	Eventually(func() []string {
+	gomega.Eventually(func() []string {
 		st := getService(ctx, r.ns, name).Status
 		return []string{st.ActiveServiceStatus.RayClusterName, st.PendingServiceStatus.RayClusterName}
-	}, 90*time.Second).Should(Equal([]string{to, ""}), desc)
+	}, 90*time.Second).Should(gomega.Equal([]string{to, ""}), desc)
 	if ph.newCluster {
-		Eventually(func() string { return selectorOf(ctx, r.ns) }).Should(Equal(to), desc)
+		gomega.Eventually(func() string { return selectorOf(ctx, r.ns) }).Should(gomega.Equal(to), desc)
 	} else {
-		Eventually(rstest.RouteWeights(ctx, k8s, r.ns, name)).Should(Equal(map[string]int32{to: 100}), desc)
+		gomega.Eventually(rstest.RouteWeights(ctx, k8s, r.ns, name)).Should(gomega.Equal(map[string]int32{to: 100}), desc)
 	}
-	Eventually(rstest.ClusterNames(ctx, k8s, r.ns)).Should(ConsistOf(to), desc)
-	Expect(condition(ctx, r, rayv1.RayServiceReady)).To(Equal("True/NonZeroServeEndpoints"), desc)
-	Expect(condition(ctx, r, rayv1.RollbackInProgress)).NotTo(HavePrefix("True/"), desc)
+	gomega.Eventually(rstest.ClusterNames(ctx, k8s, r.ns)).Should(gomega.ConsistOf(to), desc)
+	gomega.Expect(condition(ctx, r, rayv1.RayServiceReady)).To(gomega.Equal("True/NonZeroServeEndpoints"), desc)
+	gomega.Expect(condition(ctx, r, rayv1.RollbackInProgress)).NotTo(gomega.HavePrefix("True/"), desc)
 	last := r.first
 	if r.second != "" {
 		last = r.second
@@ -287,17 +290,17 @@ func checkEnd(ctx context.Context, ph phase, r *run) {
 		// The aborted spec is still the spec: it is held, and the condition says so (once
 		// the pass after the one that dropped the pending cluster wrote it; runPhase checks
 		// that it stays).
-		Eventually(func() string { return condition(ctx, r, rayv1.UpgradeAction) }).Should(Equal("True/"+rayv1.UpgradeAborted), desc)
+		gomega.Eventually(func() string { return condition(ctx, r, rayv1.UpgradeAction) }).Should(gomega.Equal("True/"+rayv1.UpgradeAborted), desc)
 	default:
 		// An action for an upgrade that ended is inert.
-		Eventually(func() string { return condition(ctx, r, rayv1.UpgradeAction) }).Should(BeEmpty(), desc)
+		gomega.Eventually(func() string { return condition(ctx, r, rayv1.UpgradeAction) }).Should(gomega.BeEmpty(), desc)
 	}
 	events := rstest.Events(ctx, k8s, r.ns, name)
 	if r.second != "" || !r.restarted {
-		Eventually(events).Should(ContainSubstring("Normal "+reasonOf[last]+": the upgrade to RayCluster "+r.green), desc)
+		gomega.Eventually(events).Should(gomega.ContainSubstring("Normal "+reasonOf[last]+": the upgrade to RayCluster "+r.green), desc)
 	}
 	if r.second != "" && !r.restarted {
-		Expect(events()).To(ContainSubstring("Normal UpgradePaused: the upgrade to RayCluster "+r.green+" is paused"), desc)
+		gomega.Expect(events()).To(gomega.ContainSubstring("Normal UpgradePaused: the upgrade to RayCluster "+r.green+" is paused"), desc)
 	}
 }
 

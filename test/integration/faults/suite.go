@@ -11,6 +11,13 @@
 // The API server calls the operator's webhooks over TLS through a small TCP balancer on
 // the address envtest's webhook configuration names: it stands in for the webhook Service,
 // forwarding each connection to a replica that accepts it.
+//
+// The specs run in two test packages, each with its own control plane, so `go test -p` runs
+// them side by side (they wait on upgrade intervals and leases far more than they compute):
+// kill/ (the operator SIGKILLed at each phase of an upgrade and of a rollback, and between a
+// RayJob's submission and its status write) and outages/ (a leader lost, the pending
+// cluster's dashboard down, the serving head pod deleted). Each first runs the undisturbed
+// upgrade whose steps its disturbed runs must repeat.
 package faults
 
 import (
@@ -20,8 +27,8 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,68 +64,71 @@ var (
 	operatorKubeconfig string
 )
 
-func TestFaults(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(90 * time.Second) // generous: two cores are shared with other suites
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	RunSpecs(t, "Operator, dashboard and pod faults during upgrades under load")
+// Run runs the fault specs registered in the calling test package.
+func Run(t *testing.T, description string) {
+	gomega.RegisterFailHandler(ginkgo.Fail)
+	gomega.SetDefaultEventuallyTimeout(90 * time.Second) // generous: two cores are shared with other suites
+	gomega.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	ginkgo.RunSpecs(t, description)
 }
 
-var _ = BeforeSuite(func(ctx context.Context) {
+// Start starts the world the fault specs run in; call it from the test package's
+// BeforeSuite.
+func Start(ctx context.Context) {
 	dir, err := os.MkdirTemp("", "raygate-faults-")
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(os.RemoveAll, dir)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	ginkgo.DeferCleanup(os.RemoveAll, dir)
 	logDir = filepath.Join(dir, "logs")
-	Expect(os.Mkdir(logDir, 0o755)).To(Succeed())
+	gomega.Expect(os.Mkdir(logDir, 0o755)).To(gomega.Succeed())
 	// cmd/raygate builds (mostly linking) while the control plane starts; the specs need it,
 	// the set-up below does not.
-	By("building cmd/raygate")
+	ginkgo.By("building cmd/raygate")
 	var buildErr error
 	built := make(chan struct{})
 	go func() {
 		defer close(built)
 		operatorBin, buildErr = buildOperator(dir)
 	}()
-	DeferCleanup(func() { <-built }) // never remove dir under a running build
+	ginkgo.DeferCleanup(func() { <-built }) // never remove dir under a running build
 
 	harness := suite.Start(suite.Options{ControlPlane: controlplane.Options{GatewayAPI: true, Webhooks: true}, Kubelet: &framework.KubeletOptions{}})
 	env, kubelet = harness.Env, harness.Kubelet
 	k8s, err = client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
-	Expect(err).NotTo(HaveOccurred())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	// The operator processes elect their leader in "default" (operator_test.go) and run as
 	// the chart's ServiceAccount; what the API server refuses them is in their logs.
 	operatorKubeconfig = harness.OperatorKubeconfig(framework.RBACOptions{LeaderElectionNamespace: "default"})
 	harness.WatchLogs(logDir)
 
 	host, port, _ := env.WebhookServing()
-	webhooks, err = startBalancer(host, port)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(webhooks.Stop)
+	webhooks, err = listenForWebhooks(ctx, env.Client, host, port)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	ginkgo.DeferCleanup(webhooks.Stop)
 
-	tr, err := traefik.Start(ctx, env.Client, traefik.Options{Kubeconfig: env.Kubeconfig, ClassName: className, Log: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(tr.Stop)
+	tr, err := traefik.Start(ctx, env.Client, traefik.Options{Kubeconfig: env.Kubeconfig, ClassName: className, Log: ginkgo.GinkgoWriter})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	ginkgo.DeferCleanup(tr.Stop)
 	lb, err := traefik.StartLoopbackEndpoints(env.Config)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(lb.Stop)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	ginkgo.DeferCleanup(lb.Stop)
 
 	// The fake kubelet runs Ray pods and RayJob submitter pods (Submitters carries the
 	// latter's `ray job submit` out against the simulated Jobs API), nothing else.
-	Expect(kubelet.SetBehavior(ctx, func(p *corev1.Pod) bool {
+	gomega.Expect(kubelet.SetBehavior(ctx, func(p *corev1.Pod) bool {
 		return p.Labels[rayv1.ClusterLabelKey] == "" && p.Labels[batchv1.JobNameLabel] == ""
-	}, framework.Ignore)).To(Succeed())
+	}, framework.Ignore)).To(gomega.Succeed())
 	dashboards = framework.StartDashboardsWith(raysim.Options{DeployDelay: deployDelay})
-	DeferCleanup(dashboards.Close)
-	Expect(dashboards.ListenOnPods(env.Config)).To(Succeed())
+	ginkgo.DeferCleanup(dashboards.Close)
+	gomega.Expect(dashboards.ListenOnPods(env.Config)).To(gomega.Succeed())
 	_, err = dashboards.RunSubmitters(env.Config, framework.SubmitterOptions{Poll: 50 * time.Millisecond})
-	Expect(err).NotTo(HaveOccurred())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	// The Job controller runs the RayJob submitter Jobs' pods (rayjob_test.go).
-	stopControllers, err := env.StartControllers(context.Background(), GinkgoWriter, "job-controller")
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(stopControllers)
+	stopControllers, err := env.StartControllers(context.Background(), ginkgo.GinkgoWriter, "job-controller")
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	ginkgo.DeferCleanup(stopControllers)
 	front, err = startFront()
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(front.Stop)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	ginkgo.DeferCleanup(front.Stop)
 	<-built
-	Expect(buildErr).NotTo(HaveOccurred())
-})
+	gomega.Expect(buildErr).NotTo(gomega.HaveOccurred())
+}

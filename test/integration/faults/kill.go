@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,7 +36,7 @@ func (k killed) String() string {
 
 // killAt kills the operator and starts it again, now.
 func killAt(ctx context.Context, op *operator, phase string) killed {
-	By("SIGKILL the operator: " + phase)
+	ginkgo.By("SIGKILL the operator: " + phase)
 	k := killed{phase: phase, at: time.Now()}
 	k.ready = op.restart(ctx)
 	return k
@@ -57,47 +57,69 @@ func resumeTimes(kills []killed, op []time.Time, changes []change) []string {
 // sameSteps requires the run's steps to be the baseline's: per value, the same values in
 // the same order, and no traffic step closer to the previous one than in the baseline.
 func sameSteps(label string, got, want []change) {
-	Expect(want).NotTo(BeEmpty(), "the undisturbed run ran first")
-	Expect(renderSequences(sequences(got))).To(Equal(renderSequences(sequences(want))),
+	gomega.Expect(want).NotTo(gomega.BeEmpty(), "the undisturbed run ran first")
+	gomega.Expect(renderSequences(sequences(got))).To(gomega.Equal(renderSequences(sequences(want))),
 		"%s: the steps differ from an undisturbed run's", label)
 	for _, key := range []string{"green weight", "blue weight"} {
 		if w := minGap(want, key); w > 0 {
-			Expect(minGap(got, key)).To(BeNumerically(">=", w-500*time.Millisecond),
+			gomega.Expect(minGap(got, key)).To(gomega.BeNumerically(">=", w-500*time.Millisecond),
 				"%s: %s changed sooner after the previous step than the interval allows", label, key)
 		}
 	}
 }
 
-// Every spec runs in one ordered container: the undisturbed runs come first and the
+// KillSpecs registers the specs that SIGKILL the one operator during upgrades and
+// rollbacks. They run in one ordered container: the undisturbed runs come first and the
 // disturbed ones compare their steps with them.
-var _ = Describe("faults during RayService upgrades under load", Ordered, func() {
-	killSpecs()
-	leaderSpecs()
-	podSpecs()
-})
+func KillSpecs() bool {
+	return ginkgo.Describe("faults during RayService upgrades under load", ginkgo.Ordered, killSpecs)
+}
+
+// OutageSpecs registers the specs that lose a leader, a dashboard or a head pod. They run in
+// one ordered container: the undisturbed upgrade comes first and the disturbed runs compare
+// their steps with it.
+func OutageSpecs() bool {
+	return ginkgo.Describe("faults during RayService upgrades under load", ginkgo.Ordered, func() {
+		ginkgo.Describe("an undisturbed operator", func() {
+			var op *operator
+			ginkgo.BeforeEach(func(ctx context.Context) {
+				op = startOperator(ctx, "single")
+				ginkgo.DeferCleanup(op.stop)
+			})
+			ginkgo.It(specUndisturbed, func(ctx context.Context) { upgradeUndisturbed(ctx) })
+		})
+		leaderSpecs()
+		podSpecs()
+	})
+}
+
+const specUndisturbed = "upgrades undisturbed: the steps every disturbed run must repeat"
+
+// upgradeUndisturbed runs the incremental upgrade whose steps are the baseline.
+func upgradeUndisturbed(ctx context.Context) {
+	u := startUnderLoad(ctx, "fruit", nil)
+	green := u.upgrade(ctx)
+	u.waitDone(ctx, green)
+	r := u.stop()
+	baseline.upgrade = r.changes
+	ginkgo.AddReportEntry("undisturbed incremental upgrade, steps:\n" + renderSequences(sequences(r.changes)))
+	verdicts("undisturbed upgrade", r, "")
+	gomega.Expect(sequences(r.changes)["green weight"]).To(gomega.Equal([]int32{0, 25, 50, 75, 100}))
+}
 
 func killSpecs() {
-	Describe("the operator killed at each phase of an incremental upgrade", func() {
+	ginkgo.Describe("the operator killed at each phase of an incremental upgrade", func() {
 		const name = "fruit"
 		var op *operator
 
-		BeforeEach(func(ctx context.Context) {
+		ginkgo.BeforeEach(func(ctx context.Context) {
 			op = startOperator(ctx, "single")
-			DeferCleanup(op.stop)
+			ginkgo.DeferCleanup(op.stop)
 		})
 
-		It("upgrades undisturbed: the steps every disturbed run must repeat", func(ctx context.Context) {
-			u := startUnderLoad(ctx, name, nil)
-			green := u.upgrade(ctx)
-			u.waitDone(ctx, green)
-			r := u.stop()
-			baseline.upgrade = r.changes
-			AddReportEntry("undisturbed incremental upgrade, steps:\n" + renderSequences(sequences(r.changes)))
-			verdicts("undisturbed upgrade", r, "")
-			Expect(sequences(r.changes)["green weight"]).To(Equal([]int32{0, 25, 50, 75, 100}))
-		})
+		ginkgo.It(specUndisturbed, func(ctx context.Context) { upgradeUndisturbed(ctx) })
 
-		It("sees 0 failed requests and the same steps when killed after the pending cluster is created, after its capacity rose, at 50/50 and after the promotion", func(ctx context.Context) {
+		ginkgo.It("sees 0 failed requests and the same steps when killed after the pending cluster is created, after its capacity rose, at 50/50 and after the promotion", func(ctx context.Context) {
 			u := startUnderLoad(ctx, name, func(s *rayv1.RayService) {
 				s.Spec.RayClusterDeletionDelaySeconds = ptr.To[int32](killDeletionDelay)
 			})
@@ -114,18 +136,18 @@ func killSpecs() {
 			kill("pending capacity raised to 100%")
 			u.waitValue("green weight", 50)
 			kill("traffic at 50/50")
-			Eventually(rstest.ActiveName(ctx, k8s, u.ns, name), 2*time.Minute, 20*time.Millisecond).Should(Equal(green))
-			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: u.ns, Name: u.blue}, &rayv1.RayCluster{})).To(Succeed(), "the old cluster still exists")
+			gomega.Eventually(rstest.ActiveName(ctx, k8s, u.ns, name), 2*time.Minute, 20*time.Millisecond).Should(gomega.Equal(green))
+			gomega.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: u.ns, Name: u.blue}, &rayv1.RayCluster{})).To(gomega.Succeed(), "the old cluster still exists")
 			kill("promoted, old cluster not yet deleted")
 			u.waitDone(ctx, green)
 			r := u.stop()
 			lines := resumeTimes(kills, restarts, r.changes)
-			AddReportEntry("operator restarts during an upgrade:\n" + strings.Join(lines, "\n"))
+			ginkgo.AddReportEntry("operator restarts during an upgrade:\n" + strings.Join(lines, "\n"))
 			verdicts("4 SIGKILLs during an incremental upgrade", r, "")
 			sameSteps("4 SIGKILLs during an incremental upgrade", r.changes, baseline.upgrade)
 		})
 
-		It("rolls back undisturbed at 50%: the steps a disturbed rollback must repeat", func(ctx context.Context) {
+		ginkgo.It("rolls back undisturbed at 50%: the steps a disturbed rollback must repeat", func(ctx context.Context) {
 			u := startUnderLoad(ctx, name, nil)
 			u.upgrade(ctx)
 			u.waitValue("green weight", 50)
@@ -133,22 +155,22 @@ func killSpecs() {
 			u.waitDone(ctx, u.blue)
 			r := u.stop()
 			baseline.rollback = r.changes
-			AddReportEntry("undisturbed rollback at 50%, steps:\n" + renderSequences(sequences(r.changes)))
+			ginkgo.AddReportEntry("undisturbed rollback at 50%, steps:\n" + renderSequences(sequences(r.changes)))
 			verdicts("undisturbed rollback", r, "")
 		})
 
-		It("sees 0 failed requests and the same steps when killed while a rollback is in progress", func(ctx context.Context) {
+		ginkgo.It("sees 0 failed requests and the same steps when killed while a rollback is in progress", func(ctx context.Context) {
 			u := startUnderLoad(ctx, name, nil)
 			u.upgrade(ctx)
 			u.waitValue("green weight", 50)
 			u.rollback(ctx)
-			Eventually(rstest.Condition(ctx, k8s, u.ns, name, rayv1.RollbackInProgress), time.Minute, 20*time.Millisecond).Should(HavePrefix("True/"))
+			gomega.Eventually(rstest.Condition(ctx, k8s, u.ns, name, rayv1.RollbackInProgress), time.Minute, 20*time.Millisecond).Should(gomega.HavePrefix("True/"))
 			k := killAt(ctx, op, "rollback in progress")
 			restart := op.started
 			u.waitDone(ctx, u.blue)
 			r := u.stop()
 			lines := resumeTimes([]killed{k}, []time.Time{restart}, r.changes)
-			AddReportEntry("operator restart during a rollback:\n" + strings.Join(lines, "\n"))
+			ginkgo.AddReportEntry("operator restart during a rollback:\n" + strings.Join(lines, "\n"))
 			verdicts("SIGKILL during a rollback", r, "")
 			sameSteps("SIGKILL during a rollback", r.changes, baseline.rollback)
 		})
