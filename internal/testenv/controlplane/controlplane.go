@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -108,6 +109,12 @@ func Start(o Options) (*Env, error) {
 	// The CRDs are installed once the control plane runs (installCRDs), not by envtest,
 	// which creates them one after another.
 	te := &envtest.Environment{BinaryAssetsDirectory: assets}
+	// envtest allows etcd and the API server 20 s each to become healthy; `make test` starts
+	// four packages' control planes at once on two cores, where a start can take longer. A
+	// KUBEBUILDER_CONTROLPLANE_START_TIMEOUT the caller set still wins.
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		te.ControlPlaneStartTimeout = 2 * time.Minute
+	}
 	if o.Webhooks {
 		te.WebhookInstallOptions = envtest.WebhookInstallOptions{
 			Paths: []string{filepath.Join(tools.RepoRoot(), "config", "webhook")},
