@@ -6,8 +6,8 @@
 #   hack/tools.sh install        build every tool the tests need that is missing (`make tools`),
 #                                in parallel, one progress line per tool, then a table of each
 #                                build's wall time, CPU and peak memory (hack/testtime)
-#   hack/tools.sh ensure <name>  build one on-demand tool if missing (ko, which only `make image`
-#                                and `make release` run), then print its path
+#   hack/tools.sh ensure <name>  build one tool if missing (ko: `make image` and `make release`
+#                                do not depend on `make tools`), then print its path
 #   hack/tools.sh path <name>    print where a tool is; never builds: a missing tool fails at
 #                                once and names `make tools`. Names: envtest (directory of etcd,
 #                                kube-apiserver, kubectl), cluster (envtest plus
@@ -19,8 +19,8 @@
 #                                scheduler-plugins-crds (the coscheduling PodGroup CRD)
 #                                kuberay (KubeRay's operator), kuberay-crds (KubeRay's RayJob CRD),
 #                                kuberay-samples (KubeRay's sample manifests, config/samples and its folders),
-#                                ko (builds the operator image without a container engine; not
-#                                built by install: `ensure ko`),
+#                                ko (builds the operator image without a container engine; the
+#                                install suite's release spec runs `make release`),
 #                                traefik (Traefik, the Gateway API implementation of the tests),
 #                                cert-manager (cert-manager's controllers and CA injector,
 #                                hack/tools/cert-manager),
@@ -392,6 +392,7 @@ install() {
 	start "prometheus, promtool" build_prometheus prometheus promtool
 	start "cert-manager controllers" build_cert_manager cert-manager
 	start "kuberay" build_kuberay kuberay
+	start "ko" build_ko ko
 	start "kwok" build_kwok kwok
 	start "kwok stage files" build_kwok_stages kwok-stages
 	start "cert-manager CRDs" build_cert_manager_crds cert-manager-crds
@@ -436,7 +437,7 @@ compat() {
 	echo "$dir"
 }
 
-# ensure builds an on-demand tool (one no test needs, so install leaves it out) if missing.
+# ensure builds a tool if missing, for targets that do not depend on `make tools`.
 ensure() {
 	local fn
 	case "$1" in
