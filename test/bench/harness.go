@@ -133,20 +133,8 @@ type readyTracker struct {
 }
 
 func trackReady(ctx context.Context, cfg *rest.Config, obj client.Object, isReady func(client.Object) bool) (*readyTracker, error) {
-	ca, err := cache.New(cfg, cache.Options{Scheme: rayscheme.New()})
-	if err != nil {
-		return nil, err
-	}
-	inf, err := ca.GetInformer(ctx, obj)
-	if err != nil {
-		return nil, err
-	}
 	t := &readyTracker{isReady: isReady, seen: map[string]bool{}, ready: map[string]time.Time{}, last: time.Now()}
-	observe := func(o any) {
-		obj, ok := o.(client.Object)
-		if !ok {
-			return
-		}
+	err := watchKind(ctx, cfg, obj, func(obj client.Object) {
 		now := time.Now()
 		key := obj.GetNamespace() + "/" + obj.GetName()
 		t.mu.Lock()
@@ -156,18 +144,40 @@ func trackReady(ctx context.Context, cfg *rest.Config, obj client.Object, isRead
 			t.ready[key] = now
 			t.last = now
 		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// watchKind starts a cache of obj's kind that calls observe with every object added or
+// updated, and waits until it has synced; it stops with ctx.
+func watchKind(ctx context.Context, cfg *rest.Config, obj client.Object, observe func(client.Object)) error {
+	ca, err := cache.New(cfg, cache.Options{Scheme: rayscheme.New()})
+	if err != nil {
+		return err
+	}
+	inf, err := ca.GetInformer(ctx, obj)
+	if err != nil {
+		return err
+	}
+	handle := func(o any) {
+		if obj, ok := o.(client.Object); ok {
+			observe(obj)
+		}
 	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    observe,
-		UpdateFunc: func(_, o any) { observe(o) },
+		AddFunc:    handle,
+		UpdateFunc: func(_, o any) { handle(o) },
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	go func() { _ = ca.Start(ctx) }()
 	if !ca.WaitForCacheSync(ctx) {
-		return nil, fmt.Errorf("tracker cache did not sync")
+		return fmt.Errorf("cache of %T did not sync", obj)
 	}
-	return t, nil
+	return nil
 }
 
 func (t *readyTracker) counts() (seen, ready int, lastProgress time.Time) {

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,29 +40,14 @@ type rayJobProgress struct {
 }
 
 func trackRayJobProgress(ctx context.Context, cfg *rest.Config) (*rayJobProgress, error) {
-	ca, err := cache.New(cfg, cache.Options{Scheme: rayscheme.New()})
-	if err != nil {
-		return nil, err
-	}
-	inf, err := ca.GetInformer(ctx, &rayv1.RayJob{})
-	if err != nil {
-		return nil, err
-	}
 	p := &rayJobProgress{stage: map[string]string{}, last: time.Now()}
-	observe := func(o any) {
+	err := watchKind(ctx, cfg, &rayv1.RayJob{}, func(o client.Object) {
 		if j, ok := o.(*rayv1.RayJob); ok {
 			p.observe(j.Namespace+"/"+j.Name, rayJobStage(j), time.Now())
 		}
-	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    observe,
-		UpdateFunc: func(_, o any) { observe(o) },
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
-	}
-	go func() { _ = ca.Start(ctx) }()
-	if !ca.WaitForCacheSync(ctx) {
-		return nil, fmt.Errorf("RayJob progress cache did not sync")
 	}
 	return p, nil
 }
