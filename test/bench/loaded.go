@@ -86,7 +86,7 @@ func runLoaded(ctx context.Context, b *bench, concurrency int, kuberay bool) loa
 	res.Raygate = loadedRun("raygate", operatorOptions{Concurrency: concurrency})
 	if kuberay {
 		b.logf("loaded %d (general stages, CPU hog): KubeRay", n)
-		k := loadedRun("kuberay", operatorOptions{KubeRay: true})
+		k := loadedRun("kuberay", operatorOptions{KubeRay: true, ExtraArgs: kubeRayRayJobFlags(concurrency)})
 		res.KubeRay = &k
 	} else {
 		res.KubeRay = &scaleRun{System: "kuberay", Error: "not run (-kuberay=false)"}

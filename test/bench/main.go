@@ -54,6 +54,7 @@ type flags struct {
 	admissionN  int
 	fleetSize   int
 	rayJobs     int
+	clusters10k int
 	rayJobMode  string
 	docs        string
 	reportOnly  bool
@@ -71,8 +72,9 @@ type flags struct {
 
 func parseFlags() (flags, error) {
 	var f flags
-	scenarios := flag.String("scenarios", "scale,loaded,upgrade,upgrade-load,upgrade-fleet,rayjob,admission,noise,memory", "comma-separated scenarios: scale, loaded (scale at 100 with a CPU hog), upgrade, upgrade-load, upgrade-fleet (many RayServices upgrading at once, raygate and KubeRay), rayjob (many short RayJobs, raygate and KubeRay), admission, noise, memory")
+	scenarios := flag.String("scenarios", "scale,loaded,upgrade,upgrade-load,upgrade-fleet,rayjob,admission,noise,memory", "comma-separated scenarios: scale, scale-10k (not in the default: 10,000 RayClusters, raygate and KubeRay), loaded (scale at 100 with a CPU hog), upgrade, upgrade-load, upgrade-fleet (many RayServices upgrading at once, raygate and KubeRay), rayjob (many short RayJobs, raygate and KubeRay), admission, noise, memory")
 	flag.IntVar(&f.fleetSize, "fleet-size", 50, "RayServices upgrading at once in the upgrade-fleet scenario")
+	flag.IntVar(&f.clusters10k, "scale-10k-clusters", scale10kClusters, "RayClusters of the scale-10k scenario (not in the default run: -scenarios=scale-10k -partial; a smaller count for a smoke run)")
 	flag.IntVar(&f.rayJobs, "rayjobs", defaultRayJobs, "RayJobs of the rayjob scenario")
 	flag.StringVar(&f.rayJobMode, "rayjob-mode", string(defaultRayJobMode), "submissionMode of the rayjob scenario's RayJobs: K8sJobMode or HTTPMode")
 	memorySizes := flag.String("memory-sizes", "500,2000", "numbers of RayClusters of the memory scenario (RSS growth per 1,000 pods between the smallest and the largest)")
@@ -107,6 +109,9 @@ func parseFlags() (flags, error) {
 	if f.fleetSize < 1 {
 		return f, fmt.Errorf("-fleet-size: %d is not a positive integer", f.fleetSize)
 	}
+	if f.clusters10k < 1 {
+		return f, fmt.Errorf("-scale-10k-clusters: %d is not a positive integer", f.clusters10k)
+	}
 	if f.rayJobs < 1 {
 		return f, fmt.Errorf("-rayjobs: %d is not a positive integer", f.rayJobs)
 	}
@@ -125,7 +130,7 @@ func parseFlags() (flags, error) {
 	}
 	for _, s := range f.scenarios {
 		switch s {
-		case "scale", "loaded", "upgrade", "upgrade-load", "upgrade-fleet", "rayjob", "admission", "noise", "memory":
+		case "scale", "scale-10k", "loaded", "upgrade", "upgrade-load", "upgrade-fleet", "rayjob", "admission", "noise", "memory":
 		default:
 			return f, fmt.Errorf("unknown scenario %q", s)
 		}
@@ -210,6 +215,10 @@ func run() error {
 					_ = enc.Encode(r.line())
 				}
 			}
+		case "scale-10k":
+			r := runScale10k(ctx, b, f)
+			res.Scale10k = &r
+			_ = enc.Encode(r.line())
 		case "loaded":
 			r := runLoaded(ctx, b, f.concurrency, f.kuberay)
 			res.Loaded = &r

@@ -171,9 +171,9 @@ func runRayJobs(ctx context.Context, b *bench, n int, mode rayv1.JobSubmissionMo
 	return res
 }
 
-// kubeRayRayJobFlags are KubeRay's flags in the rayjob scenario, what a user running many
-// RayJobs sets through its chart (reconcileConcurrency, kubeClient.qps and .burst), so that
-// both operators run on like terms: raygate's reconcile concurrency (its default), and a
+// kubeRayRayJobFlags are KubeRay's flags in the rayjob, scale, scale-10k and loaded
+// scenarios, what a user running many objects sets through its chart
+// (reconcileConcurrency, kubeClient.qps and .burst), so that both operators run on like terms: raygate's reconcile concurrency (its default), and a
 // client-side request limit as high as the harness gives kube-scheduler and
 // kube-controller-manager (raygate has none by default; KubeRay's default is 100 QPS, burst
 // 200). With one worker, KubeRay's default, its RayJob controller requeues each of 1,000

@@ -64,6 +64,7 @@ func renderReport(r *results, analysis, assets string) string {
 
 	renderScale(&m, r, assets)
 	renderLoaded(&m, r.Loaded)
+	renderScale10k(&m, r)
 	renderUpgrade(&m, r.Upgrade)
 	renderUpgradeLoad(&m, r.UpgradeLoad)
 	renderUpgradeFleet(&m, r.UpgradeFleet)
@@ -157,8 +158,10 @@ func renderScaleTable(m *md, s scaleResult) {
 		cols = append(cols, *s.KubeRay)
 		head = append(head, "KubeRay")
 	}
-	cols = append(cols, s.Reference)
-	head = append(head, "ReplicaSet reference")
+	if !referenceLeftOut(s.Reference) {
+		cols = append(cols, s.Reference)
+		head = append(head, "ReplicaSet reference")
+	}
 	row := func(name string, f func(r scaleRun) string) []string {
 		out := []string{name}
 		for _, r := range cols {
@@ -221,6 +224,9 @@ func renderScaleTable(m *md, s scaleResult) {
 			case "raygate":
 				return fmt.Sprintf("`--reconcile-concurrency=%d`", r.Concurrency)
 			case "kuberay":
+				if len(r.Flags) > 0 {
+					return "`" + strings.Join(r.Flags, " ") + "`"
+				}
 				return "defaults"
 			}
 			return "5 ReplicaSet workers (default)"
@@ -243,6 +249,12 @@ func renderScaleTable(m *md, s scaleResult) {
 	if len(lines) > 0 {
 		m.p("%s", strings.Join(lines, " "))
 	}
+}
+
+// referenceLeftOut says the ReplicaSet reference was not run by choice (-reference=false or a
+// scenario without one), so its column would only repeat that on every row.
+func referenceLeftOut(r scaleRun) bool {
+	return r.Seconds == 0 && strings.HasPrefix(r.Error, "not run")
 }
 
 func renderSweep(m *md, s scaleResult) {
@@ -373,8 +385,10 @@ func renderMethod(m *md) {
 		"  Warning each time: work a real cluster does not do, which a RayCluster's head Service would pay\n" +
 		"  and a ReplicaSet would not.\n" +
 		"- **KubeRay**: its operator built from `github.com/ray-project/kuberay/ray-operator` (`hack/tools.sh\n" +
-		"  path kuberay`), run with its defaults and leader election off as the same audited user (in\n" +
-		"  system:masters: its chart's RBAC is not in this repository), on a fresh cluster of the same shape.\n" +
+		"  path kuberay`), run with leader election off as the same audited user (in system:masters: its\n" +
+		"  chart's RBAC is not in this repository), on a fresh cluster of the same shape, with raygate's\n" +
+		"  worker count and the harness's client QPS (`--reconcile-concurrency=4 --qps=1000 --burst=2000`,\n" +
+		"  what its chart's reconcileConcurrency and kubeClient settings give; each table names the flags).\n" +
 		"- **Operator**: `go build ./cmd/raygate`, run with `--leader-elect=false --metrics-secure=false\n" +
 		"  --reconcile-concurrency=N` and a kubeconfig for its own user (client certificate from envtest's\n" +
 		"  `AddUser`), authorised by the generated ClusterRole (`config/rbac/role.yaml`) — so the run also\n" +

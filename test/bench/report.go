@@ -133,6 +133,7 @@ func verdicts(r *results) []verdict {
 			v = append(v, notRun(what, "see issue 21", "the scale scenario did not run"))
 		}
 	}
+	v = append(v, scale10kVerdicts(r)...)
 	if !hasConflictRun(r.Scale, targetConflictsAt) {
 		v = append(v, notRun(fmt.Sprintf("409 Conflicts at `--reconcile-concurrency=%d`", targetConflictsAt), "0",
 			fmt.Sprintf("no scale run at concurrency %d (-sweep)", targetConflictsAt)))

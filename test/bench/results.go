@@ -21,6 +21,7 @@ type results struct {
 	DurationSeconds float64            `json:"durationSeconds"`
 	Command         string             `json:"command"`
 	Scale           []scaleResult      `json:"scale,omitempty"`
+	Scale10k        *scaleResult       `json:"scale10k,omitempty"`
 	Upgrade         *upgradeResult     `json:"upgrade,omitempty"`
 	UpgradeLoad     *upgradeLoadResult `json:"upgradeLoad,omitempty"`
 	UpgradeFleet    *fleetResult       `json:"upgradeFleet,omitempty"`
@@ -55,6 +56,8 @@ func overlay(saved, run *results, scenarios []string) *results {
 		switch s {
 		case "scale":
 			out.Scale = run.Scale
+		case "scale-10k":
+			out.Scale10k = run.Scale10k
 		case "loaded":
 			out.Loaded = run.Loaded
 		case "upgrade":

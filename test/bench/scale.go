@@ -44,6 +44,9 @@ func minWritesPerCluster() int {
 type scaleRun struct {
 	System      string `json:"system"` // "raygate", "kuberay" or "replicaset"
 	Concurrency int    `json:"concurrency,omitempty"`
+	// Flags are KubeRay's flags beyond the harness's own (kubeRayRayJobFlags); results saved
+	// before they were given have none: KubeRay ran with its defaults.
+	Flags []string `json:"flags,omitempty"`
 	// Seconds from the first create to the last object ready.
 	Seconds float64 `json:"seconds,omitempty"`
 	// Requests are the operator's requests from its start to convergence; Quiet those in
@@ -156,7 +159,7 @@ func runScale(ctx context.Context, b *bench, cfg scaleConfig) scaleResult {
 	res.Raygate = b.scaleRaygate(ctx, cfg.Stages, res.Nodes, cfg.Clusters, operatorOptions{Concurrency: cfg.Concurrency}, cfg.Quiet, cfg.Profile)
 	if cfg.KubeRay {
 		b.logf("scale %d (%s stages): KubeRay", cfg.Clusters, cfg.Stages)
-		k := b.scaleRaygate(ctx, cfg.Stages, res.Nodes, cfg.Clusters, operatorOptions{KubeRay: true}, cfg.Quiet, false)
+		k := b.scaleRaygate(ctx, cfg.Stages, res.Nodes, cfg.Clusters, operatorOptions{KubeRay: true, ExtraArgs: kubeRayRayJobFlags(cfg.Concurrency)}, cfg.Quiet, false)
 		res.KubeRay = &k
 	}
 	if cfg.Reference {
@@ -186,7 +189,7 @@ func (b *bench) scaleRaygate(ctx context.Context, stages kwokcluster.StageSet, n
 	run = scaleRun{System: "raygate", Concurrency: o.Concurrency}
 	name := fmt.Sprintf("scale-%d-%s-raygate-c%d", n, stages, o.Concurrency)
 	if o.KubeRay {
-		run.System, name = "kuberay", fmt.Sprintf("scale-%d-%s-kuberay", n, stages)
+		run.System, run.Flags, name = "kuberay", o.ExtraArgs, fmt.Sprintf("scale-%d-%s-kuberay", n, stages)
 	}
 	c, err := b.startCluster(ctx, nodes, name, withStages(stages), b.scaleAudit, withWrittenOnlyPodIPs)
 	if err != nil {
