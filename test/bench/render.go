@@ -407,7 +407,8 @@ func renderMethod(m *md) {
 		"  (`--pprof-bind-address`) next to the logs; the path is printed.")
 	m.WriteString("## Reproduce\n\n")
 	m.p("```sh\n" +
-		"make bench                                   # every scenario; rewrites this page (10-25 minutes)\n" +
+		"make bench                                   # every default scenario; rewrites this page (about 45 minutes)\n" +
+		"go run ./test/bench -scenarios scale-10k -partial   # 10,000 RayClusters, raygate and KubeRay (not in the default; over an hour)\n" +
 		"make bench BENCH_ARGS='-scenarios scale -sizes 100 -sweep \"\"'   # one quick scale run\n" +
 		"go run ./test/bench -scenarios admission\n" +
 		"go run ./test/bench -scenarios memory,noise   # memory growth per 1,000 pods, unrelated objects\n" +
