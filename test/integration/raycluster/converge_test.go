@@ -13,21 +13,22 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rctest"
 )
 
 var _ = Describe("a RayCluster with two worker groups", func() {
 	It("converges to Ready with its head Service and status, then makes zero writes", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		rc := builders.RayCluster("demo", ns).WorkerGroups(builders.WorkerGroup("cpu", 2), builders.WorkerGroup("small", 1)).Obj()
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
 
-		waitReady(ctx, ns, "demo")
-		Expect(headPods(ctx, ns, "demo")).To(HaveLen(1))
-		Expect(workerPods(ctx, ns, "demo", "cpu")).To(HaveLen(2))
-		Expect(workerPods(ctx, ns, "demo", "small")).To(HaveLen(1))
+		world.WaitReady(ctx, ns, "demo")
+		Expect(world.HeadPods(ctx, ns, "demo")).To(HaveLen(1))
+		Expect(world.WorkerPods(ctx, ns, "demo", "cpu")).To(HaveLen(2))
+		Expect(world.WorkerPods(ctx, ns, "demo", "small")).To(HaveLen(1))
 
-		st := getCluster(ctx, ns, "demo").Status
-		head := headPods(ctx, ns, "demo")[0]
+		st := world.Get(ctx, ns, "demo").Status
+		head := world.HeadPods(ctx, ns, "demo")[0]
 		Expect(st.DesiredWorkerReplicas).To(BeEquivalentTo(3))
 		Expect(st.ReadyWorkerReplicas).To(BeEquivalentTo(3))
 		Expect(st.AvailableWorkerReplicas).To(BeEquivalentTo(3))
@@ -40,10 +41,10 @@ var _ = Describe("a RayCluster with two worker groups", func() {
 		Expect(st.Head.ServiceIP).To(Equal(head.Status.PodIP), "the head Service is headless, so its IP is the head pod's")
 		Expect(st.Head.ServiceName).To(Equal("demo-head-svc"))
 		Expect(st.Endpoints).To(Equal(map[string]string{"client": "10001", "dashboard": "8265", "gcs-server": "6379", "metrics": "8080", "serve": "8000"}))
-		Expect(st.ObservedGeneration).To(Equal(getCluster(ctx, ns, "demo").Generation))
-		Expect(st).To(haveCondition(rayv1.HeadPodReady, metav1.ConditionTrue, rayv1.HeadPodRunningAndReady))
-		Expect(st).To(haveCondition(rayv1.RayClusterSuspended, metav1.ConditionFalse, string(rayv1.RayClusterSuspended)))
-		Expect(condition(st, rayv1.RayClusterReplicaFailure)).To(BeNil(), "ReplicaFailure is present only on failure")
+		Expect(st.ObservedGeneration).To(Equal(world.Get(ctx, ns, "demo").Generation))
+		Expect(st).To(rctest.HaveCondition(rayv1.HeadPodReady, metav1.ConditionTrue, rayv1.HeadPodRunningAndReady))
+		Expect(st).To(rctest.HaveCondition(rayv1.RayClusterSuspended, metav1.ConditionFalse, string(rayv1.RayClusterSuspended)))
+		Expect(rctest.Condition(st, rayv1.RayClusterReplicaFailure)).To(BeNil(), "ReplicaFailure is present only on failure")
 		Expect(st.StateTransitionTimes).To(HaveKey(rayv1.Ready))
 
 		svc := &corev1.Service{}
@@ -51,18 +52,18 @@ var _ = Describe("a RayCluster with two worker groups", func() {
 		Expect(svc.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
 		Expect(svc.Spec.Selector).To(HaveKeyWithValue(rayv1.ClusterLabelKey, "demo"))
 		Expect(svc.Spec.Selector).To(HaveKeyWithValue(rayv1.NodeTypeLabelKey, "head"))
-		Expect(metav1.IsControlledBy(svc, getCluster(ctx, ns, "demo"))).To(BeTrue())
-		Eventually(events(ctx, ns, "demo")).Should(ContainElement(ContainSubstring("Normal CreatedHeadPod")))
+		Expect(metav1.IsControlledBy(svc, world.Get(ctx, ns, "demo"))).To(BeTrue())
+		Eventually(world.Events(ctx, ns, "demo")).Should(ContainElement(ContainSubstring("Normal CreatedHeadPod")))
 
 		By("one more reconcile of the converged cluster writes nothing")
-		expectQuiet()
-		reconciles := reconcileCount()
-		cur := getCluster(ctx, ns, "demo")
+		world.ExpectQuiet()
+		reconciles := rctest.ReconcileCount()
+		cur := world.Get(ctx, ns, "demo")
 		before := cur.Status.LastUpdateTime
 		cur.Labels = map[string]string{"touched": "yes"} // an unrelated change triggers a reconcile
 		Expect(k8s.Update(ctx, cur)).To(Succeed())
-		Eventually(reconcileCount).Should(BeNumerically(">", reconciles), "touching a label must trigger a reconcile")
-		Consistently(writesIn(ns), 2*time.Second).Should(BeEmpty())
-		Expect(getCluster(ctx, ns, "demo").Status.LastUpdateTime).To(Equal(before))
+		Eventually(rctest.ReconcileCount).Should(BeNumerically(">", reconciles), "touching a label must trigger a reconcile")
+		Consistently(world.WritesIn(ns), 2*time.Second).Should(BeEmpty())
+		Expect(world.Get(ctx, ns, "demo").Status.LastUpdateTime).To(Equal(before))
 	})
 })

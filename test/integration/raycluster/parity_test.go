@@ -9,6 +9,7 @@ import (
 
 	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rctest"
 )
 
 // Behaviour KubeRay users depend on, checked on the pods raygate creates (issue 17's parity
@@ -27,23 +28,23 @@ var _ = Describe("KubeRay parity in the pods", func() {
 		// The operator reads CLUSTER_DOMAIN once at start (the chart's clusterDomain value sets
 		// it) into its options: run one with the domain set.
 		Expect(mgr.Stop()).To(Succeed())
-		opts := managerOptions()
+		opts := rctest.ManagerOptions()
 		opts.ClusterDomain = "corp.example"
 		mgr = harness.StartManager(opts)
 		DeferCleanup(func() {
 			Expect(mgr.Stop()).To(Succeed())
-			mgr = harness.StartManager(managerOptions())
+			mgr = harness.StartManager(rctest.ManagerOptions())
 		})
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		rc := builders.RayCluster("dom", ns).Obj()
 		worker := &rc.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0]
 		delete(worker.Resources.Requests, corev1.ResourceMemory)
 		delete(worker.Resources.Limits, corev1.ResourceMemory)
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
-		waitReady(ctx, ns, "dom")
+		world.WaitReady(ctx, ns, "dom")
 
 		want := "dom-head-svc." + ns + ".svc.corp.example"
-		workers := workerPods(ctx, ns, "dom", "workers")
+		workers := world.WorkerPods(ctx, ns, "dom", "workers")
 		Expect(workers).To(HaveLen(1))
 		w := workers[0]
 		Expect(envOf(w.Spec.Containers[0], raypod.EnvFQRayIP)).To(Equal(want))

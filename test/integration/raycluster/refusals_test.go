@@ -23,12 +23,13 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rctest"
 )
 
 // replicaFailure polls a cluster's ReplicaFailure condition as "Reason: message".
 func replicaFailure(ctx context.Context, ns, name string) func() string {
 	return func() string {
-		c := condition(getCluster(ctx, ns, name).Status, rayv1.RayClusterReplicaFailure)
+		c := rctest.Condition(world.Get(ctx, ns, name).Status, rayv1.RayClusterReplicaFailure)
 		if c == nil {
 			return ""
 		}
@@ -55,7 +56,7 @@ func refusedUntilReady(ctx context.Context, ns, text string) {
 
 var _ = Describe("pod creates refused by admission", func() {
 	It("shows a Pod Security refusal in ReplicaFailure and a Warning event", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		var nsObj corev1.Namespace
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: ns}, &nsObj)).To(Succeed())
 		nsObj.Labels["pod-security.kubernetes.io/enforce"] = "baseline"
@@ -67,13 +68,13 @@ var _ = Describe("pod creates refused by admission", func() {
 		want := `creating a worker pod of group workers: pods "psa-workers-worker-" is forbidden: violates PodSecurity "baseline:latest": ` +
 			`privileged (containers "wait-gcs-ready", "ray-worker" must not set securityContext.privileged=true)`
 		Eventually(replicaFailure(ctx, ns, "psa")).Should(Equal(rayv1.FailedCreateWorkerPod + ": " + want))
-		Eventually(events(ctx, ns, "psa")).Should(ContainElement(`Warning FailedToCreateWorkerPod: Failed to create a worker pod of group workers: ` +
+		Eventually(world.Events(ctx, ns, "psa")).Should(ContainElement(`Warning FailedToCreateWorkerPod: Failed to create a worker pod of group workers: ` +
 			`pods "psa-workers-worker-" is forbidden: violates PodSecurity "baseline:latest": privileged (containers "wait-gcs-ready", "ray-worker" must not set securityContext.privileged=true)`))
-		Expect(headPods(ctx, ns, "psa")).To(HaveLen(1), "the head meets baseline")
+		Expect(world.HeadPods(ctx, ns, "psa")).To(HaveLen(1), "the head meets baseline")
 	})
 
 	It("shows a LimitRange refusal of the head", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		Expect(k8s.Create(ctx, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "small", Namespace: ns},
 			Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
 				Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}}})).To(Succeed())
@@ -81,11 +82,11 @@ var _ = Describe("pod creates refused by admission", func() {
 		Expect(k8s.Create(ctx, builders.RayCluster("lr", ns).Obj())).To(Succeed())
 		Eventually(replicaFailure(ctx, ns, "lr")).Should(Equal(rayv1.FailedCreateHeadPod + ": creating head pod: " +
 			`pods "lr-head-" is forbidden: maximum cpu usage per Container is 500m, but limit is 1`))
-		Eventually(events(ctx, ns, "lr")).Should(ContainElement(`Warning FailedToCreateHeadPod: Failed to create head pod: pods "lr-head-" is forbidden: maximum cpu usage per Container is 500m, but limit is 1`))
+		Eventually(world.Events(ctx, ns, "lr")).Should(ContainElement(`Warning FailedToCreateHeadPod: Failed to create head pod: pods "lr-head-" is forbidden: maximum cpu usage per Container is 500m, but limit is 1`))
 	})
 
 	It("shows a ValidatingAdmissionPolicy's message", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "registry-" + ns},
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
@@ -112,12 +113,12 @@ var _ = Describe("pod creates refused by admission", func() {
 		Expect(k8s.Create(ctx, builders.RayCluster("vap", ns).Obj())).To(Succeed())
 		want := fmt.Sprintf(`creating head pod: pods "vap-head-" is forbidden: ValidatingAdmissionPolicy 'registry-%[1]s' with binding 'registry-%[1]s' denied request: images must come from registry.example.com`, ns)
 		Eventually(replicaFailure(ctx, ns, "vap")).Should(Equal(rayv1.FailedCreateHeadPod + ": " + want))
-		Eventually(events(ctx, ns, "vap")).Should(ContainElement(ContainSubstring("Warning FailedToCreateHeadPod: Failed to create head pod: " +
+		Eventually(world.Events(ctx, ns, "vap")).Should(ContainElement(ContainSubstring("Warning FailedToCreateHeadPod: Failed to create head pod: " +
 			`pods "vap-head-" is forbidden: ValidatingAdmissionPolicy`)))
 	})
 
 	It("shows a policy webhook's message, sanitized and cut, and the event still fits the API's limit", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		// Like a Gatekeeper or Kyverno webhook whose message quotes a long, multi-line policy.
 		message := "pods need a cost-center label\n" + strings.Repeat("policy text ", 200)
 		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -154,13 +155,13 @@ var _ = Describe("pod creates refused by admission", func() {
 		Expect(msg).NotTo(ContainSubstring("\n"))
 		Expect(msg).To(HaveSuffix("…"))
 		Expect(len(msg)).To(BeNumerically("<", 1024))
-		Eventually(events(ctx, ns, "hook")).Should(ContainElement(And(
+		Eventually(world.Events(ctx, ns, "hook")).Should(ContainElement(And(
 			HavePrefix(`Warning FailedToCreateHeadPod: Failed to create head pod: admission webhook "deny.policy.example.com" denied the request: pods need a cost-center label policy text`),
 			HaveSuffix("…"))), "a note over 1 KiB would have been refused by the API server, and the event lost")
 	})
 
 	It("shows a ResourceQuota refusal and retries with backoff, not in a loop", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "one-pod", Namespace: ns},
 			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
 		Expect(k8s.Create(ctx, quota)).To(Succeed())
@@ -172,14 +173,14 @@ var _ = Describe("pod creates refused by admission", func() {
 		Expect(k8s.Create(ctx, builders.RayCluster("q", ns).Obj())).To(Succeed())
 		Eventually(replicaFailure(ctx, ns, "q")).Should(Equal(rayv1.FailedCreateWorkerPod + ": creating a worker pod of group workers: " +
 			`pods "q-workers-worker-" is forbidden: exceeded quota: one-pod, requested: pods=1, used: pods=1, limited: pods=1`))
-		Eventually(clusterStatus(ctx, ns, "q")).Should(haveCondition(rayv1.HeadPodReady, metav1.ConditionTrue, rayv1.HeadPodRunningAndReady))
+		Eventually(world.Status(ctx, ns, "q")).Should(rctest.HaveCondition(rayv1.HeadPodReady, metav1.ConditionTrue, rayv1.HeadPodRunningAndReady))
 
 		// Every try is refused the same way: the pass returns the error, so the rate limiter
 		// spaces the tries out exponentially, and the unchanged status is not written again.
 		// The bound holds wherever in the backoff sequence the window starts (delays from
 		// 5 ms doubling add up to 3 s within ten tries); a loop without backoff makes hundreds.
 		mgr.Writes.Reset()
-		count := func(key string) func() int { return func() int { return writesIn(ns)()[key] } }
+		count := func(key string) func() int { return func() int { return world.WritesIn(ns)()[key] } }
 		Consistently(count("create pods"), 3*time.Second, 100*time.Millisecond).Should(BeNumerically("<=", 10))
 		Expect(count("patch rayclusters/status")()).To(BeZero())
 		Eventually(count("create pods")).Should(BeNumerically(">=", 1), "it keeps trying")

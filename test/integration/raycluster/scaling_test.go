@@ -13,56 +13,57 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rctest"
 )
 
 var _ = Describe("scaling", func() {
 	It("scales a worker group up and down, clamped to [minReplicas, maxReplicas]", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		Expect(k8s.Create(ctx, builders.RayCluster("scale", ns).Obj())).To(Succeed())
-		waitReady(ctx, ns, "scale")
+		world.WaitReady(ctx, ns, "scale")
 
-		updateCluster(ctx, ns, "scale", func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](4) })
-		Eventually(podCount(ctx, ns, "scale", "workers")).Should(Equal(4))
-		Eventually(clusterStatus(ctx, ns, "scale")).Should(WithTransform(func(s rayv1.RayClusterStatus) int32 { return s.ReadyWorkerReplicas }, BeEquivalentTo(4)))
-		Expect(getCluster(ctx, ns, "scale").Status.DesiredWorkerReplicas).To(BeEquivalentTo(4))
+		world.Update(ctx, ns, "scale", func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](4) })
+		Eventually(world.PodCount(ctx, ns, "scale", "workers")).Should(Equal(4))
+		Eventually(world.Status(ctx, ns, "scale")).Should(WithTransform(func(s rayv1.RayClusterStatus) int32 { return s.ReadyWorkerReplicas }, BeEquivalentTo(4)))
+		Expect(world.Get(ctx, ns, "scale").Status.DesiredWorkerReplicas).To(BeEquivalentTo(4))
 
-		updateCluster(ctx, ns, "scale", func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](1) })
-		Eventually(podCount(ctx, ns, "scale", "workers")).Should(Equal(1))
-		Consistently(podCount(ctx, ns, "scale", "workers"), time.Second).Should(Equal(1), "no extra deletes or creates from a stale cache")
+		world.Update(ctx, ns, "scale", func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](1) })
+		Eventually(world.PodCount(ctx, ns, "scale", "workers")).Should(Equal(1))
+		Consistently(world.PodCount(ctx, ns, "scale", "workers"), time.Second).Should(Equal(1), "no extra deletes or creates from a stale cache")
 
-		updateCluster(ctx, ns, "scale", func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](30) })
-		Eventually(podCount(ctx, ns, "scale", "workers")).Should(Equal(10), "replicas above maxReplicas are clamped")
-		Consistently(podCount(ctx, ns, "scale", "workers"), time.Second).Should(Equal(10))
-		Eventually(events(ctx, ns, "scale")).Should(ContainElement(ContainSubstring("Normal DeletedWorkerPod")))
+		world.Update(ctx, ns, "scale", func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](30) })
+		Eventually(world.PodCount(ctx, ns, "scale", "workers")).Should(Equal(10), "replicas above maxReplicas are clamped")
+		Consistently(world.PodCount(ctx, ns, "scale", "workers"), time.Second).Should(Equal(10))
+		Eventually(world.Events(ctx, ns, "scale")).Should(ContainElement(ContainSubstring("Normal DeletedWorkerPod")))
 	})
 
 	It("deletes the workers listed in workersToDelete, then clears the list", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		rc := builders.RayCluster("wtd", ns).WorkerGroups(builders.WorkerGroup("workers", 3)).Obj()
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
-		waitReady(ctx, ns, "wtd")
-		victim := workerPods(ctx, ns, "wtd", "workers")[1].Name
+		world.WaitReady(ctx, ns, "wtd")
+		victim := world.WorkerPods(ctx, ns, "wtd", "workers")[1].Name
 
-		updateCluster(ctx, ns, "wtd", func(rc *rayv1.RayCluster) {
+		world.Update(ctx, ns, "wtd", func(rc *rayv1.RayCluster) {
 			rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](2)
 			rc.Spec.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete = []string{victim, "not-a-pod-of-this-cluster"}
 		})
-		Eventually(func() []string { return names(workerPods(ctx, ns, "wtd", "workers")) }).Should(And(HaveLen(2), Not(ContainElement(victim))))
+		Eventually(func() []string { return rctest.Names(world.WorkerPods(ctx, ns, "wtd", "workers")) }).Should(And(HaveLen(2), Not(ContainElement(victim))))
 		Eventually(func() []string {
-			return getCluster(ctx, ns, "wtd").Spec.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete
+			return world.Get(ctx, ns, "wtd").Spec.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete
 		}).Should(BeEmpty())
-		Consistently(podCount(ctx, ns, "wtd", "workers"), time.Second).Should(Equal(2))
+		Consistently(world.PodCount(ctx, ns, "wtd", "workers"), time.Second).Should(Equal(2))
 	})
 })
 
 var _ = Describe("the in-tree autoscaler", func() {
 	It("gets a sidecar and least-privilege RBAC, and decides which workers go", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		rc := builders.RayCluster("auto", ns).Autoscaling().WorkerGroups(builders.WorkerGroup("workers", 2)).Obj()
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
-		waitReady(ctx, ns, "auto")
+		world.WaitReady(ctx, ns, "auto")
 
-		head := headPods(ctx, ns, "auto")[0]
+		head := world.HeadPods(ctx, ns, "auto")[0]
 		Expect(head.Spec.Containers).To(HaveLen(2))
 		Expect(head.Spec.Containers[1].Name).To(Equal("autoscaler"))
 		Expect(head.Spec.ServiceAccountName).To(Equal("auto"))
@@ -81,25 +82,25 @@ var _ = Describe("the in-tree autoscaler", func() {
 		Expect(rb.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "auto"}))
 
 		By("a lower replica count alone removes nothing: the autoscaler names the workers")
-		updateCluster(ctx, ns, "auto", func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](1) })
-		Consistently(podCount(ctx, ns, "auto", "workers"), 2*time.Second).Should(Equal(2))
+		world.Update(ctx, ns, "auto", func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](1) })
+		Consistently(world.PodCount(ctx, ns, "auto", "workers"), 2*time.Second).Should(Equal(2))
 
 		By("workersToDelete removes the named worker")
-		victim := workerPods(ctx, ns, "auto", "workers")[0].Name
-		updateCluster(ctx, ns, "auto", func(rc *rayv1.RayCluster) {
+		victim := world.WorkerPods(ctx, ns, "auto", "workers")[0].Name
+		world.Update(ctx, ns, "auto", func(rc *rayv1.RayCluster) {
 			rc.Spec.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete = []string{victim}
 		})
-		Eventually(func() []string { return names(workerPods(ctx, ns, "auto", "workers")) }).Should(And(HaveLen(1), Not(ContainElement(victim))))
+		Eventually(func() []string { return rctest.Names(world.WorkerPods(ctx, ns, "auto", "workers")) }).Should(And(HaveLen(1), Not(ContainElement(victim))))
 		Eventually(func() []string {
-			return getCluster(ctx, ns, "auto").Spec.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete
+			return world.Get(ctx, ns, "auto").Spec.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete
 		}).Should(BeEmpty())
 
 		By("converged with the autoscaler objects, a reconcile writes nothing")
-		Eventually(clusterStatus(ctx, ns, "auto")).Should(WithTransform(func(s rayv1.RayClusterStatus) int32 { return s.ReadyWorkerReplicas }, BeEquivalentTo(1)))
-		expectQuiet()
-		before := reconcileCount()
-		updateCluster(ctx, ns, "auto", func(rc *rayv1.RayCluster) { rc.Labels = map[string]string{"touch": "1"} })
-		Eventually(reconcileCount).Should(BeNumerically(">", before))
-		Consistently(writesIn(ns), 2*time.Second).Should(BeEmpty())
+		Eventually(world.Status(ctx, ns, "auto")).Should(WithTransform(func(s rayv1.RayClusterStatus) int32 { return s.ReadyWorkerReplicas }, BeEquivalentTo(1)))
+		world.ExpectQuiet()
+		before := rctest.ReconcileCount()
+		world.Update(ctx, ns, "auto", func(rc *rayv1.RayCluster) { rc.Labels = map[string]string{"touch": "1"} })
+		Eventually(rctest.ReconcileCount).Should(BeNumerically(">", before))
+		Consistently(world.WritesIn(ns), 2*time.Second).Should(BeEmpty())
 	})
 })

@@ -36,13 +36,13 @@ func controlledBy(rc *rayv1.RayCluster) OmegaMatcher {
 
 var _ = Describe("the Services of a RayCluster besides the head Service", func() {
 	It("gives a cluster with a multi-host worker group the headless worker Service, and none to others", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		g := builders.WorkerGroup("tpu", 1)
 		g.NumOfHosts = 2
 		Expect(k8s.Create(ctx, builders.RayCluster("mh", ns).WorkerGroups(g).Obj())).To(Succeed())
 		Expect(k8s.Create(ctx, builders.RayCluster("single", ns).Obj())).To(Succeed())
-		waitReady(ctx, ns, "mh")
-		rc := getCluster(ctx, ns, "mh")
+		world.WaitReady(ctx, ns, "mh")
+		rc := world.Get(ctx, ns, "mh")
 
 		Eventually(service(ctx, ns, "mh-headless")).Should(And(Not(BeNil()), controlledBy(rc)))
 		s := service(ctx, ns, "mh-headless")()
@@ -52,25 +52,25 @@ var _ = Describe("the Services of a RayCluster besides the head Service", func()
 		Expect(s.Spec.Type).To(Equal(corev1.ServiceTypeClusterIP))
 		Expect(s.Spec.PublishNotReadyAddresses).To(BeTrue())
 		Expect(s.Spec.Ports).To(BeEmpty())
-		Eventually(events(ctx, ns, "mh")).Should(ContainElement("Normal CreatedService: Created headless worker service mh-headless"))
+		Eventually(world.Events(ctx, ns, "mh")).Should(ContainElement("Normal CreatedService: Created headless worker service mh-headless"))
 
-		waitReady(ctx, ns, "single")
+		world.WaitReady(ctx, ns, "single")
 		Consistently(service(ctx, ns, "single-headless"), time.Second).Should(BeNil())
 
 		By("a single-host spec keeps the Service until the cluster goes, as in KubeRay")
-		updateCluster(ctx, ns, "mh", func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].NumOfHosts = 1 })
+		world.Update(ctx, ns, "mh", func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].NumOfHosts = 1 })
 		Consistently(service(ctx, ns, "mh-headless"), time.Second).ShouldNot(BeNil())
 	})
 
 	It("gives a cluster annotated ray.io/enable-serve-service=true a serve Service, and removes it with the annotation", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		rc := builders.RayCluster("web", ns).Annotation(rayv1.EnableServeServiceKey, "true").Obj()
 		rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{
 			{Name: "serve", ContainerPort: 9000}, {Name: "serve-grpc", ContainerPort: 9001},
 		}
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
-		waitReady(ctx, ns, "web")
-		rc = getCluster(ctx, ns, "web")
+		world.WaitReady(ctx, ns, "web")
+		rc = world.Get(ctx, ns, "web")
 
 		Eventually(service(ctx, ns, "web-serve-svc")).Should(And(Not(BeNil()), controlledBy(rc)))
 		s := service(ctx, ns, "web-serve-svc")()
@@ -86,24 +86,24 @@ var _ = Describe("the Services of a RayCluster besides the head Service", func()
 		Expect([]any{s.Spec.Ports[1].Name, s.Spec.Ports[1].Port, s.Spec.Ports[1].TargetPort.IntValue()}).To(Equal([]any{"serve-grpc", int32(9001), 9001}))
 
 		By("an annotation value other than \"true\" removes it")
-		updateCluster(ctx, ns, "web", func(rc *rayv1.RayCluster) { rc.Annotations[rayv1.EnableServeServiceKey] = "false" })
+		world.Update(ctx, ns, "web", func(rc *rayv1.RayCluster) { rc.Annotations[rayv1.EnableServeServiceKey] = "false" })
 		Eventually(service(ctx, ns, "web-serve-svc")).Should(BeNil())
-		Eventually(events(ctx, ns, "web")).Should(ContainElement(
+		Eventually(world.Events(ctx, ns, "web")).Should(ContainElement(
 			"Normal DeletedService: Deleted serve service web-serve-svc: the cluster no longer asks for it"))
 		Expect(service(ctx, ns, "web-head-svc")()).NotTo(BeNil(), "the head Service stays")
 	})
 
 	It("admits a worker group name with upper-case letters and runs its pods under lower-case names", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		Expect(k8s.Create(ctx, builders.RayCluster("mixed", ns).WorkerGroups(builders.WorkerGroup("GPU-Workers", 2)).Obj())).To(Succeed())
-		waitReady(ctx, ns, "mixed")
+		world.WaitReady(ctx, ns, "mixed")
 
-		ps := workerPods(ctx, ns, "mixed", "GPU-Workers") // ray.io/group keeps the name as written
+		ps := world.WorkerPods(ctx, ns, "mixed", "GPU-Workers") // ray.io/group keeps the name as written
 		Expect(ps).To(HaveLen(2))
 		for _, p := range ps {
 			Expect(strings.HasPrefix(p.Name, "mixed-gpu-workers-worker-")).To(BeTrue(), p.Name)
 			Expect(p.Status.Phase).To(Equal(corev1.PodRunning))
 		}
-		Expect(getCluster(ctx, ns, "mixed").Status.AvailableWorkerReplicas).To(BeEquivalentTo(2))
+		Expect(world.Get(ctx, ns, "mixed").Status.AvailableWorkerReplicas).To(BeEquivalentTo(2))
 	})
 })

@@ -6,19 +6,13 @@
 package raycluster
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/component-base/featuregate"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	rayv1 "github.com/raygate/raygate/apis/ray/v1"
-	"github.com/raygate/raygate/internal/app"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/framework/suite"
@@ -31,6 +25,9 @@ var (
 	k8s     client.Client
 	kubelet *framework.Kubelet
 	mgr     *framework.Manager
+	// world reads and changes RayClusters through k8s (test/integration/internal/rctest,
+	// which the RayCluster suites share) and the manager a spec runs.
+	world rctest.World
 )
 
 func TestRayCluster(t *testing.T) {
@@ -43,77 +40,7 @@ func TestRayCluster(t *testing.T) {
 var _ = BeforeSuite(func() {
 	harness = suite.Start(suite.Options{Kubelet: &framework.KubeletOptions{}})
 	env, k8s, kubelet = harness.Env, harness.Client, harness.Kubelet
-	mgr = harness.StartManager(managerOptions())
+	mgr = harness.StartManager(rctest.ManagerOptions())
+	world = rctest.World{Client: k8s, Manager: func() *framework.Manager { return mgr }}
 	DeferCleanup(func() error { return mgr.Stop() }) // mgr may be replaced by a spec
 })
-
-// The helpers below bind test/integration/internal/rctest, which the RayCluster suites
-// share, to this package's client and current manager.
-
-func managerOptions() app.Options { return rctest.ManagerOptions() }
-
-func newNamespace(ctx context.Context) string { return rctest.NewNamespace(ctx, k8s) }
-
-func getCluster(ctx context.Context, ns, name string) *rayv1.RayCluster {
-	return rctest.Get(ctx, k8s, ns, name)
-}
-
-func clusterStatus(ctx context.Context, ns, name string) func() rayv1.RayClusterStatus {
-	return rctest.Status(ctx, k8s, ns, name)
-}
-
-func pods(ctx context.Context, ns, cluster string, extra ...client.ListOption) []corev1.Pod {
-	return rctest.Pods(ctx, k8s, ns, cluster, extra...)
-}
-
-func workerPods(ctx context.Context, ns, cluster, group string) []corev1.Pod {
-	return rctest.WorkerPods(ctx, k8s, ns, cluster, group)
-}
-
-func headPods(ctx context.Context, ns, cluster string) []corev1.Pod {
-	return rctest.HeadPods(ctx, k8s, ns, cluster)
-}
-
-func podCount(ctx context.Context, ns, cluster, group string) func() int {
-	return rctest.PodCount(ctx, k8s, ns, cluster, group)
-}
-
-func names(ps []corev1.Pod) []string { return rctest.Names(ps) }
-
-func events(ctx context.Context, ns, cluster string) func() []string {
-	return rctest.Events(ctx, k8s, ns, cluster)
-}
-
-func condition(st rayv1.RayClusterStatus, t rayv1.RayClusterConditionType) *metav1.Condition {
-	return rctest.Condition(st, t)
-}
-
-func haveCondition(t rayv1.RayClusterConditionType, s metav1.ConditionStatus, reason string) OmegaMatcher {
-	return rctest.HaveCondition(t, s, reason)
-}
-
-func stateIs(s rayv1.ClusterState) OmegaMatcher { return rctest.StateIs(s) }
-
-func waitReady(ctx context.Context, ns, name string) {
-	GinkgoHelper()
-	rctest.WaitReady(ctx, k8s, ns, name)
-}
-
-func updateCluster(ctx context.Context, ns, name string, change func(*rayv1.RayCluster)) {
-	GinkgoHelper()
-	rctest.Update(ctx, k8s, ns, name, change)
-}
-
-// expectQuiet and writesIn read mgr when called: a spec may have replaced it.
-func expectQuiet() {
-	GinkgoHelper()
-	rctest.ExpectQuiet(mgr)
-}
-
-func writesIn(namespaces ...string) func() map[string]int {
-	return func() map[string]int { return rctest.WritesIn(mgr, namespaces...)() }
-}
-
-func reconcileCount() float64 { return rctest.ReconcileCount() }
-
-func setGate(f featuregate.Feature, on bool) { rctest.SetGate(f, on) }

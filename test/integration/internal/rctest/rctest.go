@@ -35,30 +35,37 @@ func ManagerOptions() app.Options {
 	return o
 }
 
+// World is one suite's API client and its current manager (a spec may replace the
+// manager, so it is read at each call).
+type World struct {
+	Client  client.Client
+	Manager func() *framework.Manager
+}
+
 // NewNamespace gives each test its own namespace.
-func NewNamespace(ctx context.Context, c client.Client) string {
+func (w World) NewNamespace(ctx context.Context) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rc-"}}
-	gomega.Expect(c.Create(ctx, ns)).To(gomega.Succeed())
+	gomega.Expect(w.Client.Create(ctx, ns)).To(gomega.Succeed())
 	return ns.Name
 }
 
 // Get reads a RayCluster.
-func Get(ctx context.Context, c client.Client, ns, name string) *rayv1.RayCluster {
+func (w World) Get(ctx context.Context, ns, name string) *rayv1.RayCluster {
 	rc := &rayv1.RayCluster{}
-	gomega.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, rc)).To(gomega.Succeed())
+	gomega.Expect(w.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, rc)).To(gomega.Succeed())
 	return rc
 }
 
 // Status polls a cluster's status.
-func Status(ctx context.Context, c client.Client, ns, name string) func() rayv1.RayClusterStatus {
-	return func() rayv1.RayClusterStatus { return Get(ctx, c, ns, name).Status }
+func (w World) Status(ctx context.Context, ns, name string) func() rayv1.RayClusterStatus {
+	return func() rayv1.RayClusterStatus { return w.Get(ctx, ns, name).Status }
 }
 
 // Pods lists a cluster's pods, terminating ones excluded.
-func Pods(ctx context.Context, c client.Client, ns, cluster string, extra ...client.ListOption) []corev1.Pod {
+func (w World) Pods(ctx context.Context, ns, cluster string, extra ...client.ListOption) []corev1.Pod {
 	var list corev1.PodList
 	opts := append([]client.ListOption{client.InNamespace(ns), client.MatchingLabels{rayv1.ClusterLabelKey: cluster}}, extra...)
-	gomega.Expect(c.List(ctx, &list, opts...)).To(gomega.Succeed())
+	gomega.Expect(w.Client.List(ctx, &list, opts...)).To(gomega.Succeed())
 	var out []corev1.Pod
 	for _, p := range list.Items {
 		if p.DeletionTimestamp.IsZero() {
@@ -69,18 +76,18 @@ func Pods(ctx context.Context, c client.Client, ns, cluster string, extra ...cli
 }
 
 // WorkerPods lists the active pods of a worker group.
-func WorkerPods(ctx context.Context, c client.Client, ns, cluster, group string) []corev1.Pod {
-	return Pods(ctx, c, ns, cluster, client.MatchingLabels{rayv1.NodeGroupLabelKey: group, rayv1.NodeTypeLabelKey: "worker"})
+func (w World) WorkerPods(ctx context.Context, ns, cluster, group string) []corev1.Pod {
+	return w.Pods(ctx, ns, cluster, client.MatchingLabels{rayv1.NodeGroupLabelKey: group, rayv1.NodeTypeLabelKey: "worker"})
 }
 
 // HeadPods lists a cluster's active head pods.
-func HeadPods(ctx context.Context, c client.Client, ns, cluster string) []corev1.Pod {
-	return Pods(ctx, c, ns, cluster, client.MatchingLabels{rayv1.NodeTypeLabelKey: "head"})
+func (w World) HeadPods(ctx context.Context, ns, cluster string) []corev1.Pod {
+	return w.Pods(ctx, ns, cluster, client.MatchingLabels{rayv1.NodeTypeLabelKey: "head"})
 }
 
 // PodCount polls the number of active pods of a worker group.
-func PodCount(ctx context.Context, c client.Client, ns, cluster, group string) func() int {
-	return func() int { return len(WorkerPods(ctx, c, ns, cluster, group)) }
+func (w World) PodCount(ctx context.Context, ns, cluster, group string) func() int {
+	return func() int { return len(w.WorkerPods(ctx, ns, cluster, group)) }
 }
 
 // Names are the pods' names.
@@ -94,10 +101,10 @@ func Names(ps []corev1.Pod) []string {
 
 // Events lists a cluster's events as "Type Reason: note". The recorder writes events
 // asynchronously, after the status of the same pass, so tests poll it with Eventually.
-func Events(ctx context.Context, c client.Client, ns, cluster string) func() []string {
+func (w World) Events(ctx context.Context, ns, cluster string) func() []string {
 	return func() []string {
 		var list eventsv1.EventList
-		gomega.Expect(c.List(ctx, &list, client.InNamespace(ns))).To(gomega.Succeed())
+		gomega.Expect(w.Client.List(ctx, &list, client.InNamespace(ns))).To(gomega.Succeed())
 		var out []string
 		for _, e := range list.Items {
 			if e.Regarding.Kind == rayv1.RayClusterKind && e.Regarding.Name == cluster {
@@ -135,34 +142,35 @@ func StateIs(s rayv1.ClusterState) gomega.OmegaMatcher {
 }
 
 // WaitReady waits until the cluster is ready and provisioned.
-func WaitReady(ctx context.Context, c client.Client, ns, name string) {
+func (w World) WaitReady(ctx context.Context, ns, name string) {
 	ginkgo.GinkgoHelper()
-	gomega.Eventually(Status(ctx, c, ns, name)).Should(gomega.And(StateIs(rayv1.Ready),
+	gomega.Eventually(w.Status(ctx, ns, name)).Should(gomega.And(StateIs(rayv1.Ready),
 		HaveCondition(rayv1.RayClusterProvisioned, metav1.ConditionTrue, rayv1.AllPodRunningAndReadyFirstTime)))
 }
 
 // Update changes a cluster's spec or metadata, retrying on conflicts.
-func Update(ctx context.Context, c client.Client, ns, name string, change func(*rayv1.RayCluster)) {
+func (w World) Update(ctx context.Context, ns, name string, change func(*rayv1.RayCluster)) {
 	ginkgo.GinkgoHelper()
 	gomega.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		rc := Get(ctx, c, ns, name)
+		rc := w.Get(ctx, ns, name)
 		change(rc)
-		return c.Update(ctx, rc)
+		return w.Client.Update(ctx, rc)
 	})).To(gomega.Succeed())
 }
 
 // ExpectQuiet waits until the manager has handled every event it has seen (nothing queued,
 // no reconcile running), then resets the write counts, so what a spec counts next is caused
 // by what it does next.
-func ExpectQuiet(mgr *framework.Manager) {
+func (w World) ExpectQuiet() {
 	ginkgo.GinkgoHelper()
+	mgr := w.Manager()
 	gomega.Eventually(func() (bool, error) { return mgr.Idle("raycluster") }).Should(gomega.BeTrue())
 	mgr.Writes.Reset()
 }
 
 // WritesIn polls the manager's writes to the given namespaces since the last reset.
-func WritesIn(mgr *framework.Manager, namespaces ...string) func() map[string]int {
-	return func() map[string]int { return mgr.Writes.SnapshotIn(namespaces...) }
+func (w World) WritesIn(namespaces ...string) func() map[string]int {
+	return func() map[string]int { return w.Manager().Writes.SnapshotIn(namespaces...) }
 }
 
 // ReconcileCount is controller-runtime's reconcile counter of the RayCluster controller.

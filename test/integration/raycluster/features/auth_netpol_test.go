@@ -21,6 +21,7 @@ import (
 	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/raysim"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rctest"
 )
 
 // The operator's namespace as the chart passes it (POD_NAMESPACE); here only a name the
@@ -45,13 +46,13 @@ func withTokenDashboards(ctx context.Context) *framework.Dashboards {
 		return string(secret.Data["auth_token"])
 	}})
 	Expect(mgr.Stop()).To(Succeed())
-	opts := dashboards.Wire(managerOptions())
+	opts := dashboards.Wire(rctest.ManagerOptions())
 	opts.OperatorNamespace = operatorNS
 	mgr = harness.StartManager(opts)
 	DeferCleanup(func() {
 		Expect(mgr.Stop()).To(Succeed())
 		dashboards.Close()
-		mgr = harness.StartManager(managerOptions())
+		mgr = harness.StartManager(rctest.ManagerOptions())
 	})
 	return dashboards
 }
@@ -93,18 +94,18 @@ func authEnvOf(c corev1.Container) []corev1.EnvVar {
 
 var _ = Describe("Ray token authentication", func() {
 	It("generates the cluster's token Secret once, owned and immutable, and gives every Ray process the token by reference", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		rc := tokenCluster("auth", ns)
 		rc.Spec.EnableInTreeAutoscaling = ptr.To(true)
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
-		waitReady(ctx, ns, "auth")
+		world.WaitReady(ctx, ns, "auth")
 
 		secret, err := secretOf(ctx, ns, "auth")()
 		Expect(err).NotTo(HaveOccurred())
 		owner := metav1.GetControllerOf(secret)
 		Expect(owner).NotTo(BeNil())
 		Expect(owner.Kind).To(Equal("RayCluster"))
-		Expect(owner.UID).To(Equal(getCluster(ctx, ns, "auth").UID))
+		Expect(owner.UID).To(Equal(world.Get(ctx, ns, "auth").UID))
 		Expect(secret.Immutable).To(Equal(ptr.To(true)))
 		Expect(secret.Labels).To(HaveKeyWithValue("ray.io/cluster", "auth"))
 		token := string(secret.Data["auth_token"])
@@ -112,7 +113,7 @@ var _ = Describe("Ray token authentication", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(raw).To(HaveLen(32))
 
-		head := headPods(ctx, ns, "auth")[0]
+		head := world.HeadPods(ctx, ns, "auth")[0]
 		Expect(authEnvOf(head.Spec.Containers[0])).To(ConsistOf(tokenEnv("auth")))
 		var autoscaler *corev1.Container
 		for i := range head.Spec.Containers {
@@ -122,32 +123,32 @@ var _ = Describe("Ray token authentication", func() {
 		}
 		Expect(autoscaler).NotTo(BeNil())
 		Expect(authEnvOf(*autoscaler)).To(ConsistOf(tokenEnv("auth")))
-		worker := workerPods(ctx, ns, "auth", "workers")[0]
+		worker := world.WorkerPods(ctx, ns, "auth", "workers")[0]
 		Expect(authEnvOf(worker.Spec.Containers[0])).To(ConsistOf(tokenEnv("auth")))
 		Expect(worker.Spec.InitContainers).NotTo(BeEmpty())
 		Expect(authEnvOf(worker.Spec.InitContainers[0])).To(ConsistOf(tokenEnv("auth")))
 
 		// The token is in no pod spec and no event.
-		for _, p := range append(headPods(ctx, ns, "auth"), workerPods(ctx, ns, "auth", "workers")...) {
+		for _, p := range append(world.HeadPods(ctx, ns, "auth"), world.WorkerPods(ctx, ns, "auth", "workers")...) {
 			Expect(p.Spec.String()).NotTo(ContainSubstring(token))
 		}
-		Eventually(events(ctx, ns, "auth")).Should(ContainElement(HavePrefix("Normal CreatedAuthSecret: Created Secret auth with a new random Ray auth token")))
-		Expect(strings.Join(events(ctx, ns, "auth")(), "\n")).NotTo(ContainSubstring(token))
+		Eventually(world.Events(ctx, ns, "auth")).Should(ContainElement(HavePrefix("Normal CreatedAuthSecret: Created Secret auth with a new random Ray auth token")))
+		Expect(strings.Join(world.Events(ctx, ns, "auth")(), "\n")).NotTo(ContainSubstring(token))
 
 		// Never rotated: later passes (a label change, a scale-up) leave the Secret alone.
-		expectQuiet()
+		world.ExpectQuiet()
 		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			c := getCluster(ctx, ns, "auth")
+			c := world.Get(ctx, ns, "auth")
 			c.Labels = map[string]string{"team": "ml"}
 			c.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](2)
 			return k8s.Update(ctx, c)
 		})).To(Succeed())
-		Eventually(func() int { return len(workerPods(ctx, ns, "auth", "workers")) }).Should(Equal(2))
+		Eventually(func() int { return len(world.WorkerPods(ctx, ns, "auth", "workers")) }).Should(Equal(2))
 		Consistently(secretOf(ctx, ns, "auth"), time.Second).Should(And(
 			WithTransform(func(s *corev1.Secret) types.UID { return s.UID }, Equal(secret.UID)),
 			WithTransform(func(s *corev1.Secret) string { return string(s.Data["auth_token"]) }, Equal(token))))
 		created := 0
-		for _, e := range events(ctx, ns, "auth")() {
+		for _, e := range world.Events(ctx, ns, "auth")() {
 			if strings.HasPrefix(e, "Normal CreatedAuthSecret") {
 				created++
 			}
@@ -156,34 +157,34 @@ var _ = Describe("Ray token authentication", func() {
 	})
 
 	It("uses the Secret named in secretName and generates none", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		rc := tokenCluster("named", ns)
 		rc.Spec.AuthOptions.SecretName = ptr.To("team-token")
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
-		waitReady(ctx, ns, "named")
-		Expect(authEnvOf(headPods(ctx, ns, "named")[0].Spec.Containers[0])).To(ConsistOf(tokenEnv("team-token")))
-		Expect(authEnvOf(workerPods(ctx, ns, "named", "workers")[0].Spec.Containers[0])).To(ConsistOf(tokenEnv("team-token")))
+		world.WaitReady(ctx, ns, "named")
+		Expect(authEnvOf(world.HeadPods(ctx, ns, "named")[0].Spec.Containers[0])).To(ConsistOf(tokenEnv("team-token")))
+		Expect(authEnvOf(world.WorkerPods(ctx, ns, "named", "workers")[0].Spec.Containers[0])).To(ConsistOf(tokenEnv("team-token")))
 		_, err := secretOf(ctx, ns, "named")()
 		Expect(err).To(MatchError(ContainSubstring("not found")))
 	})
 
 	It("never uses a Secret of the token's name that the cluster does not control, and creates no pods meanwhile", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		squatter := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: ns},
 			Data:       map[string][]byte{"auth_token": []byte("chosen-by-someone-else")},
 		}
 		Expect(k8s.Create(ctx, squatter)).To(Succeed())
 		Expect(k8s.Create(ctx, tokenCluster("taken", ns))).To(Succeed())
-		Eventually(clusterStatus(ctx, ns, "taken")).Should(haveCondition(rayv1.OwnershipConflict, metav1.ConditionTrue, rayv1.ForeignObject))
-		Consistently(func() int { return len(pods(ctx, ns, "taken")) }, 2*time.Second).Should(BeZero())
+		Eventually(world.Status(ctx, ns, "taken")).Should(rctest.HaveCondition(rayv1.OwnershipConflict, metav1.ConditionTrue, rayv1.ForeignObject))
+		Consistently(func() int { return len(world.Pods(ctx, ns, "taken")) }, 2*time.Second).Should(BeZero())
 		s, err := secretOf(ctx, ns, "taken")()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(s.Data["auth_token"])).To(Equal("chosen-by-someone-else"), "left untouched")
 
 		By("once the Secret is gone, raygate generates its own and the pods start (Secrets are not watched: the conflict is looked at again every 30 s)")
 		Expect(k8s.Delete(ctx, squatter)).To(Succeed())
-		Eventually(clusterStatus(ctx, ns, "taken"), 90*time.Second).Should(stateIs(rayv1.Ready))
+		Eventually(world.Status(ctx, ns, "taken"), 90*time.Second).Should(rctest.StateIs(rayv1.Ready))
 		s, err = secretOf(ctx, ns, "taken")()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(metav1.GetControllerOf(s)).NotTo(BeNil())
@@ -192,7 +193,7 @@ var _ = Describe("Ray token authentication", func() {
 
 	It("sends the token with raygate's own dashboard calls", func(ctx context.Context) {
 		dashboards := withTokenDashboards(ctx)
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		svc := builders.RayService("svc", ns).Obj()
 		svc.Spec.RayClusterSpec.RayVersion = "2.52.0"
 		svc.Spec.RayClusterSpec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken}
@@ -264,7 +265,7 @@ var _ = Describe("network isolation", func() {
 	update := func(ctx context.Context, ns string, mutate func(*rayv1.RayCluster)) {
 		GinkgoHelper()
 		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			c := getCluster(ctx, ns, "iso")
+			c := world.Get(ctx, ns, "iso")
 			mutate(c)
 			return k8s.Update(ctx, c)
 		})).To(Succeed())
@@ -272,15 +273,15 @@ var _ = Describe("network isolation", func() {
 
 	It("keeps owned, minimal NetworkPolicies in step with spec.networkPolicy, admitting the operator to the dashboard", func(ctx context.Context) {
 		withTokenDashboards(ctx)
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		rc := builders.RayCluster("iso", ns).Obj()
 		rc.Spec.NetworkPolicy = &rayv1.NetworkPolicyConfig{
 			Mode: ptr.To(rayv1.NetworkPolicyDenyAll),
 			Head: &rayv1.NetworkPolicyRules{EgressRules: []networkingv1.NetworkPolicyEgressRule{dns}},
 		}
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
-		waitReady(ctx, ns, "iso")
-		uid := getCluster(ctx, ns, "iso").UID
+		world.WaitReady(ctx, ns, "iso")
+		uid := world.Get(ctx, ns, "iso").UID
 
 		Expect(policyNames(ctx, ns)()).To(ConsistOf("iso-head", "iso-workers-workers"))
 		head, err := policy(ctx, ns, "iso-head")()
@@ -297,11 +298,11 @@ var _ = Describe("network isolation", func() {
 			Ingress: []networkingv1.NetworkPolicyIngressRule{fromCluster},
 			Egress:  []networkingv1.NetworkPolicyEgressRule{toCluster},
 		})))
-		Eventually(events(ctx, ns, "iso")).Should(ContainElements("Normal CreatedNetworkPolicy: Created NetworkPolicy iso-head", "Normal CreatedNetworkPolicy: Created NetworkPolicy iso-workers-workers"))
+		Eventually(world.Events(ctx, ns, "iso")).Should(ContainElements("Normal CreatedNetworkPolicy: Created NetworkPolicy iso-head", "Normal CreatedNetworkPolicy: Created NetworkPolicy iso-workers-workers"))
 
 		By("a converged cluster with NetworkPolicies writes nothing")
-		expectQuiet()
-		Consistently(writesIn(ns), 2*time.Second).Should(BeEmpty())
+		world.ExpectQuiet()
+		Consistently(world.WritesIn(ns), 2*time.Second).Should(BeEmpty())
 
 		By("a mode change updates the policies in place")
 		update(ctx, ns, func(c *rayv1.RayCluster) {
@@ -345,6 +346,6 @@ var _ = Describe("network isolation", func() {
 		By("removing networkPolicy deletes raygate's policies")
 		update(ctx, ns, func(c *rayv1.RayCluster) { c.Spec.NetworkPolicy = nil })
 		Eventually(policyNames(ctx, ns)).Should(ConsistOf("iso-workers-extra"))
-		Eventually(events(ctx, ns, "iso")).Should(ContainElement("Normal DeletedNetworkPolicy: Deleted NetworkPolicy iso-head: the cluster no longer asks for it"))
+		Eventually(world.Events(ctx, ns, "iso")).Should(ContainElement("Normal DeletedNetworkPolicy: Deleted NetworkPolicy iso-head: the cluster no longer asks for it"))
 	})
 })

@@ -122,36 +122,36 @@ func gone(ctx context.Context, ns, name string) func() bool {
 
 var _ = Describe("GCS fault tolerance", func() {
 	It("keeps the workers when the head dies and deletes the cluster's Redis keys when the cluster is deleted", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		srv := startRedis(ctx, ns)
 		Expect(k8s.Create(ctx, faultTolerant("ha", ns, srv))).To(Succeed())
-		waitReady(ctx, ns, "ha")
-		rc := getCluster(ctx, ns, "ha")
+		world.WaitReady(ctx, ns, "ha")
+		rc := world.Get(ctx, ns, "ha")
 		Expect(rc.Finalizers).To(ContainElement(rayv1.GCSFTRedisCleanupFinalizer))
 
 		By("the head's GCS writing its tables to Redis with the settings raygate gave the pod")
-		head := headPods(ctx, ns, "ha")[0]
+		head := world.HeadPods(ctx, ns, "ha")[0]
 		Expect(head.Annotations).To(HaveKeyWithValue(rayv1.FTEnabledKey, "true"))
 		headEnv := envOf(ctx, ns, head.Spec.Containers[0])
 		Expect(headEnv).To(HaveKeyWithValue("RAY_external_storage_namespace", string(rc.UID)))
 		Expect(dialAs(headEnv).WriteGCSTables(string(rc.UID))).To(Succeed())
 		// Another cluster's keys in the same Redis must survive this cluster's cleanup.
 		Expect(dialAs(headEnv).WriteGCSTables("someone-else")).To(Succeed())
-		workers := workerPods(ctx, ns, "ha", "workers")
+		workers := world.WorkerPods(ctx, ns, "ha", "workers")
 		Expect(workers).To(HaveLen(1))
 		Expect(envOf(ctx, ns, workers[0].Spec.Containers[0])).To(HaveKeyWithValue("RAY_gcs_rpc_server_reconnect_timeout_s", "600"))
 
 		By("killing the head pod: a new head comes up, the workers stay")
 		Expect(kubelet.DeletePod(ctx, ns, head.Name)).To(Succeed())
-		Eventually(func() []types.UID { return uids(headPods(ctx, ns, "ha")) }).Should(And(HaveLen(1), Not(ContainElement(head.UID))))
-		waitReady(ctx, ns, "ha")
-		Consistently(func() []types.UID { return uids(workerPods(ctx, ns, "ha", "workers")) }, 2*time.Second).Should(Equal(uids(workers)))
+		Eventually(func() []types.UID { return uids(world.HeadPods(ctx, ns, "ha")) }).Should(And(HaveLen(1), Not(ContainElement(head.UID))))
+		world.WaitReady(ctx, ns, "ha")
+		Consistently(func() []types.UID { return uids(world.WorkerPods(ctx, ns, "ha", "workers")) }, 2*time.Second).Should(Equal(uids(workers)))
 
 		By("deleting the cluster: pods first, then the cleanup Job")
 		Expect(k8s.Delete(ctx, rc)).To(Succeed())
 		Eventually(cleanupJob(ctx, ns, "ha")).ShouldNot(BeNil())
-		Expect(pods(ctx, ns, "ha")).To(BeEmpty(), "the Job runs once the head's GCS is gone")
-		Expect(getCluster(ctx, ns, "ha").Finalizers).To(ContainElement(rayv1.GCSFTRedisCleanupFinalizer), "held while the Job runs")
+		Expect(world.Pods(ctx, ns, "ha")).To(BeEmpty(), "the Job runs once the head's GCS is gone")
+		Expect(world.Get(ctx, ns, "ha").Finalizers).To(ContainElement(rayv1.GCSFTRedisCleanupFinalizer), "held while the Job runs")
 		j := cleanupJob(ctx, ns, "ha")()
 		Expect(metav1.IsControlledBy(j, rc)).To(BeTrue())
 		Expect(j.Labels).To(HaveKeyWithValue(rayv1.NodeTypeLabelKey, "redis-cleanup"))
@@ -164,70 +164,70 @@ var _ = Describe("GCS fault tolerance", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(keys).To(BeEmpty())
 		Expect(dialAs(headEnv).Keys("someone-else")).To(HaveLen(4))
-		Eventually(events(ctx, ns, "ha")).Should(ContainElements(
+		Eventually(world.Events(ctx, ns, "ha")).Should(ContainElements(
 			`Normal CreatedRedisCleanupJob: Created the Redis cleanup Job ha-redis-cleanup for storage namespace "`+string(rc.UID)+`"`,
 			`Normal RedisCleanupCompleted: Redis cleanup Job ha-redis-cleanup completed: the keys of storage namespace "`+string(rc.UID)+`" in Redis are deleted`,
 		))
 	})
 
 	It("releases the finalizer with a Warning when the cleanup Job fails", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		srv := startRedis(ctx, ns)
 		rc := faultTolerant("fails", ns, srv)
 		rc.Spec.GcsFaultToleranceOptions.ExternalStorageNamespace = "team-a"
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
-		Eventually(func() []string { return getCluster(ctx, ns, "fails").Finalizers }).Should(ContainElement(rayv1.GCSFTRedisCleanupFinalizer))
+		Eventually(func() []string { return world.Get(ctx, ns, "fails").Finalizers }).Should(ContainElement(rayv1.GCSFTRedisCleanupFinalizer))
 		Expect(k8s.Delete(ctx, rc)).To(Succeed())
 		Eventually(cleanupJob(ctx, ns, "fails")).ShouldNot(BeNil())
 		finishJob(ctx, cleanupJob(ctx, ns, "fails")(), batchv1.JobFailed)
 		Eventually(gone(ctx, ns, "fails")).Should(BeTrue())
-		Eventually(events(ctx, ns, "fails")).Should(ContainElement(
+		Eventually(world.Events(ctx, ns, "fails")).Should(ContainElement(
 			`Warning RedisCleanupFailed: Redis cleanup Job fails-redis-cleanup failed; the finalizer is released, delete the keys of storage namespace "team-a" in Redis by hand (see the Job's pod log)`))
 	})
 
 	It("releases the finalizer after the deletion timeout when the cleanup never finishes", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		srv := startRedis(ctx, ns)
 		rc := faultTolerant("stuck", ns, srv)
 		rc.Annotations = map[string]string{rayv1.GCSFTDeletionTimeoutKey: "4s"}
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
-		waitReady(ctx, ns, "stuck")
+		world.WaitReady(ctx, ns, "stuck")
 		Expect(k8s.Delete(ctx, rc)).To(Succeed())
 		Eventually(cleanupJob(ctx, ns, "stuck")).ShouldNot(BeNil())
-		deleted := getCluster(ctx, ns, "stuck").DeletionTimestamp.Time
+		deleted := world.Get(ctx, ns, "stuck").DeletionTimestamp.Time
 
 		By("nobody runs the Job: the cluster waits, then goes at the timeout")
 		Eventually(gone(ctx, ns, "stuck"), 20*time.Second).Should(BeTrue())
 		Expect(time.Since(deleted)).To(BeNumerically(">=", 3*time.Second), "not released before the timeout (deletionTimestamp has second precision)")
-		Eventually(events(ctx, ns, "stuck")).Should(ContainElement(
+		Eventually(world.Events(ctx, ns, "stuck")).Should(ContainElement(
 			`Warning ForceDeletedStuckCluster: The deletion timeout (ray.io/gcs-ft-deletion-timeout) passed: the Redis cleanup did not finish; ` +
 				`the finalizer is released and the keys of storage namespace "` + string(rc.UID) + `" in Redis may be left behind, delete them by hand`))
 	})
 
 	It("adds no finalizer without fault tolerance and removes it when fault tolerance is turned off", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		srv := startRedis(ctx, ns)
 		Expect(k8s.Create(ctx, builders.RayCluster("plain", ns).Obj())).To(Succeed())
-		waitReady(ctx, ns, "plain")
-		Expect(getCluster(ctx, ns, "plain").Finalizers).To(BeEmpty())
-		Expect(headPods(ctx, ns, "plain")[0].Annotations).To(HaveKeyWithValue(rayv1.FTEnabledKey, "false"))
+		world.WaitReady(ctx, ns, "plain")
+		Expect(world.Get(ctx, ns, "plain").Finalizers).To(BeEmpty())
+		Expect(world.HeadPods(ctx, ns, "plain")[0].Annotations).To(HaveKeyWithValue(rayv1.FTEnabledKey, "false"))
 
 		Expect(k8s.Create(ctx, faultTolerant("toggled", ns, srv))).To(Succeed())
-		Eventually(func() []string { return getCluster(ctx, ns, "toggled").Finalizers }).Should(ContainElement(rayv1.GCSFTRedisCleanupFinalizer))
-		updateCluster(ctx, ns, "toggled", func(rc *rayv1.RayCluster) { rc.Spec.GcsFaultToleranceOptions = nil })
-		Eventually(func() []string { return getCluster(ctx, ns, "toggled").Finalizers }).Should(BeEmpty())
-		Expect(k8s.Delete(ctx, getCluster(ctx, ns, "toggled"))).To(Succeed())
+		Eventually(func() []string { return world.Get(ctx, ns, "toggled").Finalizers }).Should(ContainElement(rayv1.GCSFTRedisCleanupFinalizer))
+		world.Update(ctx, ns, "toggled", func(rc *rayv1.RayCluster) { rc.Spec.GcsFaultToleranceOptions = nil })
+		Eventually(func() []string { return world.Get(ctx, ns, "toggled").Finalizers }).Should(BeEmpty())
+		Expect(k8s.Delete(ctx, world.Get(ctx, ns, "toggled"))).To(Succeed())
 		Eventually(gone(ctx, ns, "toggled")).Should(BeTrue())
 		Expect(cleanupJob(ctx, ns, "toggled")()).To(BeNil())
 	})
 
 	It("releases the finalizer while the webhooks are down", Serial, func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		srv := startRedis(ctx, ns)
 		rc := faultTolerant("webhook-down", ns, srv)
 		rc.Annotations = map[string]string{rayv1.GCSFTDeletionTimeoutKey: "2s"}
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
-		Eventually(func() []string { return getCluster(ctx, ns, "webhook-down").Finalizers }).Should(ContainElement(rayv1.GCSFTRedisCleanupFinalizer))
+		Eventually(func() []string { return world.Get(ctx, ns, "webhook-down").Finalizers }).Should(ContainElement(rayv1.GCSFTRedisCleanupFinalizer))
 
 		By("webhooks for RayClusters, as shipped (failurePolicy Fail, the shipped matchConditions), where nothing listens")
 		url := "https://127.0.0.1:1/unreachable"
@@ -253,6 +253,6 @@ var _ = Describe("GCS fault tolerance", func() {
 		By("deleting the cluster: the finalizer is released without the webhook (the timeout path, nobody runs the Job)")
 		Expect(k8s.Delete(ctx, rc)).To(Succeed())
 		Eventually(gone(ctx, ns, "webhook-down")).Should(BeTrue())
-		Eventually(events(ctx, ns, "webhook-down")).Should(ContainElement(HavePrefix("Warning ForceDeletedStuckCluster: ")))
+		Eventually(world.Events(ctx, ns, "webhook-down")).Should(ContainElement(HavePrefix("Warning ForceDeletedStuckCluster: ")))
 	})
 })

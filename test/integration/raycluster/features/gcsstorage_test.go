@@ -51,10 +51,10 @@ func claimOf(pod corev1.Pod) []string {
 
 var _ = Describe("GCS fault tolerance with the rocksdb backend", func() {
 	It("creates the cluster's claim, mounts it on the head, keeps the workers when the head dies, and needs no cleanup", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		Expect(k8s.Create(ctx, rocksDB("rocks", ns, &rayv1.GcsEmbeddedStorage{Size: ptr.To(resource.MustParse("2Gi")), SubPath: "gcs"}))).To(Succeed())
-		waitReady(ctx, ns, "rocks")
-		rc := getCluster(ctx, ns, "rocks")
+		world.WaitReady(ctx, ns, "rocks")
+		rc := world.Get(ctx, ns, "rocks")
 		Expect(rc.Finalizers).To(BeEmpty(), "no Redis, so nothing to clean up on deletion")
 
 		By("the claim: owned by the cluster, the size asked for, ReadWriteOnce")
@@ -66,7 +66,7 @@ var _ = Describe("GCS fault tolerance with the rocksdb backend", func() {
 		Expect(pvc.Labels).To(HaveKeyWithValue(rayv1.ClusterLabelKey, "rocks"))
 
 		By("the head: RocksDB in the mounted claim, no Redis settings; the workers wait for a restarted GCS")
-		head := headPods(ctx, ns, "rocks")[0]
+		head := world.HeadPods(ctx, ns, "rocks")[0]
 		Expect(head.Annotations).To(HaveKeyWithValue(rayv1.FTEnabledKey, "true"))
 		Expect(claimOf(head)).To(Equal([]string{"rocks-gcs-pvc at /ray-gcs-storage subPath gcs"}))
 		headEnv := envOf(ctx, ns, head.Spec.Containers[0])
@@ -74,18 +74,18 @@ var _ = Describe("GCS fault tolerance with the rocksdb backend", func() {
 		Expect(headEnv).To(HaveKeyWithValue("RAY_gcs_storage_path", "/ray-gcs-storage"))
 		Expect(headEnv).NotTo(HaveKey("RAY_REDIS_ADDRESS"))
 		Expect(headEnv).NotTo(HaveKey("RAY_external_storage_namespace"))
-		workers := workerPods(ctx, ns, "rocks", "workers")
+		workers := world.WorkerPods(ctx, ns, "rocks", "workers")
 		Expect(workers).To(HaveLen(1))
 		Expect(claimOf(workers[0])).To(BeEmpty())
 		Expect(envOf(ctx, ns, workers[0].Spec.Containers[0])).To(HaveKeyWithValue("RAY_gcs_rpc_server_reconnect_timeout_s", "600"))
 
 		By("killing the head pod: a new head mounts the same claim, the workers stay")
 		Expect(kubelet.DeletePod(ctx, ns, head.Name)).To(Succeed())
-		Eventually(func() []types.UID { return uids(headPods(ctx, ns, "rocks")) }).Should(And(HaveLen(1), Not(ContainElement(head.UID))))
-		waitReady(ctx, ns, "rocks")
-		Expect(claimOf(headPods(ctx, ns, "rocks")[0])).To(Equal([]string{"rocks-gcs-pvc at /ray-gcs-storage subPath gcs"}))
-		Consistently(func() []types.UID { return uids(workerPods(ctx, ns, "rocks", "workers")) }, 2*time.Second).Should(Equal(uids(workers)))
-		Expect(events(ctx, ns, "rocks")()).To(ContainElement("Normal CreatedPVC: Created PersistentVolumeClaim rocks-gcs-pvc (2Gi) for the GCS storage"))
+		Eventually(func() []types.UID { return uids(world.HeadPods(ctx, ns, "rocks")) }).Should(And(HaveLen(1), Not(ContainElement(head.UID))))
+		world.WaitReady(ctx, ns, "rocks")
+		Expect(claimOf(world.HeadPods(ctx, ns, "rocks")[0])).To(Equal([]string{"rocks-gcs-pvc at /ray-gcs-storage subPath gcs"}))
+		Consistently(func() []types.UID { return uids(world.WorkerPods(ctx, ns, "rocks", "workers")) }, 2*time.Second).Should(Equal(uids(workers)))
+		Expect(world.Events(ctx, ns, "rocks")()).To(ContainElement("Normal CreatedPVC: Created PersistentVolumeClaim rocks-gcs-pvc (2Gi) for the GCS storage"))
 
 		By("deleting the cluster: no finalizer, no cleanup Job; the garbage collector takes the claim with it")
 		Expect(k8s.Delete(ctx, rc)).To(Succeed())
@@ -94,28 +94,28 @@ var _ = Describe("GCS fault tolerance with the rocksdb backend", func() {
 	})
 
 	It("keeps a Retain claim unowned and gives it to the next cluster of the same name", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		storage := &rayv1.GcsEmbeddedStorage{DeletionPolicy: ptr.To(rayv1.RetainGCSStorageDeletionPolicy)}
 		Expect(k8s.Create(ctx, rocksDB("kept", ns, storage))).To(Succeed())
 		Eventually(claim(ctx, ns, "kept-gcs-pvc")).ShouldNot(BeNil())
 		first := claim(ctx, ns, "kept-gcs-pvc")()
 		Expect(first.OwnerReferences).To(BeEmpty())
 		Expect(first.Spec.Resources.Requests[corev1.ResourceStorage]).To(Equal(resource.MustParse("1Gi")))
-		waitReady(ctx, ns, "kept")
-		Expect(k8s.Delete(ctx, getCluster(ctx, ns, "kept"))).To(Succeed())
+		world.WaitReady(ctx, ns, "kept")
+		Expect(k8s.Delete(ctx, world.Get(ctx, ns, "kept"))).To(Succeed())
 		Eventually(gone(ctx, ns, "kept")).Should(BeTrue())
 
 		Expect(k8s.Create(ctx, rocksDB("kept", ns, storage))).To(Succeed())
-		waitReady(ctx, ns, "kept")
+		world.WaitReady(ctx, ns, "kept")
 		Expect(claim(ctx, ns, "kept-gcs-pvc")().UID).To(Equal(first.UID), "the same claim, so the GCS state carries over")
-		Expect(claimOf(headPods(ctx, ns, "kept")[0])).To(Equal([]string{"kept-gcs-pvc at /ray-gcs-storage subPath "}))
+		Expect(claimOf(world.HeadPods(ctx, ns, "kept")[0])).To(Equal([]string{"kept-gcs-pvc at /ray-gcs-storage subPath "}))
 		// envtest runs no garbage collector, so the first cluster's Services are still there
 		// (a conflict of their own); the claim is not one.
-		Expect(getCluster(ctx, ns, "kept").Status.Conditions).NotTo(ContainElement(HaveField("Message", ContainSubstring("PersistentVolumeClaim"))))
+		Expect(world.Get(ctx, ns, "kept").Status.Conditions).NotTo(ContainElement(HaveField("Message", ContainSubstring("PersistentVolumeClaim"))))
 	})
 
 	It("creates no pod while another object controls a claim of that name", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "someone", Namespace: ns}}
 		Expect(k8s.Create(ctx, cm)).To(Succeed())
 		taken := &corev1.PersistentVolumeClaim{
@@ -126,9 +126,9 @@ var _ = Describe("GCS fault tolerance with the rocksdb backend", func() {
 		}
 		Expect(k8s.Create(ctx, taken)).To(Succeed())
 		Expect(k8s.Create(ctx, rocksDB("taken", ns, nil))).To(Succeed())
-		Eventually(clusterStatus(ctx, ns, "taken")).Should(HaveField("Conditions", ContainElement(And(
+		Eventually(world.Status(ctx, ns, "taken")).Should(HaveField("Conditions", ContainElement(And(
 			HaveField("Type", "OwnershipConflict"),
 			HaveField("Message", HavePrefix("PersistentVolumeClaim taken-gcs-pvc exists and is not controlled by this RayCluster (it is controlled by ConfigMap someone)"))))))
-		Consistently(func() []corev1.Pod { return pods(ctx, ns, "taken") }, time.Second).Should(BeEmpty())
+		Consistently(func() []corev1.Pod { return world.Pods(ctx, ns, "taken") }, time.Second).Should(BeEmpty())
 	})
 })

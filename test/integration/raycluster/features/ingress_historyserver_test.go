@@ -17,6 +17,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rctest"
 )
 
 // ingress reads an Ingress; nil when there is none.
@@ -45,14 +46,14 @@ func ingressRule(ing *networkingv1.Ingress) string {
 
 var _ = Describe("the dashboard Ingress of a RayCluster", func() {
 	It("is created as KubeRay names it, follows the spec and the annotations, and goes with enableIngress", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		rc := builders.RayCluster("dash", ns).
 			Annotation("kubernetes.io/ingress.class", "nginx").
 			Annotation("nginx.ingress.kubernetes.io/rewrite-target", "/$1").Obj()
 		rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
-		waitReady(ctx, ns, "dash")
-		rc = getCluster(ctx, ns, "dash")
+		world.WaitReady(ctx, ns, "dash")
+		rc = world.Get(ctx, ns, "dash")
 
 		Eventually(ingress(ctx, ns, "dash-head-ingress")).ShouldNot(BeNil())
 		ing := ingress(ctx, ns, "dash-head-ingress")()
@@ -63,10 +64,10 @@ var _ = Describe("the dashboard Ingress of a RayCluster", func() {
 		Expect(ing.Labels).To(And(HaveKeyWithValue(rayv1.ClusterLabelKey, "dash"), HaveKeyWithValue(rayv1.IdentifierLabelKey, "dash-head"),
 			HaveKeyWithValue(rayv1.KubernetesCreatedByLabelKey, rayv1.ComponentName)))
 		Expect(ingressRule(ing)).To(Equal(" /dash/(.*) Exact -> dash-head-svc:8265"))
-		Eventually(events(ctx, ns, "dash")).Should(ContainElement("Normal CreatedIngress: Created ingress dash-head-ingress"))
+		Eventually(world.Events(ctx, ns, "dash")).Should(ContainElement("Normal CreatedIngress: Created ingress dash-head-ingress"))
 
 		By("ingressOptions change the rule and add TLS")
-		updateCluster(ctx, ns, "dash", func(rc *rayv1.RayCluster) {
+		world.Update(ctx, ns, "dash", func(rc *rayv1.RayCluster) {
 			prefix := rayv1.IngressPathTypePrefix
 			rc.Spec.HeadGroupSpec.IngressOptions = &rayv1.IngressOptions{
 				Host: ptr.To("ray.example.com"), Path: ptr.To("/"), PathType: &prefix,
@@ -76,7 +77,7 @@ var _ = Describe("the dashboard Ingress of a RayCluster", func() {
 		Eventually(func() string { return ingressRule(ingress(ctx, ns, "dash-head-ingress")()) }).
 			Should(Equal("ray.example.com / Prefix -> dash-head-svc:8265"))
 		Expect(ingress(ctx, ns, "dash-head-ingress")().Spec.TLS).To(Equal([]networkingv1.IngressTLS{{Hosts: []string{"ray.example.com"}, SecretName: "ray-tls"}}))
-		Eventually(events(ctx, ns, "dash")).Should(ContainElement("Normal UpdatedIngress: Updated ingress dash-head-ingress"))
+		Eventually(world.Events(ctx, ns, "dash")).Should(ContainElement("Normal UpdatedIngress: Updated ingress dash-head-ingress"))
 
 		By("an edit of the rule by hand is put back; an annotation added to the Ingress stays")
 		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "dash-head-ingress"}, ing)).To(Succeed())
@@ -88,7 +89,7 @@ var _ = Describe("the dashboard Ingress of a RayCluster", func() {
 		Expect(ingress(ctx, ns, "dash-head-ingress")().Annotations).To(HaveKeyWithValue("controller.example.com/seen", "yes"))
 
 		By("an annotation removed from the cluster is removed from the Ingress")
-		updateCluster(ctx, ns, "dash", func(rc *rayv1.RayCluster) {
+		world.Update(ctx, ns, "dash", func(rc *rayv1.RayCluster) {
 			delete(rc.Annotations, "nginx.ingress.kubernetes.io/rewrite-target")
 		})
 		Eventually(func() map[string]string { return ingress(ctx, ns, "dash-head-ingress")().Annotations }).
@@ -96,16 +97,16 @@ var _ = Describe("the dashboard Ingress of a RayCluster", func() {
 		Expect(ingress(ctx, ns, "dash-head-ingress")().Annotations).To(HaveKeyWithValue("controller.example.com/seen", "yes"))
 
 		By("enableIngress: false removes it")
-		updateCluster(ctx, ns, "dash", func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(false) })
+		world.Update(ctx, ns, "dash", func(rc *rayv1.RayCluster) { rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(false) })
 		Eventually(ingress(ctx, ns, "dash-head-ingress")).Should(BeNil())
-		Eventually(events(ctx, ns, "dash")).Should(ContainElement("Normal DeletedIngress: Deleted ingress dash-head-ingress: enableIngress is no longer true"))
+		Eventually(world.Events(ctx, ns, "dash")).Should(ContainElement("Normal DeletedIngress: Deleted ingress dash-head-ingress: enableIngress is no longer true"))
 	})
 
 	// No webhooks here: the controller's own check is all that stands between a cluster the
 	// admin's policy refuses (stored before the policy changed, or while the webhook was
 	// down) and an Ingress created with raygate's rights.
 	It("is not created when the admin's policy refuses it, and unsafe annotations are never copied", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		rc := builders.RayCluster("refused", ns).
 			Annotation("kubernetes.io/ingress.class", "public").
 			Annotation("nginx.ingress.kubernetes.io/rewrite-target", "/$1").
@@ -113,13 +114,13 @@ var _ = Describe("the dashboard Ingress of a RayCluster", func() {
 			Annotation("nginx.ingress.kubernetes.io/auth-tls-secret", "kube-system/admin-tls").Obj()
 		rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
-		waitReady(ctx, ns, "refused")
-		Eventually(events(ctx, ns, "refused")).Should(ContainElement(
+		world.WaitReady(ctx, ns, "refused")
+		Eventually(world.Events(ctx, ns, "refused")).Should(ContainElement(
 			"Warning IngressNotAllowed: Not creating ingress refused-head-ingress: the admin's Ingress policy refuses it: IngressClass public is not allowed in namespace " + ns))
 		Consistently(ingress(ctx, ns, "refused-head-ingress"), time.Second).Should(BeNil())
 
 		By("with an allowed class it is created, without the snippet and auth annotations")
-		updateCluster(ctx, ns, "refused", func(rc *rayv1.RayCluster) { rc.Annotations["kubernetes.io/ingress.class"] = "nginx" })
+		world.Update(ctx, ns, "refused", func(rc *rayv1.RayCluster) { rc.Annotations["kubernetes.io/ingress.class"] = "nginx" })
 		Eventually(ingress(ctx, ns, "refused-head-ingress")).ShouldNot(BeNil())
 		ing := ingress(ctx, ns, "refused-head-ingress")()
 		Expect(ing.Annotations).To(HaveKeyWithValue("nginx.ingress.kubernetes.io/rewrite-target", "/$1"))
@@ -127,14 +128,14 @@ var _ = Describe("the dashboard Ingress of a RayCluster", func() {
 		Expect(ing.Annotations).NotTo(HaveKey("nginx.ingress.kubernetes.io/auth-tls-secret"))
 
 		By("refused again, the Ingress it created is deleted")
-		updateCluster(ctx, ns, "refused", func(rc *rayv1.RayCluster) { rc.Annotations["kubernetes.io/ingress.class"] = "public" })
+		world.Update(ctx, ns, "refused", func(rc *rayv1.RayCluster) { rc.Annotations["kubernetes.io/ingress.class"] = "public" })
 		Eventually(ingress(ctx, ns, "refused-head-ingress")).Should(BeNil())
-		Eventually(events(ctx, ns, "refused")).Should(ContainElement(
+		Eventually(world.Events(ctx, ns, "refused")).Should(ContainElement(
 			"Normal DeletedIngress: Deleted ingress refused-head-ingress: the admin's Ingress policy refuses it"))
 	})
 
 	It("leaves an Ingress of that name it does not control alone and reports it", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		exact := networkingv1.PathTypeExact
 		theirs := &networkingv1.Ingress{
 			ObjectMeta: metav1.ObjectMeta{Name: "taken-head-ingress", Namespace: ns},
@@ -148,8 +149,8 @@ var _ = Describe("the dashboard Ingress of a RayCluster", func() {
 		rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
 
-		Eventually(clusterStatus(ctx, ns, "taken")).Should(haveCondition(rayv1.OwnershipConflict, metav1.ConditionTrue, rayv1.ForeignObject))
-		Expect(condition(getCluster(ctx, ns, "taken").Status, rayv1.OwnershipConflict).Message).To(ContainSubstring("Ingress taken-head-ingress exists and is not controlled by this RayCluster"))
+		Eventually(world.Status(ctx, ns, "taken")).Should(rctest.HaveCondition(rayv1.OwnershipConflict, metav1.ConditionTrue, rayv1.ForeignObject))
+		Expect(rctest.Condition(world.Get(ctx, ns, "taken").Status, rayv1.OwnershipConflict).Message).To(ContainSubstring("Ingress taken-head-ingress exists and is not controlled by this RayCluster"))
 		Consistently(func() string { return ingressRule(ingress(ctx, ns, "taken-head-ingress")()) }, time.Second).
 			Should(Equal(" /theirs Exact -> web:80"))
 	})
@@ -157,18 +158,18 @@ var _ = Describe("the dashboard Ingress of a RayCluster", func() {
 
 var _ = Describe("the history server collector (RayClusterHistoryServer)", func() {
 	It("runs next to Ray in the head and every worker pod, sharing /tmp/ray, with Ray's event export pointed at it", func(ctx context.Context) {
-		setGate(features.RayClusterHistoryServer, true)
-		ns := newNamespace(ctx)
+		rctest.SetGate(features.RayClusterHistoryServer, true)
+		ns := world.NewNamespace(ctx)
 		rc := builders.RayCluster("hist", ns).Obj()
 		rc.Spec.HistoryServerOptions = &rayv1.HistoryServerOptions{CollectorOptions: &rayv1.CollectorOptions{
 			Image: ptr.To("quay.io/kuberay/collector:v1.6.0"),
 			Env:   []corev1.EnvVar{{Name: "STORAGE_BUCKET", Value: "s3://ray-history/hist"}},
 		}}
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
-		waitReady(ctx, ns, "hist")
+		world.WaitReady(ctx, ns, "hist")
 
-		all := pods(ctx, ns, "hist")
-		Expect(all).To(HaveLen(1 + len(workerPods(ctx, ns, "hist", rc.Spec.WorkerGroupSpecs[0].GroupName))))
+		all := world.Pods(ctx, ns, "hist")
+		Expect(all).To(HaveLen(1 + len(world.WorkerPods(ctx, ns, "hist", rc.Spec.WorkerGroupSpecs[0].GroupName))))
 		for _, pod := range all {
 			role := "--role=Worker"
 			if pod.Labels[rayv1.NodeTypeLabelKey] == string(rayv1.HeadNode) {
@@ -194,13 +195,13 @@ var _ = Describe("the history server collector (RayClusterHistoryServer)", func(
 	})
 
 	It("is left out while the gate is off, as in KubeRay (a cluster stored with the options keeps running)", func(ctx context.Context) {
-		setGate(features.RayClusterHistoryServer, false)
-		ns := newNamespace(ctx)
+		rctest.SetGate(features.RayClusterHistoryServer, false)
+		ns := world.NewNamespace(ctx)
 		rc := builders.RayCluster("nohist", ns).Obj()
 		rc.Spec.HistoryServerOptions = &rayv1.HistoryServerOptions{CollectorOptions: &rayv1.CollectorOptions{Image: ptr.To("quay.io/kuberay/collector:v1.6.0")}}
 		Expect(k8s.Create(ctx, rc)).To(Succeed()) // no webhook in this suite: as if stored before the gate went off
-		waitReady(ctx, ns, "nohist")
-		for _, pod := range pods(ctx, ns, "nohist") {
+		world.WaitReady(ctx, ns, "nohist")
+		for _, pod := range world.Pods(ctx, ns, "nohist") {
 			Expect(pod.Spec.Containers).To(HaveLen(1), pod.Name)
 			Expect(pod.Spec.Containers[0].Env).NotTo(ContainElement(HaveField("Name", "RAY_enable_ray_event")))
 		}

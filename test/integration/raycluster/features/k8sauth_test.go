@@ -89,7 +89,7 @@ var _ = Describe("Kubernetes-delegated token authentication (authOptions.enableK
 		mgr = harness.StartManager(framework.ManagerOptions())
 		DeferCleanup(restartManager)
 
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		_, stderr, err := env.Kubectl(ctx, fmt.Sprintf(k8sAuthSample, ns), "apply", "-n", ns, "-f", "-")
 		Expect(err).NotTo(HaveOccurred(), stderr)
 		DeferCleanup(func(ctx context.Context) {
@@ -97,11 +97,11 @@ var _ = Describe("Kubernetes-delegated token authentication (authOptions.enableK
 			Expect(err).NotTo(HaveOccurred(), stderr)
 		})
 		const name = "ray-cluster-with-k8s-auth"
-		waitReady(ctx, ns, name)
+		world.WaitReady(ctx, ns, name)
 
 		wantEnv := []corev1.EnvVar{{Name: "RAY_AUTH_MODE", Value: "token"}, {Name: "RAY_ENABLE_K8S_TOKEN_AUTH", Value: "true"}}
 		wantMount := corev1.VolumeMount{Name: "ray-token", MountPath: "/var/run/secrets/ray.io/serviceaccount", ReadOnly: true}
-		head, worker := headPods(ctx, ns, name)[0], workerPods(ctx, ns, name, "workergroup")[0]
+		head, worker := world.HeadPods(ctx, ns, name)[0], world.WorkerPods(ctx, ns, name, "workergroup")[0]
 		rayProcesses := map[string]*corev1.Container{}
 		for _, p := range []corev1.Pod{head, worker} {
 			Expect(p.Spec.ServiceAccountName).To(Equal(name))
@@ -139,6 +139,6 @@ var _ = Describe("Kubernetes-delegated token authentication (authOptions.enableK
 			Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
 			return list.Items
 		}, 2*time.Second).Should(BeEmpty())
-		Expect(events(ctx, ns, name)()).NotTo(ContainElement(ContainSubstring("Secret")))
+		Expect(world.Events(ctx, ns, name)()).NotTo(ContainElement(ContainSubstring("Secret")))
 	})
 })

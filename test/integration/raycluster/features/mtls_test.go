@@ -18,6 +18,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/testenv/tools"
+	"github.com/raygate/raygate/test/integration/internal/rctest"
 )
 
 // A RayCluster with mTLS as KubeRay's user guide writes it: the Ray container is all the
@@ -59,22 +60,22 @@ spec:
 // no other spec uses them).
 var _ = Describe("mutual TLS (spec.tlsOptions)", Ordered, func() {
 	It("creates no pods, and says why, while cert-manager is not installed", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		_, stderr, err := env.Kubectl(ctx, mtlsCluster, "apply", "-n", ns, "-f", "-")
 		Expect(err).NotTo(HaveOccurred(), stderr)
-		Eventually(events(ctx, ns, "raycluster-mtls")).Should(ContainElement(ContainSubstring(
+		Eventually(world.Events(ctx, ns, "raycluster-mtls")).Should(ContainElement(ContainSubstring(
 			"Warning MTLSFailedToReconcile: spec.tlsOptions needs cert-manager")))
-		Consistently(func() []corev1.Pod { return pods(ctx, ns, "raycluster-mtls") }, "2s").Should(BeEmpty())
+		Consistently(func() []corev1.Pod { return world.Pods(ctx, ns, "raycluster-mtls") }, "2s").Should(BeEmpty())
 	})
 
 	It("creates the cluster's PKI and mounts each pod's certificate", func(ctx SpecContext) {
 		installCertManagerCRDs()
 		restartManager()
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		_, stderr, err := env.Kubectl(ctx, mtlsCluster, "apply", "-n", ns, "-f", "-")
 		Expect(err).NotTo(HaveOccurred(), stderr)
-		waitReady(ctx, ns, "raycluster-mtls")
-		rc := getCluster(ctx, ns, "raycluster-mtls")
+		world.WaitReady(ctx, ns, "raycluster-mtls")
+		rc := world.Get(ctx, ns, "raycluster-mtls")
 
 		By("the Issuers and Certificates, owned by the cluster, with KubeRay's labels")
 		for _, o := range []struct{ kind, name string }{
@@ -95,7 +96,7 @@ var _ = Describe("mutual TLS (spec.tlsOptions)", Ordered, func() {
 		Expect(ca.IssuerRef.Name).To(Equal("ray-selfsigned-issuer-raycluster-mtls"))
 
 		By("SANs: the head Service's names and the head pod's IP; the worker pods' IPs")
-		head := headPods(ctx, ns, "raycluster-mtls")[0]
+		head := world.HeadPods(ctx, ns, "raycluster-mtls")[0]
 		Eventually(func() raypod.CertificateSpec {
 			return certificateSpec(certManagerObject(ctx, ns, "Certificate", "ray-head-cert-raycluster-mtls")())
 		}).Should(And(
@@ -105,7 +106,7 @@ var _ = Describe("mutual TLS (spec.tlsOptions)", Ordered, func() {
 			HaveField("SecretName", "ray-head-secret-raycluster-mtls")))
 		workerIPs := func() []string {
 			ips := []string{"127.0.0.1"}
-			for _, p := range workerPods(ctx, ns, "raycluster-mtls", "small-group") {
+			for _, p := range world.WorkerPods(ctx, ns, "raycluster-mtls", "small-group") {
 				ips = append(ips, p.Status.PodIP)
 			}
 			return ips
@@ -121,7 +122,7 @@ var _ = Describe("mutual TLS (spec.tlsOptions)", Ordered, func() {
 		Eventually(workerCertNamesWorkers).Should(Succeed())
 
 		By("the pods: the Secret of their node type, the TLS environment, the wait for the certificate")
-		worker := workerPods(ctx, ns, "raycluster-mtls", "small-group")[0]
+		worker := world.WorkerPods(ctx, ns, "raycluster-mtls", "small-group")[0]
 		for _, pc := range []struct {
 			pod    corev1.Pod
 			secret string
@@ -140,13 +141,13 @@ var _ = Describe("mutual TLS (spec.tlsOptions)", Ordered, func() {
 		}
 
 		By("a converged TLS cluster makes no writes")
-		expectQuiet()
-		Consistently(writesIn(ns), "2s").Should(BeEmpty())
+		world.ExpectQuiet()
+		Consistently(world.WritesIn(ns), "2s").Should(BeEmpty())
 
 		By("scaling workers adds their IPs to the workers' certificate only")
 		headRV := certManagerObject(ctx, ns, "Certificate", "ray-head-cert-raycluster-mtls")().GetResourceVersion()
-		updateCluster(ctx, ns, "raycluster-mtls", func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](3) })
-		Eventually(podCount(ctx, ns, "raycluster-mtls", "small-group")).Should(Equal(3))
+		world.Update(ctx, ns, "raycluster-mtls", func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](3) })
+		Eventually(world.PodCount(ctx, ns, "raycluster-mtls", "small-group")).Should(Equal(3))
 		Eventually(workerCertNamesWorkers).Should(Succeed())
 		Expect(workerCert().IPAddresses).To(HaveLen(4))
 		Expect(certManagerObject(ctx, ns, "Certificate", "ray-head-cert-raycluster-mtls")().GetResourceVersion()).To(Equal(headRV))
@@ -176,7 +177,7 @@ func installCertManagerCRDs() {
 func restartManager() {
 	GinkgoHelper()
 	Expect(mgr.Stop()).To(Succeed())
-	mgr = harness.StartManager(managerOptions())
+	mgr = harness.StartManager(rctest.ManagerOptions())
 }
 
 func certManagerObject(ctx context.Context, ns, kind, name string) func() *unstructured.Unstructured {

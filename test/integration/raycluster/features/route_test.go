@@ -29,6 +29,7 @@ import (
 	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/tools"
 	"github.com/raygate/raygate/test/builders"
+	"github.com/raygate/raygate/test/integration/internal/rctest"
 )
 
 // routeIn reads a Route from a control plane; nil when there is none.
@@ -68,7 +69,7 @@ var _ = Describe("the dashboard Route on OpenShift", Ordered, func() {
 		crds, err := envtest.InstallCRDs(openshift.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(crds).To(HaveLen(1), "OpenShift's Route CRD")
-		opts := managerOptions()
+		opts := rctest.ManagerOptions()
 		// The router's annotations the admin lets tenants set on their Routes.
 		opts.AllowedIngressAnnotations = append(opts.AllowedIngressAnnotations, "haproxy.router.openshift.io/*")
 		m = harness.StartManagerIn(openshift, opts)    // it discovers the Route API at start
@@ -247,7 +248,7 @@ var _ = Describe("the dashboard Route on OpenShift", Ordered, func() {
 
 		By("the admin allows dashboards in another namespace only (raygate restarted with it)")
 		Expect(m.Stop()).To(Succeed())
-		opts := managerOptions()
+		opts := rctest.ManagerOptions()
 		opts.AllowedIngressClasses = []string{"elsewhere/*"}
 		m = harness.StartManagerIn(openshift, opts)
 		const notAllowed = "the admin's Ingress policy allows no dashboard exposure in this namespace (--allowed-ingress-classes)"
@@ -290,7 +291,7 @@ func notReadBack(want, got any, path string) []string {
 // raygate asks nothing about Routes.
 var _ = Describe("without OpenShift's Route API", func() {
 	It("exposes the dashboard with an Ingress and makes no Route", func(ctx context.Context) {
-		ns := newNamespace(ctx)
+		ns := world.NewNamespace(ctx)
 		rc := builders.RayCluster("plain", ns).Annotation("kubernetes.io/ingress.class", "nginx").Obj() // the class the suite's policy allows
 		rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
 		Expect(k8s.Create(ctx, rc)).To(Succeed())
