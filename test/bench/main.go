@@ -8,6 +8,7 @@
 //	go run ./test/bench -scenarios upgrade-load -docs /tmp/bench/benchmarks.md   # leaves docs/ alone
 //	go run ./test/bench -scenarios upgrade-fleet -fleet-size 5 -docs /tmp/fleet.md
 //	go run ./test/bench -scenarios rayjob -rayjobs 50 -docs /tmp/rayjob.md
+//	go run ./test/bench -scenarios latency -latency-trials 5 -partial -docs /tmp/latency.md
 //	go run ./test/bench -report-only   # re-render docs/benchmarks.md from the saved results
 package main
 
@@ -67,11 +68,17 @@ type flags struct {
 	operatorEnv []string
 	auditAll    bool
 	partial     bool
+
+	// The latency scenario's trials and stage sets.
+	latencyTrials int
+	latencyStages []kwokcluster.StageSet
 }
 
 func parseFlags() (flags, error) {
 	var f flags
-	scenarios := flag.String("scenarios", "scale,loaded,upgrade,upgrade-load,upgrade-fleet,rayjob,admission,noise,memory", "comma-separated scenarios: scale, loaded (scale at 100 with a CPU hog), upgrade, upgrade-load, upgrade-fleet (many RayServices upgrading at once, raygate and KubeRay), rayjob (many short RayJobs, raygate and KubeRay), admission, noise, memory")
+	scenarios := flag.String("scenarios", "scale,loaded,upgrade,upgrade-load,upgrade-fleet,rayjob,admission,latency,noise,memory", "comma-separated scenarios: scale, loaded (scale at 100 with a CPU hog), upgrade, upgrade-load, upgrade-fleet (many RayServices upgrading at once, raygate and KubeRay), rayjob (many short RayJobs, raygate and KubeRay), admission, latency (one RayCluster at a time, raygate and KubeRay), noise, memory")
+	flag.IntVar(&f.latencyTrials, "latency-trials", defaultLatencyTrials, "trials per operator and stage set in the latency scenario")
+	latencyStages := flag.String("latency-stages", "general,fast", "kwok pod stages of the latency scenario, each a labelled run (see -stages)")
 	flag.IntVar(&f.fleetSize, "fleet-size", 50, "RayServices upgrading at once in the upgrade-fleet scenario")
 	flag.IntVar(&f.rayJobs, "rayjobs", defaultRayJobs, "RayJobs of the rayjob scenario")
 	flag.StringVar(&f.rayJobMode, "rayjob-mode", string(defaultRayJobMode), "submissionMode of the rayjob scenario's RayJobs: K8sJobMode or HTTPMode")
@@ -123,9 +130,15 @@ func parseFlags() (flags, error) {
 	if f.sweep, err = ints(*sweep); err != nil {
 		return f, fmt.Errorf("-sweep: %w", err)
 	}
+	if f.latencyStages, err = parseStageSets("-latency-stages", *latencyStages); err != nil {
+		return f, err
+	}
+	if f.latencyTrials < 1 {
+		return f, fmt.Errorf("-latency-trials: %d is not a positive integer", f.latencyTrials)
+	}
 	for _, s := range f.scenarios {
 		switch s {
-		case "scale", "loaded", "upgrade", "upgrade-load", "upgrade-fleet", "rayjob", "admission", "noise", "memory":
+		case "scale", "loaded", "upgrade", "upgrade-load", "upgrade-fleet", "rayjob", "admission", "latency", "noise", "memory":
 		default:
 			return f, fmt.Errorf("unknown scenario %q", s)
 		}
@@ -233,6 +246,10 @@ func run() error {
 		case "admission":
 			r := runAdmission(ctx, b, f.admissionN)
 			res.Admission = &r
+			_ = enc.Encode(r.line())
+		case "latency":
+			r := runLatency(ctx, b, f.latencyTrials, f.latencyStages, f.kuberay)
+			res.Latency = &r
 			_ = enc.Encode(r.line())
 		case "noise":
 			r := runNoise(ctx, b)
