@@ -272,6 +272,9 @@ func (b *bench) latencyTrials(ctx context.Context, stages kwokcluster.StageSet, 
 			run.NotReplaced = fmt.Sprintf("no pod replaced within %.0f s of a worker template change (first trial); not tried again", latencyReplaceWindow.Seconds())
 		}
 		all = append(all, tr)
+		b.logf("latency: %s trial %d/%d: apply %s, pods created %s, ready %s, scaled up %s, replaced %s", run.System, i+1, trials,
+			tr.Apply.Round(time.Millisecond/10), tr.PodsCreated.Round(time.Millisecond), tr.Ready.Round(time.Millisecond),
+			tr.ScaledUp.Round(time.Millisecond), tr.Replaced.Round(time.Millisecond))
 		run.Trials = len(all)
 		run.summarize(all)
 	}
