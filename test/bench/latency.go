@@ -202,9 +202,9 @@ func (b *bench) latencyOperator(ctx context.Context, stages kwokcluster.StageSet
 }
 
 // latencyTrial is one trial's measures; Replaced is zero when the template change was not
-// tried or replaced nothing.
+// tried or replaced nothing. Removed (how long the clean-up took) is only logged.
 type latencyTrial struct {
-	Apply, PodsCreated, Ready, ScaledUp, Replaced time.Duration
+	Apply, PodsCreated, Ready, ScaledUp, Replaced, Removed time.Duration
 }
 
 func (b *bench) latencyTrials(ctx context.Context, stages kwokcluster.StageSet, trials int, o operatorOptions, run *latencyRun) (runErr error) {
@@ -272,9 +272,9 @@ func (b *bench) latencyTrials(ctx context.Context, stages kwokcluster.StageSet, 
 			run.NotReplaced = fmt.Sprintf("no pod replaced within %.0f s of a worker template change (first trial); not tried again", latencyReplaceWindow.Seconds())
 		}
 		all = append(all, tr)
-		b.logf("latency: %s trial %d/%d: apply %s, pods created %s, ready %s, scaled up %s, replaced %s", run.System, i+1, trials,
+		b.logf("latency: %s trial %d/%d: apply %s, pods created %s, ready %s, scaled up %s, replaced %s; removed in %s", run.System, i+1, trials,
 			tr.Apply.Round(time.Millisecond/10), tr.PodsCreated.Round(time.Millisecond), tr.Ready.Round(time.Millisecond),
-			tr.ScaledUp.Round(time.Millisecond), tr.Replaced.Round(time.Millisecond))
+			tr.ScaledUp.Round(time.Millisecond), tr.Replaced.Round(time.Millisecond), tr.Removed.Round(time.Millisecond))
 		run.Trials = len(all)
 		run.summarize(all)
 	}
@@ -319,16 +319,23 @@ func removeWebhooks(ctx context.Context, cl client.Client) (*webhookToggle, erro
 }
 
 // latencyCreatesAlone times n creates of the trials' RayClusters with no webhook and no
-// operator, deleting each before the next.
+// operator, deleting each before the next. The first create, not counted, warms the API
+// server up as the trials' warm-up does (on a fresh cluster it can take seconds).
 func latencyCreatesAlone(ctx context.Context, cl client.Client, ns string, n int) (latencySummary, error) {
 	var ds []time.Duration
-	for i := range n {
-		rc := latencyRayCluster(fmt.Sprintf("lb-%03d", i), ns)
+	for i := -1; i < n; i++ {
+		name := "lb-warmup"
+		if i >= 0 {
+			name = fmt.Sprintf("lb-%03d", i)
+		}
+		rc := latencyRayCluster(name, ns)
 		start := time.Now()
 		if err := cl.Create(ctx, rc); err != nil {
 			return latencySummary{}, err
 		}
-		ds = append(ds, time.Since(start))
+		if i >= 0 {
+			ds = append(ds, time.Since(start))
+		}
 		if err := cl.Delete(ctx, rc); err != nil {
 			return latencySummary{}, err
 		}
@@ -358,7 +365,10 @@ type latencyTrialRunner struct {
 func (t *latencyTrialRunner) trial(ctx context.Context, name string, tryReplace bool) (tr latencyTrial, replaced bool, err error) {
 	rc := latencyRayCluster(name, t.ns)
 	defer func() {
-		if rmErr := t.remove(ctx, rc); rmErr != nil && err == nil {
+		start := time.Now()
+		rmErr := t.remove(ctx, rc)
+		tr.Removed = time.Since(start)
+		if rmErr != nil && err == nil {
 			err = fmt.Errorf("removing %s: %w", name, rmErr)
 		}
 	}()
