@@ -174,11 +174,9 @@ func runLatency(ctx context.Context, b *bench, trials int, stages []kwokcluster.
 			flags := kubeRayRayJobFlags(defaultConcurrency())
 			b.logf("latency (%s stages): KubeRay, %d trials", st, trials)
 			k := b.latencyOperator(ctx, st, trials, operatorOptions{KubeRay: true, Concurrency: defaultConcurrency(), ExtraArgs: flags})
-			res.Runs = append(res.Runs, run)
-			res.Runs[len(res.Runs)-1].KubeRay = &k
-		} else {
-			res.Runs = append(res.Runs, run)
+			run.KubeRay = &k
 		}
+		res.Runs = append(res.Runs, run)
 		if ctx.Err() != nil {
 			break
 		}
