@@ -223,6 +223,7 @@ func (b *bench) latencyTrials(ctx context.Context, stages kwokcluster.StageSet, 
 			return fmt.Errorf("creates without webhooks: %w", err)
 		}
 		run.ApplyNoWebhooks = &base
+		b.logf("latency: %s: %d creates without webhooks, p50 %.1f ms", run.System, base.N, base.P50Ms)
 		host, port, certDir := s.WebhookServing()
 		o.ExtraArgs = append(o.ExtraArgs, "--webhook-host="+host, "--webhook-port="+strconv.Itoa(port), "--webhook-cert-dir="+certDir)
 	}
@@ -255,6 +256,7 @@ func (b *bench) latencyTrials(ctx context.Context, stages kwokcluster.StageSet, 
 	t := &latencyTrialRunner{c: s.Cluster, cl: s.cl, ns: s.ns, rec: rec, op: op, b: b}
 	// One trial first, not counted: the first request on every path (the webhooks' TLS
 	// connection, the operator's first reconcile) is not what a user of a running cluster waits for.
+	b.logf("latency: %s ready; warm-up trial", run.System)
 	if _, _, err := t.trial(ctx, "lt-warmup", false); err != nil {
 		return fmt.Errorf("warm-up trial: %w", err)
 	}
