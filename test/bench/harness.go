@@ -154,6 +154,18 @@ func trackReady(ctx context.Context, cfg *rest.Config, obj client.Object, isRead
 // watchKind starts a cache of obj's kind that calls observe with every object added or
 // updated, and waits until it has synced; it stops with ctx.
 func watchKind(ctx context.Context, cfg *rest.Config, obj client.Object, observe func(client.Object)) error {
+	return watchWithDeletes(ctx, cfg, obj, func(o client.Object, deleted bool) {
+		if !deleted {
+			observe(o)
+		}
+	})
+}
+
+// watchWithDeletes starts a cache of obj's kind whose handler gets every object added,
+// updated (deleted false) or removed (deleted true), and waits until it has synced; it stops
+// with ctx. Removals matter to the latency scenario: a pod deleted before any kubelet (kwok)
+// holds it is removed at once, with no update carrying a deletionTimestamp.
+func watchWithDeletes(ctx context.Context, cfg *rest.Config, obj client.Object, observe func(o client.Object, deleted bool)) error {
 	ca, err := cache.New(cfg, cache.Options{Scheme: rayscheme.New()})
 	if err != nil {
 		return err
@@ -162,14 +174,18 @@ func watchKind(ctx context.Context, cfg *rest.Config, obj client.Object, observe
 	if err != nil {
 		return err
 	}
-	handle := func(o any) {
+	handle := func(o any, deleted bool) {
+		if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+			o = t.Obj
+		}
 		if obj, ok := o.(client.Object); ok {
-			observe(obj)
+			observe(obj, deleted)
 		}
 	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    handle,
-		UpdateFunc: func(_, o any) { handle(o) },
+		AddFunc:    func(o any) { handle(o, false) },
+		UpdateFunc: func(_, o any) { handle(o, false) },
+		DeleteFunc: func(o any) { handle(o, true) },
 	}); err != nil {
 		return err
 	}

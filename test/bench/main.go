@@ -8,6 +8,7 @@
 //	go run ./test/bench -scenarios upgrade-load -docs /tmp/bench/benchmarks.md   # leaves docs/ alone
 //	go run ./test/bench -scenarios upgrade-fleet -fleet-size 5 -docs /tmp/fleet.md
 //	go run ./test/bench -scenarios rayjob -rayjobs 50 -docs /tmp/rayjob.md
+//	go run ./test/bench -scenarios latency -latency-trials 5 -partial -docs /tmp/latency.md
 //	go run ./test/bench -report-only   # re-render docs/benchmarks.md from the saved results
 package main
 
@@ -68,11 +69,17 @@ type flags struct {
 	operatorEnv []string
 	auditAll    bool
 	partial     bool
+
+	// The latency scenario's trials and stage sets.
+	latencyTrials int
+	latencyStages []kwokcluster.StageSet
 }
 
 func parseFlags() (flags, error) {
 	var f flags
-	scenarios := flag.String("scenarios", "scale,loaded,upgrade,upgrade-load,upgrade-fleet,rayjob,admission,noise,memory", "comma-separated scenarios: scale, scale-10k (not in the default: 10,000 RayClusters, raygate and KubeRay), loaded (scale at 100 with a CPU hog), upgrade, upgrade-load, upgrade-fleet (many RayServices upgrading at once, raygate and KubeRay), rayjob (many short RayJobs, raygate and KubeRay), admission, noise, memory")
+	scenarios := flag.String("scenarios", "scale,loaded,upgrade,upgrade-load,upgrade-fleet,rayjob,admission,latency,noise,memory", "comma-separated scenarios: scale, scale-10k (not in the default: 10,000 RayClusters, raygate and KubeRay), loaded (scale at 100 with a CPU hog), upgrade, upgrade-load, upgrade-fleet (many RayServices upgrading at once, raygate and KubeRay), rayjob (many short RayJobs, raygate and KubeRay), admission, latency (one RayCluster at a time, raygate and KubeRay), noise, memory")
+	flag.IntVar(&f.latencyTrials, "latency-trials", defaultLatencyTrials, "trials per operator and stage set in the latency scenario")
+	latencyStages := flag.String("latency-stages", "fast", "kwok pod stages of the latency scenario, each a labelled run (see -stages; general adds about 20 minutes per operator at 50 trials, mostly kwok's own 1-6 s transitions)")
 	flag.IntVar(&f.fleetSize, "fleet-size", 50, "RayServices upgrading at once in the upgrade-fleet scenario")
 	flag.IntVar(&f.clusters10k, "scale-10k-clusters", scale10kClusters, "RayClusters of the scale-10k scenario (not in the default run: -scenarios=scale-10k -partial; a smaller count for a smoke run)")
 	flag.IntVar(&f.rayJobs, "rayjobs", defaultRayJobs, "RayJobs of the rayjob scenario")
@@ -128,9 +135,15 @@ func parseFlags() (flags, error) {
 	if f.sweep, err = ints(*sweep); err != nil {
 		return f, fmt.Errorf("-sweep: %w", err)
 	}
+	if f.latencyStages, err = parseStageSets("-latency-stages", *latencyStages); err != nil {
+		return f, err
+	}
+	if f.latencyTrials < 1 {
+		return f, fmt.Errorf("-latency-trials: %d is not a positive integer", f.latencyTrials)
+	}
 	for _, s := range f.scenarios {
 		switch s {
-		case "scale", "scale-10k", "loaded", "upgrade", "upgrade-load", "upgrade-fleet", "rayjob", "admission", "noise", "memory":
+		case "scale", "scale-10k", "loaded", "upgrade", "upgrade-load", "upgrade-fleet", "rayjob", "admission", "latency", "noise", "memory":
 		default:
 			return f, fmt.Errorf("unknown scenario %q", s)
 		}
@@ -242,6 +255,10 @@ func run() error {
 		case "admission":
 			r := runAdmission(ctx, b, f.admissionN)
 			res.Admission = &r
+			_ = enc.Encode(r.line())
+		case "latency":
+			r := runLatency(ctx, b, f.latencyTrials, f.latencyStages, f.kuberay)
+			res.Latency = &r
 			_ = enc.Encode(r.line())
 		case "noise":
 			r := runNoise(ctx, b)

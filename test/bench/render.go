@@ -70,6 +70,7 @@ func renderReport(r *results, analysis, assets string) string {
 	renderUpgradeFleet(&m, r.UpgradeFleet)
 	renderRayJob(&m, r.RayJob)
 	renderAdmission(&m, r.Admission)
+	renderLatency(&m, r.Latency)
 	renderNoise(&m, r.Noise)
 	renderMemory(&m, r.Memory)
 	renderSizing(&m, r, defaultConcurrency())

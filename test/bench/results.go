@@ -27,6 +27,7 @@ type results struct {
 	UpgradeFleet    *fleetResult       `json:"upgradeFleet,omitempty"`
 	RayJob          *rayJobResult      `json:"rayJob,omitempty"`
 	Admission       *admissionResult   `json:"admission,omitempty"`
+	Latency         *latencyResult     `json:"latency,omitempty"`
 	Noise           *noiseResult       `json:"noise,omitempty"`
 	Memory          *memoryResult      `json:"memory,omitempty"`
 	Loaded          *loadedResult      `json:"loaded,omitempty"`
@@ -70,6 +71,8 @@ func overlay(saved, run *results, scenarios []string) *results {
 			out.RayJob = run.RayJob
 		case "admission":
 			out.Admission = run.Admission
+		case "latency":
+			out.Latency = run.Latency
 		case "noise":
 			out.Noise = run.Noise
 		case "memory":
