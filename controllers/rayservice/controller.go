@@ -113,6 +113,8 @@ type Reconciler struct {
 	taken takenNames
 	// annotated remembers the last annotation patch of each cluster (apply.go).
 	annotated annotationMemo
+	// updated remembers the version each object update was decided on (apply.go).
+	updated updateMemo
 	// gatewayAPI and grpcRouteAPI are Capabilities.GatewayAPI and .GRPCRoute.
 	gatewayAPI   bool
 	grpcRouteAPI bool

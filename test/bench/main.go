@@ -53,6 +53,7 @@ type flags struct {
 	quiet       time.Duration
 	admissionN  int
 	fleetSize   int
+	fleetCPU    bool
 	rayJobs     int
 	rayJobMode  string
 	docs        string
@@ -73,6 +74,7 @@ func parseFlags() (flags, error) {
 	var f flags
 	scenarios := flag.String("scenarios", "scale,loaded,upgrade,upgrade-load,upgrade-fleet,rayjob,admission,noise,memory", "comma-separated scenarios: scale, loaded (scale at 100 with a CPU hog), upgrade, upgrade-load, upgrade-fleet (many RayServices upgrading at once, raygate and KubeRay), rayjob (many short RayJobs, raygate and KubeRay), admission, noise, memory")
 	flag.IntVar(&f.fleetSize, "fleet-size", 50, "RayServices upgrading at once in the upgrade-fleet scenario")
+	flag.BoolVar(&f.fleetCPU, "fleet-profile", false, "save a CPU profile of raygate over the upgrade-fleet scenario's window (in -out)")
 	flag.IntVar(&f.rayJobs, "rayjobs", defaultRayJobs, "RayJobs of the rayjob scenario")
 	flag.StringVar(&f.rayJobMode, "rayjob-mode", string(defaultRayJobMode), "submissionMode of the rayjob scenario's RayJobs: K8sJobMode or HTTPMode")
 	memorySizes := flag.String("memory-sizes", "500,2000", "numbers of RayClusters of the memory scenario (RSS growth per 1,000 pods between the smallest and the largest)")
@@ -223,7 +225,7 @@ func run() error {
 			res.UpgradeLoad = &r
 			_ = enc.Encode(r)
 		case "upgrade-fleet":
-			r := runUpgradeFleet(ctx, b, f.fleetSize, f.kuberay)
+			r := runUpgradeFleet(ctx, b, f.fleetSize, f.kuberay, f.fleetCPU)
 			res.UpgradeFleet = &r
 			_ = enc.Encode(r)
 		case "rayjob":

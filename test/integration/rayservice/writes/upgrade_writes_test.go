@@ -127,13 +127,21 @@ func report(trace []framework.Write, started time.Time, promotedAfter time.Durat
 	}
 	fmt.Fprintf(&b, "%-32s %12d %6d\n", "total", total(toPromotion), total(all))
 	AddReportEntry("writes per kind", b.String())
+	var prev map[string]string
 	for _, w := range trace {
 		path := w.Path
 		if i := strings.Index(path, "/namespaces/"); i >= 0 {
 			path = path[i+len("/namespaces/"):]
 			path = path[strings.Index(path, "/")+1:]
 		}
-		GinkgoWriter.Printf("%6.2fs %-24s %-36s %s\n", w.At.Sub(started).Seconds(), w.Key, path, summary(w))
+		line := summary(w)
+		if cur := statusFields(w); cur != nil {
+			if prev != nil {
+				line += " [changed: " + strings.Join(changedFields(prev, cur), ", ") + "]"
+			}
+			prev = cur
+		}
+		GinkgoWriter.Printf("%6.2fs %-24s %-36s %s\n", w.At.Sub(started).Seconds(), w.Key, path, line)
 	}
 }
 
@@ -173,6 +181,55 @@ func summary(w framework.Write) string {
 		printable = printable[:400]
 	}
 	return printable
+}
+
+// statusFields flattens a traced RayService status write into its leaf fields by path (nil
+// for other writes), so consecutive status writes can say what each changed.
+func statusFields(w framework.Write) map[string]string {
+	if w.Key != "patch rayservices/status" {
+		return nil
+	}
+	var ops []struct {
+		Value any `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(w.Body), &ops); err != nil || len(ops) != 1 {
+		return nil
+	}
+	out := map[string]string{}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				walk(path+"."+k, e)
+			}
+		case []any:
+			for i, e := range v {
+				walk(fmt.Sprintf("%s[%d]", path, i), e)
+			}
+		default:
+			out[path] = fmt.Sprint(v)
+		}
+	}
+	walk("", ops[0].Value)
+	return out
+}
+
+// changedFields are the paths whose values differ between two flattened statuses, the
+// status's own lastUpdateTime left out.
+func changedFields(prev, cur map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(cur)) {
+		if v, ok := prev[k]; (!ok || v != cur[k]) && k != ".lastUpdateTime" {
+			out = append(out, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(prev)) {
+		if _, ok := cur[k]; !ok {
+			out = append(out, k+" (removed)")
+		}
+	}
+	return out
 }
 
 func pct(v *int32) string {
