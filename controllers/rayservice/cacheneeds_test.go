@@ -86,6 +86,7 @@ func TestTheControllerSeesTheSameInSlimPods(t *testing.T) {
 	}
 	newStore := func(objs ...client.Object) client.WithWatch {
 		return fake.NewClientBuilder().WithScheme(rayscheme.New()).WithStatusSubresource(&rayv1.RayService{}, &rayv1.RayCluster{}).
+			WithIndex(&rayv1.RayCluster{}, clusterServiceIndex, serviceOfCluster).WithIndex(&corev1.Pod{}, podClusterIndex, clusterOfPod).
 			WithObjects(objs...).Build()
 	}
 

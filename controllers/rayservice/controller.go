@@ -190,6 +190,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	if err := addIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	r.clusters = clusters
 	if err := r.addGatePool(mgr); err != nil {
 		return err
