@@ -128,7 +128,11 @@ func fleetVerdicts(u *fleetResult) []verdict {
 		return []verdict{{what, target, fmt.Sprintf("raygate %.1f s; KubeRay promoted %d of %d", g.WallSeconds, k.Completed, u.Services), status(true)}}
 	}
 	r := g.WallSeconds / k.WallSeconds
-	return append([]verdict{{what, target, fmt.Sprintf("%.2f× (%.1f s vs %.1f s)", r, g.WallSeconds, k.WallSeconds), status(r <= 1)}},
+	v := []verdict{{what, target, fmt.Sprintf("%.2f× (%.1f s vs %.1f s)", r, g.WallSeconds, k.WallSeconds), status(r <= 1)}}
+	if len(k.Flags) == 0 {
+		return v // measured before KubeRay ran on like terms (fleetFlags): no ratio targets
+	}
+	return append(v,
 		fleetRatioVerdict(u, "writes per upgrade", fleetWritesTarget, float64(g.Writes), float64(k.Writes), "%.1f", float64(u.Services)),
 		fleetRatioVerdict(u, "operator CPU", fleetCPUTarget, g.CPUSeconds, k.CPUSeconds, "%.1f s", 1))
 }

@@ -145,6 +145,10 @@ func TestRenderUpgradeFleet(t *testing.T) {
 
 func TestFleetVerdicts(t *testing.T) {
 	r := fleetSample()
+	if v := fleetVerdicts(r); len(v) != 1 {
+		t.Errorf("KubeRay run with its defaults (results from before fleetFlags): %+v, want the time alone", v)
+	}
+	r.KubeRay.Flags = fleetFlags(true)
 	if v := fleetVerdicts(r); len(v) != 3 || v[0].Status != "met" || !strings.Contains(v[0].Measured, "0.50× (30.0 s vs 60.0 s)") {
 		t.Errorf("faster than KubeRay: %+v", v)
 	}
@@ -157,6 +161,7 @@ func TestFleetVerdicts(t *testing.T) {
 		t.Errorf("writes 0.95× and CPU 0.875× KubeRay's: %+v", v[1:])
 	}
 	r = fleetSample()
+	r.KubeRay.Flags = fleetFlags(true)
 	r.Raygate.WallSeconds = 90
 	if v := fleetVerdicts(r); v[0].Status != "**missed**" {
 		t.Errorf("slower than KubeRay: %+v", v)
