@@ -202,16 +202,19 @@ func durationOrDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
+// ClusterOfPod is a pod's PodClusterIndex key: its ray.io/cluster label.
+func ClusterOfPod(o client.Object) []string {
+	if c := o.GetLabels()[rayv1.ClusterLabelKey]; c != "" {
+		return []string{c}
+	}
+	return nil
+}
+
 // SetupWithManager registers the controller: RayClusters (spec, label and annotation
 // changes; its own status writes do not trigger it) and the objects it owns, the kinds
 // CacheNeeds declares.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, PodClusterIndex, func(o client.Object) []string {
-		if c := o.GetLabels()[rayv1.ClusterLabelKey]; c != "" {
-			return []string{c}
-		}
-		return nil
-	}); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, PodClusterIndex, ClusterOfPod); err != nil {
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr)

@@ -168,11 +168,16 @@ func (r *Reconciler) applyOne(ctx context.Context, svc *rayv1.RayService, a plan
 			return fmt.Errorf("creating %s %s: %s", kind, a.Object.GetName(), res.Conflict)
 		}
 	case plan.UpdateObject:
+		if r.updated.stale(a.Object) {
+			return nil // decided on a version raygate updated already: it would only conflict
+		}
+		seen := a.Object.GetResourceVersion()
 		if err := r.objects(svc).Update(ctx, a.Object); err != nil {
 			kind := plan.KindOf(a.Object)
 			r.emit(svc, plan.WarningEvent(nil, failedEventReason(kind), "Update"+kind, "updating %s %s: %v", kind, a.Object.GetName(), err))
 			return fmt.Errorf("updating %s %s: %w", kind, a.Object.GetName(), err)
 		}
+		r.updated.remember(a.Object, seen)
 	case plan.DeleteObject:
 		if err := r.objects(svc).Delete(ctx, a.Object); err != nil {
 			kind := plan.KindOf(a.Object)
@@ -264,6 +269,39 @@ func (m *annotationMemo) remember(rc *rayv1.RayCluster, patch []byte) {
 		m.sent = map[types.UID]sentPatch{}
 	}
 	m.sent[rc.UID] = sentPatch{seenVersion: rc.ResourceVersion, patch: string(patch)}
+}
+
+// updateMemo remembers, per object, the resourceVersion an update of raygate's was decided
+// on. A pass whose cache still shows that version (the update's own watch event has not
+// arrived) would decide on what the update replaced, and its update could only conflict:
+// the Service updates of a promotion, decided again one pass later, made a 409 and a Warning
+// event. The watch event of the update brings the next pass. A cache of API facts: losing
+// it costs one conflict.
+type updateMemo struct {
+	mu   sync.Mutex
+	from map[types.UID]string
+}
+
+// stale: obj was read at a version raygate has updated since.
+func (m *updateMemo) stale(obj client.Object) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.from[obj.GetUID()]
+	return ok && v == obj.GetResourceVersion()
+}
+
+// remember notes that obj, read at version seen, was updated (obj holds the answer). An
+// update the API server found unchanged keeps the version: nothing to remember then.
+func (m *updateMemo) remember(obj client.Object, seen string) {
+	if obj.GetUID() == "" || seen == "" || obj.GetResourceVersion() == seen {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.from == nil || len(m.from) >= memoBound {
+		m.from = map[types.UID]string{}
+	}
+	m.from[obj.GetUID()] = seen
 }
 
 // deleteCluster deletes a cluster, and its per-cluster serve Service if the cluster controls

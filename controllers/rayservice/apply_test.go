@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -97,5 +98,43 @@ func TestAnnotateSendsAPatchOncePerObservedVersion(t *testing.T) {
 	seen.ResourceVersion = "9"
 	if err := r.annotate(context.Background(), seen, map[string]string{rayv1.DeleteAfterKey: "2026-01-01T00:01:00Z"}); err != nil || patches != 3 {
 		t.Fatalf("the same patch on a newer version: %d patches, %v", patches, err)
+	}
+}
+
+// An update decided on a version raygate has already updated is not sent: it could only
+// conflict. One decided on the version that update made is.
+func TestUpdateIsNotSentAgainFromTheVersionItReplaced(t *testing.T) {
+	cur := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "llm-serve-svc", UID: "u1"}}
+	updates := 0
+	c := fake.NewClientBuilder().WithScheme(rayscheme.New()).WithObjects(cur).WithInterceptorFuncs(interceptor.Funcs{
+		Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			updates++
+			return cl.Update(ctx, obj, opts...)
+		},
+	}).Build()
+	r := &Reconciler{client: c, apiReader: c}
+	svc := &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "llm"}}
+	read := &corev1.Service{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(cur), read); err != nil {
+		t.Fatal(err)
+	}
+	update := func(from *corev1.Service, selector string) error {
+		want := from.DeepCopy()
+		want.Spec.Selector = map[string]string{rayv1.ClusterLabelKey: selector}
+		return r.applyOne(context.Background(), svc, plan.UpdateObject{Object: want})
+	}
+	if err := update(read, "llm-new"); err != nil || updates != 1 {
+		t.Fatalf("first update: %d updates, %v", updates, err)
+	}
+	// The cache has not caught up: the next pass decides on the version just replaced.
+	if err := update(read, "llm-new"); err != nil || updates != 1 {
+		t.Fatalf("an update from the replaced version: %d updates, %v (want it skipped)", updates, err)
+	}
+	fresh := &corev1.Service{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(cur), fresh); err != nil {
+		t.Fatal(err)
+	}
+	if err := update(fresh, "llm-newer"); err != nil || updates != 2 {
+		t.Fatalf("an update from the current version: %d updates, %v", updates, err)
 	}
 }

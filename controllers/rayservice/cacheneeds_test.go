@@ -18,6 +18,7 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	rayscheme "github.com/raygate/raygate/apis/scheme"
+	"github.com/raygate/raygate/controllers/raycluster"
 	"github.com/raygate/raygate/internal/cacheneeds"
 	"github.com/raygate/raygate/internal/capabilities"
 	"github.com/raygate/raygate/internal/dashboard"
@@ -86,6 +87,7 @@ func TestTheControllerSeesTheSameInSlimPods(t *testing.T) {
 	}
 	newStore := func(objs ...client.Object) client.WithWatch {
 		return fake.NewClientBuilder().WithScheme(rayscheme.New()).WithStatusSubresource(&rayv1.RayService{}, &rayv1.RayCluster{}).
+			WithIndex(&rayv1.RayCluster{}, clusterServiceIndex, serviceOfCluster).WithIndex(&corev1.Pod{}, podClusterIndex, raycluster.ClusterOfPod).
 			WithObjects(objs...).Build()
 	}
 

@@ -113,6 +113,8 @@ type Reconciler struct {
 	taken takenNames
 	// annotated remembers the last annotation patch of each cluster (apply.go).
 	annotated annotationMemo
+	// updated remembers the version each object update was decided on (apply.go).
+	updated updateMemo
 	// gatewayAPI and grpcRouteAPI are Capabilities.GatewayAPI and .GRPCRoute.
 	gatewayAPI   bool
 	grpcRouteAPI bool
@@ -186,6 +188,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// gives the cached object itself, which podToService only reads.
 	clusters, err := headaccess.Setup(mgr, r.dashboards)
 	if err != nil {
+		return err
+	}
+	if err := addIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	r.clusters = clusters

@@ -31,9 +31,7 @@ func (r *Reconciler) observe(ctx context.Context, svc *rayv1.RayService, want *p
 	obs := &plan.Observed{GatewayAPI: r.gatewayAPI, GRPCRouteAPI: r.gatewayAPI && r.grpcRouteAPI, NewClusterName: r.newName(svc.Name), Services: map[string]*corev1.Service{}, ForeignRecords: map[string]string{}}
 	res := observation{Observed: obs, targets: map[string]dashboard.Target{}}
 	var list rayv1.RayClusterList
-	if err := r.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingLabels{
-		rayv1.OriginatedFromCRNameLabelKey: svc.Name, rayv1.OriginatedFromCRDLabelKey: plan.RayServiceKind,
-	}); err != nil {
+	if err := r.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingFields{clusterServiceIndex: svc.Name}); err != nil {
 		return res, fmt.Errorf("listing RayClusters: %w", err)
 	}
 	for i := range list.Items {
@@ -100,7 +98,7 @@ func (r *Reconciler) observe(ctx context.Context, svc *rayv1.RayService, want *p
 func (r *Reconciler) observeCluster(ctx context.Context, svc *rayv1.RayService, v *plan.ClusterView) (*dashboard.Target, error) {
 	rc := v.Cluster
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(rc.Namespace), client.MatchingLabels{rayv1.ClusterLabelKey: rc.Name}); err != nil {
+	if err := r.client.List(ctx, &pods, client.InNamespace(rc.Namespace), client.MatchingFields{podClusterIndex: rc.Name}); err != nil {
 		return nil, fmt.Errorf("listing pods of RayCluster %s: %w", rc.Name, err)
 	}
 	// Pods with the cluster's labels that the cluster does not control are someone else's:

@@ -9,14 +9,17 @@ import (
 	"github.com/raygate/raygate/internal/statuspatch"
 )
 
-// DefaultMessageCoalesce is how long a status change that only rewords the progress
-// messages may wait to be written with the next change. An incremental step passes through
-// several short waits (the route just written, a target capacity not yet taken up), each
-// with its own UpgradeInProgress message; written at once, they cost four status writes per
-// step on top of the three that carry the step (traffic, shrink, grow), and fifty upgrades
-// at once made that a write every second per RayService. Everything else — capacities,
-// traffic, clusters, applications, a condition's status or reason, any condition raygate
-// reads back as a record — is written at once.
+// DefaultMessageCoalesce is how long a status change that only tells progress may wait to be
+// written with the next change. An incremental step passes through several short waits (the
+// route just written, a target capacity not yet taken up), each with its own
+// UpgradeInProgress message; written at once, they cost four status writes per step on top
+// of the three that carry the step (traffic, shrink, grow), and fifty upgrades at once made
+// that a write every second per RayService. Progress is those messages, the copies of the
+// clusters' own statuses (the new cluster's first status and its Ready each cost a write of
+// their own before its config was even submitted) and the serve endpoint count (it drops
+// when the Services leave the old cluster, one pass before the last shrink). Everything
+// else — capacities, traffic, clusters, applications, a condition's status or reason, any
+// condition raygate reads back as a record — is written at once.
 const DefaultMessageCoalesce = 2 * time.Second
 
 // progressConditions are the conditions whose message only tells progress: nothing reads
@@ -26,12 +29,19 @@ var progressConditions = map[string]bool{
 	string(rayv1.UpgradeInProgress): true,
 }
 
-// messagesOnly says whether cur differs from old only in lastUpdateTime and in the messages
-// of progress conditions whose type, status and reason stay (a Ready condition reporting a
-// rejected spec is a record, not progress).
+// messagesOnly says whether cur differs from old only in progress: lastUpdateTime, the
+// messages of progress conditions whose type, status and reason stay (a Ready condition
+// reporting a rejected spec is a record, not progress), the copies of the clusters'
+// statuses and the serve endpoint count. raygate reads none of them back; a cluster's
+// own status says the same, and the Ready condition's reason says whether any endpoint
+// serves.
 func messagesOnly(old, cur *rayv1.RayServiceStatuses) bool {
 	a, b := old.DeepCopy(), cur.DeepCopy()
 	a.LastUpdateTime, b.LastUpdateTime = nil, nil
+	for _, st := range []*rayv1.RayServiceStatuses{a, b} {
+		st.ActiveServiceStatus.RayClusterStatus, st.PendingServiceStatus.RayClusterStatus = rayv1.RayClusterStatus{}, rayv1.RayClusterStatus{}
+		st.NumServeEndpoints = 0
+	}
 	if len(a.Conditions) != len(b.Conditions) {
 		return false
 	}

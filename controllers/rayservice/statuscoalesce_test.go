@@ -46,6 +46,18 @@ func TestMessageWait(t *testing.T) {
 		s.Conditions[1].Message = "shift traffic"
 		s.PendingServiceStatus.TrafficRoutedPercent = ptr.To[int32](20)
 	})
+	clusterCopy := with(func(s *rayv1.RayServiceStatuses) {
+		s.PendingServiceStatus.RayClusterStatus.State = rayv1.Ready
+		s.ActiveServiceStatus.RayClusterStatus.ReadyWorkerReplicas = 3
+	})
+	endpoints := with(func(s *rayv1.RayServiceStatuses) {
+		s.NumServeEndpoints = 1
+		s.Conditions[0].Message = "1 serve endpoint(s) ready"
+	})
+	clusterName := with(func(s *rayv1.RayServiceStatuses) { s.PendingServiceStatus.RayClusterName = "llm-new" })
+	apps := with(func(s *rayv1.RayServiceStatuses) {
+		s.PendingServiceStatus.Applications = map[string]rayv1.AppStatus{"fruit": {Status: rayv1.ApplicationStatusDeploying}}
+	})
 	rejected := &rayv1.RayServiceStatuses{Conditions: []metav1.Condition{{Type: string(rayv1.RayServiceReady), Status: metav1.ConditionFalse, Reason: rayv1.ValidationFailed, Message: "a"}}}
 	rejectedOther := &rayv1.RayServiceStatuses{Conditions: []metav1.Condition{{Type: string(rayv1.RayServiceReady), Status: metav1.ConditionFalse, Reason: rayv1.ValidationFailed, Message: "b"}}}
 
@@ -66,6 +78,10 @@ func TestMessageWait(t *testing.T) {
 		{"a pending time in the future restarts the wait", &base, upgradeMsg, true, t0.Add(time.Hour), t0, window, window},
 		{"a pass with events writes at once", &base, upgradeMsg, false, time.Time{}, t0, window, 0},
 		{"without a window, at once", &base, upgradeMsg, true, time.Time{}, t0, 0, 0},
+		{"a copy of a cluster's status waits", &base, clusterCopy, true, time.Time{}, t0, window, window},
+		{"the serve endpoint count waits", &base, endpoints, true, time.Time{}, t0, window, window},
+		{"a cluster's name at once", &base, clusterName, true, time.Time{}, t0, window, 0},
+		{"applications at once", &base, apps, true, time.Time{}, t0, window, 0},
 		{"the message of a record (UpgradeAction) at once", &base, actionMsg, true, time.Time{}, t0, window, 0},
 		{"a reason at once", &base, reason, true, time.Time{}, t0, window, 0},
 		{"a condition's status at once", &base, status, true, time.Time{}, t0, window, 0},

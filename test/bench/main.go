@@ -54,6 +54,7 @@ type flags struct {
 	quiet       time.Duration
 	admissionN  int
 	fleetSize   int
+	fleetCPU    bool
 	rayJobs     int
 	clusters10k int
 	rayJobMode  string
@@ -82,6 +83,7 @@ func parseFlags() (flags, error) {
 	latencyStages := flag.String("latency-stages", "fast", "kwok pod stages of the latency scenario, each a labelled run (see -stages; general adds about 20 minutes per operator at 50 trials, mostly kwok's own 1-6 s transitions)")
 	flag.IntVar(&f.fleetSize, "fleet-size", 50, "RayServices upgrading at once in the upgrade-fleet scenario")
 	flag.IntVar(&f.clusters10k, "scale-10k-clusters", scale10kClusters, "RayClusters of the scale-10k scenario (not in the default run: -scenarios=scale-10k -partial; a smaller count for a smoke run)")
+	flag.BoolVar(&f.fleetCPU, "fleet-profile", false, "save a CPU profile of raygate over the upgrade-fleet scenario's window (in -out)")
 	flag.IntVar(&f.rayJobs, "rayjobs", defaultRayJobs, "RayJobs of the rayjob scenario")
 	flag.StringVar(&f.rayJobMode, "rayjob-mode", string(defaultRayJobMode), "submissionMode of the rayjob scenario's RayJobs: K8sJobMode or HTTPMode")
 	memorySizes := flag.String("memory-sizes", "500,2000", "numbers of RayClusters of the memory scenario (RSS growth per 1,000 pods between the smallest and the largest)")
@@ -245,7 +247,7 @@ func run() error {
 			res.UpgradeLoad = &r
 			_ = enc.Encode(r)
 		case "upgrade-fleet":
-			r := runUpgradeFleet(ctx, b, f.fleetSize, f.kuberay)
+			r := runUpgradeFleet(ctx, b, f.fleetSize, f.kuberay, f.fleetCPU)
 			res.UpgradeFleet = &r
 			_ = enc.Encode(r)
 		case "rayjob":

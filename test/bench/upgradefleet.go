@@ -7,6 +7,9 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -63,6 +66,11 @@ type fleetResult struct {
 // fleetRun is one operator's upgrade of the fleet.
 type fleetRun struct {
 	Operator string `json:"operator"`
+	// Flags are the flags the scenario gives the operator beyond the harness's own (the
+	// dashboard address): fleetFlags.
+	Flags []string `json:"flags,omitempty"`
+	// ProfileDir holds raygate's CPU profile of the window (-fleet-profile).
+	ProfileDir string `json:"profileDir,omitempty"`
 	// Completed is how many services were promoted to the new cluster before the timeout.
 	Completed int `json:"completed"`
 	// WallSeconds is from the first image change to the last promotion.
@@ -126,25 +134,42 @@ func pacingErrors(obs []trafficShift, interval time.Duration) []float64 {
 	return out
 }
 
-func runUpgradeFleet(ctx context.Context, b *bench, n int, withKubeRay bool) fleetResult {
+// fleetFlags are an operator's flags in the fleet: both with the incremental upgrade's gate
+// (KubeRay's is off by default), raygate with its default reconcile concurrency, and KubeRay
+// on like terms (kubeRayRayJobFlags: raygate's concurrency, a client-side request limit that
+// does not bind).
+func fleetFlags(kuberayOp bool) []string {
+	gate := "--feature-gates=RayServiceIncrementalUpgrade=true"
+	if kuberayOp {
+		return append(kubeRayRayJobFlags(defaultConcurrency()), gate)
+	}
+	return []string{gate}
+}
+
+func runUpgradeFleet(ctx context.Context, b *bench, n int, withKubeRay, profile bool) fleetResult {
 	started := time.Now()
 	steps := int(math.Ceil(100.0 / fleetStep))
 	res := fleetResult{Scenario: "upgrade-fleet", Services: n, MaxSurgePercent: fleetMaxSurge, StepSizePercent: fleetStep,
 		IntervalSeconds: fleetInterval.Seconds(), Steps: steps, TheoreticalSeconds: float64(steps) * fleetInterval.Seconds()}
 	b.logf("upgrade-fleet: %d RayServices (maxSurge %d%%, step %d%%, interval %s)", n, fleetMaxSurge, fleetStep, fleetInterval)
-	res.Raygate = b.upgradeFleet(ctx, n, false, res.TheoreticalSeconds)
+	res.Raygate = b.upgradeFleet(ctx, n, false, profile, res.TheoreticalSeconds)
 	if withKubeRay && ctx.Err() == nil {
-		k := b.upgradeFleet(ctx, n, true, res.TheoreticalSeconds)
+		k := b.upgradeFleet(ctx, n, true, false, res.TheoreticalSeconds)
 		res.KubeRay = &k
 	}
 	res.DurationSeconds = time.Since(started).Seconds()
 	return res
 }
 
-func (b *bench) upgradeFleet(ctx context.Context, n int, kuberayOp bool, theoretical float64) (run fleetRun) {
+func (b *bench) upgradeFleet(ctx context.Context, n int, kuberayOp, profile bool, theoretical float64) (run fleetRun) {
 	run.Operator = "raygate"
 	if kuberayOp {
 		run.Operator = "kuberay"
+	}
+	run.Flags = fleetFlags(kuberayOp)
+	b.logf("upgrade-fleet: %s %s", run.Operator, strings.Join(run.Flags, " "))
+	if profile {
+		run.ProfileDir = filepath.Join(b.outDir, "profile-upgrade-fleet-"+run.Operator)
 	}
 	if err := b.upgradeFleetRun(ctx, n, kuberayOp, theoretical, &run); err != nil {
 		run.Error = err.Error()
@@ -195,9 +220,8 @@ func (b *bench) upgradeFleetRun(ctx context.Context, n int, kuberayOp bool, theo
 			return err
 		}
 		defer proxy.Close()
-		op, err = b.startOperator(ctx, c, operatorOptions{KubeRay: true,
-			ExtraArgs: []string{"--feature-gates=RayServiceIncrementalUpgrade=true"},
-			Env:       proxy.Env()})
+		op, err = b.startOperator(ctx, c, operatorOptions{KubeRay: true, Concurrency: defaultConcurrency(),
+			ExtraArgs: run.Flags, Env: proxy.Env()})
 	} else {
 		l, lerr := net.Listen("tcp", "127.0.0.1:0")
 		if lerr != nil {
@@ -206,10 +230,8 @@ func (b *bench) upgradeFleetRun(ctx context.Context, n int, kuberayOp bool, theo
 		front := &http.Server{Handler: dashboards.Handler(), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = front.Serve(l) }()
 		defer front.Close()
-		op, err = b.startOperator(ctx, c, operatorOptions{Concurrency: defaultConcurrency(), ExtraArgs: []string{
-			"--feature-gates=RayServiceIncrementalUpgrade=true",
-			"--dashboard-url-template=http://" + l.Addr().String() + "/{namespace}/{name}",
-		}})
+		op, err = b.startOperator(ctx, c, operatorOptions{Concurrency: defaultConcurrency(), ExtraArgs: append(slices.Clone(run.Flags),
+			"--dashboard-url-template=http://"+l.Addr().String()+"/{namespace}/{name}")})
 	}
 	if err != nil {
 		return err
@@ -242,6 +264,9 @@ func (b *bench) upgradeFleetRun(ctx context.Context, n int, kuberayOp bool, theo
 	}
 	peak := newPeakSampler(op)
 	defer peak.stop()
+	if run.ProfileDir != "" {
+		defer b.profileFleet(ctx, op, theoretical, run.ProfileDir)()
+	}
 	start := time.Now()
 	changed := make([]time.Time, n)
 	err = parallel(ctx, n, fleetWorkers, func(ctx context.Context, i int) error {
@@ -304,6 +329,27 @@ func (b *bench) upgradeFleetRun(ctx context.Context, n int, kuberayOp bool, theo
 		return fmt.Errorf("the upgrade did not complete: %w", waitErr)
 	}
 	return nil
+}
+
+// profileFleet starts a CPU profile of the operator over the upgrade's theoretical time
+// (the window's busiest part) and returns a wait for it to be saved, to call before the
+// operator stops.
+func (b *bench) profileFleet(ctx context.Context, op *operator, theoretical float64, dir string) (wait func()) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.logf("upgrade-fleet: cpu profile: %v", err)
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		path := filepath.Join(dir, "cpu.pprof")
+		if err := op.cpuProfile(ctx, time.Duration(theoretical)*time.Second, path); err != nil {
+			b.logf("upgrade-fleet: cpu profile: %v", err)
+			return
+		}
+		b.logf("upgrade-fleet: cpu profile in %s", path)
+	}()
+	return func() { <-done }
 }
 
 // httpRouteUpdates counts the writes that change an HTTPRoute's spec (not its status).

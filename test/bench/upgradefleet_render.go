@@ -20,12 +20,12 @@ func renderUpgradeFleet(m *md, u *fleetResult) {
 		"then every service's image changes at once (%d parallel clients) and the clock runs until the last\n"+
 		"service has promoted its new cluster. Each operator runs on its own fresh cluster, minutes apart,\n"+
 		"as its own audited user. raygate (its defaults, `--reconcile-concurrency` %d) reaches the dashboards through `--dashboard-url-template`;\n"+
-		"KubeRay v1.5.1 (`--feature-gates=RayServiceIncrementalUpgrade=true`, otherwise its defaults) through\n"+
+		"KubeRay v1.5.1 (%s) through\n"+
 		"an HTTP_PROXY on loopback that answers its in-cluster dashboard and Serve-proxy calls from the same\n"+
 		"simulators (`internal/testenv/kuberay`). Pacing error is, for every step of every service, the gap\n"+
 		"between two consecutive weight changes of the new cluster in the service's HTTPRoute minus the\n"+
 		"interval. CPU, peak RSS and writes cover the window from the change to the last promotion.",
-		u.Services, u.MaxSurgePercent, u.StepSizePercent, u.IntervalSeconds, fleetDeployDelay, fleetWorkers, defaultConcurrency())
+		u.Services, u.MaxSurgePercent, u.StepSizePercent, u.IntervalSeconds, fleetDeployDelay, fleetWorkers, defaultConcurrency(), fleetKubeRaySettings(u.KubeRay))
 	runs := []*fleetRun{&u.Raygate}
 	header := []string{"", "raygate"}
 	if u.KubeRay != nil {
@@ -83,6 +83,16 @@ func renderUpgradeFleet(m *md, u *fleetResult) {
 	m.p("Scenario duration (both operators, clusters included): %.0f s.", u.DurationSeconds)
 }
 
+// fleetKubeRaySettings says how KubeRay was run: the flags the scenario gave it (results from
+// before fleetFlags name only the gate they had).
+func fleetKubeRaySettings(k *fleetRun) string {
+	if k == nil || len(k.Flags) == 0 {
+		return "`--feature-gates=RayServiceIncrementalUpgrade=true`, otherwise its defaults"
+	}
+	return "`" + strings.Join(k.Flags, " ") + "`: its gate, raygate's concurrency and a\n" +
+		"client-side request limit that does not bind, as raygate has none; KubeRay's defaults are one worker and 100 QPS"
+}
+
 func fleetOperatorLabel(op string) string {
 	if op == "kuberay" {
 		return "KubeRay"
@@ -118,5 +128,29 @@ func fleetVerdicts(u *fleetResult) []verdict {
 		return []verdict{{what, target, fmt.Sprintf("raygate %.1f s; KubeRay promoted %d of %d", g.WallSeconds, k.Completed, u.Services), status(true)}}
 	}
 	r := g.WallSeconds / k.WallSeconds
-	return []verdict{{what, target, fmt.Sprintf("%.2f× (%.1f s vs %.1f s)", r, g.WallSeconds, k.WallSeconds), status(r <= 1)}}
+	v := []verdict{{what, target, fmt.Sprintf("%.2f× (%.1f s vs %.1f s)", r, g.WallSeconds, k.WallSeconds), status(r <= 1)}}
+	if len(k.Flags) == 0 {
+		return v // measured before KubeRay ran on like terms (fleetFlags): no ratio targets
+	}
+	return append(v,
+		fleetRatioVerdict(u, "writes per upgrade", fleetWritesTarget, float64(g.Writes), float64(k.Writes), "%.1f", float64(u.Services)),
+		fleetRatioVerdict(u, "operator CPU", fleetCPUTarget, g.CPUSeconds, k.CPUSeconds, "%.1f s", 1))
+}
+
+// The fleet's targets against KubeRay's (issue 42): writes and CPU per upgrade.
+const (
+	fleetWritesTarget = 0.9
+	fleetCPUTarget    = 0.8
+)
+
+// fleetRatioVerdict holds raygate's figure to target × KubeRay's, both divided by per.
+func fleetRatioVerdict(u *fleetResult, label string, target, g, k float64, format string, per float64) verdict {
+	what := fmt.Sprintf("Upgrade fleet (%d RayServices): %s vs KubeRay", u.Services, label)
+	want := "≤ " + ratioText(target) + "× KubeRay's"
+	if k == 0 {
+		return verdict{what, want, "KubeRay measured none", "not run"}
+	}
+	r := g / k
+	measured := fmt.Sprintf("%.2f× ("+format+" vs "+format+")", r, g/per, k/per)
+	return verdict{what, want, measured, status(r <= target)}
 }

@@ -107,9 +107,12 @@ func fleetSample() *fleetResult {
 
 func TestRenderUpgradeFleet(t *testing.T) {
 	var m md
-	renderUpgradeFleet(&m, fleetSample())
+	sample := fleetSample()
+	sample.KubeRay.Flags = fleetFlags(true)
+	renderUpgradeFleet(&m, sample)
 	out := m.String()
 	for _, want := range []string{
+		"KubeRay v1.5.1 (`--reconcile-concurrency=4 --qps=1000 --burst=2000 --feature-gates=RayServiceIncrementalUpgrade=true`: its gate,",
 		"## 2c. Upgrade fleet",
 		"|  | raygate | KubeRay | raygate ÷ KubeRay |",
 		"theoretical 5 steps × 4 s = 20 s) | 30.0 | 60.0 | 0.50× |",
@@ -142,9 +145,23 @@ func TestRenderUpgradeFleet(t *testing.T) {
 
 func TestFleetVerdicts(t *testing.T) {
 	r := fleetSample()
-	if v := fleetVerdicts(r); len(v) != 1 || v[0].Status != "met" || !strings.Contains(v[0].Measured, "0.50× (30.0 s vs 60.0 s)") {
+	if v := fleetVerdicts(r); len(v) != 1 {
+		t.Errorf("KubeRay run with its defaults (results from before fleetFlags): %+v, want the time alone", v)
+	}
+	r.KubeRay.Flags = fleetFlags(true)
+	if v := fleetVerdicts(r); len(v) != 3 || v[0].Status != "met" || !strings.Contains(v[0].Measured, "0.50× (30.0 s vs 60.0 s)") {
 		t.Errorf("faster than KubeRay: %+v", v)
 	}
+	// Writes 1000 vs 2000 over 50 services, CPU 4 s vs 8 s.
+	if v := fleetVerdicts(r); v[1].Status != "met" || v[1].Measured != "0.50× (20.0 vs 40.0)" || v[2].Status != "met" || v[2].Measured != "0.50× (4.0 s vs 8.0 s)" {
+		t.Errorf("writes and CPU within the targets: %+v", v[1:])
+	}
+	r.Raygate.CPUSeconds, r.Raygate.Writes = 7, 1900
+	if v := fleetVerdicts(r); v[1].Status != "**missed**" || v[2].Status != "**missed**" || v[2].Target != "≤ 0.8× KubeRay's" {
+		t.Errorf("writes 0.95× and CPU 0.875× KubeRay's: %+v", v[1:])
+	}
+	r = fleetSample()
+	r.KubeRay.Flags = fleetFlags(true)
 	r.Raygate.WallSeconds = 90
 	if v := fleetVerdicts(r); v[0].Status != "**missed**" {
 		t.Errorf("slower than KubeRay: %+v", v)
