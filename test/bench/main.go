@@ -8,6 +8,7 @@
 //	go run ./test/bench -scenarios upgrade-load -docs /tmp/bench/benchmarks.md   # leaves docs/ alone
 //	go run ./test/bench -scenarios upgrade-fleet -fleet-size 5 -docs /tmp/fleet.md
 //	go run ./test/bench -scenarios rayjob -rayjobs 50 -docs /tmp/rayjob.md
+//	go run ./test/bench -scenarios restart -restart-clusters 50 -restart-services 5 -docs /tmp/restart.md
 //	go run ./test/bench -report-only   # re-render docs/benchmarks.md from the saved results
 package main
 
@@ -55,6 +56,8 @@ type flags struct {
 	fleetSize   int
 	rayJobs     int
 	rayJobMode  string
+	restartRCs  int
+	restartSvcs int
 	docs        string
 	reportOnly  bool
 	keepLogs    bool
@@ -71,7 +74,9 @@ type flags struct {
 
 func parseFlags() (flags, error) {
 	var f flags
-	scenarios := flag.String("scenarios", "scale,loaded,upgrade,upgrade-load,upgrade-fleet,rayjob,admission,noise,memory", "comma-separated scenarios: scale, loaded (scale at 100 with a CPU hog), upgrade, upgrade-load, upgrade-fleet (many RayServices upgrading at once, raygate and KubeRay), rayjob (many short RayJobs, raygate and KubeRay), admission, noise, memory")
+	scenarios := flag.String("scenarios", "scale,loaded,upgrade,upgrade-load,upgrade-fleet,rayjob,restart,admission,noise,memory", "comma-separated scenarios: scale, loaded (scale at 100 with a CPU hog), upgrade, upgrade-load, upgrade-fleet (many RayServices upgrading at once, raygate and KubeRay), rayjob (many short RayJobs, raygate and KubeRay), restart (SIGKILL and leader handover with a converged fleet, raygate and KubeRay), admission, noise, memory")
+	flag.IntVar(&f.restartRCs, "restart-clusters", defaultRestartClusters, "RayClusters of the restart scenario")
+	flag.IntVar(&f.restartSvcs, "restart-services", defaultRestartServices, "RayServices of the restart scenario")
 	flag.IntVar(&f.fleetSize, "fleet-size", 50, "RayServices upgrading at once in the upgrade-fleet scenario")
 	flag.IntVar(&f.rayJobs, "rayjobs", defaultRayJobs, "RayJobs of the rayjob scenario")
 	flag.StringVar(&f.rayJobMode, "rayjob-mode", string(defaultRayJobMode), "submissionMode of the rayjob scenario's RayJobs: K8sJobMode or HTTPMode")
@@ -107,6 +112,9 @@ func parseFlags() (flags, error) {
 	if f.fleetSize < 1 {
 		return f, fmt.Errorf("-fleet-size: %d is not a positive integer", f.fleetSize)
 	}
+	if f.restartRCs < 1 || f.restartSvcs < 0 {
+		return f, fmt.Errorf("-restart-clusters %d, -restart-services %d: need at least one RayCluster and no negative count", f.restartRCs, f.restartSvcs)
+	}
 	if f.rayJobs < 1 {
 		return f, fmt.Errorf("-rayjobs: %d is not a positive integer", f.rayJobs)
 	}
@@ -125,7 +133,7 @@ func parseFlags() (flags, error) {
 	}
 	for _, s := range f.scenarios {
 		switch s {
-		case "scale", "loaded", "upgrade", "upgrade-load", "upgrade-fleet", "rayjob", "admission", "noise", "memory":
+		case "scale", "loaded", "upgrade", "upgrade-load", "upgrade-fleet", "rayjob", "restart", "admission", "noise", "memory":
 		default:
 			return f, fmt.Errorf("unknown scenario %q", s)
 		}
@@ -230,6 +238,10 @@ func run() error {
 			r := runRayJobs(ctx, b, f.rayJobs, rayv1.JobSubmissionMode(f.rayJobMode), f.kuberay)
 			res.RayJob = &r
 			_ = enc.Encode(r.line())
+		case "restart":
+			r := runRestart(ctx, b, f.restartRCs, f.restartSvcs, f.kuberay)
+			res.Restart = &r
+			_ = enc.Encode(r)
 		case "admission":
 			r := runAdmission(ctx, b, f.admissionN)
 			res.Admission = &r

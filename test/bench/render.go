@@ -68,6 +68,7 @@ func renderReport(r *results, analysis, assets string) string {
 	renderUpgradeLoad(&m, r.UpgradeLoad)
 	renderUpgradeFleet(&m, r.UpgradeFleet)
 	renderRayJob(&m, r.RayJob)
+	renderRestart(&m, r.Restart)
 	renderAdmission(&m, r.Admission)
 	renderNoise(&m, r.Noise)
 	renderMemory(&m, r.Memory)

@@ -25,6 +25,7 @@ type results struct {
 	UpgradeLoad     *upgradeLoadResult `json:"upgradeLoad,omitempty"`
 	UpgradeFleet    *fleetResult       `json:"upgradeFleet,omitempty"`
 	RayJob          *rayJobResult      `json:"rayJob,omitempty"`
+	Restart         *restartResult     `json:"restart,omitempty"`
 	Admission       *admissionResult   `json:"admission,omitempty"`
 	Noise           *noiseResult       `json:"noise,omitempty"`
 	Memory          *memoryResult      `json:"memory,omitempty"`
@@ -65,6 +66,8 @@ func overlay(saved, run *results, scenarios []string) *results {
 			out.UpgradeFleet = run.UpgradeFleet
 		case "rayjob":
 			out.RayJob = run.RayJob
+		case "restart":
+			out.Restart = run.Restart
 		case "admission":
 			out.Admission = run.Admission
 		case "noise":
