@@ -190,10 +190,10 @@ func TestRestartVerdicts(t *testing.T) {
 	if v[1].Status != "met" || !strings.HasPrefix(v[1].What, "Writes after a leader handover") {
 		t.Errorf("handover row: %+v", v[1])
 	}
-	// One write for a converged object misses the target.
-	r.Raygate.Kill.Writes, r.Raygate.Kill.StatusWrites = 1, 1
-	if v := restartVerdicts(r); v[0].Status != "**missed**" || !strings.HasPrefix(v[0].Measured, "raygate 1 (1 status") {
-		t.Errorf("a status write passed: %+v", v[0])
+	// One write for a converged object misses the target, whatever it is.
+	r.Raygate.Kill.Writes = 1
+	if v := restartVerdicts(r); v[0].Status != "**missed**" || !strings.HasPrefix(v[0].Measured, "raygate 1 (0 status") {
+		t.Errorf("an event passed: %+v", v[0])
 	}
 	// A run that failed is not measured, never met; nor a handover that never ran.
 	r.Raygate.Kill.Error = "the Lease still names x"
