@@ -5,17 +5,23 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/kuberay"
 	"github.com/raygate/raygate/internal/testenv/kwokcluster"
 	"github.com/raygate/raygate/internal/testenv/raysim"
+	"github.com/raygate/raygate/internal/testenv/tools"
 	"github.com/raygate/raygate/test/builders"
 )
 
@@ -194,6 +200,11 @@ func (b *bench) restartSideRun(ctx context.Context, clusters, services int, kube
 		}
 	}()
 
+	if !kuberayOp {
+		if err := leaderElectionRBAC(ctx, cl); err != nil {
+			return err
+		}
+	}
 	first, err := b.startRestartOperator(ctx, c, ro, 1)
 	if err != nil {
 		return err
@@ -226,6 +237,30 @@ func (b *bench) restartSideRun(ctx context.Context, clusters, services int, kube
 		return fmt.Errorf("handover: %w", err)
 	}
 	return nil
+}
+
+// leaderElectionRBAC applies config/rbac/leader_election_role.yaml in the Lease's namespace
+// and binds it to the operator's user, as the chart does in its release namespace (the
+// generated ClusterRole has no Lease rule: leader election is namespaced).
+func leaderElectionRBAC(ctx context.Context, cl client.Client) error {
+	path := filepath.Join(tools.RepoRoot(), "config", "rbac", "leader_election_role.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var role rbacv1.Role
+	if err := yaml.Unmarshal(data, &role); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	role.Namespace = restartLeaseNamespace
+	if err := cl.Create(ctx, &role); err != nil {
+		return err
+	}
+	return cl.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-" + role.Name, Namespace: restartLeaseNamespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: operatorUser}},
+	})
 }
 
 // startRestartOperator starts the side's i-th operator process with its own log.

@@ -164,13 +164,14 @@ func restartSample() *restartResult {
 		return &restartRun{ReadySeconds: 1, LeadSeconds: lead, ReconciledSeconds: rec, Writes: n, WritesByKind: writes,
 			StatusWrites: status, PodWrites: pods, LeaseWrites: 6, CPUSeconds: 3, PeakRSSMB: 60}
 	}
+	standby := func(r *restartRun) *restartRun { r.ReadySeconds = 0; return r }
 	return &restartResult{
 		Scenario: "restart", Clusters: 50, Services: 5, QuietSeconds: 30,
 		Raygate: restartSide{Operator: "raygate", BringUpSeconds: 20, SettledQuiet: true,
-			Kill: run(16.5, 17.2, nil, 0, 0), Handover: run(2.1, 2.6, nil, 0, 0)},
+			Kill: run(16.5, 17.2, nil, 0, 0), Handover: standby(run(2.1, 2.6, nil, 0, 0))},
 		KubeRay: &restartSide{Operator: "kuberay", Flags: []string{"--enable-leader-election=true"}, BringUpSeconds: 30, SettledQuiet: true,
 			Kill:     run(17, 18, map[string]int{"create events": 55, "update rayservices/status": 5}, 5, 0),
-			Handover: run(16, 17, map[string]int{"create events": 55}, 0, 0)},
+			Handover: standby(run(16, 17, map[string]int{"create events": 55}, 0, 0))},
 	}
 }
 
@@ -220,6 +221,8 @@ func TestRenderRestart(t *testing.T) {
 		"| **signal → leads again, s** | 16.5 | 17.0 | 0.97× |",
 		"| **writes** (leases apart) | 0 | 60 | 0.00× |",
 		"| **SIGKILL and a new process** |  |  |  |",
+		"| signal → new process ready, s | 1.0 | 1.0 | – |",
+		"| signal → new process ready, s | – | – | – |", // the standby was ready before
 		"| of which status writes | 0 | 5 | – |",
 		"KubeRay's writes after the SIGKILL and a new process: create events 55, update rayservices/status 5.",
 		"raygate's writes after the leader handover (SIGTERM, standby takes over): none.",
