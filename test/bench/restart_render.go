@@ -80,7 +80,9 @@ func renderRestart(m *md, r *restartResult) {
 		"own (the Lease and the events recorded on it) are counted apart. In the handover the old leader's\n"+
 		"last requests fall in the window too (the same user): its Lease release. CPU is the new leader's\n"+
 		"in the window (the SIGKILL's new process: its whole life); peak RSS its VmHWM. Each operator runs\n"+
-		"on its own fresh cluster, leader election on, as its own audited user; KubeRay with `%s`.",
+		"on its own fresh cluster (fast pod stages; pod IPs only written, as in the scale scenario: raygate\n"+
+		"reaches the simulators through `--dashboard-url-template`, KubeRay through an HTTP_PROXY that answers\n"+
+		"its in-cluster calls from them), leader election on, as its own audited user; KubeRay with `%s`.",
 		r.Clusters, workersPer, r.Services, restartSettle, r.QuietSeconds, strings.Join(restartKubeRayFlags(r), " "))
 	sides := []*restartSide{&r.Raygate}
 	header := []string{"", "raygate"}
