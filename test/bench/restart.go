@@ -67,11 +67,14 @@ type restartSide struct {
 	Lease    string   `json:"lease"`
 	// BringUpSeconds is from the first create to every object converged; SettledQuiet says
 	// whether the operator then wrote nothing (leases aside) for restartSettle before the kill.
-	BringUpSeconds float64     `json:"bringUpSeconds"`
-	SettledQuiet   bool        `json:"settledQuiet"`
-	Kill           *restartRun `json:"kill,omitempty"`
-	Handover       *restartRun `json:"handover,omitempty"`
-	Error          string      `json:"error,omitempty"`
+	BringUpSeconds float64 `json:"bringUpSeconds"`
+	SettledQuiet   bool    `json:"settledQuiet"`
+	// ExtraClusters are RayClusters beyond one per object still there when the leader was
+	// killed (after waiting restartSettleTimeout for them to go).
+	ExtraClusters int         `json:"extraClusters,omitempty"`
+	Kill          *restartRun `json:"kill,omitempty"`
+	Handover      *restartRun `json:"handover,omitempty"`
+	Error         string      `json:"error,omitempty"`
 }
 
 // restartRun is one change of leader: a SIGKILLed operator replaced by a new process, or a
@@ -92,6 +95,9 @@ type restartRun struct {
 	StatusWrites int            `json:"statusWrites"`
 	PodWrites    int            `json:"podWrites"`
 	LeaseWrites  int            `json:"leaseWrites"`
+	// ServeSubmissions are serve configs the simulated dashboards accepted in the window:
+	// a converged fleet needs none.
+	ServeSubmissions int `json:"serveSubmissions"`
 	// CPUSeconds is the new leader's CPU over the window; PeakRSSMB its VmHWM.
 	CPUSeconds float64 `json:"cpuSeconds"`
 	PeakRSSMB  float64 `json:"peakRSSMB"`
@@ -111,11 +117,17 @@ func runRestart(ctx context.Context, b *bench, clusters, services int, withKubeR
 	return res
 }
 
-// restartOperator is how one side starts its operator processes.
+// restartOperator is how one side starts its operator processes, and what it watches them with.
 type restartOperator struct {
 	name  string
 	lease string
 	opts  operatorOptions
+
+	c      *kwokcluster.Cluster
+	leases *leaseWatch
+	tail   *auditTail
+	subs   *submissionLog
+	want   map[string]int // controller → objects it must reconcile
 }
 
 func (b *bench) restartSide(ctx context.Context, clusters, services int, kuberayOp bool) (side restartSide) {
@@ -209,30 +221,37 @@ func (b *bench) restartSideRun(ctx context.Context, clusters, services int, kube
 	if err != nil {
 		return err
 	}
-	leases := leaseWatch{cl: cl, name: ro.lease}
-	if _, err := leases.waitHolder(ctx, c, "", restartLeaderTimeout); err != nil {
+	ro.c, ro.leases, ro.tail, ro.subs = c, &leaseWatch{cl: cl, name: ro.lease}, &auditTail{path: c.AuditLogPath}, &submissionLog{}
+	ro.want = map[string]int{"raycluster": objects, "rayservice": services}
+	dashboards.OnSubmit(ro.subs.add)
+	if _, err := ro.leases.waitHolder(ctx, c, "", restartLeaderTimeout); err != nil {
 		return fmt.Errorf("the first %s never led: %w", side.Operator, err)
 	}
-	tail := &auditTail{path: c.AuditLogPath}
 	if side.BringUpSeconds, err = bringUpFleet(ctx, runCtx, c, cl, cfg, nss, clusters, services, first); err != nil {
 		return err
 	}
-	b.logf("restart: %s: %d RayClusters and %d RayServices converged in %.1fs; waiting for %s without writes", side.Operator, clusters, services, side.BringUpSeconds, restartSettle)
-	if side.SettledQuiet, err = tail.waitQuiet(ctx, ro.lease, restartSettle, restartSettleTimeout); err != nil {
+	// A cluster left over from the bring-up (a RayService's superseded cluster waits out its
+	// deletion delay) would be deleted in the measured window: wait for it to go.
+	extra, err := waitClusterCount(ctx, cl, objects, restartSettleTimeout)
+	if err != nil {
+		return err
+	}
+	side.ExtraClusters = extra
+	b.logf("restart: %s: %d RayClusters and %d RayServices converged in %.1fs (%d extra clusters); waiting for %s without writes", side.Operator, clusters, services, side.BringUpSeconds, extra, restartSettle)
+	if side.SettledQuiet, err = ro.tail.waitQuiet(ctx, ro.lease, restartSettle, restartSettleTimeout); err != nil {
 		return err
 	}
 
-	want := map[string]int{"raycluster": objects, "rayservice": services}
 	kill := &restartRun{}
 	side.Kill = kill
-	second, err := b.killAndRestart(ctx, c, ro, first, &leases, tail, want, kill)
+	second, err := b.killAndRestart(ctx, ro, first, kill)
 	if err != nil {
 		kill.Error = err.Error()
 		return fmt.Errorf("SIGKILL and restart: %w", err)
 	}
 	handover := &restartRun{}
 	side.Handover = handover
-	if err := b.handOver(ctx, c, ro, &leases, tail, second, want, handover); err != nil {
+	if err := b.handOver(ctx, ro, second, handover); err != nil {
 		handover.Error = err.Error()
 		return fmt.Errorf("handover: %w", err)
 	}
@@ -318,8 +337,8 @@ func bringUpFleet(ctx, trackCtx context.Context, c *kwokcluster.Cluster, cl clie
 }
 
 // killAndRestart SIGKILLs the leader, starts a new process at once and measures it.
-func (b *bench) killAndRestart(ctx context.Context, c *kwokcluster.Cluster, ro restartOperator, dead *operator, leases *leaseWatch, tail *auditTail, want map[string]int, run *restartRun) (*operator, error) {
-	old, err := leases.holder(ctx)
+func (b *bench) killAndRestart(ctx context.Context, ro restartOperator, dead *operator, run *restartRun) (*operator, error) {
+	old, err := ro.leases.holder(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -327,25 +346,25 @@ func (b *bench) killAndRestart(ctx context.Context, c *kwokcluster.Cluster, ro r
 	if err := dead.proc.Kill(); err != nil {
 		return nil, err
 	}
-	op, err := b.startRestartOperator(ctx, c, ro, 2)
+	op, err := b.startRestartOperator(ctx, ro.c, ro, 2)
 	if err != nil {
 		return nil, err
 	}
 	run.ReadySeconds = time.Since(killed).Seconds()
-	return op, b.measureLeader(ctx, c, op, leases, tail, old, killed, want, run, 0)
+	return op, b.measureLeader(ctx, ro, op, old, killed, run, 0)
 }
 
 // handOver starts a standby, SIGTERMs the leader and measures the standby taking over.
-func (b *bench) handOver(ctx context.Context, c *kwokcluster.Cluster, ro restartOperator, leases *leaseWatch, tail *auditTail, leader *operator, want map[string]int, run *restartRun) error {
-	standby, err := b.startRestartOperator(ctx, c, ro, 3)
+func (b *bench) handOver(ctx context.Context, ro restartOperator, leader *operator, run *restartRun) error {
+	standby, err := b.startRestartOperator(ctx, ro.c, ro, 3)
 	if err != nil {
 		return err
 	}
 	// The standby's caches sync before it may lead; let it settle like the fleet did.
-	if _, err := tail.waitQuiet(ctx, ro.lease, restartSettle, restartSettleTimeout); err != nil {
+	if _, err := ro.tail.waitQuiet(ctx, ro.lease, restartSettle, restartSettleTimeout); err != nil {
 		return err
 	}
-	old, err := leases.holder(ctx)
+	old, err := ro.leases.holder(ctx)
 	if err != nil {
 		return err
 	}
@@ -356,7 +375,7 @@ func (b *bench) handOver(ctx context.Context, c *kwokcluster.Cluster, ro restart
 	termed := time.Now()
 	stopped := make(chan error, 1)
 	go func() { stopped <- leader.proc.Stop(time.Minute) }()
-	err = b.measureLeader(ctx, c, standby, leases, tail, old, termed, want, run, before.CPUSeconds)
+	err = b.measureLeader(ctx, ro, standby, old, termed, run, before.CPUSeconds)
 	if serr := <-stopped; err == nil && serr != nil {
 		err = serr
 	}
@@ -366,8 +385,9 @@ func (b *bench) handOver(ctx context.Context, c *kwokcluster.Cluster, ro restart
 // measureLeader waits until op leads (the Lease names someone other than old) and has
 // reconciled every object, keeps counting for restartQuiet, then reads its usage and the
 // writes since the signal.
-func (b *bench) measureLeader(ctx context.Context, c *kwokcluster.Cluster, op *operator, leases *leaseWatch, tail *auditTail, old string, signalled time.Time, want map[string]int, run *restartRun, cpuBefore float64) error {
-	if _, err := leases.waitHolder(ctx, c, old, restartLeaderTimeout); err != nil {
+func (b *bench) measureLeader(ctx context.Context, ro restartOperator, op *operator, old string, signalled time.Time, run *restartRun, cpuBefore float64) error {
+	c, want := ro.c, ro.want
+	if _, err := ro.leases.waitHolder(ctx, c, old, restartLeaderTimeout); err != nil {
 		return err
 	}
 	run.LeadSeconds = time.Since(signalled).Seconds()
@@ -397,9 +417,10 @@ func (b *bench) measureLeader(ctx context.Context, c *kwokcluster.Cluster, op *o
 	if err != nil {
 		return err
 	}
-	w := splitRestartWrites(window(reqs, signalled, end), leases.name)
+	w := splitRestartWrites(window(reqs, signalled, end), ro.lease)
 	run.Writes, run.WritesByKind, run.StatusWrites, run.PodWrites, run.LeaseWrites = w.Objects.Writes, w.Objects.WritesByKind, w.Status, w.Pods, w.Lease
-	tail.skip() // the next settle starts from here
+	run.ServeSubmissions = ro.subs.since(signalled)
+	ro.tail.skip() // the next settle starts from here
 	return nil
 }
 

@@ -77,7 +77,8 @@ func renderRestart(m *md, r *restartResult) {
 		"\"reconciled\" is when the new leader's `controller_runtime_reconcile_total` reached the objects\n"+
 		"(raycluster: the RayClusters and the services' clusters; rayservice: the RayServices). Writes are\n"+
 		"the operator user's from the signal to %.0f s after that, from the audit log; leader election's\n"+
-		"own (the Lease and the events recorded on it) are counted apart. In the handover the old leader's\n"+
+		"own (the Lease and the events recorded on it) are counted apart, as are the serve configs the\n"+
+		"simulated dashboards accepted in the window. In the handover the old leader's\n"+
 		"last requests fall in the window too (the same user): its Lease release. CPU is the new leader's\n"+
 		"in the window (the SIGKILL's new process: its whole life); peak RSS its VmHWM. Each operator runs\n"+
 		"on its own fresh cluster (fast pod stages; pod IPs only written, as in the scale scenario: raygate\n"+
@@ -135,6 +136,7 @@ func renderRestart(m *md, r *restartResult) {
 			row("of which status writes", of(func(r *restartRun) float64 { return float64(r.StatusWrites) }), n, false),
 			row("of which pod writes", of(func(r *restartRun) float64 { return float64(r.PodWrites) }), n, false),
 			row("Lease and leader election event writes", of(func(r *restartRun) float64 { return float64(r.LeaseWrites) }), n, false),
+			row("serve configs submitted again", of(func(r *restartRun) float64 { return float64(r.ServeSubmissions) }), n, false),
 			row("new leader's CPU s", of(func(r *restartRun) float64 { return r.CPUSeconds }), f1, true),
 			row("new leader's peak RSS MB", of(func(r *restartRun) float64 { return r.PeakRSSMB }), f1, true),
 		)
@@ -146,6 +148,10 @@ func renderRestart(m *md, r *restartResult) {
 	}
 	m.table(header, rows)
 	for _, s := range sides {
+		if s.ExtraClusters > 0 {
+			m.p("%s still had %d RayClusters beyond one per object %s after the fleet converged; they were there when it was killed.",
+				fleetOperatorLabel(s.Operator), s.ExtraClusters, restartSettleTimeout)
+		}
 		if !s.SettledQuiet && s.Error == "" {
 			m.p("%s was still writing %s after the fleet converged and was killed anyway.", fleetOperatorLabel(s.Operator), restartSettleTimeout)
 		}

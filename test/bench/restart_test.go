@@ -6,9 +6,13 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/raygate/raygate/internal/testenv/raysim"
 )
 
 func TestSplitRestartWrites(t *testing.T) {
@@ -214,6 +218,7 @@ func TestRenderRestart(t *testing.T) {
 		t.Errorf("results without the scenario render a section: %q", m.String())
 	}
 	r := restartSample()
+	r.KubeRay.Kill.ServeSubmissions, r.KubeRay.ExtraClusters = 5, 1
 	renderRestart(&m, r)
 	out := m.String()
 	for _, want := range []string{
@@ -224,6 +229,8 @@ func TestRenderRestart(t *testing.T) {
 		"| signal → new process ready, s | 1.0 | 1.0 | – |",
 		"| signal → new process ready, s | – | – | – |", // the standby was ready before
 		"| of which status writes | 0 | 5 | – |",
+		"| serve configs submitted again | 0 | 5 | – |",
+		"KubeRay still had 1 RayClusters beyond one per object",
 		"KubeRay's writes after the SIGKILL and a new process: create events 55, update rayservices/status 5.",
 		"raygate's writes after the leader handover (SIGTERM, standby takes over): none.",
 		"KubeRay with `--enable-leader-election=true`",
@@ -253,5 +260,20 @@ func TestRestartOverlay(t *testing.T) {
 	}
 	if got := overlay(saved, &results{}, []string{"scale"}); got.Restart != saved.Restart {
 		t.Error("another scenario's partial run dropped the saved restart figures")
+	}
+}
+
+func TestSubmissionLogSince(t *testing.T) {
+	var l submissionLog
+	l.add(types.NamespacedName{}, raysim.Submission{})
+	mid := time.Now()
+	time.Sleep(time.Millisecond)
+	l.add(types.NamespacedName{}, raysim.Submission{})
+	l.add(types.NamespacedName{}, raysim.Submission{})
+	if got := l.since(mid); got != 2 {
+		t.Errorf("since(mid) = %d, want 2", got)
+	}
+	if got := l.since(time.Time{}); got != 3 {
+		t.Errorf("since(zero) = %d, want 3", got)
 	}
 }

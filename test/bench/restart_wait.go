@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/kwokcluster"
+	"github.com/raygate/raygate/internal/testenv/raysim"
 )
 
 // leaseWatch reads an operator's leader election Lease with the benchmark's client (not
@@ -143,6 +147,53 @@ func (t *auditTail) waitQuiet(ctx context.Context, lease string, quiet, timeout 
 		case <-ctx.Done():
 			return false, ctx.Err()
 		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// submissionLog records when the simulated dashboards accepted a serve config.
+type submissionLog struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (l *submissionLog) add(types.NamespacedName, raysim.Submission) {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.at = append(l.at, now)
+}
+
+// since counts the submissions at or after t.
+func (l *submissionLog) since(t time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, at := range l.at {
+		if !at.Before(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitClusterCount waits up to timeout until there are at most want RayClusters and
+// returns how many there are beyond want.
+func waitClusterCount(ctx context.Context, cl client.Client, want int, timeout time.Duration) (int, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		var list rayv1.RayClusterList
+		if err := cl.List(ctx, &list); err != nil {
+			return 0, err
+		}
+		extra := len(list.Items) - want
+		if extra <= 0 || time.Now().After(deadline) {
+			return max(extra, 0), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Second):
 		}
 	}
 }
