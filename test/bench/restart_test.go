@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,10 +10,14 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/testenv/raysim"
+	"github.com/raygate/raygate/test/builders"
 )
 
 func TestSplitRestartWrites(t *testing.T) {
@@ -275,5 +280,21 @@ func TestSubmissionLogSince(t *testing.T) {
 	}
 	if got := l.since(time.Time{}); got != 3 {
 		t.Errorf("since(zero) = %d, want 3", got)
+	}
+}
+
+func TestWaitClusterCount(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := rayv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		builders.RayCluster("a", "ns").Obj(), builders.RayCluster("b", "ns").Obj(), builders.RayCluster("c", "other").Obj()).Build()
+	if extra, err := waitClusterCount(context.Background(), cl, 3, time.Minute); err != nil || extra != 0 {
+		t.Errorf("as many as wanted: %d, %v", extra, err)
+	}
+	// One left over: reported once the wait is over, not an error.
+	if extra, err := waitClusterCount(context.Background(), cl, 2, 0); err != nil || extra != 1 {
+		t.Errorf("one extra: %d, %v", extra, err)
 	}
 }
