@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +39,9 @@ func (r *Reconciler) observe(ctx context.Context, svc *rayv1.RayService, want *p
 		if metav1.IsControlledBy(&list.Items[i], svc) {
 			obs.Clusters = append(obs.Clusters, &plan.ClusterView{Cluster: &list.Items[i]})
 		}
+	}
+	if err := r.observeUncachedNamed(ctx, svc, obs); err != nil {
+		return res, err
 	}
 	sort.Slice(obs.Clusters, func(i, j int) bool { return obs.Clusters[i].Cluster.Name < obs.Clusters[j].Cluster.Name })
 
@@ -90,6 +94,42 @@ func (r *Reconciler) observe(ctx context.Context, svc *rayv1.RayService, want *p
 		}
 	}
 	return res, nil
+}
+
+// observeUncachedNamed reads from the API server each cluster the status names that the
+// cache lacks. Right after raygate creates a cluster and records its name, the cache may not
+// have it yet (its watch event lags on a loaded API server); taken as gone, it would be
+// forgotten, a second cluster created and the first retired. A cluster deleted by hand costs
+// one read in the pass that forgets it.
+func (r *Reconciler) observeUncachedNamed(ctx context.Context, svc *rayv1.RayService, obs *plan.Observed) error {
+	if r.apiReader == nil {
+		return nil
+	}
+	listed := func(name string) bool {
+		for _, v := range obs.Clusters {
+			if v.Cluster.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	for _, name := range []string{svc.Status.ActiveServiceStatus.RayClusterName, svc.Status.PendingServiceStatus.RayClusterName} {
+		if name == "" || listed(name) {
+			continue
+		}
+		rc := &rayv1.RayCluster{}
+		err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: name}, rc)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading RayCluster %s, named in the status but not cached yet: %w", name, err)
+		}
+		if metav1.IsControlledBy(rc, svc) {
+			obs.Clusters = append(obs.Clusters, &plan.ClusterView{Cluster: rc})
+		}
+	}
+	return nil
 }
 
 // observeCluster reads the pods a cluster controls and, once its head pod is ready, what

@@ -42,6 +42,7 @@ type request struct {
 	Agent    string    // the client program: the user agent up to its first '/'
 	Verb     string    // get, list, watch, create, update, patch, delete, deletecollection
 	Resource string    // e.g. "pods", "rayclusters/status"
+	Name     string    // the object's name; empty for lists, watches and collections
 	Code     int       // HTTP status code (0 for a watch still open)
 	Time     time.Time // when the API server received it
 }
@@ -66,6 +67,7 @@ type auditEvent struct {
 	ObjectRef *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
+		Name        string `json:"name"`
 	} `json:"objectRef"`
 	ResponseStatus *struct {
 		Code int `json:"code"`
@@ -97,7 +99,7 @@ func parseAudit(r io.Reader, user string) ([]request, error) {
 		agent, _, _ := strings.Cut(ev.UserAgent, "/")
 		req := request{Agent: agent, Verb: ev.Verb, Time: ev.RequestReceivedTimestamp}
 		if ev.ObjectRef != nil {
-			req.Resource = ev.ObjectRef.Resource
+			req.Resource, req.Name = ev.ObjectRef.Resource, ev.ObjectRef.Name
 			if ev.ObjectRef.Subresource != "" {
 				req.Resource += "/" + ev.ObjectRef.Subresource
 			}

@@ -9,6 +9,7 @@
 //	go run ./test/bench -scenarios upgrade-fleet -fleet-size 5 -docs /tmp/fleet.md
 //	go run ./test/bench -scenarios rayjob -rayjobs 50 -docs /tmp/rayjob.md
 //	go run ./test/bench -scenarios latency -latency-trials 5 -partial -docs /tmp/latency.md
+//	go run ./test/bench -scenarios restart -restart-clusters 50 -restart-services 5 -docs /tmp/restart.md
 //	go run ./test/bench -report-only   # re-render docs/benchmarks.md from the saved results
 package main
 
@@ -58,6 +59,8 @@ type flags struct {
 	rayJobs     int
 	clusters10k int
 	rayJobMode  string
+	restartRCs  int
+	restartSvcs int
 	docs        string
 	reportOnly  bool
 	keepLogs    bool
@@ -78,9 +81,11 @@ type flags struct {
 
 func parseFlags() (flags, error) {
 	var f flags
-	scenarios := flag.String("scenarios", "scale,loaded,upgrade,upgrade-load,upgrade-fleet,rayjob,admission,latency,noise,memory", "comma-separated scenarios: scale, scale-10k (not in the default: 10,000 RayClusters, raygate and KubeRay), loaded (scale at 100 with a CPU hog), upgrade, upgrade-load, upgrade-fleet (many RayServices upgrading at once, raygate and KubeRay), rayjob (many short RayJobs, raygate and KubeRay), admission, latency (one RayCluster at a time, raygate and KubeRay), noise, memory")
+	scenarios := flag.String("scenarios", "scale,loaded,upgrade,upgrade-load,upgrade-fleet,rayjob,restart,admission,latency,noise,memory", "comma-separated scenarios: scale, scale-10k (not in the default: 10,000 RayClusters, raygate and KubeRay), loaded (scale at 100 with a CPU hog), upgrade, upgrade-load, upgrade-fleet (many RayServices upgrading at once, raygate and KubeRay), rayjob (many short RayJobs, raygate and KubeRay), restart (SIGKILL and leader handover with a converged fleet, raygate and KubeRay), admission, latency (one RayCluster at a time, raygate and KubeRay), noise, memory")
 	flag.IntVar(&f.latencyTrials, "latency-trials", defaultLatencyTrials, "trials per operator and stage set in the latency scenario")
 	latencyStages := flag.String("latency-stages", "fast", "kwok pod stages of the latency scenario, each a labelled run (see -stages; general adds about 20 minutes per operator at 50 trials, mostly kwok's own 1-6 s transitions)")
+	flag.IntVar(&f.restartRCs, "restart-clusters", defaultRestartClusters, "RayClusters of the restart scenario")
+	flag.IntVar(&f.restartSvcs, "restart-services", defaultRestartServices, "RayServices of the restart scenario")
 	flag.IntVar(&f.fleetSize, "fleet-size", 50, "RayServices upgrading at once in the upgrade-fleet scenario")
 	flag.IntVar(&f.clusters10k, "scale-10k-clusters", scale10kClusters, "RayClusters of the scale-10k scenario (not in the default run: -scenarios=scale-10k -partial; a smaller count for a smoke run)")
 	flag.BoolVar(&f.fleetCPU, "fleet-profile", false, "save a CPU profile of raygate over the upgrade-fleet scenario's window (in -out)")
@@ -121,6 +126,9 @@ func parseFlags() (flags, error) {
 	if f.clusters10k < 1 {
 		return f, fmt.Errorf("-scale-10k-clusters: %d is not a positive integer", f.clusters10k)
 	}
+	if f.restartRCs < 1 || f.restartSvcs < 0 {
+		return f, fmt.Errorf("-restart-clusters %d, -restart-services %d: need at least one RayCluster and no negative count", f.restartRCs, f.restartSvcs)
+	}
 	if f.rayJobs < 1 {
 		return f, fmt.Errorf("-rayjobs: %d is not a positive integer", f.rayJobs)
 	}
@@ -145,7 +153,7 @@ func parseFlags() (flags, error) {
 	}
 	for _, s := range f.scenarios {
 		switch s {
-		case "scale", "scale-10k", "loaded", "upgrade", "upgrade-load", "upgrade-fleet", "rayjob", "admission", "latency", "noise", "memory":
+		case "scale", "scale-10k", "loaded", "upgrade", "upgrade-load", "upgrade-fleet", "rayjob", "restart", "admission", "latency", "noise", "memory":
 		default:
 			return f, fmt.Errorf("unknown scenario %q", s)
 		}
@@ -254,6 +262,10 @@ func run() error {
 			r := runRayJobs(ctx, b, f.rayJobs, rayv1.JobSubmissionMode(f.rayJobMode), f.kuberay)
 			res.RayJob = &r
 			_ = enc.Encode(r.line())
+		case "restart":
+			r := runRestart(ctx, b, f.restartRCs, f.restartSvcs, f.kuberay)
+			res.Restart = &r
+			_ = enc.Encode(r)
 		case "admission":
 			r := runAdmission(ctx, b, f.admissionN)
 			res.Admission = &r

@@ -50,6 +50,16 @@ type operatorOptions struct {
 	Webhooks    bool
 	ExtraArgs   []string
 	Env         []string // "K=V"
+	// Process names the process and its log (default "raygate" or "kuberay"), so a restarted
+	// or second replica keeps its own log.
+	Process string
+}
+
+func (o operatorOptions) processName(def string) string {
+	if o.Process != "" {
+		return o.Process
+	}
+	return def
 }
 
 // operator is raygate running as its own process, as its own user.
@@ -96,7 +106,7 @@ func (b *bench) startOperator(ctx context.Context, c *kwokcluster.Cluster, o ope
 		"--log-format=json",
 	}
 	args = append(args, o.ExtraArgs...)
-	op.proc, err = c.Run("raygate", append([]string{"KUBECONFIG=" + kubeconfig}, o.Env...), bin, args...)
+	op.proc, err = c.Run(o.processName("raygate"), append([]string{"KUBECONFIG=" + kubeconfig}, o.Env...), bin, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +168,7 @@ func (b *bench) startKubeRay(ctx context.Context, c *kwokcluster.Cluster, o oper
 		"--health-probe-bind-address=" + probe,
 		"--log-stdout-encoder=json",
 	}, o.ExtraArgs...)
-	op.proc, err = c.Run("kuberay", env, bin, args...)
+	op.proc, err = c.Run(o.processName("kuberay"), env, bin, args...)
 	if err != nil {
 		return nil, err
 	}

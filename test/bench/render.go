@@ -69,6 +69,7 @@ func renderReport(r *results, analysis, assets string) string {
 	renderUpgradeLoad(&m, r.UpgradeLoad)
 	renderUpgradeFleet(&m, r.UpgradeFleet)
 	renderRayJob(&m, r.RayJob)
+	renderRestart(&m, r.Restart)
 	renderAdmission(&m, r.Admission)
 	renderLatency(&m, r.Latency)
 	renderNoise(&m, r.Noise)

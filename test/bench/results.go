@@ -26,6 +26,7 @@ type results struct {
 	UpgradeLoad     *upgradeLoadResult `json:"upgradeLoad,omitempty"`
 	UpgradeFleet    *fleetResult       `json:"upgradeFleet,omitempty"`
 	RayJob          *rayJobResult      `json:"rayJob,omitempty"`
+	Restart         *restartResult     `json:"restart,omitempty"`
 	Admission       *admissionResult   `json:"admission,omitempty"`
 	Latency         *latencyResult     `json:"latency,omitempty"`
 	Noise           *noiseResult       `json:"noise,omitempty"`
@@ -69,6 +70,8 @@ func overlay(saved, run *results, scenarios []string) *results {
 			out.UpgradeFleet = run.UpgradeFleet
 		case "rayjob":
 			out.RayJob = run.RayJob
+		case "restart":
+			out.Restart = run.Restart
 		case "admission":
 			out.Admission = run.Admission
 		case "latency":

@@ -94,6 +94,21 @@ func (p *Process) Stop(grace time.Duration) error {
 	return nil
 }
 
+// Kill sends SIGKILL to the process group at once, as a crash would (no shutdown, nothing
+// released), and waits for the process to exit; the exit is expected, so Healthy does not
+// report it.
+func (p *Process) Kill() error {
+	p.stopped.Store(true)
+	if done, _ := p.Exited(); done {
+		return nil
+	}
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("killing %s: %w", p.name, err)
+	}
+	<-p.done
+	return nil
+}
+
 // LogTail is the end of the process's log (at most max bytes, whole lines), for error
 // messages.
 func (p *Process) LogTail(max int) string {
