@@ -79,30 +79,15 @@ func (d *SharingDecoder) Decode(namespace string, raw []byte, into runtime.Objec
 	}
 	keys := make([]sharedtable.Key, len(elided))
 	shared := make([]*corev1.PodTemplateSpec, len(elided))
-	hits := 0
 	for i, e := range elided {
 		// Kept per namespace: how fast a review is cannot tell a tenant what another
 		// namespace wrote.
 		keys[i] = sharedtable.KeyIn(namespace, raw[e.start:e.end])
-		if t, ok := d.templates.Get(keys[i]); ok {
-			shared[i] = t
-			hits++
-		}
+		shared[i], _ = d.templates.Get(keys[i])
 	}
-	if hits == 0 {
-		// Nothing to share: one decode of the whole object costs least, and its templates
-		// are kept for the requests that repeat them.
-		if err := decodeFormatted(raw, into, spec); err != nil {
-			return err
-		}
-		for i, e := range elided {
-			if target := e.template(spec); target != nil {
-				t := *target
-				d.templates.Add(keys[i], &t, e.end-e.start)
-			}
-		}
-		return nil
-	}
+	// The object without its templates, then each template: from the table, or decoded on
+	// its own (decodeTemplate, which allocates less than decoding it inside the object) and
+	// kept for the requests that repeat it.
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(withElided(raw, elided), into); err != nil {
 		return decodeAfresh(raw, into, spec)
 	}
@@ -113,7 +98,7 @@ func (d *SharingDecoder) Decode(namespace string, raw []byte, into runtime.Objec
 		}
 		if shared[i] == nil {
 			t := &corev1.PodTemplateSpec{}
-			if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw[e.start:e.end], t); err != nil {
+			if err := decodeTemplate(raw[e.start:e.end], t); err != nil {
 				return decodeAfresh(raw, into, spec)
 			}
 			formatQuantities(t)
