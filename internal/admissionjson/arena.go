@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	sigsjson "sigs.k8s.io/json"
 )
 
@@ -42,6 +44,14 @@ func decodeTemplate(raw []byte, t *corev1.PodTemplateSpec) error {
 type arenaDecoder struct {
 	raw  []byte
 	text string // raw as one string: decoded strings are its substrings
+	// scratch keys and elements for maps, one pair per map type (a template's resource
+	// lists share theirs), as the JSON decoder keeps one pair per map.
+	scratch [4]mapScratch
+}
+
+type mapScratch struct {
+	t         reflect.Type
+	key, elem reflect.Value
 }
 
 // decodeArena decodes raw (valid JSON) into v, a zero addressable value; false when raw has
@@ -71,6 +81,12 @@ func (d *arenaDecoder) value(i int, v reflect.Value) (int, bool) {
 		}
 		v.Set(reflect.New(v.Type().Elem()))
 		return d.value(i, v.Elem())
+	}
+	switch v.Type() {
+	case quantityT:
+		return d.quantity(i, v.Addr().Interface().(*resource.Quantity))
+	case intOrStringT:
+		return d.intOrString(i, v.Addr().Interface().(*intstr.IntOrString))
 	}
 	info := infoOf(v.Type())
 	if info.unsupported {
@@ -225,7 +241,7 @@ func (d *arenaDecoder) mapValue(i int, v reflect.Value) (int, bool) {
 		return 0, false
 	}
 	m := reflect.MakeMapWithSize(t, n)
-	key, elem := reflect.New(t.Key()).Elem(), reflect.New(t.Elem()).Elem()
+	key, elem := d.mapScratch(t)
 	end, ok := walkMembers(d.raw, i, func(quoted []byte, at int) (int, bool, bool) {
 		// quoted is raw[start:...], so its capacity tells where it starts.
 		k, _, ok := d.str(cap(d.raw) - cap(quoted))
@@ -259,15 +275,71 @@ func (d *arenaDecoder) slice(i int, v reflect.Value) (int, bool) {
 	}); !ok {
 		return 0, false
 	}
-	s := reflect.MakeSlice(v.Type(), n, n)
-	end, ok := walkElements(d.raw, i, func(idx, start int) (int, bool, bool) {
-		end, ok := d.value(start, s.Index(idx))
+	if n == 0 {
+		v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+	} else {
+		// Grown in place: reflect.MakeSlice would allocate a slice header besides the array.
+		v.Grow(n)
+		v.SetLen(n)
+	}
+	return walkElements(d.raw, i, func(idx, start int) (int, bool, bool) {
+		end, ok := d.value(start, v.Index(idx))
 		return end, true, ok
 	})
-	if ok {
-		v.Set(s)
+}
+
+// mapScratch is a key and an element to decode into for maps of type t.
+func (d *arenaDecoder) mapScratch(t reflect.Type) (key, elem reflect.Value) {
+	for i := range d.scratch {
+		s := &d.scratch[i]
+		if s.t == t {
+			return s.key, s.elem
+		}
+		if s.t == nil {
+			*s = mapScratch{t: t, key: reflect.New(t.Key()).Elem(), elem: reflect.New(t.Elem()).Elem()}
+			return s.key, s.elem
+		}
 	}
-	return end, ok
+	return reflect.New(t.Key()).Elem(), reflect.New(t.Elem()).Elem()
+}
+
+// quantity is Quantity.UnmarshalJSON reading the quantity's text from text: the parser keeps
+// a canonical quantity's string, so it costs no allocation.
+func (d *arenaDecoder) quantity(i int, q *resource.Quantity) (int, bool) {
+	end, ok := skipValue(d.raw, i)
+	if !ok {
+		return 0, false
+	}
+	s := d.text[i:end]
+	if s == "null" {
+		*q = resource.Quantity{}
+		return end, true
+	}
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	parsed, err := resource.ParseQuantity(strings.TrimSpace(s))
+	if err != nil {
+		return 0, false
+	}
+	*q = parsed
+	return end, true
+}
+
+// intOrString is IntOrString.UnmarshalJSON without a second decoder.
+func (d *arenaDecoder) intOrString(i int, v *intstr.IntOrString) (int, bool) {
+	if d.raw[i] == '"' {
+		s, end, ok := d.str(i)
+		if ok {
+			v.Type, v.StrVal = intstr.String, s
+		}
+		return end, ok
+	}
+	v.Type = intstr.Int
+	if d.raw[i] == 'n' {
+		return d.null(i)
+	}
+	return d.number(i, reflect.ValueOf(&v.IntVal).Elem())
 }
 
 // typeInfo is what decoding a Go type needs to know, built once per type.
@@ -290,6 +362,8 @@ var (
 	jsonUnmarshalerT  = reflect.TypeFor[stdjson.Unmarshaler]()
 	textUnmarshalerT  = reflect.TypeFor[encoding.TextUnmarshaler]()
 	stdNumberT        = reflect.TypeFor[stdjson.Number]()
+	quantityT         = reflect.TypeFor[resource.Quantity]()
+	intOrStringT      = reflect.TypeFor[intstr.IntOrString]()
 	maxTrackedMembers = 64
 )
 

@@ -60,15 +60,15 @@ func TestDecodeTemplateMatchesThePlainDecoder(t *testing.T) {
 // gives the same object or error as always.
 func TestDecodeTemplateLeavesTheUncertainToThePlainDecoder(t *testing.T) {
 	for _, raw := range []string{
-		`{"spec":{"containers":[{"name":"a\u0062"}]}}`,                 // an escape
-		`{"spec":{"hostname":"a","hostname":"b"}}`,                      // a key twice
-		`{"spec":{"host\u006eame":"a"}}`,                                // an escaped key
-		`{"spec":{"containers":"x"}}`,                                   // the wrong type
-		`{"spec":{"priority":1.5}}`,                                     // a fraction for an integer
-		`{"spec":{"priority":99999999999}}`,                             // overflow
-		"{\"spec\":{\"hostname\":\"\xff\"}}",                            // invalid UTF-8
-		`{"spec":{"containers":[{"name":"a"}]}`,                         // cut short
-		`{"metadata":{"labels":{"a":1}}}`,                               // a number for a string
+		`{"spec":{"containers":[{"name":"a\u0062"}]}}`,                   // an escape
+		`{"spec":{"hostname":"a","hostname":"b"}}`,                       // a key twice
+		`{"spec":{"host\u006eame":"a"}}`,                                 // an escaped key
+		`{"spec":{"containers":"x"}}`,                                    // the wrong type
+		`{"spec":{"priority":1.5}}`,                                      // a fraction for an integer
+		`{"spec":{"priority":99999999999}}`,                              // overflow
+		"{\"spec\":{\"hostname\":\"\xff\"}}",                             // invalid UTF-8
+		`{"spec":{"containers":[{"name":"a"}]}`,                          // cut short
+		`{"metadata":{"labels":{"a":1}}}`,                                // a number for a string
 		`{"spec":{"containers":[{"resources":{"limits":{"cpu":"x"}}}]}}`, // a quantity that does not parse
 	} {
 		var arena corev1.PodTemplateSpec
