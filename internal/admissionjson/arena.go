@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	sigsjson "sigs.k8s.io/json"
 )
@@ -38,6 +39,19 @@ func decodeTemplate(raw []byte, t *corev1.PodTemplateSpec) error {
 	}
 	*t = corev1.PodTemplateSpec{}
 	return sigsjson.UnmarshalCaseSensitivePreserveInts(raw, t)
+}
+
+// decodeObject decodes raw into a zero RayCluster or RayService (without its templates, as
+// the SharingDecoder sets them aside) as Decode does, with the arena decoder when it can.
+func decodeObject(raw []byte, into runtime.Object) error {
+	v := reflect.ValueOf(into)
+	if v.Kind() == reflect.Pointer && !v.IsNil() && stdjson.Valid(raw) && decodeArena(raw, v.Elem()) {
+		return nil
+	}
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		v.Elem().SetZero()
+	}
+	return Decode(raw, into)
 }
 
 // arenaDecoder reads valid JSON into a zero Go value.
@@ -141,8 +155,9 @@ func (d *arenaDecoder) null(i int) (int, bool) {
 	return end, ok && d.text[i:end] == "null"
 }
 
-// str reads the string at raw[i]: a substring of text, when it has no escapes and is valid
-// UTF-8 (the JSON decoder unescapes and replaces invalid bytes).
+// str reads the string at raw[i]: a substring of text when it has no escapes and is valid
+// UTF-8; otherwise the JSON decoder unescapes it (and replaces invalid bytes) into a string
+// of its own.
 func (d *arenaDecoder) str(i int) (string, int, bool) {
 	if d.raw[i] != '"' {
 		return "", 0, false
@@ -152,18 +167,21 @@ func (d *arenaDecoder) str(i int) (string, int, bool) {
 		return "", 0, false
 	}
 	s := d.raw[i+1 : end-1]
-	if bytes.IndexByte(s, '\\') >= 0 {
-		return "", 0, false
-	}
+	plain := bytes.IndexByte(s, '\\') < 0
 	for _, b := range s {
 		if b >= utf8.RuneSelf {
-			if !utf8.Valid(s) {
-				return "", 0, false
-			}
+			plain = plain && utf8.Valid(s)
 			break
 		}
 	}
-	return d.text[i+1 : end-1], end, true
+	if plain {
+		return d.text[i+1 : end-1], end, true
+	}
+	var out string
+	if sigsjson.UnmarshalCaseSensitivePreserveInts(d.raw[i:end], &out) != nil {
+		return "", 0, false
+	}
+	return out, end, true
 }
 
 // number reads a JSON number into an integer or float, refusing what the JSON decoder

@@ -60,13 +60,11 @@ func TestDecodeTemplateMatchesThePlainDecoder(t *testing.T) {
 // gives the same object or error as always.
 func TestDecodeTemplateLeavesTheUncertainToThePlainDecoder(t *testing.T) {
 	for _, raw := range []string{
-		`{"spec":{"containers":[{"name":"a\u0062"}]}}`,                   // an escape
 		`{"spec":{"hostname":"a","hostname":"b"}}`,                       // a key twice
 		`{"spec":{"host\u006eame":"a"}}`,                                 // an escaped key
 		`{"spec":{"containers":"x"}}`,                                    // the wrong type
 		`{"spec":{"priority":1.5}}`,                                      // a fraction for an integer
 		`{"spec":{"priority":99999999999}}`,                              // overflow
-		"{\"spec\":{\"hostname\":\"\xff\"}}",                             // invalid UTF-8
 		`{"spec":{"containers":[{"name":"a"}]}`,                          // cut short
 		`{"metadata":{"labels":{"a":1}}}`,                                // a number for a string
 		`{"spec":{"containers":[{"resources":{"limits":{"cpu":"x"}}}]}}`, // a quantity that does not parse
@@ -115,4 +113,41 @@ func FuzzDecodeTemplate(f *testing.F) {
 func isValidJSON(s string) bool {
 	var v any
 	return sigsjson.UnmarshalCaseSensitivePreserveInts([]byte(s), &v) == nil
+}
+
+// Escapes and invalid UTF-8 are the plain decoder's business, string by string.
+func TestDecodeTemplateUnescapesAsThePlainDecoder(t *testing.T) {
+	for _, raw := range []string{
+		`{"spec":{"containers":[{"name":"a\u0062","args":["-c","echo \"hi\"\n\t\\ \/ \ud83d\ude00 \ud800"]}]}}`,
+		"{\"spec\":{\"hostname\":\"\xff\",\"nodeSelector\":{\"k\\u0065y\":\"v\xc3\"}}}",
+	} {
+		var arena, want corev1.PodTemplateSpec
+		if !decodeArena([]byte(raw), reflect.ValueOf(&arena).Elem()) {
+			t.Errorf("%s: left to the plain decoder", raw)
+		}
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts([]byte(raw), &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(arena, want) {
+			t.Errorf("%s:\narena %+v\nplain %+v", raw, arena, want)
+		}
+	}
+}
+
+// The samples' whole objects (the SharingDecoder gives decodeObject them without templates)
+// are read by the arena decoder itself and decode to what Decode returns.
+func TestDecodeObjectMatchesThePlainDecoder(t *testing.T) {
+	bodies := decodeFixtures(t)
+	bodies["production RayService"] = mustJSON(t, builders.ProductionRayService())
+	for name, body := range bodies {
+		want, got := newObjectFor(name, body), newObjectFor(name, body)
+		plainDecode(t, body, want)
+		if !decodeArena(body, reflect.ValueOf(got).Elem()) {
+			t.Errorf("%s: left to the plain decoder", name)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: decoded differently\narena %+v\nplain %+v", name, got, want)
+		}
+	}
 }

@@ -85,10 +85,9 @@ func (d *SharingDecoder) Decode(namespace string, raw []byte, into runtime.Objec
 		keys[i] = sharedtable.KeyIn(namespace, raw[e.start:e.end])
 		shared[i], _ = d.templates.Get(keys[i])
 	}
-	// The object without its templates, then each template: from the table, or decoded on
-	// its own (decodeTemplate, which allocates less than decoding it inside the object) and
-	// kept for the requests that repeat it.
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(withElided(raw, elided), into); err != nil {
+	// The object without its templates (decodeObject), then each template: from the table,
+	// or decoded on its own (decodeTemplate) and kept for the requests that repeat it.
+	if err := decodeObject(withElided(raw, elided), into); err != nil {
 		return decodeAfresh(raw, into, spec)
 	}
 	for i, e := range elided {
