@@ -33,34 +33,34 @@ import (
 //
 // The substrings keep the template's JSON alive as long as any of them is: a template's
 // worth of bytes, which the shared table already counts for the templates it keeps.
-func decodeTemplate(raw []byte, t *corev1.PodTemplateSpec) error {
-	if stdjson.Valid(raw) && decodeArena(raw, reflect.ValueOf(t).Elem()) {
+func decodeTemplate(raw []byte, t *corev1.PodTemplateSpec, scratch *arenaScratch) error {
+	if stdjson.Valid(raw) && decodeArena(raw, nil, reflect.ValueOf(t).Elem(), scratch) {
 		return nil
 	}
 	*t = corev1.PodTemplateSpec{}
 	return sigsjson.UnmarshalCaseSensitivePreserveInts(raw, t)
 }
 
-// decodeObject decodes raw into a zero RayCluster or RayService (without its templates, as
-// the SharingDecoder sets them aside) as Decode does, with the arena decoder when it can.
-func decodeObject(raw []byte, into runtime.Object) error {
+// decodeObject decodes raw, a RayCluster or RayService, into a zero into without the values
+// of elided (its templates), as Decode decodes withElided(raw, elided), with the arena
+// decoder when it can. Its strings are substrings of raw's copy, which lives as long as the
+// object: a review's.
+func decodeObject(raw []byte, elided []elidedValue, into runtime.Object, scratch *arenaScratch) error {
 	v := reflect.ValueOf(into)
-	if v.Kind() == reflect.Pointer && !v.IsNil() && stdjson.Valid(raw) && decodeArena(raw, v.Elem()) {
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return Decode(withElided(raw, elided), into)
+	}
+	if stdjson.Valid(raw) && decodeArena(raw, elided, v.Elem(), scratch) {
 		return nil
 	}
-	if v.Kind() == reflect.Pointer && !v.IsNil() {
-		v.Elem().SetZero()
-	}
-	return Decode(raw, into)
+	v.Elem().SetZero()
+	return Decode(withElided(raw, elided), into)
 }
 
-// arenaDecoder reads valid JSON into a zero Go value.
-type arenaDecoder struct {
-	raw  []byte
-	text string // raw as one string: decoded strings are its substrings
-	// scratch keys and elements for maps, one pair per map type (a template's resource
-	// lists share theirs), as the JSON decoder keeps one pair per map.
-	scratch [4]mapScratch
+// arenaScratch is what the arena decodes of one request share: a key and an element to
+// decode into for each map type (the JSON decoder keeps one pair per map).
+type arenaScratch struct {
+	maps [4]mapScratch
 }
 
 type mapScratch struct {
@@ -68,9 +68,19 @@ type mapScratch struct {
 	key, elem reflect.Value
 }
 
-// decodeArena decodes raw (valid JSON) into v, a zero addressable value; false when raw has
-// anything it does not read with certainty (v is then partly filled).
-func decodeArena(raw []byte, v reflect.Value) (ok bool) {
+// arenaDecoder reads valid JSON into a zero Go value.
+type arenaDecoder struct {
+	raw  []byte
+	text string // raw as one string: decoded strings are its substrings
+	// skip are values left out (zero), as if they were empty.
+	skip    []elidedValue
+	scratch *arenaScratch
+}
+
+// decodeArena decodes raw (valid JSON) into v, a zero addressable value, leaving the values
+// of skip zero; false when raw has anything it does not read with certainty (v is then
+// partly filled).
+func decodeArena(raw []byte, skip []elidedValue, v reflect.Value, scratch *arenaScratch) (ok bool) {
 	// Reflection misused on an unforeseen type panics; that is one more case for the
 	// plain decoder, never a failed review.
 	defer func() {
@@ -78,7 +88,7 @@ func decodeArena(raw []byte, v reflect.Value) (ok bool) {
 			ok = false
 		}
 	}()
-	d := arenaDecoder{raw: raw, text: string(raw)}
+	d := arenaDecoder{raw: raw, text: string(raw), skip: skip, scratch: scratch}
 	end, ok := d.value(skipSpace(raw, 0), v)
 	return ok && skipSpace(raw, end) == len(raw)
 }
@@ -87,6 +97,11 @@ func decodeArena(raw []byte, v reflect.Value) (ok bool) {
 func (d *arenaDecoder) value(i int, v reflect.Value) (int, bool) {
 	if i >= len(d.raw) {
 		return 0, false
+	}
+	for _, e := range d.skip {
+		if e.start == i {
+			return e.end, true // an empty object or string leaves a zero value as it is
+		}
 	}
 	c := d.raw[i]
 	if v.Kind() == reflect.Pointer {
@@ -170,18 +185,61 @@ func (d *arenaDecoder) str(i int) (string, int, bool) {
 	plain := bytes.IndexByte(s, '\\') < 0
 	for _, b := range s {
 		if b >= utf8.RuneSelf {
-			plain = plain && utf8.Valid(s)
+			if !utf8.Valid(s) {
+				plain, s = false, nil // not unescape's
+			}
 			break
 		}
 	}
 	if plain {
 		return d.text[i+1 : end-1], end, true
 	}
+	if out, ok := unescape(s); ok {
+		return out, end, true
+	}
 	var out string
 	if sigsjson.UnmarshalCaseSensitivePreserveInts(d.raw[i:end], &out) != nil {
 		return "", 0, false
 	}
 	return out, end, true
+}
+
+// unescape is s, valid UTF-8 with escapes of one character only, unescaped; false for
+// anything else (\u escapes: surrogates have rules of their own).
+func unescape(s []byte) (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for {
+		k := bytes.IndexByte(s, '\\')
+		if k < 0 {
+			b.Write(s)
+			return b.String(), true
+		}
+		b.Write(s[:k])
+		if k+1 >= len(s) {
+			return "", false
+		}
+		switch c := s[k+1]; c {
+		case '"', '\\', '/':
+			b.WriteByte(c)
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		default:
+			return "", false
+		}
+		s = s[k+2:]
+	}
 }
 
 // number reads a JSON number into an integer or float, refusing what the JSON decoder
@@ -308,8 +366,11 @@ func (d *arenaDecoder) slice(i int, v reflect.Value) (int, bool) {
 
 // mapScratch is a key and an element to decode into for maps of type t.
 func (d *arenaDecoder) mapScratch(t reflect.Type) (key, elem reflect.Value) {
-	for i := range d.scratch {
-		s := &d.scratch[i]
+	if d.scratch == nil {
+		d.scratch = &arenaScratch{}
+	}
+	for i := range d.scratch.maps {
+		s := &d.scratch.maps[i]
 		if s.t == t {
 			return s.key, s.elem
 		}

@@ -46,7 +46,7 @@ func TestDecodeTemplateMatchesThePlainDecoder(t *testing.T) {
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &want); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if !decodeArena(raw, reflect.ValueOf(&got).Elem()) {
+		if !decodeArena(raw, nil, reflect.ValueOf(&got).Elem(), nil) {
 			t.Errorf("%s: left to the plain decoder", name)
 			continue
 		}
@@ -70,11 +70,11 @@ func TestDecodeTemplateLeavesTheUncertainToThePlainDecoder(t *testing.T) {
 		`{"spec":{"containers":[{"resources":{"limits":{"cpu":"x"}}}]}}`, // a quantity that does not parse
 	} {
 		var arena corev1.PodTemplateSpec
-		if decodeArena([]byte(raw), reflect.ValueOf(&arena).Elem()) && isValidJSON(raw) {
+		if decodeArena([]byte(raw), nil, reflect.ValueOf(&arena).Elem(), nil) && isValidJSON(raw) {
 			t.Errorf("%s: read by the arena decoder", raw)
 		}
 		var got, want corev1.PodTemplateSpec
-		err := decodeTemplate([]byte(raw), &got)
+		err := decodeTemplate([]byte(raw), &got, nil)
 		wantErr := sigsjson.UnmarshalCaseSensitivePreserveInts([]byte(raw), &want)
 		if fmt.Sprint(err) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: got %+v, %v; want %+v, %v", raw, got, err, want, wantErr)
@@ -99,7 +99,7 @@ func FuzzDecodeTemplate(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var got, want corev1.PodTemplateSpec
-		err := decodeTemplate(raw, &got)
+		err := decodeTemplate(raw, &got, nil)
 		wantErr := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &want)
 		if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 			t.Fatalf("error %v, plain decoder %v", err, wantErr)
@@ -122,7 +122,7 @@ func TestDecodeTemplateUnescapesAsThePlainDecoder(t *testing.T) {
 		"{\"spec\":{\"hostname\":\"\xff\",\"nodeSelector\":{\"k\\u0065y\":\"v\xc3\"}}}",
 	} {
 		var arena, want corev1.PodTemplateSpec
-		if !decodeArena([]byte(raw), reflect.ValueOf(&arena).Elem()) {
+		if !decodeArena([]byte(raw), nil, reflect.ValueOf(&arena).Elem(), nil) {
 			t.Errorf("%s: left to the plain decoder", raw)
 		}
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts([]byte(raw), &want); err != nil {
@@ -142,7 +142,7 @@ func TestDecodeObjectMatchesThePlainDecoder(t *testing.T) {
 	for name, body := range bodies {
 		want, got := newObjectFor(name, body), newObjectFor(name, body)
 		plainDecode(t, body, want)
-		if !decodeArena(body, reflect.ValueOf(got).Elem()) {
+		if !decodeArena(body, nil, reflect.ValueOf(got).Elem(), nil) {
 			t.Errorf("%s: left to the plain decoder", name)
 			continue
 		}

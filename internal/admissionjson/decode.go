@@ -77,8 +77,14 @@ func (d *SharingDecoder) Decode(namespace string, raw []byte, into runtime.Objec
 	if !ok || len(elided) == 0 {
 		return decodeFormatted(raw, into, spec)
 	}
-	keys := make([]sharedtable.Key, len(elided))
-	shared := make([]*corev1.PodTemplateSpec, len(elided))
+	// A head and up to seven worker groups without an allocation.
+	var keysOnStack [8]sharedtable.Key
+	var sharedOnStack [8]*corev1.PodTemplateSpec
+	keys, shared := keysOnStack[:0], sharedOnStack[:0]
+	if len(elided) > len(keysOnStack) {
+		keys, shared = make([]sharedtable.Key, 0, len(elided)), make([]*corev1.PodTemplateSpec, 0, len(elided))
+	}
+	keys, shared = keys[:len(elided)], shared[:len(elided)]
 	for i, e := range elided {
 		// Kept per namespace: how fast a review is cannot tell a tenant what another
 		// namespace wrote.
@@ -87,7 +93,8 @@ func (d *SharingDecoder) Decode(namespace string, raw []byte, into runtime.Objec
 	}
 	// The object without its templates (decodeObject), then each template: from the table,
 	// or decoded on its own (decodeTemplate) and kept for the requests that repeat it.
-	if err := decodeObject(withElided(raw, elided), into); err != nil {
+	var scratch arenaScratch
+	if err := decodeObject(raw, elided, into, &scratch); err != nil {
 		return decodeAfresh(raw, into, spec)
 	}
 	for i, e := range elided {
@@ -97,7 +104,7 @@ func (d *SharingDecoder) Decode(namespace string, raw []byte, into runtime.Objec
 		}
 		if shared[i] == nil {
 			t := &corev1.PodTemplateSpec{}
-			if err := decodeTemplate(raw[e.start:e.end], t); err != nil {
+			if err := decodeTemplate(raw[e.start:e.end], t, &scratch); err != nil {
 				return decodeAfresh(raw, into, spec)
 			}
 			formatQuantities(t)
