@@ -33,7 +33,9 @@ func Decode(raw []byte, into runtime.Object) error {
 // SharingDecoder decodes RayClusters and RayServices like Decode, except that each pod
 // template is taken from a bounded table of templates decoded before in the same namespace,
 // keyed by the SHA-256 of its raw JSON, and decoded (and added) only when it is not there.
-// Decoding is deterministic, so the result is the object Decode would return (its templates'
+// The object around the templates and each new template are decoded by the arena decoder
+// (arena.go: strings sliced from one copy of the JSON, slices and maps made at their size),
+// which reads only what it reads exactly as the JSON decoder does. Decoding is deterministic, so the result is the object Decode would return (its templates'
 // quantities with their canonical strings cached: formatQuantities), but its templates share
 // their contents with other requests' objects: what is decoded this way is
 // only read (validation copies a template before building a pod from it;
