@@ -536,7 +536,8 @@ func hasOption(opts, want string) bool {
 // the JSON decoder takes as it is (it ignores some other names).
 func plainFieldName(name string) bool {
 	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.$@/", r)) {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		if !letter && (r < '0' || r > '9') && !strings.ContainsRune("-_.$@/", r) {
 			return false
 		}
 	}
