@@ -163,6 +163,7 @@ func verdicts(r *results) []verdict {
 	v = append(v, fleetVerdicts(r.UpgradeFleet)...)
 	v = append(v, rayJobVerdicts(r.RayJob)...)
 	v = append(v, admissionVerdicts(r.Admission)...)
+	v = append(v, operatorAdmissionVerdicts(r.Admission)...)
 	return append(v, memoryVerdicts(r)...)
 }
 
