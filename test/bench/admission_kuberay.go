@@ -191,11 +191,11 @@ func kubeRayValidatingWebhook(host string, caBundle []byte) *admissionregistrati
 }
 
 // kubeRayProbe sends a RayCluster that KubeRay's webhook rejects and the CRD schema accepts:
-// labels given in rayStartParams.
+// a name longer than KubeRay's 53 characters. (Its webhook checks only the name and that
+// worker group names are unique, which the CRD schema checks too.)
 func kubeRayProbe(cl client.Client) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		bad := builders.RayCluster("probe", "default").Obj()
-		bad.Spec.HeadGroupSpec.RayStartParams = map[string]string{"labels": "team=a"}
+		bad := builders.RayCluster("probe-"+strings.Repeat("x", 54), "default").Obj()
 		return cl.Create(ctx, bad, client.DryRunAll)
 	}
 }
