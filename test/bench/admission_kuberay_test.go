@@ -42,7 +42,7 @@ func TestOperatorAdmissionVerdicts(t *testing.T) {
 		{name: "raygate did not run",
 			ops:    &operatorsAdmission{Raygate: operatorAdmission{Error: "exited"}, KubeRay: operatorAdmission{Cases: cases([]string{"RayCluster"}, 1)}},
 			status: map[string]int{"not run": 8}, measure: "exited"},
-		{name: "nothing ran", status: map[string]int{"not run": 1}},
+		{name: "results from before the comparison", status: map[string]int{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
