@@ -33,7 +33,9 @@ func Decode(raw []byte, into runtime.Object) error {
 // SharingDecoder decodes RayClusters and RayServices like Decode, except that each pod
 // template is taken from a bounded table of templates decoded before in the same namespace,
 // keyed by the SHA-256 of its raw JSON, and decoded (and added) only when it is not there.
-// Decoding is deterministic, so the result is the object Decode would return (its templates'
+// The object around the templates and each new template are decoded by the arena decoder
+// (arena.go: strings sliced from one copy of the JSON, slices and maps made at their size),
+// which reads only what it reads exactly as the JSON decoder does. Decoding is deterministic, so the result is the object Decode would return (its templates'
 // quantities with their canonical strings cached: formatQuantities), but its templates share
 // their contents with other requests' objects: what is decoded this way is
 // only read (validation copies a template before building a pod from it;
@@ -77,33 +79,24 @@ func (d *SharingDecoder) Decode(namespace string, raw []byte, into runtime.Objec
 	if !ok || len(elided) == 0 {
 		return decodeFormatted(raw, into, spec)
 	}
-	keys := make([]sharedtable.Key, len(elided))
-	shared := make([]*corev1.PodTemplateSpec, len(elided))
-	hits := 0
+	// A head and up to seven worker groups without an allocation.
+	var keysOnStack [8]sharedtable.Key
+	var sharedOnStack [8]*corev1.PodTemplateSpec
+	keys, shared := keysOnStack[:0], sharedOnStack[:0]
+	if len(elided) > len(keysOnStack) {
+		keys, shared = make([]sharedtable.Key, 0, len(elided)), make([]*corev1.PodTemplateSpec, 0, len(elided))
+	}
+	keys, shared = keys[:len(elided)], shared[:len(elided)]
 	for i, e := range elided {
 		// Kept per namespace: how fast a review is cannot tell a tenant what another
 		// namespace wrote.
 		keys[i] = sharedtable.KeyIn(namespace, raw[e.start:e.end])
-		if t, ok := d.templates.Get(keys[i]); ok {
-			shared[i] = t
-			hits++
-		}
+		shared[i], _ = d.templates.Get(keys[i])
 	}
-	if hits == 0 {
-		// Nothing to share: one decode of the whole object costs least, and its templates
-		// are kept for the requests that repeat them.
-		if err := decodeFormatted(raw, into, spec); err != nil {
-			return err
-		}
-		for i, e := range elided {
-			if target := e.template(spec); target != nil {
-				t := *target
-				d.templates.Add(keys[i], &t, e.end-e.start)
-			}
-		}
-		return nil
-	}
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(withElided(raw, elided), into); err != nil {
+	// The object without its templates (decodeObject), then each template: from the table,
+	// or decoded on its own (decodeTemplate) and kept for the requests that repeat it.
+	var scratch arenaScratch
+	if err := decodeObject(raw, elided, into, &scratch); err != nil {
 		return decodeAfresh(raw, into, spec)
 	}
 	for i, e := range elided {
@@ -113,7 +106,7 @@ func (d *SharingDecoder) Decode(namespace string, raw []byte, into runtime.Objec
 		}
 		if shared[i] == nil {
 			t := &corev1.PodTemplateSpec{}
-			if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw[e.start:e.end], t); err != nil {
+			if err := decodeTemplate(raw[e.start:e.end], t, &scratch); err != nil {
 				return decodeAfresh(raw, into, spec)
 			}
 			formatQuantities(t)

@@ -17,7 +17,8 @@
 //     aside in the raw JSON, never decoded: what the mutating webhook needs.
 //   - SharingDecoder decodes each distinct pod template once per namespace and hands the
 //     decoded template to every later request carrying the same bytes: what the validating
-//     webhook needs, which only reads templates.
+//     webhook needs, which only reads templates. What it decodes it decodes with the arena
+//     decoder (arena.go), whose strings are slices of one copy of the JSON.
 //   - DefaultingPatch writes the JSON patch from the decoded and the defaulted object by
 //     walking them side by side, and fits it to the keys the raw request has, instead of
 //     marshalling both and diffing the documents.

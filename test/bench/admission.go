@@ -69,6 +69,8 @@ type admissionResult struct {
 	Sequential admissionLatency `json:"sequential"`
 	// Handlers is the webhook server's own latency per webhook path.
 	Handlers map[string]handlerLatency `json:"handlers,omitempty"`
+	// Operators compares raygate's webhooks with KubeRay's, per kind and operation.
+	Operators *operatorsAdmission `json:"operators,omitempty"`
 	// PodDryRun is the latency the pods' dry-run adds, at 1 and admissionConcurrency clients.
 	PodDryRun  []podDryRunLatency `json:"podDryRun,omitempty"`
 	GoBench    []goBenchmark      `json:"goBenchmarks,omitempty"`
@@ -103,6 +105,7 @@ func runAdmission(ctx context.Context, b *bench, n int) (res admissionResult) {
 	res = admissionResult{Scenario: "admission", GoBenchCmd: "go test -run '^$' -bench . -benchmem ./webhooks/"}
 	b.logf("admission: %d server-side dry-run creates per setting at concurrency %d, then %d one at a time", n, admissionConcurrency, sequentialRequests)
 	res.Error = b.admissionThroughAPIServer(ctx, n, &res)
+	res.Operators = b.admissionOperators(ctx, n)
 	b.logf("admission: Go benchmarks of the handlers")
 	res.GoBench, res.GoBenchErr = runGoBench(ctx)
 	return res
@@ -241,6 +244,8 @@ type webhookToggle struct {
 	validating []admissionregistrationv1.ValidatingWebhookConfiguration
 	cl         client.Client
 	enabled    bool
+	// probe sends a dry-run create that only the webhooks reject (nil: sendProbe's default).
+	probe func(ctx context.Context) error
 }
 
 func newWebhookToggle(ctx context.Context, cl client.Client) (*webhookToggle, error) {
@@ -296,9 +301,7 @@ func (t *webhookToggle) apply(ctx context.Context, o client.Object, enabled bool
 func (t *webhookToggle) await(ctx context.Context, enabled bool) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		bad := benchRayService("probe")
-		bad.Spec.ServeConfigV2 = "applications: ["
-		err := t.cl.Create(ctx, bad, client.DryRunAll)
+		err := t.sendProbe(ctx)
 		rejected := apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || (err != nil && strings.Contains(err.Error(), "admission webhook"))
 		if err != nil && !rejected {
 			return fmt.Errorf("probing the webhooks: %w", err)

@@ -335,6 +335,7 @@ func renderAdmission(m *md, a *admissionResult) {
 			m.table([]string{"webhook", "requests", "mean ms", "p99 ms"}, rows)
 		}
 		renderPodDryRun(m, a.PodDryRun)
+		renderOperatorsAdmission(m, a.Operators)
 	}
 	m.p("Handler benchmarks (`%s`): each decodes an AdmissionReview, defaults or validates, and encodes the response.", a.GoBenchCmd)
 	if a.GoBenchErr != "" {

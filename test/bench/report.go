@@ -165,6 +165,7 @@ func verdicts(r *results) []verdict {
 	v = append(v, rayJobVerdicts(r.RayJob)...)
 	v = append(v, restartVerdicts(r.Restart)...)
 	v = append(v, admissionVerdicts(r.Admission)...)
+	v = append(v, operatorAdmissionVerdicts(r.Admission)...)
 	return append(v, memoryVerdicts(r)...)
 }
 
