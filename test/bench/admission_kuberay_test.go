@@ -59,14 +59,14 @@ func TestOperatorAdmissionVerdicts(t *testing.T) {
 					t.Errorf("%d rows %q, want %d (all: %v)", got[s], s, n, got)
 				}
 			}
-			if len(v) != sum(tt.status) {
-				t.Errorf("%d rows, want %d", len(v), sum(tt.status))
+			if len(v) != sumCounts(tt.status) {
+				t.Errorf("%d rows, want %d", len(v), sumCounts(tt.status))
 			}
 		})
 	}
 }
 
-func sum(m map[string]int) int {
+func sumCounts(m map[string]int) int {
 	n := 0
 	for _, v := range m {
 		n += v
