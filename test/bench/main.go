@@ -58,6 +58,7 @@ type flags struct {
 	fleetCPU    bool
 	rayJobs     int
 	clusters10k int
+	stages10k   string
 	rayJobMode  string
 	restartRCs  int
 	restartSvcs int
@@ -87,6 +88,7 @@ func parseFlags() (flags, error) {
 	flag.IntVar(&f.restartRCs, "restart-clusters", defaultRestartClusters, "RayClusters of the restart scenario")
 	flag.IntVar(&f.restartSvcs, "restart-services", defaultRestartServices, "RayServices of the restart scenario")
 	flag.IntVar(&f.fleetSize, "fleet-size", 50, "RayServices upgrading at once in the upgrade-fleet scenario")
+	flag.StringVar(&f.stages10k, "scale-10k-stages", string(kwokcluster.FastStages), "kwok pod stages of the scale-10k scenario: fast (default: with general stages kwok's own 120,000 status patches take longer than the operators) or general")
 	flag.IntVar(&f.clusters10k, "scale-10k-clusters", scale10kClusters, "RayClusters of the scale-10k scenario (not in the default run: -scenarios=scale-10k -partial; a smaller count for a smoke run)")
 	flag.BoolVar(&f.fleetCPU, "fleet-profile", false, "save a CPU profile of raygate over the upgrade-fleet scenario's window (in -out)")
 	flag.IntVar(&f.rayJobs, "rayjobs", defaultRayJobs, "RayJobs of the rayjob scenario")
@@ -122,6 +124,9 @@ func parseFlags() (flags, error) {
 	f.operatorEnv = splitList(*operatorEnv)
 	if f.fleetSize < 1 {
 		return f, fmt.Errorf("-fleet-size: %d is not a positive integer", f.fleetSize)
+	}
+	if st := kwokcluster.StageSet(f.stages10k); st != kwokcluster.GeneralStages && st != kwokcluster.FastStages {
+		return f, fmt.Errorf("-scale-10k-stages: unknown stage set %q", f.stages10k)
 	}
 	if f.clusters10k < 1 {
 		return f, fmt.Errorf("-scale-10k-clusters: %d is not a positive integer", f.clusters10k)

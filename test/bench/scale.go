@@ -250,7 +250,7 @@ func (b *bench) scaleRaygate(ctx context.Context, stages kwokcluster.StageSet, n
 		run.Error = "creating RayClusters: " + err.Error()
 		return run
 	}
-	converged, err := tracker.waitReady(ctx, c, n, waitTimeout(n), 90*time.Second, op.forbidden, func() string {
+	converged, err := tracker.waitReady(ctx, c, n, waitTimeout(n), stallTimeout(n), op.forbidden, func() string {
 		return b.diagnoseRayClusters(ctx, cl, op)
 	})
 	if err != nil {
@@ -350,6 +350,13 @@ func scaleClient(ctx context.Context, c *kwokcluster.Cluster) (client.Client, *r
 // waitTimeout allows a minute plus 600 ms per object: far above what either system needs.
 func waitTimeout(n int) time.Duration { return time.Minute + time.Duration(n)*600*time.Millisecond }
 
+// stallTimeout is how long a run may go without a new object ready before it counts as
+// stuck: 90 s, and longer for fleets whose pod transitions alone keep kwok busy that long
+// (at 40,000 pods kwok makes one patch per transition at about 100 a second on two idle cores).
+func stallTimeout(n int) time.Duration {
+	return max(90*time.Second, time.Duration(n)*15*time.Millisecond)
+}
+
 // scaleReference runs the same pods as n ReplicaSets of 4 pods, reconciled by
 // kube-controller-manager's ReplicaSet controller.
 func (b *bench) scaleReference(ctx context.Context, stages kwokcluster.StageSet, nodes, n int) (run scaleRun) {
@@ -383,7 +390,7 @@ func (b *bench) scaleReference(ctx context.Context, stages kwokcluster.StageSet,
 		run.Error = "creating ReplicaSets: " + err.Error()
 		return run
 	}
-	converged, err := tracker.waitReady(ctx, c, n, waitTimeout(n), 90*time.Second, func() error { return nil }, func() string { return "" })
+	converged, err := tracker.waitReady(ctx, c, n, waitTimeout(n), stallTimeout(n), func() error { return nil }, func() string { return "" })
 	if err != nil {
 		run.Error = err.Error()
 		return run
