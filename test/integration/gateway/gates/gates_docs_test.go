@@ -11,12 +11,12 @@ import (
 // evaluatedBy names, for every PromQL example of the docs about metric gates, the specs of
 // the gates and gatefaults suites that have the real Prometheus evaluate it verbatim.
 var evaluatedBy = map[string][]string{
-	"docs/rayservice.md gate error-ratio":       {gwenv.SpecGatesPass, gwenv.SpecGatesFail, gwenv.SpecGatesSlow},
-	"docs/rayservice.md gate p99-latency-ms":    {gwenv.SpecGatesPass, gwenv.SpecGatesFail, gwenv.SpecGatesSlow},
-	"docs/rayservice.md gate pending-5xx-ratio": {gwenv.SpecGatesPass, gwenv.SpecGatesFail, gwenv.SpecGatesSlow, gwenv.SpecGatesFaulted},
+	"docs/rayservice.md gate error-ratio":       {gwenv.SpecGatesHealthy, gwenv.SpecGatesFail, gwenv.SpecGatesSlow},
+	"docs/rayservice.md gate p99-latency-ms":    {gwenv.SpecGatesHealthy, gwenv.SpecGatesFail, gwenv.SpecGatesSlow},
+	"docs/rayservice.md gate pending-5xx-ratio": {gwenv.SpecGatesHealthy, gwenv.SpecGatesFail, gwenv.SpecGatesSlow, gwenv.SpecGatesFaulted},
 	// The gate queries' selection, as the page on monitoring shows it, and its series check.
 	"docs/monitoring.md promql under What the metric gates read": {gwenv.SpecGatesFail},
-	"docs/monitoring.md sh under What the metric gates read":     {gwenv.SpecGatesPass},
+	"docs/monitoring.md sh under What the metric gates read":     {gwenv.SpecGatesHealthy},
 }
 
 // exampleKey names an example independently of its line.
@@ -57,7 +57,7 @@ func TestEveryDocumentedGateQueryIsEvaluated(t *testing.T) {
 			t.Errorf("evaluatedBy names %q, which the docs no longer have", k)
 		}
 	}
-	specs := []string{gwenv.SpecGatesPass, gwenv.SpecGatesFail, gwenv.SpecGatesSlow, gwenv.SpecGatesFaulted}
+	specs := []string{gwenv.SpecGatesHealthy, gwenv.SpecGatesFail, gwenv.SpecGatesSlow, gwenv.SpecGatesFaulted}
 	for k, names := range evaluatedBy {
 		for _, n := range names {
 			if !slices.Contains(specs, n) {

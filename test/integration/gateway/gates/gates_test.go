@@ -113,7 +113,7 @@ func expectOnlyOldAtEnd(g *gatedRun, rep *load.Report) {
 }
 
 var _ = Describe("metric gates evaluated by the real Prometheus on what Traefik and Ray Serve counted", func() {
-	It(gwenv.SpecGatesPass, func(ctx context.Context) {
+	It(gwenv.SpecGatesHealthy, func(ctx context.Context) {
 		gates := documentedGates()
 		g := startGated(ctx, "gwgateok-", gatedOptions{Gates: gates, Settle: 4, OnFailure: raygatev1alpha1.FailureRollback})
 		green := g.Green

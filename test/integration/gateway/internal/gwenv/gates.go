@@ -30,7 +30,7 @@ import (
 // and stalled mid-upgrade), each starting a Gates world, so `go test -p` runs them side by
 // side. The spec names live here because gates' doc check names them all.
 const (
-	SpecGatesPass    = "a healthy new version passes every documented gate at every step and is promoted"
+	SpecGatesHealthy = "a healthy new version passes every documented gate at every step and is promoted"
 	SpecGatesFail    = "a new version failing 30% of requests fails the documented error gates at the first step(s) and rolls back"
 	SpecGatesSlow    = "a new version answering in 400 ms fails the documented p99 latency gate and rolls back"
 	SpecGatesFaulted = "hold the upgrade at its step without rolling back, say why, and let it go on once Prometheus answers"
