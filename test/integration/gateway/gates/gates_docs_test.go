@@ -5,25 +5,18 @@ import (
 	"testing"
 
 	"github.com/raygate/raygate/internal/testenv/docqueries"
-)
-
-// The names of the specs that evaluate the documented gate queries on the real Prometheus.
-const (
-	specGatesPass    = "a healthy new version passes every documented gate at every step and is promoted"
-	specGatesFail    = "a new version failing 30% of requests fails the documented error gates at the first step(s) and rolls back"
-	specGatesSlow    = "a new version answering in 400 ms fails the documented p99 latency gate and rolls back"
-	specGatesFaulted = "hold the upgrade at its step without rolling back, say why, and let it go on once Prometheus answers"
+	"github.com/raygate/raygate/test/integration/gateway/internal/gwenv"
 )
 
 // evaluatedBy names, for every PromQL example of the docs about metric gates, the specs of
-// this suite that have the real Prometheus evaluate it verbatim.
+// the gates and gatefaults suites that have the real Prometheus evaluate it verbatim.
 var evaluatedBy = map[string][]string{
-	"docs/rayservice.md gate error-ratio":       {specGatesPass, specGatesFail, specGatesSlow},
-	"docs/rayservice.md gate p99-latency-ms":    {specGatesPass, specGatesFail, specGatesSlow},
-	"docs/rayservice.md gate pending-5xx-ratio": {specGatesPass, specGatesFail, specGatesSlow, specGatesFaulted},
+	"docs/rayservice.md gate error-ratio":       {gwenv.SpecGatesHealthy, gwenv.SpecGatesFail, gwenv.SpecGatesSlow},
+	"docs/rayservice.md gate p99-latency-ms":    {gwenv.SpecGatesHealthy, gwenv.SpecGatesFail, gwenv.SpecGatesSlow},
+	"docs/rayservice.md gate pending-5xx-ratio": {gwenv.SpecGatesHealthy, gwenv.SpecGatesFail, gwenv.SpecGatesSlow, gwenv.SpecGatesFaulted},
 	// The gate queries' selection, as the page on monitoring shows it, and its series check.
-	"docs/monitoring.md promql under What the metric gates read": {specGatesFail},
-	"docs/monitoring.md sh under What the metric gates read":     {specGatesPass},
+	"docs/monitoring.md promql under What the metric gates read": {gwenv.SpecGatesFail},
+	"docs/monitoring.md sh under What the metric gates read":     {gwenv.SpecGatesHealthy},
 }
 
 // exampleKey names an example independently of its line.
@@ -64,7 +57,7 @@ func TestEveryDocumentedGateQueryIsEvaluated(t *testing.T) {
 			t.Errorf("evaluatedBy names %q, which the docs no longer have", k)
 		}
 	}
-	specs := []string{specGatesPass, specGatesFail, specGatesSlow, specGatesFaulted}
+	specs := []string{gwenv.SpecGatesHealthy, gwenv.SpecGatesFail, gwenv.SpecGatesSlow, gwenv.SpecGatesFaulted}
 	for k, names := range evaluatedBy {
 		for _, n := range names {
 			if !slices.Contains(specs, n) {

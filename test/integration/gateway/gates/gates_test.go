@@ -17,17 +17,15 @@ import (
 	"github.com/raygate/raygate/internal/promgate"
 	"github.com/raygate/raygate/internal/testenv/docqueries"
 	"github.com/raygate/raygate/internal/testenv/load"
+	"github.com/raygate/raygate/test/integration/gateway/internal/gwenv"
 	"github.com/raygate/raygate/test/integration/internal/rstest"
 )
 
-// The documented gates: docs/rayservice.md's UpgradePolicy example (the pending cluster's
-// error ratio and p99 latency from Ray Serve's metrics, which the simulated Ray pods serve
-// and Prometheus scrapes with the PodMonitor's namespace and pod labels) and its gate on
-// the Gateway's own metrics (the pending cluster's share of 5xx answers through Traefik).
+// The documented gates (gwenv), under shorter names.
 const (
-	errorGate   = "error-ratio"
-	latencyGate = "p99-latency-ms"
-	traefikGate = "pending-5xx-ratio"
+	errorGate   = gwenv.ErrorGate
+	latencyGate = gwenv.LatencyGate
+	traefikGate = gwenv.TraefikGate
 )
 
 // documentedGates are the three, in the docs' order: the first that fails is the one the
@@ -76,33 +74,33 @@ func failedGate(conds []gateCondition) (gateCondition, float64) {
 func evaluationOf(ctx context.Context, g *gatedRun, gate docqueries.Example, value float64) evaluation {
 	GinkgoHelper()
 	var best *evaluation
-	evals := g.evaluations(ctx, gate)
+	evals := g.Evaluations(ctx, gate)
 	for i, e := range evals {
 		if e.OK && (best == nil || math.Abs(e.Value-value) < math.Abs(best.Value-value)) {
 			best = &evals[i]
 		}
 	}
-	Expect(best).NotTo(BeNil(), "Prometheus evaluated %s: %+v", g.rendered(gate), evals)
+	Expect(best).NotTo(BeNil(), "Prometheus evaluated %s: %+v", g.Rendered(gate), evals)
 	Expect(best.Value).To(BeNumerically("~", value, math.Max(0.02, 0.02*value)), "evaluated again at %s", best.At)
 	return *best
 }
 
 // expectRolledBack checks the end of a failed gated upgrade: the pending cluster is gone,
 // traffic is back on the old one, and the event names the gate, the query and the value.
-func expectRolledBack(ctx context.Context, g *gatedRun, gate docqueries.Example, failed gateCondition, samples []weightSample) float64 {
+func expectRolledBack(ctx context.Context, g *gatedRun, gate docqueries.Example, failed gateCondition, samples []load.WeightSample) float64 {
 	GinkgoHelper()
-	Expect(failed.Message).To(ContainSubstring(fmt.Sprintf("gate %q of UpgradePolicy %s failed: query %s returned ", gate.Gate, gatePolicy, g.rendered(gate))))
+	Expect(failed.Message).To(ContainSubstring(fmt.Sprintf("gate %q of UpgradePolicy %s failed: query %s returned ", gate.Gate, gatePolicy, g.Rendered(gate))))
 	Expect(failed.Message).To(ContainSubstring("above max " + gate.Max))
 	m := gateValueRE.FindStringSubmatch(failed.Message)
-	Eventually(rstest.Events(ctx, k8s, g.ns, g.name)).Should(And(
-		ContainSubstring(fmt.Sprintf("Warning UpgradeGateFailed: gate %q of UpgradePolicy %s failed: query %s returned %s, above max %s", gate.Gate, gatePolicy, g.rendered(gate), m[1], gate.Max)),
+	Eventually(rstest.Events(ctx, k8s, g.NS, g.Name)).Should(And(
+		ContainSubstring(fmt.Sprintf("Warning UpgradeGateFailed: gate %q of UpgradePolicy %s failed: query %s returned %s, above max %s", gate.Gate, gatePolicy, g.Rendered(gate), m[1], gate.Max)),
 		ContainSubstring(rayv1.UpgradeActionKey+"=abort")))
 	maxGreen := 0.0
 	for _, s := range samples {
-		maxGreen = math.Max(maxGreen, s.Shares[g.green])
+		maxGreen = math.Max(maxGreen, s.Shares[g.Green])
 	}
 	Expect(maxGreen).To(BeNumerically("<=", 0.5), "the gate stopped the shift at the first step(s)")
-	Expect(samples[len(samples)-1].Shares[g.green]).To(BeZero())
+	Expect(samples[len(samples)-1].Shares[g.Green]).To(BeZero())
 	return maxGreen
 }
 
@@ -111,22 +109,22 @@ func expectOnlyOldAtEnd(g *gatedRun, rep *load.Report) {
 	GinkgoHelper()
 	last := rep.Between(rep.Results[len(rep.Results)-1].At-time.Second, time.Hour)
 	Expect(last.Failed).To(BeZero())
-	Expect(last.Share(g.ns+"/"+g.blue)).To(Equal(1.0), "at the end only the old cluster answers")
+	Expect(last.Share(g.NS+"/"+g.Blue)).To(Equal(1.0), "at the end only the old cluster answers")
 }
 
 var _ = Describe("metric gates evaluated by the real Prometheus on what Traefik and Ray Serve counted", func() {
-	It(specGatesPass, func(ctx context.Context) {
+	It(gwenv.SpecGatesHealthy, func(ctx context.Context) {
 		gates := documentedGates()
-		g := startGated(ctx, "gwgateok-", gatedOptions{gates: gates, settle: 4, onFailure: raygatev1alpha1.FailureRollback})
-		green := g.green
-		Eventually(rstest.ActiveName(ctx, k8s, g.ns, g.name), 2*time.Minute).Should(Equal(green), g.describe("the upgrade completes"))
-		Eventually(rstest.ClusterNames(ctx, k8s, g.ns), time.Minute).Should(ConsistOf(green))
-		rep, samples, conds := g.stop()
+		g := startGated(ctx, "gwgateok-", gatedOptions{Gates: gates, Settle: 4, OnFailure: raygatev1alpha1.FailureRollback})
+		green := g.Green
+		Eventually(rstest.ActiveName(ctx, k8s, g.NS, g.Name), 2*time.Minute).Should(Equal(green), g.Describe("the upgrade completes"))
+		Eventually(rstest.ClusterNames(ctx, k8s, g.NS), time.Minute).Should(ConsistOf(green))
+		rep, samples, conds := g.Stop()
 
 		sum := rep.Summary()
 		Expect(sum.Failed).To(BeZero(), "failed requests: %v", sum.Errors)
-		Expect(sum.ByCluster).To(HaveKey(g.ns + "/" + green))
-		Expect(distinctShares(samples, green)).To(BeNumerically(">=", 3), "traffic moved in steps")
+		Expect(sum.ByCluster).To(HaveKey(g.NS + "/" + green))
+		Expect(gwenv.DistinctShares(samples, green)).To(BeNumerically(">=", 3), "traffic moved in steps")
 		for _, c := range conds {
 			Expect(c.State).NotTo(Equal("False/"+raygatev1alpha1.GateFailed), c.Message)
 		}
@@ -146,7 +144,7 @@ var _ = Describe("metric gates evaluated by the real Prometheus on what Traefik 
 			}
 			// The new pods' first scrape may come after the first evaluation: no data then
 			// (the upgrade waits), never once the gate had data.
-			evals := g.evaluations(ctx, gate)
+			evals := g.Evaluations(ctx, gate)
 			answered, early := 0, 0
 			for _, e := range evals {
 				Expect(e.Err).To(BeEmpty(), gate.Gate)
@@ -166,21 +164,21 @@ var _ = Describe("metric gates evaluated by the real Prometheus on what Traefik 
 		By("the gates judged real traffic: an evaluation saw requests to the new cluster in Traefik's and in Ray's counters")
 		traefikWindow, serveWindow := rangeOf(gateDoc(traefikGate).Query), rangeOf(gateDoc(errorGate).Query)
 		seenByTraefik, seenByRay := 0.0, 0.0
-		for _, e := range g.evaluations(ctx, gateDoc(traefikGate)) {
-			seenByTraefik = math.Max(seenByTraefik, increase(ctx, traefikSelector(g.ns, green, ""), traefikWindow, e.At))
+		for _, e := range g.Evaluations(ctx, gateDoc(traefikGate)) {
+			seenByTraefik = math.Max(seenByTraefik, increase(ctx, traefikSelector(g.NS, green, ""), traefikWindow, e.At))
 		}
-		for _, e := range g.evaluations(ctx, gateDoc(errorGate)) {
-			seenByRay = math.Max(seenByRay, increase(ctx, serveSelector("ray_serve_num_http_requests_total", g.ns, green), serveWindow, e.At))
+		for _, e := range g.Evaluations(ctx, gateDoc(errorGate)) {
+			seenByRay = math.Max(seenByRay, increase(ctx, serveSelector("ray_serve_num_http_requests_total", g.NS, green), serveWindow, e.At))
 		}
 		Expect(seenByTraefik).To(BeNumerically(">=", 10))
 		Expect(seenByRay).To(BeNumerically(">=", 10))
 
 		By("Traefik's and Ray's counters for the new cluster, as Prometheus stored them, agree with the load generator")
-		answered := float64(sum.ByCluster[g.ns+"/"+green])
+		answered := float64(sum.ByCluster[g.NS+"/"+green])
 		var byTraefik, byRay float64
 		Eventually(func(gm Gomega) {
-			byTraefik, _ = instant(ctx, "sum("+traefikSelector(g.ns, green, "")+")", time.Now())
-			byRay, _ = instant(ctx, "sum("+serveSelector("ray_serve_num_http_requests_total", g.ns, green)+")", time.Now())
+			byTraefik, _ = instant(ctx, "sum("+traefikSelector(g.NS, green, "")+")", time.Now())
+			byRay, _ = instant(ctx, "sum("+serveSelector("ray_serve_num_http_requests_total", g.NS, green)+")", time.Now())
 			gm.Expect(math.Abs(byTraefik-answered)).To(BeNumerically("<=", math.Max(3, 0.02*answered)), "Traefik counted %v, the load generator got %v answers", byTraefik, answered)
 			gm.Expect(math.Abs(byRay-answered)).To(BeNumerically("<=", math.Max(3, 0.02*answered)), "Ray's proxies counted %v, the load generator got %v answers", byRay, answered)
 		}, 10*time.Second).Should(Succeed())
@@ -189,21 +187,21 @@ var _ = Describe("metric gates evaluated by the real Prometheus on what Traefik 
 		check := docExample("docs/monitoring.md", docqueries.Shell, "What the metric gates read")
 		vec, err := prom.Vector(ctx, check.Query)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(vec.String()).To(ContainSubstring(fmt.Sprintf(`namespace=%q`, g.ns)), "%s: %s", check.Query, vec)
+		Expect(vec.String()).To(ContainSubstring(fmt.Sprintf(`namespace=%q`, g.NS)), "%s: %s", check.Query, vec)
 		AddReportEntry(fmt.Sprintf("GATES (Prometheus) healthy %s -> %s: sent=%d failed=%d; %s; requests to %s in an evaluation's window: Traefik %.0f, Ray %.0f; counted in all: Traefik %v, Ray %v, load generator %v",
-			g.blue, green, sum.Sent, sum.Failed, strings.Join(report, "; "), green, seenByTraefik, seenByRay, byTraefik, byRay, answered))
+			g.Blue, green, sum.Sent, sum.Failed, strings.Join(report, "; "), green, seenByTraefik, seenByRay, byTraefik, byRay, answered))
 	})
 
-	It(specGatesFail, func(ctx context.Context) {
+	It(gwenv.SpecGatesFail, func(ctx context.Context) {
 		const failRatio = 0.3
 		gates := documentedGates()
-		g := startGated(ctx, "gwgatebad-", gatedOptions{gates: gates, failRatio: failRatio, onFailure: raygatev1alpha1.FailureRollback})
-		green := g.green
-		Eventually(func() bool { return g.conds.seen("False/" + raygatev1alpha1.GateFailed) }, 2*time.Minute).Should(BeTrue(), g.describe("a gate fails"))
-		Eventually(rstest.PendingName(ctx, k8s, g.ns, g.name), 2*time.Minute).Should(BeEmpty(), "the pending cluster is dropped")
-		Expect(rstest.ActiveName(ctx, k8s, g.ns, g.name)()).To(Equal(g.blue))
-		Eventually(rstest.ClusterNames(ctx, k8s, g.ns), time.Minute).Should(ConsistOf(g.blue))
-		rep, samples, conds := g.stop()
+		g := startGated(ctx, "gwgatebad-", gatedOptions{Gates: gates, FailRatio: failRatio, OnFailure: raygatev1alpha1.FailureRollback})
+		green := g.Green
+		Eventually(func() bool { return g.Conds.Seen("False/" + raygatev1alpha1.GateFailed) }, 2*time.Minute).Should(BeTrue(), g.Describe("a gate fails"))
+		Eventually(rstest.PendingName(ctx, k8s, g.NS, g.Name), 2*time.Minute).Should(BeEmpty(), "the pending cluster is dropped")
+		Expect(rstest.ActiveName(ctx, k8s, g.NS, g.Name)()).To(Equal(g.Blue))
+		Eventually(rstest.ClusterNames(ctx, k8s, g.NS), time.Minute).Should(ConsistOf(g.Blue))
+		rep, samples, conds := g.Stop()
 
 		By("the error ratio from Ray's counters fails first; the condition names the query, the value and the threshold")
 		failed, value := failedGate(conds)
@@ -214,21 +212,21 @@ var _ = Describe("metric gates evaluated by the real Prometheus on what Traefik 
 		By("Prometheus evaluated that value; Traefik's 5xx gate, evaluated with it, saw the same failures; both agree with the load generator")
 		at := evaluationOf(ctx, g, errGate, value)
 		serveWindow := rangeOf(errGate.Query)
-		lgFails, lgAll := g.window(rep, green, at.At.Add(-serveWindow), at.At)
+		lgFails, lgAll := g.Window(rep, green, at.At.Add(-serveWindow), at.At)
 		Expect(lgAll).To(BeNumerically(">=", 10), "the load generator got answers from %s in the window", green)
 		Expect(value).To(BeNumerically("~", float64(lgFails)/float64(lgAll), 0.1), "Ray's error ratio %v vs the load generator's %d of %d", value, lgFails, lgAll)
 		tGate := gateDoc(traefikGate)
-		tValue, ok := instant(ctx, g.rendered(tGate), at.At)
+		tValue, ok := instant(ctx, g.Rendered(tGate), at.At)
 		Expect(ok).To(BeTrue())
 		tWindow := rangeOf(tGate.Query)
-		tFails, tAll := increase(ctx, traefikSelector(g.ns, green, `,code=~"5.."`), tWindow, at.At), increase(ctx, traefikSelector(g.ns, green, ""), tWindow, at.At)
-		tlFails, tlAll := g.window(rep, green, at.At.Add(-tWindow), at.At)
+		tFails, tAll := increase(ctx, traefikSelector(g.NS, green, `,code=~"5.."`), tWindow, at.At), increase(ctx, traefikSelector(g.NS, green, ""), tWindow, at.At)
+		tlFails, tlAll := g.Window(rep, green, at.At.Add(-tWindow), at.At)
 		Expect(tValue).To(BeNumerically(">", 0.05), "Traefik's gate fails too")
 		Expect(tValue).To(BeNumerically("~", float64(tlFails)/float64(max(tlAll, 1)), 0.1), "Traefik's 5xx ratio %v (%.1f of %.1f) vs the load generator's %d of %d", tValue, tFails, tAll, tlFails, tlAll)
 
 		By("docs/monitoring.md's example, rendered for the pending cluster, reads the same ratio")
 		shown := docExample("docs/monitoring.md", docqueries.PromQL, "What the metric gates read")
-		rendered, err := promgate.Render(shown.Query, promgate.Vars{Namespace: g.ns, RayService: g.name, Pending: green, Active: g.blue})
+		rendered, err := promgate.Render(shown.Query, promgate.Vars{Namespace: g.NS, RayService: g.Name, Pending: green, Active: g.Blue})
 		Expect(err).NotTo(HaveOccurred())
 		shownValue, ok := instant(ctx, rendered, at.At)
 		Expect(ok).To(BeTrue(), rendered)
@@ -244,22 +242,22 @@ var _ = Describe("metric gates evaluated by the real Prometheus on what Traefik 
 			}
 		}
 		Expect(failedFrom).To(HaveLen(1))
-		Expect(failedFrom).To(HaveKey(g.ns+"/"+green), "failures only from the pending cluster")
+		Expect(failedFrom).To(HaveKey(g.NS+"/"+green), "failures only from the pending cluster")
 		expectOnlyOldAtEnd(g, rep)
-		greenFails, greenAll := g.window(rep, green, g.loadStart, time.Now())
+		greenFails, greenAll := g.Window(rep, green, g.LoadStart, time.Now())
 		AddReportEntry(fmt.Sprintf("GATES (Prometheus) failing %s (30%% 5xx) -> rollback to %s: sent=%d failed=%d (all from %s: %d of its %d answers); max weight on it %.2f; %s %v vs load generator %d of %d in %s; %s %.3f (Traefik %.1f of %.1f) vs load generator %d of %d in %s",
-			green, g.blue, sum.Sent, sum.Failed, green, greenFails, greenAll, maxGreen, errorGate, value, lgFails, lgAll, serveWindow, traefikGate, tValue, tFails, tAll, tlFails, tlAll, tWindow))
+			green, g.Blue, sum.Sent, sum.Failed, green, greenFails, greenAll, maxGreen, errorGate, value, lgFails, lgAll, serveWindow, traefikGate, tValue, tFails, tAll, tlFails, tlAll, tWindow))
 	})
 
-	It(specGatesSlow, func(ctx context.Context) {
+	It(gwenv.SpecGatesSlow, func(ctx context.Context) {
 		const latency = 400 * time.Millisecond
 		gates := documentedGates()
-		g := startGated(ctx, "gwgateslow-", gatedOptions{gates: gates, latency: latency, onFailure: raygatev1alpha1.FailureRollback})
-		green := g.green
-		Eventually(func() bool { return g.conds.seen("False/" + raygatev1alpha1.GateFailed) }, 2*time.Minute).Should(BeTrue(), g.describe("a gate fails"))
-		Eventually(rstest.PendingName(ctx, k8s, g.ns, g.name), 2*time.Minute).Should(BeEmpty(), "the pending cluster is dropped")
-		Eventually(rstest.ClusterNames(ctx, k8s, g.ns), time.Minute).Should(ConsistOf(g.blue))
-		rep, samples, conds := g.stop()
+		g := startGated(ctx, "gwgateslow-", gatedOptions{Gates: gates, Latency: latency, OnFailure: raygatev1alpha1.FailureRollback})
+		green := g.Green
+		Eventually(func() bool { return g.Conds.Seen("False/" + raygatev1alpha1.GateFailed) }, 2*time.Minute).Should(BeTrue(), g.Describe("a gate fails"))
+		Eventually(rstest.PendingName(ctx, k8s, g.NS, g.Name), 2*time.Minute).Should(BeEmpty(), "the pending cluster is dropped")
+		Eventually(rstest.ClusterNames(ctx, k8s, g.NS), time.Minute).Should(ConsistOf(g.Blue))
+		rep, samples, conds := g.Stop()
 
 		By("the p99 latency from Ray's histogram fails; the error gates passed")
 		failed, value := failedGate(conds)
@@ -279,7 +277,7 @@ var _ = Describe("metric gates evaluated by the real Prometheus on what Traefik 
 		var slowest time.Duration
 		n := 0
 		for _, r := range rep.Results {
-			if r.Cluster == g.ns+"/"+green {
+			if r.Cluster == g.NS+"/"+green {
 				n++
 				slowest = max(slowest, r.Latency)
 				Expect(r.Latency).To(BeNumerically(">=", latency), "an answer from %s", green)
@@ -288,7 +286,7 @@ var _ = Describe("metric gates evaluated by the real Prometheus on what Traefik 
 		Expect(n).To(BeNumerically(">=", 5), "answers from %s", green)
 		expectOnlyOldAtEnd(g, rep)
 		AddReportEntry(fmt.Sprintf("GATES (Prometheus) slow %s (+%s a request) -> rollback to %s: sent=%d failed=%d; %s %v at %s; %d answers from %s, the slowest %s; max weight on it %.2f",
-			green, latency, g.blue, sum.Sent, sum.Failed, latencyGate, value, at.At.Format("15:04:05.000"), n, green, slowest.Round(time.Millisecond), maxGreen))
+			green, latency, g.Blue, sum.Sent, sum.Failed, latencyGate, value, at.At.Format("15:04:05.000"), n, green, slowest.Round(time.Millisecond), maxGreen))
 	})
 })
 

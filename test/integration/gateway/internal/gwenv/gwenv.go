@@ -4,8 +4,9 @@
 // and raygate's manager under the chart's RBAC, reaching them with its production resolver.
 //
 // The specs are split into test/integration/gateway (routing and load on every upgrade
-// path) and test/integration/gateway/gates (metric gates on the real Prometheus), each
-// starting this world once, so `go test -p` runs them side by side: they wait on upgrade
+// path), test/integration/gateway/gates (metric gates on the real Prometheus) and
+// test/integration/gateway/gatefaults (that Prometheus failing), each starting this world
+// once, so `go test -p` runs them side by side: they wait on upgrade
 // intervals and Traefik's routing far more than they compute.
 package gwenv
 

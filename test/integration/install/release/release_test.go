@@ -1,4 +1,4 @@
-package install
+package release
 
 import (
 	"context"
@@ -57,11 +57,11 @@ var _ = Describe("a release made by make release", Ordered, func() {
 	}, NodeTimeout(10*time.Minute)) // a cold Go build cache compiles the manager for linux first
 
 	It("writes the chart, the CRDs as one file, the SBOMs, the version's changelog section and their checksums", func(ctx context.Context) {
-		crds := parse(readFileOrEmpty(filepath.Join(out, "raygate-crds.yaml")))
+		crds := kinds(readFileOrEmpty(filepath.Join(out, "raygate-crds.yaml")))
 		chartCRDs, err := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(crds.ofKind("CustomResourceDefinition")).To(HaveLen(len(chartCRDs)))
 		Expect(crds).To(HaveLen(len(chartCRDs)))
+		Expect(crds).To(HaveEach("CustomResourceDefinition"))
 		applied, stderr, err := env.Kubectl(ctx, "", "apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", filepath.Join(out, "raygate-crds.yaml"))
 		Expect(err).NotTo(HaveOccurred(), stderr)
 		Expect(strings.Count(applied, "serverside-applied (server dry run)")).To(Equal(len(chartCRDs)), applied)
