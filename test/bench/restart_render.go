@@ -156,7 +156,7 @@ func renderRestart(m *md, r *restartResult) {
 			m.p("%s was still writing %s after the fleet converged and was killed anyway.", fleetOperatorLabel(s.Operator), restartSettleTimeout)
 		}
 		if s.Error != "" {
-			m.p("%s: **did not complete** — %s", fleetOperatorLabel(s.Operator), s.Error)
+			m.p("%s: **did not complete** — %s", fleetOperatorLabel(s.Operator), firstLine(s.Error))
 		}
 	}
 	for _, s := range sides {
