@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -209,32 +208,10 @@ func dryRunCreates(ctx context.Context, cl client.Client, count, concurrency int
 // dryRunCreatesOf sends count server-side dry-run creates of the objects of build from
 // concurrency clients and returns each successful request's latency.
 func dryRunCreatesOf(ctx context.Context, cl client.Client, count, concurrency int, build func(int) *rayv1.RayService) ([]time.Duration, int, time.Duration, error) {
-	var mu sync.Mutex
-	durations := make([]time.Duration, 0, count)
-	errs := 0
-	var firstErr error
-	start := time.Now()
-	_ = parallel(ctx, count, concurrency, func(ctx context.Context, i int) error {
+	return timeRequests(ctx, count, concurrency, "", func(ctx context.Context, i int, _ string) error {
 		svc := build(i)
-		t := time.Now()
-		err := cl.Create(ctx, svc, client.DryRunAll)
-		d := time.Since(t)
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			errs++
-			if firstErr == nil {
-				firstErr = err
-			}
-			return nil
-		}
-		durations = append(durations, d)
-		return nil
+		return cl.Create(ctx, svc, client.DryRunAll)
 	})
-	if errs > count/100 {
-		return nil, errs, 0, fmt.Errorf("%d of %d dry-run creates failed, first: %w", errs, count, firstErr)
-	}
-	return durations, errs, time.Since(start), ctx.Err()
 }
 
 // webhookToggle removes and restores raygate's webhook configurations, and waits until the
@@ -249,6 +226,15 @@ type webhookToggle struct {
 }
 
 func newWebhookToggle(ctx context.Context, cl client.Client) (*webhookToggle, error) {
+	t, err := listWebhooks(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	return t, t.await(ctx, true)
+}
+
+// listWebhooks reads raygate's webhook configurations into a toggle (enabled: installed).
+func listWebhooks(ctx context.Context, cl client.Client) (*webhookToggle, error) {
 	t := &webhookToggle{cl: cl, enabled: true}
 	var m admissionregistrationv1.MutatingWebhookConfigurationList
 	var v admissionregistrationv1.ValidatingWebhookConfigurationList
@@ -262,7 +248,7 @@ func newWebhookToggle(ctx context.Context, cl client.Client) (*webhookToggle, er
 		return nil, fmt.Errorf("webhook configurations not installed (%d mutating, %d validating)", len(m.Items), len(v.Items))
 	}
 	t.mutating, t.validating = m.Items, v.Items
-	return t, t.await(ctx, true)
+	return t, nil
 }
 
 func (t *webhookToggle) set(ctx context.Context, enabled bool) error {

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
@@ -302,19 +301,10 @@ func (run *latencyRun) summarize(trials []latencyTrial) {
 // removeWebhooks deletes raygate's webhook configurations (kept to restore them with set(true)
 // once the operator serves them) and waits until the API server admits without them.
 func removeWebhooks(ctx context.Context, cl client.Client) (*webhookToggle, error) {
-	t := &webhookToggle{cl: cl, enabled: true}
-	var m admissionregistrationv1.MutatingWebhookConfigurationList
-	var v admissionregistrationv1.ValidatingWebhookConfigurationList
-	if err := cl.List(ctx, &m); err != nil {
+	t, err := listWebhooks(ctx, cl)
+	if err != nil {
 		return nil, err
 	}
-	if err := cl.List(ctx, &v); err != nil {
-		return nil, err
-	}
-	if len(m.Items) == 0 || len(v.Items) == 0 {
-		return nil, fmt.Errorf("webhook configurations not installed (%d mutating, %d validating)", len(m.Items), len(v.Items))
-	}
-	t.mutating, t.validating = m.Items, v.Items
 	return t, t.set(ctx, false)
 }
 
