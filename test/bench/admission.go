@@ -160,49 +160,15 @@ func (b *bench) admissionThroughAPIServer(ctx context.Context, n int, res *admis
 // compareWebhooks sends n dry-run creates with webhooks off and n with them on, alternating
 // in rounds so background load hits both alike.
 func compareWebhooks(ctx context.Context, cl client.Client, toggle *webhookToggle, n, concurrency, rounds int, prefix string) (admissionLatency, error) {
-	res := admissionLatency{Requests: n, Concurrency: concurrency}
-	var onD, offD []time.Duration
-	var onErr, offErr int
-	var onWall, offWall time.Duration
-	per := max(1, n/rounds)
-	for round := 0; round < rounds; round++ {
-		for _, enabled := range []bool{false, true} {
-			if err := toggle.set(ctx, enabled); err != nil {
-				return res, err
-			}
-			count := per
-			if round == rounds-1 {
-				count = n - per*(rounds-1)
-			}
-			d, errs, wall, err := dryRunCreates(ctx, cl, count, concurrency, fmt.Sprintf("%s%d%s", prefix, round, onOff(enabled)))
-			if err != nil {
-				return res, err
-			}
-			if enabled {
-				onD, onErr, onWall = append(onD, d...), onErr+errs, onWall+wall
-			} else {
-				offD, offErr, offWall = append(offD, d...), offErr+errs, offWall+wall
-			}
-		}
-	}
-	res.On, res.Off = summarise(onD, onErr, onWall), summarise(offD, offErr, offWall)
-	res.AddedP50Ms = res.On.P50Ms - res.Off.P50Ms
-	res.AddedP99Ms = res.On.P99Ms - res.Off.P99Ms
-	return res, nil
+	return compareWebhooksOf(ctx, toggle, n, concurrency, rounds, prefix, func(ctx context.Context, i int, prefix string) error {
+		return cl.Create(ctx, benchRayService(fmt.Sprintf("svc-%s-%d", prefix, i)), client.DryRunAll)
+	})
 }
 
 // benchRayService is a realistic RayService: NewCluster upgrades, a serve config with one
 // application, a head and one worker group with resources.
 func benchRayService(name string) *rayv1.RayService {
 	return builders.RayService(name, "bench-0").Obj()
-}
-
-// dryRunCreates sends count server-side dry-run creates of benchRayService from concurrency
-// clients and returns each successful request's latency.
-func dryRunCreates(ctx context.Context, cl client.Client, count, concurrency int, prefix string) ([]time.Duration, int, time.Duration, error) {
-	return dryRunCreatesOf(ctx, cl, count, concurrency, func(i int) *rayv1.RayService {
-		return benchRayService(fmt.Sprintf("svc-%s-%d", prefix, i))
-	})
 }
 
 // dryRunCreatesOf sends count server-side dry-run creates of the objects of build from
