@@ -22,6 +22,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -82,7 +83,7 @@ func runPhase(args []string) int {
 		return runUnmeasured(command)
 	}
 	stopWatch := watchStarts(abs, os.Stderr)
-	rec, code := measure(command, map[string]string{dirEnv: abs})
+	rec, code := measure(command, map[string]string{dirEnv: abs}, nil, nil)
 	stopWatch()
 	rec.Kind, rec.Name = kindPhase, *name
 	if err := writeRecord(abs, rec); err != nil {
@@ -94,6 +95,7 @@ func runPhase(args []string) int {
 			fmt.Fprintln(os.Stderr, "testtime:", err)
 		}
 		fmt.Fprint(os.Stdout, formatTable(recs, tableOptions{}))
+		fmt.Fprint(os.Stdout, formatFailures(recs))
 	}
 	return code
 }
@@ -129,8 +131,12 @@ func execTest(args []string) int {
 	if err := markStarted(dir, pkg); err != nil {
 		fmt.Fprintln(os.Stderr, "testtime:", err)
 	}
-	rec, code := measure(args, nil)
+	var stdout, stderr failureDigest
+	rec, code := measure(args, nil, &stdout, &stderr)
 	rec.Kind, rec.Name = kindPackage, pkg
+	if code != 0 {
+		rec.Failures = append(stdout.Failures(), stderr.Failures()...)
+	}
 	if err := writeRecord(dir, rec); err != nil {
 		fmt.Fprintln(os.Stderr, "testtime:", err)
 	}
@@ -138,17 +144,26 @@ func execTest(args []string) int {
 }
 
 func runUnmeasured(command []string) int {
-	_, code := measure(command, nil)
+	_, code := measure(command, nil, nil, nil)
 	return code
 }
 
 // measure runs a command with this process's standard streams and returns its record and
-// exit status. Interrupts and terminations are passed on, so go test's timeout (SIGQUIT, for
+// exit status; its output also goes to the digests that are not nil. Interrupts and terminations are passed on, so go test's timeout (SIGQUIT, for
 // the goroutine dump) and Ctrl-C reach the test binary; if this process is killed, the
 // kernel kills the command too.
-func measure(command []string, env map[string]string) (record, int) {
+func measure(command []string, env map[string]string, stdout, stderr *failureDigest) (record, int) {
 	cmd := exec.Command(command[0], command[1:]...) //nolint:gosec // G702: running the given command is this tool's job, as for go test -exec
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if stdout != nil {
+		cmd.Stdout = io.MultiWriter(os.Stdout, stdout)
+	}
+	if stderr != nil {
+		cmd.Stderr = io.MultiWriter(os.Stderr, stderr)
+	}
+	// Through a digest the output goes by a pipe, which a process the test left behind could
+	// hold open after the test binary exited: stop reading it shortly after the exit.
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Env = os.Environ()
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)

@@ -28,6 +28,8 @@ type record struct {
 	Sys    time.Duration `json:"sys"`
 	MaxRSS int64         `json:"maxRSS"` // bytes
 	Exit   int           `json:"exit"`
+	// Failures are the failure messages found in a test binary's output (failureDigest).
+	Failures []string `json:"failures,omitempty"`
 }
 
 // fileName is unique per record: a package's path or a phase's name, made flat.

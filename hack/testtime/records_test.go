@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -120,7 +121,7 @@ func TestMeasureKeepsExitStatus(t *testing.T) {
 		{"exit 3", 3},
 		{"kill -TERM $$", 128 + 15},
 	} {
-		rec, code := measure([]string{"sh", "-c", tc.script}, nil)
+		rec, code := measure([]string{"sh", "-c", tc.script}, nil, nil, nil)
 		if code != tc.want || rec.Exit != tc.want {
 			t.Errorf("%q: exit %d (recorded %d), want %d", tc.script, code, rec.Exit, tc.want)
 		}
@@ -132,12 +133,12 @@ func TestMeasureKeepsExitStatus(t *testing.T) {
 
 func TestRecordsRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	in := record{Kind: kindPackage, Name: "./test/integration/rayservice", Wall: time.Minute, MaxRSS: 1 << 30, Exit: 1}
+	in := record{Kind: kindPackage, Name: "./test/integration/rayservice", Wall: time.Minute, MaxRSS: 1 << 30, Exit: 1, Failures: []string{"[FAILED] boom"}}
 	if err := writeRecord(dir, in); err != nil {
 		t.Fatal(err)
 	}
 	out, err := readRecords(dir)
-	if err != nil || len(out) != 1 || out[0] != in {
+	if err != nil || len(out) != 1 || !reflect.DeepEqual(out[0], in) {
 		t.Fatalf("readRecords = %+v, %v; want [%+v]", out, err, in)
 	}
 }

@@ -70,7 +70,10 @@ func startAdmissionProbe(ctx context.Context, ns string) *admissionProbe {
 				p.inFlightAtKill++
 				p.inFlightAtKillErrs = append(p.inFlightAtKillErrs, err.Error())
 			default:
-				p.refused = append(p.refused, err.Error())
+				// when it was sent and how long the answer took tell a replica that was not
+				// there from one too slow for the webhook's timeout
+				p.refused = append(p.refused, fmt.Sprintf("sent %v after the kill, failed after %v: %v",
+					sent.Sub(p.kill).Round(time.Millisecond), time.Since(sent).Round(time.Millisecond), err))
 			}
 			p.mu.Unlock()
 			time.Sleep(50 * time.Millisecond)
