@@ -72,8 +72,11 @@ func startAdmissionProbe(ctx context.Context, ns string) *admissionProbe {
 			default:
 				// when it was sent and how long the answer took tell a replica that was not
 				// there from one too slow for the webhook's timeout
-				p.refused = append(p.refused, fmt.Sprintf("sent %v after the kill, failed after %v: %v",
-					sent.Sub(p.kill).Round(time.Millisecond), time.Since(sent).Round(time.Millisecond), err))
+				when := "before the kill"
+				if !p.kill.IsZero() {
+					when = fmt.Sprintf("%v after the kill", sent.Sub(p.kill).Round(time.Millisecond))
+				}
+				p.refused = append(p.refused, fmt.Sprintf("sent %s, failed after %v: %v", when, time.Since(sent).Round(time.Millisecond), err))
 			}
 			p.mu.Unlock()
 			time.Sleep(50 * time.Millisecond)
