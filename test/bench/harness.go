@@ -130,10 +130,12 @@ type readyTracker struct {
 	seen  map[string]bool
 	ready map[string]time.Time
 	last  time.Time // last time the ready count grew
+	since time.Time // when the tracking started (the objects were being created)
 }
 
 func trackReady(ctx context.Context, cfg *rest.Config, obj client.Object, isReady func(client.Object) bool) (*readyTracker, error) {
 	t := &readyTracker{isReady: isReady, seen: map[string]bool{}, ready: map[string]time.Time{}, last: time.Now()}
+	t.since = t.last
 	err := watchKind(ctx, cfg, obj, func(obj client.Object) {
 		now := time.Now()
 		key := obj.GetNamespace() + "/" + obj.GetName()
@@ -230,8 +232,11 @@ func (t *readyTracker) waitReady(ctx context.Context, c *kwokcluster.Cluster, n 
 			return time.Time{}, err
 		}
 		if time.Now().After(deadline) || time.Since(last) > stall {
-			return time.Time{}, fmt.Errorf("%d of %d ready after %s (no progress for %s): %s",
-				ready, n, time.Since(deadline.Add(-timeout)).Round(time.Second), time.Since(last).Round(time.Second), diagnose())
+			// the time since the tracking started: a wait that begins after another one (the
+			// RayServices' after the RayClusters') may give up at once on a stall that began
+			// before it
+			return time.Time{}, fmt.Errorf("%d of %d ready %s after the tracking started (no progress for %s): %s",
+				ready, n, time.Since(t.since).Round(time.Second), time.Since(last).Round(time.Second), diagnose())
 		}
 		select {
 		case <-ctx.Done():
