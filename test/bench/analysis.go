@@ -135,6 +135,8 @@ func analysisConstants() map[string]string {
 		"targetAddedP99Ms":       fmt.Sprintf("≤ %.0f ms", targetAddedP99Ms),
 		"targetAddedP99MsOne":    fmt.Sprintf("≤ %.0f ms", targetAddedP99MsOne),
 		"targetHandlerAllocs":    fmt.Sprintf("≤ %d allocations per review", targetHandlerAllocs),
+		"scale10kFlags":          "`-scenarios=scale-10k -partial`",
+		"targetFleetCPURatio":    fmt.Sprintf("≤ %s× KubeRay's", ratioText(fleetCPUTarget)),
 		"hog":                    hogDescription,
 		"notMeasured":            notMeasured,
 	}
@@ -212,6 +214,13 @@ func selectElement(list []any, seg string) (any, bool) {
 			continue
 		}
 		if name, ok := m["name"].(string); ok && name == seg {
+			return m, true
+		}
+		// admission cases by kind and operation ("RayCluster-update"), latency runs by stages
+		if k, ok := m["kind"].(string); ok && k+"-"+fmt.Sprint(m["operation"]) == seg {
+			return m, true
+		}
+		if st, ok := m["stages"].(string); ok && st == seg && m["clusters"] == nil {
 			return m, true
 		}
 		if numeric != nil {
