@@ -219,11 +219,19 @@ func (t *readyTracker) timeline(start time.Time) []float64 {
 // waitReady waits until n objects are ready. It gives up when check fails, after timeout,
 // or after stall without progress, calling diagnose for the error message.
 func (t *readyTracker) waitReady(ctx context.Context, c *kwokcluster.Cluster, n int, timeout, stall time.Duration, check func() error, diagnose func() string) (time.Time, error) {
-	deadline := time.Now().Add(timeout)
+	began := time.Now()
+	deadline := began.Add(timeout)
 	for {
 		_, ready, last := t.counts()
 		if ready >= n {
 			return last, nil
+		}
+		// A wait that begins after another one (the RayServices' after their RayClusters')
+		// counts a stall from its own start: objects that could not progress before (a
+		// RayService waits for its cluster) are not stalled yet.
+		progress := last
+		if began.After(progress) {
+			progress = began
 		}
 		if err := c.Healthy(); err != nil {
 			return time.Time{}, err
@@ -231,12 +239,9 @@ func (t *readyTracker) waitReady(ctx context.Context, c *kwokcluster.Cluster, n 
 		if err := check(); err != nil {
 			return time.Time{}, err
 		}
-		if time.Now().After(deadline) || time.Since(last) > stall {
-			// the time since the tracking started: a wait that begins after another one (the
-			// RayServices' after the RayClusters') may give up at once on a stall that began
-			// before it
+		if time.Now().After(deadline) || time.Since(progress) > stall {
 			return time.Time{}, fmt.Errorf("%d of %d ready %s after the tracking started (no progress for %s): %s",
-				ready, n, time.Since(t.since).Round(time.Second), time.Since(last).Round(time.Second), diagnose())
+				ready, n, time.Since(t.since).Round(time.Second), time.Since(progress).Round(time.Second), diagnose())
 		}
 		select {
 		case <-ctx.Done():
