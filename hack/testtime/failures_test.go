@@ -40,9 +40,7 @@ func TestDigestOfGinkgoFailure(t *testing.T) {
 		"to be empty",
 		"In [It] at: /src/test/integration/faults/x_test.go:16 @ 11/29/26 21:43:36.653",
 	}, "\n")}
-	if strings.Join(got, "\n---\n") != strings.Join(want, "\n---\n") {
-		t.Errorf("digest:\n%s\nwant:\n%s", strings.Join(got, "\n---\n"), strings.Join(want, "\n---\n"))
-	}
+	expectLines(t, "digest", got, want, "\n---\n")
 }
 
 // go test's failures: each top-level "--- FAIL" with what is indented under it, and a panic's
@@ -54,9 +52,7 @@ func TestDigestOfGoTestFailures(t *testing.T) {
 		"--- FAIL: TestOther (0.00s)\nother_test.go:9: budget 300 allocations, used 301",
 		"panic: runtime error: index out of range [3] with length 3",
 	}
-	if strings.Join(got, "\n---\n") != strings.Join(want, "\n---\n") {
-		t.Errorf("digest:\n%s\nwant:\n%s", strings.Join(got, "\n---\n"), strings.Join(want, "\n---\n"))
-	}
+	expectLines(t, "digest", got, want, "\n---\n")
 }
 
 // A message never grows past its bound, and a package never lists more than maxFailures.

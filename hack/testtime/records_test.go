@@ -61,9 +61,7 @@ func TestFormatTable(t *testing.T) {
 		"./slow 3m00.0s 2m00.0s 0.67 - FAIL (exit 1)",
 		"./fast 2.0s 1.0s 0.50 40 MiB ok",
 	}
-	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
-		t.Errorf("table rows:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
-	}
+	expectLines(t, "table rows", rows, want, "\n")
 }
 
 // make tools' table: builds that ran side by side, slowest first, and a total from the first
@@ -89,9 +87,7 @@ func TestFormatToolTable(t *testing.T) {
 		"etcd 2m00.0s 3m00.0s 1.50 300 MiB ok",
 		"make tools 9m01.0s 18m00.0s 2.00 900 MiB FAIL (exit 1)",
 	}
-	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
-		t.Errorf("table rows:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
-	}
+	expectLines(t, "table rows", rows, want, "\n")
 }
 
 func TestPackageOf(t *testing.T) {
@@ -157,5 +153,13 @@ func TestWatchStartsAnnouncesNewBinariesOnly(t *testing.T) {
 	stop()
 	if got := out.String(); strings.Contains(got, "./earlier") || !strings.Contains(got, "running ./later\n") {
 		t.Errorf("announced:\n%s\nwant ./later only", got)
+	}
+}
+
+// expectLines fails t unless got and want, joined by sep, are the same text.
+func expectLines(t *testing.T, what string, got, want []string, sep string) {
+	t.Helper()
+	if g, w := strings.Join(got, sep), strings.Join(want, sep); g != w {
+		t.Errorf("%s:\n%s\nwant:\n%s", what, g, w)
 	}
 }
