@@ -1,15 +1,11 @@
 package install
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -29,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/raygate/raygate/internal/testenv/tools"
+	"github.com/raygate/raygate/test/integration/install/internal/installenv"
 )
 
 const (
@@ -88,15 +85,8 @@ func cacheable(args []string) bool {
 	return true
 }
 
-func execHelm(bin string, args ...string) (string, error) {
-	var out, errb bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), strings.Join(args, " "), err, errb.String())
-	}
-	return out.String(), nil
-}
+// execHelm runs a helm binary; the suites share it.
+var execHelm = installenv.ExecHelm
 
 // template renders a chart directory as release "raygate" in "raygate-system".
 func template(dir string, args ...string) string {
@@ -240,14 +230,7 @@ func readGenerated(rolePath, webhooksPath string) generated {
 	return g
 }
 
-func readFileOrEmpty(path string) string {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return ""
-	}
-	Expect(err).NotTo(HaveOccurred())
-	return string(b)
-}
+var readFileOrEmpty = installenv.ReadFileOrEmpty
 
 // chartWithGenerated copies the chart into a temporary directory with other generated
 // files, so the chart's handling of markers that have not landed yet is tested too.

@@ -11,12 +11,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/raygate/raygate/internal/testenv/controlplane"
-	"github.com/raygate/raygate/internal/testenv/framework"
 	"github.com/raygate/raygate/internal/testenv/framework/suite"
-	"github.com/raygate/raygate/internal/testenv/tools"
+	"github.com/raygate/raygate/test/integration/install/internal/installenv"
 )
 
 var (
@@ -32,33 +30,14 @@ func TestInstall(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx context.Context) {
-	var err error
-	helm, err = tools.Path("helm")
-	Expect(err).NotTo(HaveOccurred())
-	helm3, err = tools.Path("helm3")
-	Expect(err).NotTo(HaveOccurred())
-
-	// The managers this suite runs are not the release's: the RBAC specs check what the
-	// release's ServiceAccount may do, so the harness's grants go to another one.
-	harness = suite.Start(suite.Options{
-		ControlPlane:   controlplane.Options{GatewayAPI: true},
-		ServiceAccount: framework.ServiceAccount{Namespace: "raygate-system", Name: "raygate-harness"},
-	})
-	env = harness.Env
-
-	// The batch schedulers' PodGroup CRDs too: the RBAC specs ask the API server about every
-	// generated rule, and it only answers for resources it serves.
-	// OpenShift's Route CRD too (the dashboard Route of enableIngress).
-	for _, tool := range []string{"cert-manager-crds", "volcano-crds", "scheduler-plugins-crds", "openshift-route-crd"} {
-		dir, err := tools.Path(tool)
-		Expect(err).NotTo(HaveOccurred())
-		crds, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(crds).NotTo(BeEmpty(), tool)
-	}
-	// The operator's namespace enforces the restricted Pod Security Standard, as
-	// docs/install.md recommends; the tenants' namespaces are plain.
-	_, stderr, err := env.Kubectl(ctx, `
+	helm, helm3 = installenv.Helms()
+	// The managers this suite runs are not the release's. The batch schedulers' PodGroup CRDs
+	// are installed too: the RBAC specs ask the API server about every generated rule, and it
+	// only answers for resources it serves; and OpenShift's Route CRD (the dashboard Route of
+	// enableIngress). The operator's namespace enforces the restricted Pod Security Standard,
+	// as docs/install.md recommends; the tenants' namespaces are plain.
+	harness = installenv.Start(ctx, controlplane.Options{GatewayAPI: true},
+		[]string{"cert-manager-crds", "volcano-crds", "scheduler-plugins-crds", "openshift-route-crd"}, `
 apiVersion: v1
 kind: Namespace
 metadata:
@@ -78,6 +57,6 @@ metadata: {name: team-b}
 apiVersion: v1
 kind: Namespace
 metadata: {name: tenant-ops}
-`, "apply", "-f", "-")
-	Expect(err).NotTo(HaveOccurred(), stderr)
+`)
+	env = harness.Env
 }, NodeTimeout(20*time.Minute)) // a first run builds Helm 4 and Helm 3 from source (about 3 minutes each)
