@@ -232,8 +232,8 @@ func (b *bench) latencyTrials(ctx context.Context, stages kwokcluster.StageSet, 
 	}
 	defer func() {
 		_ = proxy.Close()
-		if refused := proxy.Refused(); len(refused) > 0 && runErr == nil {
-			runErr = fmt.Errorf("the operator called %d addresses that must never be dialled, first %q", len(refused), refused[0])
+		if runErr == nil {
+			runErr = dialRefusals(proxy)
 		}
 	}()
 	op, err := b.startOperator(ctx, s.Cluster, o)

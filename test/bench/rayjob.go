@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -250,22 +248,20 @@ func (b *bench) rayJobsRun(ctx context.Context, res rayJobResult, o operatorOpti
 		defer proxy.Close()
 		o.Env = append(o.Env, proxy.Env()...)
 	} else {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		urlFlag, stopFront, err := serveDashboards(dashboards)
 		if err != nil {
 			return err
 		}
-		front := &http.Server{Handler: dashboards.Handler(), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = front.Serve(l) }()
-		defer front.Close()
-		o.ExtraArgs = append(o.ExtraArgs, "--dashboard-url-template=http://"+l.Addr().String()+"/{namespace}/{name}")
+		defer stopFront()
+		o.ExtraArgs = append(o.ExtraArgs, urlFlag)
 		proxy, err := noDialProxy(&o)
 		if err != nil {
 			return err
 		}
 		defer func() {
 			_ = proxy.Close()
-			if refused := proxy.Refused(); len(refused) > 0 && runErr == nil {
-				runErr = fmt.Errorf("the operator called %d addresses that must never be dialled, first %q", len(refused), refused[0])
+			if runErr == nil {
+				runErr = dialRefusals(proxy)
 			}
 		}()
 	}

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -191,15 +189,12 @@ func (b *bench) restartSideRun(ctx context.Context, clusters, services int, kube
 		side.Flags = append(kubeRayRayJobFlags(defaultConcurrency()), "--enable-leader-election=true", "--leader-election-namespace="+restartLeaseNamespace)
 		ro.opts = operatorOptions{KubeRay: true, ExtraArgs: side.Flags, Env: proxy.Env()}
 	} else {
-		l, lerr := net.Listen("tcp", "127.0.0.1:0")
-		if lerr != nil {
-			return lerr
+		urlFlag, stopFront, ferr := serveDashboards(dashboards)
+		if ferr != nil {
+			return ferr
 		}
-		front := &http.Server{Handler: dashboards.Handler(), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = front.Serve(l) }()
-		defer front.Close()
-		side.Flags = []string{"--leader-elect=true", "--leader-election-namespace=" + restartLeaseNamespace,
-			"--dashboard-url-template=http://" + l.Addr().String() + "/{namespace}/{name}"}
+		defer stopFront()
+		side.Flags = []string{"--leader-elect=true", "--leader-election-namespace=" + restartLeaseNamespace, urlFlag}
 		ro.opts = operatorOptions{Concurrency: defaultConcurrency(), ExtraArgs: side.Flags}
 		if proxy, err = noDialProxy(&ro.opts); err != nil {
 			return err
@@ -207,8 +202,8 @@ func (b *bench) restartSideRun(ctx context.Context, clusters, services int, kube
 	}
 	defer func() {
 		_ = proxy.Close()
-		if refused := proxy.Refused(); len(refused) > 0 && runErr == nil && !kuberayOp {
-			runErr = fmt.Errorf("the operator called %d addresses that must never be dialled, first %q", len(refused), refused[0])
+		if runErr == nil && !kuberayOp {
+			runErr = dialRefusals(proxy)
 		}
 	}()
 

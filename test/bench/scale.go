@@ -209,8 +209,8 @@ func (b *bench) scaleRaygate(ctx context.Context, stages kwokcluster.StageSet, n
 	}
 	defer func() {
 		_ = proxy.Close()
-		if refused := proxy.Refused(); len(refused) > 0 && run.Error == "" {
-			run.Error = fmt.Sprintf("the operator called %d addresses that must never be dialled, first %q", len(refused), refused[0])
+		if err := dialRefusals(proxy); err != nil && run.Error == "" {
+			run.Error = err.Error()
 		}
 	}()
 	opStart := time.Now()

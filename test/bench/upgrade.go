@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -133,13 +131,11 @@ func (b *bench) upgrade(ctx context.Context, res *upgradeResult) (runErr error) 
 	// front server that routes /<namespace>/<cluster>/ to each raysim.
 	dashboards := raysim.NewRegistry(raysim.Options{DeployDelay: upgradeDeployDelay})
 	defer dashboards.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	urlFlag, stopFront, err := serveDashboards(dashboards)
 	if err != nil {
 		return err
 	}
-	front := &http.Server{Handler: dashboards.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = front.Serve(l) }()
-	defer front.Close()
+	defer stopFront()
 
 	gw, err := framework.StartGateway(cfg, framework.GatewayOptions{ClassName: upgradeGatewayName})
 	if err != nil {
@@ -149,7 +145,7 @@ func (b *bench) upgrade(ctx context.Context, res *upgradeResult) (runErr error) 
 
 	op, err := b.startOperator(ctx, c, operatorOptions{Concurrency: 4, ExtraArgs: []string{
 		"--feature-gates=RayServiceIncrementalUpgrade=true",
-		"--dashboard-url-template=http://" + l.Addr().String() + "/{namespace}/{name}",
+		urlFlag,
 	}})
 	if err != nil {
 		return err

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -223,15 +221,12 @@ func (b *bench) upgradeFleetRun(ctx context.Context, n int, kuberayOp bool, theo
 		op, err = b.startOperator(ctx, c, operatorOptions{KubeRay: true, Concurrency: defaultConcurrency(),
 			ExtraArgs: run.Flags, Env: proxy.Env()})
 	} else {
-		l, lerr := net.Listen("tcp", "127.0.0.1:0")
-		if lerr != nil {
-			return lerr
+		urlFlag, stopFront, ferr := serveDashboards(dashboards)
+		if ferr != nil {
+			return ferr
 		}
-		front := &http.Server{Handler: dashboards.Handler(), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = front.Serve(l) }()
-		defer front.Close()
-		op, err = b.startOperator(ctx, c, operatorOptions{Concurrency: defaultConcurrency(), ExtraArgs: append(slices.Clone(run.Flags),
-			"--dashboard-url-template=http://"+l.Addr().String()+"/{namespace}/{name}")})
+		defer stopFront()
+		op, err = b.startOperator(ctx, c, operatorOptions{Concurrency: defaultConcurrency(), ExtraArgs: append(slices.Clone(run.Flags), urlFlag)})
 	}
 	if err != nil {
 		return err

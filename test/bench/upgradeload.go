@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -165,13 +164,11 @@ func (b *bench) upgradeLoad(ctx context.Context, res *upgradeLoadResult) (runErr
 		return fmt.Errorf("starting the simulated Ray listeners: %w", err)
 	}
 	defer pods.Stop()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	urlFlag, stopFront, err := serveDashboards(dashboards)
 	if err != nil {
 		return err
 	}
-	front := &http.Server{Handler: dashboards.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = front.Serve(l) }()
-	defer front.Close()
+	defer stopFront()
 
 	logPath := filepath.Join(c.LogDir, "traefik.log")
 	logFile, err := os.Create(logPath)
@@ -192,7 +189,7 @@ func (b *bench) upgradeLoad(ctx context.Context, res *upgradeLoadResult) (runErr
 
 	op, err := b.startOperator(ctx, c, operatorOptions{Concurrency: 4, ExtraArgs: []string{
 		"--feature-gates=RayServiceIncrementalUpgrade=true",
-		"--dashboard-url-template=http://" + l.Addr().String() + "/{namespace}/{name}",
+		urlFlag,
 	}})
 	if err != nil {
 		return err
