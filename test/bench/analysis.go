@@ -85,6 +85,14 @@ func analysisFuncs(doc any) template.FuncMap {
 			}
 			return f2(x/y) + "×"
 		},
+		// ms is a value in nanoseconds (a Go benchmark's) in milliseconds, with prec decimals.
+		"ms": func(path string, prec int) string {
+			v, ok := num(path)
+			if !ok {
+				return notMeasured
+			}
+			return strconv.FormatFloat(v/1e6, 'f', prec, 64) + " ms"
+		},
 		// diff is a − b with prec decimals and an optional unit.
 		"diff": func(a, b string, prec int, unit ...string) string {
 			x, okA := num(a)
