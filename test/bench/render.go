@@ -411,7 +411,7 @@ func renderMethod(m *md) {
 	m.WriteString("## Reproduce\n\n")
 	m.p("```sh\n" +
 		"make bench                                   # every default scenario; rewrites this page (about 45 minutes)\n" +
-		"go run ./test/bench -scenarios scale-10k -partial   # 10,000 RayClusters, raygate and KubeRay (not in the default; over an hour)\n" +
+		"go run ./test/bench -scenarios scale-10k -partial   # 10,000 RayClusters, raygate and KubeRay (not in the default; about two hours)\n" +
 		"make bench BENCH_ARGS='-scenarios scale -sizes 100 -sweep \"\"'   # one quick scale run\n" +
 		"go run ./test/bench -scenarios admission\n" +
 		"go run ./test/bench -scenarios memory,noise   # memory growth per 1,000 pods, unrelated objects\n" +

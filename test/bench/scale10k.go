@@ -13,9 +13,13 @@ import (
 // makes three status patches per pod, 120,000 in all, at about 100 a second on two idle cores
 // and ten a second on a loaded machine, so the run would time kwok rather than the operators
 // (measured: both operators stalled with under 5% of the clusters ready after 16-48 minutes
-// while kwok patched at its pace). It is not in the default run (over half an hour);
-// `-scenarios=scale-10k -partial` adds it to the saved results. With the 1,000-RayCluster run
-// of the scale scenario it gives the memory slope per 1,000 pods from 4,000 to 40,000 pods.
+// while kwok patched at its pace). It is not in the default run: with fast stages on two
+// cores each operator's bring-up alone takes about three quarters of an hour (measured for
+// raygate: the API server, kwok, the scheduler and the controller manager saturate both
+// cores, and pods are created at about twenty a second), so the scenario needs about two
+// hours of a quiet machine; `-scenarios=scale-10k -partial` adds it to the saved results.
+// With the 1,000-RayCluster run of the scale scenario it gives the memory slope per 1,000
+// pods from 4,000 to 40,000 pods.
 
 const (
 	scale10kClusters              = 10000
