@@ -329,9 +329,10 @@ install() {
 	local -A jobs=()
 	local -a order=()
 	# start [--after <builder>] <label> <builder> <present-check>...
-	# --after runs the build once that builder's job has ended: builds from one module share
-	# most packages, and two `go build`s running at once would each compile them (the build
-	# cache only serves what is already in it), so they run one after the other.
+	# --after runs the build once that builder's job has ended: builds that share packages
+	# (one module, or modules pinning the same client-go) would each compile them if they ran
+	# at once (the build cache only serves what is already in it), so they run one after the
+	# other.
 	start() {
 		local after=""
 		if [[ $1 == --after ]]; then after=$2; shift 2; fi
