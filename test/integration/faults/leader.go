@@ -31,7 +31,9 @@ func leaseHolder(ctx context.Context) string {
 // of a valid RayCluster: both webhooks run, nothing is stored) until stop, and counts the
 // answered and the refused ones. A request counts as "in flight at the kill" when it was
 // sent before the killed process had exited and the balancer had closed its connections,
-// and answered after the kill.
+// and failed once the kill had begun (killing): one in flight at the dying leader can fail
+// with an EOF before the balancer has closed anything, and a SIGKILLed process answers
+// nothing.
 type admissionProbe struct {
 	ns     string
 	cancel context.CancelFunc
@@ -42,7 +44,9 @@ type admissionProbe struct {
 	refused            []string
 	inFlightAtKill     int
 	inFlightAtKillErrs []string
-	kill               time.Time
+	// killStart is when the kill began (killing), kill when the dead leader's connections
+	// were all closed (killedAt).
+	killStart, kill time.Time
 }
 
 func startAdmissionProbe(ctx context.Context, ns string) *admissionProbe {
@@ -62,7 +66,7 @@ func startAdmissionProbe(ctx context.Context, ns string) *admissionProbe {
 			}
 			p.mu.Lock()
 			p.sent++
-			inFlight := !p.kill.IsZero() && sent.Before(p.kill)
+			inFlight := !p.killStart.IsZero() && (p.kill.IsZero() || sent.Before(p.kill))
 			switch {
 			case !unanswered(err):
 				p.answered++
@@ -94,6 +98,14 @@ func unanswered(err error) bool {
 	}
 	return strings.Contains(err.Error(), "failed calling webhook") || apierrors.IsTimeout(err) ||
 		apierrors.IsServerTimeout(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
+}
+
+// killing marks the kill's start: requests failing from now on, until the dead leader's
+// connections are all closed, were in flight at it.
+func (p *admissionProbe) killing(t time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.killStart = t
 }
 
 func (p *admissionProbe) killedAt(t time.Time) {
@@ -136,6 +148,7 @@ func leaderSpecs() {
 			time.Sleep(time.Second) // the probe's connections are open and in use
 			ginkgo.By("SIGKILL the leader at 25%")
 			killAt := time.Now()
+			probe.killing(killAt)
 			a.kill()
 			// Requests sent until the process had exited went to a dying leader: the kernel
 			// still accepts connections on its socket between SIGKILL and the exit, which on
