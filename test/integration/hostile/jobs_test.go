@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -195,10 +196,20 @@ func startFlood(ctx context.Context, ns string, created *atomic.Int64, halfway c
 // deleteFlood deletes the attacker's RayJobs and waits until they are gone, so the
 // operator's cache is back to its size for the other specs.
 func deleteFlood(ctx context.Context, ns string) {
-	Expect(k8s.DeleteAllOf(ctx, &rayv1.RayJob{}, client.InNamespace(ns))).To(Succeed())
-	Eventually(func() int {
+	// On a loaded machine the collection delete of a thousand RayJobs can outlast the API
+	// server's request timeout; the server goes on deleting, and is asked again only then.
+	asked := false
+	Eventually(func(g Gomega) int {
+		if !asked {
+			err := k8s.DeleteAllOf(ctx, &rayv1.RayJob{}, client.InNamespace(ns))
+			if apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
+				return -1
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			asked = true
+		}
 		var list rayv1.RayJobList
-		Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
 		return len(list.Items)
-	}, 2*time.Minute, time.Second).Should(BeZero())
+	}, 3*time.Minute, time.Second).Should(BeZero())
 }
