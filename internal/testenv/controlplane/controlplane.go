@@ -12,8 +12,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -50,7 +52,11 @@ type Env struct {
 	// default, 30 under `make test-compat`); see wording.go.
 	Minor int
 
+	// FromSnapshot: etcd started from a copy of the CRDs-installed snapshot (snapshot.go).
+	FromSnapshot bool
+
 	admissionDir string // the admission configuration's directory, if any
+	etcdDir      string // etcd's data directory when it is a snapshot's copy
 }
 
 // AssetsDir finds the control-plane binaries: $KUBEBUILDER_ASSETS (set by the Makefile), or
@@ -86,7 +92,15 @@ func gatewayAPICRDsFor(minor int) ([]string, error) {
 	return files, nil
 }
 
+// serviceClusterIPRange is every control plane's Service range; a snapshot's stored
+// state depends on it (the kubernetes Service's ClusterIP is allocated from it).
+const serviceClusterIPRange = "10.96.0.0/16"
+
 // Start brings up a control plane. Call Stop when done.
+//
+// Its etcd starts from a snapshot in which the CRDs are already installed (snapshot.go),
+// built on first use; with RAYGATE_CONTROLPLANE_SNAPSHOT=0, or extra API server flags that
+// could change what is stored, it installs them on an empty etcd instead.
 func Start(o Options) (*Env, error) {
 	assets, err := AssetsDir()
 	if err != nil {
@@ -96,18 +110,35 @@ func Start(o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	crds := []string{filepath.Join(tools.RepoRoot(), "config", "crd", "bases")}
+	paths := []string{filepath.Join(tools.RepoRoot(), "config", "crd", "bases")}
 	if o.GatewayAPI {
 		files, err := gatewayAPICRDsFor(minor)
 		if err != nil {
 			return nil, err
 		}
-		crds = append(crds, files...)
+		paths = append(paths, files...)
+	}
+	files, err := crdFiles(paths)
+	if err != nil {
+		return nil, err
 	}
 	// The CRD files (megabytes of YAML) are parsed while etcd and the API server start.
-	crdsRead := readCRDsAsync(crds)
-	// The CRDs are installed once the control plane runs (installCRDs), not by envtest,
-	// which creates them one after another.
+	crds := sync.OnceValues(func() ([]*apiextensionsv1.CustomResourceDefinition, error) { return readCRDs(files) })
+	go func() { _, _ = crds() }()
+	if snap, ok := snapshotFor(assets, files, o); ok {
+		e, err := start(assets, minor, o, crds, &snap)
+		if err == nil {
+			return e, nil
+		}
+		fmt.Fprintf(os.Stderr, "controlplane: starting from the etcd snapshot %s failed, installing the CRDs on an empty etcd instead: %v\n", snap.dir, err)
+		snap.remove()
+	}
+	return start(assets, minor, o, crds, nil)
+}
+
+// newEnvironment is an envtest environment with the flags every control plane here shares
+// (a snapshot's builder included).
+func newEnvironment(assets string) *envtest.Environment {
 	te := &envtest.Environment{BinaryAssetsDirectory: assets}
 	// envtest allows etcd and the API server 20 s each to become healthy; `make test` starts
 	// four packages' control planes at once on two cores, where a start can take longer. A
@@ -115,46 +146,68 @@ func Start(o Options) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
 		te.ControlPlaneStartTimeout = 2 * time.Minute
 	}
+	api := te.ControlPlane.GetAPIServer()
+	api.Configure().Set("service-cluster-ip-range", serviceClusterIPRange)
+	// The suites run the manager as a ServiceAccount whose requests the RBAC authorizer
+	// decides (envtest's default too; said here so that no change of default lets everything
+	// through).
+	api.Configure().Set("authorization-mode", "RBAC")
+	return te
+}
+
+// start brings up one control plane: from a copy of snap when it is not nil, else on an
+// empty etcd where it installs the CRDs.
+func start(assets string, minor int, o Options, crds func() ([]*apiextensionsv1.CustomResourceDefinition, error), snap *snapshot) (_ *Env, err error) {
+	e := &Env{AssetsDir: assets, Minor: minor, FromSnapshot: snap != nil}
+	defer func() {
+		if err != nil {
+			e.removeDirs()
+		}
+	}()
+	te := newEnvironment(assets)
+	if snap != nil {
+		if e.etcdDir, err = snap.dataDir(func(dir string) error { return buildSnapshot(assets, dir, crds) }); err != nil {
+			return nil, err
+		}
+		te.ControlPlane.Etcd = &envtest.Etcd{DataDir: e.etcdDir}
+	}
 	if o.Webhooks {
 		te.WebhookInstallOptions = envtest.WebhookInstallOptions{
 			Paths: []string{filepath.Join(tools.RepoRoot(), "config", "webhook")},
 		}
 	}
 	api := te.ControlPlane.GetAPIServer()
-	api.Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
-	// The suites run the manager as a ServiceAccount whose requests the RBAC authorizer
-	// decides (envtest's default too; said here so that no change of default lets everything
-	// through).
-	api.Configure().Set("authorization-mode", "RBAC")
 	for k, v := range o.APIServerArgs {
 		api.Configure().Set(k, v)
 	}
-	var admissionDir string
 	if o.AdmissionConfiguration != "" {
-		if admissionDir, err = os.MkdirTemp("", "raygate-admission-config-"); err != nil {
+		if e.admissionDir, err = os.MkdirTemp("", "raygate-admission-config-"); err != nil {
 			return nil, err
 		}
-		path := filepath.Join(admissionDir, "admission.yaml")
+		path := filepath.Join(e.admissionDir, "admission.yaml")
 		if err := os.WriteFile(path, []byte(o.AdmissionConfiguration), 0o600); err != nil {
 			return nil, err
 		}
 		api.Configure().Set("admission-control-config-file", path)
 	}
 	cfg, err := te.Start()
-	read := <-crdsRead
+	list, readErr := crds()
 	if err == nil {
-		err = read.err
+		err = readErr
+	}
+	if err == nil {
+		if snap != nil {
+			err = waitForCRDs(cfg, list)
+		} else {
+			err = installCRDs(cfg, list)
+		}
 	}
 	if err != nil {
 		_ = te.Stop()
 		return nil, fmt.Errorf("starting control plane: %w", err)
 	}
-	if err := installCRDs(cfg, read.crds); err != nil {
-		_ = te.Stop()
-		return nil, err
-	}
-	te.CRDs = read.crds
-	e := &Env{Env: te, Config: cfg, AssetsDir: assets, Minor: minor, admissionDir: admissionDir}
+	te.CRDs = list
+	e.Env, e.Config = te, cfg
 	if e.Client, err = client.New(cfg, client.Options{Scheme: rayscheme.New()}); err != nil {
 		_ = te.Stop()
 		return nil, err
@@ -166,13 +219,22 @@ func Start(o Options) (*Env, error) {
 	return e, nil
 }
 
-// Stop shuts the control plane down and removes the kubeconfig.
+// Stop shuts the control plane down and removes the kubeconfig and etcd's data.
 func (e *Env) Stop() error {
-	_ = os.RemoveAll(filepath.Dir(e.Kubeconfig))
-	if e.admissionDir != "" {
-		_ = os.RemoveAll(e.admissionDir)
+	err := e.Env.Stop()
+	e.removeDirs()
+	return err
+}
+
+func (e *Env) removeDirs() {
+	if e.Kubeconfig != "" {
+		_ = os.RemoveAll(filepath.Dir(e.Kubeconfig))
 	}
-	return e.Env.Stop()
+	for _, d := range []string{e.admissionDir, e.etcdDir} {
+		if d != "" {
+			_ = os.RemoveAll(d)
+		}
+	}
 }
 
 // Kubectl runs the real kubectl against the control plane. stdin may be empty.

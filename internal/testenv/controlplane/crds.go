@@ -18,30 +18,13 @@ import (
 // machine the API server takes longer than envtest's 10 s default to publish them.
 const CRDInstallTimeout = 2 * time.Minute
 
-// crdsRead is what readCRDsAsync read.
-type crdsRead struct {
-	crds []*apiextensionsv1.CustomResourceDefinition
-	err  error
-}
-
-// readCRDsAsync reads the CRDs of every file in dirs, as envtest reads a CRD directory
-// (.json, .yaml and .yml files), in the background, one file per goroutine: the ray.io
-// files are megabytes of YAML each. A missing directory is an error, so a suite never runs
+// crdFiles lists the CRD files of paths as envtest reads a CRD directory (.json, .yaml and
+// .yml files); a path may also be one file (the Gateway API CRDs an older API server
+// accepts are listed file by file). A missing directory is an error, so a suite never runs
 // without its CRDs.
-func readCRDsAsync(dirs []string) <-chan crdsRead {
-	out := make(chan crdsRead, 1)
-	go func() {
-		crds, err := readCRDs(dirs)
-		out <- crdsRead{crds: crds, err: err}
-	}()
-	return out
-}
-
-func readCRDs(dirs []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+func crdFiles(paths []string) ([]string, error) {
 	var files []string
-	for _, dir := range dirs {
-		// A path is a directory of CRD files or one file (the Gateway API CRDs an older
-		// API server accepts are listed file by file).
+	for _, dir := range paths {
 		if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 			files = append(files, dir)
 			continue
@@ -59,6 +42,15 @@ func readCRDs(dirs []string) ([]*apiextensionsv1.CustomResourceDefinition, error
 			}
 		}
 	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no CRD file in %v", paths)
+	}
+	return files, nil
+}
+
+// readCRDs parses the CRDs of files, one file per goroutine: the ray.io files are megabytes
+// of YAML each.
+func readCRDs(files []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	perFile := make([][]*apiextensionsv1.CustomResourceDefinition, len(files))
 	errs := make([]error, len(files))
 	var wg sync.WaitGroup
@@ -78,7 +70,7 @@ func readCRDs(dirs []string) ([]*apiextensionsv1.CustomResourceDefinition, error
 		crds = append(crds, c...)
 	}
 	if len(crds) == 0 {
-		return nil, fmt.Errorf("no CRD in %v", dirs)
+		return nil, fmt.Errorf("no CRD in %v", files)
 	}
 	return crds, nil
 }
@@ -96,6 +88,11 @@ func installCRDs(cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinit
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("installing CRDs: %w", err)
 	}
+	return waitForCRDs(cfg, crds)
+}
+
+// waitForCRDs waits until the API server serves every CRD's resources.
+func waitForCRDs(cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	opts := envtest.CRDInstallOptions{MaxTime: CRDInstallTimeout, PollInterval: 100 * time.Millisecond}
 	if err := envtest.WaitForCRDs(cfg, crds, opts); err != nil {
 		return fmt.Errorf("waiting for the CRDs to be served: %w", err)
