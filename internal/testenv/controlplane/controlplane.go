@@ -122,10 +122,14 @@ func Start(o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The CRD files (megabytes of YAML) are parsed while etcd and the API server start.
+	// The CRD files (megabytes of YAML) are parsed, when they must be installed, while etcd
+	// and the API server start; a start from a snapshot never parses them.
 	crds := sync.OnceValues(func() ([]*apiextensionsv1.CustomResourceDefinition, error) { return readCRDs(files) })
-	go func() { _, _ = crds() }()
-	if snap, ok := snapshotFor(assets, files, o); ok {
+	snap, ok := snapshotFor(assets, files, o)
+	if !ok || !snap.ready() {
+		go func() { _, _ = crds() }()
+	}
+	if ok {
 		e, err := start(assets, minor, o, crds, &snap)
 		if err == nil {
 			return e, nil
@@ -191,14 +195,13 @@ func start(assets string, minor int, o Options, crds func() ([]*apiextensionsv1.
 		api.Configure().Set("admission-control-config-file", path)
 	}
 	cfg, err := te.Start()
-	list, readErr := crds()
-	if err == nil {
-		err = readErr
-	}
+	var list []*apiextensionsv1.CustomResourceDefinition
 	if err == nil {
 		if snap != nil {
-			err = waitForCRDs(cfg, list)
-		} else {
+			if list, err = snap.served(); err == nil {
+				err = waitForCRDs(cfg, list)
+			}
+		} else if list, err = crds(); err == nil {
 			err = installCRDs(cfg, list)
 		}
 	}
@@ -206,7 +209,7 @@ func start(assets string, minor int, o Options, crds func() ([]*apiextensionsv1.
 		_ = te.Stop()
 		return nil, fmt.Errorf("starting control plane: %w", err)
 	}
-	te.CRDs = list
+	te.CRDs = list // from a snapshot: only what discovery is checked for
 	e.Env, e.Config = te, cfg
 	if e.Client, err = client.New(cfg, client.Options{Scheme: rayscheme.New()}); err != nil {
 		_ = te.Stop()

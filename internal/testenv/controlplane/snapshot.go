@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,11 +58,17 @@ var snapshotSafeArgs = []string{
 	"egress-selector-config-file",
 }
 
-// snapshot is where one control plane configuration's etcd snapshot lives.
+// snapshot is where one control plane configuration's etcd snapshot lives: dir/etcd is
+// etcd's data directory, dir/served.json the CRDs' served resources (what a start waits for
+// in discovery, so it need not parse megabytes of CRD YAML).
 type snapshot struct {
 	dir  string // the complete snapshot (present once built)
 	lock string // held while building it
 }
+
+func (s snapshot) ready() bool { return exists(filepath.Join(s.dir, servedFile)) }
+
+const servedFile = "served.json"
 
 // snapshotFor says where the snapshot of this start's configuration is, and false when the
 // start cannot use one (turned off, an unsafe extra flag, no cache directory).
@@ -139,7 +147,7 @@ func snapshotKey(assets string, crdFiles []string) (string, error) {
 // dataDir returns a private copy of the snapshot for one control plane's etcd, building the
 // snapshot first (once, under a lock other processes wait on) when it is missing.
 func (s snapshot) dataDir(build func(dir string) error) (string, error) {
-	if !exists(s.dir) {
+	if !s.ready() {
 		if err := s.buildLocked(build); err != nil {
 			return "", err
 		}
@@ -148,7 +156,7 @@ func (s snapshot) dataDir(build func(dir string) error) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := copyTree(s.dir, copyDir); err != nil {
+	if err := copyTree(filepath.Join(s.dir, "etcd"), copyDir); err != nil {
 		_ = os.RemoveAll(copyDir)
 		return "", err
 	}
@@ -168,9 +176,10 @@ func (s snapshot) buildLocked(build func(dir string) error) error {
 		return err
 	}
 	defer func() { _ = syscall.Flock(int(lf.Fd()), syscall.LOCK_UN) }()
-	if exists(s.dir) {
+	if s.ready() {
 		return nil
 	}
+	_ = os.RemoveAll(s.dir) // an incomplete one, from before this layout
 	tmp, err := os.MkdirTemp(filepath.Dir(s.dir), filepath.Base(s.dir)+".building-")
 	if err != nil {
 		return err
@@ -220,8 +229,19 @@ func pruneSnapshots(root string, keep int) {
 // until the API server has finished with them, and stops it cleanly, leaving dir as the
 // snapshot.
 func buildSnapshot(assets, dir string, crds func() ([]*apiextensionsv1.CustomResourceDefinition, error)) (err error) {
+	list, err := crds()
+	if err != nil {
+		return err
+	}
+	if err := writeServed(filepath.Join(dir, servedFile), list); err != nil {
+		return err
+	}
+	data := filepath.Join(dir, "etcd")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		return err
+	}
 	te := newEnvironment(assets)
-	te.ControlPlane.Etcd = &envtest.Etcd{DataDir: dir}
+	te.ControlPlane.Etcd = &envtest.Etcd{DataDir: data}
 	cfg, err := te.Start()
 	if err != nil {
 		_ = te.Stop()
@@ -232,10 +252,6 @@ func buildSnapshot(assets, dir string, crds func() ([]*apiextensionsv1.CustomRes
 			err = fmt.Errorf("stopping: %w", stopErr)
 		}
 	}()
-	list, err := crds()
-	if err != nil {
-		return err
-	}
 	if err := installCRDs(cfg, list); err != nil {
 		return err
 	}
@@ -281,6 +297,45 @@ func waitCRDsSettled(cfg *rest.Config, want int) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// writeServed keeps what waitForCRDs reads of each CRD (name, group, served versions,
+// plural) in path.
+func writeServed(path string, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	out := make([]apiextensionsv1.CustomResourceDefinition, 0, len(crds))
+	for _, c := range crds {
+		m := apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: c.Name}}
+		m.Spec.Group, m.Spec.Names.Plural = c.Spec.Group, c.Spec.Names.Plural
+		for _, v := range c.Spec.Versions {
+			m.Spec.Versions = append(m.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v.Name, Served: v.Served})
+		}
+		out = append(out, m)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}
+
+// served reads the snapshot's CRDs as writeServed kept them.
+func (s snapshot) served() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	b, err := os.ReadFile(filepath.Join(s.dir, servedFile))
+	if err != nil {
+		return nil, err
+	}
+	var list []apiextensionsv1.CustomResourceDefinition
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, fmt.Errorf("%s: %w", servedFile, err)
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf("%s lists no CRD", servedFile)
+	}
+	out := make([]*apiextensionsv1.CustomResourceDefinition, len(list))
+	for i := range list {
+		out[i] = &list[i]
+	}
+	return out, nil
 }
 
 func isEstablished(crd apiextensionsv1.CustomResourceDefinition) bool {
