@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
 // Files in the state directory.
@@ -22,15 +24,7 @@ const (
 // DefaultDir is where the local mode keeps its kubeconfig and logs: $RAYGATE_CACHE/local,
 // else ~/.cache/raygate/local (the same cache root hack/tools.sh uses), so the path printed
 // by `make run` is the same every time.
-func DefaultDir() string {
-	if d := os.Getenv("RAYGATE_CACHE"); d != "" {
-		return filepath.Join(d, "local")
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "raygate", "local")
-	}
-	return filepath.Join(os.TempDir(), "raygate", "local")
-}
+func DefaultDir() string { return filepath.Join(tools.CacheRoot(), "local") }
 
 // KubeconfigPath is the admin kubeconfig of the environment running in dir.
 func KubeconfigPath(dir string) string { return filepath.Join(dir, kubeconfigFile) }

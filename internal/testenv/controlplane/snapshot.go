@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -23,6 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
 // A control plane starts from a snapshot of etcd in which its CRDs are already installed
@@ -97,23 +97,9 @@ func snapshotSafe(args map[string]string) bool {
 	return true
 }
 
-// snapshotRoot is the snapshots' directory in the tool cache hack/tools.sh uses
-// ($RAYGATE_CACHE, else $XDG_CACHE_HOME/raygate, else ~/.cache/raygate): outside the
-// checkout, so a clean clone starts fast on a warm machine.
+// snapshotRoot is the snapshots' directory in the tool cache (tools.CacheRoot).
 func snapshotRoot() (string, error) {
-	root := os.Getenv("RAYGATE_CACHE")
-	if root == "" {
-		base := os.Getenv("XDG_CACHE_HOME")
-		if base == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return "", err
-			}
-			base = filepath.Join(home, ".cache")
-		}
-		root = filepath.Join(base, "raygate")
-	}
-	dir := filepath.Join(root, "controlplane-snapshots")
+	dir := filepath.Join(tools.CacheRoot(), "controlplane-snapshots")
 	return dir, os.MkdirAll(dir, 0o700)
 }
 
@@ -374,7 +360,7 @@ func copyTree(src, dst string) error {
 		case info.Mode().IsRegular():
 			return copyFile(path, target, info.Mode().Perm())
 		default:
-			return errors.New("unexpected file in an etcd snapshot: " + path + " (" + strconv.Quote(info.Mode().String()) + ")")
+			return fmt.Errorf("unexpected file in an etcd snapshot: %s (%s)", path, info.Mode())
 		}
 	})
 }

@@ -21,6 +21,20 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
+// CacheRoot is the cache hack/tools.sh builds the tools into, which the local mode's state
+// and the control-plane snapshots share: $RAYGATE_CACHE, else the user's cache directory
+// ($XDG_CACHE_HOME, else ~/.cache) + /raygate. It is outside the checkout, so a clean clone
+// on a warm machine finds it.
+func CacheRoot() string {
+	if d := os.Getenv("RAYGATE_CACHE"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "raygate")
+	}
+	return filepath.Join(os.TempDir(), "raygate")
+}
+
 // Path returns where a tool is: "envtest" and "cluster" name the directory of the
 // control-plane binaries, the other names one program ("kwok", "helm", "helm3", ...) or, for
 // "kwok-stages", kwok's stage files; "kuberay" is KubeRay's operator and "kuberay-crds" the
