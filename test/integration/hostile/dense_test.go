@@ -58,12 +58,16 @@ var _ = Describe("A tenant whose head pods answer the densest Serve status", fun
 
 		By("another tenant's RayService comes up and upgrades meanwhile")
 		victim := newNamespace(ctx, "victim-dense-")
-		Expect(k8s.Create(ctx, builders.RayService("v", victim).Obj())).To(Succeed())
+		Expect(k8s.Create(ctx, builders.RayService("v", victim).DeletionDelay(1).Obj())).To(Succeed())
 		blue := waitServing(ctx, victim, "v")
 		start := time.Now()
 		setImage(ctx, victim, "v", "rayproject/ray:2.53.0")
 		Eventually(activeName(ctx, victim, "v"), 3*time.Minute).ShouldNot(Equal(blue))
 		upgrade := time.Since(start)
+		// The old cluster is deleted within this spec (a 1 s delay, not the 60 s default), so
+		// none of this upgrade's writes lands in a later spec that checks where the operator
+		// writes (one did: "delete rayclusters" in this namespace during the attack spec).
+		Eventually(func() int { return mgr.Writes.SnapshotIn(victim)["delete rayclusters"] }, time.Minute).Should(BeNumerically(">=", 1), "the old cluster %s is retired", blue)
 
 		By("the dense answers are in the statuses, each status under the bound")
 		largest := 0
