@@ -30,6 +30,7 @@ import (
 	"github.com/raygate/raygate/internal/capabilities"
 	"github.com/raygate/raygate/internal/defaulting"
 	"github.com/raygate/raygate/internal/expectations"
+	"github.com/raygate/raygate/internal/fairqueue"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/raypod"
 	"github.com/raygate/raygate/internal/rayspec"
@@ -248,7 +249,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&networkingv1.Ingress{}).
 		Owns(&networkingv1.NetworkPolicy{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Concurrency}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Concurrency, NewQueue: fairqueue.New}).
 		Complete(r)
 }
 

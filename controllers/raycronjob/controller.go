@@ -12,6 +12,7 @@ import (
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/cacheneeds"
+	"github.com/raygate/raygate/internal/fairqueue"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/statuspatch"
 	"github.com/raygate/raygate/internal/validation"
@@ -87,7 +88,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("raycronjob").
 		For(&rayv1.RayCronJob{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Concurrency}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Concurrency, NewQueue: fairqueue.New}).
 		Complete(r)
 }
 

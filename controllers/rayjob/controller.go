@@ -22,6 +22,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/controllers/rayjob/plan"
 	"github.com/raygate/raygate/internal/dashboard"
+	"github.com/raygate/raygate/internal/fairqueue"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/headaccess"
 	"github.com/raygate/raygate/internal/owned"
@@ -169,7 +170,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.toJob)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.toJob), builder.WithPredicates(headPodChange)).
 		WatchesRawSource(r.queue.Source()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Concurrency}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Concurrency, NewQueue: fairqueue.New}).
 		Complete(r)
 }
 

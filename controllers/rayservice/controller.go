@@ -23,6 +23,7 @@ import (
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
 	"github.com/raygate/raygate/internal/capabilities"
 	"github.com/raygate/raygate/internal/dashboard"
+	"github.com/raygate/raygate/internal/fairqueue"
 	"github.com/raygate/raygate/internal/features"
 	"github.com/raygate/raygate/internal/headaccess"
 	"github.com/raygate/raygate/internal/promgate"
@@ -205,7 +206,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(byOriginLabel)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podToService), builder.WithPredicates(podChange)).
 		WatchesRawSource(r.queue.Source()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Concurrency})
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Concurrency, NewQueue: fairqueue.New})
 	if r.gatewayAPI {
 		b = b.Owns(&gwv1.Gateway{}).Owns(&gwv1.HTTPRoute{})
 		if r.grpcRouteAPI {
