@@ -1,100 +1,55 @@
-// Package fairqueue is the work queue of raygate's controllers: controller-runtime's priority
-// queue, with the namespaces taking turns. A plain work queue is first in, first out across
-// the whole cluster, so one tenant that creates a thousand objects puts a thousand passes
-// ahead of every other tenant's next pass, and a RayJob that needs a dozen passes to reach
-// RUNNING waits behind that backlog a dozen times.
+// Package fairqueue is the work queue of raygate's controllers: client-go's work queue (as
+// controller-runtime builds it, with its metrics) in an order where the namespaces take
+// turns. First in, first out across the whole cluster, one tenant that creates a thousand
+// objects puts a thousand passes ahead of every other tenant's next pass, and a RayJob that
+// needs several passes to reach RUNNING waits behind that backlog each time.
 //
-// Here the order is start-time fair queuing with namespaces as the flows and one pass as the
-// unit of work: an item added gets the tag max(V, the last tag of its namespace) + 1, where V
-// is the largest tag handed out so far, and items leave in tag order. A namespace with a
-// thousand items queued holds the tags V+1 … V+1000, so another namespace's item, tagged V+1,
-// is handed out next but one; two busy namespaces alternate; within a namespace it stays
-// first in, first out.
+// The order is start-time fair queuing with namespaces as the flows and one pass as the unit
+// of work: an item entering the queue gets the tag max(V, the last tag of its namespace) + 1,
+// where V is the largest tag handed out since the queue was last empty, and items leave in
+// tag order. A namespace with a thousand items queued holds the tags V+1 … V+1000, so another
+// namespace's item, tagged V+1, is handed out next but one; two busy namespaces alternate;
+// within a namespace it stays first in, first out.
 //
-// controller-runtime's own priorities stay bands, each with its own tags: an item it adds at
-// low priority (an object of the initial list, an update that changed nothing) still comes
-// after every item at normal priority, as without this queue.
+// The queue takes controller-runtime's priorities (it implements its PriorityQueue
+// interface) as bands, each with its own tags: an item added at low priority (an object of the
+// initial list, an update that changed nothing) comes after every item at normal priority, as
+// with controller-runtime's own priority queue. That queue is not used because it exports its
+// queue depth by priority: fair tags as priorities would be a series each.
 package fairqueue
 
 import (
+	"container/heap"
 	"sync"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// New is a controller.Options.NewQueue: the controller's queue, named for its metrics as
-// controller-runtime names its own.
+// New is a controller.Options.NewQueue: client-go's rate-limiting work queue with the fair
+// order, its metrics named for the controller as controller-runtime names them.
 func New(controllerName string, rateLimiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-	return newQueue(priorityqueue.New(controllerName, func(o *priorityqueue.Opts[reconcile.Request]) {
-		o.Log = ctrl.Log.WithValues("controller", controllerName)
-		o.RateLimiter = rateLimiter
-	}))
-}
-
-func newQueue(pq priorityqueue.PriorityQueue[reconcile.Request]) *Queue {
+	o := newOrder()
+	base := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[reconcile.Request]{Name: controllerName, Queue: o})
+	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{Name: controllerName, Queue: base})
 	return &Queue{
-		PriorityQueue: pq,
-		queued:        map[reconcile.Request]entry{},
-		flows:         map[flow]*flowState{},
-		clock:         map[int]uint64{},
+		TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter,
+			workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: controllerName, DelayingQueue: delaying}),
+		order: o,
 	}
 }
 
-// Queue is a priority queue that orders by Priority(band, tag). It implements
-// priorityqueue.PriorityQueue, so controller-runtime's handlers and workers pass it their
-// priorities; GetWithPriority returns the band an item was added at, so a requeue is tagged
-// afresh in that band.
+// Queue is the controllers' work queue. AddWithOpts and GetWithPriority make it a
+// controller-runtime PriorityQueue, so the handlers and workers pass it their priorities;
+// GetWithPriority gives back the band an item was queued in, so a requeue stays in it.
 type Queue struct {
-	priorityqueue.PriorityQueue[reconcile.Request]
-
-	mu sync.Mutex
-	// queued is every item added and not yet handed out.
-	queued map[reconcile.Request]entry
-	// flows are the namespaces with items queued, by band.
-	flows map[flow]*flowState
-	// clock is V by band: the largest tag handed out since the queue was last empty.
-	clock map[int]uint64
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	order *order
 }
 
-type entry struct {
-	band int
-	tag  uint64
-}
-
-type flow struct {
-	namespace string
-	band      int
-}
-
-type flowState struct {
-	last   uint64 // the tag of the flow's last item added
-	queued int
-}
-
-// Bounds that keep Priority's arithmetic inside an int: a band is at most ±2^20 (controller-
-// runtime uses 0 and -100) and a tag at most 2^40 (the tags start again whenever the queue
-// empties; 2^40 passes without that is beyond any operator's life).
-const (
-	tagBits = 40
-	maxTag  = 1<<tagBits - 1
-	maxBand = 1 << 20
-)
-
-// Priority is the priority-queue priority of an item of a band with a tag: every band above
-// any lower one, and within a band the smaller tag first.
-func Priority(band int, tag uint64) int {
-	band = min(max(band, -maxBand), maxBand)
-	return band<<tagBits - int(min(tag, maxTag))
-}
-
-// bandOf is the band of a Priority: the inverse of Priority, for a tag within bounds.
-func bandOf(priority int) int {
-	return (priority + maxTag) >> tagBits
-}
+var _ priorityqueue.PriorityQueue[reconcile.Request] = &Queue{}
 
 // Add queues item at normal priority.
 func (q *Queue) Add(item reconcile.Request) { q.AddWithOpts(priorityqueue.AddOpts{}, item) }
@@ -109,81 +64,217 @@ func (q *Queue) AddRateLimited(item reconcile.Request) {
 	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, item)
 }
 
-// AddWithOpts queues the items in o.Priority's band, each at its namespace's turn. An item
-// already queued keeps its place unless the add raises its band; the priority queue keeps the
-// earliest time an item may be handed out.
+// AddWithOpts queues the items in o.Priority's band (normal if unset), after o.After or
+// after the rate limiter's delay if o.RateLimited. An item already queued keeps its place
+// unless the add raises its band.
 func (q *Queue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
 	band := 0
 	if o.Priority != nil {
 		band = *o.Priority
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
 	for _, item := range items {
-		e, ok := q.queued[item]
+		q.order.want(item, band)
 		switch {
-		case !ok:
-			e = q.join(item, band)
-		case band > e.band:
-			q.leave(item, e)
-			e = q.join(item, band)
-		}
-		p := Priority(e.band, e.tag)
-		o.Priority = &p
-		q.PriorityQueue.AddWithOpts(o, item)
-	}
-}
-
-// join tags a newly queued item.
-func (q *Queue) join(item reconcile.Request, band int) entry {
-	f := flow{item.Namespace, band}
-	s := q.flows[f]
-	if s == nil {
-		s = &flowState{}
-		q.flows[f] = s
-	}
-	s.last = max(s.last, q.clock[band]) + 1
-	s.queued++
-	e := entry{band: band, tag: s.last}
-	q.queued[item] = e
-	return e
-}
-
-// leave forgets a queued item.
-func (q *Queue) leave(item reconcile.Request, e entry) {
-	delete(q.queued, item)
-	f := flow{item.Namespace, e.band}
-	if s := q.flows[f]; s != nil {
-		if s.queued--; s.queued <= 0 {
-			delete(q.flows, f)
+		case o.RateLimited:
+			q.TypedRateLimitingInterface.AddRateLimited(item)
+		case o.After > 0:
+			q.TypedRateLimitingInterface.AddAfter(item, o.After)
+		default:
+			q.TypedRateLimitingInterface.Add(item)
 		}
 	}
 }
 
-// GetWithPriority hands out the next item with the band it was added at.
+// GetWithPriority hands out the next item with the band it was queued in.
 func (q *Queue) GetWithPriority() (reconcile.Request, int, bool) {
-	item, priority, shutdown := q.PriorityQueue.GetWithPriority()
+	item, shutdown := q.TypedRateLimitingInterface.Get()
 	if shutdown {
-		return item, priority, shutdown
+		return item, 0, true
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	e, ok := q.queued[item]
-	if !ok {
-		// Added again while being handed out (that add found it still queued, so it was not
-		// counted again): its band is in its priority.
-		return item, bandOf(priority), false
-	}
-	q.clock[e.band] = max(q.clock[e.band], e.tag)
-	q.leave(item, e)
-	if len(q.queued) == 0 {
-		clear(q.clock)
-	}
-	return item, e.band, false
+	return item, q.order.handedOut(item), false
 }
 
 // Get hands out the next item.
 func (q *Queue) Get() (reconcile.Request, bool) {
 	item, _, shutdown := q.GetWithPriority()
 	return item, shutdown
+}
+
+// order is the workqueue.Queue (the order of the items that are ready) the work queue keeps
+// its items in. The work queue calls Push, Touch and Pop under its own lock; order has its
+// own, for the bands AddWithOpts records before the work queue pushes.
+type order struct {
+	mu sync.Mutex
+	// wanted is, by item, the highest band it was added in since it last entered the queue:
+	// the work queue pushes it only later (after a delay, or when its pass ends).
+	wanted map[reconcile.Request]int
+	ready  readyHeap
+	queued map[reconcile.Request]*entry
+	// flows are the namespaces with items queued, by band.
+	flows map[flow]*flowState
+	// clock is V by band.
+	clock map[int]uint64
+	// bandOut is the band of each item handed out and not yet asked for by GetWithPriority.
+	bandOut map[reconcile.Request]int
+	seq     uint64
+}
+
+type entry struct {
+	item  reconcile.Request
+	band  int
+	tag   uint64
+	seq   uint64 // ties: first pushed first
+	index int    // in ready
+}
+
+type flow struct {
+	namespace string
+	band      int
+}
+
+type flowState struct {
+	last   uint64 // the tag of the flow's last item queued
+	queued int
+}
+
+func newOrder() *order {
+	return &order{
+		wanted:  map[reconcile.Request]int{},
+		queued:  map[reconcile.Request]*entry{},
+		flows:   map[flow]*flowState{},
+		clock:   map[int]uint64{},
+		bandOut: map[reconcile.Request]int{},
+	}
+}
+
+// want records that item was added in band.
+func (o *order) want(item reconcile.Request, band int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if b, ok := o.wanted[item]; !ok || band > b {
+		o.wanted[item] = band
+	}
+}
+
+// takeWanted is the band item enters the queue in, forgetting the record.
+func (o *order) takeWanted(item reconcile.Request) (int, bool) {
+	band, ok := o.wanted[item]
+	delete(o.wanted, item)
+	return band, ok
+}
+
+// Push puts an item that is not queued into the queue, tagged at its namespace's turn.
+func (o *order) Push(item reconcile.Request) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	band, _ := o.takeWanted(item) // normal when nothing was recorded
+	e := &entry{item: item, band: band}
+	o.join(e)
+	o.queued[item] = e
+	heap.Push(&o.ready, e)
+}
+
+// Touch is an add of an item already queued: it moves only to a higher band.
+func (o *order) Touch(item reconcile.Request) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	band, ok := o.takeWanted(item)
+	e := o.queued[item]
+	if !ok || e == nil || band <= e.band {
+		return
+	}
+	o.leave(e)
+	e.band = band
+	o.join(e)
+	heap.Fix(&o.ready, e.index)
+}
+
+// Pop hands out the item first in order.
+func (o *order) Pop() reconcile.Request {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	e := heap.Pop(&o.ready).(*entry)
+	delete(o.queued, e.item)
+	o.clock[e.band] = max(o.clock[e.band], e.tag)
+	o.leave(e)
+	if len(o.queued) == 0 {
+		clear(o.clock)
+	}
+	o.bandOut[e.item] = e.band
+	return e.item
+}
+
+// Len is how many items are queued.
+func (o *order) Len() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.ready.Len()
+}
+
+// handedOut is the band a handed-out item was queued in.
+func (o *order) handedOut(item reconcile.Request) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	band := o.bandOut[item]
+	delete(o.bandOut, item)
+	return band
+}
+
+// join tags e at its namespace's turn in its band.
+func (o *order) join(e *entry) {
+	f := flow{e.item.Namespace, e.band}
+	s := o.flows[f]
+	if s == nil {
+		s = &flowState{}
+		o.flows[f] = s
+	}
+	s.last = max(s.last, o.clock[e.band]) + 1
+	s.queued++
+	o.seq++
+	e.tag, e.seq = s.last, o.seq
+}
+
+// leave takes e out of its flow's count.
+func (o *order) leave(e *entry) {
+	f := flow{e.item.Namespace, e.band}
+	if s := o.flows[f]; s != nil {
+		if s.queued--; s.queued <= 0 {
+			delete(o.flows, f)
+		}
+	}
+}
+
+// Before is the order: the higher band first, then the smaller tag, then the first pushed.
+func Before(aBand int, aTag, aSeq uint64, bBand int, bTag, bSeq uint64) bool {
+	if aBand != bBand {
+		return aBand > bBand
+	}
+	if aTag != bTag {
+		return aTag < bTag
+	}
+	return aSeq < bSeq
+}
+
+// readyHeap is a container/heap of the queued entries in order.
+type readyHeap []*entry
+
+func (h readyHeap) Len() int { return len(h) }
+func (h readyHeap) Less(i, j int) bool {
+	return Before(h[i].band, h[i].tag, h[i].seq, h[j].band, h[j].tag, h[j].seq)
+}
+func (h readyHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *readyHeap) Push(x any) {
+	e := x.(*entry)
+	e.index = len(*h)
+	*h = append(*h, e)
+}
+func (h *readyHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
 }

@@ -3,12 +3,15 @@ package fairqueue
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -17,16 +20,25 @@ func req(ns string, i int) reconcile.Request {
 }
 
 func newTestQueue(t *testing.T) *Queue {
-	t.Helper()
-	q := New("fairqueue-test-"+strings.ReplaceAll(t.Name(), "/", "-"), nil).(*Queue)
-	t.Cleanup(q.ShutDown)
+	q, _ := newNamedTestQueue(t)
 	return q
 }
+
+func newNamedTestQueue(t *testing.T) (*Queue, string) {
+	t.Helper()
+	name := fmt.Sprintf("fairqueue-test-%d", queues.Add(1))
+	q := New(name, workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()).(*Queue)
+	t.Cleanup(q.ShutDown)
+	return q, name
+}
+
+// queues numbers the tests' queues, so that each has metric series of its own, also when a
+// test runs more than once (-count).
+var queues atomic.Int64
 
 // take hands out n items (each marked done), as "namespace/name".
 func take(t *testing.T, q *Queue, n int) []string {
 	t.Helper()
-	q.Len() // the priority queue takes adds in asynchronously; Len takes in what was added
 	var got []string
 	for range n {
 		item, shutdown := q.Get()
@@ -39,33 +51,29 @@ func take(t *testing.T, q *Queue, n int) []string {
 	return got
 }
 
-func TestPriority(t *testing.T) {
+func TestBefore(t *testing.T) {
+	type key struct {
+		band     int
+		tag, seq uint64
+	}
 	cases := []struct {
 		name        string
-		a, b        [2]int // band, tag
+		a, b        key
 		aComesFirst bool
 	}{
-		{"smaller tag first", [2]int{0, 1}, [2]int{0, 2}, true},
-		{"higher band first whatever the tags", [2]int{0, maxTag}, [2]int{-100, 1}, true},
-		{"low band after normal", [2]int{-100, 1}, [2]int{0, 1000}, false},
-		{"tags past the bound saturate", [2]int{0, maxTag}, [2]int{0, maxTag + 5}, false},
-		{"bands past the bound saturate", [2]int{maxBand + 7, 1}, [2]int{maxBand, 1}, false},
-		{"a requeue's positive band", [2]int{1, 9}, [2]int{0, 1}, true},
+		{"smaller tag first", key{0, 1, 9}, key{0, 2, 1}, true},
+		{"higher band first whatever the tags", key{0, 1 << 40, 9}, key{-100, 1, 1}, true},
+		{"low band after normal", key{-100, 1, 1}, key{0, 1000, 2}, false},
+		{"a requeue's positive band first", key{1, 9, 9}, key{0, 1, 1}, true},
+		{"same tag: first pushed first", key{0, 3, 4}, key{0, 3, 5}, true},
+		{"same tag, later push", key{0, 3, 6}, key{0, 3, 5}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			pa, pb := Priority(c.a[0], uint64(c.a[1])), Priority(c.b[0], uint64(c.b[1]))
-			if got := pa > pb; got != c.aComesFirst {
-				t.Errorf("Priority%v = %d, Priority%v = %d: a first = %v, want %v", c.a, pa, c.b, pb, got, c.aComesFirst)
+			if got := Before(c.a.band, c.a.tag, c.a.seq, c.b.band, c.b.tag, c.b.seq); got != c.aComesFirst {
+				t.Errorf("Before(%v, %v) = %v, want %v", c.a, c.b, got, c.aComesFirst)
 			}
 		})
-	}
-	for _, band := range []int{-maxBand, -100, -1, 0, 1, 100, maxBand} {
-		for _, tag := range []uint64{0, 1, 12345, maxTag} {
-			if got := bandOf(Priority(band, tag)); got != band {
-				t.Errorf("bandOf(Priority(%d, %d)) = %d", band, tag, got)
-			}
-		}
 	}
 }
 
@@ -125,7 +133,6 @@ func TestBandsStay(t *testing.T) {
 func TestGetWithPriorityGivesTheBand(t *testing.T) {
 	q := newTestQueue(t)
 	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(-100)}, req("a", 0), req("a", 1))
-	q.Len()
 	for range 2 {
 		item, band, _ := q.GetWithPriority()
 		if band != -100 {
@@ -145,8 +152,9 @@ func TestReAddingAQueuedItemKeepsItsPlace(t *testing.T) {
 	if got, want := strings.Join(take(t, q, 3), " "), "a/0 b/0 a/1"; got != want {
 		t.Errorf("order %q, want %q", got, want)
 	}
-	if len(q.queued) != 0 || len(q.flows) != 0 || len(q.clock) != 0 {
-		t.Errorf("after every item was handed out: queued %v, flows %v, clock %v; want all empty", q.queued, q.flows, q.clock)
+	o := q.order
+	if len(o.queued) != 0 || len(o.flows) != 0 || len(o.clock) != 0 || len(o.wanted) != 0 || len(o.bandOut) != 0 {
+		t.Errorf("after every item was handed out: queued %v, flows %v, clock %v, wanted %v, bandOut %v; want all empty", o.queued, o.flows, o.clock, o.wanted, o.bandOut)
 	}
 }
 
@@ -155,7 +163,6 @@ func TestARequeueIsTaggedAfresh(t *testing.T) {
 	for i := range 4 {
 		q.Add(req("a", i))
 	}
-	q.Len()
 	item, band, _ := q.GetWithPriority()
 	// As controller-runtime requeues: the band it was handed out with, while it is still
 	// being processed.
@@ -216,15 +223,45 @@ func TestConcurrentAddsAndWorkersLoseNothing(t *testing.T) {
 		select {
 		case item := <-seen:
 			delete(want, item)
-		case <-time.After(100 * time.Millisecond):
-			q.Len() // takes in adds the priority queue has not yet
 		case <-timeout:
 			t.Fatalf("%d items never handed out", len(want))
 		}
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.queued) != 0 || len(q.flows) != 0 {
-		t.Errorf("every item handed out, but queued has %d, flows %d", len(q.queued), len(q.flows))
+	o := q.order
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.queued) != 0 || len(o.flows) != 0 || len(o.wanted) != 0 {
+		t.Errorf("every item handed out, but queued has %d, flows %d, wanted %d", len(o.queued), len(o.flows), len(o.wanted))
+	}
+}
+
+// The queue's depth is exported as controller-runtime exports a work queue's: one series per
+// controller, whatever the tags and bands of the items queued.
+func TestDepthIsOneSeries(t *testing.T) {
+	q, name := newNamedTestQueue(t)
+	for i := range 40 {
+		q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(-(i % 3))}, req(fmt.Sprintf("ns-%d", i%7), i))
+	}
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var series []string
+	for _, f := range families {
+		if f.GetName() != "workqueue_depth" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["name"] == name {
+				series = append(series, fmt.Sprintf("%v=%v", labels, m.GetGauge().GetValue()))
+			}
+		}
+	}
+	if len(series) != 1 || !strings.HasSuffix(series[0], "=40") {
+		t.Errorf("workqueue_depth series of the queue: %v; want one, at 40", series)
 	}
 }
