@@ -244,8 +244,8 @@ func (o *order) leave(e *entry) {
 	}
 }
 
-// Before is the order: the higher band first, then the smaller tag, then the first pushed.
-func Before(aBand int, aTag, aSeq uint64, bBand int, bTag, bSeq uint64) bool {
+// before is the order: the higher band first, then the smaller tag, then the first pushed.
+func before(aBand int, aTag, aSeq uint64, bBand int, bTag, bSeq uint64) bool {
 	if aBand != bBand {
 		return aBand > bBand
 	}
@@ -260,7 +260,7 @@ type readyHeap []*entry
 
 func (h readyHeap) Len() int { return len(h) }
 func (h readyHeap) Less(i, j int) bool {
-	return Before(h[i].band, h[i].tag, h[i].seq, h[j].band, h[j].tag, h[j].seq)
+	return before(h[i].band, h[i].tag, h[i].seq, h[j].band, h[j].tag, h[j].seq)
 }
 func (h readyHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]

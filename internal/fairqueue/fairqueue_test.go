@@ -51,7 +51,7 @@ func take(t *testing.T, q *Queue, n int) []string {
 	return got
 }
 
-func TestBefore(t *testing.T) {
+func TestOrder(t *testing.T) {
 	type key struct {
 		band     int
 		tag, seq uint64
@@ -70,8 +70,8 @@ func TestBefore(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := Before(c.a.band, c.a.tag, c.a.seq, c.b.band, c.b.tag, c.b.seq); got != c.aComesFirst {
-				t.Errorf("Before(%v, %v) = %v, want %v", c.a, c.b, got, c.aComesFirst)
+			if got := before(c.a.band, c.a.tag, c.a.seq, c.b.band, c.b.tag, c.b.seq); got != c.aComesFirst {
+				t.Errorf("before(%v, %v) = %v, want %v", c.a, c.b, got, c.aComesFirst)
 			}
 		})
 	}
