@@ -2,6 +2,14 @@
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
 GO ?= go
+# Every build here is made like the tools' (hack/tools.sh): with -trimpath, so the build
+# cache's entries name no checkout directory and a clean clone anywhere (CI's) reuses what
+# an earlier clone compiled, and without cgo, so no binary is linked by gcc (kustomize, which
+# cli-runtime brings into most test binaries, imports "plugin": with cgo that forces external
+# linking, twice the CPU per link). Packages the tools share at the same versions then compile
+# once. A plain `go test` without these keeps its own cache entries and works the same.
+export CGO_ENABLED ?= 0
+export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
 TOOLS := hack/tools.sh
 # Tool paths are looked up (never built) when a recipe runs, after `tools` has built them.
 CONTROLLER_GEN = $(shell $(TOOLS) path controller-gen)

@@ -9,19 +9,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
 // repoRoot is the checkout's root.
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
+func repoRoot() string { return tools.RepoRoot() }
 
 // output collects a program's output as it arrives, line by line.
 type output struct {

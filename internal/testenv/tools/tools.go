@@ -15,10 +15,60 @@ import (
 	"strings"
 )
 
-// RepoRoot is the checkout's root directory.
+// modulePath is raygate's module, whose go.mod marks the checkout's root.
+const modulePath = "github.com/raygate/raygate"
+
+// RepoRoot is the checkout's root directory: where this file was compiled from or, in a
+// build with -trimpath (the Makefile's, so that clones anywhere share the build cache), the
+// nearest directory declaring raygate's module above the working directory (go test runs a
+// test in its package's directory, make runs programs from the root) or above the program
+// (bin/raygate-local run from elsewhere).
 func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+	}
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if exe, err := os.Executable(); err == nil {
+		starts = append(starts, filepath.Dir(exe))
+	}
+	if root, ok := moduleRootAbove(starts...); ok {
+		return root
+	}
+	return "."
+}
+
+// moduleRootAbove is the nearest directory at or above one of starts (tried in order) whose
+// go.mod declares raygate's module.
+func moduleRootAbove(starts ...string) (string, bool) {
+	for _, start := range starts {
+		for dir := filepath.Clean(start); ; dir = filepath.Dir(dir) {
+			if declaresModule(filepath.Join(dir, "go.mod")) {
+				return dir, true
+			}
+			if filepath.Dir(dir) == dir {
+				break
+			}
+		}
+	}
+	return "", false
+}
+
+// declaresModule reports whether the go.mod at path is raygate's (not a tool module's, such
+// as hack/tools/*/go.mod).
+func declaresModule(path string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`) == modulePath
+		}
+	}
+	return false
 }
 
 // CacheRoot is the cache hack/tools.sh builds the tools into, which the local mode's state
