@@ -78,12 +78,12 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 
 	if o.EnableWebhooks {
-		mgrOpts.WebhookServer = newDrainingServer(webhook.NewServer(webhook.Options{
+		mgrOpts.WebhookServer = newDrainingServer(webhook.Options{
 			Host:    o.WebhookHost,
 			Port:    o.WebhookPort,
 			CertDir: o.WebhookCertDir,
 			TLSOpts: o.tlsOptions(),
-		}), o.WebhookShutdownDrain)
+		}, o.WebhookShutdownDrain)
 	}
 	base, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -21,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
@@ -73,7 +75,7 @@ func startDraining(t *testing.T, drain time.Duration) (string, *http.Client, *dr
 	dir := t.TempDir()
 	writeServingCert(t, dir)
 	port := freeLoopbackPort(t)
-	srv := newDrainingServer(webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir}), drain)
+	srv := newDrainingServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir}, drain)
 	srv.Register("/hook", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -166,5 +168,74 @@ func TestDrainingServerWithoutDrainStopsAtOnce(t *testing.T) {
 	}
 	if srv.draining.Load() {
 		t.Fatal("no drain configured, yet the server drained")
+	}
+}
+
+// The API server's webhook client (client-go's transport, with net/http's defaults) drops an
+// idle connection after its IdleConnTimeout; the server must keep it open longer, so that it
+// never closes a connection the client may be sending an admission request on.
+func TestWebhookServerOutlastsTheAPIServersIdleConnections(t *testing.T) {
+	client := utilnet.SetTransportDefaults(&http.Transport{})
+	if client.IdleConnTimeout <= 0 {
+		t.Fatalf("client-go's transport keeps idle connections forever (%v): revisit webhookIdleTimeout", client.IdleConnTimeout)
+	}
+	if margin := webhookIdleTimeout - client.IdleConnTimeout; margin < 30*time.Second {
+		t.Fatalf("the server closes idle connections after %v, the API server's client after %v: the server must wait at least 30 s longer", webhookIdleTimeout, client.IdleConnTimeout)
+	}
+	if srv := newDrainingServer(webhook.Options{}, 0); srv.idleTimeout != webhookIdleTimeout {
+		t.Fatalf("a new server's idle timeout is %v, want %v", srv.idleTimeout, webhookIdleTimeout)
+	}
+}
+
+// The server applies its idle timeout: a kept-alive connection serves a second request after
+// a pause shorter than the timeout, and is closed by the server after a longer one.
+func TestWebhookServerIdleTimeout(t *testing.T) {
+	dir := t.TempDir()
+	writeServingCert(t, dir)
+	port := freeLoopbackPort(t)
+	srv := newDrainingServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir}, 0)
+	srv.idleTimeout = 600 * time.Millisecond
+	srv.Register("/hook", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = srv.Start(ctx) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for srv.StartedChecker()(nil) != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("webhook server not started: %v", srv.StartedChecker()(nil))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	conn, err := tls.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}}) //nolint:gosec // a test server with a throwaway certificate
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	r := bufio.NewReader(conn)
+	roundTrip := func() error {
+		if _, err := io.WriteString(conn, "POST /hook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+			return err
+		}
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.Body.Close()
+	}
+	if err := roundTrip(); err != nil {
+		t.Fatalf("first request: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := roundTrip(); err != nil {
+		t.Fatalf("a request after 200 ms idle (timeout 600 ms) on the kept-alive connection: %v", err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := r.Read(make([]byte, 1)); err == nil {
+		t.Fatalf("after 1.5 s idle (timeout 600 ms) the server kept the connection open (read %d bytes)", n)
+	} else if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("after 1.5 s idle (timeout 600 ms) the server had not closed the connection")
 	}
 }
