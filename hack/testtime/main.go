@@ -1,17 +1,21 @@
-// Command testtime times `make test`: each phase (lint, verify, go test) and each test
-// binary `go test` runs, with its wall time, CPU (user+sys) and peak memory, printed as one
-// table at the end. It only measures: every command's output, and its exit status, pass
-// through unchanged, and a failure is a row like the others (never hidden).
+// Command testtime times `make test`: each phase (lint, verify, tests) and each package's
+// test binary, with its wall time, CPU (user+sys) and peak memory, printed as one table at
+// the end. It only measures: every command's output, and its exit status, pass through
+// unchanged, and a failure is a row like the others (never hidden).
 //
 //	testtime run -dir D -name lint -- golangci-lint run ./...     # one phase, recorded in D
-//	testtime run -dir D -name "go test" -table -- go test -exec "testtime exec" ./...
+//	testtime run -dir D -name tests -table -- testtime tests -p 4 ./...
+//	testtime tests -p 4 -timeout 30m -ldflags -w ./...            # go test -c, then run them
 //	testtime exec pkg.test -test.v ...                            # as go test's -exec
 //	testtime table -dir D -slowest-first -total "make tools"      # the records of D (make tools)
 //
 // `run` records its command, and prints "testtime: running <package>" as each test binary
-// starts, so a long `go test ./...` (whose output comes per package, when it ends) shows
-// where it is. `exec` runs one test binary in the package's directory, as go test does, and
-// records it when run's RAYGATE_TESTTIME_DIR is set; without it, it only runs the binary.
+// starts (from `tests`, or `exec` under go test), so a long run shows where it is. `tests`
+// builds the test binaries with go test -c into a directory kept between runs (tests.go says
+// why) and runs them as go test runs a list of packages: each in its package's directory, the
+// output of a failed one printed whole, "ok" or "FAIL" per package. `exec` runs one test
+// binary for go test -exec and records it when run's RAYGATE_TESTTIME_DIR is set; without
+// it, it only runs the binary.
 //
 // CPU and peak RSS come from the kernel's accounting of the waited-for process: CPU adds up
 // the processes it started and waited for (a suite's etcd and kube-apiserver), peak RSS is
@@ -19,6 +23,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -45,13 +50,15 @@ func main() {
 		os.Exit(runPhase(os.Args[2:]))
 	case "table":
 		os.Exit(printTable(os.Args[2:]))
+	case "tests":
+		os.Exit(runTests(os.Args[2:]))
 	default:
 		usage()
 	}
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: testtime run -dir DIR -name NAME [-table] [-reset] -- COMMAND...\n       testtime exec TESTBINARY ARGS...\n       testtime table -dir DIR [-heading H] [-slowest-first] [-total NAME]")
+	fmt.Fprintln(os.Stderr, "usage: testtime run -dir DIR -name NAME [-table] [-reset] -- COMMAND...\n       testtime tests [-p N] [-timeout D] [-ldflags FLAGS] [-bin DIR] PACKAGES...\n       testtime exec TESTBINARY ARGS...\n       testtime table -dir DIR [-heading H] [-slowest-first] [-total NAME]")
 	os.Exit(2)
 }
 
@@ -83,7 +90,7 @@ func runPhase(args []string) int {
 		return runUnmeasured(command)
 	}
 	stopWatch := watchStarts(abs, os.Stderr)
-	rec, code := measure(command, map[string]string{dirEnv: abs}, nil, nil)
+	rec, code := measure(command, process{env: map[string]string{dirEnv: abs}})
 	stopWatch()
 	rec.Kind, rec.Name = kindPhase, *name
 	if err := writeRecord(abs, rec); err != nil {
@@ -132,7 +139,7 @@ func execTest(args []string) int {
 		fmt.Fprintln(os.Stderr, "testtime:", err)
 	}
 	var stdout, stderr failureDigest
-	rec, code := measure(args, nil, &stdout, &stderr)
+	rec, code := measure(args, process{stdout: io.MultiWriter(os.Stdout, &stdout), stderr: io.MultiWriter(os.Stderr, &stderr)})
 	rec.Kind, rec.Name = kindPackage, pkg
 	if code != 0 {
 		rec.Failures = append(stdout.Failures(), stderr.Failures()...)
@@ -144,28 +151,32 @@ func execTest(args []string) int {
 }
 
 func runUnmeasured(command []string) int {
-	_, code := measure(command, nil, nil, nil)
+	_, code := measure(command, process{})
 	return code
 }
 
-// measure runs a command with this process's standard streams and returns its record and
-// exit status; its output also goes to the digests that are not nil. Interrupts and terminations are passed on, so go test's timeout (SIGQUIT, for
-// the goroutine dump) and Ctrl-C reach the test binary; if this process is killed, the
-// kernel kills the command too.
-func measure(command []string, env map[string]string, stdout, stderr *failureDigest) (record, int) {
+// process is how measure runs a command: where, with which extra environment, where its
+// output goes (nil: this process's), and when it is stopped (0: never).
+type process struct {
+	dir            string
+	env            map[string]string
+	stdout, stderr io.Writer
+	// quitAfter: SIGQUIT (Go's goroutine dump) after this long, SIGKILL 10 s later.
+	quitAfter time.Duration
+}
+
+// measure runs a command and returns its record and exit status. Interrupts and
+// terminations are passed on, so go test's timeout (SIGQUIT, for the goroutine dump) and
+// Ctrl-C reach the test binary; if this process is killed, the kernel kills the command too.
+func measure(command []string, p process) (record, int) {
 	cmd := exec.Command(command[0], command[1:]...) //nolint:gosec // G702: running the given command is this tool's job, as for go test -exec
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if stdout != nil {
-		cmd.Stdout = io.MultiWriter(os.Stdout, stdout)
-	}
-	if stderr != nil {
-		cmd.Stderr = io.MultiWriter(os.Stderr, stderr)
-	}
+	cmd.Dir = p.dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, cmp.Or[io.Writer](p.stdout, os.Stdout), cmp.Or[io.Writer](p.stderr, os.Stderr)
 	// Through a digest the output goes by a pipe, which a process the test left behind could
 	// hold open after the test binary exited: stop reading it shortly after the exit.
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Env = os.Environ()
-	for k, v := range env {
+	for k, v := range p.env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	setParentDeathSignal(cmd)
@@ -182,11 +193,23 @@ func measure(command []string, env map[string]string, stdout, stderr *failureDig
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	var quit, kill <-chan time.Time
+	if p.quitAfter > 0 {
+		t := time.NewTimer(p.quitAfter)
+		defer t.Stop()
+		quit = t.C
+	}
 	var err error
 	for waiting := true; waiting; {
 		select {
 		case s := <-signals:
 			_ = cmd.Process.Signal(s)
+		case <-quit:
+			fmt.Fprintf(os.Stderr, "testtime: %s still running %v after its start: SIGQUIT\n", command[0], p.quitAfter)
+			_ = cmd.Process.Signal(syscall.SIGQUIT)
+			kill = time.After(10 * time.Second)
+		case <-kill:
+			_ = cmd.Process.Kill()
 		case err = <-done:
 			waiting = false
 		}

@@ -117,7 +117,7 @@ func TestMeasureKeepsExitStatus(t *testing.T) {
 		{"exit 3", 3},
 		{"kill -TERM $$", 128 + 15},
 	} {
-		rec, code := measure([]string{"sh", "-c", tc.script}, nil, nil, nil)
+		rec, code := measure([]string{"sh", "-c", tc.script}, process{})
 		if code != tc.want || rec.Exit != tc.want {
 			t.Errorf("%q: exit %d (recorded %d), want %d", tc.script, code, rec.Exit, tc.want)
 		}

@@ -1,0 +1,321 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// testPackage is one package with tests, as go list reports it.
+type testPackage struct {
+	ImportPath string
+	Dir        string
+}
+
+// binaryName is the file go test -c -o DIR/ writes for the package.
+func (p testPackage) binaryName() string { return path.Base(p.ImportPath) + ".test" }
+
+// runTests builds the test binaries of the packages with `go test -c` into a directory kept
+// between runs, then runs them -p at a time, as go test would run them.
+//
+// go test links every test binary again on every run (about 100 links of ~3 s of CPU each
+// here, a sixth of make test's CPU), since its build cache keeps packages, not test
+// executables. go test -c -o FILE leaves FILE alone when its build ID says it is up to date,
+// so a binary whose inputs did not change is not linked again. The packages run slowest first
+// by the previous run's times, so the longest suites do not start last.
+func runTests(args []string) int {
+	fs := flag.NewFlagSet("tests", flag.ExitOnError)
+	parallel := fs.Int("p", 4, "test binaries run side by side")
+	timeout := fs.Duration("timeout", 30*time.Minute, "each test binary's -test.timeout")
+	ldflags := fs.String("ldflags", "", "go test -ldflags")
+	binDir := fs.String("bin", "", "directory for the test binaries and the packages' last times, kept between runs (default: RAYGATE_CACHE or ~/.cache/raygate, in test-binaries)")
+	_ = fs.Parse(args)
+	patterns := fs.Args()
+	if len(patterns) == 0 {
+		patterns = []string{"./..."}
+	}
+	ctx := context.Background()
+	pkgs, err := listTestPackages(ctx, patterns)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testtime:", err)
+		return 1
+	}
+	dir, release, err := binaryDir(*binDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testtime:", err)
+		return 1
+	}
+	defer release()
+	groups := binaryGroups(pkgs)
+	for i, g := range groups {
+		if code := buildTestBinaries(ctx, filepath.Join(dir, fmt.Sprint(i)), *ldflags, g); code != 0 {
+			fmt.Println("FAIL\t(building the test binaries)")
+			return code
+		}
+	}
+	bins := map[string]string{}
+	for i, g := range groups {
+		for _, p := range g {
+			bins[p.ImportPath] = filepath.Join(dir, fmt.Sprint(i), p.binaryName())
+		}
+	}
+	removeOtherBinaries(dir, bins)
+	last := readLastTimes(dir)
+	order := slowestFirst(pkgs, last)
+	r := binaryRunner{timeout: *timeout, records: os.Getenv(dirEnv), out: os.Stdout, log: os.Stderr}
+	results := runPool(order, *parallel, func(p testPackage) packageResult { return r.run(p, bins[p.ImportPath]) })
+	failed := false
+	for _, r := range results {
+		last[r.pkg] = r.wall.Seconds()
+		failed = failed || r.exit != 0
+	}
+	writeLastTimes(dir, last)
+	if failed {
+		fmt.Println("FAIL")
+		return 1
+	}
+	return 0
+}
+
+// listTestPackages lists the packages of the patterns that have test files, in go list's order.
+func listTestPackages(ctx context.Context, patterns []string) ([]testPackage, error) {
+	args := append([]string{"list", "-f", "{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}\t{{.Dir}}{{end}}"}, patterns...)
+	out, err := exec.CommandContext(ctx, "go", args...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list: %w", err)
+	}
+	return parseTestPackages(out), nil
+}
+
+func parseTestPackages(out []byte) []testPackage {
+	var pkgs []testPackage
+	for line := range strings.Lines(string(out)) {
+		importPath, dir, ok := strings.Cut(strings.TrimSpace(line), "\t")
+		if ok {
+			pkgs = append(pkgs, testPackage{ImportPath: importPath, Dir: dir})
+		}
+	}
+	return pkgs
+}
+
+// binaryGroups splits the packages so no group has two binaries of the same name (go test -c
+// -o DIR/ refuses that: both would be DIR/gates.test): each package goes to the first group
+// without its name.
+func binaryGroups(pkgs []testPackage) [][]testPackage {
+	var groups [][]testPackage
+	var names []map[string]bool
+	for _, p := range pkgs {
+		i := slices.IndexFunc(names, func(n map[string]bool) bool { return !n[p.binaryName()] })
+		if i < 0 {
+			groups, names = append(groups, nil), append(names, map[string]bool{})
+			i = len(groups) - 1
+		}
+		groups[i] = append(groups[i], p)
+		names[i][p.binaryName()] = true
+	}
+	return groups
+}
+
+// slowestFirst orders the packages by their last run's wall time, longest first; packages
+// without one (new) go first, in go list's order, since most new packages are suites.
+func slowestFirst(pkgs []testPackage, last map[string]float64) []testPackage {
+	order := slices.Clone(pkgs)
+	slices.SortStableFunc(order, func(a, b testPackage) int {
+		ta, oka := last[a.ImportPath]
+		tb, okb := last[b.ImportPath]
+		switch {
+		case !oka && !okb:
+			return 0
+		case !oka:
+			return -1
+		case !okb:
+			return 1
+		}
+		return cmp.Compare(tb, ta)
+	})
+	return order
+}
+
+// binaryDir is the directory the binaries are kept in, locked for this run. When another run
+// holds it (two checkouts testing at once), this run uses a private directory it removes at
+// the end: its binaries are all linked, as go test would.
+func binaryDir(dir string) (string, func(), error) {
+	if dir == "" {
+		base := os.Getenv("RAYGATE_CACHE")
+		if base == "" {
+			home, err := os.UserCacheDir()
+			if err != nil {
+				return "", nil, err
+			}
+			base = filepath.Join(home, "raygate")
+		}
+		dir = filepath.Join(base, "test-binaries")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	unlock, ok, err := tryLock(filepath.Join(dir, "lock"))
+	if err != nil {
+		return "", nil, err
+	}
+	if ok {
+		return dir, unlock, nil
+	}
+	private, err := os.MkdirTemp("", "raygate-test-binaries-")
+	if err != nil {
+		return "", nil, err
+	}
+	fmt.Fprintf(os.Stderr, "testtime: %s is in use by another run; linking every test binary into %s\n", dir, private)
+	return private, func() { _ = os.RemoveAll(private) }, nil
+}
+
+// buildTestBinaries runs go test -c for one group; its output passes through.
+func buildTestBinaries(ctx context.Context, dir, ldflags string, pkgs []testPackage) int {
+	args := []string{"test", "-c", "-o", dir + string(filepath.Separator)}
+	if ldflags != "" {
+		args = append(args, "-ldflags="+ldflags)
+	}
+	for _, p := range pkgs {
+		args = append(args, p.ImportPath)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "testtime: go test -c: %v\n", err)
+		return exitCode(cmd.ProcessState, err)
+	}
+	return 0
+}
+
+// removeOtherBinaries removes the test binaries of packages that are gone or have moved to
+// another group, so the directory holds one set (about 6 GB for raygate's ~100 packages).
+func removeOtherBinaries(dir string, bins map[string]string) {
+	keep := map[string]bool{}
+	for _, b := range bins {
+		keep[b] = true
+	}
+	found, _ := filepath.Glob(filepath.Join(dir, "*", "*.test"))
+	for _, f := range found {
+		if !keep[f] {
+			_ = os.Remove(f)
+		}
+	}
+}
+
+// packageResult is what binaryRunner.run prints and the pool collects.
+type packageResult struct {
+	pkg  string
+	wall time.Duration
+	exit int
+}
+
+// runPool runs f for each package, n at a time, in order.
+func runPool(pkgs []testPackage, n int, f func(testPackage) packageResult) []packageResult {
+	results := make([]packageResult, len(pkgs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range max(n, 1) {
+		wg.Go(func() {
+			for i := range next {
+				results[i] = f(pkgs[i])
+			}
+		})
+	}
+	for i := range pkgs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return results
+}
+
+// binaryRunner runs test binaries: each with -test.timeout, recorded in records (if set),
+// its result printed to out, its start to log.
+type binaryRunner struct {
+	timeout  time.Duration
+	records  string
+	out, log io.Writer
+	mu       sync.Mutex // keeps one package's output together
+}
+
+// run runs one binary in its package's directory with the flags go test gives it,
+// prints "ok" and its time, or the whole output and "FAIL" (as go test does for a list of
+// packages), and records it for the table. A binary still running a minute after its own
+// timeout gets SIGQUIT (for the goroutine dump), then is killed, as under go test.
+func (r *binaryRunner) run(p testPackage, bin string) packageResult {
+	name := packageOf(p.Dir)
+	r.mu.Lock()
+	fmt.Fprintf(r.log, "testtime: %s running %s\n", time.Now().Format("15:04:05"), name)
+	r.mu.Unlock()
+	var out lockedBuffer
+	var digest failureDigest
+	w := io.MultiWriter(&out, &digest)
+	command := []string{bin, "-test.paniconexit0", "-test.timeout=" + r.timeout.String(), "-test.count=1"}
+	rec, code := measure(command, process{dir: p.Dir, env: map[string]string{"PWD": p.Dir}, stdout: w, stderr: w, quitAfter: r.timeout + time.Minute})
+	rec.Kind, rec.Name = kindPackage, name
+	if code != 0 {
+		rec.Failures = digest.Failures()
+	}
+	if r.records != "" {
+		if err := writeRecord(r.records, rec); err != nil {
+			fmt.Fprintln(r.log, "testtime:", err)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if code != 0 {
+		_, _ = r.out.Write(out.Bytes())
+		fmt.Fprintf(r.out, "FAIL\t%s\t%.3fs\n", p.ImportPath, rec.Wall.Seconds())
+	} else {
+		fmt.Fprintf(r.out, "ok  \t%s\t%.3fs\n", p.ImportPath, rec.Wall.Seconds())
+	}
+	return packageResult{pkg: p.ImportPath, wall: rec.Wall, exit: code}
+}
+
+// lockedBuffer is a buffer both of a command's streams write to.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Bytes()
+}
+
+const lastTimesFile = "last-times.json"
+
+// readLastTimes reads each package's wall time (seconds) from the previous run; none is an
+// empty map.
+func readLastTimes(dir string) map[string]float64 {
+	last := map[string]float64{}
+	if b, err := os.ReadFile(filepath.Join(dir, lastTimesFile)); err == nil {
+		_ = json.Unmarshal(b, &last) // a damaged file only loses the order
+	}
+	return last
+}
+
+func writeLastTimes(dir string, last map[string]float64) {
+	if b, err := json.Marshal(last); err == nil {
+		_ = os.WriteFile(filepath.Join(dir, lastTimesFile), b, 0o644)
+	}
+}

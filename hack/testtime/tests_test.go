@@ -1,0 +1,181 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func pkgs(paths ...string) []testPackage {
+	var ps []testPackage
+	for _, p := range paths {
+		ps = append(ps, testPackage{ImportPath: p, Dir: "/src/" + p})
+	}
+	return ps
+}
+
+func importPaths(ps []testPackage) string {
+	var s []string
+	for _, p := range ps {
+		s = append(s, p.ImportPath)
+	}
+	return strings.Join(s, " ")
+}
+
+func TestParseTestPackages(t *testing.T) {
+	out := "m/a\t/src/m/a\n\nm/b/gates\t/src/m/b/gates\n"
+	got := parseTestPackages([]byte(out))
+	if importPaths(got) != "m/a m/b/gates" || got[1].Dir != "/src/m/b/gates" || got[1].binaryName() != "gates.test" {
+		t.Fatalf("parseTestPackages = %+v", got)
+	}
+}
+
+func TestBinaryGroupsNeverShareAName(t *testing.T) {
+	cases := []struct {
+		name string
+		in   []testPackage
+		want []string // each group's import paths
+	}{
+		{"distinct names: one group", pkgs("m/a", "m/b", "m/c"), []string{"m/a m/b m/c"}},
+		{"a repeated name goes to the next group", pkgs("m/x/gates", "m/a", "m/y/gates"), []string{"m/x/gates m/a", "m/y/gates"}},
+		{"three of a name: three groups", pkgs("m/1/f", "m/2/f", "m/3/f", "m/g"), []string{"m/1/f m/g", "m/2/f", "m/3/f"}},
+		{"none", nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			groups := binaryGroups(tc.in)
+			var got []string
+			for _, g := range groups {
+				got = append(got, importPaths(g))
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Fatalf("groups = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSlowestFirst(t *testing.T) {
+	last := map[string]float64{"m/short": 1, "m/long": 200, "m/mid": 30}
+	got := importPaths(slowestFirst(pkgs("m/short", "m/new1", "m/mid", "m/long", "m/new2"), last))
+	if want := "m/new1 m/new2 m/long m/mid m/short"; got != want {
+		t.Fatalf("order = %q, want %q (new packages first, in list order; then slowest first)", got, want)
+	}
+}
+
+func TestLastTimesRoundTripAndDamage(t *testing.T) {
+	dir := t.TempDir()
+	if got := readLastTimes(dir); len(got) != 0 {
+		t.Fatalf("no file: %v", got)
+	}
+	writeLastTimes(dir, map[string]float64{"m/a": 12.5})
+	if got := readLastTimes(dir); got["m/a"] != 12.5 {
+		t.Fatalf("round trip: %v", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, lastTimesFile), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := readLastTimes(dir); got == nil {
+		t.Fatal("a damaged file must read as no times, not nil")
+	}
+}
+
+// script writes an executable shell script standing in for a test binary.
+func script(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "x.test")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestBinaryRunnerPrintsLikeGoTest(t *testing.T) {
+	cases := []struct {
+		name      string
+		body      string
+		wantExit  int
+		wantOut   []string
+		notInOut  []string
+		wantFails bool
+	}{
+		{"a pass prints only ok", `echo "$PWD $*"; echo noise; exit 0`, 0,
+			[]string{"ok  \tm/p\t"}, []string{"noise"}, false},
+		{"a failure prints the output, then FAIL", `echo "--- FAIL: TestX (0.00s)"; echo "    x_test.go:3: boom" >&2; exit 1`, 1,
+			[]string{"--- FAIL: TestX", "x_test.go:3: boom", "FAIL\tm/p\t"}, nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, log strings.Builder
+			records := t.TempDir()
+			dir := t.TempDir()
+			r := binaryRunner{timeout: time.Minute, records: records, out: &out, log: &log}
+			res := r.run(testPackage{ImportPath: "m/p", Dir: dir}, script(t, tc.body))
+			if res.exit != tc.wantExit {
+				t.Fatalf("exit = %d, want %d; output:\n%s", res.exit, tc.wantExit, out.String())
+			}
+			for _, w := range tc.wantOut {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+			for _, w := range tc.notInOut {
+				if strings.Contains(out.String(), w) {
+					t.Errorf("output has %q:\n%s", w, out.String())
+				}
+			}
+			if !strings.Contains(log.String(), "running ") {
+				t.Errorf("no running line: %q", log.String())
+			}
+			recs, err := readRecords(records)
+			if err != nil || len(recs) != 1 || recs[0].Exit != tc.wantExit || (len(recs[0].Failures) > 0) != tc.wantFails {
+				t.Fatalf("records = %+v, %v", recs, err)
+			}
+		})
+	}
+}
+
+func TestBinaryRunnerRunsInThePackageDirectoryWithGoTestsFlags(t *testing.T) {
+	var out, log strings.Builder
+	dir := t.TempDir()
+	r := binaryRunner{timeout: 7 * time.Minute, out: &out, log: &log}
+	res := r.run(testPackage{ImportPath: "m/p", Dir: dir}, script(t, `echo "$(pwd) $PWD $*"; exit 3`))
+	want := dir + " " + dir + " -test.paniconexit0 -test.timeout=7m0s -test.count=1"
+	if res.exit != 3 || !strings.Contains(out.String(), want) {
+		t.Fatalf("exit %d, output %q, want it to contain %q", res.exit, out.String(), want)
+	}
+}
+
+func TestBinaryRunnerStopsAHungBinary(t *testing.T) {
+	var out, log strings.Builder
+	r := binaryRunner{timeout: -59*time.Second - 800*time.Millisecond, out: &out, log: &log} // quits after 200 ms
+	start := time.Now()
+	res := r.run(testPackage{ImportPath: "m/p", Dir: t.TempDir()}, script(t, `trap 'echo got QUIT; exit 2' QUIT; while :; do sleep 0.05; done`))
+	if res.exit == 0 || !strings.Contains(out.String(), "got QUIT") || time.Since(start) > 8*time.Second {
+		t.Fatalf("exit %d after %v, output %q", res.exit, time.Since(start), out.String())
+	}
+}
+
+func TestRunPoolKeepsOrderAndBound(t *testing.T) {
+	in := pkgs("a", "b", "c", "d", "e")
+	var running, peak atomic.Int32
+	got := runPool(in, 2, func(p testPackage) packageResult {
+		n := running.Add(1)
+		for old := peak.Load(); n > old && !peak.CompareAndSwap(old, n); old = peak.Load() {
+		}
+		time.Sleep(20 * time.Millisecond)
+		running.Add(-1)
+		return packageResult{pkg: p.ImportPath}
+	})
+	for i, r := range got {
+		if r.pkg != in[i].ImportPath {
+			t.Fatalf("result %d = %q, want %q", i, r.pkg, in[i].ImportPath)
+		}
+	}
+	if peak.Load() != 2 {
+		t.Fatalf("%d ran at once, want 2", peak.Load())
+	}
+}
