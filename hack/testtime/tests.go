@@ -28,13 +28,15 @@ type testPackage struct {
 func (p testPackage) binaryName() string { return path.Base(p.ImportPath) + ".test" }
 
 // runTests builds the test binaries of the packages with `go test -c` into a directory kept
-// between runs, then runs them -p at a time, as go test would run them.
+// between runs and runs them -p at a time, as go test would run them.
 //
 // go test links every test binary again on every run (about 100 links of ~3 s of CPU each
 // here, a sixth of make test's CPU), since its build cache keeps packages, not test
 // executables. go test -c -o FILE leaves FILE alone when its build ID says it is up to date,
 // so a binary whose inputs did not change is not linked again. The packages run slowest first
-// by the previous run's times, so the longest suites do not start last.
+// by the previous run's times, so the longest suites do not start last; the slowest are built
+// first and start while the others are built, so a run that links them all (a first run, or
+// a change to a package most tests import) waits for the links no more than go test does.
 func runTests(args []string) int {
 	fs := flag.NewFlagSet("tests", flag.ExitOnError)
 	parallel := fs.Int("p", 4, "test binaries run side by side")
@@ -58,27 +60,32 @@ func runTests(args []string) int {
 		return 1
 	}
 	defer release()
-	groups := binaryGroups(pkgs)
-	for i, g := range groups {
-		if code := buildTestBinaries(ctx, filepath.Join(dir, fmt.Sprint(i)), *ldflags, g); code != 0 {
-			fmt.Println("FAIL\t(building the test binaries)")
-			return code
-		}
-	}
-	bins := map[string]string{}
-	for i, g := range groups {
-		for _, p := range g {
-			bins[p.ImportPath] = filepath.Join(dir, fmt.Sprint(i), p.binaryName())
-		}
-	}
+	bins := binaryPaths(dir, pkgs)
 	removeOtherBinaries(dir, bins)
 	last := readLastTimes(dir)
 	order := slowestFirst(pkgs, last)
+
 	r := binaryRunner{timeout: *timeout, records: os.Getenv(dirEnv), out: os.Stdout, log: os.Stderr}
-	results := runPool(order, *parallel, func(p testPackage) packageResult { return r.run(p, bins[p.ImportPath]) })
+	built := make(chan buildResult)
+	go func() {
+		defer close(built)
+		for _, step := range buildSteps(order, bins, 2**parallel) {
+			for _, b := range buildTestBinaries(ctx, *ldflags, step) {
+				built <- b
+			}
+		}
+	}()
+	results := runPool(built, *parallel, func(b buildResult) packageResult {
+		if b.failed {
+			return r.buildFailed(b.pkg)
+		}
+		return r.run(b.pkg, bins[b.pkg.ImportPath])
+	})
 	failed := false
 	for _, r := range results {
-		last[r.pkg] = r.wall.Seconds()
+		if r.wall > 0 { // a package that did not build keeps its last time
+			last[r.pkg] = r.wall.Seconds()
+		}
 		failed = failed || r.exit != 0
 	}
 	writeLastTimes(dir, last)
@@ -110,22 +117,50 @@ func parseTestPackages(out []byte) []testPackage {
 	return pkgs
 }
 
-// binaryGroups splits the packages so no group has two binaries of the same name (go test -c
-// -o DIR/ refuses that: both would be DIR/gates.test): each package goes to the first group
-// without its name.
-func binaryGroups(pkgs []testPackage) [][]testPackage {
-	var groups [][]testPackage
-	var names []map[string]bool
+// binaryPaths gives each package its binary's path: DIR/<n>/<last element>.test, where n is
+// the first that no earlier package (in go list's order) of the same last element has; go
+// test -c -o DIR/ writes that name and refuses two packages of one name in one directory.
+// The path stays the same from run to run while the packages do, so a binary is found again.
+func binaryPaths(dir string, pkgs []testPackage) map[string]string {
+	taken := map[string]int{} // binary name → directories used
+	paths := map[string]string{}
 	for _, p := range pkgs {
-		i := slices.IndexFunc(names, func(n map[string]bool) bool { return !n[p.binaryName()] })
-		if i < 0 {
-			groups, names = append(groups, nil), append(names, map[string]bool{})
-			i = len(groups) - 1
-		}
-		groups[i] = append(groups[i], p)
-		names[i][p.binaryName()] = true
+		n := taken[p.binaryName()]
+		taken[p.binaryName()] = n + 1
+		paths[p.ImportPath] = filepath.Join(dir, fmt.Sprint(n), p.binaryName())
 	}
-	return groups
+	return paths
+}
+
+// buildStep is one go test -c: packages whose binaries go to one directory.
+type buildStep struct {
+	dir  string
+	pkgs []testPackage
+}
+
+// buildSteps orders the builds: the first `first` packages of order (the slowest), then the
+// rest, each split by binary directory; within a step packages keep order's order.
+func buildSteps(order []testPackage, bins map[string]string, first int) []buildStep {
+	var steps []buildStep
+	for len(order) > 0 {
+		n := min(max(first, 1), len(order))
+		if len(steps) > 0 {
+			n = len(order)
+		}
+		byDir := map[string]int{} // dir → index in steps
+		for _, p := range order[:n] {
+			d := filepath.Dir(bins[p.ImportPath])
+			i, ok := byDir[d]
+			if !ok {
+				i = len(steps)
+				byDir[d] = i
+				steps = append(steps, buildStep{dir: d})
+			}
+			steps[i].pkgs = append(steps[i].pkgs, p)
+		}
+		order = order[n:]
+	}
+	return steps
 }
 
 // slowestFirst orders the packages by their last run's wall time, longest first; packages
@@ -181,8 +216,31 @@ func binaryDir(dir string) (string, func(), error) {
 	return private, func() { _ = os.RemoveAll(private) }, nil
 }
 
-// buildTestBinaries runs go test -c for one group; its output passes through.
-func buildTestBinaries(ctx context.Context, dir, ldflags string, pkgs []testPackage) int {
+// buildResult is one package after its step's go test -c: ready to run, or not built.
+type buildResult struct {
+	pkg    testPackage
+	failed bool
+}
+
+// buildTestBinaries runs go test -c for one step; its output passes through. When it fails,
+// each package is built alone to tell which failed (the binaries of the others may be older
+// than their sources otherwise).
+func buildTestBinaries(ctx context.Context, ldflags string, step buildStep) []buildResult {
+	var results []buildResult
+	if goTestC(ctx, ldflags, step.dir, step.pkgs) {
+		for _, p := range step.pkgs {
+			results = append(results, buildResult{pkg: p})
+		}
+		return results
+	}
+	for _, p := range step.pkgs {
+		ok := len(step.pkgs) > 1 && goTestC(ctx, ldflags, step.dir, []testPackage{p})
+		results = append(results, buildResult{pkg: p, failed: !ok})
+	}
+	return results
+}
+
+func goTestC(ctx context.Context, ldflags, dir string, pkgs []testPackage) bool {
 	args := []string{"test", "-c", "-o", dir + string(filepath.Separator)}
 	if ldflags != "" {
 		args = append(args, "-ldflags="+ldflags)
@@ -193,10 +251,10 @@ func buildTestBinaries(ctx context.Context, dir, ldflags string, pkgs []testPack
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "testtime: go test -c: %v\n", err)
-		return exitCode(cmd.ProcessState, err)
+		fmt.Fprintf(os.Stderr, "testtime: go test -c (%d packages): %v\n", len(pkgs), err)
+		return false
 	}
-	return 0
+	return true
 }
 
 // removeOtherBinaries removes the test binaries of packages that are gone or have moved to
@@ -221,20 +279,33 @@ type packageResult struct {
 	exit int
 }
 
-// runPool runs f for each package, n at a time, in order.
-func runPool(pkgs []testPackage, n int, f func(testPackage) packageResult) []packageResult {
-	results := make([]packageResult, len(pkgs))
-	next := make(chan int)
+// runPool runs f for each item of in, n at a time, in the order they come; the results
+// are in that order too.
+func runPool[T any](in <-chan T, n int, f func(T) packageResult) []packageResult {
+	var mu sync.Mutex
+	var results []packageResult
+	type job struct {
+		i int
+		v T
+	}
+	next := make(chan job)
 	var wg sync.WaitGroup
 	for range max(n, 1) {
 		wg.Go(func() {
-			for i := range next {
-				results[i] = f(pkgs[i])
+			for j := range next {
+				r := f(j.v)
+				mu.Lock()
+				results[j.i] = r
+				mu.Unlock()
 			}
 		})
 	}
-	for i := range pkgs {
-		next <- i
+	for v := range in {
+		mu.Lock()
+		results = append(results, packageResult{})
+		i := len(results) - 1
+		mu.Unlock()
+		next <- job{i, v}
 	}
 	close(next)
 	wg.Wait()
@@ -282,6 +353,21 @@ func (r *binaryRunner) run(p testPackage, bin string) packageResult {
 		fmt.Fprintf(r.out, "ok  \t%s\t%.3fs\n", p.ImportPath, rec.Wall.Seconds())
 	}
 	return packageResult{pkg: p.ImportPath, wall: rec.Wall, exit: code}
+}
+
+// buildFailed reports a package whose test binary did not build (go test -c printed why), as
+// go test does.
+func (r *binaryRunner) buildFailed(p testPackage) packageResult {
+	rec := record{Kind: kindPackage, Name: packageOf(p.Dir), Start: time.Now(), Exit: 1, Failures: []string{"its test binary did not build (go test -c printed why above)"}}
+	if r.records != "" {
+		if err := writeRecord(r.records, rec); err != nil {
+			fmt.Fprintln(r.log, "testtime:", err)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.out, "FAIL\t%s [build failed]\n", p.ImportPath)
+	return packageResult{pkg: p.ImportPath, exit: 1}
 }
 
 // lockedBuffer is a buffer both of a command's streams write to.

@@ -33,28 +33,69 @@ func TestParseTestPackages(t *testing.T) {
 	}
 }
 
-func TestBinaryGroupsNeverShareAName(t *testing.T) {
-	cases := []struct {
-		name string
-		in   []testPackage
-		want []string // each group's import paths
-	}{
-		{"distinct names: one group", pkgs("m/a", "m/b", "m/c"), []string{"m/a m/b m/c"}},
-		{"a repeated name goes to the next group", pkgs("m/x/gates", "m/a", "m/y/gates"), []string{"m/x/gates m/a", "m/y/gates"}},
-		{"three of a name: three groups", pkgs("m/1/f", "m/2/f", "m/3/f", "m/g"), []string{"m/1/f m/g", "m/2/f", "m/3/f"}},
-		{"none", nil, nil},
+func TestBinaryPathsNeverShareADirectoryPerName(t *testing.T) {
+	got := binaryPaths("/b", pkgs("m/x/gates", "m/a", "m/y/gates", "m/z/gates", "m/b"))
+	want := map[string]string{
+		"m/x/gates": "/b/0/gates.test", "m/a": "/b/0/a.test", "m/y/gates": "/b/1/gates.test",
+		"m/z/gates": "/b/2/gates.test", "m/b": "/b/0/b.test",
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			groups := binaryGroups(tc.in)
-			var got []string
-			for _, g := range groups {
-				got = append(got, importPaths(g))
-			}
-			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
-				t.Fatalf("groups = %q, want %q", got, tc.want)
-			}
-		})
+	if len(got) != len(want) {
+		t.Fatalf("paths = %v", got)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %s, want %s", k, got[k], v)
+		}
+	}
+}
+
+func TestBuildStepsBuildTheSlowestFirst(t *testing.T) {
+	list := pkgs("m/x/gates", "m/a", "m/y/gates", "m/b", "m/c")
+	bins := binaryPaths("/b", list)
+	order := pkgs("m/y/gates", "m/c", "m/x/gates", "m/a", "m/b") // slowest first
+	var got []string
+	for _, s := range buildSteps(order, bins, 2) {
+		got = append(got, s.dir+": "+importPaths(s.pkgs))
+	}
+	want := []string{
+		"/b/1: m/y/gates", "/b/0: m/c", // the two slowest, by directory
+		"/b/0: m/x/gates m/a m/b", // then the rest
+	}
+	if strings.Join(got, " | ") != strings.Join(want, " | ") {
+		t.Fatalf("steps = %q, want %q", got, want)
+	}
+	if steps := buildSteps(nil, bins, 2); len(steps) != 0 {
+		t.Fatalf("no packages: %v", steps)
+	}
+}
+
+func TestBuildTestBinariesTellsWhichFailed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds packages")
+	}
+	mod := t.TempDir()
+	files := map[string]string{
+		"go.mod":            "module m\n\ngo 1.24\n",
+		"good/good_test.go": "package good\n\nimport \"testing\"\n\nfunc TestOK(t *testing.T) {}\n",
+		"bad/bad_test.go":   "package bad\n\nimport \"testing\"\n\nfunc TestBad(t *testing.T) { undefined() }\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(mod, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(mod)
+	out := filepath.Join(t.TempDir(), "0")
+	res := buildTestBinaries(t.Context(), "", buildStep{dir: out, pkgs: []testPackage{{ImportPath: "m/good"}, {ImportPath: "m/bad"}}})
+	if len(res) != 2 || res[0].failed || !res[1].failed {
+		t.Fatalf("results = %+v, want m/good built and m/bad failed", res)
+	}
+	if _, err := os.Stat(filepath.Join(out, "good.test")); err != nil {
+		t.Fatalf("m/good's binary: %v", err)
 	}
 }
 
@@ -161,8 +202,15 @@ func TestBinaryRunnerStopsAHungBinary(t *testing.T) {
 
 func TestRunPoolKeepsOrderAndBound(t *testing.T) {
 	in := pkgs("a", "b", "c", "d", "e")
+	ch := make(chan testPackage)
+	go func() {
+		defer close(ch)
+		for _, p := range in {
+			ch <- p
+		}
+	}()
 	var running, peak atomic.Int32
-	got := runPool(in, 2, func(p testPackage) packageResult {
+	got := runPool(ch, 2, func(p testPackage) packageResult {
 		n := running.Add(1)
 		for old := peak.Load(); n > old && !peak.CompareAndSwap(old, n); old = peak.Load() {
 		}
@@ -175,7 +223,7 @@ func TestRunPoolKeepsOrderAndBound(t *testing.T) {
 			t.Fatalf("result %d = %q, want %q", i, r.pkg, in[i].ImportPath)
 		}
 	}
-	if peak.Load() != 2 {
+	if len(got) != len(in) || peak.Load() != 2 {
 		t.Fatalf("%d ran at once, want 2", peak.Load())
 	}
 }
