@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -33,16 +31,17 @@ func (p testPackage) binaryName() string { return path.Base(p.ImportPath) + ".te
 // go test links every test binary again on every run (about 100 links of ~3 s of CPU each
 // here, a sixth of make test's CPU), since its build cache keeps packages, not test
 // executables. go test -c -o FILE leaves FILE alone when its build ID says it is up to date,
-// so a binary whose inputs did not change is not linked again. The packages run slowest first
-// by the previous run's times, so the longest suites do not start last; the slowest are built
-// first and start while the others are built, so a run that links them all (a first run, or
-// a change to a package most tests import) waits for the links no more than go test does.
+// so a binary whose inputs did not change is not linked again. The packages run in go list's
+// order, as under go test (an order by the last run's times, slowest first, started the four
+// heaviest suites together and starved their timing checks); the first few are built first
+// and start while the others are built, so a run that links them all (a first run, or a change
+// to a package most tests import) does not wait for every link before the first test.
 func runTests(args []string) int {
 	fs := flag.NewFlagSet("tests", flag.ExitOnError)
 	parallel := fs.Int("p", 4, "test binaries run side by side")
 	timeout := fs.Duration("timeout", 30*time.Minute, "each test binary's -test.timeout")
 	ldflags := fs.String("ldflags", "", "go test -ldflags")
-	binDir := fs.String("bin", "", "directory for the test binaries and the packages' last times, kept between runs (default: RAYGATE_CACHE or ~/.cache/raygate, in test-binaries)")
+	binDir := fs.String("bin", "", "directory for the test binaries, kept between runs (default: RAYGATE_CACHE or ~/.cache/raygate, in test-binaries)")
 	_ = fs.Parse(args)
 	patterns := fs.Args()
 	if len(patterns) == 0 {
@@ -62,14 +61,12 @@ func runTests(args []string) int {
 	defer release()
 	bins := binaryPaths(dir, pkgs)
 	removeOtherBinaries(dir, bins)
-	last := readLastTimes(dir)
-	order := slowestFirst(pkgs, last)
 
 	r := binaryRunner{timeout: *timeout, records: os.Getenv(dirEnv), out: os.Stdout, log: os.Stderr}
 	built := make(chan buildResult)
 	go func() {
 		defer close(built)
-		for _, step := range buildSteps(order, bins, 2**parallel) {
+		for _, step := range buildSteps(pkgs, bins, 2**parallel) {
 			for _, b := range buildTestBinaries(ctx, *ldflags, step) {
 				built <- b
 			}
@@ -81,15 +78,7 @@ func runTests(args []string) int {
 		}
 		return r.run(b.pkg, bins[b.pkg.ImportPath])
 	})
-	failed := false
-	for _, r := range results {
-		if r.wall > 0 { // a package that did not build keeps its last time
-			last[r.pkg] = r.wall.Seconds()
-		}
-		failed = failed || r.exit != 0
-	}
-	writeLastTimes(dir, last)
-	if failed {
+	if slices.ContainsFunc(results, func(r packageResult) bool { return r.exit != 0 }) {
 		fmt.Println("FAIL")
 		return 1
 	}
@@ -138,8 +127,8 @@ type buildStep struct {
 	pkgs []testPackage
 }
 
-// buildSteps orders the builds: the first `first` packages of order (the slowest), then the
-// rest, each split by binary directory; within a step packages keep order's order.
+// buildSteps orders the builds: the first `first` packages, then the rest, each split by
+// binary directory; within a step packages keep their order.
 func buildSteps(order []testPackage, bins map[string]string, first int) []buildStep {
 	var steps []buildStep
 	for len(order) > 0 {
@@ -161,26 +150,6 @@ func buildSteps(order []testPackage, bins map[string]string, first int) []buildS
 		order = order[n:]
 	}
 	return steps
-}
-
-// slowestFirst orders the packages by their last run's wall time, longest first; packages
-// without one (new) go first, in go list's order, since most new packages are suites.
-func slowestFirst(pkgs []testPackage, last map[string]float64) []testPackage {
-	order := slices.Clone(pkgs)
-	slices.SortStableFunc(order, func(a, b testPackage) int {
-		ta, oka := last[a.ImportPath]
-		tb, okb := last[b.ImportPath]
-		switch {
-		case !oka && !okb:
-			return 0
-		case !oka:
-			return -1
-		case !okb:
-			return 1
-		}
-		return cmp.Compare(tb, ta)
-	})
-	return order
 }
 
 // binaryDir is the directory the binaries are kept in, locked for this run. When another run
@@ -275,7 +244,6 @@ func removeOtherBinaries(dir string, bins map[string]string) {
 // packageResult is what binaryRunner.run prints and the pool collects.
 type packageResult struct {
 	pkg  string
-	wall time.Duration
 	exit int
 }
 
@@ -352,7 +320,7 @@ func (r *binaryRunner) run(p testPackage, bin string) packageResult {
 	} else {
 		fmt.Fprintf(r.out, "ok  \t%s\t%.3fs\n", p.ImportPath, rec.Wall.Seconds())
 	}
-	return packageResult{pkg: p.ImportPath, wall: rec.Wall, exit: code}
+	return packageResult{pkg: p.ImportPath, exit: code}
 }
 
 // buildFailed reports a package whose test binary did not build (go test -c printed why), as
@@ -386,22 +354,4 @@ func (l *lockedBuffer) Bytes() []byte {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Bytes()
-}
-
-const lastTimesFile = "last-times.json"
-
-// readLastTimes reads each package's wall time (seconds) from the previous run; none is an
-// empty map.
-func readLastTimes(dir string) map[string]float64 {
-	last := map[string]float64{}
-	if b, err := os.ReadFile(filepath.Join(dir, lastTimesFile)); err == nil {
-		_ = json.Unmarshal(b, &last) // a damaged file only loses the order
-	}
-	return last
-}
-
-func writeLastTimes(dir string, last map[string]float64) {
-	if b, err := json.Marshal(last); err == nil {
-		_ = os.WriteFile(filepath.Join(dir, lastTimesFile), b, 0o644)
-	}
 }

@@ -49,17 +49,16 @@ func TestBinaryPathsNeverShareADirectoryPerName(t *testing.T) {
 	}
 }
 
-func TestBuildStepsBuildTheSlowestFirst(t *testing.T) {
+func TestBuildStepsBuildTheFirstPackagesFirst(t *testing.T) {
 	list := pkgs("m/x/gates", "m/a", "m/y/gates", "m/b", "m/c")
 	bins := binaryPaths("/b", list)
-	order := pkgs("m/y/gates", "m/c", "m/x/gates", "m/a", "m/b") // slowest first
 	var got []string
-	for _, s := range buildSteps(order, bins, 2) {
+	for _, s := range buildSteps(list, bins, 2) {
 		got = append(got, s.dir+": "+importPaths(s.pkgs))
 	}
 	want := []string{
-		"/b/1: m/y/gates", "/b/0: m/c", // the two slowest, by directory
-		"/b/0: m/x/gates m/a m/b", // then the rest
+		"/b/0: m/x/gates m/a",              // the first two, by directory
+		"/b/1: m/y/gates", "/b/0: m/b m/c", // then the rest
 	}
 	if strings.Join(got, " | ") != strings.Join(want, " | ") {
 		t.Fatalf("steps = %q, want %q", got, want)
@@ -96,31 +95,6 @@ func TestBuildTestBinariesTellsWhichFailed(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "good.test")); err != nil {
 		t.Fatalf("m/good's binary: %v", err)
-	}
-}
-
-func TestSlowestFirst(t *testing.T) {
-	last := map[string]float64{"m/short": 1, "m/long": 200, "m/mid": 30}
-	got := importPaths(slowestFirst(pkgs("m/short", "m/new1", "m/mid", "m/long", "m/new2"), last))
-	if want := "m/new1 m/new2 m/long m/mid m/short"; got != want {
-		t.Fatalf("order = %q, want %q (new packages first, in list order; then slowest first)", got, want)
-	}
-}
-
-func TestLastTimesRoundTripAndDamage(t *testing.T) {
-	dir := t.TempDir()
-	if got := readLastTimes(dir); len(got) != 0 {
-		t.Fatalf("no file: %v", got)
-	}
-	writeLastTimes(dir, map[string]float64{"m/a": 12.5})
-	if got := readLastTimes(dir); got["m/a"] != 12.5 {
-		t.Fatalf("round trip: %v", got)
-	}
-	if err := os.WriteFile(filepath.Join(dir, lastTimesFile), []byte("{not json"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got := readLastTimes(dir); got == nil {
-		t.Fatal("a damaged file must read as no times, not nil")
 	}
 }
 
