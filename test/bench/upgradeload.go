@@ -217,7 +217,11 @@ func (b *bench) upgradeLoad(ctx context.Context, res *upgradeLoadResult) (runErr
 	}
 	b.logf("upgrade-load: %s serves through Traefik at %s and in-cluster; changing the image", blue, gwURL)
 
-	weights := load.WatchWeights(ctx, cl, ns, rayspec.HTTPRouteName(svc.Name))
+	watcher, err := client.NewWithWatch(c.Config, client.Options{Scheme: cl.Scheme(), Mapper: cl.RESTMapper()})
+	if err != nil {
+		return err
+	}
+	weights := load.WatchWeights(ctx, watcher, ns, rayspec.HTTPRouteName(svc.Name))
 	gwRun, err := load.Start(ctx, viaGateway)
 	if err != nil {
 		return err

@@ -173,8 +173,7 @@ type weightSample = load.WeightSample
 
 type weightWatch struct{ *load.WeightWatch }
 
-// watchWeights records the RayService HTTPRoute's weights every 50 ms (a new sample when
-// they change) until stop.
+// watchWeights records the RayService HTTPRoute's weights as they change until stop.
 func watchWeights(ctx context.Context, ns, name string) *weightWatch {
 	return &weightWatch{world.WatchWeights(ctx, ns, name)}
 }

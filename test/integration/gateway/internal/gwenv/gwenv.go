@@ -47,9 +47,11 @@ const (
 
 // World is what Start started.
 type World struct {
-	Suite      *suite.Suite
-	Env        *controlplane.Env
-	Client     client.Client
+	Suite  *suite.Suite
+	Env    *controlplane.Env
+	Client client.Client
+	// Watcher is Client's twin that can also watch (WatchWeights).
+	Watcher    client.WithWatch
 	Traefik    *traefik.Traefik
 	Dashboards *framework.Dashboards
 	Manager    *framework.Manager
@@ -69,6 +71,8 @@ func Start(ctx context.Context, o Options) *World {
 	w.Suite = suite.Start(suite.Options{ControlPlane: controlplane.Options{GatewayAPI: true}, Kubelet: &framework.KubeletOptions{}})
 	w.Env, w.Client = w.Suite.Env, w.Suite.Client
 	var err error
+	w.Watcher, err = client.NewWithWatch(w.Env.Config, client.Options{Scheme: w.Client.Scheme(), Mapper: w.Client.RESTMapper()})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	w.Traefik, err = traefik.Start(ctx, w.Client, traefik.Options{Kubeconfig: w.Env.Kubeconfig, ClassName: ClassName, Log: ginkgo.GinkgoWriter, Metrics: o.TraefikMetrics})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	ginkgo.DeferCleanup(w.Traefik.Stop)
@@ -135,10 +139,9 @@ func (w *World) RetireRayService(ns, name string) {
 	})
 }
 
-// WatchWeights records the RayService HTTPRoute's weights every 50 ms (a new sample when
-// they change) until Stop.
+// WatchWeights records the RayService HTTPRoute's weights as they change until Stop.
 func (w *World) WatchWeights(ctx context.Context, ns, name string) *load.WeightWatch {
-	return load.WatchWeights(ctx, w.Client, ns, rayspec.HTTPRouteName(name))
+	return load.WatchWeights(ctx, w.Watcher, ns, rayspec.HTTPRouteName(name))
 }
 
 // DistinctShares counts the different shares the cluster had over the samples.
