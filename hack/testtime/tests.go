@@ -227,7 +227,7 @@ func goTestC(ctx context.Context, ldflags, dir string, pkgs []testPackage) bool 
 }
 
 // removeOtherBinaries removes the test binaries of packages that are gone or have moved to
-// another group, so the directory holds one set (about 6 GB for raygate's ~100 packages).
+// another group, so the directory holds one set (3.6 GB for raygate's ~100 packages).
 func removeOtherBinaries(dir string, bins map[string]string) {
 	keep := map[string]bool{}
 	for _, b := range bins {
