@@ -83,7 +83,7 @@ func (w *WeightWatch) follow(ctx context.Context, c client.WithWatch, namespace,
 			}
 			switch ev.Type {
 			case watch.Error:
-				return fmt.Errorf("watching HTTPRoutes: %v", apierrors.FromObject(ev.Object))
+				return fmt.Errorf("watching HTTPRoutes: %w", apierrors.FromObject(ev.Object))
 			case watch.Added, watch.Modified:
 				if rt, ok := ev.Object.(*gwv1.HTTPRoute); ok && rt.Name == route {
 					w.record(rt)
