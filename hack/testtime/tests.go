@@ -31,11 +31,14 @@ func (p testPackage) binaryName() string { return path.Base(p.ImportPath) + ".te
 // go test links every test binary again on every run (about 100 links of ~3 s of CPU each
 // here, a sixth of make test's CPU), since its build cache keeps packages, not test
 // executables. go test -c -o FILE leaves FILE alone when its build ID says it is up to date,
-// so a binary whose inputs did not change is not linked again. The packages run in go list's
-// order, as under go test (an order by the last run's times, slowest first, started the four
-// heaviest suites together and starved their timing checks); the first few are built first
-// and start while the others are built, so a run that links them all (a first run, or a change
-// to a package most tests import) does not wait for every link before the first test.
+// so a binary whose inputs did not change is not linked again. The packages start in the
+// order they are built, which is go list's order within each build step: the first few, then
+// the rest of binary directory 0, then directories 1 and 2 (packages whose binary name repeats
+// an earlier package's, such as test/integration/certmanager after internal/testenv/certmanager,
+// so they start last). The first few start while the others are built, so a run that links them
+// all (a first run, or a change to a package most tests import) does not wait for every link
+// before the first test. An order by the last run's times, slowest first, started the four
+// heaviest suites together and starved their timing checks.
 func runTests(args []string) int {
 	fs := flag.NewFlagSet("tests", flag.ExitOnError)
 	parallel := fs.Int("p", 4, "test binaries run side by side")
