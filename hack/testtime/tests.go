@@ -301,7 +301,8 @@ func (r *binaryRunner) run(p testPackage, bin string) packageResult {
 	r.mu.Lock()
 	fmt.Fprintf(r.log, "testtime: %s running %s\n", time.Now().Format("15:04:05"), name)
 	r.mu.Unlock()
-	var out lockedBuffer
+	// One writer for both streams: os/exec then copies them with one goroutine, in order.
+	var out bytes.Buffer
 	var digest failureDigest
 	w := io.MultiWriter(&out, &digest)
 	command := []string{bin, "-test.paniconexit0", "-test.timeout=" + r.timeout.String(), "-test.count=1"}
@@ -339,22 +340,4 @@ func (r *binaryRunner) buildFailed(p testPackage) packageResult {
 	defer r.mu.Unlock()
 	fmt.Fprintf(r.out, "FAIL\t%s [build failed]\n", p.ImportPath)
 	return packageResult{pkg: p.ImportPath, exit: 1}
-}
-
-// lockedBuffer is a buffer both of a command's streams write to.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Bytes()
 }
