@@ -21,7 +21,8 @@
 #                                kuberay-samples (KubeRay's sample manifests, config/samples and its folders),
 #                                ko (builds the operator image without a container engine; the
 #                                install suite's release spec runs `make release`),
-#                                traefik (Traefik, the Gateway API implementation of the tests),
+#                                traefik (Traefik, the Gateway API implementation of the tests,
+#                                built without lego's ACME DNS providers: see build_traefik),
 #                                cert-manager (cert-manager's controllers and CA injector,
 #                                hack/tools/cert-manager),
 #                                prometheus, promtool (Prometheus and its rule checker,
@@ -61,6 +62,12 @@ cert_manager_dir() {
 	local mod="$tools_mod/cert-manager"
 	echo "$cache_root/cert-manager-controllers-$(modver "$mod" github.com/cert-manager/cert-manager)-$(cat "$mod/main.go" "$mod/go.sum" | sha256sum | cut -c1-10)"
 }
+# Traefik is built with lego's DNS-provider registry replaced (build_traefik), so its key
+# also hashes that replacement.
+traefik_dir() {
+	local mod="$tools_mod/traefik-kueue"
+	echo "$cache_root/traefik-$(modver "$mod" github.com/traefik/traefik/v3)-$(cat "$mod/lego_dns_providers.go.in" "$mod/go.sum" | sha256sum | cut -c1-10)"
+}
 tool_dir() { # tool_dir <name> <module dir> <module path>
 	echo "$cache_root/$1-$(modver "$2" "$3")"
 }
@@ -87,7 +94,7 @@ path_of() {
 	kuberay-crds) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/crds" ;;
 	kuberay-samples) echo "$(tool_dir kuberay "$tools_mod/kuberay" github.com/ray-project/kuberay/ray-operator)/samples-tree" ;;
 	ko) echo "$(tool_dir ko "$tools_mod/ko" github.com/google/ko)/ko" ;;
-	traefik) echo "$(tool_dir traefik "$tools_mod/traefik-kueue" github.com/traefik/traefik/v3)/traefik" ;;
+	traefik) echo "$(traefik_dir)/traefik" ;;
 	prometheus | promtool) echo "$(tool_dir prometheus "$tools_mod/prometheus" github.com/prometheus/prometheus)/$1" ;;
 	openshift-route-crd) echo "$(tool_dir openshift "$tools_mod/openshift" github.com/openshift/api)/crds" ;;
 	*) echo "unknown tool: $1" >&2; return 2 ;;
@@ -257,11 +264,26 @@ build_ko() {
 }
 
 # Traefik, the Gateway API implementation the tests and the local mode run (its Kubernetes
-# Gateway provider). Stamped with its version like Traefik's own build.
+# Gateway provider). Stamped with its version like Traefik's own build. Built against a copy
+# of its pinned lego (the ACME library) whose DNS-provider registry is
+# hack/tools/traefik-kueue/lego_dns_providers.go.in: lego's own imports ~180 DNS providers'
+# SDKs, a third of Traefik's packages, for the DNS-01 challenge nothing here uses. The copy is
+# made from the module cache at build time and wired in by a replace in a temporary copy of
+# the module's go.mod (-modfile); go.mod, go.sum and every other package stay as pinned.
 build_traefik() {
-	local v dir mod="$tools_mod/traefik-kueue"
+	local v dir src work rc=0 mod="$tools_mod/traefik-kueue"
 	v=$(modver "$mod" github.com/traefik/traefik/v3); dir=$(dirname "$(path_of traefik)"); mkdir -p "$dir"
-	name=traefik gobuild "$mod" "$dir" "-X github.com/traefik/traefik/v3/pkg/version.Version=$v" github.com/traefik/traefik/v3/cmd/traefik
+	src=$(cd "$mod" && go mod download -json github.com/go-acme/lego/v4 | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+	[[ -n $src ]] || return 1
+	work=$(mktemp -d "$dir.lego.XXXXXX")
+	cp -r "$src" "$work/lego" && chmod -R u+w "$work/lego" &&
+		cp "$mod/lego_dns_providers.go.in" "$work/lego/providers/dns/zz_gen_dns_providers.go" &&
+		cp "$mod/go.mod" "$mod/go.sum" "$work/" &&
+		echo "replace github.com/go-acme/lego/v4 => $work/lego" >>"$work/go.mod" &&
+		GOFLAGS="${GOFLAGS:+$GOFLAGS }-modfile=$work/go.mod" name=traefik gobuild "$mod" "$dir" \
+			"-X github.com/traefik/traefik/v3/pkg/version.Version=$v" github.com/traefik/traefik/v3/cmd/traefik || rc=1
+	rm -rf "$work"
+	return $rc
 }
 
 # Prometheus and promtool: the observability suites evaluate raygate's documented queries,
