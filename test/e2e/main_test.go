@@ -36,10 +36,21 @@ type buildOnce struct {
 func TestMain(m *testing.M) {
 	flag.Parse()
 	built.dir, built.err = os.MkdirTemp("", "raygate-e2e-bin-")
+	// kubectl, the plugin and the walkthrough's script cache discovery and OpenAPI documents
+	// here rather than in the user's ~/.kube/cache, which nothing prunes.
+	kubectlCache, err := os.MkdirTemp("", "raygate-e2e-kubectl-cache-")
+	if err == nil {
+		err = os.Setenv("KUBECACHEDIR", kubectlCache)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kubectl cache directory:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	if built.dir != "" {
 		_ = os.RemoveAll(built.dir)
 	}
+	_ = os.RemoveAll(kubectlCache)
 	os.Exit(code)
 }
 

@@ -246,9 +246,13 @@ func (e *Env) Kubectl(ctx context.Context, stdin string, args ...string) (stdout
 }
 
 // RunKubectl runs a kubectl binary with a kubeconfig and returns what it printed. stdin may
-// be empty.
+// be empty. kubectl's discovery and HTTP caches go next to the kubeconfig (KubectlCacheDir),
+// not to ~/.kube/cache: that one is never pruned, and every control plane here has a new
+// port, so each one left its discovery and ray.io OpenAPI documents there (1.4 GB after a
+// day of test runs).
 func RunKubectl(ctx context.Context, kubectl, kubeconfig, stdin string, args ...string) (stdout, stderr string, err error) {
 	cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd.Env = append(os.Environ(), KubectlCacheDirEnv+"="+KubectlCacheDir(kubeconfig))
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if stdin != "" {
@@ -256,6 +260,16 @@ func RunKubectl(ctx context.Context, kubectl, kubeconfig, stdin string, args ...
 	}
 	err = cmd.Run()
 	return out.String(), errb.String(), err
+}
+
+// KubectlCacheDirEnv names the directory kubectl (and every cli-runtime program, such as the
+// kubectl-raygate plugin) caches discovery and HTTP responses in; unset, ~/.kube/cache.
+const KubectlCacheDirEnv = "KUBECACHEDIR"
+
+// KubectlCacheDir is where RunKubectl has kubectl cache what it reads through kubeconfig: a
+// directory beside it, removed with it.
+func KubectlCacheDir(kubeconfig string) string {
+	return filepath.Join(filepath.Dir(kubeconfig), "kubectl-cache")
 }
 
 // WebhookServing returns the host, port and certificate directory the webhook server must

@@ -130,11 +130,22 @@ func TestStartFromSnapshot(t *testing.T) {
 	if err := first.Client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
+	// The real kubectl caches discovery beside the kubeconfig, and Stop removes it.
+	if _, stderr, err := first.Kubectl(ctx, "", "get", "rayclusters", "-A"); err != nil {
+		t.Fatalf("kubectl get rayclusters: %v\n%s", err, stderr)
+	}
+	kubectlCache := KubectlCacheDir(first.Kubeconfig)
+	if !exists(filepath.Join(kubectlCache, "discovery")) {
+		t.Errorf("kubectl cached no discovery in %s", kubectlCache)
+	}
 	if err := first.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	if exists(first.etcdDir) {
 		t.Errorf("the first control plane's etcd copy %s is left behind", first.etcdDir)
+	}
+	if exists(kubectlCache) {
+		t.Errorf("kubectl's cache %s is left behind", kubectlCache)
 	}
 
 	began := time.Now()
