@@ -252,7 +252,7 @@ func (e *Env) Kubectl(ctx context.Context, stdin string, args ...string) (stdout
 // day of test runs).
 func RunKubectl(ctx context.Context, kubectl, kubeconfig, stdin string, args ...string) (stdout, stderr string, err error) {
 	cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
-	cmd.Env = append(os.Environ(), KubectlCacheDirEnv+"="+KubectlCacheDir(kubeconfig))
+	cmd.Env = EnvCachingBeside(kubeconfig)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if stdin != "" {
@@ -270,6 +270,13 @@ const KubectlCacheDirEnv = "KUBECACHEDIR"
 // directory beside it, removed with it.
 func KubectlCacheDir(kubeconfig string) string {
 	return filepath.Join(filepath.Dir(kubeconfig), "kubectl-cache")
+}
+
+// EnvCachingBeside is this process's environment with KUBECACHEDIR set to
+// KubectlCacheDir(kubeconfig): for any cli-runtime program (kubectl, helm) a test runs
+// against the control plane of kubeconfig.
+func EnvCachingBeside(kubeconfig string) []string {
+	return append(os.Environ(), KubectlCacheDirEnv+"="+KubectlCacheDir(kubeconfig))
 }
 
 // WebhookServing returns the host, port and certificate directory the webhook server must

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/raygate/raygate/internal/testenv/controlplane"
 )
 
 // runHelm runs Helm 4 against the control plane and returns stdout; stderr is folded into
@@ -13,6 +15,7 @@ import (
 func runHelm(args ...string) (string, error) {
 	var out, errb bytes.Buffer
 	cmd := exec.Command(helm, append(args, "--kubeconfig", env.Kubeconfig)...)
+	cmd.Env = controlplane.EnvCachingBeside(env.Kubeconfig)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
 		return out.String(), fmt.Errorf("%s %s: %w\n%s", filepath.Base(helm), strings.Join(args, " "), err, errb.String())

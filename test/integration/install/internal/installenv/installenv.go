@@ -59,6 +59,14 @@ func Start(ctx context.Context, cp controlplane.Options, crdTools []string, name
 func ExecHelm(bin string, args ...string) (string, error) {
 	var out, errb bytes.Buffer
 	cmd := exec.Command(bin, args...)
+	for i, a := range args {
+		// Against a control plane, Helm's discovery cache goes beside its kubeconfig.
+		if kc, ok := strings.CutPrefix(a, "--kubeconfig="); ok {
+			cmd.Env = controlplane.EnvCachingBeside(kc)
+		} else if a == "--kubeconfig" && i+1 < len(args) {
+			cmd.Env = controlplane.EnvCachingBeside(args[i+1])
+		}
+	}
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
 		return out.String(), fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), strings.Join(args, " "), err, errb.String())
