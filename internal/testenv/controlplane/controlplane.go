@@ -262,8 +262,9 @@ func RunKubectl(ctx context.Context, kubectl, kubeconfig, stdin string, args ...
 	return out.String(), errb.String(), err
 }
 
-// KubectlCacheDirEnv names the directory kubectl (and every cli-runtime program, such as the
-// kubectl-raygate plugin) caches discovery and HTTP responses in; unset, ~/.kube/cache.
+// KubectlCacheDirEnv names the directory kubectl and Helm (cli-runtime's config flags) cache
+// discovery and HTTP responses in; unset, ~/.kube/cache. (kubectl-raygate reads through a
+// controller-runtime client and caches nothing on disk.)
 const KubectlCacheDirEnv = "KUBECACHEDIR"
 
 // KubectlCacheDir is where RunKubectl has kubectl cache what it reads through kubeconfig: a
