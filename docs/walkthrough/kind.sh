@@ -196,6 +196,9 @@ step_upgrade() {
   # The old cluster stays rayClusterDeletionDelaySeconds for requests in flight.
   run kc -n "$NAMESPACE" wait --for=delete "raycluster/$old" --timeout="${WAIT_SECONDS}s"
   echo "RayCluster $old deleted"
+  # The weights above are samples every 2 s; raygate records every traffic step as an event.
+  run kc -n "$NAMESPACE" get events --field-selector reason=ShiftedTraffic,involvedObject.name=walkthrough \
+    -o custom-columns=REASON:.reason,MESSAGE:.message
   run kc -n "$NAMESPACE" get rayservice walkthrough -o wide
 }
 

@@ -50,33 +50,52 @@ func checkWalkthrough(t *testing.T, out string) {
 	if !strings.Contains(out, "RayCluster "+old+" deleted") {
 		t.Errorf("the walkthrough does not report %s deleted:\n%s", old, out)
 	}
-	// Incremental: at some point both clusters took traffic, the new one less than all.
-	split := false
+	// The sampled weights (every 2 s) always sum to 100.
 	for _, line := range regexp.MustCompile(`(?m)^HTTPRoute weights: (.*)$`).FindAllStringSubmatch(out, -1) {
-		weights := map[string]int{}
+		sum := 0
 		for _, kv := range strings.Fields(line[1]) {
-			name, w, ok := strings.Cut(kv, "=")
+			_, w, ok := strings.Cut(kv, "=")
 			n, err := strconv.Atoi(w)
 			if !ok || err != nil {
 				t.Fatalf("HTTPRoute weights %q: %q", line[1], kv)
 			}
-			weights[name] = n
+			sum += n
 		}
-		var oldW, newW int
-		for name, w := range weights {
-			switch {
-			case strings.HasPrefix(name, old):
-				oldW = w
-			case strings.HasPrefix(name, promoted):
-				newW = w
-			}
-		}
-		if oldW+newW != 100 && len(weights) > 0 {
+		if sum != 100 && line[1] != "" {
 			t.Errorf("HTTPRoute weights %q do not sum to 100", line[1])
 		}
-		split = split || (newW > 0 && newW < 100)
+	}
+	// Incremental: the traffic steps raygate recorded (ShiftedTraffic events, every step, where
+	// the samples above can miss a 5 s step on a loaded machine) include one where both clusters
+	// took traffic, and the last gives the new cluster all of it.
+	steps := regexp.MustCompile(`(?m)^ShiftedTraffic\s+traffic: active (\S+) (\d+)%, pending (\S+) (\d+)%`).FindAllStringSubmatch(out, -1)
+	if len(steps) == 0 {
+		t.Fatalf("the walkthrough shows no ShiftedTraffic events:\n%s", out)
+	}
+	split := false
+	for _, st := range steps {
+		active, pending := atoi(t, st[2]), atoi(t, st[4])
+		if st[1] != old || st[3] != promoted {
+			t.Errorf("traffic step %q: want active %s and pending %s", st[0], old, promoted)
+		}
+		if active+pending != 100 {
+			t.Errorf("traffic step %q does not sum to 100", st[0])
+		}
+		split = split || (pending > 0 && pending < 100)
 	}
 	if !split {
-		t.Errorf("the walkthrough never showed traffic split between %s and %s:\n%s", old, promoted, out)
+		t.Errorf("no traffic step split the traffic between %s and %s:\n%s", old, promoted, out)
 	}
+	if last := steps[len(steps)-1]; last[4] != "100" {
+		t.Errorf("the last traffic step %q does not give %s all the traffic", last[0], promoted)
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return n
 }
