@@ -6,11 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +46,7 @@ func runTests(args []string) int {
 	parallel := fs.Int("p", 4, "test binaries run side by side")
 	timeout := fs.Duration("timeout", 30*time.Minute, "each test binary's -test.timeout")
 	ldflags := fs.String("ldflags", "", "go test -ldflags")
+	gomaxprocs := fs.Int("gomaxprocs", 0, "GOMAXPROCS for each test binary and the processes it starts (0: inherited)")
 	binDir := fs.String("bin", "", "directory for the test binaries, kept between runs (default: RAYGATE_CACHE or ~/.cache/raygate, in test-binaries)")
 	_ = fs.Parse(args)
 	patterns := fs.Args()
@@ -66,6 +69,9 @@ func runTests(args []string) int {
 	removeOtherBinaries(dir, bins)
 
 	r := binaryRunner{timeout: *timeout, records: os.Getenv(dirEnv), out: os.Stdout, log: os.Stderr}
+	if *gomaxprocs > 0 {
+		r.env = map[string]string{"GOMAXPROCS": strconv.Itoa(*gomaxprocs)}
+	}
 	built := make(chan buildResult)
 	go func() {
 		defer close(built)
@@ -288,6 +294,7 @@ func runPool[T any](in <-chan T, n int, f func(T) packageResult) []packageResult
 type binaryRunner struct {
 	timeout  time.Duration
 	records  string
+	env      map[string]string // added to each binary's environment
 	out, log io.Writer
 	mu       sync.Mutex // keeps one package's output together
 }
@@ -306,7 +313,9 @@ func (r *binaryRunner) run(p testPackage, bin string) packageResult {
 	var digest failureDigest
 	w := io.MultiWriter(&out, &digest)
 	command := []string{bin, "-test.paniconexit0", "-test.timeout=" + r.timeout.String(), "-test.count=1"}
-	rec, code := measure(command, process{dir: p.Dir, env: map[string]string{"PWD": p.Dir}, stdout: w, stderr: w, quitAfter: r.timeout + time.Minute})
+	env := map[string]string{"PWD": p.Dir}
+	maps.Copy(env, r.env)
+	rec, code := measure(command, process{dir: p.Dir, env: env, stdout: w, stderr: w, quitAfter: r.timeout + time.Minute})
 	rec.Kind, rec.Name = kindPackage, name
 	if code != 0 {
 		rec.Failures = digest.Failures()

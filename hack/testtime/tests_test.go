@@ -164,6 +164,16 @@ func TestBinaryRunnerRunsInThePackageDirectoryWithGoTestsFlags(t *testing.T) {
 	}
 }
 
+func TestBinaryRunnerAddsItsEnvironment(t *testing.T) {
+	var out, log strings.Builder
+	dir := t.TempDir()
+	r := binaryRunner{timeout: time.Minute, out: &out, log: &log, env: map[string]string{"GOMAXPROCS": "1"}}
+	res := r.run(testPackage{ImportPath: "m/p", Dir: dir}, script(t, `echo "GOMAXPROCS=$GOMAXPROCS PWD=$PWD"; exit 3`))
+	if want := "GOMAXPROCS=1 PWD=" + dir; res.exit != 3 || !strings.Contains(out.String(), want) {
+		t.Fatalf("exit %d, output %q, want it to contain %q", res.exit, out.String(), want)
+	}
+}
+
 func TestBinaryRunnerStopsAHungBinary(t *testing.T) {
 	var out, log strings.Builder
 	r := binaryRunner{timeout: -59*time.Second - 800*time.Millisecond, out: &out, log: &log} // quits after 200 ms

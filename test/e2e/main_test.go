@@ -46,6 +46,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "kubectl cache directory:", err)
 		os.Exit(1)
 	}
+	// make test gives test binaries GOMAXPROCS=1 (less CPU for the integration suites'
+	// control planes and CLIs); the programs this package builds and starts run as a user
+	// runs them, with every core.
+	if err := os.Unsetenv("GOMAXPROCS"); err != nil {
+		fmt.Fprintln(os.Stderr, "GOMAXPROCS:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	if built.dir != "" {
 		_ = os.RemoveAll(built.dir)
