@@ -109,7 +109,7 @@ TEST_PACKAGES ?= 4
 # less CPU. TEST_LDFLAGS= keeps DWARF for a debugger.
 TEST_LDFLAGS ?= -w
 # GOMAXPROCS for the test binaries and what they start (control planes, kubectl, Helm): with
-# four packages on two cores, one thread of Go code per process spends ~13% less CPU than
+# four packages on two cores, one thread of Go code per process spends 10–13% less CPU than
 # two (less parallel GC and idle spinning, measured). test/e2e gives the programs it runs
 # every core, as a user has. TEST_GOMAXPROCS=0 keeps the default.
 TEST_GOMAXPROCS ?= 1
