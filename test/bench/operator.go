@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/raygate/raygate/internal/testenv/cmdbuild"
 	"github.com/raygate/raygate/internal/testenv/kuberay"
 	"github.com/raygate/raygate/internal/testenv/kwokcluster"
 	"github.com/raygate/raygate/internal/testenv/tools"
@@ -32,13 +32,7 @@ import (
 // buildOperator builds cmd/raygate into dir, as a user would run it.
 func buildOperator(dir string) (string, error) {
 	bin := filepath.Join(dir, "raygate")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/raygate")
-	cmd.Dir = tools.RepoRoot()
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/raygate: %w", err)
-	}
-	return bin, nil
+	return bin, cmdbuild.Build(context.Background(), "raygate", bin, os.Stderr)
 }
 
 // operatorOptions are the flags of one operator run.

@@ -1,14 +1,17 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/raygate/raygate/internal/testenv/cmdbuild"
 )
 
 // The commands the tests run are built once per test binary, each by the first test that
@@ -70,10 +73,9 @@ func buildCmd(name string) *buildOnce {
 			return
 		}
 		start := time.Now()
-		cmd := exec.Command("go", "build", "-o", filepath.Join(built.dir, name), "./cmd/"+name)
-		cmd.Dir = repoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build ./cmd/%s: %w\n%s", name, err, out)
+		var out bytes.Buffer
+		if err := cmdbuild.Build(context.Background(), name, filepath.Join(built.dir, name), &out); err != nil {
+			b.err = fmt.Errorf("%w\n%s", err, out.String())
 		}
 		b.took = time.Since(start)
 	})

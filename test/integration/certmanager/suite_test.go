@@ -11,9 +11,9 @@
 package certmanager
 
 import (
+	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/raygate/raygate/internal/testenv/certmanager"
+	"github.com/raygate/raygate/internal/testenv/cmdbuild"
 	"github.com/raygate/raygate/internal/testenv/controlplane"
 	"github.com/raygate/raygate/internal/testenv/framework/suite"
 	"github.com/raygate/raygate/internal/testenv/tools"
@@ -84,10 +85,8 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 
 	operator = filepath.Join(workDir, "raygate")
-	build := exec.CommandContext(ctx, "go", "build", "-o", operator, "./cmd/raygate")
-	build.Dir = tools.RepoRoot()
-	out, err := build.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), string(out))
+	var out bytes.Buffer
+	Expect(cmdbuild.Build(ctx, "raygate", operator, &out)).To(Succeed(), out.String())
 
 	cmLog, err := os.Create(filepath.Join(logDir, "cert-manager.log"))
 	Expect(err).NotTo(HaveOccurred())

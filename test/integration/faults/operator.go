@@ -26,20 +26,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/raygate/raygate/apis/ray/v1"
+	"github.com/raygate/raygate/internal/testenv/cmdbuild"
 	"github.com/raygate/raygate/internal/testenv/proc"
-	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
 // buildOperator builds cmd/raygate into dir, as a user would run it.
 func buildOperator(dir string) (string, error) {
 	bin := filepath.Join(dir, "raygate")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/raygate")
-	cmd.Dir = tools.RepoRoot()
-	cmd.Stdout, cmd.Stderr = ginkgo.GinkgoWriter, ginkgo.GinkgoWriter
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/raygate: %w", err)
-	}
-	return bin, nil
+	return bin, cmdbuild.Build(context.Background(), "raygate", bin, ginkgo.GinkgoWriter)
 }
 
 // operator is one raygate process.
