@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	rayscheme "github.com/raygate/raygate/apis/scheme"
+	"github.com/raygate/raygate/internal/testenv/proc"
 	"github.com/raygate/raygate/internal/testenv/tools"
 )
 
@@ -176,8 +177,17 @@ func start(assets string, minor int, o Options, crds func() ([]*apiextensionsv1.
 		te.ControlPlane.Etcd = &envtest.Etcd{DataDir: e.etcdDir}
 	}
 	if o.Webhooks {
+		// envtest would pick a port that is free now; the manager listens on it only once
+		// the control plane (and, in some suites, Kueue) has started, and meanwhile another
+		// suite's listener could take it. A reserved port cannot be taken (proc.FreePort).
+		port, err := proc.FreePort()
+		if err != nil {
+			return nil, err
+		}
 		te.WebhookInstallOptions = envtest.WebhookInstallOptions{
-			Paths: []string{filepath.Join(tools.RepoRoot(), "config", "webhook")},
+			Paths:            []string{filepath.Join(tools.RepoRoot(), "config", "webhook")},
+			LocalServingHost: "127.0.0.1",
+			LocalServingPort: port,
 		}
 	}
 	api := te.ControlPlane.GetAPIServer()

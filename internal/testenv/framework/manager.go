@@ -77,15 +77,44 @@ func StartManagerAs(env *controlplane.Env, cfg *rest.Config, opts app.Options) (
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{Manager: mgr, cancel: cancel, done: make(chan error, 1), Writes: writes, Refusals: refusals, Who: who, stale: stale}
-	go func() { m.done <- mgr.Start(ctx) }()
-	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
-	defer syncCancel()
-	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+	started := make(chan error, 1)
+	go func() { started <- mgr.Start(ctx) }()
+	if err := waitSynced(ctx, mgr.GetCache().WaitForCacheSync, started, m.done, cacheSyncTimeout); err != nil {
 		_ = m.Stop()
 		// A cache that may not list or watch never syncs: say why.
-		return nil, errors.New("manager caches did not sync within 30s" + prefixed("; ", RefusalReport(who, refusals.Snapshot())))
+		return nil, fmt.Errorf("%w%s", err, prefixed("; ", RefusalReport(who, refusals.Snapshot())))
 	}
 	return m, nil
+}
+
+// cacheSyncTimeout bounds how long StartManager waits for the manager's caches.
+const cacheSyncTimeout = 30 * time.Second
+
+// waitSynced waits until synced reports the caches synced, within timeout. When the
+// manager's Start returns first (its webhook server could not listen, say), that error is
+// the answer at once, instead of a cache that never syncs because its manager has stopped.
+// Start's result is passed on to done, where Stop reads it.
+func waitSynced(ctx context.Context, synced func(context.Context) bool, started <-chan error, done chan<- error, timeout time.Duration) error {
+	syncCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	result := make(chan bool, 1)
+	go func() { result <- synced(syncCtx) }()
+	select {
+	case ok := <-result:
+		go func() { done <- <-started }()
+		if !ok {
+			return fmt.Errorf("manager caches did not sync within %s", timeout)
+		}
+		return nil
+	case err := <-started:
+		done <- err
+		cancel()
+		<-result
+		if err == nil {
+			err = errors.New("it returned no error")
+		}
+		return fmt.Errorf("manager stopped before its caches synced: %w", err)
+	}
 }
 
 // prefixed is s after sep, or "" when s is.

@@ -6,10 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -118,12 +118,53 @@ func (p *Process) Kill() error {
 	return nil
 }
 
-// FreePort is a TCP port on 127.0.0.1 that nothing listens on right now.
+// FreePort is a TCP port on 127.0.0.1 for a program to listen on, reserved for the life of
+// this process. A port that is merely free now can be handed to anyone before the program
+// binds it: `make test` starts four packages' suites side by side, each asking for ports
+// and binding them seconds later (a webhook port waits for a whole control plane and
+// Kueue to start), and one listener failing with "address already in use" failed a suite.
+// So the port stays bound here by a socket with SO_REUSEADDR that never listens: the
+// kernel gives no bind to port 0, in any process, a port bound that way, while a listener
+// that names the port with SO_REUSEADDR set, as every Go listener does, binds it beside
+// the reserving socket. A program restarted on the same port finds it still reserved.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		return 0, fmt.Errorf("reserving a port: %w", err)
+	}
+	syscall.CloseOnExec(fd)
+	port, err := bindLoopback(fd)
+	if err != nil {
+		_ = syscall.Close(fd)
+		return 0, fmt.Errorf("reserving a port: %w", err)
+	}
+	reserved.Lock()
+	defer reserved.Unlock()
+	reserved.fds = append(reserved.fds, fd) // held, never closed: the process's exit frees it
+	return port, nil
+}
+
+// reserved are the sockets holding FreePort's ports.
+var reserved struct {
+	sync.Mutex
+	fds []int
+}
+
+// bindLoopback binds fd to a port of the kernel's choosing on 127.0.0.1, with SO_REUSEADDR.
+func bindLoopback(fd int) (int, error) {
+	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1); err != nil {
+		return 0, err
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return 0, err
+	}
+	sa, err := syscall.Getsockname(fd)
 	if err != nil {
 		return 0, err
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	in4, ok := sa.(*syscall.SockaddrInet4)
+	if !ok {
+		return 0, fmt.Errorf("bound to %T, not an IPv4 address", sa)
+	}
+	return in4.Port, nil
 }
