@@ -115,13 +115,26 @@ TEST_LDFLAGS ?= -w
 TEST_GOMAXPROCS ?= 1
 TESTTIME := $(CURDIR)/bin/testtime
 TIMING := $(TESTTIME) run -dir $(CURDIR)/bin/testtime.d
+# The system suites run raygate as users install, upgrade, break and attack it, beside real
+# third-party programs (Helm, cert-manager, KubeRay, Traefik, the local mode's cluster), for
+# minutes each and most of the tests' CPU. make test leaves them out, so the everyday loop
+# answers in about ten minutes; make test-system runs them; CI (.ci/run) runs both.
+SYSTEM_SUITES := ./test/e2e/... ./test/integration/install/... ./test/integration/certmanager/... \
+	./test/integration/faults/... ./test/integration/upgradematrix/... ./test/integration/hostile/...
+TESTS := $(TESTTIME) tests -p $(TEST_PACKAGES) -gomaxprocs $(TEST_GOMAXPROCS) -timeout 30m -ldflags='$(TEST_LDFLAGS)'
 .PHONY: test
-test: tools ## Everything CI runs: lint, generated-file check, unit, integration and e2e tests; ends with a timing table.
+test: tools ## lint, generated-file check, unit and integration tests but the system suites (make test-system); ends with a timing table.
 	@$(GO) build -o $(TESTTIME) ./hack/testtime
 	$(TIMING) -reset -name lint -- $(GOLANGCI_LINT) run ./...
 	$(TIMING) -name verify -- bash -c '$(VERIFY)'
 	KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" $(TIMING) -name 'tests ./...' -table -- \
-		$(TESTTIME) tests -p $(TEST_PACKAGES) -gomaxprocs $(TEST_GOMAXPROCS) -timeout 30m -ldflags='$(TEST_LDFLAGS)' ./...
+		$(TESTS) -skip '$(SYSTEM_SUITES)' ./...
+
+.PHONY: test-system
+test-system: tools ## The system suites make test leaves out: e2e (make run, make demo), Helm install, cert-manager, faults, KubeRay upgrade matrix, hostile tenants; ends with a timing table.
+	@$(GO) build -o $(TESTTIME) ./hack/testtime
+	KUBEBUILDER_ASSETS="$(CLUSTER_ASSETS)" $(TIMING) -reset -name 'system suites' -table -- \
+		$(TESTS) $(SYSTEM_SUITES)
 
 .PHONY: unit
 unit: ## Unit tests only (no control plane).

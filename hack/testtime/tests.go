@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 )
 
 // testPackage is one package with tests, as go list reports it.
@@ -48,13 +49,25 @@ func runTests(args []string) int {
 	ldflags := fs.String("ldflags", "", "go test -ldflags")
 	gomaxprocs := fs.Int("gomaxprocs", 0, "GOMAXPROCS for each test binary and the processes it starts (0: inherited)")
 	binDir := fs.String("bin", "", "directory for the test binaries, kept between runs (default: RAYGATE_CACHE or ~/.cache/raygate, in test-binaries)")
+	skip := fs.String("skip", "", "package patterns, separated by commas or spaces, whose tests this run leaves out (their binaries are kept)")
 	_ = fs.Parse(args)
 	patterns := fs.Args()
 	if len(patterns) == 0 {
 		patterns = []string{"./..."}
 	}
 	ctx := context.Background()
-	pkgs, err := listTestPackages(ctx, patterns)
+	// The binaries are laid out, and kept, for every package of the module, whichever of
+	// them this run tests: make test and make test-system test different packages, and
+	// neither may remove, or move, the other's binaries.
+	all, err := listTestPackages(ctx, []string{"./..."})
+	var pkgs []testPackage
+	if err == nil {
+		var run, skipped []testPackage
+		if run, err = listTestPackages(ctx, patterns); err == nil && *skip != "" {
+			skipped, err = listTestPackages(ctx, strings.FieldsFunc(*skip, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }))
+		}
+		pkgs = selectPackages(all, run, skipped)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testtime:", err)
 		return 1
@@ -65,7 +78,7 @@ func runTests(args []string) int {
 		return 1
 	}
 	defer release()
-	bins := binaryPaths(dir, pkgs)
+	bins := binaryPaths(dir, all)
 	removeOtherBinaries(dir, bins)
 
 	r := binaryRunner{timeout: *timeout, records: os.Getenv(dirEnv), out: os.Stdout, log: os.Stderr}
@@ -102,6 +115,25 @@ func listTestPackages(ctx context.Context, patterns []string) ([]testPackage, er
 		return nil, fmt.Errorf("go list: %w", err)
 	}
 	return parseTestPackages(out), nil
+}
+
+// selectPackages is the packages of run that skip does not name, in all's order (go list's
+// order for the whole module, which the binaries' layout follows).
+func selectPackages(all, run, skip []testPackage) []testPackage {
+	want := map[string]bool{}
+	for _, p := range run {
+		want[p.ImportPath] = true
+	}
+	for _, p := range skip {
+		delete(want, p.ImportPath)
+	}
+	var out []testPackage
+	for _, p := range all {
+		if want[p.ImportPath] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func parseTestPackages(out []byte) []testPackage {

@@ -211,3 +211,24 @@ func TestRunPoolKeepsOrderAndBound(t *testing.T) {
 		t.Fatalf("%d ran at once, want 2", peak.Load())
 	}
 }
+
+func TestSelectPackagesKeepsTheModulesOrderAndLeavesOutSkipped(t *testing.T) {
+	all := pkgs("m/a", "m/b", "m/sys/x", "m/c", "m/sys/y")
+	for _, tc := range []struct {
+		name      string
+		run, skip []testPackage
+		want      string
+	}{
+		{name: "everything", run: all, want: "m/a m/b m/sys/x m/c m/sys/y"},
+		{name: "everything but the skipped", run: all, skip: pkgs("m/sys/x", "m/sys/y"), want: "m/a m/b m/c"},
+		{name: "a subset, listed in another order", run: pkgs("m/sys/y", "m/sys/x"), want: "m/sys/x m/sys/y"},
+		{name: "a subset minus a skipped one", run: pkgs("m/c", "m/a"), skip: pkgs("m/a"), want: "m/c"},
+		{name: "all skipped", run: pkgs("m/a"), skip: pkgs("m/a"), want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := importPaths(selectPackages(all, tc.run, tc.skip)); got != tc.want {
+				t.Fatalf("selectPackages = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
