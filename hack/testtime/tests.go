@@ -62,8 +62,11 @@ func runTests(args []string) int {
 	all, err := listTestPackages(ctx, []string{"./..."})
 	var pkgs []testPackage
 	if err == nil {
-		var run, skipped []testPackage
-		if run, err = listTestPackages(ctx, patterns); err == nil && *skip != "" {
+		run, skipped := all, []testPackage(nil)
+		if !slices.Equal(patterns, []string{"./..."}) {
+			run, err = listTestPackages(ctx, patterns)
+		}
+		if err == nil && *skip != "" {
 			skipped, err = listTestPackages(ctx, strings.FieldsFunc(*skip, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }))
 		}
 		pkgs = selectPackages(all, run, skipped)

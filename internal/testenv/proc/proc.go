@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -138,16 +137,7 @@ func FreePort() (int, error) {
 		_ = syscall.Close(fd)
 		return 0, fmt.Errorf("reserving a port: %w", err)
 	}
-	reserved.Lock()
-	defer reserved.Unlock()
-	reserved.fds = append(reserved.fds, fd) // held, never closed: the process's exit frees it
-	return port, nil
-}
-
-// reserved are the sockets holding FreePort's ports.
-var reserved struct {
-	sync.Mutex
-	fds []int
+	return port, nil // fd stays open, never closed: the process's exit frees the port
 }
 
 // bindLoopback binds fd to a port of the kernel's choosing on 127.0.0.1, with SO_REUSEADDR.
